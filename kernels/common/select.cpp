@@ -1,0 +1,43 @@
+#include "select.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cudanms::detail {
+namespace {
+
+bool is_valid(const float *box, float score) {
+  return std::isfinite(score) && std::isfinite(box[0]) && std::isfinite(box[1]) &&
+         std::isfinite(box[2]) && std::isfinite(box[3]) && box[2] >= box[0] && box[3] >= box[1];
+}
+
+}  // namespace
+
+void select_candidates(const CandidatesView &candidates, const Params &params,
+                       std::vector<uint32_t> *selected, Counts *counts) {
+  *counts = Counts();
+  counts->in = candidates.count;
+  selected->clear();
+  for (size_t i = 0; i < candidates.count; ++i) {
+    const float score = candidates.scores[i];
+    if (!is_valid(candidates.boxes + 4 * i, score)) {
+      ++counts->invalid;
+    } else if (score < params.score_threshold) {
+      ++counts->below_score;
+    } else {
+      selected->push_back(static_cast<uint32_t>(i));
+    }
+  }
+  if (selected->size() <= params.max_candidates) return;
+
+  // Top-K in O(n): partition out the Dmax best-ranked, then restore index order.
+  const auto keep = static_cast<std::ptrdiff_t>(params.max_candidates);
+  const float *scores = candidates.scores;
+  std::nth_element(selected->begin(), selected->begin() + keep - 1, selected->end(),
+                   [scores](uint32_t a, uint32_t b) { return ranks_before(scores, a, b); });
+  counts->over_capacity = selected->size() - params.max_candidates;
+  selected->resize(params.max_candidates);
+  std::sort(selected->begin(), selected->end());
+}
+
+}  // namespace cudanms::detail

@@ -1,0 +1,21 @@
+// Stands in for cuda_nms.cu when the build has no CUDA compiler.
+#include "cuda_nms.h"
+
+namespace cudanms {
+
+bool cuda_compiled() { return false; }
+
+bool cuda_available(std::string *why) {
+  if (why) *why = "cudanms was built without CUDA";
+  return false;
+}
+
+namespace detail {
+
+std::unique_ptr<Context> create_cuda_context(const ContextOptions &, Status *status) {
+  *status = Status::Error("cudanms was built without CUDA; use the cpu backend");
+  return nullptr;
+}
+
+}  // namespace detail
+}  // namespace cudanms

@@ -1,0 +1,143 @@
+// cudanms: non-maximum suppression on the CPU and on CUDA GPUs, one API.
+//
+// Read this header first. It is the whole public surface of kernels/: no GStreamer, no GLib.
+//
+//   cudanms::Status status;
+//   auto nms = cudanms::Context::create({cudanms::Backend::kCuda}, &status);
+//   cudanms::Result result;
+//   status = nms->run({boxes, scores, class_ids, n}, params, &result);
+//   // result.kept: indices of the kept candidates, best score first; result.counts: what happened.
+//
+// The rules, shared by every backend, bit for bit:
+//  1. A candidate is invalid when its score or a coordinate is NaN or infinite, or x2 < x1 or
+//     y2 < y1. Invalid candidates are dropped and counted. Zero-width or zero-height boxes are
+//     valid.
+//  2. A valid candidate whose score is below Params::score_threshold (strictly) is dropped and
+//     counted.
+//  3. If more than Params::max_candidates (Dmax) remain, the Dmax best-ranked are processed and the
+//     rest are counted as over capacity. Rank: higher score first, equal scores by lower index
+//     (-0.0 and +0.0 are equal scores).
+//  4. Suppression, only between candidates of the same class unless Params::class_agnostic:
+//     - Method::kGreedy, the standard NMS of OpenCV cv::dnn::NMSBoxes and torchvision.ops.nms:
+//       walk the candidates in rank order; one is kept unless an already kept one overlaps it
+//       by more than the threshold (strictly).
+//     - Method::kMatrix, the map/reduce NMS of Oro et al. (ICASSP 2016): a candidate is kept
+//       unless some candidate with a strictly higher score and a non-empty box (x2 > x1 and
+//       y2 > y1) overlaps it by at least the threshold, whether or not that one is kept itself.
+//  5. Params::max_detections, when not 0, keeps only the first that many kept candidates.
+//
+// Overlap of a candidate b by a higher-ranked candidate a, in single precision, with no fused
+// multiply-add, in exactly this order of operations (every backend computes the same bits):
+//   Overlap::kIoU:   iw = max(0, min(a.x2, b.x2) - max(a.x1, b.x1)), ih likewise, I = iw * ih,
+//                    U = area(a) + area(b) - I with area = (x2 - x1) * (y2 - y1); I / U, 0 if U <=
+//                    0.
+//   Overlap::kIoMin: I / min(area(a), area(b)), 0 if that minimum is <= 0.
+//   Overlap::kIoS:   the paper's intersection over the area of the higher-ranked window a, with
+//                    the +1 convention of integer pixel windows: iw = max(0, min(a.x2, b.x2) -
+//                    max(a.x1, b.x1) + 1), ih likewise, I / ((a.x2 - a.x1 + 1) * (a.y2 - a.y1 +
+//                    1)).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cudanms {
+
+// A view over the caller's memory; nothing is copied until run().
+struct CandidatesView {
+  const float *boxes = nullptr;        // count x {x1, y1, x2, y2}, packed, pixels
+  const float *scores = nullptr;       // count
+  const int32_t *class_ids = nullptr;  // count, or nullptr: every candidate is class 0
+  size_t count = 0;                    // at most kMaxCount
+};
+
+inline constexpr size_t kMaxCount = UINT32_MAX;
+
+enum class Method { kGreedy, kMatrix };
+enum class Overlap { kIoU, kIoMin, kIoS };
+enum class Backend { kCpu, kCuda };
+
+struct Params {
+  Method method = Method::kGreedy;
+  Overlap overlap = Overlap::kIoU;
+  float threshold = 0.5f;        // in [0, 1]
+  float score_threshold = 0.0f;  // candidates scoring below it are dropped; -inf keeps all
+  size_t max_candidates = 4096;  // Dmax, at least 1
+  size_t max_detections = 0;     // 0: no cap
+  bool class_agnostic = false;
+};
+
+struct Counts {
+  size_t in = 0;             // candidates given
+  size_t invalid = 0;        // rule 1
+  size_t below_score = 0;    // rule 2
+  size_t over_capacity = 0;  // rule 3
+  size_t kept = 0;           // result size
+};
+
+struct Result {
+  std::vector<uint32_t> kept;  // indices into the candidates, in rank order
+  Counts counts;
+};
+
+class Status {
+ public:
+  Status() = default;  // ok
+  static Status Ok() { return Status(); }
+  static Status Error(std::string message) { return Status(std::move(message)); }
+  bool ok() const { return !failed_; }
+  const std::string &message() const { return message_; }
+
+ private:
+  explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
+  bool failed_ = false;
+  std::string message_;
+};
+
+struct ContextOptions {
+  Backend backend = Backend::kCpu;
+  int device = 0;                // CUDA device index
+  void *stream = nullptr;        // a cudaStream_t to run on; nullptr: the context makes its own
+  size_t max_candidates = 4096;  // workspace is sized for this Dmax up front
+};
+
+// Created once, reused per frame. The workspace (device memory and pinned host buffers for CUDA)
+// is allocated at creation; run() allocates only when a frame brings more candidates, or a
+// larger Dmax, than any before. One context must not run on two threads at once.
+class Context {
+ public:
+  static std::unique_ptr<Context> create(const ContextOptions &options, Status *status);
+  virtual ~Context() = default;
+  // On failure, *result is left empty and the status says why; a CUDA context that failed
+  // may keep failing, and callers should fall back to a CPU context.
+  Status run(const CandidatesView &candidates, const Params &params, Result *result);
+  virtual Backend backend() const = 0;
+  // A human-readable name of where it runs, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)".
+  virtual std::string device_name() const = 0;
+
+ private:
+  // run() with its arguments checked and *result cleared.
+  virtual Status run_checked(const CandidatesView &candidates, const Params &params,
+                             Result *result) = 0;
+};
+
+// True when the CUDA backend is compiled in and a CUDA device can be used; otherwise false,
+// and *why (if given) says what is missing.
+bool cuda_available(std::string *why = nullptr);
+bool cuda_compiled();
+
+// Names as used by the tool and the element properties ("greedy", "iou", "cuda", ...).
+const char *to_string(Method method);
+const char *to_string(Overlap overlap);
+const char *to_string(Backend backend);
+bool parse_method(const std::string &name, Method *method);
+bool parse_overlap(const std::string &name, Overlap *overlap);
+bool parse_backend(const std::string &name, Backend *backend);
+
+// Checks Params against the rules above; run() calls it too.
+Status validate(const Params &params);
+
+}  // namespace cudanms

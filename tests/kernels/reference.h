@@ -1,0 +1,101 @@
+// A brute-force NMS written from the rules in cudanms/nms.h alone, sharing no code with
+// kernels/: full sort instead of a top-K partition, greedy as "each kept box removes every later
+// box it overlaps" (torchvision's form) instead of "check each box against the kept list", and
+// the paper's rule over all pairs by score instead of by rank.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "candidate_set.h"
+#include "cudanms/nms.h"
+
+namespace cudanms::testing {
+
+// Overlap of b by the higher-ranked a, in the documented single-precision order of operations.
+inline float reference_overlap(Overlap kind, const float *a, const float *b) {
+  const float one = kind == Overlap::kIoS ? 1.0f : 0.0f;
+  float iw = std::min(a[2], b[2]) - std::max(a[0], b[0]) + one;
+  float ih = std::min(a[3], b[3]) - std::max(a[1], b[1]) + one;
+  iw = iw > 0.0f ? iw : 0.0f;
+  ih = ih > 0.0f ? ih : 0.0f;
+  const float inter = iw * ih;
+  const float area_a = (a[2] - a[0]) * (a[3] - a[1]);
+  const float area_b = (b[2] - b[0]) * (b[3] - b[1]);
+  switch (kind) {
+    case Overlap::kIoU: {
+      const float uni = area_a + area_b - inter;
+      return uni > 0.0f ? inter / uni : 0.0f;
+    }
+    case Overlap::kIoMin: {
+      const float smaller = std::min(area_a, area_b);
+      return smaller > 0.0f ? inter / smaller : 0.0f;
+    }
+    case Overlap::kIoS:
+      return inter / ((a[2] - a[0] + 1.0f) * (a[3] - a[1] + 1.0f));
+  }
+  return 0.0f;
+}
+
+inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
+  Result r;
+  const size_t n = set.size();
+  r.counts.in = n;
+  auto box = [&](uint32_t i) { return &set.boxes[4 * i]; };
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < n; ++i) {
+    const float *b = box(i);
+    const bool finite = std::isfinite(set.scores[i]) && std::isfinite(b[0]) &&
+                        std::isfinite(b[1]) && std::isfinite(b[2]) && std::isfinite(b[3]);
+    if (!finite || b[2] < b[0] || b[3] < b[1]) {
+      ++r.counts.invalid;
+    } else if (set.scores[i] < p.score_threshold) {
+      ++r.counts.below_score;
+    } else {
+      order.push_back(i);
+    }
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    if (set.scores[a] != set.scores[b]) return set.scores[a] > set.scores[b];
+    return a < b;
+  });
+  if (order.size() > p.max_candidates) {
+    r.counts.over_capacity = order.size() - p.max_candidates;
+    order.resize(p.max_candidates);
+  }
+  auto same_class = [&](uint32_t a, uint32_t b) {
+    return p.class_agnostic || set.classes[a] == set.classes[b];
+  };
+
+  std::vector<bool> removed(order.size(), false);
+  for (size_t ii = 0; ii < order.size(); ++ii) {
+    const uint32_t i = order[ii];
+    if (p.method == Method::kGreedy) {
+      if (removed[ii]) continue;
+      r.kept.push_back(i);
+      for (size_t jj = ii + 1; jj < order.size(); ++jj) {
+        const uint32_t j = order[jj];
+        if (same_class(i, j) && reference_overlap(p.overlap, box(i), box(j)) > p.threshold) {
+          removed[jj] = true;
+        }
+      }
+    } else {
+      bool suppressed = false;
+      for (uint32_t j : order) {
+        const float *a = box(j);
+        suppressed = suppressed ||
+                     (set.scores[j] > set.scores[i] && a[2] > a[0] && a[3] > a[1] &&
+                      same_class(i, j) && reference_overlap(p.overlap, a, box(i)) >= p.threshold);
+      }
+      if (!suppressed) r.kept.push_back(i);
+    }
+  }
+  if (p.max_detections != 0 && r.kept.size() > p.max_detections) {
+    r.kept.resize(p.max_detections);
+  }
+  r.counts.kept = r.kept.size();
+  return r;
+}
+
+}  // namespace cudanms::testing

@@ -1,0 +1,240 @@
+// The CPU backend against the brute-force reference, and the rules' named corner cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "compare.h"
+#include "cudanms/nms.h"
+#include "random_sets.h"
+#include "reference.h"
+#include "support/seed.h"
+
+namespace cudanms::testing {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+class CpuNms : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status status;
+    nms_ = Context::create({Backend::kCpu}, &status);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  Result run(const CandidateSet &set, const Params &params) {
+    Result result;
+    const Status status = nms_->run(set.view(), params, &result);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return result;
+  }
+
+  std::unique_ptr<Context> nms_;
+};
+
+TEST_F(CpuNms, MatchesReferenceOnRandomSets) {
+  size_t cases = 0;
+  for_each_random_case(run_seed(), 12, 300, [&](const RandomCase &c) {
+    ++cases;
+    ASSERT_TRUE(same_result(run(c.set, c.params), reference_nms(c.set, c.params))) << c.description;
+  });
+  EXPECT_GT(cases, 3000u);
+}
+
+TEST_F(CpuNms, PerClassEqualsEachClassAlone) {
+  std::mt19937_64 rng(run_seed() + 1);
+  for (const Generator &g : generators()) {
+    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+      const CandidateSet set = g.make(rng, 400, 4);
+      Params params;
+      params.method = method;
+      const Result all = run(set, params);
+
+      // Each class on its own, class-agnostic, mapped back to the full set's indices.
+      std::vector<uint32_t> expected;
+      for (int32_t cls = 0; cls < 4; ++cls) {
+        CandidateSet alone;
+        std::vector<uint32_t> index_of;
+        for (uint32_t i = 0; i < set.size(); ++i) {
+          if (set.classes[i] != cls) continue;
+          const float *b = &set.boxes[4 * i];
+          alone.add(b[0], b[1], b[2], b[3], set.scores[i], 0);
+          index_of.push_back(i);
+        }
+        Params agnostic = params;
+        agnostic.class_agnostic = true;
+        for (uint32_t k : run(alone, agnostic).kept) expected.push_back(index_of[k]);
+      }
+      std::sort(expected.begin(), expected.end(), [&](uint32_t a, uint32_t b) {
+        return set.scores[a] > set.scores[b] || (set.scores[a] == set.scores[b] && a < b);
+      });
+      EXPECT_EQ(all.kept, expected) << g.name << " " << to_string(method);
+    }
+  }
+}
+
+TEST_F(CpuNms, DmaxKeepsTheBestRankedAndCountsTheRest) {
+  std::mt19937_64 rng(run_seed() + 2);
+  const CandidateSet set = tools::sliding_window_candidates(1000, rng());
+  Params params;
+  params.max_candidates = 100;
+  const Result result = run(set, params);
+  EXPECT_EQ(result.counts.over_capacity, 900u);
+
+  // The same as NMS over the 100 best-scoring candidates alone.
+  std::vector<uint32_t> order(set.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return set.scores[a] > set.scores[b]; });
+  CandidateSet best;
+  for (size_t k = 0; k < 100; ++k) {
+    const float *b = &set.boxes[4 * order[k]];
+    best.add(b[0], b[1], b[2], b[3], set.scores[order[k]], set.classes[order[k]]);
+  }
+  params.max_candidates = 4096;
+  const Result expected = run(best, params);
+  ASSERT_EQ(result.kept.size(), expected.kept.size());
+  for (size_t k = 0; k < expected.kept.size(); ++k) {
+    const uint32_t original = result.kept[k];
+    const uint32_t in_best = expected.kept[k];
+    EXPECT_EQ(set.scores[original], best.scores[in_best]);
+    EXPECT_EQ(set.boxes[4 * original], best.boxes[4 * in_best]);
+  }
+}
+
+TEST_F(CpuNms, DmaxBreaksScoreTiesByLowerIndex) {
+  CandidateSet set;
+  for (int i = 0; i < 10; ++i) set.add(10.0f * i, 0, 10.0f * i + 5, 5, 0.5f);
+  Params params;
+  params.max_candidates = 4;
+  const Result result = run(set, params);
+  EXPECT_EQ(result.kept, (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(result.counts.over_capacity, 6u);
+}
+
+TEST_F(CpuNms, ScoreThresholdDropsStrictlyLowerScores) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.2f);
+  set.add(20, 0, 30, 10, 0.3f);
+  set.add(40, 0, 50, 10, 0.29999f);
+  Params params;
+  params.score_threshold = 0.3f;
+  const Result result = run(set, params);
+  EXPECT_EQ(result.kept, (std::vector<uint32_t>{1}));
+  EXPECT_EQ(result.counts.below_score, 2u);
+}
+
+TEST_F(CpuNms, InvalidCandidatesAreDroppedAndCounted) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, kNaN);        // 0: NaN score
+  set.add(0, 0, kInf, 10, 0.9f);      // 1: infinite coordinate
+  set.add(-kInf, 0, 10, 10, 0.9f);    // 2
+  set.add(0, kNaN, 10, 10, 0.9f);     // 3: NaN coordinate
+  set.add(10, 0, 0, 10, 0.9f);        // 4: x2 < x1
+  set.add(0, 10, 10, 0, 0.9f);        // 5: y2 < y1
+  set.add(0, 0, 10, 10, kInf);        // 6: infinite score
+  set.add(100, 100, 100, 100, 0.8f);  // 7: a point: valid
+  set.add(200, 200, 210, 210, 0.7f);  // 8: valid
+  for (Method method : {Method::kGreedy, Method::kMatrix}) {
+    Params params;
+    params.method = method;
+    const Result result = run(set, params);
+    EXPECT_EQ(result.kept, (std::vector<uint32_t>{7, 8}));
+    EXPECT_EQ(result.counts.invalid, 7u);
+    EXPECT_EQ(result.counts.kept, 2u);
+  }
+}
+
+TEST_F(CpuNms, EmptyAndSingle) {
+  CandidateSet empty;
+  const Result none = run(empty, Params());
+  EXPECT_TRUE(none.kept.empty());
+  EXPECT_EQ(none.counts.in, 0u);
+
+  CandidateSet one;
+  one.add(1, 2, 3, 4, 0.0f);
+  EXPECT_EQ(run(one, Params()).kept, (std::vector<uint32_t>{0}));
+}
+
+TEST_F(CpuNms, IdenticalBoxesWithEqualScores) {
+  CandidateSet set;
+  for (int i = 0; i < 5; ++i) set.add(0, 0, 10, 10, 0.5f);
+  Params params;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0}));  // greedy: the lowest index
+  params.method = Method::kMatrix;
+  // The paper's rule: only a strictly higher score suppresses, so equal scores all survive.
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0, 1, 2, 3, 4}));
+}
+
+TEST_F(CpuNms, NegativeZeroScoreTiesWithZero) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.0f);
+  set.add(0, 0, 10, 10, -0.0f);
+  set.add(0, 0, 10, 10, -0.0f);
+  Params params;
+  params.score_threshold = -1.0f;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0}));
+}
+
+TEST_F(CpuNms, GreedyIsStrictAndMatrixInclusiveAtTheThreshold) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.9f);
+  set.add(0, 0, 10, 5, 0.8f);  // IoU exactly 0.5
+  Params params;
+  params.threshold = 0.5f;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0, 1}));
+  params.method = Method::kMatrix;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0}));
+}
+
+TEST_F(CpuNms, SuppressedBoxStillSuppressesInMatrixOnly) {
+  CandidateSet set;  // a chain: 0 overlaps 1, 1 overlaps 2, 0 does not overlap 2
+  set.add(0, 0, 10, 10, 0.9f);
+  set.add(4, 0, 14, 10, 0.8f);
+  set.add(8, 0, 18, 10, 0.7f);
+  Params params;
+  params.threshold = 0.3f;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0, 2}));
+  params.method = Method::kMatrix;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0}));
+}
+
+TEST_F(CpuNms, IosUsesThePapersPlusOneWindows) {
+  // Square windows {x, y, side}: (0,0,9) and (5,0,9): intersection 5x10 over the first's 10x10.
+  CandidateSet set;
+  set.add(0, 0, 9, 9, 0.9f);
+  set.add(5, 0, 14, 9, 0.8f);
+  Params params;
+  params.method = Method::kMatrix;
+  params.overlap = Overlap::kIoS;
+  params.threshold = 0.5f;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0}));  // 0.5 >= 0.5
+  params.threshold = 0.51f;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0, 1}));
+}
+
+TEST_F(CpuNms, MaxDetectionsKeepsTheBest) {
+  CandidateSet set;
+  for (int i = 0; i < 10; ++i) set.add(20.0f * i, 0, 20.0f * i + 10, 10, 0.1f * i);
+  Params params;
+  params.max_detections = 3;
+  const Result result = run(set, params);
+  EXPECT_EQ(result.kept, (std::vector<uint32_t>{9, 8, 7}));
+  EXPECT_EQ(result.counts.kept, 3u);
+}
+
+TEST_F(CpuNms, FarMoreCandidatesThanDmax) {
+  std::mt19937_64 rng(run_seed() + 3);
+  const CandidateSet set = tools::sliding_window_candidates(50000, rng());
+  Params params;
+  params.max_candidates = 64;
+  const Result result = run(set, params);
+  EXPECT_EQ(result.counts.over_capacity, 50000u - 64u);
+  EXPECT_TRUE(same_result(result, reference_nms(set, params)));
+}
+
+}  // namespace
+}  // namespace cudanms::testing

@@ -1,0 +1,105 @@
+// The CUDA backend against the CPU backend and the reference: identical kept sets and counts.
+// Without a usable CUDA device these tests skip, visibly.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "compare.h"
+#include "cudanms/nms.h"
+#include "random_sets.h"
+#include "reference.h"
+#include "support/seed.h"
+
+namespace cudanms::testing {
+namespace {
+
+class CudaNms : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    Status status;
+    gpu_ = Context::create({Backend::kCuda}, &status);
+    ASSERT_TRUE(status.ok()) << status.message();
+    cpu_ = Context::create({Backend::kCpu}, &status);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  ::testing::AssertionResult same_as_cpu(const CandidateSet &set, const Params &params) {
+    Result on_gpu, on_cpu;
+    const Status status = gpu_->run(set.view(), params, &on_gpu);
+    if (!status.ok()) return ::testing::AssertionFailure() << status.message();
+    EXPECT_TRUE(cpu_->run(set.view(), params, &on_cpu).ok());
+    return same_result(on_gpu, on_cpu);
+  }
+
+  std::unique_ptr<Context> gpu_;
+  std::unique_ptr<Context> cpu_;
+};
+
+TEST_F(CudaNms, MatchesCpuAndReferenceOnRandomSets) {
+  size_t cases = 0;
+  for_each_random_case(run_seed() + 10, 6, 600, [&](const RandomCase &c) {
+    ++cases;
+    ASSERT_TRUE(same_as_cpu(c.set, c.params)) << c.description;
+    Result on_gpu;
+    ASSERT_TRUE(gpu_->run(c.set.view(), c.params, &on_gpu).ok());
+    ASSERT_TRUE(same_result(on_gpu, reference_nms(c.set, c.params))) << c.description;
+  });
+  EXPECT_GT(cases, 2000u);
+}
+
+TEST_F(CudaNms, LargeSlidingWindowFrames) {
+  std::mt19937_64 rng(run_seed() + 11);
+  for (size_t n : {1000u, 3000u, 10000u, 30000u}) {
+    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+      for (bool agnostic : {false, true}) {
+        const CandidateSet set = tools::sliding_window_candidates(n, rng(), agnostic ? 1 : 80);
+        Params params;
+        params.method = method;
+        params.class_agnostic = agnostic;
+        params.max_candidates = n;
+        EXPECT_TRUE(same_as_cpu(set, params)) << "n=" << n << " " << to_string(method);
+      }
+    }
+  }
+}
+
+TEST_F(CudaNms, ReusesTheContextAcrossGrowingFrames) {
+  std::mt19937_64 rng(run_seed() + 12);
+  Params params;
+  for (size_t n : {10u, 5000u, 100u, 9000u, 0u, 1u}) {
+    params.max_candidates = 4096;  // n above it exercises the top-K and the overflow count
+    const CandidateSet set = tools::sliding_window_candidates(n, rng());
+    EXPECT_TRUE(same_as_cpu(set, params)) << "n=" << n;
+  }
+}
+
+TEST_F(CudaNms, InvalidCandidatesAsOnCpu) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CandidateSet set;
+  set.add(0, 0, 10, 10, nan);
+  set.add(10, 0, 0, 10, 0.9f);
+  set.add(5, 5, 5, 5, 0.8f);
+  set.add(0, 0, 10, 10, -0.0f);
+  set.add(0, 0, 10, 10, 0.0f);
+  Params params;
+  params.score_threshold = -1.0f;
+  EXPECT_TRUE(same_as_cpu(set, params));
+}
+
+TEST_F(CudaNms, RejectsADmaxBeyondItsCapacity) {
+  CandidateSet set;
+  set.add(0, 0, 1, 1, 1);
+  Params params;
+  params.max_candidates = size_t{1} << 30;
+  Result result;
+  const Status status = gpu_->run(set.view(), params, &result);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("max_candidates"), std::string::npos) << status.message();
+  params.max_candidates = 4096;  // and the context still works afterwards
+  EXPECT_TRUE(same_as_cpu(set, params));
+}
+
+}  // namespace
+}  // namespace cudanms::testing
