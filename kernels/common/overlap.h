@@ -35,6 +35,8 @@ CUDANMS_HD float overlap(Overlap kind, const Box &a, const Box &b) {
   const float iw = max0(min_f(a.x2, b.x2) - max_f(a.x1, b.x1));
   const float ih = max0(min_f(a.y2, b.y2) - max_f(a.y1, b.y1));
   const float inter = iw * ih;
+  // Most pairs are apart: skip the division. 0 / d is 0 for every d this could divide by.
+  if (inter == 0.0f) return 0.0f;
   if (kind == Overlap::kIoMin) {
     const float smaller = min_f(area(a), area(b));
     return smaller > 0.0f ? inter / smaller : 0.0f;

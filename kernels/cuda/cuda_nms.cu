@@ -1,13 +1,17 @@
 // The CUDA backend. Per frame, on one stream, with one host synchronisation at the end:
-//   host:  rules 1-3 (common/select.h), candidates packed into one pinned buffer
-//   H2D    one copy
-//   sort   scores descending (CUB radix sort, stable: equal scores keep index order)
-//   gather boxes and classes into rank order
-//   mask   bit j of row i: the candidate of rank j < i suppresses the one of rank i (warp ballots)
-//   reduce greedy: resolved 32 ranks at a time in one block; matrix: AND over each row
-//   compact kept ranks into packed positions, capped at max_detections
-//   D2H    one copy, then the host maps packed positions to candidate indices
-// The mask is dense (Dmax^2 bits), which bounds Dmax on this path; see kMaxCudaCandidates.
+//   host    rules 1-3 (common/select.h); the selected candidates packed into one pinned buffer
+//   H2D     one copy
+//   sort    scores descending (CUB radix sort, stable: equal scores keep index order)
+//   gather  boxes and classes into rank order
+//   pairs   tiles of ranks i x j < i; where j suppresses i, greedy appends j to i's predecessor
+//           list and matrix counts it: memory O(Dmax * kMaxPredecessors), not Dmax^2
+//   settle  one block. Greedy: the unique fixpoint of "i is kept iff no predecessor is kept",
+//           reached by in-place sweeps, each settling at least the best-ranked undecided
+//           candidate (Cluster-NMS on edges, REFERENCE.md). Matrix: kept iff no suppressor.
+//           Then the kept ranks are compacted in rank order, capped at max_detections.
+//   D2H     one copy; the host maps packed positions to candidate indices
+// A frame where a candidate has more than kMaxPredecessors predecessors, or that needs more than
+// kMaxSweeps sweeps (adversarial input), is redone on the CPU, which computes the same result.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 
 #include "common/overlap.h"
 #include "common/select.h"
+#include "cpu/cpu_nms.h"
 #include "cuda_nms.h"
 
 #define CUDANMS_TRY(call)                       \
@@ -32,20 +37,24 @@ namespace cudanms {
 namespace detail {
 namespace {
 
-constexpr uint32_t kWarp = 32;
-constexpr uint32_t kFullMask = 0xffffffffu;
-constexpr int kResolveThreads = 1024;  // 32 warps: one per rank of the 32-rank word in flight
-constexpr int kMaskRowsPerBlock = 8;
+constexpr uint32_t kTile = 128;  // ranks per side of a pair tile, one thread per row
+constexpr uint32_t kMaxPredecessors = 128;
+constexpr uint32_t kMaxSweeps = 256;
+constexpr int kSettleThreads = 1024;
+constexpr int kScanItems = 8;  // ranks per thread per compaction step
 
-// The greedy reduce keeps one bit per candidate in shared memory (32 KiB of the default 48).
-constexpr size_t kMaxCudaCandidates = 256 * 1024;
+// The settle kernel keeps one status byte per candidate in shared memory.
+constexpr size_t kMaxCudaCandidates = 128 * 1024;
+
+enum : uint8_t { kUndecided = 0, kKept = 1, kSuppressed = 2 };
+
+// Layout of the output buffer copied back per frame.
+enum : uint32_t { kOutKept = 0, kOutFallback = 1, kOutPositions = 2 };
 
 Status cuda_error(const char *what, cudaError_t error) {
   return Status::Error(std::string(what) + " failed: " + cudaGetErrorName(error) + ": " +
                        cudaGetErrorString(error));
 }
-
-__host__ __device__ uint32_t words_for(uint32_t n) { return (n + kWarp - 1) / kWarp; }
 
 __device__ Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
 
@@ -59,112 +68,120 @@ __global__ void gather_kernel(const float4 *boxes, const int32_t *classes, const
   }
 }
 
-// One warp per (row i, word w): lane l tests whether rank j = 32w + l suppresses rank i.
-// Only words holding some j < i are written; the reducers read no others.
+// Block (x, y) tests the ranks i of row tile y against the ranks j < i of column tile x <= y,
+// the column tile staged in shared memory.
 template <Method kMethod>
-__global__ void mask_kernel(const float4 *rank_boxes, const float *rank_scores,
-                            const int32_t *rank_classes, uint32_t m, uint32_t words,
-                            Overlap overlap_kind, float threshold, uint32_t *mask) {
-  const uint32_t i = blockIdx.y * blockDim.y + threadIdx.y;
-  const uint32_t w = blockIdx.x;
-  if (i >= m || w * kWarp >= i) return;
-  const uint32_t j = w * kWarp + threadIdx.x;
-  bool suppresses = false;
-  if (j < i && rank_classes[j] == rank_classes[i]) {
-    const Box a = to_box(rank_boxes[j]);
-    const Box b = to_box(rank_boxes[i]);
+__global__ void __launch_bounds__(kTile)
+    pairs_kernel(const float4 *rank_boxes, const float *rank_scores, const int32_t *rank_classes,
+                 uint32_t m, Overlap overlap_kind, float threshold, uint32_t *counts,
+                 uint32_t *predecessors) {
+  if (blockIdx.x > blockIdx.y) return;
+  __shared__ float4 s_boxes[kTile];
+  __shared__ float s_scores[kTile];
+  __shared__ int32_t s_classes[kTile];
+  const uint32_t first = blockIdx.x * kTile;
+  if (first + threadIdx.x < m) {
+    s_boxes[threadIdx.x] = rank_boxes[first + threadIdx.x];
+    s_scores[threadIdx.x] = rank_scores[first + threadIdx.x];
+    s_classes[threadIdx.x] = rank_classes[first + threadIdx.x];
+  }
+  __syncthreads();
+  const uint32_t i = blockIdx.y * kTile + threadIdx.x;
+  if (i >= m) return;
+  const Box b = to_box(rank_boxes[i]);
+  const float score_b = rank_scores[i];
+  const int32_t class_b = rank_classes[i];
+  const uint32_t end = min(first + kTile, i);
+  for (uint32_t j = first; j < end; ++j) {
+    const uint32_t t = j - first;
+    if (s_classes[t] != class_b) continue;
+    const Box a = to_box(s_boxes[t]);
     if (kMethod == Method::kGreedy) {
-      suppresses = greedy_suppresses(overlap_kind, threshold, a, b);
-    } else {
-      suppresses = matrix_suppresses(overlap_kind, threshold, a, rank_scores[j], b, rank_scores[i]);
+      if (greedy_suppresses(overlap_kind, threshold, a, b)) {
+        const uint32_t slot = atomicAdd(&counts[i], 1u);
+        if (slot < kMaxPredecessors) predecessors[size_t{i} * kMaxPredecessors + slot] = j;
+      }
+    } else if (matrix_suppresses(overlap_kind, threshold, a, s_scores[t], b, score_b)) {
+      atomicAdd(&counts[i], 1u);  // one suppressor settles it
+      return;
     }
   }
-  const uint32_t bits = __ballot_sync(kFullMask, suppresses);
-  if (threadIdx.x == 0) mask[static_cast<size_t>(i) * words + w] = bits;
 }
 
-// Exact greedy in rank order, 32 ranks per step: warp t finds whether a kept candidate of an
-// earlier word suppresses rank 32w + t, then one thread settles the word's ranks in order.
-__global__ void greedy_reduce_kernel(const uint32_t *mask, uint32_t m, uint32_t words,
-                                     uint32_t *kept_bits) {
-  extern __shared__ uint32_t s_kept[];
-  __shared__ bool s_suppressed_before[kWarp];
-  __shared__ uint32_t s_diagonal[kWarp];
-  const uint32_t t = threadIdx.x / kWarp;
-  const uint32_t lane = threadIdx.x % kWarp;
-  for (uint32_t w = 0; w < words; ++w) {
-    const uint32_t r = w * kWarp + t;
-    if (r < m) {
-      const uint32_t *row = mask + static_cast<size_t>(r) * words;
-      uint32_t hits = 0;
-      for (uint32_t v = lane; v < w; v += kWarp) hits |= row[v] & s_kept[v];
-      const bool suppressed = __any_sync(kFullMask, hits != 0);
-      if (lane == 0) {
-        s_suppressed_before[t] = suppressed;
-        s_diagonal[t] = t > 0 ? row[w] : 0u;
+// Writes out[kOutKept], out[kOutFallback] and the packed positions of the kept candidates.
+template <Method kMethod>
+__global__ void __launch_bounds__(kSettleThreads)
+    settle_kernel(const uint32_t *counts, const uint32_t *predecessors, const uint32_t *order,
+                  uint32_t m, uint32_t limit, uint32_t *out) {
+  extern __shared__ uint8_t s_dynamic[];
+  volatile uint8_t *status = s_dynamic;
+  const uint32_t tid = threadIdx.x;
+
+  bool overflow = false;
+  for (uint32_t i = tid; i < m; i += kSettleThreads) {
+    const uint32_t n = counts[i];
+    overflow |= n > kMaxPredecessors;
+    status[i] = n == 0 ? kKept : (kMethod == Method::kGreedy ? kUndecided : kSuppressed);
+  }
+  bool fallback = __syncthreads_or(overflow);
+
+  // Statuses only ever go from undecided to final, and a candidate is settled only from final
+  // statuses, so reading a neighbour's update early or late is harmless.
+  for (uint32_t sweep = 0; kMethod == Method::kGreedy && !fallback; ++sweep) {
+    bool undecided = false;
+    for (uint32_t i = tid; i < m; i += kSettleThreads) {
+      if (status[i] != kUndecided) continue;
+      const uint32_t *p = predecessors + size_t{i} * kMaxPredecessors;
+      const uint32_t n = counts[i];
+      bool all_suppressed = true;
+      bool suppressed = false;
+      for (uint32_t k = 0; k < n && !suppressed; ++k) {
+        const uint8_t s = status[p[k]];
+        suppressed = s == kKept;
+        all_suppressed &= s == kSuppressed;
+      }
+      if (suppressed) {
+        status[i] = kSuppressed;
+      } else if (all_suppressed) {
+        status[i] = kKept;
+      } else {
+        undecided = true;
       }
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      uint32_t word = 0;
-      for (uint32_t k = 0; k < kWarp && w * kWarp + k < m; ++k) {
-        if (!s_suppressed_before[k] && (s_diagonal[k] & word) == 0) word |= 1u << k;
-      }
-      s_kept[w] = word;
+    if (!__syncthreads_or(undecided)) break;
+    fallback = sweep + 1 == kMaxSweeps;
+  }
+  if (fallback) {
+    if (tid == 0) {
+      out[kOutKept] = 0;
+      out[kOutFallback] = 1;
     }
-    __syncthreads();
+    return;
   }
-  for (uint32_t v = threadIdx.x; v < words; v += blockDim.x) kept_bits[v] = s_kept[v];
-}
 
-// The paper's reduce: rank i is kept iff its row holds no suppressing bit. One block per word
-// of 32 ranks, one warp per rank, then a ballot packs the 32 answers into the word.
-__global__ void matrix_reduce_kernel(const uint32_t *mask, uint32_t m, uint32_t words,
-                                     uint32_t *kept_bits) {
-  __shared__ bool s_kept[kWarp];
-  const uint32_t w = blockIdx.x;
-  const uint32_t t = threadIdx.x / kWarp;
-  const uint32_t lane = threadIdx.x % kWarp;
-  const uint32_t r = w * kWarp + t;
-  bool kept = false;
-  if (r < m) {
-    const uint32_t *row = mask + static_cast<size_t>(r) * words;
-    const uint32_t row_words = words_for(r);  // words holding ranks j < r
-    uint32_t hits = 0;
-    for (uint32_t v = lane; v < row_words; v += kWarp) hits |= row[v];
-    kept = __all_sync(kFullMask, hits == 0);
-  }
-  if (lane == 0) s_kept[t] = kept;
-  __syncthreads();
-  if (t == 0) {
-    const uint32_t bits = __ballot_sync(kFullMask, s_kept[lane]);
-    if (lane == 0) kept_bits[w] = bits;
-  }
-}
-
-// out[0] = number kept (at most limit); out[1..] = packed positions of the kept, in rank order.
-__global__ void compact_kernel(const uint32_t *kept_bits, uint32_t words, const uint32_t *order,
-                               uint32_t limit, uint32_t *out) {
-  using Scan = cub::BlockScan<uint32_t, kResolveThreads>;
+  using Scan = cub::BlockScan<uint32_t, kSettleThreads>;
   __shared__ typename Scan::TempStorage s_scan;
-  __shared__ uint32_t s_base;
-  if (threadIdx.x == 0) s_base = 0;
-  __syncthreads();
-  for (uint32_t start = 0; start < words; start += kResolveThreads) {
-    const uint32_t w = start + threadIdx.x;
-    uint32_t bits = w < words ? kept_bits[w] : 0u;
-    uint32_t offset = 0;
-    uint32_t total = 0;
-    Scan(s_scan).ExclusiveSum(static_cast<uint32_t>(__popc(bits)), offset, total);
-    offset += s_base;
-    for (; bits != 0; bits &= bits - 1, ++offset) {
-      if (offset < limit) out[1 + offset] = order[w * kWarp + (__ffs(bits) - 1)];
+  uint32_t base = 0;
+  for (uint32_t start = 0; start < m; start += kSettleThreads * kScanItems) {
+    uint32_t kept[kScanItems];
+    uint32_t offset[kScanItems];
+    const uint32_t first = start + tid * kScanItems;
+    for (int k = 0; k < kScanItems; ++k) {
+      kept[k] = first + k < m && status[first + k] == kKept ? 1u : 0u;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) s_base += total;
-    __syncthreads();
+    uint32_t total = 0;
+    Scan(s_scan).ExclusiveSum(kept, offset, total);
+    for (int k = 0; k < kScanItems; ++k) {
+      const uint32_t slot = base + offset[k];
+      if (kept[k] && slot < limit) out[kOutPositions + slot] = order[first + k];
+    }
+    base += total;
+    __syncthreads();  // s_scan is reused
   }
-  if (threadIdx.x == 0) out[0] = s_base < limit ? s_base : limit;
+  if (tid == 0) {
+    out[kOutKept] = min(base, limit);
+    out[kOutFallback] = 0;
+  }
 }
 
 __global__ void iota_kernel(uint32_t *values, uint32_t n) {
@@ -259,9 +276,12 @@ class CudaContext final : public Context {
     CUDANMS_TRY(cudaStreamSynchronize(stream_));
 
     const uint32_t *out = h_out_.get();
-    result->kept.resize(out[0]);
-    for (uint32_t k = 0; k < out[0]; ++k) result->kept[k] = selected_[out[1 + k]];
-    result->counts.kept = out[0];
+    if (out[kOutFallback] != 0) return cpu_->run(c, params, result);
+    result->kept.resize(out[kOutKept]);
+    for (uint32_t k = 0; k < out[kOutKept]; ++k) {
+      result->kept[k] = selected_[out[kOutPositions + k]];
+    }
+    result->counts.kept = out[kOutKept];
     return Status::Ok();
   }
 
@@ -296,33 +316,30 @@ class CudaContext final : public Context {
                                                d_rank_boxes_.get(), d_rank_classes_.get());
     CUDANMS_TRY(cudaGetLastError());
 
-    const uint32_t words = words_for(m);
-    const dim3 mask_grid(words, (m + kMaskRowsPerBlock - 1) / kMaskRowsPerBlock);
-    const dim3 mask_block(kWarp, kMaskRowsPerBlock);
-    if (params.method == Method::kGreedy) {
-      mask_kernel<Method::kGreedy><<<mask_grid, mask_block, 0, stream_>>>(
-          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), m, words,
-          params.overlap, params.threshold, d_mask_.get());
-      CUDANMS_TRY(cudaGetLastError());
-      greedy_reduce_kernel<<<1, kResolveThreads, words * sizeof(uint32_t), stream_>>>(
-          d_mask_.get(), m, words, d_kept_bits_.get());
-    } else {
-      mask_kernel<Method::kMatrix><<<mask_grid, mask_block, 0, stream_>>>(
-          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), m, words,
-          params.overlap, params.threshold, d_mask_.get());
-      CUDANMS_TRY(cudaGetLastError());
-      matrix_reduce_kernel<<<words, kResolveThreads, 0, stream_>>>(d_mask_.get(), m, words,
-                                                                   d_kept_bits_.get());
-    }
-    CUDANMS_TRY(cudaGetLastError());
-
     const uint32_t limit = params.max_detections == 0 || params.max_detections > m
                                ? m
                                : static_cast<uint32_t>(params.max_detections);
-    compact_kernel<<<1, kResolveThreads, 0, stream_>>>(d_kept_bits_.get(), words, d_order_.get(),
-                                                       limit, d_out_.get());
+    const uint32_t tiles = (m + kTile - 1) / kTile;
+    const dim3 pair_grid(tiles, tiles);
+    CUDANMS_TRY(cudaMemsetAsync(d_counts_.get(), 0, m * sizeof(uint32_t), stream_));
+    if (params.method == Method::kGreedy) {
+      pairs_kernel<Method::kGreedy><<<pair_grid, kTile, 0, stream_>>>(
+          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), m, params.overlap,
+          params.threshold, d_counts_.get(), d_predecessors_.get());
+      CUDANMS_TRY(cudaGetLastError());
+      settle_kernel<Method::kGreedy><<<1, kSettleThreads, m, stream_>>>(
+          d_counts_.get(), d_predecessors_.get(), d_order_.get(), m, limit, d_out_.get());
+    } else {
+      pairs_kernel<Method::kMatrix><<<pair_grid, kTile, 0, stream_>>>(
+          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), m, params.overlap,
+          params.threshold, d_counts_.get(), d_predecessors_.get());
+      CUDANMS_TRY(cudaGetLastError());
+      settle_kernel<Method::kMatrix><<<1, kSettleThreads, m, stream_>>>(
+          d_counts_.get(), d_predecessors_.get(), d_order_.get(), m, limit, d_out_.get());
+    }
     CUDANMS_TRY(cudaGetLastError());
-    CUDANMS_TRY(cudaMemcpyAsync(h_out_.get(), d_out_.get(), (1 + size_t{limit}) * sizeof(uint32_t),
+    CUDANMS_TRY(cudaMemcpyAsync(h_out_.get(), d_out_.get(),
+                                (kOutPositions + size_t{limit}) * sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, stream_));
     return Status::Ok();
   }
@@ -336,23 +353,29 @@ class CudaContext final : public Context {
                            std::to_string(n));
     }
     capacity_ = 0;
-    const size_t words = words_for(static_cast<uint32_t>(n));
     Status status = Status::Ok();
     auto step = [&status](Status s) {
       if (status.ok()) status = std::move(s);
     };
     step(h_stage_.allocate(n * kStagedBytes));
-    step(h_out_.allocate(n + 1));
+    step(h_out_.allocate(kOutPositions + n));
     step(d_stage_.allocate(n * kStagedBytes));
     step(d_rank_scores_.allocate(n));
     step(d_iota_.allocate(n));
     step(d_order_.allocate(n));
     step(d_rank_boxes_.allocate(n));
     step(d_rank_classes_.allocate(n));
-    step(d_mask_.allocate(n * words));
-    step(d_kept_bits_.allocate(words));
-    step(d_out_.allocate(n + 1));
+    step(d_counts_.allocate(n));
+    step(d_predecessors_.allocate(n * kMaxPredecessors));
+    step(d_out_.allocate(kOutPositions + n));
     if (!status.ok()) return status;
+    // One status byte per candidate: past the default 48 KiB, shared memory must be asked for.
+    CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kGreedy>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(n)));
+    CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kMatrix>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(n)));
 
     sort_temp_bytes_ = 0;
     CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
@@ -376,6 +399,7 @@ class CudaContext final : public Context {
   size_t capacity_ = 0;
   size_t sort_temp_bytes_ = 0;
   std::vector<uint32_t> selected_;  // candidate indices, in packed (ascending index) order
+  std::unique_ptr<Context> cpu_ = create_cpu_context({});  // exact redo of adversarial frames
 
   PinnedBuffer<unsigned char> h_stage_;
   PinnedBuffer<uint32_t> h_out_;
@@ -385,8 +409,8 @@ class CudaContext final : public Context {
   DeviceBuffer<uint32_t> d_order_;  // rank -> packed position
   DeviceBuffer<float4> d_rank_boxes_;
   DeviceBuffer<int32_t> d_rank_classes_;
-  DeviceBuffer<uint32_t> d_mask_;
-  DeviceBuffer<uint32_t> d_kept_bits_;
+  DeviceBuffer<uint32_t> d_counts_;        // predecessors (greedy) or suppressors (matrix)
+  DeviceBuffer<uint32_t> d_predecessors_;  // kMaxPredecessors ranks per rank
   DeviceBuffer<uint32_t> d_out_;
   DeviceBuffer<unsigned char> d_sort_temp_;
 };
