@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# On a CUDA host: build with the CUDA backend for this GPU, run the whole test suite (CUDA tests
+# must run, not skip), then the benchmark when it exists. Prints the GPU and the result lines.
+#   tools/run-cuda-suite.sh [build-dir]      (default build-cuda; MESON_ARGS adds options)
+# Needs the README's packages (or PKG_CONFIG_* pointing at them), nvcc, meson and ninja.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-cuda}
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -1)
+arch=${CUDA_ARCH:-$(echo "$gpu" | awk -F', ' '{gsub(/\./, "", $3); print $3}')}
+echo "GPU: $gpu (building for sm_$arch, $(nvcc --version | grep -o 'release [0-9.]*'))"
+
+meson setup "$build" -Dcuda=enabled -Dcuda-arch="$arch" -Dtests=enabled ${MESON_ARGS:-} --wipe >/dev/null 2>&1 ||
+  meson setup "$build" -Dcuda=enabled -Dcuda-arch="$arch" -Dtests=enabled ${MESON_ARGS:-}
+ninja -C "$build"
+rc=0
+meson test -C "$build" --print-errorlogs || rc=$?
+
+log="$build/meson-logs/testlog.txt"
+count() { grep -oE "^\[  $1 *\] [0-9]+ tests?" "$log" | awk '{s += $(NF-1)} END {print s + 0}'; }
+# GPU tests have Cuda in their suite or test name, and skip with "no CUDA device" where none is.
+cuda_ran=$(grep -cE '^\[ +OK \] (Cuda[A-Z][A-Za-z]*\.|[A-Za-z]+\.Cuda)' "$log" || true)
+cuda_skipped=$(grep -c '^no CUDA device' "$log" || true)
+echo "GPU: $gpu"
+echo "CUDA tests: $cuda_ran passed, $cuda_skipped skipped"
+echo "tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
+if [ "$cuda_skipped" -ne 0 ] || [ "$cuda_ran" -eq 0 ]; then
+  echo "error: on a CUDA host every CUDA test must run" >&2
+  rc=1
+fi
+exit $rc
