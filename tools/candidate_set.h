@@ -14,7 +14,10 @@ struct CandidateSet {
   std::vector<int32_t> classes;
 
   void add(float x1, float y1, float x2, float y2, float score, int32_t class_id = 0) {
-    boxes.insert(boxes.end(), {x1, y1, x2, y2});
+    boxes.push_back(x1);
+    boxes.push_back(y1);
+    boxes.push_back(x2);
+    boxes.push_back(y2);
     scores.push_back(score);
     classes.push_back(class_id);
   }
