@@ -1,9 +1,11 @@
 // The CPU backend: the reference semantics of cudanms/nms.h, written to be fast enough for a
-// fallback. Candidates are gathered once into rank order, so every later loop is sequential.
+// fallback. Candidates are gathered once into rank order, so every later loop is sequential, and
+// each candidate is tested only against the boxes a grid finds near it.
 #include "cpu_nms.h"
 
 #include <algorithm>
 
+#include "box_grid.h"
 #include "common/overlap.h"
 #include "common/select.h"
 
@@ -37,20 +39,23 @@ class CpuContext final : public Context {
     boxes_.reserve(n);
     scores_.reserve(n);
     classes_.reserve(n);
-    kept_positions_.reserve(n);
+    ranked_.reserve(n);
   }
 
   // Sorts the selected candidates by rank and gathers them into contiguous arrays.
   void rank_order(const CandidatesView &c) {
-    const float *scores = c.scores;
-    // selected_ is in ascending index order, so a stable sort by score breaks ties by index.
-    std::stable_sort(selected_.begin(), selected_.end(),
-                     [scores](uint32_t a, uint32_t b) { return scores[a] > scores[b]; });
+    ranked_.clear();
+    for (uint32_t index : selected_) ranked_.push_back({c.scores[index], index});
+    std::sort(ranked_.begin(), ranked_.end(), [](const Ranked &a, const Ranked &b) {
+      return a.score > b.score || (a.score == b.score && a.index < b.index);
+    });
     boxes_.clear();
     scores_.clear();
     classes_.clear();
-    for (uint32_t index : selected_) {
+    for (size_t r = 0; r < ranked_.size(); ++r) {
+      const uint32_t index = ranked_[r].index;
       const float *b = c.boxes + 4 * static_cast<size_t>(index);
+      selected_[r] = index;
       boxes_.push_back({b[0], b[1], b[2], b[3]});
       scores_.push_back(c.scores[index]);
       classes_.push_back(c.class_ids ? c.class_ids[index] : 0);
@@ -65,42 +70,54 @@ class CpuContext final : public Context {
     return params.max_detections != 0 && result.kept.size() >= params.max_detections;
   }
 
+  // Overlap > threshold >= 0 needs an intersection, so the grid of kept boxes finds every
+  // candidate's possible suppressors.
   void greedy(const Params &params, Result *result) {
-    kept_positions_.clear();
-    for (size_t i = 0; i < boxes_.size() && !full(params, *result); ++i) {
-      bool suppressed = false;
-      for (size_t k : kept_positions_) {
-        if (same_class(params, k, i) &&
-            greedy_suppresses(params.overlap, params.threshold, boxes_[k], boxes_[i])) {
-          suppressed = true;
-          break;
-        }
-      }
+    grid_.reset(boxes_);
+    for (uint32_t i = 0; i < boxes_.size() && !full(params, *result); ++i) {
+      const bool suppressed = grid_.any_near(boxes_[i], [&](uint32_t k) {
+        return same_class(params, k, i) &&
+               greedy_suppresses(params.overlap, params.threshold, boxes_[k], boxes_[i]);
+      });
       if (!suppressed) {
-        kept_positions_.push_back(i);
+        grid_.add(i, boxes_[i]);
         result->kept.push_back(selected_[i]);
       }
     }
   }
 
+  // Overlap >= threshold needs an intersection only when the threshold is above 0; at 0 every
+  // higher-scoring non-empty box suppresses, near or far.
   void matrix(const Params &params, Result *result) {
-    for (size_t i = 0; i < boxes_.size() && !full(params, *result); ++i) {
+    auto suppresses = [&](uint32_t j, uint32_t i) {
+      return same_class(params, j, i) &&
+             matrix_suppresses(params.overlap, params.threshold, boxes_[j], scores_[j], boxes_[i],
+                               scores_[i]);
+    };
+    grid_.reset(boxes_);
+    for (uint32_t i = 0; i < boxes_.size() && !full(params, *result); ++i) {
       bool suppressed = false;
-      // Only candidates ranked before i can have a strictly higher score.
-      for (size_t j = 0; j < i && !suppressed; ++j) {
-        suppressed = same_class(params, j, i) &&
-                     matrix_suppresses(params.overlap, params.threshold, boxes_[j], scores_[j],
-                                       boxes_[i], scores_[i]);
+      if (params.threshold > 0.0f) {
+        suppressed = grid_.any_near(boxes_[i], [&](uint32_t j) { return suppresses(j, i); });
+        grid_.add(i, boxes_[i]);
+      } else {
+        for (uint32_t j = 0; j < i && !suppressed; ++j) suppressed = suppresses(j, i);
       }
       if (!suppressed) result->kept.push_back(selected_[i]);
     }
   }
 
+  struct Ranked {
+    float score;
+    uint32_t index;
+  };
+
   std::vector<uint32_t> selected_;  // candidate indices, in rank order after rank_order()
   std::vector<Box> boxes_;
   std::vector<float> scores_;
   std::vector<int32_t> classes_;
-  std::vector<size_t> kept_positions_;
+  std::vector<Ranked> ranked_;
+  BoxGrid grid_;
 };
 
 }  // namespace
