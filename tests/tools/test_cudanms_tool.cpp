@@ -1,0 +1,494 @@
+// cudanms-tool as a user runs it: the built binary (CUDANMS_TOOL) in a child process, its
+// output checked against the reference NMS of tests/kernels and its exit codes and messages
+// against the usage text.
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "candidate_file.h"
+#include "cudanms/nms.h"
+#include "kernels/reference.h"
+#include "support/seed.h"
+#include "synthetic.h"
+
+namespace cudanms::testing {
+namespace {
+
+using tools::CandidateFile;
+using tools::CandidateSet;
+using tools::FileFormat;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome run_tool(const std::vector<std::string> &args) {
+  std::vector<char *> argv = {std::getenv("CUDANMS_TOOL")};
+  for (const std::string &arg : args) argv.push_back(const_cast<char *>(arg.c_str()));
+  argv.push_back(nullptr);
+  g_autofree char *out = nullptr;
+  g_autofree char *err = nullptr;
+  int wait_status = 0;
+  GError *error = nullptr;
+  Outcome outcome;
+  if (!g_spawn_sync(nullptr, argv.data(), nullptr, G_SPAWN_DEFAULT, nullptr, nullptr, &out, &err,
+                    &wait_status, &error)) {
+    ADD_FAILURE() << "cannot run " << argv[0] << ": " << error->message;
+    g_error_free(error);
+    return outcome;
+  }
+  outcome.exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  outcome.out = out;
+  outcome.err = err;
+  return outcome;
+}
+
+std::string describe(const Outcome &o) {
+  return "exit " + std::to_string(o.exit_code) + ", stderr: " + o.err;
+}
+
+bool starts_with(const std::string &s, const std::string &prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Options as the tool spells them, and the same as Params for the reference.
+struct NmsOptions {
+  Method method = Method::kGreedy;
+  Overlap overlap = Overlap::kIoU;
+  float threshold = 0.5f;
+  bool class_agnostic = false;
+  size_t max_candidates = 4096;
+  size_t max_detections = 0;
+
+  std::vector<std::string> args() const {
+    std::vector<std::string> a = {"--method",         to_string(method),
+                                  "--overlap",        to_string(overlap),
+                                  "--threshold",      std::to_string(threshold),
+                                  "--max-candidates", std::to_string(max_candidates),
+                                  "--max-detections", std::to_string(max_detections)};
+    if (class_agnostic) a.push_back("--class-agnostic");
+    return a;
+  }
+  Params params() const {
+    Params p;
+    p.method = method;
+    p.overlap = overlap;
+    p.threshold = threshold;
+    p.class_agnostic = class_agnostic;
+    p.max_candidates = max_candidates;
+    p.max_detections = max_detections;
+    return p;
+  }
+  std::string description() const {
+    std::string d;
+    for (const std::string &a : args()) d += a + " ";
+    return d;
+  }
+};
+
+class CudanmsTool : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(std::getenv("CUDANMS_TOOL"), nullptr)
+        << "set CUDANMS_TOOL to the cudanms-tool to test, as meson test does";
+    GError *error = nullptr;
+    char *dir = g_dir_make_tmp("cudanms-tool-test-XXXXXX", &error);
+    ASSERT_NE(dir, nullptr) << error->message;
+    dir_ = dir;
+    g_free(dir);
+  }
+
+  void TearDown() override {
+    if (dir_.empty()) return;
+    if (GDir *dir = g_dir_open(dir_.c_str(), 0, nullptr)) {
+      while (const char *name = g_dir_read_name(dir)) g_remove((dir_ + "/" + name).c_str());
+      g_dir_close(dir);
+    }
+    g_rmdir(dir_.c_str());
+  }
+
+  std::string path(const std::string &name) const { return dir_ + "/" + name; }
+
+  std::string write(const std::string &name, const std::string &text) const {
+    const std::string p = path(name);
+    EXPECT_TRUE(g_file_set_contents(p.c_str(), text.c_str(), text.size(), nullptr));
+    return p;
+  }
+
+  static std::string read(const std::string &p) {
+    g_autofree char *text = nullptr;
+    gsize size = 0;
+    EXPECT_TRUE(g_file_get_contents(p.c_str(), &text, &size, nullptr)) << p;
+    return text ? std::string(text, size) : std::string();
+  }
+
+  static bool exists(const std::string &p) { return g_file_test(p.c_str(), G_FILE_TEST_EXISTS); }
+
+  // A candidate file in `format`, with comments, blank lines and CRLF endings strewn in, which
+  // the tool must skip and trim.
+  std::string write_candidates(const std::string &name, const CandidateSet &set,
+                               FileFormat format) const {
+    std::string lines;
+    EXPECT_TRUE(tools::format_candidates(set, format, &lines).ok());
+    std::string text = "# synthetic candidates\n\n";
+    size_t line = 0;
+    for (size_t start = 0, end; (end = lines.find('\n', start)) != std::string::npos;
+         start = end + 1, ++line) {
+      text += lines.substr(start, end - start) + (line % 7 == 3 ? " \r\n" : "\n");
+      if (line % 11 == 5) text += "# a comment between detections\n\n";
+    }
+    return write(name, text);
+  }
+
+  // Runs the tool on `input` and checks its output: exactly the reference's kept candidates,
+  // each line as written in the input, in input order. Returns the output file's path.
+  std::string expect_reference_output(const std::string &input, FileFormat format,
+                                      const NmsOptions &options) {
+    CandidateFile file;
+    const Status parsed = tools::read_candidate_file(input, format, &file);
+    EXPECT_TRUE(parsed.ok()) << parsed.message();
+    std::vector<uint32_t> kept = reference_nms(file.candidates, options.params()).kept;
+    std::sort(kept.begin(), kept.end());
+    std::string want;
+    CandidateSet want_set;
+    for (uint32_t i : kept) {
+      want += file.source_lines[i] + "\n";
+      const float *b = &file.candidates.boxes[4 * i];
+      want_set.add(b[0], b[1], b[2], b[3], file.candidates.scores[i], file.candidates.classes[i]);
+    }
+
+    const std::string output = path("kept-" + std::to_string(outputs_++));
+    std::vector<std::string> args = {
+        "nms", "--input", input, "--format", tools::to_string(format), "--output", output};
+    for (const std::string &a : options.args()) args.push_back(a);
+    const Outcome o = run_tool(args);
+    EXPECT_EQ(o.exit_code, 0) << describe(o);
+    EXPECT_EQ(o.out, "") << "with --output, nothing goes to stdout";
+    EXPECT_EQ(read(output), want) << options.description();
+
+    CandidateFile reread;
+    const Status status = tools::read_candidate_file(output, format, &reread);
+    EXPECT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(reread.candidates.boxes, want_set.boxes);
+    EXPECT_EQ(reread.candidates.scores, want_set.scores);
+    EXPECT_EQ(reread.candidates.classes, want_set.classes);
+    return output;
+  }
+
+  // The CPU and CUDA backends write the same bytes for every method and overlap.
+  void expect_backends_agree(const std::string &input, bool class_agnostic) {
+    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+      for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS}) {
+        NmsOptions options;
+        options.method = method;
+        options.overlap = overlap;
+        options.class_agnostic = class_agnostic;
+        std::vector<std::string> args = {"nms", "--input", input};
+        for (const std::string &a : options.args()) args.push_back(a);
+        args.insert(args.end(), {"--backend", "cpu"});
+        const Outcome on_cpu = run_tool(args);
+        args.back() = "cuda";
+        const Outcome on_gpu = run_tool(args);
+        ASSERT_EQ(on_cpu.exit_code, 0) << describe(on_cpu);
+        ASSERT_EQ(on_gpu.exit_code, 0) << describe(on_gpu);
+        EXPECT_FALSE(on_cpu.out.empty());
+        EXPECT_EQ(on_gpu.out, on_cpu.out) << input << " " << options.description();
+      }
+    }
+  }
+
+  std::string dir_;
+  int outputs_ = 0;
+};
+
+TEST_F(CudanmsTool, HelpListsTheSubcommands) {
+  for (const char *help : {"--help", "-h", "help"}) {
+    const Outcome o = run_tool({help});
+    EXPECT_EQ(o.exit_code, 0) << describe(o);
+    EXPECT_NE(o.out.find("nms "), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("generate "), std::string::npos) << o.out;
+  }
+  for (const char *subcommand : {"nms", "generate"}) {
+    const Outcome o = run_tool({subcommand, "--help"});
+    EXPECT_EQ(o.exit_code, 0) << describe(o);
+    EXPECT_NE(o.out.find("--output"), std::string::npos) << o.out;
+  }
+}
+
+TEST_F(CudanmsTool, BadUsageExits2WithAMessage) {
+  const std::string input = write("in.csv", "0,0,1,1,0.5\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{}, "Usage"},
+      {{"nmss"}, "unknown subcommand 'nmss'"},
+      {{"nms"}, "--input"},
+      {{"nms", "--input", input, "--method", "fancy"}, "unknown method 'fancy'"},
+      {{"nms", "--input", input, "--overlap", "giou"}, "unknown overlap 'giou'"},
+      {{"nms", "--input", input, "--backend", "tpu"}, "unknown backend 'tpu'"},
+      {{"nms", "--input", input, "--format", "json"}, "unknown format 'json'"},
+      {{"nms", "--input", input, "--threshold", "1.5"}, "threshold"},
+      {{"nms", "--input", input, "--threshold", "half"}, "threshold"},
+      {{"nms", "--input", input, "--max-candidates", "0"}, "--max-candidates"},
+      {{"nms", "--input", input, "--max-detections", "-1"}, "--max-detections"},
+      {{"nms", "--input", input, "--no-such-option"}, "no-such-option"},
+      {{"nms", "--input", input, "stray"}, "unexpected argument 'stray'"},
+      {{"generate", "--count", "3"}, "--kind"},
+      {{"generate", "--kind", "faces"}, "--count"},
+      {{"generate", "--kind", "cars", "--count", "3"}, "unknown kind 'cars'"},
+      {{"generate", "--kind", "faces", "--count", "3", "--classes", "4"}, "--classes"},
+  };
+  for (const auto &[args, message] : cases) {
+    const Outcome o = run_tool(args);
+    std::string command;
+    for (const std::string &a : args) command += a + " ";
+    EXPECT_EQ(o.exit_code, 2) << command << describe(o);
+    EXPECT_EQ(o.out, "") << command;
+    EXPECT_NE(o.err.find(message), std::string::npos) << command << describe(o);
+  }
+}
+
+TEST_F(CudanmsTool, CsvKeepsTheReferenceSubsetAndGreedyOutputIsAFixedPoint) {
+  const uint64_t seed = run_seed();
+  const std::string input = write_candidates(
+      "windows.csv", tools::sliding_window_candidates(3000, seed, 3), FileFormat::kCsv);
+  std::vector<NmsOptions> runs(6);
+  runs[1].class_agnostic = true;
+  runs[2].threshold = 0.3f;
+  runs[2].max_detections = 25;
+  runs[3].method = Method::kMatrix;
+  runs[4].method = Method::kMatrix;
+  runs[4].overlap = Overlap::kIoMin;
+  runs[5].overlap = Overlap::kIoS;
+  runs[5].class_agnostic = true;
+  for (const NmsOptions &options : runs) {
+    const std::string output = expect_reference_output(input, FileFormat::kCsv, options);
+    if (options.method == Method::kGreedy) {
+      // Nothing greedy kept overlaps another kept one past the threshold.
+      std::vector<std::string> again = {"nms", "--input", output, "--format", "csv"};
+      for (const std::string &a : options.args()) again.push_back(a);
+      const Outcome o = run_tool(again);
+      EXPECT_EQ(o.exit_code, 0) << describe(o);
+      EXPECT_EQ(o.out, read(output)) << options.description();
+    }
+  }
+}
+
+TEST_F(CudanmsTool, OroKeepsTheReferenceSubsetAndGreedyOutputIsAFixedPoint) {
+  const std::string input =
+      write_candidates("faces.oro", tools::face_windows(2000, run_seed() + 1), FileFormat::kOro);
+  std::vector<NmsOptions> runs(3);
+  runs[1].method = Method::kMatrix;
+  runs[1].overlap = Overlap::kIoS;
+  runs[1].threshold = 0.6f;
+  runs[2].overlap = Overlap::kIoMin;
+  for (const NmsOptions &options : runs) {
+    const std::string output = expect_reference_output(input, FileFormat::kOro, options);
+    if (options.method == Method::kGreedy) {
+      std::vector<std::string> again = {"nms", "--input", output};  // no extension: oro
+      for (const std::string &a : options.args()) again.push_back(a);
+      const Outcome o = run_tool(again);
+      EXPECT_EQ(o.exit_code, 0) << describe(o);
+      EXPECT_EQ(o.out, read(output)) << options.description();
+    }
+  }
+}
+
+TEST_F(CudanmsTool, DefaultsAreTheLibrarysAndTheFormatComesFromTheName) {
+  const std::string csv = write_candidates(
+      "w.csv", tools::sliding_window_candidates(500, run_seed() + 2, 2), FileFormat::kCsv);
+  const Outcome o = run_tool({"nms", "--input", csv});
+  ASSERT_EQ(o.exit_code, 0) << describe(o);
+  NmsOptions defaults;
+  EXPECT_EQ(o.out, read(expect_reference_output(csv, FileFormat::kCsv, defaults)));
+
+  const std::string as_txt = write("w.txt", read(csv));
+  const Outcome guessed = run_tool({"nms", "--input", as_txt});
+  EXPECT_EQ(guessed.exit_code, 2) << "a .txt file is read as oro";
+  EXPECT_NE(guessed.err.find("csv"), std::string::npos) << guessed.err;
+  EXPECT_EQ(run_tool({"nms", "--input", as_txt, "--format", "csv"}).out, o.out);
+}
+
+TEST_F(CudanmsTool, BadFilesExit2NamingTheLineAndWriteNothing) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"a.oro", "1,2,3,0.5\n# fine so far\n1,2,3\n"},   {"b.oro", "1,2,3,0.5\n\n1,2,-3,0.5\n"},
+      {"c.oro", "1,2,3,0.5\n1,2,3,0.5\n1.5,2,3,0.5\n"}, {"d.oro", "1,2,3,0.5\n\n1,2,3,nan\n"},
+      {"e.csv", "0,0,1,1,0.5\n\n0,0,1,1,inf,0\n"},      {"f.csv", "0,0,1,1,0.5\n\n2,0,1,1,0.5\n"},
+      {"g.csv", "0,0,1,1,0.5\n\n0,0,1,1,0.5,two\n"},    {"h.csv", "x1,y1,x2,y2,score\r\n"},
+  };
+  for (const auto &[name, text] : bad) {
+    const std::string input = write(name, text);
+    const size_t line = name == "h.csv" ? 1 : 3;
+    const std::string output = path(name + ".out");
+    for (bool to_file : {true, false}) {
+      std::vector<std::string> args = {"nms", "--input", input};
+      if (to_file) args.insert(args.end(), {"--output", output});
+      const Outcome o = run_tool(args);
+      EXPECT_EQ(o.exit_code, 2) << name << ": " << describe(o);
+      EXPECT_TRUE(starts_with(o.err, input + ":" + std::to_string(line) + ": ")) << o.err;
+      EXPECT_EQ(o.out, "") << name;
+      EXPECT_FALSE(exists(output)) << name;
+    }
+  }
+}
+
+TEST_F(CudanmsTool, UnreadableInputExits2NamingTheFile) {
+  const std::string output = path("out.csv");
+  for (const std::string &input : {path("missing.csv"), dir_}) {
+    const Outcome o = run_tool({"nms", "--input", input, "--output", output});
+    EXPECT_EQ(o.exit_code, 2) << input << ": " << describe(o);
+    EXPECT_TRUE(starts_with(o.err, input + ": ")) << o.err;
+    EXPECT_EQ(o.out, "");
+    EXPECT_FALSE(exists(output));
+  }
+}
+
+TEST_F(CudanmsTool, AnUnwritableOutputExits1) {
+  const Outcome o = run_tool({"nms", "--input", write("in.csv", "0,0,1,1,0.5\n"), "--output",
+                              path("no-such-dir/out.csv")});
+  EXPECT_EQ(o.exit_code, 1) << describe(o);
+  EXPECT_NE(o.err.find("no-such-dir/out.csv: cannot create"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out, "");
+}
+
+TEST_F(CudanmsTool, AnEmptyFileKeepsNothing) {
+  const Outcome o = run_tool({"nms", "--input", write("empty.csv", "# nothing\n"), "--verbose"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_EQ(o.out, "");
+  EXPECT_NE(o.err.find("0 in,"), std::string::npos) << o.err;
+}
+
+TEST_F(CudanmsTool, CandidatesOverCapacityAreDroppedWithAWarning) {
+  const std::string input = write_candidates(
+      "many.csv", tools::sliding_window_candidates(300, run_seed() + 3), FileFormat::kCsv);
+  NmsOptions options;
+  options.max_candidates = 40;
+  expect_reference_output(input, FileFormat::kCsv, options);
+  const Outcome o = run_tool({"nms", "--input", input, "--max-candidates", "40"});
+  EXPECT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.err.find("warning"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("260 of 300"), std::string::npos) << o.err;
+  EXPECT_EQ(run_tool({"nms", "--input", input}).err, "") << "no warning when all fit";
+}
+
+TEST_F(CudanmsTool, VerboseCountsGoToStderrOnly) {
+  const std::string input = write("four.csv",
+                                  "0,0,10,10,0.9\n"
+                                  "1,1,11,11,0.8\n"      // suppressed by the first
+                                  "50,50,60,60,0.1\n"    // below the score threshold
+                                  "80,80,90,90,0.7\n");  // over capacity
+  const std::vector<std::string> args = {"nms", "--input",          input, "--score-threshold",
+                                         "0.5", "--max-candidates", "2"};
+  const Outcome quiet = run_tool(args);
+  std::vector<std::string> verbose_args = args;
+  verbose_args.push_back("--verbose");
+  const Outcome verbose = run_tool(verbose_args);
+  EXPECT_EQ(verbose.exit_code, 0) << describe(verbose);
+  EXPECT_EQ(verbose.out, quiet.out);
+  EXPECT_EQ(verbose.out, "0,0,10,10,0.9\n");
+  EXPECT_NE(verbose.err.find("4 in, 0 invalid, 1 below score, 1 over capacity, 1 kept"),
+            std::string::npos)
+      << verbose.err;
+  EXPECT_NE(verbose.err.find("on cpu"), std::string::npos) << verbose.err;
+}
+
+TEST_F(CudanmsTool, GenerateWritesTheRequestedCount) {
+  const uint64_t seed = run_seed() % 1000000;
+  struct Case {
+    std::string kind;
+    std::string name;  // its extension picks the format
+    FileFormat format;
+    int classes;
+  };
+  for (const Case &c :
+       {Case{"faces", "f.oro", FileFormat::kOro, 1}, Case{"faces", "f.csv", FileFormat::kCsv, 1},
+        Case{"sliding-window", "w.csv", FileFormat::kCsv, 1},
+        Case{"sliding-window", "w5.csv", FileFormat::kCsv, 5}}) {
+    for (size_t count : {0u, 1u, 777u}) {
+      const std::string output = path(std::to_string(count) + c.name);
+      const std::vector<std::string> args = {"generate",
+                                             "--kind",
+                                             c.kind,
+                                             "--count",
+                                             std::to_string(count),
+                                             "--seed",
+                                             std::to_string(seed),
+                                             "--classes",
+                                             std::to_string(c.classes)};
+      std::vector<std::string> to_file = args;
+      to_file.insert(to_file.end(), {"--output", output});
+      const Outcome o = run_tool(to_file);
+      ASSERT_EQ(o.exit_code, 0) << describe(o);
+      EXPECT_EQ(o.out, "");
+      CandidateFile file;
+      const Status status = tools::read_candidate_file(output, c.format, &file);
+      ASSERT_TRUE(status.ok()) << status.message();
+      EXPECT_EQ(file.candidates.size(), count) << c.name;
+      for (int32_t class_id : file.candidates.classes) {
+        EXPECT_TRUE(class_id >= 0 && class_id < c.classes) << class_id;
+      }
+      std::vector<std::string> as_text = args;
+      as_text.insert(as_text.end(), {"--format", tools::to_string(c.format)});
+      EXPECT_EQ(run_tool(as_text).out, read(output)) << "the same seed, the same candidates";
+    }
+  }
+  // To stdout, each kind in the format that fits it.
+  for (const auto &[kind, format] : std::vector<std::pair<std::string, FileFormat>>{
+           {"faces", FileFormat::kOro}, {"sliding-window", FileFormat::kCsv}}) {
+    const Outcome o = run_tool({"generate", "--kind", kind, "--count", "50"});
+    EXPECT_EQ(o.exit_code, 0) << describe(o);
+    CandidateFile file;
+    const Status status = tools::parse_candidates(o.out, "stdout", format, &file);
+    EXPECT_TRUE(status.ok()) << kind << ": " << status.message();
+    EXPECT_EQ(file.candidates.size(), 50u) << kind;
+  }
+}
+
+TEST_F(CudanmsTool, GenerateRefusesSlidingWindowsAsOro) {
+  const std::string output = path("w.oro");
+  const Outcome o =
+      run_tool({"generate", "--kind", "sliding-window", "--count", "10", "--output", output});
+  EXPECT_EQ(o.exit_code, 2) << describe(o);
+  EXPECT_NE(o.err.find("oro"), std::string::npos) << o.err;
+  EXPECT_FALSE(exists(output));
+}
+
+TEST_F(CudanmsTool, CudaBackendWritesTheSameBytesAsCpu) {
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  const uint64_t seed = run_seed() % 1000000;
+  const std::string windows = path("windows.csv");
+  const std::string faces = path("faces.oro");
+  for (const auto &[kind, output, classes] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"sliding-window", windows, "6"}, {"faces", faces, "1"}}) {
+    const Outcome o = run_tool({"generate", "--kind", kind, "--count", "4000", "--seed",
+                                std::to_string(seed), "--classes", classes, "--output", output});
+    ASSERT_EQ(o.exit_code, 0) << describe(o);
+  }
+  expect_backends_agree(windows, false);
+  expect_backends_agree(windows, true);
+  expect_backends_agree(faces, false);
+}
+
+TEST_F(CudanmsTool, WithoutADeviceTheCudaBackendFailsAndWritesNothing) {
+  if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+  const std::string output = path("out.csv");
+  const Outcome o = run_tool({"nms", "--input", write("in.csv", "0,0,1,1,0.5\n"), "--backend",
+                              "cuda", "--output", output});
+  EXPECT_EQ(o.exit_code, 1) << describe(o);
+  EXPECT_NE(o.err.find("cuda"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out, "");
+  EXPECT_FALSE(exists(output));
+}
+
+}  // namespace
+}  // namespace cudanms::testing

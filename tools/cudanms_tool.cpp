@@ -1,0 +1,396 @@
+// cudanms-tool: non-maximum suppression over candidate files, and synthetic candidates to feed it.
+// Each subcommand is one entry of kSubcommands, with its own GOptionContext.
+#include <glib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <clocale>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "candidate_file.h"
+#include "cudanms/nms.h"
+#include "synthetic.h"
+
+namespace cudanms::tools {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;   // the input was fine, but running or writing failed
+constexpr int kExitBadInput = 2;  // bad usage or a bad input file: nothing was written
+
+constexpr char kProgram[] = "cudanms-tool";
+
+// The help texts state these defaults; keep them in step with the library's.
+static_assert(Params{}.method == Method::kGreedy && Params{}.overlap == Overlap::kIoU &&
+              Params{}.threshold == 0.5f && Params{}.score_threshold == 0.0f &&
+              Params{}.max_candidates == 4096 && Params{}.max_detections == 0 &&
+              !Params{}.class_agnostic);
+
+constexpr char kExitStatusHelp[] =
+    "Exit status: 0 done; 1 the backend or writing the output failed; 2 bad usage or a bad\n"
+    "input file, reported on stderr as FILE:LINE: what is wrong, with nothing written.";
+
+void report(const char *subcommand, const std::string &message) {
+  std::fprintf(stderr, "%s %s: %s\n", kProgram, subcommand, message.c_str());
+}
+
+// Parses argv against entries; false after reporting a usage error. --help exits here.
+bool parse_options(const char *subcommand, const char *required_options, const char *summary,
+                   const char *description, const GOptionEntry *entries, int argc, char **argv) {
+  const std::string program = std::string(kProgram) + " " + subcommand;
+  g_set_prgname(program.c_str());
+  GOptionContext *context = g_option_context_new(required_options);
+  g_option_context_set_summary(context, summary);
+  g_option_context_set_description(context, description);
+  g_option_context_add_main_entries(context, entries, nullptr);
+  GError *error = nullptr;
+  const bool parsed = g_option_context_parse(context, &argc, &argv, &error);
+  g_option_context_free(context);
+  if (!parsed) {
+    report(subcommand, error->message);
+    g_error_free(error);
+    return false;
+  }
+  if (argc > 1) {
+    report(subcommand, std::string("unexpected argument '") + argv[1] + "'");
+    return false;
+  }
+  return true;
+}
+
+// The whole text in one go: to a file only once everything before it has succeeded, and a file
+// that could not be completed is removed rather than left half written.
+Status write_text(const std::string &path, const std::string &text) {
+  if (path.empty()) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+        std::fflush(stdout) != 0) {
+      return Status::Error(std::string("cannot write to stdout: ") + std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+  std::FILE *file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) return Status::Error(path + ": cannot create: " + std::strerror(errno));
+  bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  written = std::fclose(file) == 0 && written;
+  if (!written) {
+    const std::string why = std::strerror(errno);
+    std::remove(path.c_str());
+    return Status::Error(path + ": cannot write: " + why);
+  }
+  return Status::Ok();
+}
+
+// --- nms ------------------------------------------------------------------------------------
+
+constexpr char kNmsSummary[] =
+    "Runs non-maximum suppression on the candidates in FILE and prints the kept ones, in the\n"
+    "input's format and in the input's order (each kept line as written).";
+
+constexpr char kNmsDescription[] =
+    "Formats, one detection a line; blank lines and lines starting with '#' are skipped:\n"
+    "  oro  x,y,w,score                integer square window x..x+w, y..y+w, class 0\n"
+    "                                  (the benchmark format of Oro et al., ICASSP 2016)\n"
+    "  csv  x1,y1,x2,y2,score[,class]  float corners, integer class (default 0)\n"
+    "Without --format, a name ending in .csv is read as csv and any other as oro.\n"
+    "\n"
+    "Methods:\n"
+    "  greedy  the standard NMS of OpenCV and torchvision: walk by score, keep a candidate\n"
+    "          unless a kept one overlaps it by more than the threshold\n"
+    "  matrix  the map/reduce NMS of Oro et al.: drop a candidate when any higher-scoring one\n"
+    "          overlaps it by at least the threshold, kept or not\n"
+    "Overlaps: iou (intersection over union), iomin (over the smaller area), ios (over the\n"
+    "higher-scoring window's area, integer pixels, as in the paper).\n"
+    "\n"
+    "More candidates than --max-candidates: the best-ranked are processed, the rest are\n"
+    "dropped with a warning on stderr.\n"
+    "\n";
+
+struct NmsRun {
+  std::string input;
+  std::string output;
+  FileFormat format = FileFormat::kOro;
+  Params params;
+  Backend backend = Backend::kCpu;
+  bool verbose = false;
+};
+
+// Fills *run from the command line; false after reporting a usage error.
+bool parse_nms_options(int argc, char **argv, NmsRun *run) {
+  g_autofree char *input = nullptr;
+  g_autofree char *output = nullptr;
+  g_autofree char *format = nullptr;
+  g_autofree char *method = nullptr;
+  g_autofree char *overlap = nullptr;
+  g_autofree char *backend = nullptr;
+  double threshold = run->params.threshold;
+  double score_threshold = run->params.score_threshold;
+  gint64 max_candidates = run->params.max_candidates;
+  gint64 max_detections = run->params.max_detections;
+  gboolean class_agnostic = FALSE;
+  gboolean verbose = FALSE;
+  const GOptionEntry entries[] = {
+      {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input, "Candidates to read (required)", "FILE"},
+      {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Input format: oro or csv", "FORMAT"},
+      {"method", 'm', 0, G_OPTION_ARG_STRING, &method, "greedy (default) or matrix", "METHOD"},
+      {"overlap", 0, 0, G_OPTION_ARG_STRING, &overlap, "iou (default), iomin or ios", "OVERLAP"},
+      {"threshold", 't', 0, G_OPTION_ARG_DOUBLE, &threshold,
+       "Overlap threshold in [0, 1] (default 0.5)", "T"},
+      {"score-threshold", 's', 0, G_OPTION_ARG_DOUBLE, &score_threshold,
+       "Drop candidates scoring below S (default 0; -inf keeps all)", "S"},
+      {"max-candidates", 'D', 0, G_OPTION_ARG_INT64, &max_candidates,
+       "Process at most D best-ranked candidates (default 4096)", "D"},
+      {"max-detections", 'K', 0, G_OPTION_ARG_INT64, &max_detections,
+       "Keep at most K detections, best first (default 0: no cap)", "K"},
+      {"class-agnostic", 'a', 0, G_OPTION_ARG_NONE, &class_agnostic,
+       "Suppress across classes too (default: only within a class)", nullptr},
+      {"backend", 'b', 0, G_OPTION_ARG_STRING, &backend, "cpu (default) or cuda", "BACKEND"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+       "Write the kept detections to FILE (default: stdout)", "FILE"},
+      {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Print the counts and the device to stderr",
+       nullptr},
+      {}};
+  const std::string description = std::string(kNmsDescription) + kExitStatusHelp;
+  if (!parse_options("nms", "--input FILE", kNmsSummary, description.c_str(), entries, argc, argv))
+    return false;
+
+  auto usage_error = [](const std::string &message) {
+    report("nms", message);
+    return false;
+  };
+  if (input == nullptr) return usage_error("--input FILE is required");
+  run->input = input;
+  if (output != nullptr) run->output = output;
+  if (format != nullptr) {
+    if (!parse_file_format(format, &run->format)) {
+      return usage_error(std::string("unknown format '") + format + "': use oro or csv");
+    }
+  } else {
+    file_format_from_extension(run->input, &run->format);  // any other name stays oro
+  }
+  if (method != nullptr && !parse_method(method, &run->params.method)) {
+    return usage_error(std::string("unknown method '") + method + "': use greedy or matrix");
+  }
+  if (overlap != nullptr && !parse_overlap(overlap, &run->params.overlap)) {
+    return usage_error(std::string("unknown overlap '") + overlap + "': use iou, iomin or ios");
+  }
+  if (backend != nullptr && !parse_backend(backend, &run->backend)) {
+    return usage_error(std::string("unknown backend '") + backend + "': use cpu or cuda");
+  }
+  if (max_candidates < 1) return usage_error("--max-candidates must be at least 1");
+  if (max_detections < 0) return usage_error("--max-detections must not be negative");
+  run->params.threshold = static_cast<float>(threshold);
+  run->params.score_threshold = static_cast<float>(score_threshold);
+  run->params.max_candidates = static_cast<size_t>(max_candidates);
+  run->params.max_detections = static_cast<size_t>(max_detections);
+  run->params.class_agnostic = class_agnostic;
+  run->verbose = verbose;
+  const Status valid = validate(run->params);
+  if (!valid.ok()) return usage_error(valid.message());
+  return true;
+}
+
+std::string shortest(float value) {
+  char buffer[32];
+  return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
+}
+
+// The kept candidates' lines, in the order they came in.
+std::string kept_lines(const CandidateFile &file, const Result &result) {
+  std::vector<uint32_t> kept = result.kept;
+  std::sort(kept.begin(), kept.end());
+  std::string text;
+  for (uint32_t index : kept) text += file.source_lines[index] + '\n';
+  return text;
+}
+
+int run_nms(int argc, char **argv) {
+  NmsRun run;
+  if (!parse_nms_options(argc, argv, &run)) return kExitBadInput;
+
+  CandidateFile file;
+  Status status = read_candidate_file(run.input, run.format, &file);
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    return kExitBadInput;
+  }
+
+  ContextOptions options;
+  options.backend = run.backend;
+  // The workspace is sized up front for this many; no bigger than the file needs.
+  options.max_candidates = std::clamp<size_t>(file.candidates.size(), 1, run.params.max_candidates);
+  const std::unique_ptr<Context> context = Context::create(options, &status);
+  if (!status.ok()) {
+    report("nms", std::string("cannot use the ") + to_string(run.backend) +
+                      " backend: " + status.message());
+    return kExitFailure;
+  }
+  Result result;
+  status = context->run(file.candidates.view(), run.params, &result);
+  if (!status.ok()) {
+    report("nms", run.input + ": " + status.message());
+    return kExitFailure;
+  }
+
+  const Counts &counts = result.counts;
+  if (counts.over_capacity > 0) {
+    report("nms", "warning: " + run.input + ": " + std::to_string(counts.over_capacity) + " of " +
+                      std::to_string(counts.in) + " candidates dropped, over --max-candidates " +
+                      std::to_string(run.params.max_candidates));
+  }
+  if (run.verbose) {
+    report("nms", run.input + ": " + std::to_string(counts.in) + " in, " +
+                      std::to_string(counts.invalid) + " invalid, " +
+                      std::to_string(counts.below_score) + " below score, " +
+                      std::to_string(counts.over_capacity) + " over capacity, " +
+                      std::to_string(counts.kept) + " kept (" + to_string(run.params.method) +
+                      ", " + to_string(run.params.overlap) + " " + shortest(run.params.threshold) +
+                      ", on " + context->device_name() + ")");
+  }
+  status = write_text(run.output, kept_lines(file, result));
+  if (!status.ok()) {
+    report("nms", status.message());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+// --- generate -------------------------------------------------------------------------------
+
+constexpr char kGenerateSummary[] = "Writes seeded synthetic candidates, one detection a line.";
+
+constexpr char kGenerateDescription[] =
+    "Kinds:\n"
+    "  sliding-window  jittered windows of many aspect ratios around objects in a 1920x1080\n"
+    "                  frame, CLASSES classes; float boxes, so csv only\n"
+    "  faces           integer square windows at a few scales around faces, class 0: the\n"
+    "                  input of the paper's map/reduce NMS; oro or csv\n"
+    "Without --format, an output name ending in .csv or .oro decides; otherwise faces are\n"
+    "written as oro and sliding-window as csv.\n"
+    "\n";
+
+enum class Kind { kSlidingWindow, kFaces };
+
+int run_generate(int argc, char **argv) {
+  g_autofree char *kind_name = nullptr;
+  g_autofree char *format_name = nullptr;
+  g_autofree char *output = nullptr;
+  gint64 count = -1;
+  gint64 seed = 0;
+  gint classes = 1;
+  const GOptionEntry entries[] = {
+      {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_name, "sliding-window or faces (required)",
+       "KIND"},
+      {"count", 'n', 0, G_OPTION_ARG_INT64, &count, "How many candidates (required)", "N"},
+      {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Random seed (default 0)", "S"},
+      {"classes", 'c', 0, G_OPTION_ARG_INT, &classes, "Classes, for sliding-window (default 1)",
+       "C"},
+      {"format", 'f', 0, G_OPTION_ARG_STRING, &format_name, "Output format: csv or oro", "FORMAT"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write to FILE (default: stdout)", "FILE"},
+      {}};
+  const std::string description = std::string(kGenerateDescription) + kExitStatusHelp;
+  if (!parse_options("generate", "--kind KIND --count N", kGenerateSummary, description.c_str(),
+                     entries, argc, argv)) {
+    return kExitBadInput;
+  }
+
+  auto usage_error = [](const std::string &message) {
+    report("generate", message);
+    return kExitBadInput;
+  };
+  Kind kind;
+  if (kind_name == nullptr) return usage_error("--kind is required");
+  if (std::strcmp(kind_name, "sliding-window") == 0) {
+    kind = Kind::kSlidingWindow;
+  } else if (std::strcmp(kind_name, "faces") == 0) {
+    kind = Kind::kFaces;
+  } else {
+    return usage_error(std::string("unknown kind '") + kind_name +
+                       "': use sliding-window or faces");
+  }
+  if (count < 0) return usage_error("--count N is required, N >= 0");
+  if (static_cast<uint64_t>(count) > kMaxCount) return usage_error("--count is over 2^32 - 1");
+  if (seed < 0) return usage_error("--seed must not be negative");
+  if (classes < 1) return usage_error("--classes must be at least 1");
+  if (kind == Kind::kFaces && classes != 1) {
+    return usage_error("--classes applies to --kind sliding-window only");
+  }
+  FileFormat format = kind == Kind::kFaces ? FileFormat::kOro : FileFormat::kCsv;
+  if (format_name != nullptr) {
+    if (!parse_file_format(format_name, &format)) {
+      return usage_error(std::string("unknown format '") + format_name + "': use csv or oro");
+    }
+  } else if (output != nullptr) {
+    file_format_from_extension(output, &format);
+  }
+
+  const CandidateSet candidates =
+      kind == Kind::kFaces ? face_windows(static_cast<size_t>(count), static_cast<uint64_t>(seed))
+                           : sliding_window_candidates(static_cast<size_t>(count),
+                                                       static_cast<uint64_t>(seed), classes);
+  std::string text;
+  Status status = format_candidates(candidates, format, &text);
+  if (!status.ok()) {
+    return usage_error(std::string("cannot write ") + kind_name + " candidates as " +
+                       to_string(format) + ": " + status.message());
+  }
+  status = write_text(output != nullptr ? output : "", text);
+  if (!status.ok()) {
+    report("generate", status.message());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+// --- main -----------------------------------------------------------------------------------
+
+struct Subcommand {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv);  // argv[0] is the subcommand's name
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"nms", "Run NMS on a candidate file and print the kept detections", run_nms},
+    {"generate", "Write synthetic candidates to try it on", run_generate},
+};
+
+void print_usage(std::FILE *to) {
+  std::fprintf(to,
+               "Usage:\n  %s SUBCOMMAND [OPTION...]\n\n"
+               "Non-maximum suppression of candidate detections, on the CPU or a CUDA GPU.\n\n"
+               "Subcommands:\n",
+               kProgram);
+  for (const Subcommand &subcommand : kSubcommands) {
+    std::fprintf(to, "  %-10s %s\n", subcommand.name, subcommand.summary);
+  }
+  std::fprintf(to, "\nRun '%s SUBCOMMAND --help' for its options.\n", kProgram);
+}
+
+int run_tool(int argc, char **argv) {
+  std::setlocale(LC_ALL, "");  // for GLib to write the help in the terminal's character set
+  if (argc < 2) {
+    print_usage(stderr);
+    return kExitBadInput;
+  }
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    print_usage(stdout);
+    return kExitOk;
+  }
+  for (const Subcommand &subcommand : kSubcommands) {
+    if (first == subcommand.name) return subcommand.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "%s: unknown subcommand '%s'\n\n", kProgram, first.c_str());
+  print_usage(stderr);
+  return kExitBadInput;
+}
+
+}  // namespace
+}  // namespace cudanms::tools
+
+int main(int argc, char **argv) { return cudanms::tools::run_tool(argc, argv); }
