@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The README's two commands:
+#   ./run.sh demo   install what is missing, build, run the main job on a real sample
+#   ./run.sh test   the same set-up, then every test
+# Set-up: Debian 12 packages through apt-get (only those missing), nvcc when /usr/local/cuda
+# has one (CUDA is optional), then meson + ninja in ./build.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(meson ninja-build pkg-config g++ python3 libglib2.0-dev libgtest-dev
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  echo "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
+  [ -f build/build.ninja ] || meson setup build
+  ninja -C build
+}
+
+demo() {
+  local tool=build/tools/cudanms-tool out=out/demo
+  mkdir -p "$out"
+  "$tool" generate --kind sliding-window --count 3000 --seed 1 --output "$out/candidates.csv"
+  "$tool" nms --input "$out/candidates.csv" --backend cpu --verbose --output "$out/kept-cpu.csv"
+  if nvidia-smi -L >/dev/null 2>&1 && "$tool" nms --input "$out/candidates.csv" --backend cuda \
+      --verbose --output "$out/kept-cuda.csv"; then
+    cmp "$out/kept-cpu.csv" "$out/kept-cuda.csv" && echo "cuda and cpu kept the same boxes"
+  fi
+  echo "candidates: $out/candidates.csv ($(grep -vc '^#' "$out/candidates.csv") windows)"
+  echo "kept:       $out/kept-cpu.csv ($(grep -vc '^#' "$out/kept-cpu.csv") boxes)"
+}
+
+# meson reports test programs; the closing line counts the test cases inside them.
+test_all() {
+  local rc=0
+  meson test -C build --print-errorlogs || rc=$?
+  local log=build/meson-logs/testlog.txt
+  count() { grep -oE "^\[  $1 *\] [0-9]+ tests?" "$log" | awk '{s += $(NF-1)} END {print s + 0}'; }
+  echo "tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
+  return $rc
+}
+
+case "${1:-}" in
+  demo) install_missing; build; demo ;;
+  test) install_missing; build; test_all ;;
+  *) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac
