@@ -54,6 +54,7 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   if (result == nullptr) return Status::Error("result is null");
   result->kept.clear();
   result->counts = Counts();
+  result->device_time_us = 0;
   if (c.count > kMaxCount) return Status::Error("more than 2^32 - 1 candidates");
   if (c.count > 0 && (c.boxes == nullptr || c.scores == nullptr)) {
     return Status::Error("candidates have no boxes or no scores");

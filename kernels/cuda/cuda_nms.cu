@@ -1,8 +1,9 @@
 // The CUDA backend. Per frame, on one stream, with one host synchronisation at the end:
 //   host    rules 1-3 (common/select.h); the selected candidates packed into one pinned buffer
 //   H2D     one copy
-//   sort    scores descending (CUB radix sort, stable: equal scores keep index order)
-//   gather  boxes and classes into rank order
+//   rank    scores sorted descending by a stable radix sort, so equal scores keep index order;
+//           boxes and classes gathered into rank order. Up to kSmallFrame candidates, one block
+//           does it all in one launch; larger frames use CUB's device-wide sort and a gather.
 //   pairs   tiles of ranks i x j < i; where j suppresses i, greedy appends j to i's predecessor
 //           list and matrix counts it: memory O(Dmax * kMaxPredecessors), not Dmax^2
 //   settle  one block. Greedy: the unique fixpoint of "i is kept iff no predecessor is kept",
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <string>
@@ -42,6 +44,9 @@ constexpr uint32_t kMaxPredecessors = 128;
 constexpr uint32_t kMaxSweeps = 256;
 constexpr int kSettleThreads = 1024;
 constexpr int kScanItems = 8;  // ranks per thread per compaction step
+constexpr int kRankThreads = 1024;
+constexpr int kRankItems = 4;
+constexpr uint32_t kSmallFrame = kRankThreads * kRankItems;
 
 // The settle kernel keeps one status byte per candidate in shared memory.
 constexpr size_t kMaxCudaCandidates = 128 * 1024;
@@ -65,6 +70,35 @@ __global__ void gather_kernel(const float4 *boxes, const int32_t *classes, const
     const uint32_t p = order[r];
     rank_boxes[r] = boxes[p];
     rank_classes[r] = classes[p];
+  }
+}
+
+// The whole rank stage of a small frame in one block: sort, gather, and zero the counts the pair
+// kernel accumulates into. Padding sorts last: valid scores are finite, so above -inf.
+__global__ void __launch_bounds__(kRankThreads)
+    rank_small_kernel(const float4 *boxes, const float *scores, const int32_t *classes, uint32_t m,
+                      float4 *rank_boxes, float *rank_scores, int32_t *rank_classes,
+                      uint32_t *order, uint32_t *counts) {
+  using Sort = cub::BlockRadixSort<float, kRankThreads, kRankItems, uint32_t>;
+  __shared__ typename Sort::TempStorage s_sort;
+  float keys[kRankItems];
+  uint32_t positions[kRankItems];
+  for (int k = 0; k < kRankItems; ++k) {
+    const uint32_t p = threadIdx.x * kRankItems + k;  // blocked arrangement
+    keys[k] = p < m ? scores[p] : -INFINITY;
+    positions[k] = p;
+  }
+  Sort(s_sort).SortDescending(keys, positions);
+  for (int k = 0; k < kRankItems; ++k) {
+    const uint32_t r = threadIdx.x * kRankItems + k;
+    if (r < m) {
+      const uint32_t p = positions[k];
+      order[r] = p;
+      rank_scores[r] = keys[k];
+      rank_boxes[r] = boxes[p];
+      rank_classes[r] = classes[p];
+      counts[r] = 0;
+    }
   }
 }
 
@@ -235,6 +269,8 @@ class CudaContext final : public Context {
   CudaContext() = default;
   ~CudaContext() override {
     if (owns_stream_) cudaStreamDestroy(stream_);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
   }
 
   Status init(const ContextOptions &options) {
@@ -255,6 +291,10 @@ class CudaContext final : public Context {
       CUDANMS_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
       owns_stream_ = true;
     }
+    if (options.time_device) {
+      CUDANMS_TRY(cudaEventCreate(&start_));
+      CUDANMS_TRY(cudaEventCreate(&stop_));
+    }
     return reserve(options.max_candidates);
   }
 
@@ -271,9 +311,16 @@ class CudaContext final : public Context {
     if (!status.ok()) return status;
 
     stage(c, params, m);
+    if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
     status = launch(params, m);
     if (!status.ok()) return status;
+    if (stop_) CUDANMS_TRY(cudaEventRecord(stop_, stream_));
     CUDANMS_TRY(cudaStreamSynchronize(stream_));
+    if (stop_) {
+      float ms = 0;
+      CUDANMS_TRY(cudaEventElapsedTime(&ms, start_, stop_));
+      result->device_time_us = 1000.0f * ms;
+    }
 
     const uint32_t *out = h_out_.get();
     if (out[kOutFallback] != 0) return cpu_->run(c, params, result);
@@ -306,22 +353,27 @@ class CudaContext final : public Context {
     CUDANMS_TRY(cudaMemcpyAsync(d_stage_.get(), h_stage_.get(), m * kStagedBytes,
                                 cudaMemcpyHostToDevice, stream_));
 
-    size_t sort_bytes = sort_temp_bytes_;
-    CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
-        d_sort_temp_.get(), sort_bytes, d_scores, d_rank_scores_.get(), d_iota_.get(),
-        d_order_.get(), static_cast<int>(m), 0, 32, stream_));
-
-    const uint32_t blocks = (m + 255) / 256;
-    gather_kernel<<<blocks, 256, 0, stream_>>>(d_boxes, d_classes, d_order_.get(), m,
-                                               d_rank_boxes_.get(), d_rank_classes_.get());
-    CUDANMS_TRY(cudaGetLastError());
+    if (m <= kSmallFrame) {
+      rank_small_kernel<<<1, kRankThreads, 0, stream_>>>(
+          d_boxes, d_scores, d_classes, m, d_rank_boxes_.get(), d_rank_scores_.get(),
+          d_rank_classes_.get(), d_order_.get(), d_counts_.get());
+      CUDANMS_TRY(cudaGetLastError());
+    } else {
+      size_t sort_bytes = sort_temp_bytes_;
+      CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
+          d_sort_temp_.get(), sort_bytes, d_scores, d_rank_scores_.get(), d_iota_.get(),
+          d_order_.get(), static_cast<int>(m), 0, 32, stream_));
+      gather_kernel<<<(m + 255) / 256, 256, 0, stream_>>>(
+          d_boxes, d_classes, d_order_.get(), m, d_rank_boxes_.get(), d_rank_classes_.get());
+      CUDANMS_TRY(cudaGetLastError());
+      CUDANMS_TRY(cudaMemsetAsync(d_counts_.get(), 0, m * sizeof(uint32_t), stream_));
+    }
 
     const uint32_t limit = params.max_detections == 0 || params.max_detections > m
                                ? m
                                : static_cast<uint32_t>(params.max_detections);
     const uint32_t tiles = (m + kTile - 1) / kTile;
     const dim3 pair_grid(tiles, tiles);
-    CUDANMS_TRY(cudaMemsetAsync(d_counts_.get(), 0, m * sizeof(uint32_t), stream_));
     if (params.method == Method::kGreedy) {
       pairs_kernel<Method::kGreedy><<<pair_grid, kTile, 0, stream_>>>(
           d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), m, params.overlap,
@@ -396,6 +448,8 @@ class CudaContext final : public Context {
   std::string name_;
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
+  cudaEvent_t start_ = nullptr;  // both set only with ContextOptions::time_device
+  cudaEvent_t stop_ = nullptr;
   size_t capacity_ = 0;
   size_t sort_temp_bytes_ = 0;
   std::vector<uint32_t> selected_;  // candidate indices, in packed (ascending index) order

@@ -75,6 +75,39 @@ TEST_F(CudaNms, ReusesTheContextAcrossGrowingFrames) {
   }
 }
 
+TEST_F(CudaNms, TiesKeepIndexOrderOnBothSidesOfTheSmallFrameSort) {
+  std::mt19937_64 rng(run_seed() + 13);
+  for (size_t n : {1000u, 4095u, 4096u, 4097u, 7000u}) {
+    CandidateSet set;
+    for (size_t i = 0; i < n; ++i) {
+      const float x = uniform_int(rng, 0, 200) * 8.0f, y = uniform_int(rng, 0, 100) * 8.0f;
+      set.add(x, y, x + 40, y + 40, uniform_int(rng, 0, 3) * 0.25f);
+    }
+    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+      Params params;
+      params.method = method;
+      params.max_candidates = 8192;
+      EXPECT_TRUE(same_as_cpu(set, params)) << "n=" << n << " " << to_string(method);
+    }
+  }
+}
+
+// Inputs built to overflow the predecessor lists, or to chain suppressions so deep that the
+// sweeps run out: the result must still be exact.
+TEST_F(CudaNms, AdversarialFramesStayExact) {
+  CandidateSet pile;  // every box suppressed by all better ones: long predecessor lists
+  for (int i = 0; i < 1500; ++i) pile.add(10, 10, 60, 60, 1.0f - i * 1e-4f);
+  CandidateSet chain;  // each box overlaps the next: greedy alternates kept and suppressed
+  for (int i = 0; i < 3000; ++i) chain.add(3.0f * i, 0, 3.0f * i + 10, 10, 1.0f - i * 1e-5f);
+  for (const CandidateSet *set : {&pile, &chain}) {
+    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+      Params params;
+      params.method = method;
+      EXPECT_TRUE(same_as_cpu(*set, params)) << to_string(method);
+    }
+  }
+}
+
 TEST_F(CudaNms, InvalidCandidatesAsOnCpu) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   CandidateSet set;

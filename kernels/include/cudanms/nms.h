@@ -81,6 +81,9 @@ struct Counts {
 struct Result {
   std::vector<uint32_t> kept;  // indices into the candidates, in rank order
   Counts counts;
+  // With ContextOptions::time_device on a CUDA context: the GPU time from the first copy to the
+  // device to the end of the last copy back, in microseconds. Otherwise 0.
+  float device_time_us = 0;
 };
 
 class Status {
@@ -102,6 +105,7 @@ struct ContextOptions {
   int device = 0;                // CUDA device index
   void *stream = nullptr;        // a cudaStream_t to run on; nullptr: the context makes its own
   size_t max_candidates = 4096;  // workspace is sized for this Dmax up front
+  bool time_device = false;      // fill Result::device_time_us (CUDA events; for benchmarks)
 };
 
 // Created once, reused per frame. The workspace (device memory and pinned host buffers for CUDA)
