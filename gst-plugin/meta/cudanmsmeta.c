@@ -1,0 +1,298 @@
+/* cudanms metadata, registered the way gst-plugins-base registers GstVideoRegionOfInterestMeta:
+ * an API type with the video/orientation/size tags, and a GstMetaInfo whose transform copies the
+ * meta and rescales its boxes for the "gst-video-scale" transform. */
+#include "gst/cudanms/cudanmsmeta.h"
+
+#include <gst/video/video.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC(cudanms_meta_debug);
+#define GST_CAT_DEFAULT cudanms_meta_debug
+
+/* The tags GstVideoRegionOfInterestMeta carries: boxes are in frame pixels, so the meta depends
+ * on the frame's size and orientation but not on its format. */
+static const gchar *meta_tags[] = {GST_META_TAG_VIDEO_STR, GST_META_TAG_VIDEO_ORIENTATION_STR,
+                                   GST_META_TAG_VIDEO_SIZE_STR, NULL};
+
+/* ------------------------------------------------------------------------------------------ */
+/* Candidates                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+GType gst_cuda_nms_candidates_meta_api_get_type(void) {
+  static GType type = 0;
+  if (g_once_init_enter(&type)) {
+    GType _type = gst_meta_api_type_register("GstCudaNmsCandidatesMetaAPI", meta_tags);
+    GST_DEBUG_CATEGORY_INIT(cudanms_meta_debug, "cudanmsmeta", 0,
+                            "cudanms candidates and result metadata");
+    g_once_init_leave(&type, _type);
+  }
+  return type;
+}
+
+static gboolean candidates_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer) {
+  GstCudaNmsCandidatesMeta *c = (GstCudaNmsCandidatesMeta *)meta;
+  (void)params;
+  (void)buffer;
+  c->n = 0;
+  c->capacity = 0;
+  c->boxes = NULL;
+  c->scores = NULL;
+  c->class_ids = NULL;
+  return TRUE;
+}
+
+static void candidates_meta_free(GstMeta *meta, GstBuffer *buffer) {
+  GstCudaNmsCandidatesMeta *c = (GstCudaNmsCandidatesMeta *)meta;
+  (void)buffer;
+  g_free(c->boxes);
+  g_free(c->scores);
+  g_free(c->class_ids);
+  c->boxes = NULL;
+  c->scores = NULL;
+  c->class_ids = NULL;
+  c->n = c->capacity = 0;
+}
+
+/* Scale factors of a "gst-video-scale" transform, or FALSE when the sizes are unusable. */
+static gboolean scale_factors(const GstVideoMetaTransform *trans, gdouble *fx, gdouble *fy) {
+  const gint iw = GST_VIDEO_INFO_WIDTH(trans->in_info);
+  const gint ih = GST_VIDEO_INFO_HEIGHT(trans->in_info);
+  const gint ow = GST_VIDEO_INFO_WIDTH(trans->out_info);
+  const gint oh = GST_VIDEO_INFO_HEIGHT(trans->out_info);
+  if (iw <= 0 || ih <= 0 || ow <= 0 || oh <= 0) return FALSE;
+  *fx = (gdouble)ow / iw;
+  *fy = (gdouble)oh / ih;
+  return TRUE;
+}
+
+static void scale_boxes(gfloat *boxes, guint n, gdouble fx, gdouble fy) {
+  for (gsize i = 0; i < (gsize)n; i++) {
+    gfloat *b = boxes + 4 * i;
+    b[0] = (gfloat)(b[0] * fx);
+    b[1] = (gfloat)(b[1] * fy);
+    b[2] = (gfloat)(b[2] * fx);
+    b[3] = (gfloat)(b[3] * fy);
+  }
+}
+
+static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
+                                          GQuark type, gpointer data) {
+  GstCudaNmsCandidatesMeta *src = (GstCudaNmsCandidatesMeta *)meta;
+  GstCudaNmsCandidatesMeta *dst;
+  (void)buffer;
+
+  if (GST_META_TRANSFORM_IS_COPY(type)) {
+    /* Region copies keep the meta too, as GstVideoRegionOfInterestMeta does. */
+    dst = gst_buffer_add_cuda_nms_candidates_meta(dest, src->n);
+    if (!dst) return FALSE;
+    gst_cuda_nms_candidates_meta_append_many(dst, src->boxes, src->scores, src->class_ids, src->n);
+    return TRUE;
+  }
+  if (GST_VIDEO_META_TRANSFORM_IS_SCALE(type)) {
+    gdouble fx, fy;
+    guint first;
+    if (!scale_factors((const GstVideoMetaTransform *)data, &fx, &fy)) return FALSE;
+    dst = gst_buffer_add_cuda_nms_candidates_meta(dest, src->n);
+    if (!dst) return FALSE;
+    first = dst->n;
+    gst_cuda_nms_candidates_meta_append_many(dst, src->boxes, src->scores, src->class_ids, src->n);
+    scale_boxes(dst->boxes + 4 * (gsize)first, src->n, fx, fy);
+    GST_LOG("scaled %u candidates by %f x %f", src->n, fx, fy);
+    return TRUE;
+  }
+  /* No other transform is known: the meta is dropped. */
+  return FALSE;
+}
+
+const GstMetaInfo *gst_cuda_nms_candidates_meta_get_info(void) {
+  static const GstMetaInfo *info = NULL;
+  if (g_once_init_enter((GstMetaInfo **)&info)) {
+    const GstMetaInfo *mi =
+        gst_meta_register(GST_CUDA_NMS_CANDIDATES_META_API_TYPE, "GstCudaNmsCandidatesMeta",
+                          sizeof(GstCudaNmsCandidatesMeta), candidates_meta_init,
+                          candidates_meta_free, candidates_meta_transform);
+    g_once_init_leave((GstMetaInfo **)&info, (GstMetaInfo *)mi);
+  }
+  return info;
+}
+
+GstCudaNmsCandidatesMeta *gst_buffer_add_cuda_nms_candidates_meta(GstBuffer *buffer,
+                                                                  guint capacity) {
+  GstCudaNmsCandidatesMeta *c;
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), NULL);
+  g_return_val_if_fail(gst_buffer_is_writable(buffer), NULL);
+
+  c = gst_buffer_get_cuda_nms_candidates_meta(buffer);
+  if (!c) {
+    c = (GstCudaNmsCandidatesMeta *)gst_buffer_add_meta(buffer, GST_CUDA_NMS_CANDIDATES_META_INFO,
+                                                        NULL);
+    if (!c) return NULL;
+  }
+  if ((guint64)c->n + capacity > G_MAXUINT)
+    gst_cuda_nms_candidates_meta_reserve(c, G_MAXUINT);
+  else
+    gst_cuda_nms_candidates_meta_reserve(c, c->n + capacity);
+  return c;
+}
+
+void gst_cuda_nms_candidates_meta_reserve(GstCudaNmsCandidatesMeta *meta, guint capacity) {
+  g_return_if_fail(meta != NULL);
+  if (capacity <= meta->capacity) return;
+  meta->boxes = g_renew(gfloat, meta->boxes, 4 * (gsize)capacity);
+  meta->scores = g_renew(gfloat, meta->scores, capacity);
+  meta->class_ids = g_renew(gint32, meta->class_ids, capacity);
+  meta->capacity = capacity;
+}
+
+/* Room for @extra more candidates, growing by at least half the capacity. */
+static gboolean candidates_grow(GstCudaNmsCandidatesMeta *meta, guint extra) {
+  guint64 needed = (guint64)meta->n + extra;
+  guint64 grown;
+  if (needed > G_MAXUINT) {
+    GST_ERROR("more than %u candidates in one meta", G_MAXUINT);
+    return FALSE;
+  }
+  if (needed <= meta->capacity) return TRUE;
+  grown = MAX(needed, (guint64)meta->capacity + meta->capacity / 2);
+  grown = MAX(grown, 64);
+  gst_cuda_nms_candidates_meta_reserve(meta, (guint)MIN(grown, (guint64)G_MAXUINT));
+  return TRUE;
+}
+
+void gst_cuda_nms_candidates_meta_append(GstCudaNmsCandidatesMeta *meta, gfloat x1, gfloat y1,
+                                         gfloat x2, gfloat y2, gfloat score, gint32 class_id) {
+  gfloat *b;
+  g_return_if_fail(meta != NULL);
+  if (!candidates_grow(meta, 1)) return;
+  b = meta->boxes + 4 * (gsize)meta->n;
+  b[0] = x1;
+  b[1] = y1;
+  b[2] = x2;
+  b[3] = y2;
+  meta->scores[meta->n] = score;
+  meta->class_ids[meta->n] = class_id;
+  meta->n++;
+}
+
+void gst_cuda_nms_candidates_meta_append_many(GstCudaNmsCandidatesMeta *meta, const gfloat *boxes,
+                                              const gfloat *scores, const gint32 *class_ids,
+                                              guint n) {
+  g_return_if_fail(meta != NULL);
+  if (n == 0) return;
+  g_return_if_fail(boxes != NULL && scores != NULL);
+  if (!candidates_grow(meta, n)) return;
+  memcpy(meta->boxes + 4 * (gsize)meta->n, boxes, 4 * sizeof(gfloat) * (gsize)n);
+  memcpy(meta->scores + meta->n, scores, sizeof(gfloat) * (gsize)n);
+  if (class_ids)
+    memcpy(meta->class_ids + meta->n, class_ids, sizeof(gint32) * (gsize)n);
+  else
+    memset(meta->class_ids + meta->n, 0, sizeof(gint32) * (gsize)n);
+  meta->n += n;
+}
+
+void gst_cuda_nms_candidates_meta_clear(GstCudaNmsCandidatesMeta *meta) {
+  g_return_if_fail(meta != NULL);
+  meta->n = 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Result                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+GType gst_cuda_nms_result_meta_api_get_type(void) {
+  static GType type = 0;
+  if (g_once_init_enter(&type)) {
+    GType _type = gst_meta_api_type_register("GstCudaNmsResultMetaAPI", meta_tags);
+    g_once_init_leave(&type, _type);
+  }
+  return type;
+}
+
+static gboolean result_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer) {
+  GstCudaNmsResultMeta *r = (GstCudaNmsResultMeta *)meta;
+  (void)params;
+  (void)buffer;
+  r->n_kept = 0;
+  r->boxes = NULL;
+  r->scores = NULL;
+  r->class_ids = NULL;
+  r->candidates_in = r->dropped_score = r->invalid = r->dropped_capacity = r->kept = 0;
+  r->latency_ns = 0;
+  r->backend = "cpu";
+  return TRUE;
+}
+
+static void result_meta_free(GstMeta *meta, GstBuffer *buffer) {
+  GstCudaNmsResultMeta *r = (GstCudaNmsResultMeta *)meta;
+  (void)buffer;
+  g_free(r->boxes);
+  g_free(r->scores);
+  g_free(r->class_ids);
+  r->boxes = NULL;
+  r->scores = NULL;
+  r->class_ids = NULL;
+  r->n_kept = 0;
+}
+
+static GstCudaNmsResultMeta *result_meta_copy(GstBuffer *dest, const GstCudaNmsResultMeta *src) {
+  GstCudaNmsResultMeta *dst = gst_buffer_add_cuda_nms_result_meta(dest, src->n_kept);
+  if (!dst) return NULL;
+  if (src->n_kept > 0) {
+    memcpy(dst->boxes, src->boxes, 4 * sizeof(gfloat) * (gsize)src->n_kept);
+    memcpy(dst->scores, src->scores, sizeof(gfloat) * (gsize)src->n_kept);
+    memcpy(dst->class_ids, src->class_ids, sizeof(gint32) * (gsize)src->n_kept);
+  }
+  dst->candidates_in = src->candidates_in;
+  dst->dropped_score = src->dropped_score;
+  dst->invalid = src->invalid;
+  dst->dropped_capacity = src->dropped_capacity;
+  dst->kept = src->kept;
+  dst->latency_ns = src->latency_ns;
+  dst->backend = src->backend;
+  return dst;
+}
+
+static gboolean result_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
+                                      GQuark type, gpointer data) {
+  const GstCudaNmsResultMeta *src = (const GstCudaNmsResultMeta *)meta;
+  GstCudaNmsResultMeta *dst;
+  (void)buffer;
+
+  if (GST_META_TRANSFORM_IS_COPY(type)) return result_meta_copy(dest, src) != NULL;
+  if (GST_VIDEO_META_TRANSFORM_IS_SCALE(type)) {
+    gdouble fx, fy;
+    if (!scale_factors((const GstVideoMetaTransform *)data, &fx, &fy)) return FALSE;
+    dst = result_meta_copy(dest, src);
+    if (!dst) return FALSE;
+    scale_boxes(dst->boxes, dst->n_kept, fx, fy);
+    return TRUE;
+  }
+  return FALSE;
+}
+
+const GstMetaInfo *gst_cuda_nms_result_meta_get_info(void) {
+  static const GstMetaInfo *info = NULL;
+  if (g_once_init_enter((GstMetaInfo **)&info)) {
+    const GstMetaInfo *mi = gst_meta_register(
+        GST_CUDA_NMS_RESULT_META_API_TYPE, "GstCudaNmsResultMeta", sizeof(GstCudaNmsResultMeta),
+        result_meta_init, result_meta_free, result_meta_transform);
+    g_once_init_leave((GstMetaInfo **)&info, (GstMetaInfo *)mi);
+  }
+  return info;
+}
+
+GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, guint n_kept) {
+  GstCudaNmsResultMeta *r;
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), NULL);
+  g_return_val_if_fail(gst_buffer_is_writable(buffer), NULL);
+
+  r = (GstCudaNmsResultMeta *)gst_buffer_add_meta(buffer, GST_CUDA_NMS_RESULT_META_INFO, NULL);
+  if (!r) return NULL;
+  r->n_kept = n_kept;
+  if (n_kept > 0) {
+    r->boxes = g_new0(gfloat, 4 * (gsize)n_kept);
+    r->scores = g_new0(gfloat, n_kept);
+    r->class_ids = g_new0(gint32, n_kept);
+  }
+  return r;
+}

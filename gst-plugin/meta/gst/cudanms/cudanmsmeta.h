@@ -1,0 +1,146 @@
+/* cudanms metadata: the candidate windows a detector attaches to a frame, and the result the
+ * cudanms element attaches after non-maximum suppression.
+ *
+ * A detector attaches ONE candidates meta per buffer, however many windows it emits, and fills
+ * its packed arrays:
+ *
+ *   GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta (buffer, 4096);
+ *   gst_cuda_nms_candidates_meta_append (c, x1, y1, x2, y2, score, class_id);   // one window
+ *   gst_cuda_nms_candidates_meta_append_many (c, boxes, scores, class_ids, n);  // or n at once
+ *
+ * cudanms reads the arrays in place and attaches a GstCudaNmsResultMeta (the kept boxes and the
+ * frame's counts) plus one GstVideoRegionOfInterestMeta per kept box:
+ *
+ *   GstCudaNmsResultMeta *r = gst_buffer_get_cuda_nms_result_meta (buffer);
+ *   for (guint i = 0; i < r->n_kept; i++) use (&r->boxes[4 * i], r->scores[i], r->class_ids[i]);
+ *
+ * Boxes are {x1, y1, x2, y2} in pixels of the frame the buffer carries. Both metas carry the
+ * "video", "orientation" and "size" tags, like GstVideoRegionOfInterestMeta: they are copied
+ * with the buffer and rescaled by videoscale (or any element doing the "gst-video-scale"
+ * transform), and dropped by elements that rotate or crop the frame.
+ *
+ * Only GStreamer 1.22 API is used; link with pkg-config module gstreamer-cudanms-meta-1.0.
+ */
+#ifndef __GST_CUDA_NMS_META_H__
+#define __GST_CUDA_NMS_META_H__
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* ------------------------------------------------------------------------------------------ */
+/* Candidates                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+#define GST_CUDA_NMS_CANDIDATES_META_API_TYPE (gst_cuda_nms_candidates_meta_api_get_type())
+#define GST_CUDA_NMS_CANDIDATES_META_INFO (gst_cuda_nms_candidates_meta_get_info())
+
+typedef struct _GstCudaNmsCandidatesMeta GstCudaNmsCandidatesMeta;
+
+/**
+ * GstCudaNmsCandidatesMeta:
+ * @meta: parent #GstMeta
+ * @n: number of candidates
+ * @capacity: number of candidates the arrays can hold without growing
+ * @boxes: @n x {x1, y1, x2, y2}, packed, in frame pixels
+ * @scores: @n scores
+ * @class_ids: @n class ids
+ *
+ * All of a frame's candidate windows, in packed arrays: the layout cudanms hands to its NMS
+ * library without a copy. Read the fields; change them only through the functions below.
+ */
+struct _GstCudaNmsCandidatesMeta {
+  GstMeta meta;
+
+  guint n;
+  guint capacity;
+  gfloat *boxes;
+  gfloat *scores;
+  gint32 *class_ids;
+};
+
+GType gst_cuda_nms_candidates_meta_api_get_type(void);
+const GstMetaInfo *gst_cuda_nms_candidates_meta_get_info(void);
+
+/* Returns the buffer's candidates meta, adding an empty one if it has none (one meta per buffer:
+ * a second call returns the same meta). Reserves room for @capacity candidates. The buffer must
+ * be writable. */
+GstCudaNmsCandidatesMeta *gst_buffer_add_cuda_nms_candidates_meta(GstBuffer *buffer,
+                                                                  guint capacity);
+
+/* The buffer's candidates meta, or NULL. */
+#define gst_buffer_get_cuda_nms_candidates_meta(b) \
+  ((GstCudaNmsCandidatesMeta *)gst_buffer_get_meta((b), GST_CUDA_NMS_CANDIDATES_META_API_TYPE))
+
+/* Grows the arrays to hold at least @capacity candidates (never shrinks). */
+void gst_cuda_nms_candidates_meta_reserve(GstCudaNmsCandidatesMeta *meta, guint capacity);
+
+/* Appends one candidate; the arrays grow geometrically when full. */
+void gst_cuda_nms_candidates_meta_append(GstCudaNmsCandidatesMeta *meta, gfloat x1, gfloat y1,
+                                         gfloat x2, gfloat y2, gfloat score, gint32 class_id);
+
+/* Appends @n candidates: @boxes holds n x {x1, y1, x2, y2}; @class_ids may be NULL (class 0). */
+void gst_cuda_nms_candidates_meta_append_many(GstCudaNmsCandidatesMeta *meta, const gfloat *boxes,
+                                              const gfloat *scores, const gint32 *class_ids,
+                                              guint n);
+
+/* Forgets the candidates, keeping the memory. */
+void gst_cuda_nms_candidates_meta_clear(GstCudaNmsCandidatesMeta *meta);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Result                                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+#define GST_CUDA_NMS_RESULT_META_API_TYPE (gst_cuda_nms_result_meta_api_get_type())
+#define GST_CUDA_NMS_RESULT_META_INFO (gst_cuda_nms_result_meta_get_info())
+
+typedef struct _GstCudaNmsResultMeta GstCudaNmsResultMeta;
+
+/**
+ * GstCudaNmsResultMeta:
+ * @meta: parent #GstMeta
+ * @n_kept: number of kept boxes
+ * @boxes: @n_kept x {x1, y1, x2, y2} in frame pixels (clipped to the frame), best score first
+ * @scores: @n_kept scores
+ * @class_ids: @n_kept class ids
+ * @candidates_in: candidates given to NMS on this frame
+ * @dropped_score: candidates scoring below the score threshold
+ * @invalid: candidates with NaN/inf values, negative sizes, or wholly outside the frame
+ * @dropped_capacity: candidates beyond max-candidates (the lowest-ranked)
+ * @kept: kept boxes (== @n_kept)
+ * @latency_ns: wall time of the NMS call, in nanoseconds
+ * @backend: where NMS ran: "cpu" or "cuda" (a static string)
+ *
+ * What cudanms did with a frame's candidates.
+ */
+struct _GstCudaNmsResultMeta {
+  GstMeta meta;
+
+  guint n_kept;
+  gfloat *boxes;
+  gfloat *scores;
+  gint32 *class_ids;
+
+  guint64 candidates_in;
+  guint64 dropped_score;
+  guint64 invalid;
+  guint64 dropped_capacity;
+  guint64 kept;
+  guint64 latency_ns;
+  const gchar *backend;
+};
+
+GType gst_cuda_nms_result_meta_api_get_type(void);
+const GstMetaInfo *gst_cuda_nms_result_meta_get_info(void);
+
+/* Adds a result meta with arrays for @n_kept boxes (zeroed) and zero counts; the caller fills
+ * them. The buffer must be writable. */
+GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, guint n_kept);
+
+/* The buffer's result meta, or NULL. */
+#define gst_buffer_get_cuda_nms_result_meta(b) \
+  ((GstCudaNmsResultMeta *)gst_buffer_get_meta((b), GST_CUDA_NMS_RESULT_META_API_TYPE))
+
+G_END_DECLS
+
+#endif /* __GST_CUDA_NMS_META_H__ */

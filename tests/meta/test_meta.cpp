@@ -1,0 +1,188 @@
+// The meta library: one candidates meta per buffer, packed arrays, copies and video scaling.
+#include <gst/check/gstharness.h>
+#include <gst/cudanms/cudanmsmeta.h>
+#include <gst/gst.h>
+#include <gst/video/video.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "support/seed.h"
+
+namespace {
+
+class Meta : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { gst_init(nullptr, nullptr); }
+};
+
+TEST_F(Meta, AddAppendGet) {
+  GstBuffer *buf = gst_buffer_new();
+  EXPECT_EQ(gst_buffer_get_cuda_nms_candidates_meta(buf), nullptr);
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 2);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->n, 0u);
+  EXPECT_GE(c->capacity, 2u);
+  gst_cuda_nms_candidates_meta_append(c, 1, 2, 3, 4, 0.5f, 7);
+  const float boxes[] = {10, 20, 30, 40, 50, 60, 70, 80};
+  const float scores[] = {0.25f, 0.75f};
+  const gint32 classes[] = {3, 4};
+  gst_cuda_nms_candidates_meta_append_many(c, boxes, scores, classes, 2);
+  gst_cuda_nms_candidates_meta_append_many(c, boxes, scores, nullptr, 1);
+
+  GstCudaNmsCandidatesMeta *got = gst_buffer_get_cuda_nms_candidates_meta(buf);
+  ASSERT_EQ(got, c);
+  ASSERT_EQ(got->n, 4u);
+  const std::vector<float> want_boxes = {1,  2,  3,  4,  10, 20, 30, 40,
+                                         50, 60, 70, 80, 10, 20, 30, 40};
+  EXPECT_EQ(std::vector<float>(got->boxes, got->boxes + 16), want_boxes);
+  EXPECT_EQ(std::vector<float>(got->scores, got->scores + 4),
+            (std::vector<float>{0.5f, 0.25f, 0.75f, 0.25f}));
+  EXPECT_EQ(std::vector<gint32>(got->class_ids, got->class_ids + 4),
+            (std::vector<gint32>{7, 3, 4, 0}));
+
+  gst_cuda_nms_candidates_meta_clear(c);
+  EXPECT_EQ(c->n, 0u);
+  gst_buffer_unref(buf);
+}
+
+TEST_F(Meta, OneCandidatesMetaPerBuffer) {
+  GstBuffer *buf = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *a = gst_buffer_add_cuda_nms_candidates_meta(buf, 1);
+  gst_cuda_nms_candidates_meta_append(a, 0, 0, 1, 1, 1, 0);
+  GstCudaNmsCandidatesMeta *b = gst_buffer_add_cuda_nms_candidates_meta(buf, 100);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(b->n, 1u);
+  EXPECT_GE(b->capacity, 101u);
+  EXPECT_EQ(gst_buffer_get_n_meta(buf, GST_CUDA_NMS_CANDIDATES_META_API_TYPE), 1u);
+  gst_buffer_unref(buf);
+}
+
+TEST_F(Meta, ThousandsOfCandidatesInOneMeta) {
+  const uint64_t seed = cudanms::testing::run_seed();
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1000);
+  GstBuffer *buf = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 0);
+  std::vector<float> want;
+  for (int i = 0; i < 20000; i++) {
+    const float x = u(rng), y = u(rng), s = u(rng) / 1000;
+    gst_cuda_nms_candidates_meta_append(c, x, y, x + 5, y + 5, s, i % 80);
+    want.insert(want.end(), {x, y, x + 5, y + 5});
+  }
+  ASSERT_EQ(c->n, 20000u);
+  EXPECT_EQ(std::vector<float>(c->boxes, c->boxes + want.size()), want);
+  EXPECT_EQ(c->class_ids[12345], 12345 % 80);
+  EXPECT_EQ(gst_buffer_get_n_meta(buf, GST_CUDA_NMS_CANDIDATES_META_API_TYPE), 1u);
+  gst_buffer_unref(buf);
+}
+
+TEST_F(Meta, CopiedWithTheBufferIntoIndependentMemory) {
+  GstBuffer *buf = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 0);
+  gst_cuda_nms_candidates_meta_append(c, 1, 2, 3, 4, 0.5f, 9);
+  GstCudaNmsResultMeta *r = gst_buffer_add_cuda_nms_result_meta(buf, 1);
+  r->boxes[0] = 1;
+  r->boxes[3] = 4;
+  r->scores[0] = 0.5f;
+  r->class_ids[0] = 9;
+  r->candidates_in = 1;
+  r->kept = 1;
+  r->latency_ns = 1234;
+  r->backend = "cuda";
+
+  GstBuffer *copy = gst_buffer_copy(buf);
+  GstCudaNmsCandidatesMeta *cc = gst_buffer_get_cuda_nms_candidates_meta(copy);
+  ASSERT_NE(cc, nullptr);
+  ASSERT_EQ(cc->n, 1u);
+  EXPECT_NE(cc->boxes, c->boxes);
+  EXPECT_EQ(cc->boxes[2], 3.0f);
+  EXPECT_EQ(cc->scores[0], 0.5f);
+  EXPECT_EQ(cc->class_ids[0], 9);
+  GstCudaNmsResultMeta *rc = gst_buffer_get_cuda_nms_result_meta(copy);
+  ASSERT_NE(rc, nullptr);
+  ASSERT_EQ(rc->n_kept, 1u);
+  EXPECT_NE(rc->boxes, r->boxes);
+  EXPECT_EQ(rc->boxes[3], 4.0f);
+  EXPECT_EQ(rc->class_ids[0], 9);
+  EXPECT_EQ(rc->candidates_in, 1u);
+  EXPECT_EQ(rc->kept, 1u);
+  EXPECT_EQ(rc->latency_ns, 1234u);
+  EXPECT_STREQ(rc->backend, "cuda");
+
+  c->boxes[2] = 99;  // the copy does not share memory
+  EXPECT_EQ(cc->boxes[2], 3.0f);
+  gst_buffer_unref(copy);
+  gst_buffer_unref(buf);
+}
+
+TEST_F(Meta, TagsMatchRegionOfInterest) {
+  for (GType api : {GST_CUDA_NMS_CANDIDATES_META_API_TYPE, GST_CUDA_NMS_RESULT_META_API_TYPE}) {
+    EXPECT_TRUE(gst_meta_api_type_has_tag(api, g_quark_from_string(GST_META_TAG_VIDEO_STR)));
+    EXPECT_TRUE(gst_meta_api_type_has_tag(api, g_quark_from_string(GST_META_TAG_VIDEO_SIZE_STR)));
+    EXPECT_TRUE(
+        gst_meta_api_type_has_tag(api, g_quark_from_string(GST_META_TAG_VIDEO_ORIENTATION_STR)));
+  }
+}
+
+// The "gst-video-scale" transform, called the way video filters call it.
+TEST_F(Meta, ScaleTransformRescalesBoxes) {
+  GstBuffer *in = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(in, 0);
+  gst_cuda_nms_candidates_meta_append(c, 10, 20, 110, 220, 0.9f, 2);
+  GstVideoInfo in_info, out_info;
+  gst_video_info_set_format(&in_info, GST_VIDEO_FORMAT_GRAY8, 640, 480);
+  gst_video_info_set_format(&out_info, GST_VIDEO_FORMAT_GRAY8, 320, 960);
+  GstVideoMetaTransform trans = {&in_info, &out_info};
+  GstBuffer *out = gst_buffer_new();
+  const GstMetaInfo *info = GST_CUDA_NMS_CANDIDATES_META_INFO;
+  ASSERT_TRUE(
+      info->transform_func(out, &c->meta, in, gst_video_meta_transform_scale_get_quark(), &trans));
+  GstCudaNmsCandidatesMeta *s = gst_buffer_get_cuda_nms_candidates_meta(out);
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->n, 1u);
+  EXPECT_EQ(std::vector<float>(s->boxes, s->boxes + 4), (std::vector<float>{5, 40, 55, 440}));
+  EXPECT_EQ(s->scores[0], 0.9f);
+  EXPECT_EQ(s->class_ids[0], 2);
+  gst_buffer_unref(in);
+  gst_buffer_unref(out);
+}
+
+// Through the real videoscale element: 640x480 -> 1280x240.
+TEST_F(Meta, BoxesRescaleThroughVideoscale) {
+  GstHarness *h =
+      gst_harness_new_parse("videoscale ! capsfilter caps=video/x-raw,width=1280,height=240");
+  gst_harness_set_src_caps_str(h, "video/x-raw,format=GRAY8,width=640,height=480,framerate=30/1");
+  GstBuffer *buf = gst_harness_create_buffer(h, 640 * 480);
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 0);
+  gst_cuda_nms_candidates_meta_append(c, 10, 20, 110, 220, 0.9f, 2);
+  gst_cuda_nms_candidates_meta_append(c, 0, 0, 640, 480, 0.1f, 0);
+  GstCudaNmsResultMeta *r = gst_buffer_add_cuda_nms_result_meta(buf, 1);
+  r->boxes[0] = 100;
+  r->boxes[1] = 100;
+  r->boxes[2] = 200;
+  r->boxes[3] = 300;
+  r->kept = 1;
+  ASSERT_EQ(gst_harness_push(h, buf), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(h);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(gst_buffer_get_n_meta(out, GST_CUDA_NMS_CANDIDATES_META_API_TYPE), 1u);
+  GstCudaNmsCandidatesMeta *s = gst_buffer_get_cuda_nms_candidates_meta(out);
+  ASSERT_NE(s, nullptr);
+  ASSERT_EQ(s->n, 2u);
+  EXPECT_EQ(std::vector<float>(s->boxes, s->boxes + 8),
+            (std::vector<float>{20, 10, 220, 110, 0, 0, 1280, 240}));
+  EXPECT_EQ(s->scores[0], 0.9f);
+  EXPECT_EQ(s->class_ids[0], 2);
+  EXPECT_EQ(gst_buffer_get_n_meta(out, GST_CUDA_NMS_RESULT_META_API_TYPE), 1u);
+  GstCudaNmsResultMeta *rs = gst_buffer_get_cuda_nms_result_meta(out);
+  ASSERT_NE(rs, nullptr);
+  ASSERT_EQ(rs->n_kept, 1u);
+  EXPECT_EQ(std::vector<float>(rs->boxes, rs->boxes + 4), (std::vector<float>{200, 50, 400, 150}));
+  EXPECT_EQ(rs->kept, 1u);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+}
+
+}  // namespace
