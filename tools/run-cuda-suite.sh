@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a CUDA host: build with the CUDA backend for this GPU, run the whole test suite (CUDA tests
-# must run, not skip), then the benchmark when it exists. Prints the GPU and the result lines.
-#   tools/run-cuda-suite.sh [build-dir]      (default build-cuda; MESON_ARGS adds options)
+# must run, not skip), then the benchmark (tools/run-benchmark.sh; BENCH=0 skips it). Prints the
+# GPU and the result lines, again after the benchmark's table.
+#   tools/run-cuda-suite.sh [build-dir] [bench-out-dir]
+#   (defaults build-cuda and ${OUT:-out}/benchmark; MESON_ARGS adds options)
 # Needs the README's packages (or PKG_CONFIG_* pointing at them), nvcc, meson and ninja.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,11 +25,16 @@ count() { grep -oE "^\[  $1 *\] [0-9]+ tests?" "$log" | awk '{s += $(NF-1)} END 
 # GPU tests have Cuda in their suite or test name, and skip with "no CUDA device" where none is.
 cuda_ran=$(grep -cE '^\[ +OK \] (Cuda[A-Z][A-Za-z]*\.|[A-Za-z]+\.Cuda)' "$log" || true)
 cuda_skipped=$(grep -c '^no CUDA device' "$log" || true)
-echo "GPU: $gpu"
-echo "CUDA tests: $cuda_ran passed, $cuda_skipped skipped"
-echo "tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
+summary="GPU: $gpu
+CUDA tests: $cuda_ran passed, $cuda_skipped skipped
+tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
+echo "$summary"
 if [ "$cuda_skipped" -ne 0 ] || [ "$cuda_ran" -eq 0 ]; then
   echo "error: on a CUDA host every CUDA test must run" >&2
   rc=1
+fi
+if [ "${BENCH:-1}" != 0 ]; then
+  tools/run-benchmark.sh "$build" "${2:-${OUT:-out}/benchmark}" || rc=1
+  echo "$summary"
 fi
 exit $rc

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -223,6 +225,9 @@ TEST_F(CudanmsTool, HelpListsTheSubcommands) {
     EXPECT_EQ(o.exit_code, 0) << describe(o);
     EXPECT_NE(o.out.find("--output"), std::string::npos) << o.out;
   }
+  const Outcome bench = run_tool({"bench", "--help"});
+  EXPECT_EQ(bench.exit_code, 0) << describe(bench);
+  EXPECT_NE(bench.out.find("--json"), std::string::npos) << bench.out;
 }
 
 TEST_F(CudanmsTool, BadUsageExits2WithAMessage) {
@@ -245,6 +250,16 @@ TEST_F(CudanmsTool, BadUsageExits2WithAMessage) {
       {{"generate", "--kind", "faces"}, "--count"},
       {{"generate", "--kind", "cars", "--count", "3"}, "unknown kind 'cars'"},
       {{"generate", "--kind", "faces", "--count", "3", "--classes", "4"}, "--classes"},
+      {{"nms", "--input", input, "--repeat", "-1"}, "--repeat"},
+      {{"bench", "--sizes", "300,x"}, "--sizes"},
+      {{"bench", "--class-sizes", "300,"}, "--class-sizes"},
+      {{"bench", "--face-sizes", "0"}, "--face-sizes"},
+      {{"bench", "--repeat", "0"}, "--repeat"},
+      {{"bench", "--sets", "0"}, "--sets"},
+      {{"bench", "--seed", "-3"}, "--seed"},
+      {{"bench", "--backends", "cpu,tpu"}, "unknown backend 'tpu'"},
+      {{"bench", "--input", input, "--format", "json"}, "unknown format 'json'"},
+      {{"bench", "stray"}, "unexpected argument 'stray'"},
   };
   for (const auto &[args, message] : cases) {
     const Outcome o = run_tool(args);
@@ -459,6 +474,200 @@ TEST_F(CudanmsTool, GenerateRefusesSlidingWindowsAsOro) {
   EXPECT_EQ(o.exit_code, 2) << describe(o);
   EXPECT_NE(o.err.find("oro"), std::string::npos) << o.err;
   EXPECT_FALSE(exists(output));
+}
+
+TEST_F(CudanmsTool, NmsRepeatPrintsPercentilesAndWritesTheOutputOnce) {
+  const std::string input = write_candidates(
+      "w.csv", tools::sliding_window_candidates(800, run_seed() + 4, 3), FileFormat::kCsv);
+  const Outcome once = run_tool({"nms", "--input", input});
+  const Outcome timed = run_tool({"nms", "--input", input, "--repeat", "5"});
+  ASSERT_EQ(timed.exit_code, 0) << describe(timed);
+  EXPECT_EQ(timed.out, once.out);
+  EXPECT_EQ(once.err, "");
+  EXPECT_TRUE(starts_with(timed.err, "p50_us=")) << timed.err;
+  EXPECT_NE(timed.err.find(" p99_us="), std::string::npos) << timed.err;
+  EXPECT_NE(timed.err.find("runs=5 on cpu"), std::string::npos) << timed.err;
+
+  const std::string output = path("kept.csv");
+  const Outcome to_file = run_tool({"nms", "--input", input, "--repeat", "3", "--output", output});
+  EXPECT_EQ(to_file.exit_code, 0) << describe(to_file);
+  EXPECT_EQ(to_file.out, "");
+  EXPECT_EQ(read(output), once.out);
+}
+
+// One row of the bench's table: N, config, backend, p50, p99, GPU us, kept, agrees, [target].
+struct BenchRow {
+  size_t n = 0;
+  std::string config, backend, p50, p99, gpu;
+  size_t kept = 0;
+  std::string agrees;
+};
+
+std::vector<BenchRow> bench_rows(const std::string &out) {
+  std::vector<BenchRow> rows;
+  std::istringstream lines(out);
+  bool in_table = false;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string first;
+    fields >> first;
+    if (first == "N") {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.empty()) {
+      in_table = in_table && !line.empty();
+      continue;
+    }
+    BenchRow row;
+    row.n = std::stoul(first);
+    fields >> row.config >> row.backend >> row.p50 >> row.p99 >> row.gpu >> row.kept >> row.agrees;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+size_t count_of(const std::string &text, const std::string &part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
+  const std::string seed = std::to_string(run_seed() % 1000000);
+  const std::string json = path("bench.json");
+  const std::vector<std::string> args = {
+      "bench", "--sizes",  "300,1000", "--class-sizes", "600", "--classes", "5",  "--face-sizes",
+      "400",   "--repeat", "3",        "--sets",        "2",   "--seed",    seed, "--json",
+      json,    "--dump",   dir_};
+  const Outcome o = run_tool(args);
+  ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
+  EXPECT_NE(o.out.find("seed " + seed + " "), std::string::npos) << o.out;
+  const bool with_opencv = o.out.find("\nOpenCV: 4.") != std::string::npos ||
+                           o.out.find("\nOpenCV: 5.") != std::string::npos;
+
+  // Every configuration has a CPU row that agreed with the reference run; greedy rows have an
+  // OpenCV row when it is built in.
+  const std::vector<BenchRow> rows = bench_rows(o.out);
+  std::map<std::pair<std::string, size_t>, std::vector<std::string>> backends;
+  for (const BenchRow &row : rows) {
+    backends[{row.config, row.n}].push_back(row.backend);
+    if (row.backend != "opencv") {
+      EXPECT_EQ(row.agrees, "yes") << row.config << " " << row.n;
+    }
+    EXPECT_NE(row.p50, "-");
+  }
+  for (const auto &[config, n] : std::vector<std::pair<std::string, size_t>>{
+           {"greedy", 300}, {"greedy", 1000}, {"greedy-5cls", 600}, {"matrix-faces", 400}}) {
+    const std::vector<std::string> &b = backends[{config, n}];
+    EXPECT_NE(std::find(b.begin(), b.end(), "cpu"), b.end()) << config << " " << n << o.out;
+    const bool opencv = std::find(b.begin(), b.end(), "opencv") != b.end();
+    EXPECT_EQ(opencv, with_opencv && config != "matrix-faces") << config << " " << n << o.out;
+  }
+
+  // The dumped data sets, and the kept indices the peers are checked against, are those of the
+  // independent reference.
+  struct Dumped {
+    std::string config;
+    size_t n;
+    Params params;
+  };
+  std::vector<Dumped> dumped(4);
+  dumped[0] = {"greedy", 300, {}};
+  dumped[1] = {"greedy", 1000, {}};
+  dumped[2] = {"greedy-5cls", 600, {}};
+  dumped[3] = {"matrix-faces", 400, {}};
+  dumped[0].params.class_agnostic = dumped[1].params.class_agnostic = true;
+  dumped[3].params.method = Method::kMatrix;
+  dumped[3].params.overlap = Overlap::kIoS;
+  dumped[3].params.threshold = 0.3f;
+  dumped[3].params.class_agnostic = true;
+  std::map<std::string, std::string> texts;
+  for (Dumped &d : dumped) {
+    d.params.max_candidates = d.n;
+    for (int set = 0; set < 2; ++set) {
+      const std::string stem =
+          path(d.config + "-n" + std::to_string(d.n) + "-set" + std::to_string(set));
+      CandidateFile file;
+      const Status status = tools::read_candidate_file(stem + ".csv", FileFormat::kCsv, &file);
+      ASSERT_TRUE(status.ok()) << status.message();
+      EXPECT_EQ(file.candidates.size(), d.n) << stem;
+      std::string want;
+      for (uint32_t i : reference_nms(file.candidates, d.params).kept) {
+        want += std::to_string(i) + "\n";
+      }
+      EXPECT_EQ(read(stem + ".kept"), want) << stem;
+      texts[stem] = read(stem + ".csv");
+    }
+  }
+
+  const std::string text = read(json);
+  EXPECT_NE(text.find("\"seed\": " + seed + ","), std::string::npos) << text;
+  EXPECT_EQ(count_of(text, "\"backend\": \"cpu\""), 4u) << text;
+  EXPECT_EQ(count_of(text, "\"kept_file\": "), 8u) << text;
+  EXPECT_EQ(count_of(text, "\"differing\": 0"), rows.size()) << text;
+
+  // The seed replays the data.
+  std::vector<std::string> again = args;
+  again.insert(again.end(), {"--backends", "cpu"});
+  ASSERT_EQ(run_tool(again).exit_code, 0);
+  for (const auto &[stem, csv] : texts) EXPECT_EQ(read(stem + ".csv"), csv) << stem;
+}
+
+TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
+  const std::string faces =
+      write_candidates("faces.oro", tools::face_windows(500, run_seed() + 5), FileFormat::kOro);
+  const std::string windows = write_candidates(
+      "w.csv", tools::sliding_window_candidates(700, run_seed() + 6, 3), FileFormat::kCsv);
+  const Outcome o =
+      run_tool({"bench", "--input", faces, "--input", windows, "--sizes", "", "--class-sizes", "",
+                "--face-sizes", "", "--repeat", "2", "--backends", "cpu"});
+  ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
+  std::vector<std::string> configs;
+  for (const BenchRow &row : bench_rows(o.out)) {
+    configs.push_back(row.config);
+    EXPECT_EQ(row.agrees, "yes") << row.config;
+    EXPECT_EQ(row.n, row.config[0] == 'f' ? 500u : 700u) << row.config;
+  }
+  EXPECT_EQ(configs, (std::vector<std::string>{"faces.oro:greedy", "faces.oro:matrix",
+                                               "w.csv:greedy", "w.csv:greedy-per-class"}))
+      << o.out;
+
+  const Outcome bad = run_tool({"bench", "--input", write("bad.csv", "1,2,3\n")});
+  EXPECT_EQ(bad.exit_code, 2) << describe(bad);
+  EXPECT_NE(bad.err.find("bad.csv:1: "), std::string::npos) << bad.err;
+}
+
+TEST_F(CudanmsTool, WithoutADeviceTheBenchTimesTheCpuAlone) {
+  if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
+  const Outcome o = run_tool({"bench", "--sizes", "300", "--class-sizes", "", "--face-sizes", "",
+                              "--repeat", "2", "--backends", "cpu,cuda"});
+  ASSERT_EQ(o.exit_code, 0) << describe(o);
+  EXPECT_NE(o.out.find("GPU: no CUDA device"), std::string::npos) << o.out;
+  const std::vector<BenchRow> rows = bench_rows(o.out);
+  ASSERT_EQ(rows.size(), 1u) << o.out;
+  EXPECT_EQ(rows[0].backend, "cpu");
+}
+
+TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  const std::string json = path("bench.json");
+  const Outcome o = run_tool({"bench", "--sizes", "300,3000", "--class-sizes", "2000",
+                              "--face-sizes", "1000", "--repeat", "5", "--backends", "cpu,cuda",
+                              "--seed", std::to_string(run_seed() % 1000000), "--json", json});
+  ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
+  size_t cuda_rows = 0;
+  for (const BenchRow &row : bench_rows(o.out)) {
+    EXPECT_EQ(row.agrees, "yes") << row.config << " " << row.n << " " << row.backend;
+    if (row.backend != "cuda") continue;
+    ++cuda_rows;
+    EXPECT_NE(row.gpu, "-") << "the GPU-only time of " << row.config << " " << row.n;
+  }
+  EXPECT_EQ(cuda_rows, 4u) << o.out;
+  const std::string text = read(json);
+  EXPECT_EQ(count_of(text, "\"device\": {"), 4u) << text;
+  EXPECT_NE(text.find("\"gpu\": \"cuda:"), std::string::npos) << text;
 }
 
 TEST_F(CudanmsTool, CudaBackendWritesTheSameBytesAsCpu) {

@@ -1,0 +1,649 @@
+#include "bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "bench_peers.h"
+#include "bench_version.h"
+#include "cudanms/nms.h"
+#include "synthetic.h"
+
+namespace cudanms::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Data { kSlidingWindow, kFaces, kFile };
+
+const char *to_string(Data data) {
+  switch (data) {
+    case Data::kSlidingWindow:
+      return "sliding-window";
+    case Data::kFaces:
+      return "faces";
+    case Data::kFile:
+      return "file";
+  }
+  return "";
+}
+
+// One configuration at one N: its data sets and the CPU backend's kept set for each.
+struct Workload {
+  std::string config;  // "greedy", "greedy-80cls", "matrix-faces", or FILE:config
+  Data data = Data::kSlidingWindow;
+  std::string input;  // the file, for Data::kFile
+  int classes = 1;
+  size_t n = 0;
+  Params params;
+  std::vector<uint64_t> seeds;  // per set, for generated data
+  std::vector<CandidateSet> sets;
+  std::vector<std::vector<uint32_t>> reference;
+};
+
+struct Cell {
+  std::string backend;  // "cpu", "cuda" or "opencv"
+  std::string call;     // what was timed, for peers
+  Latency host;
+  Latency device;  // CUDA only, from a second context that times the device
+  size_t checked = 0;
+  size_t differing = 0;
+  std::string error;
+  std::string target;   // empty where the issue sets none
+  int target_met = -1;  // -1: not measured here
+  double target_value = 0;
+};
+
+// The issue's targets, for an NVIDIA H100 and p50 host-visible latency of the CUDA backend.
+double cuda_target_us(const Workload &w) {
+  if (w.data == Data::kSlidingWindow && w.params.class_agnostic) {
+    if (w.n == 3000) return 25;
+    if (w.n == 10000) return 60;
+    if (w.n == 100000) return 1500;
+  }
+  if (w.data == Data::kSlidingWindow && !w.params.class_agnostic && w.classes == 80 &&
+      w.n == 10000) {
+    return 100;
+  }
+  if (w.data == Data::kFaces && w.n == 3000) return 20;
+  return 0;
+}
+// ...and the CPU backend's against OpenCV's NMSBoxes, same data, same run.
+constexpr size_t kCpuVersusOpenCvN = 3000;
+constexpr double kCpuVersusOpenCvFactor = 5;
+
+// A splitmix64 step: unrelated seeds for each data set from the one seed of the run.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+Workload generated(const std::string &config, Data data, int classes, size_t n,
+                   const Params &params, const BenchOptions &options) {
+  Workload w;
+  w.config = config;
+  w.data = data;
+  w.classes = classes;
+  w.n = n;
+  w.params = params;
+  w.params.max_candidates = std::max<size_t>(n, 1);
+  for (size_t k = 0; k < options.sets; ++k) {
+    const uint64_t seed =
+        mix(options.seed ^ mix(n * 1000 + classes * 10 + static_cast<int>(data)) ^ mix(k + 0x5eed));
+    w.seeds.push_back(seed);
+    w.sets.push_back(data == Data::kFaces ? face_windows(n, seed)
+                                          : sliding_window_candidates(n, seed, classes));
+  }
+  return w;
+}
+
+Status file_workloads(const std::string &path, const BenchOptions &options,
+                      std::vector<Workload> *out) {
+  FileFormat format = options.input_format;
+  if (!options.input_format_given) file_format_from_extension(path, &format);
+  CandidateFile file;
+  Status status = read_candidate_file(path, format, &file);
+  if (!status.ok()) return status;
+  Workload w;
+  w.data = Data::kFile;
+  w.input = path;
+  w.n = file.candidates.size();
+  w.params.max_candidates = std::max<size_t>(w.n, 1);
+  w.sets.push_back(std::move(file.candidates));
+  const std::vector<int32_t> &c = w.sets[0].classes;
+  w.classes = c.empty() ? 1 : *std::max_element(c.begin(), c.end()) + 1;
+  const std::string name = std::filesystem::path(path).filename().string();
+
+  w.config = name + ":greedy";
+  w.params.class_agnostic = true;
+  out->push_back(w);
+  if (std::any_of(c.begin(), c.end(), [&](int32_t id) { return id != c[0]; })) {
+    w.config = name + ":greedy-per-class";
+    w.params.class_agnostic = false;
+    out->push_back(w);
+  }
+  if (format == FileFormat::kOro) {  // the paper's square windows get the paper's method too
+    w.config = name + ":matrix";
+    w.params.class_agnostic = true;
+    w.params.method = Method::kMatrix;
+    w.params.overlap = Overlap::kIoS;
+    w.params.threshold = 0.3f;
+    out->push_back(w);
+  }
+  return Status::Ok();
+}
+
+Status compute_reference(Workload *w) {
+  ContextOptions options;
+  options.max_candidates = w->params.max_candidates;
+  Status status;
+  const std::unique_ptr<Context> cpu = Context::create(options, &status);
+  if (!status.ok()) return status;
+  Result result;
+  for (const CandidateSet &set : w->sets) {
+    status = cpu->run(set.view(), w->params, &result);
+    if (!status.ok()) return status;
+    w->reference.push_back(result.kept);
+  }
+  return Status::Ok();
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double microseconds(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double, std::micro>(end - start).count();
+}
+
+// One timed call on data set `set`: its wall time, the device time where there is one, and its
+// kept indices.
+struct Sample {
+  double host_us = 0;
+  double device_us = 0;
+  const std::vector<uint32_t> *kept = nullptr;
+};
+
+// Calls run(set, &sample) over the data sets in turn: warm-up calls, then up to options.repeat
+// timed ones, stopping early once the cell has had its options.max_seconds. Every result, warm-up
+// included, is compared with the reference, outside the timed region.
+template <typename Run>
+void measure(const Workload &w, const BenchOptions &options, Run run, Cell *cell,
+             Latency *device = nullptr) {
+  const Clock::time_point start = Clock::now();
+  std::vector<double> host_us;
+  std::vector<double> device_us;
+  const size_t warmup = std::max<size_t>(w.sets.size(), 3);
+  size_t call = 0;
+  // A slow cell gets a single warm-up call, so that it can still be timed at least once.
+  for (size_t timed = 0; timed < options.repeat; ++call) {
+    const bool warming =
+        call < warmup && (call == 0 || seconds_since(start) < options.max_seconds / 4);
+    if (!warming && timed > 0 && seconds_since(start) >= options.max_seconds) break;
+    const size_t set = call % w.sets.size();
+    Sample sample;
+    const Status status = run(set, &sample);
+    if (!status.ok()) {
+      cell->error = status.message();
+      return;
+    }
+    ++cell->checked;
+    if (*sample.kept != w.reference[set]) ++cell->differing;
+    if (warming) continue;
+    ++timed;
+    host_us.push_back(sample.host_us);
+    device_us.push_back(sample.device_us);
+  }
+  if (device != nullptr) {
+    *device = summarize(std::move(device_us));
+  } else {
+    cell->host = summarize(std::move(host_us));
+  }
+}
+
+Cell measure_backend(const Workload &w, Backend backend, const BenchOptions &options) {
+  Cell cell;
+  cell.backend = cudanms::to_string(backend);
+  // Two contexts for CUDA: the host-visible time without the events' overhead, then the GPU
+  // time with them.
+  for (bool time_device : {false, true}) {
+    if (time_device && backend != Backend::kCuda) break;
+    ContextOptions context_options;
+    context_options.backend = backend;
+    context_options.max_candidates = w.params.max_candidates;
+    context_options.time_device = time_device;
+    Status status;
+    const std::unique_ptr<Context> context = Context::create(context_options, &status);
+    if (!status.ok()) {
+      cell.error = status.message();
+      return cell;
+    }
+    Result result;
+    auto run = [&](size_t set, Sample *sample) {
+      const CandidatesView view = w.sets[set].view();
+      const Clock::time_point begin = Clock::now();
+      const Status s = context->run(view, w.params, &result);
+      const Clock::time_point end = Clock::now();
+      sample->host_us = microseconds(begin, end);
+      sample->device_us = result.device_time_us;
+      sample->kept = &result.kept;
+      return s;
+    };
+    measure(w, options, run, &cell, time_device ? &cell.device : nullptr);
+    if (!cell.error.empty()) return cell;
+  }
+  return cell;
+}
+
+Cell measure_opencv(const Workload &w, const BenchOptions &options) {
+  Cell cell;
+  cell.backend = "opencv";
+  cell.call = opencv_call(w.params);
+  std::vector<std::unique_ptr<PeerNms>> peers;
+  for (const CandidateSet &set : w.sets) {
+    std::string why;
+    peers.push_back(make_opencv_nms(set, w.params, &why));
+    if (!peers.back()) {
+      cell.error = why;
+      return cell;
+    }
+  }
+  std::vector<uint32_t> kept;
+  auto run = [&](size_t set, Sample *sample) {
+    const Clock::time_point begin = Clock::now();
+    const Status status = peers[set]->run(&kept);
+    const Clock::time_point end = Clock::now();
+    sample->host_us = microseconds(begin, end);
+    sample->kept = &kept;
+    return status;
+  };
+  measure(w, options, run, &cell);
+  return cell;
+}
+
+void apply_targets(const Workload &w, std::vector<Cell> *cells) {
+  auto find = [&](const char *backend) -> Cell * {
+    for (Cell &cell : *cells) {
+      if (cell.backend == backend && cell.error.empty()) return &cell;
+    }
+    return nullptr;
+  };
+  if (Cell *cuda = find("cuda"); cuda != nullptr && cuda_target_us(w) > 0) {
+    const double limit = cuda_target_us(w);
+    char text[64];
+    std::snprintf(text, sizeof text, "p50<=%gus", limit);
+    cuda->target = text;
+    cuda->target_value = limit;
+    cuda->target_met = cuda->host.p50 <= limit;
+  }
+  Cell *cpu = find("cpu");
+  if (cpu != nullptr && w.data == Data::kSlidingWindow && w.params.class_agnostic &&
+      w.n == kCpuVersusOpenCvN) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%gx opencv", kCpuVersusOpenCvFactor);
+    cpu->target = text;
+    if (const Cell *opencv = find("opencv")) {
+      cpu->target_value = opencv->host.p50 / kCpuVersusOpenCvFactor;
+      cpu->target_met = cpu->host.p50 <= cpu->target_value;
+    }
+  }
+}
+
+std::string format_us(double us, bool present) {
+  if (!present) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, us < 100 ? "%.1f" : "%.0f", us);
+  return text;
+}
+
+std::string agreement(const Cell &cell) {
+  if (cell.differing == 0) return "yes";
+  return (cell.backend == "opencv" ? "" : "NO ") + std::to_string(cell.differing) + "/" +
+         std::to_string(cell.checked);
+}
+
+void print_header() {
+  std::printf("%7s  %-18s %-7s %9s %9s %9s %6s  %-7s %s\n", "N", "config", "backend", "p50 us",
+              "p99 us", "GPU us", "kept", "agrees", "target");
+}
+
+void print_row(const Workload &w, const Cell &cell) {
+  if (!cell.error.empty()) {
+    std::printf("%7zu  %-18s %-7s error: %s\n", w.n, w.config.c_str(), cell.backend.c_str(),
+                cell.error.c_str());
+    return;
+  }
+  std::string target = cell.target;
+  if (!target.empty()) {
+    target += cell.target_met < 0 ? " n/a" : cell.target_met ? " met" : " MISSED";
+  }
+  std::printf("%7zu  %-18s %-7s %9s %9s %9s %6zu  %-7s %s\n", w.n, w.config.c_str(),
+              cell.backend.c_str(), format_us(cell.host.p50, true).c_str(),
+              format_us(cell.host.p99, true).c_str(),
+              format_us(cell.device.p50, cell.device.runs > 0).c_str(), w.reference[0].size(),
+              agreement(cell).c_str(), target.c_str());
+}
+
+// --- JSON -------------------------------------------------------------------------------------
+
+std::string json_string(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", value);
+  return text;
+}
+
+std::string json_latency(const Latency &l) {
+  std::ostringstream out;
+  out << "{\"runs\": " << l.runs << ", \"p50_us\": " << json_number(l.p50)
+      << ", \"p99_us\": " << json_number(l.p99) << ", \"min_us\": " << json_number(l.min)
+      << ", \"mean_us\": " << json_number(l.mean) << "}";
+  return out.str();
+}
+
+std::string json_params(const Workload &w) {
+  std::ostringstream out;
+  out << "\"config\": " << json_string(w.config) << ", \"data\": " << json_string(to_string(w.data))
+      << ", \"n\": " << w.n << ", \"classes\": " << w.classes
+      << ", \"method\": " << json_string(cudanms::to_string(w.params.method))
+      << ", \"overlap\": " << json_string(cudanms::to_string(w.params.overlap))
+      << ", \"threshold\": " << w.params.threshold
+      << ", \"class_agnostic\": " << (w.params.class_agnostic ? "true" : "false");
+  if (w.data == Data::kFile) out << ", \"input\": " << json_string(w.input);
+  return out.str();
+}
+
+struct Metadata {
+  std::string date;
+  std::string gpu;  // empty without a CUDA device
+  std::string cuda_note;
+  std::string cpu;
+  std::string dump_dir;  // absolute, empty without --dump
+};
+
+std::string to_json(const BenchOptions &options, const Metadata &meta,
+                    const std::vector<Workload> &workloads,
+                    const std::vector<std::vector<Cell>> &cells) {
+  std::ostringstream out;
+  out << "{\n  \"tool\": \"cudanms-tool bench\",\n  \"version\": "
+      << json_string(CUDANMS_BENCH_VERSION) << ",\n  \"date\": " << json_string(meta.date)
+      << ",\n  \"seed\": " << options.seed
+      << ",\n  \"gpu\": " << (meta.gpu.empty() ? "null" : json_string(meta.gpu))
+      << ",\n  \"cuda_note\": " << json_string(meta.cuda_note)
+      << ",\n  \"cpu\": " << json_string(meta.cpu)
+      << ",\n  \"opencv\": " << (opencv_version().empty() ? "null" : json_string(opencv_version()))
+      << ",\n  \"repeat\": " << options.repeat
+      << ",\n  \"max_seconds\": " << json_number(options.max_seconds)
+      << ",\n  \"sets\": " << options.sets << ",\n  \"results\": [";
+  const char *separator = "\n";
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    for (const Cell &cell : cells[i]) {
+      out << separator << "    {" << json_params(workloads[i])
+          << ", \"backend\": " << json_string(cell.backend);
+      separator = ",\n";
+      if (!cell.call.empty()) out << ", \"call\": " << json_string(cell.call);
+      if (!cell.error.empty()) {
+        out << ", \"error\": " << json_string(cell.error) << "}";
+        continue;
+      }
+      out << ", \"host\": " << json_latency(cell.host);
+      if (cell.device.runs > 0) out << ", \"device\": " << json_latency(cell.device);
+      out << ", \"kept\": " << workloads[i].reference[0].size() << ", \"checked\": " << cell.checked
+          << ", \"differing\": " << cell.differing;
+      if (!cell.target.empty()) {
+        out << ", \"target\": " << json_string(cell.target) << ", \"target_met\": "
+            << (cell.target_met < 0 ? "null"
+                : cell.target_met   ? "true"
+                                    : "false");
+        if (cell.target_met >= 0) out << ", \"target_us\": " << json_number(cell.target_value);
+      }
+      out << "}";
+    }
+  }
+  out << "\n  ]";
+  if (!meta.dump_dir.empty()) {
+    out << ",\n  \"dump_dir\": " << json_string(meta.dump_dir) << ",\n  \"datasets\": [";
+    separator = "\n";
+    for (const Workload &w : workloads) {
+      for (size_t k = 0; k < w.sets.size(); ++k) {
+        const std::string stem = w.config + "-n" + std::to_string(w.n) + "-set" + std::to_string(k);
+        out << separator << "    {" << json_params(w) << ", \"set\": " << k
+            << ", \"file\": " << json_string(stem + ".csv")
+            << ", \"kept_file\": " << json_string(stem + ".kept")
+            << ", \"kept\": " << w.reference[k].size() << "}";
+        separator = ",\n";
+      }
+    }
+    out << "\n  ]";
+  }
+  out << "\n}\n";
+  return out.str();
+}
+
+Status write_file(const std::string &path, const std::string &text) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  file.close();
+  if (!file) return Status::Error(path + ": cannot write");
+  return Status::Ok();
+}
+
+// Each data set as csv, which reads back to the same floats, and the CPU backend's kept indices,
+// one a line in rank order: what bench_torchvision.py times and checks against.
+Status dump(const std::string &dir, const Workload &w) {
+  for (size_t k = 0; k < w.sets.size(); ++k) {
+    const std::string stem =
+        dir + "/" + w.config + "-n" + std::to_string(w.n) + "-set" + std::to_string(k);
+    std::string text;
+    Status status = format_candidates(w.sets[k], FileFormat::kCsv, &text);
+    if (status.ok()) status = write_file(stem + ".csv", text);
+    if (!status.ok()) return status;
+    text.clear();
+    for (uint32_t i : w.reference[k]) text += std::to_string(i) + "\n";
+    status = write_file(stem + ".kept", text);
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string host_cpu() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::string model = "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " threads";
+}
+
+bool wants(const BenchOptions &options, const char *backend) {
+  return std::find(options.backends.begin(), options.backends.end(), backend) !=
+         options.backends.end();
+}
+
+}  // namespace
+
+Latency summarize(std::vector<double> samples_us) {
+  Latency l;
+  l.runs = samples_us.size();
+  if (samples_us.empty()) return l;
+  std::sort(samples_us.begin(), samples_us.end());
+  auto rank = [&](double q) {
+    const size_t r = static_cast<size_t>(std::ceil(q * samples_us.size()));
+    return samples_us[std::max<size_t>(r, 1) - 1];
+  };
+  l.p50 = rank(0.50);
+  l.p99 = rank(0.99);
+  l.min = samples_us.front();
+  double sum = 0;
+  for (double us : samples_us) sum += us;
+  l.mean = sum / samples_us.size();
+  return l;
+}
+
+int benchmark(const BenchOptions &options) {
+  Metadata meta;
+  meta.date = utc_now();
+  meta.cpu = host_cpu();
+  bool use_cuda = wants(options, "cuda") && cuda_available(&meta.cuda_note);
+  if (use_cuda) {
+    ContextOptions probe;
+    probe.backend = Backend::kCuda;
+    probe.max_candidates = 1;
+    Status status;
+    const std::unique_ptr<Context> context = Context::create(probe, &status);
+    if (context) meta.gpu = context->device_name();
+    meta.cuda_note = status.message();
+    use_cuda = status.ok();
+  }
+  const bool use_opencv = wants(options, "opencv") && !opencv_version().empty();
+
+  std::printf("cudanms bench %s, %s; seed %llu (--seed %llu replays the data)\n",
+              CUDANMS_BENCH_VERSION, meta.date.c_str(),
+              static_cast<unsigned long long>(options.seed),
+              static_cast<unsigned long long>(options.seed));
+  std::printf("GPU: %s\nCPU: %s\nOpenCV: %s\n",
+              use_cuda
+                  ? meta.gpu.c_str()
+                  : (wants(options, "cuda")
+                         ? ("no CUDA device (" + meta.cuda_note + "): CPU and OpenCV only").c_str()
+                         : "not asked for"),
+              meta.cpu.c_str(),
+              use_opencv                 ? opencv_version().c_str()
+              : wants(options, "opencv") ? "built without OpenCV"
+                                         : "not asked for");
+  std::printf(
+      "Latency: candidates in host memory to kept indices in host memory; %zu data set(s) per "
+      "row in turn, up to %zu runs or %gs per cell; GPU us: device time alone (CUDA events)\n\n",
+      options.sets, options.repeat, options.max_seconds);
+
+  std::vector<Workload> workloads;
+  Params greedy;
+  greedy.class_agnostic = true;
+  for (size_t n : options.sizes) {
+    workloads.push_back(generated("greedy", Data::kSlidingWindow, 1, n, greedy, options));
+  }
+  Params per_class;
+  const std::string class_config = "greedy-" + std::to_string(options.classes) + "cls";
+  for (size_t n : options.class_sizes) {
+    workloads.push_back(
+        generated(class_config, Data::kSlidingWindow, options.classes, n, per_class, options));
+  }
+  Params matrix;
+  matrix.method = Method::kMatrix;
+  matrix.overlap = Overlap::kIoS;
+  matrix.threshold = 0.3f;
+  matrix.class_agnostic = true;
+  for (size_t n : options.face_sizes) {
+    workloads.push_back(generated("matrix-faces", Data::kFaces, 1, n, matrix, options));
+  }
+  for (const std::string &input : options.inputs) {
+    const Status status = file_workloads(input, options, &workloads);
+    if (!status.ok()) {
+      std::fprintf(stderr, "%s\n", status.message().c_str());
+      return 2;
+    }
+  }
+
+  if (!options.dump_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.dump_dir, error);
+    meta.dump_dir = std::filesystem::absolute(options.dump_dir, error).string();
+  }
+
+  int exit_status = 0;
+  std::vector<std::vector<Cell>> cells;
+  print_header();
+  for (Workload &w : workloads) {
+    std::vector<Cell> &row = cells.emplace_back();
+    Status status = compute_reference(&w);
+    if (!status.ok()) {
+      std::fprintf(stderr, "%s n=%zu: the CPU reference failed: %s\n", w.config.c_str(), w.n,
+                   status.message().c_str());
+      return 1;
+    }
+    if (!meta.dump_dir.empty()) {
+      status = dump(meta.dump_dir, w);
+      if (!status.ok()) {
+        std::fprintf(stderr, "--dump: %s\n", status.message().c_str());
+        return 1;
+      }
+    }
+    if (wants(options, "cpu")) row.push_back(measure_backend(w, Backend::kCpu, options));
+    if (use_cuda) row.push_back(measure_backend(w, Backend::kCuda, options));
+    if (use_opencv && w.params.method == Method::kGreedy && w.params.overlap == Overlap::kIoU) {
+      row.push_back(measure_opencv(w, options));
+    }
+    apply_targets(w, &row);
+    for (const Cell &cell : row) {
+      print_row(w, cell);
+      // Only the peers may differ: OpenCV computes the overlap in double.
+      if (!cell.error.empty() || (cell.backend != "opencv" && cell.differing > 0)) exit_status = 1;
+    }
+    std::fflush(stdout);
+  }
+
+  size_t met = 0;
+  size_t measured = 0;
+  for (const auto &row : cells) {
+    for (const Cell &cell : row) {
+      if (cell.target_met >= 0) {
+        ++measured;
+        met += cell.target_met;
+      }
+    }
+  }
+  std::printf("\ntargets (set for an NVIDIA H100): %zu of %zu met\n", met, measured);
+  if (exit_status != 0) {
+    std::printf("FAILED: a backend failed or disagreed with the CPU backend (rows above)\n");
+  }
+
+  if (!options.json_path.empty()) {
+    const Status status = write_file(options.json_path, to_json(options, meta, workloads, cells));
+    if (!status.ok()) {
+      std::fprintf(stderr, "--json: %s\n", status.message().c_str());
+      return 1;
+    }
+  }
+  return exit_status;
+}
+
+}  // namespace cudanms::tools

@@ -1,0 +1,50 @@
+// cudanms-tool bench: host-visible latency of each backend against its peers, on the same data,
+// with every result checked against the CPU backend's kept set.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "candidate_file.h"
+
+namespace cudanms::tools {
+
+struct BenchOptions {
+  // Class-agnostic greedy IoU 0.5 on sliding windows of one class, at each of these N.
+  std::vector<size_t> sizes = {300, 1000, 3000, 10000, 30000, 100000};
+  // Per-class greedy IoU 0.5 on sliding windows of `classes` classes, at each of these N.
+  std::vector<size_t> class_sizes = {1000, 10000, 100000};
+  int classes = 80;
+  // The paper's matrix method, IoS 0.3, on face_windows, at each of these N.
+  std::vector<size_t> face_sizes = {3000};
+  // Candidate files to time instead of generated data.
+  std::vector<std::string> inputs;
+  FileFormat input_format = FileFormat::kCsv;
+  bool input_format_given = false;
+
+  std::vector<std::string> backends = {"cpu", "cuda", "opencv"};
+  size_t repeat = 200;       // timed runs per cell, at most
+  double max_seconds = 1.0;  // ...and no more time than this per cell, warm-up included
+  size_t sets = 4;           // generated data sets per cell, run in turn
+  uint64_t seed = 0;
+  std::string json_path;  // empty: no JSON
+  std::string dump_dir;   // empty: no dump
+};
+
+// Runs the benchmark, prints the table on stdout; returns the tool's exit status: 0, or 1 when a
+// backend failed or a result differed from the CPU backend's.
+int benchmark(const BenchOptions &options);
+
+// Latency figures over samples in microseconds: percentiles by nearest rank.
+struct Latency {
+  size_t runs = 0;
+  double p50 = 0;
+  double p99 = 0;
+  double min = 0;
+  double mean = 0;
+};
+Latency summarize(std::vector<double> samples_us);
+
+}  // namespace cudanms::tools
