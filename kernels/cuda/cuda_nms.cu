@@ -1,29 +1,33 @@
 // The CUDA backend. Per frame, on one stream, with one host synchronisation at the end:
-//   host    rules 1-3 (common/select.h); the selected candidates packed into one pinned buffer
-//   H2D     one copy
-//   rank    scores sorted descending by a stable radix sort, so equal scores keep index order;
-//           boxes and classes gathered into rank order. Up to kSmallFrame candidates, one block
-//           does it all in one launch; larger frames use CUB's device-wide sort and a gather.
-//   pairs   tiles of ranks i x j < i; where j suppresses i, greedy appends j to i's predecessor
-//           list and matrix counts it: memory O(Dmax * kMaxPredecessors), not Dmax^2
-//   settle  one block. Greedy: the unique fixpoint of "i is kept iff no predecessor is kept",
-//           reached by in-place sweeps, each settling at least the best-ranked undecided
-//           candidate (Cluster-NMS on edges, REFERENCE.md). Matrix: kept iff no suppressor.
-//           Then the kept ranks are compacted in rank order, capped at max_detections.
-//   D2H     one copy; the host maps packed positions to candidate indices
+//   host      the candidates copied as they are into one pinned buffer: no per-candidate work
+//   H2D       one copy, which also zeroes the frame's counters
+//   classify  rules 1-2 (cudanms/nms.h) on the device: each candidate's sort key is its score
+//             (-0.0 made +0.0), or -inf when it is invalid or below the score threshold
+//   rank      rule 3: eligible candidates ordered by key, descending, equal keys by index, and the
+//             best Dmax gathered into rank order. Up to kCountingRankMax candidates each one's
+//             rank is counted in parallel, one launch; larger frames use CUB's radix sort (stable,
+//             so equal keys keep index order) and a gather.
+//   pairs     one warp per (rank i, run of 32-rank chunks j < i), a ballot per chunk; where j
+//             suppresses i, greedy appends j to i's predecessor list and matrix counts it:
+//             memory O(Dmax * kMaxPredecessors), not Dmax^2
+//   settle    one block. Greedy: the unique fixpoint of "i is kept iff no predecessor is kept",
+//             reached by in-place sweeps, each settling at least the best-ranked undecided
+//             candidate (Cluster-NMS on edges, REFERENCE.md). Matrix: kept iff no suppressor.
+//             Then the kept candidates' indices, in rank order, capped at max_detections.
+//   D2H       one copy of the counts and the kept indices
+// The number of ranked candidates is known only on the device, so every kernel after classify
+// reads it there and launches are sized for the most it can be.
 // A frame where a candidate has more than kMaxPredecessors predecessors, or that needs more than
 // kMaxSweeps sweeps (adversarial input), is redone on the CPU, which computes the same result.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
-#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <string>
 
 #include "common/overlap.h"
-#include "common/select.h"
 #include "cpu/cpu_nms.h"
 #include "cuda_nms.h"
 
@@ -39,22 +43,35 @@ namespace cudanms {
 namespace detail {
 namespace {
 
-constexpr uint32_t kTile = 128;  // ranks per side of a pair tile, one thread per row
-constexpr uint32_t kMaxPredecessors = 128;
+constexpr uint32_t kWarp = 32;
+constexpr uint32_t kFullMask = 0xffffffffu;
+constexpr uint32_t kMaxPredecessors = 256;
 constexpr uint32_t kMaxSweeps = 256;
 constexpr int kSettleThreads = 1024;
 constexpr int kScanItems = 8;  // ranks per thread per compaction step
-constexpr int kRankThreads = 1024;
-constexpr int kRankItems = 4;
-constexpr uint32_t kSmallFrame = kRankThreads * kRankItems;
+constexpr int kClassifyThreads = 256;
+constexpr uint32_t kCountingRankMax = 16 * 1024;
+constexpr int kCountingWarps = 32;   // each counts over a 32nd of the frame
+constexpr int kPairWarps = 8;        // ranks i per pair block, a warp each
+constexpr uint32_t kPairChunks = 8;  // 32-rank chunks of j per warp
+// Up to this many ranked candidates, the settle kernel keeps predecessor counts in shared memory.
+constexpr uint32_t kSharedCounts = 16 * 1024;
 
-// The settle kernel keeps one status byte per candidate in shared memory.
+// The settle kernel keeps one status byte per ranked candidate in shared memory.
 constexpr size_t kMaxCudaCandidates = 128 * 1024;
 
 enum : uint8_t { kUndecided = 0, kKept = 1, kSuppressed = 2 };
 
-// Layout of the output buffer copied back per frame.
-enum : uint32_t { kOutKept = 0, kOutFallback = 1, kOutPositions = 2 };
+// The frame's counters, at the head of both the staged input (zeroed by the copy to the device)
+// and the output (copied back), followed by the kept indices in the output.
+enum : uint32_t {
+  kInvalid,
+  kBelowScore,
+  kEligible,
+  kKeptCount,
+  kFallback,
+  kHeaderWords = 8  // keeps what follows 16-byte aligned
+};
 
 Status cuda_error(const char *what, cudaError_t error) {
   return Status::Error(std::string(what) + " failed: " + cudaGetErrorName(error) + ": " +
@@ -63,99 +80,198 @@ Status cuda_error(const char *what, cudaError_t error) {
 
 __device__ Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
 
-__global__ void gather_kernel(const float4 *boxes, const int32_t *classes, const uint32_t *order,
-                              uint32_t m, float4 *rank_boxes, int32_t *rank_classes) {
-  const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < m) {
-    const uint32_t p = order[r];
-    rank_boxes[r] = boxes[p];
-    rank_classes[r] = classes[p];
-  }
+// How many candidates NMS processes: the eligible ones, at most Dmax.
+__device__ uint32_t ranked_count(const uint32_t *header, uint32_t dmax) {
+  return min(header[kEligible], dmax);
 }
 
-// The whole rank stage of a small frame in one block: sort, gather, and zero the counts the pair
-// kernel accumulates into. Padding sorts last: valid scores are finite, so above -inf.
-__global__ void __launch_bounds__(kRankThreads)
-    rank_small_kernel(const float4 *boxes, const float *scores, const int32_t *classes, uint32_t m,
-                      float4 *rank_boxes, float *rank_scores, int32_t *rank_classes,
-                      uint32_t *order, uint32_t *counts) {
-  using Sort = cub::BlockRadixSort<float, kRankThreads, kRankItems, uint32_t>;
-  __shared__ typename Sort::TempStorage s_sort;
-  float keys[kRankItems];
-  uint32_t positions[kRankItems];
-  for (int k = 0; k < kRankItems; ++k) {
-    const uint32_t p = threadIdx.x * kRankItems + k;  // blocked arrangement
-    keys[k] = p < m ? scores[p] : -INFINITY;
-    positions[k] = p;
+// Warp-aggregated: one atomic per warp and counter.
+__device__ void count_in(uint32_t *counter, bool flag) {
+  const uint32_t votes = __ballot_sync(kFullMask, flag);
+  if (threadIdx.x % kWarp == 0 && votes != 0) atomicAdd(counter, __popc(votes));
+}
+
+__global__ void __launch_bounds__(kClassifyThreads)
+    classify_kernel(const float4 *boxes, const float *scores, uint32_t n, float score_threshold,
+                    float *keys, uint32_t *header) {
+  const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  bool valid = false;
+  bool below = false;
+  if (p < n) {
+    const float4 b = boxes[p];
+    const float s = scores[p];
+    valid = isfinite(s) && isfinite(b.x) && isfinite(b.y) && isfinite(b.z) && isfinite(b.w) &&
+            b.z >= b.x && b.w >= b.y;
+    below = valid && s < score_threshold;
+    keys[p] = valid && !below ? s + 0.0f : -INFINITY;  // radix sort would put -0.0 below +0.0
   }
-  Sort(s_sort).SortDescending(keys, positions);
-  for (int k = 0; k < kRankItems; ++k) {
-    const uint32_t r = threadIdx.x * kRankItems + k;
-    if (r < m) {
-      const uint32_t p = positions[k];
-      order[r] = p;
-      rank_scores[r] = keys[k];
-      rank_boxes[r] = boxes[p];
-      rank_classes[r] = classes[p];
-      counts[r] = 0;
+  count_in(&header[kInvalid], p < n && !valid);
+  count_in(&header[kBelowScore], below);
+  count_in(&header[kEligible], valid && !below);
+}
+
+// Puts the candidate `p` of key `key` at rank r, if r < Dmax, and zeroes its predecessor count.
+__device__ void place(uint32_t r, uint32_t p, float key, const float4 *boxes,
+                      const int32_t *classes, float4 *rank_boxes, float *rank_scores,
+                      int32_t *rank_classes, uint32_t *order, uint32_t *counts) {
+  order[r] = p;
+  rank_scores[r] = key;
+  rank_boxes[r] = boxes[p];
+  rank_classes[r] = classes ? classes[p] : 0;
+  counts[r] = 0;
+}
+
+// The rank stage of a frame up to kCountingRankMax, in one launch: an eligible candidate's rank
+// is the number of candidates ranked before it (ineligible keys are -inf, below every eligible
+// one). Block b ranks the 32 candidates 32b + lane; its warps count over slices of the keys
+// staged in shared memory.
+__global__ void __launch_bounds__(kCountingWarps *kWarp)
+    counting_rank_kernel(const float *keys, const float4 *boxes, const int32_t *classes, uint32_t n,
+                         uint32_t dmax, float4 *rank_boxes, float *rank_scores,
+                         int32_t *rank_classes, uint32_t *order, uint32_t *counts) {
+  extern __shared__ float s_keys[];
+  __shared__ uint32_t s_before[kCountingWarps][kWarp];
+  for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) s_keys[j] = keys[j];
+  __syncthreads();
+  const uint32_t warp = threadIdx.x / kWarp;
+  const uint32_t lane = threadIdx.x % kWarp;
+  const uint32_t p = blockIdx.x * kWarp + lane;
+  const float key = p < n ? s_keys[p] : -INFINITY;
+  const uint32_t slice = (n + kCountingWarps - 1) / kCountingWarps;
+  const uint32_t end = min(n, (warp + 1) * slice);
+  uint32_t before = 0;
+#pragma unroll 8
+  for (uint32_t j = warp * slice; j < end; ++j) {
+    const float other = s_keys[j];  // every lane reads the same word: a broadcast
+    before += other > key || (other == key && j < p);
+  }
+  s_before[warp][lane] = before;
+  __syncthreads();
+  if (warp == 0 && key != -INFINITY) {
+    uint32_t r = 0;
+    for (int w = 0; w < kCountingWarps; ++w) r += s_before[w][lane];
+    if (r < dmax) {
+      place(r, p, key, boxes, classes, rank_boxes, rank_scores, rank_classes, order, counts);
     }
   }
 }
 
-// Block (x, y) tests the ranks i of row tile y against the ranks j < i of column tile x <= y,
-// the column tile staged in shared memory.
-template <Method kMethod>
-__global__ void __launch_bounds__(kTile)
-    pairs_kernel(const float4 *rank_boxes, const float *rank_scores, const int32_t *rank_classes,
-                 uint32_t m, Overlap overlap_kind, float threshold, uint32_t *counts,
-                 uint32_t *predecessors) {
-  if (blockIdx.x > blockIdx.y) return;
-  __shared__ float4 s_boxes[kTile];
-  __shared__ float s_scores[kTile];
-  __shared__ int32_t s_classes[kTile];
-  const uint32_t first = blockIdx.x * kTile;
-  if (first + threadIdx.x < m) {
-    s_boxes[threadIdx.x] = rank_boxes[first + threadIdx.x];
-    s_scores[threadIdx.x] = rank_scores[first + threadIdx.x];
-    s_classes[threadIdx.x] = rank_classes[first + threadIdx.x];
+// After CUB's sort of the keys: the best ranks gathered, in place over `order`.
+__global__ void gather_kernel(const float *sorted_keys, const float4 *boxes, const int32_t *classes,
+                              const uint32_t *header, uint32_t dmax, float4 *rank_boxes,
+                              float *rank_scores, int32_t *rank_classes, uint32_t *order,
+                              uint32_t *counts) {
+  const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < ranked_count(header, dmax)) {
+    place(r, order[r], sorted_keys[r], boxes, classes, rank_boxes, rank_scores, rank_classes, order,
+          counts);
   }
-  __syncthreads();
-  const uint32_t i = blockIdx.y * kTile + threadIdx.x;
-  if (i >= m) return;
+}
+
+// Warp w of block (x, y) tests rank i = 8y + w against the ranks j < i of chunks
+// [8x, 8x + 8): lane l takes j = 32c + l, and a ballot gathers the chunk's verdicts.
+template <Method kMethod>
+__global__ void __launch_bounds__(kPairWarps *kWarp)
+    pairs_kernel(const float4 *rank_boxes, const float *rank_scores, const int32_t *rank_classes,
+                 const uint32_t *header, uint32_t dmax, Overlap overlap_kind, float threshold,
+                 uint32_t *counts, uint32_t *predecessors) {
+  const uint32_t m = ranked_count(header, dmax);
+  const uint32_t i = blockIdx.y * kPairWarps + threadIdx.x / kWarp;
+  const uint32_t lane = threadIdx.x % kWarp;
+  const uint32_t first_chunk = blockIdx.x * kPairChunks;
+  if (i >= m || first_chunk * kWarp >= i) return;  // the whole warp: i is per warp
   const Box b = to_box(rank_boxes[i]);
   const float score_b = rank_scores[i];
   const int32_t class_b = rank_classes[i];
-  const uint32_t end = min(first + kTile, i);
-  for (uint32_t j = first; j < end; ++j) {
-    const uint32_t t = j - first;
-    if (s_classes[t] != class_b) continue;
-    const Box a = to_box(s_boxes[t]);
-    if (kMethod == Method::kGreedy) {
-      if (greedy_suppresses(overlap_kind, threshold, a, b)) {
-        const uint32_t slot = atomicAdd(&counts[i], 1u);
-        if (slot < kMaxPredecessors) predecessors[size_t{i} * kMaxPredecessors + slot] = j;
-      }
-    } else if (matrix_suppresses(overlap_kind, threshold, a, s_scores[t], b, score_b)) {
-      atomicAdd(&counts[i], 1u);  // one suppressor settles it
+  const uint32_t chunks = min(first_chunk + kPairChunks, (i + kWarp - 1) / kWarp) - first_chunk;
+  // Every chunk's loads first, so that the warp waits for memory once, not once per chunk.
+  Box a[kPairChunks];
+  float score_a[kPairChunks];
+  bool same_class[kPairChunks];
+#pragma unroll
+  for (uint32_t c = 0; c < kPairChunks; ++c) {
+    const uint32_t j = (first_chunk + c) * kWarp + lane;
+    const bool before_i = c < chunks && j < i;
+    same_class[c] = before_i && rank_classes[j] == class_b;
+    if (before_i) {
+      a[c] = to_box(rank_boxes[j]);
+      if (kMethod == Method::kMatrix) score_a[c] = rank_scores[j];
+    }
+  }
+#pragma unroll
+  for (uint32_t c = 0; c < kPairChunks; ++c) {
+    if (c >= chunks) break;
+    const uint32_t j = (first_chunk + c) * kWarp + lane;
+    const bool suppresses =
+        same_class[c] &&
+        (kMethod == Method::kGreedy
+             ? greedy_suppresses(overlap_kind, threshold, a[c], b)
+             : matrix_suppresses(overlap_kind, threshold, a[c], score_a[c], b, score_b));
+    const uint32_t bits = __ballot_sync(kFullMask, suppresses);
+    if (bits == 0) continue;
+    if (kMethod == Method::kMatrix) {
+      if (lane == 0) atomicAdd(&counts[i], 1u);  // one suppressor settles it
       return;
+    }
+    uint32_t base = 0;
+    if (lane == 0) base = atomicAdd(&counts[i], static_cast<uint32_t>(__popc(bits)));
+    base = __shfl_sync(kFullMask, base, 0);
+    const uint32_t slot = base + __popc(bits & ((1u << lane) - 1));
+    if (suppresses && slot < kMaxPredecessors) {
+      predecessors[size_t{i} * kMaxPredecessors + slot] = j;
     }
   }
 }
 
-// Writes out[kOutKept], out[kOutFallback] and the packed positions of the kept candidates.
+// Shared memory of the settle kernel: a status byte per ranked candidate, then (up to
+// kSharedCounts of them) a 16-bit predecessor count each.
+__host__ __device__ uint32_t settle_counts_offset(uint32_t m) { return (m + 1) & ~1u; }
+__host__ __device__ size_t settle_shared_bytes(uint32_t m) {
+  return m <= kSharedCounts ? settle_counts_offset(m) + 2 * size_t{m} : m;
+}
+
+// A greedy candidate's status from its predecessors': suppressed by a kept one, kept when all
+// are suppressed, else undecided. Predecessors are read four at a time (rows are 1 KiB aligned).
+__device__ uint8_t greedy_verdict(const uint32_t *row, uint32_t n, volatile uint8_t *status) {
+  const uint4 *row4 = reinterpret_cast<const uint4 *>(row);
+  bool all_suppressed = true;
+  for (uint32_t k = 0; k < n; k += 8) {
+    const uint4 first = __ldg(&row4[k / 4]);
+    const uint4 second = k + 4 < n ? __ldg(&row4[k / 4 + 1]) : make_uint4(0, 0, 0, 0);
+    const uint32_t p[8] = {first.x,  first.y,  first.z,  first.w,
+                           second.x, second.y, second.z, second.w};
+#pragma unroll
+    for (uint32_t q = 0; q < 8; ++q) {
+      if (k + q >= n) break;
+      const uint8_t s = status[p[q]];
+      if (s == kKept) return kSuppressed;
+      all_suppressed &= s == kSuppressed;
+    }
+  }
+  return all_suppressed ? kKept : kUndecided;
+}
+
+// Writes the output: the staged counters, the kept count, the fallback flag and the indices of
+// the kept candidates in rank order, at most `limit` of them.
 template <Method kMethod>
 __global__ void __launch_bounds__(kSettleThreads)
-    settle_kernel(const uint32_t *counts, const uint32_t *predecessors, const uint32_t *order,
-                  uint32_t m, uint32_t limit, uint32_t *out) {
+    settle_kernel(const uint32_t *header, uint32_t dmax, const uint32_t *counts,
+                  const uint32_t *predecessors, const uint32_t *order, uint32_t limit,
+                  uint32_t *out) {
   extern __shared__ uint8_t s_dynamic[];
+  const uint32_t m = ranked_count(header, dmax);
   volatile uint8_t *status = s_dynamic;
+  uint16_t *s_counts = reinterpret_cast<uint16_t *>(s_dynamic + settle_counts_offset(m));
+  const bool shared_counts = m <= kSharedCounts;
   const uint32_t tid = threadIdx.x;
+  if (tid < kKeptCount) out[tid] = header[tid];
 
   bool overflow = false;
   for (uint32_t i = tid; i < m; i += kSettleThreads) {
     const uint32_t n = counts[i];
     overflow |= n > kMaxPredecessors;
     status[i] = n == 0 ? kKept : (kMethod == Method::kGreedy ? kUndecided : kSuppressed);
+    if (shared_counts) s_counts[i] = static_cast<uint16_t>(n);
   }
   bool fallback = __syncthreads_or(overflow);
 
@@ -165,21 +281,13 @@ __global__ void __launch_bounds__(kSettleThreads)
     bool undecided = false;
     for (uint32_t i = tid; i < m; i += kSettleThreads) {
       if (status[i] != kUndecided) continue;
-      const uint32_t *p = predecessors + size_t{i} * kMaxPredecessors;
-      const uint32_t n = counts[i];
-      bool all_suppressed = true;
-      bool suppressed = false;
-      for (uint32_t k = 0; k < n && !suppressed; ++k) {
-        const uint8_t s = status[p[k]];
-        suppressed = s == kKept;
-        all_suppressed &= s == kSuppressed;
-      }
-      if (suppressed) {
-        status[i] = kSuppressed;
-      } else if (all_suppressed) {
-        status[i] = kKept;
-      } else {
+      const uint32_t n = shared_counts ? s_counts[i] : counts[i];
+      const uint8_t verdict =
+          greedy_verdict(predecessors + size_t{i} * kMaxPredecessors, n, status);
+      if (verdict == kUndecided) {
         undecided = true;
+      } else {
+        status[i] = verdict;
       }
     }
     if (!__syncthreads_or(undecided)) break;
@@ -187,8 +295,8 @@ __global__ void __launch_bounds__(kSettleThreads)
   }
   if (fallback) {
     if (tid == 0) {
-      out[kOutKept] = 0;
-      out[kOutFallback] = 1;
+      out[kKeptCount] = 0;
+      out[kFallback] = 1;
     }
     return;
   }
@@ -207,14 +315,14 @@ __global__ void __launch_bounds__(kSettleThreads)
     Scan(s_scan).ExclusiveSum(kept, offset, total);
     for (int k = 0; k < kScanItems; ++k) {
       const uint32_t slot = base + offset[k];
-      if (kept[k] && slot < limit) out[kOutPositions + slot] = order[first + k];
+      if (kept[k] && slot < limit) out[kHeaderWords + slot] = order[first + k];
     }
     base += total;
     __syncthreads();  // s_scan is reused
   }
   if (tid == 0) {
-    out[kOutKept] = min(base, limit);
-    out[kOutFallback] = 0;
+    out[kKeptCount] = min(base, limit);
+    out[kFallback] = 0;
   }
 }
 
@@ -261,8 +369,16 @@ class PinnedBuffer {
   T *ptr_ = nullptr;
 };
 
-// Per candidate in the staging buffer: a float4 box, a score, a class id.
-constexpr size_t kStagedBytes = sizeof(float4) + sizeof(float) + sizeof(int32_t);
+// The staged input of n candidates: the counters, n boxes, n scores, and n class ids when the
+// frame is per-class. Every part starts 16-byte aligned.
+struct StagedLayout {
+  explicit StagedLayout(size_t n, bool with_classes)
+      : boxes(kHeaderWords * sizeof(uint32_t)),
+        scores(boxes + n * sizeof(float4)),
+        classes(scores + n * sizeof(float)),
+        bytes(classes + (with_classes ? n * sizeof(int32_t) : 0)) {}
+  size_t boxes, scores, classes, bytes;
+};
 
 class CudaContext final : public Context {
  public:
@@ -295,7 +411,7 @@ class CudaContext final : public Context {
       CUDANMS_TRY(cudaEventCreate(&start_));
       CUDANMS_TRY(cudaEventCreate(&stop_));
     }
-    return reserve(options.max_candidates);
+    return reserve(options.max_candidates, options.max_candidates);
   }
 
   Backend backend() const override { return Backend::kCuda; }
@@ -303,16 +419,28 @@ class CudaContext final : public Context {
 
  private:
   Status run_checked(const CandidatesView &c, const Params &params, Result *result) override {
-    select_candidates(c, params, &selected_, &result->counts);
-    const auto m = static_cast<uint32_t>(selected_.size());
-    if (m == 0) return Status::Ok();
+    const auto n = static_cast<uint32_t>(c.count);
+    result->counts.in = n;
+    if (n == 0) return Status::Ok();
+    // Launches are sized for the most candidates NMS may process; the device knows how many.
+    const auto most = static_cast<uint32_t>(std::min<size_t>(n, params.max_candidates));
     CUDANMS_TRY(cudaSetDevice(device_));
-    Status status = reserve(std::max<size_t>(m, params.max_candidates));
+    Status status = reserve(n, most);
     if (!status.ok()) return status;
 
-    stage(c, params, m);
+    const bool with_classes = !params.class_agnostic && c.class_ids != nullptr;
+    const StagedLayout layout(n, with_classes);
+    unsigned char *h = h_stage_.get();
+    std::memset(h, 0, layout.boxes);
+    std::memcpy(h + layout.boxes, c.boxes, n * sizeof(float4));
+    std::memcpy(h + layout.scores, c.scores, n * sizeof(float));
+    if (with_classes) std::memcpy(h + layout.classes, c.class_ids, n * sizeof(int32_t));
+    const uint32_t limit = params.max_detections == 0 || params.max_detections > most
+                               ? most
+                               : static_cast<uint32_t>(params.max_detections);
+
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
-    status = launch(params, m);
+    status = launch(params, n, most, limit, layout);
     if (!status.ok()) return status;
     if (stop_) CUDANMS_TRY(cudaEventRecord(stop_, stream_));
     CUDANMS_TRY(cudaStreamSynchronize(stream_));
@@ -323,124 +451,134 @@ class CudaContext final : public Context {
     }
 
     const uint32_t *out = h_out_.get();
-    if (out[kOutFallback] != 0) return cpu_->run(c, params, result);
-    result->kept.resize(out[kOutKept]);
-    for (uint32_t k = 0; k < out[kOutKept]; ++k) {
-      result->kept[k] = selected_[out[kOutPositions + k]];
-    }
-    result->counts.kept = out[kOutKept];
+    if (out[kFallback] != 0) return cpu_->run(c, params, result);
+    Counts &counts = result->counts;
+    counts.invalid = out[kInvalid];
+    counts.below_score = out[kBelowScore];
+    counts.over_capacity = out[kEligible] - std::min<size_t>(out[kEligible], params.max_candidates);
+    counts.kept = out[kKeptCount];
+    result->kept.assign(out + kHeaderWords, out + kHeaderWords + counts.kept);
     return Status::Ok();
   }
 
-  // Packs the selected candidates into the pinned staging buffer: m boxes, m scores, m classes.
-  void stage(const CandidatesView &c, const Params &params, uint32_t m) {
-    auto *boxes = reinterpret_cast<float4 *>(h_stage_.get());
-    auto *scores = reinterpret_cast<float *>(boxes + m);
-    auto *classes = reinterpret_cast<int32_t *>(scores + m);
-    for (uint32_t p = 0; p < m; ++p) {
-      const size_t index = selected_[p];
-      std::memcpy(&boxes[p], c.boxes + 4 * index, sizeof(float4));
-      // Radix sort orders -0.0 below +0.0; the rules rank them equal, so canonicalise.
-      scores[p] = c.scores[index] + 0.0f;
-      classes[p] = (params.class_agnostic || c.class_ids == nullptr) ? 0 : c.class_ids[index];
-    }
-  }
+  Status launch(const Params &params, uint32_t n, uint32_t most, uint32_t limit,
+                const StagedLayout &layout) {
+    unsigned char *d = d_stage_.get();
+    auto *header = reinterpret_cast<uint32_t *>(d);
+    auto *boxes = reinterpret_cast<const float4 *>(d + layout.boxes);
+    auto *scores = reinterpret_cast<const float *>(d + layout.scores);
+    auto *classes = layout.bytes > layout.classes
+                        ? reinterpret_cast<const int32_t *>(d + layout.classes)
+                        : nullptr;
+    const auto dmax = static_cast<uint32_t>(std::min<size_t>(params.max_candidates, UINT32_MAX));
+    CUDANMS_TRY(cudaMemcpyAsync(d, h_stage_.get(), layout.bytes, cudaMemcpyHostToDevice, stream_));
 
-  Status launch(const Params &params, uint32_t m) {
-    auto *d_boxes = reinterpret_cast<float4 *>(d_stage_.get());
-    auto *d_scores = reinterpret_cast<float *>(d_boxes + m);
-    auto *d_classes = reinterpret_cast<int32_t *>(d_scores + m);
-    CUDANMS_TRY(cudaMemcpyAsync(d_stage_.get(), h_stage_.get(), m * kStagedBytes,
-                                cudaMemcpyHostToDevice, stream_));
-
-    if (m <= kSmallFrame) {
-      rank_small_kernel<<<1, kRankThreads, 0, stream_>>>(
-          d_boxes, d_scores, d_classes, m, d_rank_boxes_.get(), d_rank_scores_.get(),
-          d_rank_classes_.get(), d_order_.get(), d_counts_.get());
+    classify_kernel<<<(n + kClassifyThreads - 1) / kClassifyThreads, kClassifyThreads, 0,
+                      stream_>>>(boxes, scores, n, params.score_threshold, d_keys_.get(), header);
+    CUDANMS_TRY(cudaGetLastError());
+    if (n <= kCountingRankMax) {
+      counting_rank_kernel<<<(n + kWarp - 1) / kWarp, kCountingWarps * kWarp, n * sizeof(float),
+                             stream_>>>(d_keys_.get(), boxes, classes, n, dmax, d_rank_boxes_.get(),
+                                        d_rank_scores_.get(), d_rank_classes_.get(), d_order_.get(),
+                                        d_counts_.get());
       CUDANMS_TRY(cudaGetLastError());
     } else {
       size_t sort_bytes = sort_temp_bytes_;
       CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
-          d_sort_temp_.get(), sort_bytes, d_scores, d_rank_scores_.get(), d_iota_.get(),
-          d_order_.get(), static_cast<int>(m), 0, 32, stream_));
-      gather_kernel<<<(m + 255) / 256, 256, 0, stream_>>>(
-          d_boxes, d_classes, d_order_.get(), m, d_rank_boxes_.get(), d_rank_classes_.get());
+          d_sort_temp_.get(), sort_bytes, d_keys_.get(), d_sorted_keys_.get(), d_iota_.get(),
+          d_order_.get(), static_cast<int>(n), 0, 32, stream_));
+      gather_kernel<<<(most + 255) / 256, 256, 0, stream_>>>(
+          d_sorted_keys_.get(), boxes, classes, header, dmax, d_rank_boxes_.get(),
+          d_rank_scores_.get(), d_rank_classes_.get(), d_order_.get(), d_counts_.get());
       CUDANMS_TRY(cudaGetLastError());
-      CUDANMS_TRY(cudaMemsetAsync(d_counts_.get(), 0, m * sizeof(uint32_t), stream_));
     }
 
-    const uint32_t limit = params.max_detections == 0 || params.max_detections > m
-                               ? m
-                               : static_cast<uint32_t>(params.max_detections);
-    const uint32_t tiles = (m + kTile - 1) / kTile;
-    const dim3 pair_grid(tiles, tiles);
+    const uint32_t chunks = (most + kWarp - 1) / kWarp;
+    const dim3 pair_grid((chunks + kPairChunks - 1) / kPairChunks,
+                         (most + kPairWarps - 1) / kPairWarps);
+    const size_t settle_bytes = settle_shared_bytes(most);
     if (params.method == Method::kGreedy) {
-      pairs_kernel<Method::kGreedy><<<pair_grid, kTile, 0, stream_>>>(
-          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), m, params.overlap,
-          params.threshold, d_counts_.get(), d_predecessors_.get());
+      pairs_kernel<Method::kGreedy><<<pair_grid, kPairWarps * kWarp, 0, stream_>>>(
+          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), header, dmax,
+          params.overlap, params.threshold, d_counts_.get(), d_predecessors_.get());
       CUDANMS_TRY(cudaGetLastError());
-      settle_kernel<Method::kGreedy><<<1, kSettleThreads, m, stream_>>>(
-          d_counts_.get(), d_predecessors_.get(), d_order_.get(), m, limit, d_out_.get());
+      settle_kernel<Method::kGreedy><<<1, kSettleThreads, settle_bytes, stream_>>>(
+          header, dmax, d_counts_.get(), d_predecessors_.get(), d_order_.get(), limit,
+          d_out_.get());
     } else {
-      pairs_kernel<Method::kMatrix><<<pair_grid, kTile, 0, stream_>>>(
-          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), m, params.overlap,
-          params.threshold, d_counts_.get(), d_predecessors_.get());
+      pairs_kernel<Method::kMatrix><<<pair_grid, kPairWarps * kWarp, 0, stream_>>>(
+          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), header, dmax,
+          params.overlap, params.threshold, d_counts_.get(), d_predecessors_.get());
       CUDANMS_TRY(cudaGetLastError());
-      settle_kernel<Method::kMatrix><<<1, kSettleThreads, m, stream_>>>(
-          d_counts_.get(), d_predecessors_.get(), d_order_.get(), m, limit, d_out_.get());
+      settle_kernel<Method::kMatrix><<<1, kSettleThreads, settle_bytes, stream_>>>(
+          header, dmax, d_counts_.get(), d_predecessors_.get(), d_order_.get(), limit,
+          d_out_.get());
     }
     CUDANMS_TRY(cudaGetLastError());
     CUDANMS_TRY(cudaMemcpyAsync(h_out_.get(), d_out_.get(),
-                                (kOutPositions + size_t{limit}) * sizeof(uint32_t),
+                                (kHeaderWords + size_t{limit}) * sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, stream_));
     return Status::Ok();
   }
 
-  // Sizes every buffer for n candidates; a no-op when they are already large enough.
-  Status reserve(size_t n) {
-    if (n <= capacity_) return Status::Ok();
-    if (n > kMaxCudaCandidates) {
-      return Status::Error("the CUDA backend takes at most " + std::to_string(kMaxCudaCandidates) +
+  // Sizes the buffers for frames of n candidates of which at most `most` are ranked; a no-op
+  // when they are large enough already.
+  Status reserve(size_t n, size_t most) {
+    if (most > kMaxCudaCandidates) {
+      return Status::Error("the CUDA backend ranks at most " + std::to_string(kMaxCudaCandidates) +
                            " candidates per frame (max_candidates), asked for " +
-                           std::to_string(n));
+                           std::to_string(most));
     }
-    capacity_ = 0;
     Status status = Status::Ok();
     auto step = [&status](Status s) {
       if (status.ok()) status = std::move(s);
     };
-    step(h_stage_.allocate(n * kStagedBytes));
-    step(h_out_.allocate(kOutPositions + n));
-    step(d_stage_.allocate(n * kStagedBytes));
-    step(d_rank_scores_.allocate(n));
-    step(d_iota_.allocate(n));
-    step(d_order_.allocate(n));
-    step(d_rank_boxes_.allocate(n));
-    step(d_rank_classes_.allocate(n));
-    step(d_counts_.allocate(n));
-    step(d_predecessors_.allocate(n * kMaxPredecessors));
-    step(d_out_.allocate(kOutPositions + n));
-    if (!status.ok()) return status;
-    // One status byte per candidate: past the default 48 KiB, shared memory must be asked for.
-    CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kGreedy>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(n)));
-    CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kMatrix>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(n)));
-
-    sort_temp_bytes_ = 0;
-    CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
-        nullptr, sort_temp_bytes_, static_cast<const float *>(nullptr),
-        static_cast<float *>(nullptr), static_cast<const uint32_t *>(nullptr),
-        static_cast<uint32_t *>(nullptr), static_cast<int>(n), 0, 32, stream_));
-    status = d_sort_temp_.allocate(sort_temp_bytes_);
-    if (!status.ok()) return status;
-
-    iota_kernel<<<(n + 255) / 256, 256, 0, stream_>>>(d_iota_.get(), static_cast<uint32_t>(n));
-    CUDANMS_TRY(cudaGetLastError());
-    CUDANMS_TRY(cudaStreamSynchronize(stream_));
-    capacity_ = n;
+    if (n > input_capacity_) {
+      input_capacity_ = 0;
+      const size_t staged = StagedLayout(n, true).bytes;
+      step(h_stage_.allocate(staged));
+      step(d_stage_.allocate(staged));
+      step(d_keys_.allocate(n));
+      step(d_sorted_keys_.allocate(n));
+      step(d_iota_.allocate(n));
+      step(d_order_.allocate(n));
+      if (!status.ok()) return status;
+      sort_temp_bytes_ = 0;
+      CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
+          nullptr, sort_temp_bytes_, static_cast<const float *>(nullptr),
+          static_cast<float *>(nullptr), static_cast<const uint32_t *>(nullptr),
+          static_cast<uint32_t *>(nullptr), static_cast<int>(n), 0, 32, stream_));
+      status = d_sort_temp_.allocate(sort_temp_bytes_);
+      if (!status.ok()) return status;
+      iota_kernel<<<(n + 255) / 256, 256, 0, stream_>>>(d_iota_.get(), static_cast<uint32_t>(n));
+      CUDANMS_TRY(cudaGetLastError());
+      CUDANMS_TRY(cudaStreamSynchronize(stream_));
+      // The counting rank stages every key: 64 KiB at its largest, past the default 48 KiB.
+      CUDANMS_TRY(cudaFuncSetAttribute(
+          counting_rank_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+          static_cast<int>(std::min<size_t>(n, kCountingRankMax) * sizeof(float))));
+      input_capacity_ = n;
+    }
+    if (most > ranked_capacity_) {
+      ranked_capacity_ = 0;
+      step(h_out_.allocate(kHeaderWords + most));
+      step(d_out_.allocate(kHeaderWords + most));
+      step(d_rank_scores_.allocate(most));
+      step(d_rank_boxes_.allocate(most));
+      step(d_rank_classes_.allocate(most));
+      step(d_counts_.allocate(most));
+      step(d_predecessors_.allocate(most * kMaxPredecessors));
+      if (!status.ok()) return status;
+      // Past the default 48 KiB, shared memory must be asked for.
+      const auto settle_bytes = static_cast<int>(std::max(
+          settle_shared_bytes(static_cast<uint32_t>(std::min<size_t>(most, kSharedCounts))),
+          settle_shared_bytes(static_cast<uint32_t>(most))));
+      CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kGreedy>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, settle_bytes));
+      CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kMatrix>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, settle_bytes));
+      ranked_capacity_ = most;
+    }
     return Status::Ok();
   }
 
@@ -450,17 +588,19 @@ class CudaContext final : public Context {
   bool owns_stream_ = false;
   cudaEvent_t start_ = nullptr;  // both set only with ContextOptions::time_device
   cudaEvent_t stop_ = nullptr;
-  size_t capacity_ = 0;
+  size_t input_capacity_ = 0;   // candidates a frame may bring
+  size_t ranked_capacity_ = 0;  // candidates a frame may rank: min(n, Dmax)
   size_t sort_temp_bytes_ = 0;
-  std::vector<uint32_t> selected_;  // candidate indices, in packed (ascending index) order
   std::unique_ptr<Context> cpu_ = create_cpu_context({});  // exact redo of adversarial frames
 
-  PinnedBuffer<unsigned char> h_stage_;
-  PinnedBuffer<uint32_t> h_out_;
+  PinnedBuffer<unsigned char> h_stage_;  // StagedLayout
+  PinnedBuffer<uint32_t> h_out_;         // counters, then kept indices
   DeviceBuffer<unsigned char> d_stage_;
-  DeviceBuffer<float> d_rank_scores_;
+  DeviceBuffer<float> d_keys_;
+  DeviceBuffer<float> d_sorted_keys_;
   DeviceBuffer<uint32_t> d_iota_;
-  DeviceBuffer<uint32_t> d_order_;  // rank -> packed position
+  DeviceBuffer<uint32_t> d_order_;  // rank -> candidate index
+  DeviceBuffer<float> d_rank_scores_;
   DeviceBuffer<float4> d_rank_boxes_;
   DeviceBuffer<int32_t> d_rank_classes_;
   DeviceBuffer<uint32_t> d_counts_;        // predecessors (greedy) or suppressors (matrix)

@@ -75,9 +75,9 @@ TEST_F(CudaNms, ReusesTheContextAcrossGrowingFrames) {
   }
 }
 
-TEST_F(CudaNms, TiesKeepIndexOrderOnBothSidesOfTheSmallFrameSort) {
+TEST_F(CudaNms, TiesKeepIndexOrderOnBothSidesOfTheCountingRankSwitch) {
   std::mt19937_64 rng(run_seed() + 13);
-  for (size_t n : {1000u, 4095u, 4096u, 4097u, 7000u}) {
+  for (size_t n : {1000u, 4096u, 16384u, 16385u, 20000u}) {
     CandidateSet set;
     for (size_t i = 0; i < n; ++i) {
       const float x = uniform_int(rng, 0, 200) * 8.0f, y = uniform_int(rng, 0, 100) * 8.0f;
@@ -86,7 +86,7 @@ TEST_F(CudaNms, TiesKeepIndexOrderOnBothSidesOfTheSmallFrameSort) {
     for (Method method : {Method::kGreedy, Method::kMatrix}) {
       Params params;
       params.method = method;
-      params.max_candidates = 8192;
+      params.max_candidates = 20000;
       EXPECT_TRUE(same_as_cpu(set, params)) << "n=" << n << " " << to_string(method);
     }
   }
@@ -121,17 +121,20 @@ TEST_F(CudaNms, InvalidCandidatesAsOnCpu) {
   EXPECT_TRUE(same_as_cpu(set, params));
 }
 
-TEST_F(CudaNms, RejectsADmaxBeyondItsCapacity) {
-  CandidateSet set;
-  set.add(0, 0, 1, 1, 1);
+TEST_F(CudaNms, RejectsAFrameRankingMoreThanItsCapacity) {
+  std::mt19937_64 rng(run_seed() + 14);
+  const CandidateSet big = tools::sliding_window_candidates(140000, rng());
   Params params;
-  params.max_candidates = size_t{1} << 30;
+  params.max_candidates = size_t{1} << 30;  // a huge Dmax alone is fine; 140k ranked is not
   Result result;
-  const Status status = gpu_->run(set.view(), params, &result);
+  const Status status = gpu_->run(big.view(), params, &result);
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("max_candidates"), std::string::npos) << status.message();
-  params.max_candidates = 4096;  // and the context still works afterwards
-  EXPECT_TRUE(same_as_cpu(set, params));
+  CandidateSet one;
+  one.add(0, 0, 1, 1, 1);
+  EXPECT_TRUE(same_as_cpu(one, params));  // and the context still works afterwards
+  params.max_candidates = 4096;           // the top-K of the big frame fits
+  EXPECT_TRUE(same_as_cpu(big, params));
 }
 
 }  // namespace
