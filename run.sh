@@ -9,7 +9,9 @@ cd "$(dirname "$0")"
 
 packages=(meson ninja-build pkg-config g++ python3 libglib2.0-dev libgtest-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
-  gstreamer1.0-plugins-base gstreamer1.0-plugins-good)
+  gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+  libopencv-dev opencv-data opencv-doc libjson-glib-dev libgstrtspserver-1.0-dev
+  gstreamer1.0-libav gstreamer1.0-plugins-ugly gstreamer1.0-plugins-bad)
 
 install_missing() {
   local missing=()
@@ -30,17 +32,10 @@ build() {
   ninja -C build
 }
 
+# The video demo: vtest.avi (opencv-doc) -> cvdetect -> cudanms -> boxoverlay, to
+# out/demo/vtest-annotated.mp4, out/demo/vtest.png and out/demo/vtest.jsonl.
 demo() {
-  local tool=build/tools/cudanms-tool out=out/demo
-  mkdir -p "$out"
-  "$tool" generate --kind sliding-window --count 3000 --seed 1 --output "$out/candidates.csv"
-  "$tool" nms --input "$out/candidates.csv" --backend cpu --verbose --output "$out/kept-cpu.csv"
-  if nvidia-smi -L >/dev/null 2>&1 && "$tool" nms --input "$out/candidates.csv" --backend cuda \
-      --verbose --output "$out/kept-cuda.csv"; then
-    cmp "$out/kept-cpu.csv" "$out/kept-cuda.csv" && echo "cuda and cpu kept the same boxes"
-  fi
-  echo "candidates: $out/candidates.csv ($(grep -vc '^#' "$out/candidates.csv") windows)"
-  echo "kept:       $out/kept-cpu.csv ($(grep -vc '^#' "$out/kept-cpu.csv") boxes)"
+  CUDANMS_BUILD=build pipelines/demo --out out/demo
 }
 
 # meson reports test programs; the closing line counts the test cases inside them.

@@ -1,0 +1,60 @@
+# Shared by the pipelines/ scripts: where the build is, and the detection chain they all use.
+# Sourced, not run.
+
+CUDANMS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The meson build directory: ./build unless CUDANMS_BUILD says otherwise.
+CUDANMS_BUILD="${CUDANMS_BUILD:-$CUDANMS_ROOT/build}"
+case "$CUDANMS_BUILD" in /*) ;; *) CUDANMS_BUILD="$PWD/$CUDANMS_BUILD" ;; esac
+export GST_PLUGIN_PATH="$CUDANMS_BUILD/gst-plugin:$CUDANMS_BUILD/gst-plugin/opencv${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+CUDANMS_RUN="$CUDANMS_BUILD/pipelines/cudanms-run"
+
+OPENCV_DATA=/usr/share/doc/opencv-doc/examples/data
+HAAR_FACES=/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml
+
+die() {
+  echo "$(basename "$0"): $*" >&2
+  exit 2
+}
+
+need_build() {
+  [ -x "$CUDANMS_RUN" ] || die "no $CUDANMS_RUN: build first (meson setup build && ninja -C build), or set CUDANMS_BUILD"
+  [ -f "$CUDANMS_BUILD/gst-plugin/opencv/libgstcudanmsopencv.so" ] ||
+    die "the OpenCV plugin is not built in $CUDANMS_BUILD (needs libopencv-dev and libjson-glib-dev)"
+}
+
+# A file name or URI as a URI.
+to_uri() {
+  case "$1" in
+    *://*) echo "$1" ;;
+    /*) echo "file://$1" ;;
+    *) echo "file://$PWD/$1" ;;
+  esac
+}
+
+# detect_chain MODEL BACKEND IOU: "cvdetect ... ! cudanms name=nms ..." for a preset:
+#   people: OpenCV's HOG people detector, windows 48x96 to 128x256 (vtest.avi's pedestrians are
+#           60-120 pixels tall: the frame is upscaled 1.33x for the smallest), scale step 1.1;
+#   faces:  the Haar frontal-face cascade of opencv-data, faces of 40x40 pixels and up;
+#   any other value: the path of a Haar/LBP cascade XML file.
+detect_chain() {
+  local model="$1" backend="$2" iou="$3" detector
+  case "$model" in
+    people) detector="cvdetect model=hog-people min-size=48x96 max-size=128x256 scale-factor=1.1 win-stride=8" ;;
+    faces)
+      [ -f "$HAAR_FACES" ] || die "no $HAAR_FACES: install the Debian package opencv-data"
+      detector="cvdetect model=\"$HAAR_FACES\" label=face min-size=40x40 scale-factor=1.1" ;;
+    *) [ -f "$model" ] || die "no model file $model"
+      detector="cvdetect model=\"$model\" scale-factor=1.1" ;;
+  esac
+  echo "$detector ! cudanms name=nms iou-threshold=$iou backend=$backend keep-candidates=true stats-interval=25"
+}
+
+# The output branch after the overlay: display, an MP4 file, or nothing.
+sink_chain() {
+  case "$1" in
+    display) echo "videoconvert ! autovideosink sync=false" ;;
+    none) echo "fakesink sync=false" ;;
+    *.mp4) echo "videoconvert ! x264enc speed-preset=faster tune=zerolatency ! mp4mux ! filesink location=\"$1\"" ;;
+    *) die "--output must be display, none or a file name ending in .mp4" ;;
+  esac
+}

@@ -1,0 +1,57 @@
+// pipelines/demo on vtest.avi, as the README runs it but for a few frames: the annotated MP4
+// plays, the PNG is a PNG, the JSON lines parse, and the summary line counts what they hold.
+#include <gtest/gtest.h>
+
+#include "script_support.h"
+
+namespace cudanms::testing {
+namespace {
+
+TEST(Demo, WritesMp4PngAndJsonLines) {
+  gst_init(nullptr, nullptr);
+  if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))
+    GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc";
+  TempDir dir;
+  GSubprocess *demo = spawn({script("demo"), "--frames", "8", "--snapshot-frame", "5", "--out",
+                             dir.path, "--backend", "cpu"},
+                            dir.file("stdout"), dir.file("stderr"));
+  ASSERT_NE(demo, nullptr);
+  const int status = wait_exit(demo, 180);
+  g_object_unref(demo);
+  const std::string out = read_file(dir.file("stdout"));
+  ASSERT_EQ(status, 0) << out << read_file(dir.file("stderr"));
+
+  // The run's summary line, and the files it names.
+  const std::vector<std::string> lines = lines_of(dir.file("vtest.jsonl"));
+  ASSERT_EQ(lines.size(), 8u);
+  guint64 candidates, kept;
+  ASSERT_TRUE(json_lines_parse(lines, &candidates, &kept));
+  EXPECT_GE(candidates, 8u * 10);
+  EXPECT_GE(kept, 8u);
+  const std::string summary = "summary: frames 8, candidates " + std::to_string(candidates) +
+                              ", kept " + std::to_string(kept) + ", NMS p50 ";
+  EXPECT_NE(out.find(summary), std::string::npos) << "want \"" << summary << "\" in\n" << out;
+  EXPECT_NE(out.find("backend cpu"), std::string::npos) << out;
+
+  const std::string png = read_file(dir.file("vtest.png"));
+  ASSERT_GT(png.size(), 8u);
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_EQ(mp4_frames(dir.file("vtest-annotated.mp4")), 8);
+}
+
+TEST(Demo, HelpAndBadInput) {
+  TempDir dir;
+  GSubprocess *help = spawn({script("demo"), "--help"}, dir.file("help"), dir.file("err"));
+  EXPECT_EQ(wait_exit(help, 30), 0);
+  g_object_unref(help);
+  EXPECT_NE(read_file(dir.file("help")).find("usage: pipelines/demo"), std::string::npos);
+
+  GSubprocess *bad = spawn({script("demo"), "--input", "/nonexistent.avi", "--out", dir.path},
+                           dir.file("out"), dir.file("err"));
+  EXPECT_EQ(wait_exit(bad, 30), 2);
+  g_object_unref(bad);
+  EXPECT_NE(read_file(dir.file("err")).find("no such file: /nonexistent.avi"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cudanms::testing
