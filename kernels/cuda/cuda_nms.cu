@@ -45,7 +45,7 @@ namespace {
 
 constexpr uint32_t kWarp = 32;
 constexpr uint32_t kFullMask = 0xffffffffu;
-constexpr uint32_t kMaxPredecessors = 256;
+constexpr uint32_t kMaxPredecessors = 512;
 constexpr uint32_t kMaxSweeps = 256;
 constexpr int kSettleThreads = 1024;
 constexpr int kScanItems = 8;  // ranks per thread per compaction step
@@ -231,7 +231,7 @@ __host__ __device__ size_t settle_shared_bytes(uint32_t m) {
 }
 
 // A greedy candidate's status from its predecessors': suppressed by a kept one, kept when all
-// are suppressed, else undecided. Predecessors are read four at a time (rows are 1 KiB aligned).
+// are suppressed, else undecided. Predecessors are read four at a time (rows are 2 KiB aligned).
 __device__ uint8_t greedy_verdict(const uint32_t *row, uint32_t n, volatile uint8_t *status) {
   const uint4 *row4 = reinterpret_cast<const uint4 *>(row);
   bool all_suppressed = true;
