@@ -6,6 +6,11 @@
 namespace cudanms::detail {
 namespace {
 
+// Whether candidate `a` ranks before candidate `b`: higher score, then lower index.
+bool ranks_before(const float *scores, uint32_t a, uint32_t b) {
+  return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+}
+
 bool is_valid(const float *box, float score) {
   return std::isfinite(score) && std::isfinite(box[0]) && std::isfinite(box[1]) &&
          std::isfinite(box[2]) && std::isfinite(box[3]) && box[2] >= box[0] && box[3] >= box[1];

@@ -7,11 +7,6 @@
 
 namespace cudanms::detail {
 
-// Whether candidate `a` ranks before candidate `b`: higher score, then lower index.
-inline bool ranks_before(const float *scores, uint32_t a, uint32_t b) {
-  return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
-}
-
 // Fills *selected with the indices of the candidates NMS will process, in ascending index
 // order, and sets every count but `kept`. Reuses the vectors' capacity between frames.
 void select_candidates(const CandidatesView &candidates, const Params &params,

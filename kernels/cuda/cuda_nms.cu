@@ -620,8 +620,6 @@ std::unique_ptr<Context> create_cuda_context(const ContextOptions &options, Stat
 
 }  // namespace detail
 
-bool cuda_compiled() { return true; }
-
 bool cuda_available(std::string *why) {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);

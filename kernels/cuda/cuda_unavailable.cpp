@@ -3,8 +3,6 @@
 
 namespace cudanms {
 
-bool cuda_compiled() { return false; }
-
 bool cuda_available(std::string *why) {
   if (why) *why = "cudanms was built without CUDA";
   return false;

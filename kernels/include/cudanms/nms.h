@@ -131,7 +131,6 @@ class Context {
 // True when the CUDA backend is compiled in and a CUDA device can be used; otherwise false,
 // and *why (if given) says what is missing.
 bool cuda_available(std::string *why = nullptr);
-bool cuda_compiled();
 
 // Names as used by the tool and the element properties ("greedy", "iou", "cuda", ...).
 const char *to_string(Method method);
