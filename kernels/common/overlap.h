@@ -1,7 +1,10 @@
-// The overlap arithmetic, compiled by both the host compiler and nvcc, so that every backend
-// computes the same bits. The build turns off floating-point contraction for both (no FMA), and
+// The arithmetic of rules 1 and 4 of cudanms/nms.h (which candidates are valid, how much two
+// boxes overlap), compiled by both the host compiler and nvcc, so that every backend computes the
+// same bits. The build turns off floating-point contraction for both (no FMA), and
 // the operation order below is part of the contract documented in cudanms/nms.h.
 #pragma once
+
+#include <math.h>  // ::isfinite, for host and device alike
 
 #include <cstdint>
 
@@ -22,6 +25,12 @@ struct Box {
 CUDANMS_HD float max0(float v) { return v > 0.0f ? v : 0.0f; }
 CUDANMS_HD float min_f(float a, float b) { return a < b ? a : b; }
 CUDANMS_HD float max_f(float a, float b) { return a > b ? a : b; }
+
+// Rule 1: finite score and coordinates, and no negative size.
+CUDANMS_HD bool is_valid(const Box &b, float score) {
+  return isfinite(score) && isfinite(b.x1) && isfinite(b.y1) && isfinite(b.x2) && isfinite(b.y2) &&
+         b.x2 >= b.x1 && b.y2 >= b.y1;
+}
 
 CUDANMS_HD float area(const Box &b) { return (b.x2 - b.x1) * (b.y2 - b.y1); }
 

@@ -1,7 +1,8 @@
 #include "select.h"
 
 #include <algorithm>
-#include <cmath>
+
+#include "overlap.h"
 
 namespace cudanms::detail {
 namespace {
@@ -9,11 +10,6 @@ namespace {
 // Whether candidate `a` ranks before candidate `b`: higher score, then lower index.
 bool ranks_before(const float *scores, uint32_t a, uint32_t b) {
   return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
-}
-
-bool is_valid(const float *box, float score) {
-  return std::isfinite(score) && std::isfinite(box[0]) && std::isfinite(box[1]) &&
-         std::isfinite(box[2]) && std::isfinite(box[3]) && box[2] >= box[0] && box[3] >= box[1];
 }
 
 }  // namespace
@@ -25,7 +21,8 @@ void select_candidates(const CandidatesView &candidates, const Params &params,
   selected->clear();
   for (size_t i = 0; i < candidates.count; ++i) {
     const float score = candidates.scores[i];
-    if (!is_valid(candidates.boxes + 4 * i, score)) {
+    const float *b = candidates.boxes + 4 * i;
+    if (!is_valid(Box{b[0], b[1], b[2], b[3]}, score)) {
       ++counts->invalid;
     } else if (score < params.score_threshold) {
       ++counts->below_score;

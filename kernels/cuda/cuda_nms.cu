@@ -98,10 +98,8 @@ __global__ void __launch_bounds__(kClassifyThreads)
   bool valid = false;
   bool below = false;
   if (p < n) {
-    const float4 b = boxes[p];
     const float s = scores[p];
-    valid = isfinite(s) && isfinite(b.x) && isfinite(b.y) && isfinite(b.z) && isfinite(b.w) &&
-            b.z >= b.x && b.w >= b.y;
+    valid = is_valid(to_box(boxes[p]), s);
     below = valid && s < score_threshold;
     keys[p] = valid && !below ? s + 0.0f : -INFINITY;  // radix sort would put -0.0 below +0.0
   }
