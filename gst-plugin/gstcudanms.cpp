@@ -474,7 +474,6 @@ static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *va
 static std::unique_ptr<cudanms::Context> create_cpu_context(GstCudaNms *self, const Settings &s) {
   cudanms::ContextOptions options;
   options.backend = cudanms::Backend::kCpu;
-  options.max_candidates = s.max_candidates;
   cudanms::Status status;
   auto context = cudanms::Context::create(options, &status);
   if (!context) GST_ERROR_OBJECT(self, "no CPU context: %s", status.message().c_str());
@@ -496,7 +495,6 @@ static gboolean ensure_context(GstCudaNms *self, const Settings &s) {
       cudanms::ContextOptions options;
       options.backend = cudanms::Backend::kCuda;
       options.device = s.gpu_id;
-      options.max_candidates = s.max_candidates;
       cudanms::Status status;
       priv->context = priv->hooks.create(options, &status);
       if (!priv->context) why = status.message();

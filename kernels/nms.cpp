@@ -2,6 +2,8 @@
 #include "cudanms/nms.h"
 
 #include <cmath>
+#include <new>
+#include <stdexcept>
 
 #include "cpu/cpu_nms.h"
 #include "cuda/cuda_nms.h"
@@ -24,6 +26,18 @@ bool parse_name(const char *const (&names)[N], const std::string &name, Enum *ou
 const char *const kMethodNames[] = {"greedy", "matrix"};
 const char *const kOverlapNames[] = {"iou", "iomin", "ios"};
 const char *const kBackendNames[] = {"cpu", "cuda"};
+
+// Host memory that cannot be had (std::vector throws) as a Status naming what it was for.
+template <typename Work>
+Status out_of_memory_as_status(Work work, const std::string &what) {
+  try {
+    return work();
+  } catch (const std::bad_alloc &) {
+    return Status::Error("out of host memory for " + what);
+  } catch (const std::length_error &) {
+    return Status::Error("out of host memory for " + what);
+  }
+}
 
 }  // namespace
 
@@ -61,7 +75,8 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   }
   Status status = validate(params);
   if (!status.ok()) return status;
-  status = run_checked(c, params, result);
+  status = out_of_memory_as_status([&] { return run_checked(c, params, result); },
+                                   std::to_string(c.count) + "-candidate frame");
   if (!status.ok()) {
     result->kept.clear();
     result->counts = Counts();
@@ -70,13 +85,21 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
 }
 
 std::unique_ptr<Context> Context::create(const ContextOptions &options, Status *status) {
-  if (options.max_candidates == 0 || options.max_candidates > kMaxCount) {
-    *status = Status::Error("max_candidates must be in [1, 2^32 - 1]");
+  if (options.reserve_candidates > kMaxCount) {
+    *status = Status::Error("reserve_candidates must be at most " + std::to_string(kMaxCount));
     return nullptr;
   }
-  *status = Status::Ok();
-  if (options.backend == Backend::kCpu) return detail::create_cpu_context(options);
-  return detail::create_cuda_context(options, status);
+  std::unique_ptr<Context> context;
+  *status = out_of_memory_as_status(
+      [&] {
+        Status created;
+        context = options.backend == Backend::kCpu ? detail::create_cpu_context(options)
+                                                   : detail::create_cuda_context(options, &created);
+        return created;
+      },
+      "a workspace for " + std::to_string(options.reserve_candidates) + " candidates");
+  if (!status->ok()) context.reset();
+  return context;
 }
 
 }  // namespace cudanms

@@ -144,7 +144,7 @@ Status file_workloads(const std::string &path, const BenchOptions &options,
 
 Status compute_reference(Workload *w) {
   ContextOptions options;
-  options.max_candidates = w->params.max_candidates;
+  options.reserve_candidates = w->n;
   Status status;
   const std::unique_ptr<Context> cpu = Context::create(options, &status);
   if (!status.ok()) return status;
@@ -219,7 +219,7 @@ Cell measure_backend(const Workload &w, Backend backend, const BenchOptions &opt
     if (time_device && backend != Backend::kCuda) break;
     ContextOptions context_options;
     context_options.backend = backend;
-    context_options.max_candidates = w.params.max_candidates;
+    context_options.reserve_candidates = w.n;
     context_options.time_device = time_device;
     Status status;
     const std::unique_ptr<Context> context = Context::create(context_options, &status);
@@ -527,7 +527,7 @@ int benchmark(const BenchOptions &options) {
   if (use_cuda) {
     ContextOptions probe;
     probe.backend = Backend::kCuda;
-    probe.max_candidates = 1;
+    probe.reserve_candidates = 1;
     Status status;
     const std::unique_ptr<Context> context = Context::create(probe, &status);
     if (context) meta.gpu = context->device_name();

@@ -252,8 +252,8 @@ int run_nms(int argc, char **argv) {
 
   ContextOptions options;
   options.backend = run.backend;
-  // The workspace is sized up front for this many; no bigger than the file needs.
-  options.max_candidates = std::clamp<size_t>(file.candidates.size(), 1, run.params.max_candidates);
+  // The workspace is sized up front for the file: --repeat then times no allocation.
+  options.reserve_candidates = file.candidates.size();
   const std::unique_ptr<Context> context = Context::create(options, &status);
   if (!status.ok()) {
     report("nms", std::string("cannot use the ") + to_string(run.backend) +

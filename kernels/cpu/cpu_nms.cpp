@@ -14,7 +14,7 @@ namespace {
 
 class CpuContext final : public Context {
  public:
-  explicit CpuContext(size_t max_candidates) { reserve(max_candidates); }
+  explicit CpuContext(size_t reserve_candidates) { reserve(reserve_candidates); }
 
   Backend backend() const override { return Backend::kCpu; }
   std::string device_name() const override { return "cpu"; }
@@ -34,9 +34,10 @@ class CpuContext final : public Context {
     return Status::Ok();
   }
 
+  // The largest first: a size beyond memory fails before anything smaller is touched.
   void reserve(size_t n) {
-    selected_.reserve(n);
     boxes_.reserve(n);
+    selected_.reserve(n);
     scores_.reserve(n);
     classes_.reserve(n);
     ranked_.reserve(n);
@@ -123,7 +124,7 @@ class CpuContext final : public Context {
 }  // namespace
 
 std::unique_ptr<Context> create_cpu_context(const ContextOptions &options) {
-  return std::make_unique<CpuContext>(options.max_candidates);
+  return std::make_unique<CpuContext>(options.reserve_candidates);
 }
 
 }  // namespace cudanms::detail

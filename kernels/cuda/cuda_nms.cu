@@ -18,13 +18,15 @@
 // The number of ranked candidates is known only on the device, so every kernel after classify
 // reads it there and launches are sized for the most it can be.
 // A frame where a candidate has more than kMaxPredecessors predecessors, or that needs more than
-// kMaxSweeps sweeps (adversarial input), is redone on the CPU, which computes the same result.
+// kMaxSweeps sweeps (adversarial input), is redone on the CPU, which computes the same result;
+// so is a frame ranking more than kMaxCudaCandidates.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cuda/atomic>
 #include <string>
 
 #include "common/overlap.h"
@@ -57,7 +59,8 @@ constexpr uint32_t kPairChunks = 8;  // 32-rank chunks of j per warp
 // Up to this many ranked candidates, the settle kernel keeps predecessor counts in shared memory.
 constexpr uint32_t kSharedCounts = 16 * 1024;
 
-// The settle kernel keeps one status byte per ranked candidate in shared memory.
+// The settle kernel keeps one status byte per ranked candidate in shared memory; frames that
+// rank more are run on the CPU.
 constexpr size_t kMaxCudaCandidates = 128 * 1024;
 
 enum : uint8_t { kUndecided = 0, kKept = 1, kSuppressed = 2 };
@@ -409,7 +412,8 @@ class CudaContext final : public Context {
       CUDANMS_TRY(cudaEventCreate(&start_));
       CUDANMS_TRY(cudaEventCreate(&stop_));
     }
-    return reserve(options.max_candidates, options.max_candidates);
+    const size_t reserved = std::min(options.reserve_candidates, kMaxCudaCandidates);
+    return reserve(reserved, reserved);
   }
 
   Backend backend() const override { return Backend::kCuda; }
@@ -422,6 +426,8 @@ class CudaContext final : public Context {
     if (n == 0) return Status::Ok();
     // Launches are sized for the most candidates NMS may process; the device knows how many.
     const auto most = static_cast<uint32_t>(std::min<size_t>(n, params.max_candidates));
+    // The settle kernel's statuses would not fit in shared memory: the CPU computes the same.
+    if (most > kMaxCudaCandidates) return cpu_->run(c, params, result);
     CUDANMS_TRY(cudaSetDevice(device_));
     Status status = reserve(n, most);
     if (!status.ok()) return status;
@@ -522,11 +528,6 @@ class CudaContext final : public Context {
   // Sizes the buffers for frames of n candidates of which at most `most` are ranked; a no-op
   // when they are large enough already.
   Status reserve(size_t n, size_t most) {
-    if (most > kMaxCudaCandidates) {
-      return Status::Error("the CUDA backend ranks at most " + std::to_string(kMaxCudaCandidates) +
-                           " candidates per frame (max_candidates), asked for " +
-                           std::to_string(most));
-    }
     Status status = Status::Ok();
     auto step = [&status](Status s) {
       if (status.ok()) status = std::move(s);

@@ -121,19 +121,18 @@ TEST_F(CudaNms, InvalidCandidatesAsOnCpu) {
   EXPECT_TRUE(same_as_cpu(set, params));
 }
 
-TEST_F(CudaNms, RejectsAFrameRankingMoreThanItsCapacity) {
+// Past 128k ranked candidates the settle kernel's statuses do not fit in shared memory: such a
+// frame runs on the CPU, with the same result, and the context goes on on the GPU.
+TEST_F(CudaNms, AFrameRankingPastSharedMemoryRunsOnTheCpu) {
   std::mt19937_64 rng(run_seed() + 14);
   const CandidateSet big = tools::sliding_window_candidates(140000, rng());
   Params params;
-  params.max_candidates = size_t{1} << 30;  // a huge Dmax alone is fine; 140k ranked is not
-  Result result;
-  const Status status = gpu_->run(big.view(), params, &result);
-  EXPECT_FALSE(status.ok());
-  EXPECT_NE(status.message().find("max_candidates"), std::string::npos) << status.message();
+  params.max_candidates = kMaxCount;
+  EXPECT_TRUE(same_as_cpu(big, params));
   CandidateSet one;
   one.add(0, 0, 1, 1, 1);
-  EXPECT_TRUE(same_as_cpu(one, params));  // and the context still works afterwards
-  params.max_candidates = 4096;           // the top-K of the big frame fits
+  EXPECT_TRUE(same_as_cpu(one, params));
+  params.max_candidates = 4096;  // the top-K of the big frame is ranked on the GPU
   EXPECT_TRUE(same_as_cpu(big, params));
 }
 

@@ -72,12 +72,37 @@ TEST(Context, CpuNeedsNoDevice) {
   EXPECT_EQ(nms->device_name(), "cpu");
 }
 
-TEST(Context, RejectsAZeroCapacity) {
+TEST(Context, RejectsAReserveOverTheCountLimit) {
   Status status;
   ContextOptions options;
-  options.max_candidates = 0;
+  options.reserve_candidates = kMaxCount + 1;
   EXPECT_EQ(Context::create(options, &status), nullptr);
-  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("reserve_candidates"), std::string::npos) << status.message();
+}
+
+// 2^32 - 1 candidates need ~100 GB of workspace: a Status, not std::bad_alloc taking the process.
+TEST(Context, AReserveBeyondMemoryIsAStatus) {
+  Status status;
+  ContextOptions options;
+  options.reserve_candidates = kMaxCount;
+  EXPECT_EQ(Context::create(options, &status), nullptr);
+  EXPECT_NE(status.message().find("out of host memory"), std::string::npos) << status.message();
+}
+
+// The element's max-candidates=4294967295 once aborted: the workspace was sized by Dmax.
+TEST(Context, AHugeDmaxCostsWhatTheFrameBrings) {
+  Status status;
+  auto nms = Context::create({Backend::kCpu}, &status);
+  ASSERT_TRUE(status.ok()) << status.message();
+  CandidateSet set;
+  for (int i = 0; i < 300; ++i) set.add(i % 40, i / 40, i % 40 + 10, i / 40 + 10, 0.001f * i);
+  Params huge;
+  huge.max_candidates = kMaxCount;
+  Result with_huge, with_default;
+  ASSERT_TRUE(nms->run(set.view(), huge, &with_huge).ok());
+  ASSERT_TRUE(nms->run(set.view(), Params(), &with_default).ok());
+  EXPECT_EQ(with_huge.kept, with_default.kept);
+  EXPECT_EQ(with_huge.counts.over_capacity, 0u);
 }
 
 }  // namespace

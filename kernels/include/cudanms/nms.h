@@ -102,15 +102,18 @@ class Status {
 
 struct ContextOptions {
   Backend backend = Backend::kCpu;
-  int device = 0;                // CUDA device index
-  void *stream = nullptr;        // a cudaStream_t to run on; nullptr: the context makes its own
-  size_t max_candidates = 4096;  // workspace is sized for this Dmax up front
-  bool time_device = false;      // fill Result::device_time_us (CUDA events; for benchmarks)
+  int device = 0;          // CUDA device index
+  void *stream = nullptr;  // a cudaStream_t to run on; nullptr: the context makes its own
+  // The workspace is sized for frames of this many candidates at creation; larger frames grow it.
+  // Params::max_candidates (Dmax) is only a cap: a huge Dmax costs what the frames bring.
+  size_t reserve_candidates = 4096;
+  bool time_device = false;  // fill Result::device_time_us (CUDA events; for benchmarks)
 };
 
 // Created once, reused per frame. The workspace (device memory and pinned host buffers for CUDA)
-// is allocated at creation; run() allocates only when a frame brings more candidates, or a
-// larger Dmax, than any before. One context must not run on two threads at once.
+// is allocated at creation; run() allocates only when a frame ranks more candidates than any
+// before. Memory that cannot be had is a Status, from create() or run(), never an abort.
+// One context must not run on two threads at once.
 class Context {
  public:
   static std::unique_ptr<Context> create(const ContextOptions &options, Status *status);
