@@ -224,16 +224,29 @@ __global__ void __launch_bounds__(kPairWarps *kWarp)
   }
 }
 
-// Shared memory of the settle kernel: a status byte per ranked candidate, then (up to
-// kSharedCounts of them) a 16-bit predecessor count each.
-__host__ __device__ uint32_t settle_counts_offset(uint32_t m) { return (m + 1) & ~1u; }
+// Shared memory of the settle kernel: a status byte per ranked candidate, in 32-bit words, then
+// (up to kSharedCounts of them) a 16-bit predecessor count each.
+__host__ __device__ uint32_t settle_counts_offset(uint32_t m) { return (m + 3) & ~3u; }
 __host__ __device__ size_t settle_shared_bytes(uint32_t m) {
-  return m <= kSharedCounts ? settle_counts_offset(m) + 2 * size_t{m} : m;
+  return settle_counts_offset(m) + (m <= kSharedCounts ? 2 * size_t{m} : 0);
+}
+
+// During the sweeps a candidate's status is read by other threads while its owner may settle
+// it. Statuses only go from undecided (0) to final, so the owner sets it with an atomic OR into
+// its word and readers load words with relaxed atomics: an early or late read is harmless, and
+// there is no data race under the CUDA memory model (nor for compute-sanitizer racecheck).
+__device__ uint8_t load_status(uint32_t *statuses, uint32_t i) {
+  const uint32_t word = cuda::atomic_ref<uint32_t, cuda::thread_scope_block>(statuses[i / 4])
+                            .load(cuda::memory_order_relaxed);
+  return static_cast<uint8_t>(word >> (8 * (i % 4)));
+}
+__device__ void settle_status(uint32_t *statuses, uint32_t i, uint8_t status) {
+  atomicOr_block(&statuses[i / 4], static_cast<uint32_t>(status) << (8 * (i % 4)));
 }
 
 // A greedy candidate's status from its predecessors': suppressed by a kept one, kept when all
 // are suppressed, else undecided. Predecessors are read four at a time (rows are 2 KiB aligned).
-__device__ uint8_t greedy_verdict(const uint32_t *row, uint32_t n, volatile uint8_t *status) {
+__device__ uint8_t greedy_verdict(const uint32_t *row, uint32_t n, uint32_t *statuses) {
   const uint4 *row4 = reinterpret_cast<const uint4 *>(row);
   bool all_suppressed = true;
   for (uint32_t k = 0; k < n; k += 8) {
@@ -244,7 +257,7 @@ __device__ uint8_t greedy_verdict(const uint32_t *row, uint32_t n, volatile uint
 #pragma unroll
     for (uint32_t q = 0; q < 8; ++q) {
       if (k + q >= n) break;
-      const uint8_t s = status[p[q]];
+      const uint8_t s = load_status(statuses, p[q]);
       if (s == kKept) return kSuppressed;
       all_suppressed &= s == kSuppressed;
     }
@@ -259,10 +272,11 @@ __global__ void __launch_bounds__(kSettleThreads)
     settle_kernel(const uint32_t *header, uint32_t dmax, const uint32_t *counts,
                   const uint32_t *predecessors, const uint32_t *order, uint32_t limit,
                   uint32_t *out) {
-  extern __shared__ uint8_t s_dynamic[];
+  extern __shared__ uint32_t s_dynamic[];
   const uint32_t m = ranked_count(header, dmax);
-  volatile uint8_t *status = s_dynamic;
-  uint16_t *s_counts = reinterpret_cast<uint16_t *>(s_dynamic + settle_counts_offset(m));
+  uint32_t *statuses = s_dynamic;
+  uint8_t *status_bytes = reinterpret_cast<uint8_t *>(s_dynamic);
+  uint16_t *s_counts = reinterpret_cast<uint16_t *>(status_bytes + settle_counts_offset(m));
   const bool shared_counts = m <= kSharedCounts;
   const uint32_t tid = threadIdx.x;
   if (tid < kKeptCount) out[tid] = header[tid];
@@ -271,24 +285,24 @@ __global__ void __launch_bounds__(kSettleThreads)
   for (uint32_t i = tid; i < m; i += kSettleThreads) {
     const uint32_t n = counts[i];
     overflow |= n > kMaxPredecessors;
-    status[i] = n == 0 ? kKept : (kMethod == Method::kGreedy ? kUndecided : kSuppressed);
+    status_bytes[i] = n == 0 ? kKept : (kMethod == Method::kGreedy ? kUndecided : kSuppressed);
     if (shared_counts) s_counts[i] = static_cast<uint16_t>(n);
   }
   bool fallback = __syncthreads_or(overflow);
 
-  // Statuses only ever go from undecided to final, and a candidate is settled only from final
-  // statuses, so reading a neighbour's update early or late is harmless.
+  // A candidate is settled only from final statuses, so a sweep may see its neighbours' updates
+  // of the same sweep or not (load_status).
   for (uint32_t sweep = 0; kMethod == Method::kGreedy && !fallback; ++sweep) {
     bool undecided = false;
     for (uint32_t i = tid; i < m; i += kSettleThreads) {
-      if (status[i] != kUndecided) continue;
+      if (load_status(statuses, i) != kUndecided) continue;
       const uint32_t n = shared_counts ? s_counts[i] : counts[i];
       const uint8_t verdict =
-          greedy_verdict(predecessors + size_t{i} * kMaxPredecessors, n, status);
+          greedy_verdict(predecessors + size_t{i} * kMaxPredecessors, n, statuses);
       if (verdict == kUndecided) {
         undecided = true;
       } else {
-        status[i] = verdict;
+        settle_status(statuses, i, verdict);
       }
     }
     if (!__syncthreads_or(undecided)) break;
@@ -310,7 +324,7 @@ __global__ void __launch_bounds__(kSettleThreads)
     uint32_t offset[kScanItems];
     const uint32_t first = start + tid * kScanItems;
     for (int k = 0; k < kScanItems; ++k) {
-      kept[k] = first + k < m && status[first + k] == kKept ? 1u : 0u;
+      kept[k] = first + k < m && status_bytes[first + k] == kKept ? 1u : 0u;
     }
     uint32_t total = 0;
     Scan(s_scan).ExclusiveSum(kept, offset, total);
