@@ -23,13 +23,15 @@
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <mutex>
-#include <vector>
 
-GST_DEBUG_CATEGORY_STATIC(gst_cuda_nms_debug);
+#include "cudanmsintake.h"
+#include "cudanmslabels.h"
+#include "cudanmsoutput.h"
+#include "cudanmsstats.h"
+
+GST_DEBUG_CATEGORY(gst_cuda_nms_debug); /* also the helper files' */
 #define GST_CAT_DEFAULT gst_cuda_nms_debug
 
 enum {
@@ -45,6 +47,8 @@ enum {
   PROP_GPU_ID,
   PROP_KEEP_CANDIDATES,
   PROP_STATS_INTERVAL,
+  PROP_LABELS,
+  PROP_LABELS_FILE,
   PROP_FRAMES,
   PROP_CANDIDATES_TOTAL,
   PROP_DETECTIONS_TOTAL,
@@ -69,11 +73,6 @@ typedef enum {
 #define DEFAULT_GPU_ID 0
 #define DEFAULT_KEEP_CANDIDATES false
 #define DEFAULT_STATS_INTERVAL 0
-
-/* At most one over-capacity warning in this many microseconds. */
-#define CAPACITY_WARNING_PERIOD_US (10 * G_USEC_PER_SEC)
-/* The latency percentiles of a stats message are taken over at most this many frames. */
-#define LATENCY_WINDOW 4096
 
 #define CAPS_STR "video/x-raw; video/x-raw(memory:CUDAMemory)"
 
@@ -106,6 +105,7 @@ struct Settings {
   int gpu_id = DEFAULT_GPU_ID;
   bool keep_candidates = DEFAULT_KEEP_CANDIDATES;
   guint stats_interval = DEFAULT_STATS_INTERVAL;
+  ClassLabels::Table labels;      /* from labels or labels-file, whichever was set last */
   guint64 backend_generation = 0; /* bumped when backend or gpu-id change */
 };
 
@@ -120,8 +120,11 @@ struct Totals {
 }  // namespace
 
 struct GstCudaNmsPrivate {
-  std::mutex lock; /* guards settings and totals */
+  std::mutex lock; /* guards settings, the labels texts and totals */
   Settings settings;
+  std::string labels_text;
+  std::string labels_file;
+  std::string labels_file_error; /* why labels-file could not be read; empty: it could */
   Totals totals;
 
   /* Streaming thread (and start/stop, which never run concurrently with it) only. */
@@ -130,29 +133,10 @@ struct GstCudaNmsPrivate {
   guint64 context_generation = 0;
   int width = 0; /* frame size from the caps; 0: unknown, no clipping */
   int height = 0;
-
-  /* Reused per frame: gathered and clipped candidates, the roi_type of each (0: packed). */
-  std::vector<float> boxes;
-  std::vector<float> scores;
-  std::vector<int32_t> class_ids;
-  std::vector<GQuark> roi_types;
-  std::vector<GstMeta *> packed_metas;
-  std::vector<GstMeta *> roi_metas;
-  cudanms::Result result;
-
-  /* Over-capacity warnings. */
-  bool capacity_warned = false;
-  gint64 capacity_warned_at = 0;
-  guint64 capacity_frames = 0;
-  guint64 capacity_dropped = 0;
-
-  /* Stats messages. */
-  std::vector<double> latencies; /* ring of the interval's latencies, in microseconds */
-  std::vector<double> scratch;
-  size_t latency_next = 0;
-  guint interval_frames = 0;
-  guint64 interval_in = 0;
-  guint64 interval_out = 0;
+  CandidateIntake intake;
+  ClassLabels labels;
+  cudanms::Result result; /* reused per frame */
+  FrameStats stats;
 };
 
 struct _GstCudaNms {
@@ -174,6 +158,7 @@ static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *va
 static gboolean gst_cuda_nms_start(GstBaseTransform *trans);
 static gboolean gst_cuda_nms_stop(GstBaseTransform *trans);
 static gboolean gst_cuda_nms_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
+static gboolean gst_cuda_nms_sink_event(GstBaseTransform *trans, GstEvent *event);
 static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
 
 #define GST_TYPE_CUDA_NMS_OVERLAP (gst_cuda_nms_overlap_get_type())
@@ -296,6 +281,20 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
                         "candidates in, detections out, latency p50/p99 in us); 0 = off",
                         0, G_MAXUINT, DEFAULT_STATS_INTERVAL, rw));
   g_object_class_install_property(
+      gobject_class, PROP_LABELS,
+      g_param_spec_string("labels", "Labels",
+                          "Class names by class id, comma-separated (\"person,bicycle,car\": "
+                          "class 0 is person): the roi_type and label of kept boxes. Classes it "
+                          "does not name take the label their detector announced, else their id",
+                          "", rw));
+  g_object_class_install_property(
+      gobject_class, PROP_LABELS_FILE,
+      g_param_spec_string("labels-file", "Labels file",
+                          "A file of class names, one a line, line 1 naming class 0 (as "
+                          "coco.names); the same table as labels: the last one set wins. An "
+                          "unreadable file is an error when the element starts",
+                          "", rw));
+  g_object_class_install_property(
       gobject_class, PROP_FRAMES,
       g_param_spec_uint64("frames", "Frames", "Frames processed since the element started", 0,
                           G_MAXUINT64, 0, ro));
@@ -324,6 +323,7 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
   trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_nms_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_nms_stop);
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_cuda_nms_set_caps);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_nms_sink_event);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_cuda_nms_transform_ip);
 
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_OVERLAP, static_cast<GstPluginAPIFlags>(0));
@@ -340,8 +340,6 @@ static void gst_cuda_nms_init(GstCudaNms *self) {
     std::lock_guard<std::mutex> guard(hooks_lock);
     priv->hooks = hooks;
   }
-  priv->latencies.reserve(LATENCY_WINDOW);
-  priv->scratch.reserve(LATENCY_WINDOW);
 
   /* Metadata only: in place, never passthrough, so that the buffer is writable for the metas. */
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
@@ -402,6 +400,27 @@ static void gst_cuda_nms_set_property(GObject *object, guint prop_id, const GVal
     case PROP_STATS_INTERVAL:
       s.stats_interval = g_value_get_uint(value);
       break;
+    case PROP_LABELS: {
+      const gchar *text = g_value_get_string(value);
+      self->priv->labels_text = text ? text : "";
+      s.labels = ClassLabels::parse_list(self->priv->labels_text);
+      break;
+    }
+    case PROP_LABELS_FILE: {
+      const gchar *path = g_value_get_string(value);
+      GstCudaNmsPrivate *priv = self->priv;
+      priv->labels_file = path ? path : "";
+      priv->labels_file_error.clear();
+      ClassLabels::Table table;
+      if (priv->labels_file.empty()) {
+        s.labels.reset();
+      } else if (ClassLabels::read_file(priv->labels_file, &table, &priv->labels_file_error)) {
+        s.labels = table;
+      } else {
+        GST_WARNING_OBJECT(self, "labels-file: %s", priv->labels_file_error.c_str());
+      }
+      break;
+    }
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -449,6 +468,12 @@ static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *va
     case PROP_STATS_INTERVAL:
       g_value_set_uint(value, s.stats_interval);
       break;
+    case PROP_LABELS:
+      g_value_set_string(value, self->priv->labels_text.c_str());
+      break;
+    case PROP_LABELS_FILE:
+      g_value_set_string(value, self->priv->labels_file.c_str());
+      break;
     case PROP_FRAMES:
       g_value_set_uint64(value, t.frames);
       break;
@@ -471,7 +496,7 @@ static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *va
 /* The NMS context                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-static std::unique_ptr<cudanms::Context> create_cpu_context(GstCudaNms *self, const Settings &s) {
+static std::unique_ptr<cudanms::Context> create_cpu_context(GstCudaNms *self) {
   cudanms::ContextOptions options;
   options.backend = cudanms::Backend::kCpu;
   cudanms::Status status;
@@ -511,7 +536,7 @@ static gboolean ensure_context(GstCudaNms *self, const Settings &s) {
                           ("%s", why.c_str()));
     }
   }
-  if (!priv->context) priv->context = create_cpu_context(self, s);
+  if (!priv->context) priv->context = create_cpu_context(self);
   if (!priv->context) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not create a CPU NMS context"), (NULL));
     return FALSE;
@@ -524,26 +549,40 @@ static gboolean gst_cuda_nms_start(GstBaseTransform *trans) {
   GstCudaNms *self = GST_CUDA_NMS(trans);
   GstCudaNmsPrivate *priv = self->priv;
   Settings s;
+  std::string labels_file, labels_file_error;
   {
     std::lock_guard<std::mutex> guard(priv->lock);
     priv->totals = Totals();
     s = priv->settings;
+    labels_file = priv->labels_file;
+    labels_file_error = priv->labels_file_error;
+  }
+  if (!labels_file_error.empty()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,
+                      ("Could not read labels-file \"%s\"", labels_file.c_str()),
+                      ("%s", labels_file_error.c_str()));
+    return FALSE;
   }
   priv->context.reset();
-  priv->capacity_warned = false;
-  priv->capacity_frames = priv->capacity_dropped = 0;
-  priv->latencies.clear();
-  priv->latency_next = 0;
-  priv->interval_frames = 0;
-  priv->interval_in = priv->interval_out = 0;
+  priv->stats.reset();
   priv->width = priv->height = 0;
+  priv->intake.set_frame_size(0, 0);
   return ensure_context(self, s);
 }
 
 static gboolean gst_cuda_nms_stop(GstBaseTransform *trans) {
   GstCudaNms *self = GST_CUDA_NMS(trans);
   self->priv->context.reset();
+  self->priv->labels.forget_announced();
   return TRUE;
+}
+
+/* Label announcements of the detector upstream: remembered, and passed on. */
+static gboolean gst_cuda_nms_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  GstCudaNms *self = GST_CUDA_NMS(trans);
+  if (self->priv->labels.learn(event))
+    GST_DEBUG_OBJECT(self, "label event %" GST_PTR_FORMAT, event);
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
 }
 
 static gboolean gst_cuda_nms_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
@@ -558,276 +597,8 @@ static gboolean gst_cuda_nms_set_caps(GstBaseTransform *trans, GstCaps *incaps, 
     GST_INFO_OBJECT(self, "no frame size in %" GST_PTR_FORMAT ": boxes are not clipped", incaps);
     self->priv->width = self->priv->height = 0;
   }
+  self->priv->intake.set_frame_size(self->priv->width, self->priv->height);
   return TRUE;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Candidates in                                                                               */
-/* ------------------------------------------------------------------------------------------ */
-
-static bool finite_box(const float *b, float score) {
-  return std::isfinite(b[0]) && std::isfinite(b[1]) && std::isfinite(b[2]) && std::isfinite(b[3]) &&
-         std::isfinite(score);
-}
-
-/* A box the library will judge (finite, non-negative size) that sticks out of the frame. */
-static bool needs_clipping(const float *b, float score, int width, int height) {
-  if (!finite_box(b, score) || b[2] < b[0] || b[3] < b[1]) return false;
-  return b[0] < 0.0f || b[1] < 0.0f || b[2] > width || b[3] > height;
-}
-
-/* Clips a box to the frame. A box with no area in common with the frame becomes NaN, so that
- * the library counts it invalid; boxes it judges invalid anyway are left alone. */
-static void clip_box(float *b, float score, int width, int height) {
-  if (!needs_clipping(b, score, width, height)) return;
-  const float w = static_cast<float>(width), h = static_cast<float>(height);
-  if (b[2] <= 0.0f || b[3] <= 0.0f || b[0] >= w || b[1] >= h) {
-    b[0] = b[1] = b[2] = b[3] = NAN;
-    return;
-  }
-  b[0] = std::max(b[0], 0.0f);
-  b[1] = std::max(b[1], 0.0f);
-  b[2] = std::min(b[2], w);
-  b[3] = std::min(b[3], h);
-}
-
-/* The class of a region of interest without a "label_id": from its roi_type, mapped to the
- * negative numbers, which detector label ids (>= 0) never use. */
-static int32_t class_of_roi_type(GQuark roi_type) {
-  return roi_type == 0 ? 0 : -static_cast<int32_t>(roi_type & 0x7fffffff);
-}
-
-static bool by_seqnum(GstMeta *a, GstMeta *b) {
-  return gst_meta_get_seqnum(a) < gst_meta_get_seqnum(b);
-}
-
-/* Gathers the frame's candidates and clips them. Candidates are numbered (which matters only
- * between equal scores) in the order their metas were added: those of the candidates metas,
- * then the ROI metas. Returns a view straight on the meta's arrays when one candidates meta is
- * the only source and nothing needs clipping; otherwise a view on the element's reused arrays. */
-static cudanms::CandidatesView gather_candidates(GstCudaNms *self, GstBuffer *buf,
-                                                 bool *from_rois) {
-  GstCudaNmsPrivate *priv = self->priv;
-  const bool clip = priv->width > 0 && priv->height > 0;
-  size_t n_packed = 0;
-  gpointer state = nullptr;
-  GstMeta *meta;
-
-  priv->packed_metas.clear();
-  priv->roi_metas.clear();
-  while ((meta = gst_buffer_iterate_meta(buf, &state))) {
-    if (meta->info->api == GST_CUDA_NMS_CANDIDATES_META_API_TYPE) {
-      priv->packed_metas.push_back(meta);
-      n_packed += reinterpret_cast<GstCudaNmsCandidatesMeta *>(meta)->n;
-    } else if (meta->info->api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE) {
-      priv->roi_metas.push_back(meta);
-    }
-  }
-  *from_rois = !priv->roi_metas.empty();
-
-  if (priv->packed_metas.size() == 1 && priv->roi_metas.empty()) {
-    auto *only = reinterpret_cast<GstCudaNmsCandidatesMeta *>(priv->packed_metas[0]);
-    bool direct = true;
-    if (clip) {
-      for (guint i = 0; i < only->n && direct; i++)
-        direct = !needs_clipping(only->boxes + 4 * static_cast<size_t>(i), only->scores[i],
-                                 priv->width, priv->height);
-    }
-    if (direct) return {only->boxes, only->scores, only->class_ids, only->n};
-  }
-  std::sort(priv->packed_metas.begin(), priv->packed_metas.end(), by_seqnum);
-  std::sort(priv->roi_metas.begin(), priv->roi_metas.end(), by_seqnum);
-
-  const size_t total = n_packed + priv->roi_metas.size();
-  priv->boxes.resize(4 * total);
-  priv->scores.resize(total);
-  priv->class_ids.resize(total);
-  priv->roi_types.resize(total);
-
-  size_t k = 0;
-  for (GstMeta *m : priv->packed_metas) {
-    auto *c = reinterpret_cast<GstCudaNmsCandidatesMeta *>(m);
-    std::copy_n(c->boxes, 4 * static_cast<size_t>(c->n), priv->boxes.begin() + 4 * k);
-    std::copy_n(c->scores, c->n, priv->scores.begin() + k);
-    std::copy_n(c->class_ids, c->n, priv->class_ids.begin() + k);
-    std::fill_n(priv->roi_types.begin() + k, c->n, 0);
-    k += c->n;
-  }
-  for (GstMeta *m : priv->roi_metas) {
-    auto *roi = reinterpret_cast<GstVideoRegionOfInterestMeta *>(m);
-    float *b = priv->boxes.data() + 4 * k;
-    b[0] = static_cast<float>(roi->x);
-    b[1] = static_cast<float>(roi->y);
-    b[2] = static_cast<float>(roi->x + static_cast<guint64>(roi->w));
-    b[3] = static_cast<float>(roi->y + static_cast<guint64>(roi->h));
-    double confidence = 1.0;
-    int32_t class_id = class_of_roi_type(roi->roi_type);
-    GstStructure *detection = gst_video_region_of_interest_meta_get_param(roi, "detection");
-    if (detection) {
-      gint label_id;
-      if (!gst_structure_get_double(detection, "confidence", &confidence)) confidence = 1.0;
-      if (gst_structure_get_int(detection, "label_id", &label_id)) class_id = label_id;
-    }
-    priv->scores[k] = static_cast<float>(confidence);
-    priv->class_ids[k] = class_id;
-    priv->roi_types[k] = roi->roi_type;
-    k++;
-  }
-
-  if (clip) {
-    for (size_t i = 0; i < total; i++)
-      clip_box(priv->boxes.data() + 4 * i, priv->scores[i], priv->width, priv->height);
-  }
-  return {priv->boxes.data(), priv->scores.data(), priv->class_ids.data(), total};
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Metadata out                                                                                */
-/* ------------------------------------------------------------------------------------------ */
-
-static gboolean remove_result_metas(GstBuffer *buffer, GstMeta **meta, gpointer user_data) {
-  (void)buffer;
-  (void)user_data;
-  if ((*meta)->info->api == GST_CUDA_NMS_RESULT_META_API_TYPE) *meta = nullptr;
-  return TRUE;
-}
-
-static gboolean remove_candidate_metas(GstBuffer *buffer, GstMeta **meta, gpointer user_data) {
-  (void)buffer;
-  (void)user_data;
-  const GType api = (*meta)->info->api;
-  if (api == GST_CUDA_NMS_CANDIDATES_META_API_TYPE ||
-      api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)
-    *meta = nullptr;
-  return TRUE;
-}
-
-static GstCudaNmsResultMeta *add_result_meta(GstCudaNms *self, GstBuffer *buf,
-                                             const cudanms::CandidatesView &view,
-                                             gint64 latency_ns) {
-  const cudanms::Result &result = self->priv->result;
-  GstCudaNmsResultMeta *meta =
-      gst_buffer_add_cuda_nms_result_meta(buf, static_cast<guint>(result.kept.size()));
-  if (!meta) return nullptr;
-  for (size_t i = 0; i < result.kept.size(); i++) {
-    const size_t index = result.kept[i];
-    std::copy_n(view.boxes + 4 * index, 4, meta->boxes + 4 * i);
-    meta->scores[i] = view.scores[index];
-    meta->class_ids[i] = view.class_ids ? view.class_ids[index] : 0;
-  }
-  meta->candidates_in = result.counts.in;
-  meta->dropped_score = result.counts.below_score;
-  meta->invalid = result.counts.invalid;
-  meta->dropped_capacity = result.counts.over_capacity;
-  meta->kept = result.counts.kept;
-  meta->latency_ns = static_cast<guint64>(latency_ns);
-  meta->backend = self->priv->context && self->priv->context->backend() == cudanms::Backend::kCuda
-                      ? "cuda"
-                      : "cpu";
-  return meta;
-}
-
-/* One GstVideoRegionOfInterestMeta per kept box, for every ROI-aware element downstream. */
-static void add_roi_metas(GstCudaNms *self, GstBuffer *buf, const GstCudaNmsResultMeta *result,
-                          bool from_rois) {
-  GstCudaNmsPrivate *priv = self->priv;
-  const double width = priv->width, height = priv->height;
-  const bool normalize = priv->width > 0 && priv->height > 0;
-  for (guint i = 0; i < result->n_kept; i++) {
-    const float *b = result->boxes + 4 * static_cast<size_t>(i);
-    const int32_t class_id = result->class_ids[i];
-    GQuark roi_type = 0;
-    if (from_rois) roi_type = priv->roi_types[priv->result.kept[i]];
-    if (roi_type == 0) {
-      gchar label[16];
-      g_snprintf(label, sizeof(label), "%d", class_id);
-      roi_type = g_quark_from_string(label);
-    }
-    const double x1 = std::max(0.0, std::floor(static_cast<double>(b[0])));
-    const double y1 = std::max(0.0, std::floor(static_cast<double>(b[1])));
-    const double x2 = std::max(x1, std::ceil(static_cast<double>(b[2])));
-    const double y2 = std::max(y1, std::ceil(static_cast<double>(b[3])));
-    GstVideoRegionOfInterestMeta *roi = gst_buffer_add_video_region_of_interest_meta_id(
-        buf, roi_type, static_cast<guint>(x1), static_cast<guint>(y1), static_cast<guint>(x2 - x1),
-        static_cast<guint>(y2 - y1));
-    if (!roi) continue;
-    GstStructure *detection = gst_structure_new("detection", "confidence", G_TYPE_DOUBLE,
-                                                static_cast<double>(result->scores[i]), "label_id",
-                                                G_TYPE_INT, static_cast<gint>(class_id), NULL);
-    if (normalize) {
-      gst_structure_set(detection, "x_min", G_TYPE_DOUBLE, b[0] / width, "y_min", G_TYPE_DOUBLE,
-                        b[1] / height, "x_max", G_TYPE_DOUBLE, b[2] / width, "y_max", G_TYPE_DOUBLE,
-                        b[3] / height, NULL);
-    }
-    gst_video_region_of_interest_meta_add_param(roi, detection);
-  }
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Warnings and statistics                                                                     */
-/* ------------------------------------------------------------------------------------------ */
-
-static void note_over_capacity(GstCudaNms *self, const Settings &s, size_t dropped) {
-  GstCudaNmsPrivate *priv = self->priv;
-  if (dropped == 0) return;
-  priv->capacity_frames++;
-  priv->capacity_dropped += dropped;
-  const gint64 now = g_get_monotonic_time();
-  if (priv->capacity_warned && now - priv->capacity_warned_at < CAPACITY_WARNING_PERIOD_US) {
-    GST_DEBUG_OBJECT(self, "%" G_GSIZE_FORMAT " candidates over max-candidates", dropped);
-    return;
-  }
-  GST_ELEMENT_WARNING(
-      self, STREAM, FAILED, ("More candidates than max-candidates=%u", s.max_candidates),
-      ("%" G_GUINT64_FORMAT " frame(s) had more candidates than max-candidates=%u; the "
-       "lowest-scoring %" G_GUINT64_FORMAT " were not processed (counted in the result meta). "
-       "Raise max-candidates or score-threshold. At most one such warning every %d s.",
-       priv->capacity_frames, s.max_candidates, priv->capacity_dropped,
-       static_cast<int>(CAPACITY_WARNING_PERIOD_US / G_USEC_PER_SEC)));
-  priv->capacity_warned = true;
-  priv->capacity_warned_at = now;
-  priv->capacity_frames = priv->capacity_dropped = 0;
-}
-
-/* Percentile p (0..1) of the latencies, nearest rank. */
-static double percentile(std::vector<double> &values, double p) {
-  if (values.empty()) return 0.0;
-  size_t rank = static_cast<size_t>(std::ceil(p * values.size()));
-  rank = std::min(std::max<size_t>(rank, 1), values.size()) - 1;
-  std::nth_element(values.begin(), values.begin() + rank, values.end());
-  return values[rank];
-}
-
-static void note_stats(GstCudaNms *self, const Settings &s, const cudanms::Counts &counts,
-                       double latency_us, guint64 frames) {
-  GstCudaNmsPrivate *priv = self->priv;
-  if (s.stats_interval == 0) return;
-  if (priv->latencies.size() < LATENCY_WINDOW) {
-    priv->latencies.push_back(latency_us);
-  } else {
-    priv->latencies[priv->latency_next] = latency_us;
-  }
-  priv->latency_next = (priv->latency_next + 1) % LATENCY_WINDOW;
-  priv->interval_frames++;
-  priv->interval_in += counts.in;
-  priv->interval_out += counts.kept;
-  if (priv->interval_frames < s.stats_interval) return;
-
-  priv->scratch.assign(priv->latencies.begin(), priv->latencies.end());
-  const double p50 = percentile(priv->scratch, 0.50);
-  const double p99 = percentile(priv->scratch, 0.99);
-  GstStructure *st = gst_structure_new(
-      "cudanms-stats", "frames", G_TYPE_UINT64, frames, "interval-frames", G_TYPE_UINT,
-      priv->interval_frames, "candidates-in", G_TYPE_UINT64, priv->interval_in, "detections-out",
-      G_TYPE_UINT64, priv->interval_out, "latency-p50-us", G_TYPE_DOUBLE, p50, "latency-p99-us",
-      G_TYPE_DOUBLE, p99, "backend", G_TYPE_STRING,
-      priv->context ? cudanms::to_string(priv->context->backend()) : "none", NULL);
-  GST_DEBUG_OBJECT(self, "stats: %" GST_PTR_FORMAT, st);
-  gst_element_post_message(GST_ELEMENT(self), gst_message_new_element(GST_OBJECT(self), st));
-  priv->latencies.clear();
-  priv->latency_next = 0;
-  priv->interval_frames = 0;
-  priv->interval_in = priv->interval_out = 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -866,7 +637,7 @@ static gboolean run_nms(GstCudaNms *self, const Settings &s, const cudanms::Cand
     GST_ELEMENT_WARNING(
         self, RESOURCE, FAILED, ("CUDA non-maximum suppression failed: switching to the CPU"),
         ("%s failed: %s", priv->context->device_name().c_str(), status.message().c_str()));
-    priv->context = create_cpu_context(self, s);
+    priv->context = create_cpu_context(self);
     if (!priv->context) {
       GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not create a CPU NMS context"), (NULL));
       return FALSE;
@@ -891,8 +662,7 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
   }
   if (!ensure_context(self, s)) return GST_FLOW_ERROR;
 
-  bool from_rois = false;
-  const cudanms::CandidatesView view = gather_candidates(self, buf, &from_rois);
+  const cudanms::CandidatesView view = priv->intake.gather(buf);
   gint64 latency_ns = 0;
   if (view.count > 0) {
     if (!run_nms(self, s, view, &latency_ns)) return GST_FLOW_ERROR;
@@ -907,13 +677,17 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
                  " kept in %" G_GINT64_FORMAT " ns",
                  counts.in, counts.invalid, counts.below_score, counts.over_capacity, counts.kept,
                  latency_ns);
-  note_over_capacity(self, s, counts.over_capacity);
+  priv->stats.note_over_capacity(GST_ELEMENT(self), s.max_candidates, counts.over_capacity);
 
-  /* The view may point into a candidates meta: copy the kept boxes out before removing it. */
-  gst_buffer_foreach_meta(buf, remove_result_metas, nullptr);
-  GstCudaNmsResultMeta *result = add_result_meta(self, buf, view, latency_ns);
-  if (!s.keep_candidates) gst_buffer_foreach_meta(buf, remove_candidate_metas, nullptr);
-  if (result) add_roi_metas(self, buf, result, from_rois);
+  /* The view may point into a candidates meta: the result meta copies the kept boxes out
+   * before the candidates go. */
+  priv->labels.set_table(s.labels);
+  const gchar *backend = cudanms::to_string(priv->context->backend());
+  gst_cuda_nms_remove_result_metas(buf);
+  GstCudaNmsResultMeta *result = gst_cuda_nms_add_result_meta(buf, view, priv->result, priv->intake,
+                                                              priv->labels, latency_ns, backend);
+  if (!s.keep_candidates) gst_cuda_nms_remove_candidate_metas(buf);
+  if (result) gst_cuda_nms_add_roi_metas(buf, result, priv->width, priv->height);
 
   const double latency_us = latency_ns / 1000.0;
   guint64 frames;
@@ -924,7 +698,7 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
     priv->totals.detections += counts.kept;
     priv->totals.last_latency_us = latency_us;
   }
-  note_stats(self, s, counts, latency_us, frames);
+  priv->stats.note_frame(GST_ELEMENT(self), s.stats_interval, counts, latency_us, frames, backend);
   return GST_FLOW_OK;
 }
 

@@ -219,6 +219,7 @@ static gboolean result_meta_init(GstMeta *meta, gpointer params, GstBuffer *buff
   r->candidates_in = r->dropped_score = r->invalid = r->dropped_capacity = r->kept = 0;
   r->latency_ns = 0;
   r->backend = "cpu";
+  r->labels = NULL;
   return TRUE;
 }
 
@@ -228,9 +229,11 @@ static void result_meta_free(GstMeta *meta, GstBuffer *buffer) {
   g_free(r->boxes);
   g_free(r->scores);
   g_free(r->class_ids);
+  g_free(r->labels);
   r->boxes = NULL;
   r->scores = NULL;
   r->class_ids = NULL;
+  r->labels = NULL;
   r->n_kept = 0;
 }
 
@@ -241,6 +244,7 @@ static GstCudaNmsResultMeta *result_meta_copy(GstBuffer *dest, const GstCudaNmsR
     memcpy(dst->boxes, src->boxes, 4 * sizeof(gfloat) * (gsize)src->n_kept);
     memcpy(dst->scores, src->scores, sizeof(gfloat) * (gsize)src->n_kept);
     memcpy(dst->class_ids, src->class_ids, sizeof(gint32) * (gsize)src->n_kept);
+    memcpy(dst->labels, src->labels, sizeof(const gchar *) * (gsize)src->n_kept);
   }
   dst->candidates_in = src->candidates_in;
   dst->dropped_score = src->dropped_score;
@@ -293,6 +297,37 @@ GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, gui
     r->boxes = g_new0(gfloat, 4 * (gsize)n_kept);
     r->scores = g_new0(gfloat, n_kept);
     r->class_ids = g_new0(gint32, n_kept);
+    r->labels = g_new0(const gchar *, n_kept);
   }
   return r;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Class labels                                                                                */
+/* ------------------------------------------------------------------------------------------ */
+
+#define LABEL_EVENT_PREFIX "cudanms-label-"
+
+GstEvent *gst_cuda_nms_label_event_new(gint class_id, const gchar *label) {
+  gchar *name;
+  GstStructure *s;
+  g_return_val_if_fail(label != NULL, NULL);
+  name = g_strdup_printf(LABEL_EVENT_PREFIX "%d", class_id);
+  s = gst_structure_new(name, "class-id", G_TYPE_INT, class_id, "label", G_TYPE_STRING, label,
+                        NULL);
+  g_free(name);
+  return gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM_STICKY, s);
+}
+
+gboolean gst_cuda_nms_label_event_parse(GstEvent *event, gint *class_id, const gchar **label) {
+  const GstStructure *s;
+  const gchar *text;
+  g_return_val_if_fail(GST_IS_EVENT(event), FALSE);
+  if (GST_EVENT_TYPE(event) != GST_EVENT_CUSTOM_DOWNSTREAM_STICKY) return FALSE;
+  s = gst_event_get_structure(event);
+  if (!s || !g_str_has_prefix(gst_structure_get_name(s), LABEL_EVENT_PREFIX)) return FALSE;
+  text = gst_structure_get_string(s, "label");
+  if (!text || !gst_structure_get_int(s, "class-id", class_id)) return FALSE;
+  *label = text;
+  return TRUE;
 }

@@ -527,7 +527,7 @@ static void announce_label(GstCvDetect *self, const Settings &s) {
   if (priv->announced && priv->announced_class == s.class_id && priv->announced_label == label)
     return;
   gst_pad_push_event(GST_BASE_TRANSFORM_SRC_PAD(self),
-                     gst_cv_label_event_new(s.class_id, label.c_str()));
+                     gst_cuda_nms_label_event_new(s.class_id, label.c_str()));
   priv->announced = true;
   priv->announced_class = s.class_id;
   priv->announced_label = label;

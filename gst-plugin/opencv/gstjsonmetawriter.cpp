@@ -327,8 +327,10 @@ static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, 
     for (guint i = 0; i < result->n_kept; i++) {
       const gfloat *box = result->boxes + 4 * static_cast<size_t>(i);
       const gint class_id = result->class_ids[i];
-      add_box(b, gst_cv_label_lookup(priv->labels, class_id), class_id, result->scores[i], box[0],
-              box[1], box[2] - box[0], box[3] - box[1]);
+      /* cudanms names every kept box; a result meta from elsewhere may leave labels NULL. */
+      const gchar *label = result->labels ? result->labels[i] : nullptr;
+      add_box(b, label ? std::string(label) : gst_cv_label_lookup(priv->labels, class_id), class_id,
+              result->scores[i], box[0], box[1], box[2] - box[0], box[3] - box[1]);
     }
     n_boxes = result->n_kept;
   } else {

@@ -121,6 +121,7 @@ struct Roi {
   double confidence;
   int label_id;
   double x_min, y_min, x_max, y_max;
+  std::string label;  // the "detection" structure's, "" without one
 };
 
 // The buffer's ROI metas in the order they were added.
@@ -136,8 +137,9 @@ inline std::vector<Roi> rois_of(GstBuffer *buf) {
   std::vector<Roi> rois;
   for (GstMeta *m : metas) {
     auto *r = reinterpret_cast<GstVideoRegionOfInterestMeta *>(m);
-    Roi roi{r->x, r->y, r->w, r->h, g_quark_to_string(r->roi_type), -1, -1, NAN, NAN, NAN, NAN};
+    Roi roi{r->x, r->y, r->w, r->h, g_quark_to_string(r->roi_type), -1, -1, NAN, NAN, NAN, NAN, ""};
     if (GstStructure *d = gst_video_region_of_interest_meta_get_param(r, "detection")) {
+      if (const gchar *label = gst_structure_get_string(d, "label")) roi.label = label;
       gst_structure_get_double(d, "confidence", &roi.confidence);
       gst_structure_get_int(d, "label_id", &roi.label_id);
       gst_structure_get_double(d, "x_min", &roi.x_min);

@@ -29,6 +29,9 @@ struct Frame {
   guint64 candidates_in = 0;  // the result meta's count
   std::vector<std::array<float, 4>> kept;
   std::vector<float> scores;
+  std::vector<std::string> labels;      // the result meta's
+  std::vector<std::string> roi_types;   // the kept ROI metas'
+  std::vector<std::string> roi_labels;  // their "detection" structures' "label"
   GstClockTime pts = GST_CLOCK_TIME_NONE;
 };
 
@@ -57,7 +60,17 @@ std::vector<Frame> run_frames(const std::string &description, int n, std::string
         f.kept.push_back(
             {r->boxes[4 * k], r->boxes[4 * k + 1], r->boxes[4 * k + 2], r->boxes[4 * k + 3]});
         f.scores.push_back(r->scores[k]);
+        f.labels.push_back(r->labels[k]);
       }
+    }
+    gpointer state = nullptr;
+    while (GstMeta *m = gst_buffer_iterate_meta_filtered(
+               buf, &state, GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) {
+      auto *roi = reinterpret_cast<GstVideoRegionOfInterestMeta *>(m);
+      f.roi_types.push_back(g_quark_to_string(roi->roi_type));
+      GstStructure *d = gst_video_region_of_interest_meta_get_param(roi, "detection");
+      const gchar *label = d ? gst_structure_get_string(d, "label") : nullptr;
+      f.roi_labels.push_back(label ? label : "");
     }
     frames.push_back(f);
     gst_sample_unref(sample);
@@ -112,6 +125,10 @@ TEST_F(CvDetect, VtestCandidatesNmsAndJsonLines) {
       // A HOG window keeps the model's 1:2 aspect.
       EXPECT_NEAR((b[3] - b[1]) / (b[2] - b[0]), 2.0, 0.05);
     }
+    // cvdetect announces "person" for class 0: what a probe reading the ROI metas sees.
+    EXPECT_EQ(f.roi_types, std::vector<std::string>(f.kept.size(), "person")) << "frame " << i;
+    EXPECT_EQ(f.roi_labels, std::vector<std::string>(f.kept.size(), "person")) << "frame " << i;
+    EXPECT_EQ(f.labels, std::vector<std::string>(f.kept.size(), "person")) << "frame " << i;
     candidates += f.candidates;
     kept += f.kept.size();
   }

@@ -91,6 +91,8 @@ TEST_F(Meta, CopiedWithTheBufferIntoIndependentMemory) {
   r->kept = 1;
   r->latency_ns = 1234;
   r->backend = "cuda";
+  EXPECT_EQ(r->labels[0], nullptr);  // zeroed, like the other arrays
+  r->labels[0] = g_intern_string("person");
 
   GstBuffer *copy = gst_buffer_copy(buf);
   GstCudaNmsCandidatesMeta *cc = gst_buffer_get_cuda_nms_candidates_meta(copy);
@@ -110,11 +112,29 @@ TEST_F(Meta, CopiedWithTheBufferIntoIndependentMemory) {
   EXPECT_EQ(rc->kept, 1u);
   EXPECT_EQ(rc->latency_ns, 1234u);
   EXPECT_STREQ(rc->backend, "cuda");
+  EXPECT_NE(rc->labels, r->labels);
+  EXPECT_STREQ(rc->labels[0], "person");
 
   c->boxes[2] = 99;  // the copy does not share memory
   EXPECT_EQ(cc->boxes[2], 3.0f);
   gst_buffer_unref(copy);
   gst_buffer_unref(buf);
+}
+
+TEST_F(Meta, LabelEventsRoundTrip) {
+  GstEvent *event = gst_cuda_nms_label_event_new(7, "truck");
+  ASSERT_NE(event, nullptr);
+  EXPECT_TRUE(GST_EVENT_IS_STICKY(event));
+  gint class_id = -1;
+  const gchar *label = nullptr;
+  ASSERT_TRUE(gst_cuda_nms_label_event_parse(event, &class_id, &label));
+  EXPECT_EQ(class_id, 7);
+  EXPECT_STREQ(label, "truck");
+  gst_event_unref(event);
+  GstEvent *other = gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM_STICKY,
+                                         gst_structure_new_empty("something-else"));
+  EXPECT_FALSE(gst_cuda_nms_label_event_parse(other, &class_id, &label));
+  gst_event_unref(other);
 }
 
 TEST_F(Meta, TagsMatchRegionOfInterest) {

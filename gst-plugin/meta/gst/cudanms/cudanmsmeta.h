@@ -110,6 +110,8 @@ typedef struct _GstCudaNmsResultMeta GstCudaNmsResultMeta;
  * @kept: kept boxes (== @n_kept)
  * @latency_ns: wall time of the NMS call, in nanoseconds
  * @backend: where NMS ran: "cpu" or "cuda" (a static string)
+ * @labels: @n_kept class names (interned strings, never freed): the label cudanms knows for the
+ *   class (its labels property, else the detector's label event), else the class id in decimal
  *
  * What cudanms did with a frame's candidates.
  */
@@ -128,6 +130,7 @@ struct _GstCudaNmsResultMeta {
   guint64 kept;
   guint64 latency_ns;
   const gchar *backend;
+  const gchar **labels;
 };
 
 GType gst_cuda_nms_result_meta_api_get_type(void);
@@ -140,6 +143,19 @@ GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, gui
 /* The buffer's result meta, or NULL. */
 #define gst_buffer_get_cuda_nms_result_meta(b) \
   ((GstCudaNmsResultMeta *)gst_buffer_get_meta((b), GST_CUDA_NMS_RESULT_META_API_TYPE))
+
+/* ------------------------------------------------------------------------------------------ */
+/* Class labels along the stream                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The metas carry class ids; a detector announces the name of each class it emits with a custom
+ * sticky downstream event "cudanms-label-<class id>" (fields "class-id" int, "label" string).
+ * Sticky, so an element linked later still receives it. */
+GstEvent *gst_cuda_nms_label_event_new(gint class_id, const gchar *label);
+
+/* TRUE, with *class_id and *label (owned by the event) filled, when @event is such an
+ * announcement. */
+gboolean gst_cuda_nms_label_event_parse(GstEvent *event, gint *class_id, const gchar **label);
 
 G_END_DECLS
 

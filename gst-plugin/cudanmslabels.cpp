@@ -1,0 +1,54 @@
+#include "cudanmslabels.h"
+
+#include <gst/cudanms/cudanmsmeta.h>
+
+ClassLabels::Table ClassLabels::parse_list(const std::string &text) {
+  auto labels = std::make_shared<std::vector<const gchar *>>();
+  if (text.find_first_not_of(" \t") == std::string::npos) return labels;
+  gchar **names = g_strsplit(text.c_str(), ",", -1);
+  for (gchar **name = names; *name; ++name) labels->push_back(g_intern_string(g_strstrip(*name)));
+  g_strfreev(names);
+  return labels;
+}
+
+bool ClassLabels::read_file(const std::string &path, Table *table, std::string *error) {
+  gchar *contents = nullptr;
+  GError *gerror = nullptr;
+  if (!g_file_get_contents(path.c_str(), &contents, nullptr, &gerror)) {
+    *error = gerror->message;
+    g_error_free(gerror);
+    return false;
+  }
+  auto labels = std::make_shared<std::vector<const gchar *>>();
+  gchar **lines = g_strsplit(contents, "\n", -1);
+  for (gchar **line = lines; *line; ++line) {
+    /* A last line ending in a newline leaves an empty piece that is no label. */
+    if (**line == '\0' && *(line + 1) == nullptr) break;
+    labels->push_back(g_intern_string(g_strstrip(*line)));
+  }
+  g_strfreev(lines);
+  g_free(contents);
+  *table = labels;
+  return true;
+}
+
+bool ClassLabels::learn(GstEvent *event) {
+  gint class_id;
+  const gchar *label;
+  if (!gst_cuda_nms_label_event_parse(event, &class_id, &label)) return false;
+  announced_[class_id] = g_intern_string(label);
+  return true;
+}
+
+const gchar *ClassLabels::lookup(int32_t class_id, GQuark roi_type) const {
+  if (table_ && class_id >= 0 && static_cast<size_t>(class_id) < table_->size()) {
+    const gchar *label = (*table_)[class_id];
+    if (*label) return label;
+  }
+  if (roi_type != 0) return g_quark_to_string(roi_type);
+  const auto it = announced_.find(class_id);
+  if (it != announced_.end()) return it->second;
+  gchar number[16];
+  g_snprintf(number, sizeof number, "%d", class_id);
+  return g_intern_string(number);
+}

@@ -1,0 +1,84 @@
+#include "cudanmsoutput.h"
+
+#include <gst/video/video.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace {
+
+gboolean drop_result_meta(GstBuffer *, GstMeta **meta, gpointer) {
+  if ((*meta)->info->api == GST_CUDA_NMS_RESULT_META_API_TYPE) *meta = nullptr;
+  return TRUE;
+}
+
+gboolean drop_candidate_meta(GstBuffer *, GstMeta **meta, gpointer) {
+  const GType api = (*meta)->info->api;
+  if (api == GST_CUDA_NMS_CANDIDATES_META_API_TYPE ||
+      api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)
+    *meta = nullptr;
+  return TRUE;
+}
+
+}  // namespace
+
+void gst_cuda_nms_remove_result_metas(GstBuffer *buffer) {
+  gst_buffer_foreach_meta(buffer, drop_result_meta, nullptr);
+}
+
+void gst_cuda_nms_remove_candidate_metas(GstBuffer *buffer) {
+  gst_buffer_foreach_meta(buffer, drop_candidate_meta, nullptr);
+}
+
+GstCudaNmsResultMeta *gst_cuda_nms_add_result_meta(GstBuffer *buffer,
+                                                   const cudanms::CandidatesView &view,
+                                                   const cudanms::Result &result,
+                                                   const CandidateIntake &intake,
+                                                   const ClassLabels &labels, gint64 latency_ns,
+                                                   const gchar *backend) {
+  GstCudaNmsResultMeta *meta =
+      gst_buffer_add_cuda_nms_result_meta(buffer, static_cast<guint>(result.kept.size()));
+  if (!meta) return nullptr;
+  for (size_t i = 0; i < result.kept.size(); i++) {
+    const size_t index = result.kept[i];
+    std::copy_n(view.boxes + 4 * index, 4, meta->boxes + 4 * i);
+    meta->scores[i] = view.scores[index];
+    meta->class_ids[i] = view.class_ids ? view.class_ids[index] : 0;
+    meta->labels[i] = labels.lookup(meta->class_ids[i], intake.roi_type(index));
+  }
+  meta->candidates_in = result.counts.in;
+  meta->dropped_score = result.counts.below_score;
+  meta->invalid = result.counts.invalid;
+  meta->dropped_capacity = result.counts.over_capacity;
+  meta->kept = result.counts.kept;
+  meta->latency_ns = static_cast<guint64>(latency_ns);
+  meta->backend = backend;
+  return meta;
+}
+
+void gst_cuda_nms_add_roi_metas(GstBuffer *buffer, const GstCudaNmsResultMeta *result, int width,
+                                int height) {
+  const bool normalize = width > 0 && height > 0;
+  for (guint i = 0; i < result->n_kept; i++) {
+    const float *b = result->boxes + 4 * static_cast<size_t>(i);
+    const double x1 = std::max(0.0, std::floor(static_cast<double>(b[0])));
+    const double y1 = std::max(0.0, std::floor(static_cast<double>(b[1])));
+    const double x2 = std::max(x1, std::ceil(static_cast<double>(b[2])));
+    const double y2 = std::max(y1, std::ceil(static_cast<double>(b[3])));
+    GstVideoRegionOfInterestMeta *roi = gst_buffer_add_video_region_of_interest_meta(
+        buffer, result->labels[i], static_cast<guint>(x1), static_cast<guint>(y1),
+        static_cast<guint>(x2 - x1), static_cast<guint>(y2 - y1));
+    if (!roi) continue;
+    GstStructure *detection = gst_structure_new("detection", "confidence", G_TYPE_DOUBLE,
+                                                static_cast<double>(result->scores[i]), "label_id",
+                                                G_TYPE_INT, static_cast<gint>(result->class_ids[i]),
+                                                "label", G_TYPE_STRING, result->labels[i], NULL);
+    if (normalize) {
+      gst_structure_set(detection, "x_min", G_TYPE_DOUBLE, b[0] / static_cast<double>(width),
+                        "y_min", G_TYPE_DOUBLE, b[1] / static_cast<double>(height), "x_max",
+                        G_TYPE_DOUBLE, b[2] / static_cast<double>(width), "y_max", G_TYPE_DOUBLE,
+                        b[3] / static_cast<double>(height), NULL);
+    }
+    gst_video_region_of_interest_meta_add_param(roi, detection);
+  }
+}
