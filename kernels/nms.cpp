@@ -1,7 +1,10 @@
 // The backend-independent part of the API: names, parameter checks and the factory.
 #include "cudanms/nms.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <new>
 #include <stdexcept>
 
@@ -26,6 +29,28 @@ bool parse_name(const char *const (&names)[N], const std::string &name, Enum *ou
 const char *const kMethodNames[] = {"greedy", "matrix"};
 const char *const kOverlapNames[] = {"iou", "iomin", "ios"};
 const char *const kBackendNames[] = {"cpu", "cuda"};
+
+// Host bytes a context's workspace takes per candidate, at most (the CPU backend's: box, score,
+// class, index, rank entry, grid mark).
+constexpr size_t kWorkspaceBytesPerCandidate = 40;
+
+// A workspace for n candidates larger than the machine's memory is refused up front: where the
+// kernel overcommits, allocating it would succeed and touching it would get the process killed.
+Status workspace_fits(size_t n) {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return Status::Ok();  // unknown: let the allocator judge
+  const double needed = static_cast<double>(n) * kWorkspaceBytesPerCandidate;
+  const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
+  if (needed <= physical) return Status::Ok();
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "out of host memory: %zu candidates need %.1f GiB of workspace, more than this "
+                "machine's %.1f GiB",
+                n, needed / kGiB, physical / kGiB);
+  return Status::Error(text);
+}
 
 // Host memory that cannot be had (std::vector throws) as a Status naming what it was for.
 template <typename Work>
@@ -74,6 +99,7 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
     return Status::Error("candidates have no boxes or no scores");
   }
   Status status = validate(params);
+  if (status.ok()) status = workspace_fits(c.count);
   if (!status.ok()) return status;
   status = out_of_memory_as_status([&] { return run_checked(c, params, result); },
                                    std::to_string(c.count) + "-candidate frame");
@@ -89,6 +115,8 @@ std::unique_ptr<Context> Context::create(const ContextOptions &options, Status *
     *status = Status::Error("reserve_candidates must be at most " + std::to_string(kMaxCount));
     return nullptr;
   }
+  *status = workspace_fits(options.reserve_candidates);
+  if (!status->ok()) return nullptr;
   std::unique_ptr<Context> context;
   *status = out_of_memory_as_status(
       [&] {

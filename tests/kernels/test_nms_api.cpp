@@ -80,7 +80,8 @@ TEST(Context, RejectsAReserveOverTheCountLimit) {
   EXPECT_NE(status.message().find("reserve_candidates"), std::string::npos) << status.message();
 }
 
-// 2^32 - 1 candidates need ~100 GB of workspace: a Status, not std::bad_alloc taking the process.
+// 2^32 - 1 candidates need ~160 GiB of workspace: a Status, not std::bad_alloc taking the process
+// (nor, where the kernel overcommits, the OOM killer taking it when the memory is touched).
 TEST(Context, AReserveBeyondMemoryIsAStatus) {
   Status status;
   ContextOptions options;
