@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a CUDA host: build with the CUDA backend for this GPU, run the whole test suite (CUDA tests
-# must run, not skip), then the benchmark (tools/run-benchmark.sh; BENCH=0 skips it). Prints the
-# GPU and the result lines, again after the benchmark's table.
+# must run, not skip), compute-sanitizer's four tools on the CUDA tests
+# (tools/run-cuda-sanitizers.sh; SANITIZE=0 skips it), then the benchmark
+# (tools/run-benchmark.sh; BENCH=0 skips it). Prints the GPU and the result lines, again after
+# the benchmark's table. On a host without GStreamer or meson, source tools/gpu-host/env.sh first.
 #   tools/run-cuda-suite.sh [build-dir] [bench-out-dir]
 #   (defaults build-cuda and ${OUT:-out}/benchmark; MESON_ARGS adds options)
 # Needs the README's packages (or PKG_CONFIG_* pointing at them), nvcc, meson and ninja.
@@ -32,6 +34,9 @@ echo "$summary"
 if [ "$cuda_skipped" -ne 0 ] || [ "$cuda_ran" -eq 0 ]; then
   echo "error: on a CUDA host every CUDA test must run" >&2
   rc=1
+fi
+if [ "${SANITIZE:-1}" != 0 ]; then
+  tools/run-cuda-sanitizers.sh "$build" || rc=1
 fi
 if [ "${BENCH:-1}" != 0 ]; then
   tools/run-benchmark.sh "$build" "${2:-${OUT:-out}/benchmark}" || rc=1

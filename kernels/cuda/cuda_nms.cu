@@ -233,8 +233,9 @@ __host__ __device__ size_t settle_shared_bytes(uint32_t m) {
 
 // During the sweeps a candidate's status is read by other threads while its owner may settle
 // it. Statuses only go from undecided (0) to final, so the owner sets it with an atomic OR into
-// its word and readers load words with relaxed atomics: an early or late read is harmless, and
-// there is no data race under the CUDA memory model (nor for compute-sanitizer racecheck).
+// its 32-bit word and readers load words with relaxed atomics: an early or late read is
+// harmless, and there is no data race under the CUDA memory model, nor for compute-sanitizer
+// racecheck (which flags relaxed byte loads and stores, but not this).
 __device__ uint8_t load_status(uint32_t *statuses, uint32_t i) {
   const uint32_t word = cuda::atomic_ref<uint32_t, cuda::thread_scope_block>(statuses[i / 4])
                             .load(cuda::memory_order_relaxed);
@@ -274,8 +275,8 @@ __global__ void __launch_bounds__(kSettleThreads)
                   uint32_t *out) {
   extern __shared__ uint32_t s_dynamic[];
   const uint32_t m = ranked_count(header, dmax);
-  uint32_t *statuses = s_dynamic;
-  uint8_t *status_bytes = reinterpret_cast<uint8_t *>(s_dynamic);
+  uint32_t *statuses = s_dynamic;                                  // during the sweeps
+  uint8_t *status_bytes = reinterpret_cast<uint8_t *>(s_dynamic);  // before and after them
   uint16_t *s_counts = reinterpret_cast<uint16_t *>(status_bytes + settle_counts_offset(m));
   const bool shared_counts = m <= kSharedCounts;
   const uint32_t tid = threadIdx.x;
@@ -582,6 +583,14 @@ class CudaContext final : public Context {
       step(d_counts_.allocate(most));
       step(d_predecessors_.allocate(most * kMaxPredecessors));
       if (!status.ok()) return status;
+      // Zeroed once, so that no byte is ever read uninitialised (compute-sanitizer initcheck):
+      // the settle kernel reads predecessor rows four slots at a time, past a row's count too,
+      // and the copy back takes `limit` kept slots of which the frame may fill fewer.
+      CUDANMS_TRY(cudaMemsetAsync(d_predecessors_.get(), 0,
+                                  most * kMaxPredecessors * sizeof(uint32_t), stream_));
+      CUDANMS_TRY(
+          cudaMemsetAsync(d_out_.get(), 0, (kHeaderWords + most) * sizeof(uint32_t), stream_));
+      CUDANMS_TRY(cudaStreamSynchronize(stream_));
       // Past the default 48 KiB, shared memory must be asked for.
       const auto settle_bytes = static_cast<int>(std::max(
           settle_shared_bytes(static_cast<uint32_t>(std::min<size_t>(most, kSharedCounts))),

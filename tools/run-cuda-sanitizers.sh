@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# On a CUDA host, after the build: compute-sanitizer's four tools (memcheck, racecheck, synccheck,
+# initcheck) on every test binary with CUDA tests, running those tests. Prints each tool's
+# summary line per binary and exits 1 on any error, or when a run did not finish.
+#   tools/run-cuda-sanitizers.sh [build-dir] [log-dir]   (defaults build-cuda, BUILD/sanitizers)
+# TOOLS="memcheck racecheck" picks tools; racecheck is the slow one (minutes).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+build=${1:-build-cuda}
+logs=${2:-$build/sanitizers}
+mkdir -p "$logs"
+export CUDANMS_TOOL="$PWD/$build/tools/cudanms-tool"  # what test_cudanms_tool runs
+
+# binary | gtest filter: the CUDA tests of each binary.
+targets=(
+  "tests/kernels/test_cuda_nms|*"
+  "tests/tools/test_cudanms_tool|*.Cuda*"
+  "tests/elements/test_cudanms|CudaNmsElement.CudaPath*"
+)
+rc=0
+for tool in ${TOOLS:-memcheck racecheck synccheck initcheck}; do
+  for target in "${targets[@]}"; do
+    binary=${target%%|*} filter=${target#*|}
+    log="$logs/$tool-$(basename "$binary").log"
+    start=$(date +%s)
+    # --target-processes all: test_cudanms_tool runs the tool in child processes.
+    compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
+      "$build/$binary" --gtest_filter="$filter" >"$log" 2>&1
+    status=$?
+    summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -1)
+    ran=$(grep -oE '^\[  PASSED  \] [0-9]+ tests?' "$log" | tail -1)
+    echo "$tool $(basename "$binary"): ${summary:-no summary} | ${ran:-gtest did not pass} | $(($(date +%s) - start)) s"
+    if [ $status -ne 0 ] || [ -z "$ran" ] || ! echo "$summary" | grep -qE ' 0 errors|\(0 errors'; then
+      echo "error: $tool on $binary (exit $status), see $log" >&2
+      rc=1
+    fi
+  done
+done
+exit $rc
