@@ -1,0 +1,22 @@
+# Source on a CUDA host without GStreamer/meson/OpenCV C++ (e.g. Ubuntu 24.04 with nvcc):
+#   source tools/gpu-host/env.sh [DEBS-DIR]        (default .device/debs)
+# Unpacks the Debian 12 packages that tools/gpu-host/fetch-debs.sh downloaded into /opt/deb
+# (once) and points pkg-config, the loader, GStreamer and PATH at them, so that
+# tools/run-cuda-suite.sh builds and tests there as on Debian.
+_cudanms_debs=${1:-.device/debs}
+_cudanms_prefix=/opt/deb
+if [ ! -x "$_cudanms_prefix/usr/bin/pkgconf" ]; then
+  for _f in "$_cudanms_debs"/*.deb; do dpkg -x "$_f" "$_cudanms_prefix"; done
+fi
+_cudanms_lib=$_cudanms_prefix/usr/lib/x86_64-linux-gnu
+export PATH="$_cudanms_prefix/usr/bin:/usr/local/cuda/bin:$PATH"
+export PKG_CONFIG=$_cudanms_prefix/usr/bin/pkgconf
+export PKG_CONFIG_SYSROOT_DIR=$_cudanms_prefix
+export PKG_CONFIG_LIBDIR=$_cudanms_lib/pkgconfig:$_cudanms_prefix/usr/share/pkgconfig
+export LD_LIBRARY_PATH=$_cudanms_lib:$_cudanms_prefix/lib/x86_64-linux-gnu:$_cudanms_lib/blas:$_cudanms_lib/lapack:$_cudanms_lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export GST_PLUGIN_SYSTEM_PATH=$_cudanms_lib/gstreamer-1.0
+export GST_PLUGIN_SCANNER=$_cudanms_lib/gstreamer1.0/gstreamer-1.0/gst-plugin-scanner
+export GST_REGISTRY=/tmp/cudanms-gst-registry.bin
+# meson and the commands it records run from the .deb with the host's python3.
+export PYTHONPATH=$_cudanms_prefix/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
+unset _cudanms_debs _cudanms_prefix _cudanms_lib _f

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On a Debian 12 machine with apt: downloads the Debian packages that build and run this project
+# on a CUDA host that has no GStreamer, no meson and no OpenCV C++ (e.g. an Ubuntu GPU server),
+# into DIR (default .device/debs, git-ignored). Carry DIR to the host and source
+# tools/gpu-host/env.sh there. About 40 MB.
+#   tools/gpu-host/fetch-debs.sh [DIR]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dir=${1:-.device/debs}
+
+runtime=(libgstreamer1.0-0 gstreamer1.0-tools libgstreamer-plugins-base1.0-0
+  gstreamer1.0-plugins-base libglib2.0-0 liborc-0.4-0 libunwind8 libdw1 libelf1 libffi8
+  libpcre2-8-0 libmount1 libselinux1 libblkid1 libcap2 libzstd1 liblzma5 libbz2-1.0
+  libjson-glib-1.0-0)
+build=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libglib2.0-dev libglib2.0-dev-bin
+  libgtest-dev libgmock-dev googletest libjson-glib-dev meson pkgconf pkgconf-bin libpkgconf3
+  libunwind-dev libdw-dev libpcre2-dev libpcre2-16-0 libpcre2-32-0 libpcre2-posix3 libffi-dev
+  liborc-0.4-dev zlib1g-dev libmount-dev libselinux1-dev libblkid-dev libsepol-dev liblzma-dev
+  libelf-dev ninja-build)
+# Debian's OpenCV 4.6 (the GPU host's Python OpenCV has no CascadeClassifier) for the OpenCV
+# plugin, the cascade tests and the OpenCV peers of the benchmark.
+opencv=(libopencv-core406 libopencv-imgproc406 libopencv-objdetect406 libopencv-calib3d406
+  libopencv-dnn406 libopencv-features2d406 libopencv-flann406 libopencv-core-dev
+  libopencv-imgproc-dev libopencv-objdetect-dev libtbb12 libtbbmalloc2 libhwloc15 libblas3
+  liblapack3 libopenblas0 libopenblas0-pthread libgfortran5 libquadmath0 libprotobuf32 libgl1
+  libglx0 libglvnd0 libx11-6 libxcb1 libxau6 libxdmcp6 libxext6 libbsd0 libmd0)
+
+mkdir -p "$dir"
+cd "$dir"
+apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}"
+echo "downloaded $(ls ./*.deb | wc -l) packages into $dir ($(du -sh . | cut -f1))"
