@@ -1,9 +1,11 @@
 #include "bench.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -447,10 +449,11 @@ std::string to_json(const BenchOptions &options, const Metadata &meta,
 }
 
 Status write_file(const std::string &path, const std::string &text) {
-  std::ofstream file(path, std::ios::binary);
-  file << text;
-  file.close();
-  if (!file) return Status::Error(path + ": cannot write");
+  std::FILE *file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) return Status::Error(path + ": cannot create: " + std::strerror(errno));
+  bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  written = std::fclose(file) == 0 && written;
+  if (!written) return Status::Error(path + ": cannot write: " + std::strerror(errno));
   return Status::Ok();
 }
 

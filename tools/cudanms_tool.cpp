@@ -569,7 +569,14 @@ int run_tool(int argc, char **argv) {
     return kExitOk;
   }
   for (const Subcommand &subcommand : kSubcommands) {
-    if (first == subcommand.name) return subcommand.run(argc - 1, argv + 1);
+    if (first != subcommand.name) continue;
+    const int status = subcommand.run(argc - 1, argv + 1);
+    // What went to stdout (tables, kept lines) is lost when the flush fails: say so, once.
+    if (status == kExitOk && (std::fflush(stdout) != 0 || std::ferror(stdout))) {
+      std::fprintf(stderr, "%s: cannot write to stdout: %s\n", kProgram, std::strerror(errno));
+      return kExitFailure;
+    }
+    return status;
   }
   std::fprintf(stderr, "%s: unknown subcommand '%s'\n\n", kProgram, first.c_str());
   print_usage(stderr);

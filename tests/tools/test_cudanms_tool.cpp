@@ -4,9 +4,12 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -34,8 +37,26 @@ struct Outcome {
   std::string err;
 };
 
-Outcome run_tool(const std::vector<std::string> &args) {
-  std::vector<char *> argv = {std::getenv("CUDANMS_TOOL")};
+// In the child: files may grow to *data bytes, and a write past that fails with EFBIG (the way a
+// full disk fails one, on any machine) instead of raising SIGXFSZ.
+void limit_file_size(gpointer data) {
+  const rlim_t limit = *static_cast<rlim_t *>(data);
+  const struct rlimit r = {limit, limit};
+  setrlimit(RLIMIT_FSIZE, &r);
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+// Runs the tool; with `stdout_to`, its stdout goes to that file (through sh), not to the test;
+// with `file_size_limit`, no file it writes may grow past that many bytes.
+Outcome run_tool(const std::vector<std::string> &args, const char *stdout_to = nullptr,
+                 rlim_t file_size_limit = 0) {
+  std::vector<char *> argv;
+  if (stdout_to) {
+    for (const char *word : {"/bin/sh", "-c", "exec \"$0\" \"$@\" >\"$CUDANMS_STDOUT\""})
+      argv.push_back(const_cast<char *>(word));
+    g_setenv("CUDANMS_STDOUT", stdout_to, TRUE);
+  }
+  argv.push_back(std::getenv("CUDANMS_TOOL"));
   for (const std::string &arg : args) argv.push_back(const_cast<char *>(arg.c_str()));
   argv.push_back(nullptr);
   g_autofree char *out = nullptr;
@@ -43,7 +64,8 @@ Outcome run_tool(const std::vector<std::string> &args) {
   int wait_status = 0;
   GError *error = nullptr;
   Outcome outcome;
-  if (!g_spawn_sync(nullptr, argv.data(), nullptr, G_SPAWN_DEFAULT, nullptr, nullptr, &out, &err,
+  if (!g_spawn_sync(nullptr, argv.data(), nullptr, G_SPAWN_DEFAULT,
+                    file_size_limit ? limit_file_size : nullptr, &file_size_limit, &out, &err,
                     &wait_status, &error)) {
     ADD_FAILURE() << "cannot run " << argv[0] << ": " << error->message;
     g_error_free(error);
@@ -372,6 +394,43 @@ TEST_F(CudanmsTool, AnUnwritableOutputExits1) {
   EXPECT_EQ(o.exit_code, 1) << describe(o);
   EXPECT_NE(o.err.find("no-such-dir/out.csv: cannot create"), std::string::npos) << o.err;
   EXPECT_EQ(o.out, "");
+}
+
+// Write errors (a full disk, a file size limit) are exit status 1 with the OS's reason, and no
+// half-written output is left behind.
+TEST_F(CudanmsTool, AnOutputThatCannotBeWrittenWhollyExits1AndIsRemoved) {
+  const std::string input = write_candidates(
+      "many.csv", tools::sliding_window_candidates(300, run_seed() + 4), FileFormat::kCsv);
+  const std::string output = path("kept.csv");
+  const Outcome o = run_tool({"nms", "--input", input, "--output", output}, nullptr, 256);
+  EXPECT_EQ(o.exit_code, 1) << describe(o);
+  EXPECT_NE(o.err.find("kept.csv: cannot write: File too large"), std::string::npos) << o.err;
+  EXPECT_FALSE(g_file_test(output.c_str(), G_FILE_TEST_EXISTS));
+}
+
+TEST_F(CudanmsTool, ABenchJsonThatCannotBeWrittenExits1) {
+  const Outcome o =
+      run_tool({"bench", "--sizes", "100", "--class-sizes", "100", "--face-sizes", "100", "--sets",
+                "1", "--max-seconds", "0.05", "--backends", "cpu", "--json", path("bench.json")},
+               "/dev/null", 256);
+  EXPECT_EQ(o.exit_code, 1) << describe(o);
+  EXPECT_NE(o.err.find("--json: "), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("File too large"), std::string::npos) << o.err;
+}
+
+TEST_F(CudanmsTool, StdoutOnAFullDiskExits1) {
+  struct stat st;
+  if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
+    GTEST_SKIP() << "/dev/full is not the full device here";
+  const std::string input = write("in.csv", "0,0,10,10,0.5\n");
+  for (const std::vector<std::string> &args :
+       {std::vector<std::string>{"nms", "--input", input},
+        std::vector<std::string>{"generate", "--kind", "faces", "--count", "20"}}) {
+    const Outcome o = run_tool(args, "/dev/full");
+    EXPECT_EQ(o.exit_code, 1) << args[0] << ": " << describe(o);
+    EXPECT_NE(o.err.find("cannot write to stdout: No space left on device"), std::string::npos)
+        << o.err;
+  }
 }
 
 TEST_F(CudanmsTool, AnEmptyFileKeepsNothing) {

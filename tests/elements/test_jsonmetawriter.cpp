@@ -1,0 +1,98 @@
+// jsonmetawriter when its file cannot be written: a full disk or a file size limit stops the
+// stream with an element error carrying the OS's reason; no JSON line is lost silently.
+#include <glib/gstdio.h>
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <string>
+
+#include "cv_support.h"
+
+namespace cudanms::testing {
+namespace {
+
+struct Ending {
+  bool error = false;
+  std::string text;  // the error's message and debug text
+};
+
+Ending run_to_end(const std::string &description) {
+  Ending ending;
+  GError *parse_error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &parse_error);
+  EXPECT_NE(pipeline, nullptr) << (parse_error ? parse_error->message : "");
+  if (!pipeline) return ending;
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *m = gst_bus_timed_pop_filtered(
+      bus, 30 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+  EXPECT_NE(m, nullptr) << "neither EOS nor an error within 30 s";
+  if (m && GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
+    GError *error = nullptr;
+    gchar *debug = nullptr;
+    gst_message_parse_error(m, &error, &debug);
+    ending.error = true;
+    ending.text = std::string(error->message) + " | " + (debug ? debug : "");
+    g_clear_error(&error);
+    g_free(debug);
+  }
+  if (m) gst_message_unref(m);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  return ending;
+}
+
+std::string writer_pipeline(const std::string &location) {
+  return "videotestsrc num-buffers=30 ! video/x-raw,width=64,height=48 ! cudanms backend=cpu ! "
+         "jsonmetawriter location=\"" +
+         location + "\" ! fakesink";
+}
+
+class JsonMetaWriter : public ::testing::Test {
+ protected:
+  void SetUp() override { init_cv_elements_once(); }
+};
+
+TEST_F(JsonMetaWriter, AFullDiskIsAnErrorThatStopsTheStream) {
+  struct stat st;
+  if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
+    GTEST_SKIP() << "/dev/full is not the full device here";
+  const Ending ending = run_to_end(writer_pipeline("/dev/full"));
+  EXPECT_TRUE(ending.error);
+  EXPECT_NE(ending.text.find("Could not write to /dev/full"), std::string::npos) << ending.text;
+  EXPECT_NE(ending.text.find("No space left on device"), std::string::npos) << ending.text;
+}
+
+// The same failure on any machine: the process may not grow a file past 200 bytes, about two
+// lines, so the third line fails with EFBIG.
+TEST_F(JsonMetaWriter, AShortWriteIsAnErrorThatStopsTheStream) {
+  gchar *dir = g_dir_make_tmp("jsonmetawriter-XXXXXX", nullptr);
+  const std::string path = std::string(dir) + "/lines.jsonl";
+  struct rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const struct rlimit limited = {200, saved.rlim_max};
+  auto *previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  const Ending ending = run_to_end(writer_pipeline(path));
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous_handler);
+  EXPECT_TRUE(ending.error);
+  EXPECT_NE(ending.text.find("Could not write to " + path), std::string::npos) << ending.text;
+  EXPECT_NE(ending.text.find("File too large"), std::string::npos) << ending.text;
+  g_unlink(path.c_str());
+  g_rmdir(dir);
+  g_free(dir);
+}
+
+TEST_F(JsonMetaWriter, AnUnwritableLocationIsAnErrorAtStart) {
+  const Ending ending = run_to_end(writer_pipeline("/nonexistent/dir/lines.jsonl"));
+  EXPECT_TRUE(ending.error);
+  EXPECT_NE(ending.text.find("/nonexistent/dir/lines.jsonl"), std::string::npos) << ending.text;
+}
+
+}  // namespace
+}  // namespace cudanms::testing
