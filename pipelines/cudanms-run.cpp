@@ -383,8 +383,13 @@ int main(int argc, char **argv) {
   gst_element_set_state(app.pipeline, GST_STATE_NULL);
   const double elapsed = (g_get_monotonic_time() - app.started_us) / 1e6;
 
-  if (app.options.snapshot && app.exit_code != kExitError && write_snapshot(&app))
-    g_print("snapshot: %s\n", app.options.snapshot);
+  if (app.options.snapshot && app.exit_code != kExitError) {
+    if (write_snapshot(&app)) {
+      g_print("snapshot: %s\n", app.options.snapshot);
+    } else {
+      app.exit_code = kExitError;  // it said why; a lost PNG is a failed run
+    }
+  }
 
   {
     std::lock_guard<std::mutex> guard(app.stats.lock);

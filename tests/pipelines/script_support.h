@@ -7,7 +7,9 @@
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 #include <json-glib/json-glib.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -44,11 +46,26 @@ struct TempDir {
   std::string path;
 };
 
-// Starts argv with stdout and stderr going to files (or stdout to a pipe).
+// In a child: no file may grow past *data bytes; a write past that fails with EFBIG (as on a
+// full disk) instead of raising SIGXFSZ.
+inline void limit_file_size(gpointer data) {
+  const rlim_t limit = *static_cast<rlim_t *>(data);
+  const struct rlimit r = {limit, limit};
+  setrlimit(RLIMIT_FSIZE, &r);
+  signal(SIGXFSZ, SIG_IGN);
+}
+
+// Starts argv with stdout and stderr going to files (or stdout to a pipe); with
+// file_size_limit, no file it writes may grow past that many bytes.
 inline GSubprocess *spawn(const std::vector<std::string> &argv, const std::string &out_file,
-                          const std::string &err_file, bool stdout_pipe = false) {
+                          const std::string &err_file, bool stdout_pipe = false,
+                          rlim_t file_size_limit = 0) {
+  static rlim_t limit;
+  limit = file_size_limit;
   GSubprocessLauncher *launcher = g_subprocess_launcher_new(
       stdout_pipe ? G_SUBPROCESS_FLAGS_STDOUT_PIPE : G_SUBPROCESS_FLAGS_NONE);
+  if (file_size_limit)
+    g_subprocess_launcher_set_child_setup(launcher, limit_file_size, &limit, nullptr);
   if (!stdout_pipe) g_subprocess_launcher_set_stdout_file_path(launcher, out_file.c_str());
   g_subprocess_launcher_set_stderr_file_path(launcher, err_file.c_str());
   std::vector<const gchar *> args;

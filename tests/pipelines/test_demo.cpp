@@ -39,6 +39,24 @@ TEST(Demo, WritesMp4PngAndJsonLines) {
   EXPECT_EQ(mp4_frames(dir.file("vtest-annotated.mp4")), 8);
 }
 
+// A full disk under the MP4, PNG or JSON: the run fails (exit status 1) saying why; nothing is
+// lost silently. A file size limit stands in for the full disk on any machine.
+TEST(Demo, OutputsThatCannotBeWrittenFailTheRun) {
+  gst_init(nullptr, nullptr);
+  if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))
+    GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc";
+  TempDir dir;
+  GSubprocess *demo = spawn({script("demo"), "--frames", "4", "--snapshot-frame", "2", "--out",
+                             dir.path, "--backend", "cpu"},
+                            dir.file("stdout"), dir.file("stderr"), false, 48 * 1024);
+  ASSERT_NE(demo, nullptr);
+  const int status = wait_exit(demo, 180);
+  g_object_unref(demo);
+  const std::string err = read_file(dir.file("stderr"));
+  EXPECT_EQ(status, 1) << read_file(dir.file("stdout")) << err;
+  EXPECT_NE(err.find("File too large"), std::string::npos) << err;
+}
+
 TEST(Demo, HelpAndBadInput) {
   TempDir dir;
   GSubprocess *help = spawn({script("demo"), "--help"}, dir.file("help"), dir.file("err"));
