@@ -226,9 +226,16 @@ void draw_tag(Canvas &canvas, const cv::Rect &box, const std::string &text, doub
   canvas.fill_mask(tag.tl(), mask, text_color_on(c));
 }
 
+/* The pixels of a box; empty for NaN/inf. Candidates are raw detector output: coordinates are
+ * clamped far outside any frame before they become ints (a float past INT_MAX cast to int is
+ * undefined behaviour), and drawing clips to the frame anyway. */
 cv::Rect pixel_rect(const float *b) {
-  const int x1 = static_cast<int>(std::floor(b[0])), y1 = static_cast<int>(std::floor(b[1]));
-  const int x2 = static_cast<int>(std::ceil(b[2])), y2 = static_cast<int>(std::ceil(b[3]));
+  if (!(std::isfinite(b[0]) && std::isfinite(b[1]) && std::isfinite(b[2]) && std::isfinite(b[3])))
+    return cv::Rect();
+  static constexpr float kFar = 1 << 24;
+  auto pixel = [](float v) { return static_cast<int>(std::min(std::max(v, -kFar), kFar)); };
+  const int x1 = pixel(std::floor(b[0])), y1 = pixel(std::floor(b[1]));
+  const int x2 = pixel(std::ceil(b[2])), y2 = pixel(std::ceil(b[3]));
   return cv::Rect(x1, y1, std::max(0, x2 - x1), std::max(0, y2 - y1));
 }
 
