@@ -11,7 +11,7 @@ packages=(meson ninja-build pkg-config g++ python3 libglib2.0-dev libgtest-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-tools
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libopencv-dev opencv-data opencv-doc libjson-glib-dev libgstrtspserver-1.0-dev
-  gstreamer1.0-libav gstreamer1.0-plugins-ugly gstreamer1.0-plugins-bad)
+  gstreamer1.0-libav gstreamer1.0-plugins-ugly gstreamer1.0-plugins-bad clang)
 
 install_missing() {
   local missing=()
@@ -38,12 +38,15 @@ demo() {
   CUDANMS_BUILD=build pipelines/demo --out out/demo
 }
 
-# meson reports test programs; the closing line counts the test cases inside them.
+# Every test, then the same suite under ASan + UBSan and the bounded fuzzing (tools/sanitize.sh,
+# in build-asan). meson reports test programs; the closing line counts the test cases inside
+# them, in both builds.
 test_all() {
   local rc=0
   meson test -C build --print-errorlogs || rc=$?
-  local log=build/meson-logs/testlog.txt
-  count() { grep -oE "^\[  $1 *\] [0-9]+ tests?" "$log" | awk '{s += $(NF-1)} END {print s + 0}'; }
+  tools/sanitize.sh build-asan || rc=$?
+  local logs=(build/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt)
+  count() { cat "${logs[@]}" 2>/dev/null | grep -oE "^\[  $1 *\] [0-9]+ tests?" | awk '{s += $(NF-1)} END {print s + 0}'; }
   echo "tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
   return $rc
 }

@@ -7,12 +7,12 @@
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 #include <json-glib/json-glib.h>
-#include <sys/resource.h>
 
-#include <csignal>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "support/file_size_limit.h"
 
 namespace cudanms::testing {
 
@@ -45,15 +45,6 @@ struct TempDir {
   std::string file(const char *name) const { return path + "/" + name; }
   std::string path;
 };
-
-// In a child: no file may grow past *data bytes; a write past that fails with EFBIG (as on a
-// full disk) instead of raising SIGXFSZ.
-inline void limit_file_size(gpointer data) {
-  const rlim_t limit = *static_cast<rlim_t *>(data);
-  const struct rlimit r = {limit, limit};
-  setrlimit(RLIMIT_FSIZE, &r);
-  signal(SIGXFSZ, SIG_IGN);
-}
 
 // Starts argv with stdout and stderr going to files (or stdout to a pipe); with
 // file_size_limit, no file it writes may grow past that many bytes.

@@ -4,12 +4,10 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -21,6 +19,7 @@
 #include "candidate_file.h"
 #include "cudanms/nms.h"
 #include "kernels/reference.h"
+#include "support/file_size_limit.h"
 #include "support/seed.h"
 #include "synthetic.h"
 
@@ -36,15 +35,6 @@ struct Outcome {
   std::string out;
   std::string err;
 };
-
-// In the child: files may grow to *data bytes, and a write past that fails with EFBIG (the way a
-// full disk fails one, on any machine) instead of raising SIGXFSZ.
-void limit_file_size(gpointer data) {
-  const rlim_t limit = *static_cast<rlim_t *>(data);
-  const struct rlimit r = {limit, limit};
-  setrlimit(RLIMIT_FSIZE, &r);
-  std::signal(SIGXFSZ, SIG_IGN);
-}
 
 // Runs the tool; with `stdout_to`, its stdout goes to that file (through sh), not to the test;
 // with `file_size_limit`, no file it writes may grow past that many bytes.

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, CPU backend), then
+# each libFuzzer target for FUZZ_SECONDS (default 60) from its seed corpus in tests/fuzz/corpus.
+# A sanitizer report fails its test; a fuzzer crash fails this script, its input saved as
+# BUILD/fuzz-artifacts/TARGET-crash-* (replay: BUILD/tests/fuzz/TARGET FILE).
+#   tools/sanitize.sh [build-dir]      (default build-asan; run.sh test runs it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build-asan}
+seconds=${FUZZ_SECONDS:-60}
+
+if [ ! -f "$build/build.ninja" ]; then
+  # fuzzer-no-link: coverage for libFuzzer in every library the targets link.
+  CC=clang CXX=clang++ meson setup "$build" -Dcuda=disabled -Dfuzzing=enabled \
+    -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dc_args=-fsanitize=fuzzer-no-link -Dcpp_args=-fsanitize=fuzzer-no-link
+fi
+ninja -C "$build"
+
+# Leak reports would be GLib's and GStreamer's one-time allocations; a test that asks for more
+# memory than exists must get an error, not a sanitizer abort.
+export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+rc=0
+# The pipelines suite runs gst-launch-style child processes that cannot load instrumented plugins.
+meson test -C "$build" --no-suite pipelines --print-errorlogs --timeout-multiplier 3 || rc=1
+
+mkdir -p "$build/fuzz-artifacts"
+for target in candidate_file meta_intake; do
+  fuzzer="$build/tests/fuzz/fuzz_$target"
+  [ -x "$fuzzer" ] || continue
+  work="$build/fuzz-corpus/$target"
+  mkdir -p "$work"
+  echo "fuzz_$target: ${seconds} s from tests/fuzz/corpus/$target"
+  # -timeout: a unit running 30 s is a hang, and fails like a crash.
+  if ! "$fuzzer" -max_total_time="$seconds" -timeout=30 -print_final_stats=1 \
+    -artifact_prefix="$build/fuzz-artifacts/$target-" "$work" "tests/fuzz/corpus/$target" \
+    >"$build/fuzz-$target.log" 2>&1; then
+    tail -40 "$build/fuzz-$target.log"
+    echo "error: fuzz_$target crashed; reproducer in $build/fuzz-artifacts/" >&2
+    rc=1
+  else
+    grep -E "stat::number_of_executed_units|cov:" "$build/fuzz-$target.log" | tail -2
+  fi
+done
+exit $rc
