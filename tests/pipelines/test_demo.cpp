@@ -7,17 +7,28 @@
 namespace cudanms::testing {
 namespace {
 
-TEST(Demo, WritesMp4PngAndJsonLines) {
+#define SKIP_WITHOUT_VTEST()                                                         \
+  do {                                                                               \
+    if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))    \
+      GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc"; \
+  } while (0)
+
+// The demo on the first `frames` frames of vtest.avi into dir, on the CPU; its exit status.
+int run_demo(const TempDir &dir, int frames, rlim_t file_size_limit = 0) {
   gst_init(nullptr, nullptr);
-  if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))
-    GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc";
-  TempDir dir;
-  GSubprocess *demo = spawn({script("demo"), "--frames", "8", "--snapshot-frame", "5", "--out",
-                             dir.path, "--backend", "cpu"},
-                            dir.file("stdout"), dir.file("stderr"));
-  ASSERT_NE(demo, nullptr);
+  GSubprocess *demo = spawn({script("demo"), "--frames", std::to_string(frames), "--snapshot-frame",
+                             std::to_string(frames / 2), "--out", dir.path, "--backend", "cpu"},
+                            dir.file("stdout"), dir.file("stderr"), false, file_size_limit);
+  if (!demo) return -1;
   const int status = wait_exit(demo, 180);
   g_object_unref(demo);
+  return status;
+}
+
+TEST(Demo, WritesMp4PngAndJsonLines) {
+  SKIP_WITHOUT_VTEST();
+  TempDir dir;
+  const int status = run_demo(dir, 8);
   const std::string out = read_file(dir.file("stdout"));
   ASSERT_EQ(status, 0) << out << read_file(dir.file("stderr"));
 
@@ -42,16 +53,9 @@ TEST(Demo, WritesMp4PngAndJsonLines) {
 // A full disk under the MP4, PNG or JSON: the run fails (exit status 1) saying why; nothing is
 // lost silently. A file size limit stands in for the full disk on any machine.
 TEST(Demo, OutputsThatCannotBeWrittenFailTheRun) {
-  gst_init(nullptr, nullptr);
-  if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))
-    GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc";
+  SKIP_WITHOUT_VTEST();
   TempDir dir;
-  GSubprocess *demo = spawn({script("demo"), "--frames", "4", "--snapshot-frame", "2", "--out",
-                             dir.path, "--backend", "cpu"},
-                            dir.file("stdout"), dir.file("stderr"), false, 48 * 1024);
-  ASSERT_NE(demo, nullptr);
-  const int status = wait_exit(demo, 180);
-  g_object_unref(demo);
+  const int status = run_demo(dir, 4, 48 * 1024);
   const std::string err = read_file(dir.file("stderr"));
   EXPECT_EQ(status, 1) << read_file(dir.file("stdout")) << err;
   EXPECT_NE(err.find("File too large"), std::string::npos) << err;
