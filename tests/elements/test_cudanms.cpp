@@ -241,6 +241,13 @@ TEST_F(CudaNmsElement, ALabelsFileNamesClassesByLine) {
   GstBuffer *out = process(packed_buffer(two_classes()));
   EXPECT_TRUE(labelled(out, {"cat", "dog"}));
   gst_buffer_unref(out);
+  // An unreadable file while playing: a warning, and the labels stay as they were.
+  g_object_set(element_, "labels-file", "/nonexistent/coco.names", NULL);
+  std::vector<std::string> warnings;
+  EXPECT_EQ(pop_messages(GST_MESSAGE_WARNING, &warnings), 1u);
+  out = process(packed_buffer(two_classes()));
+  EXPECT_TRUE(labelled(out, {"cat", "dog"}));
+  gst_buffer_unref(out);
   g_unlink(path);
   g_free(path);
 }
