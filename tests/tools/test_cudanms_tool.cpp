@@ -423,6 +423,21 @@ TEST_F(CudanmsTool, StdoutOnAFullDiskExits1) {
   }
 }
 
+// The largest Dmax costs what the file brings (it once sized the workspace and aborted);
+// past it is a usage error.
+TEST_F(CudanmsTool, ExtremeMaxCandidates) {
+  const std::string input = write_candidates(
+      "many.csv", tools::sliding_window_candidates(300, run_seed() + 5), FileFormat::kCsv);
+  const Outcome standard = run_tool({"nms", "--input", input});
+  const Outcome largest = run_tool({"nms", "--input", input, "-D", "4294967295"});
+  EXPECT_EQ(largest.exit_code, 0) << describe(largest);
+  EXPECT_EQ(largest.out, standard.out);
+  const Outcome past = run_tool({"nms", "--input", input, "-D", "4294967296"});
+  EXPECT_EQ(past.exit_code, 2) << describe(past);
+  EXPECT_NE(past.err.find("max_candidates must be at most 4294967295"), std::string::npos)
+      << past.err;
+}
+
 TEST_F(CudanmsTool, AnEmptyFileKeepsNothing) {
   const Outcome o = run_tool({"nms", "--input", write("empty.csv", "# nothing\n"), "--verbose"});
   EXPECT_EQ(o.exit_code, 0) << describe(o);
