@@ -88,21 +88,29 @@ class CpuContext final : public Context {
   }
 
   // Overlap >= threshold needs an intersection only when the threshold is above 0; at 0 every
-  // higher-scoring non-empty box suppresses, near or far.
+  // higher-scoring non-empty box suppresses, near or far. Only a strictly higher score
+  // suppresses, so the candidates of one score (consecutive in rank order) join the grid
+  // together once a lower score comes: a pile of equal-score boxes is linear, not quadratic.
   void matrix(const Params &params, Result *result) {
     auto suppresses = [&](uint32_t j, uint32_t i) {
       return same_class(params, j, i) &&
              matrix_suppresses(params.overlap, params.threshold, boxes_[j], scores_[j], boxes_[i],
                                scores_[i]);
     };
+    const bool near_only = params.threshold > 0.0f;
     grid_.reset(boxes_);
+    uint32_t score_group = 0;  // the first candidate of the score of candidate i
     for (uint32_t i = 0; i < boxes_.size() && !full(params, *result); ++i) {
+      if (scores_[i] != scores_[score_group]) {
+        for (; near_only && score_group < i; ++score_group)
+          grid_.add(score_group, boxes_[score_group]);
+        score_group = i;
+      }
       bool suppressed = false;
-      if (params.threshold > 0.0f) {
+      if (near_only) {
         suppressed = grid_.any_near(boxes_[i], [&](uint32_t j) { return suppresses(j, i); });
-        grid_.add(i, boxes_[i]);
       } else {
-        for (uint32_t j = 0; j < i && !suppressed; ++j) suppressed = suppresses(j, i);
+        for (uint32_t j = 0; j < score_group && !suppressed; ++j) suppressed = suppresses(j, i);
       }
       if (!suppressed) result->kept.push_back(selected_[i]);
     }
