@@ -36,13 +36,16 @@ constexpr size_t kWorkspaceBytesPerCandidate = 40;
 
 // A workspace for n candidates larger than the machine's memory is refused up front: where the
 // kernel overcommits, allocating it would succeed and touching it would get the process killed.
+// run() calls it per frame: the machine's memory is read once (sysconf is a syscall).
 Status workspace_fits(size_t n) {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return Status::Ok();  // unknown: let the allocator judge
+  static const double physical = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page_size > 0 ? static_cast<double>(pages) * page_size : 0.0;
+  }();
   const double needed = static_cast<double>(n) * kWorkspaceBytesPerCandidate;
-  const double physical = static_cast<double>(pages) * static_cast<double>(page_size);
-  if (needed <= physical) return Status::Ok();
+  if (physical == 0.0 || needed <= physical)
+    return Status::Ok();  // 0: unknown, the allocator judges
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   char text[160];
   std::snprintf(text, sizeof text,
