@@ -357,77 +357,76 @@ static void gst_cuda_nms_finalize(GObject *object) {
 static void gst_cuda_nms_set_property(GObject *object, guint prop_id, const GValue *value,
                                       GParamSpec *pspec) {
   GstCudaNms *self = GST_CUDA_NMS(object);
+  std::unique_lock<std::mutex> guard(self->priv->lock);
+  Settings &s = self->priv->settings;
   std::string unreadable_labels; /* posted once the lock is released */
-  {
-    std::lock_guard<std::mutex> guard(self->priv->lock);
-    Settings &s = self->priv->settings;
 
-    switch (prop_id) {
-      case PROP_IOU_THRESHOLD:
-        s.iou_threshold = g_value_get_double(value);
-        break;
-      case PROP_OVERLAP:
-        s.overlap = static_cast<cudanms::Overlap>(g_value_get_enum(value));
-        break;
-      case PROP_METHOD:
-        s.method = static_cast<cudanms::Method>(g_value_get_enum(value));
-        break;
-      case PROP_SCORE_THRESHOLD:
-        s.score_threshold = g_value_get_double(value);
-        break;
-      case PROP_MAX_CANDIDATES:
-        s.max_candidates = g_value_get_uint(value);
-        break;
-      case PROP_MAX_DETECTIONS:
-        s.max_detections = g_value_get_uint(value);
-        break;
-      case PROP_CLASS_AGNOSTIC:
-        s.class_agnostic = g_value_get_boolean(value);
-        break;
-      case PROP_BACKEND: {
-        const auto backend = static_cast<GstCudaNmsBackend>(g_value_get_enum(value));
-        if (backend != s.backend) s.backend_generation++;
-        s.backend = backend;
-        break;
-      }
-      case PROP_GPU_ID: {
-        const int gpu_id = g_value_get_int(value);
-        if (gpu_id != s.gpu_id) s.backend_generation++;
-        s.gpu_id = gpu_id;
-        break;
-      }
-      case PROP_KEEP_CANDIDATES:
-        s.keep_candidates = g_value_get_boolean(value);
-        break;
-      case PROP_STATS_INTERVAL:
-        s.stats_interval = g_value_get_uint(value);
-        break;
-      case PROP_LABELS: {
-        const gchar *text = g_value_get_string(value);
-        self->priv->labels_text = text ? text : "";
-        s.labels = ClassLabels::parse_list(self->priv->labels_text);
-        break;
-      }
-      case PROP_LABELS_FILE: {
-        const gchar *path = g_value_get_string(value);
-        GstCudaNmsPrivate *priv = self->priv;
-        priv->labels_file = path ? path : "";
-        priv->labels_file_error.clear();
-        ClassLabels::Table table;
-        if (priv->labels_file.empty()) {
-          s.labels.reset();
-        } else if (ClassLabels::read_file(priv->labels_file, &table, &priv->labels_file_error)) {
-          s.labels = table;
-        } else {
-          unreadable_labels = priv->labels_file_error;
-        }
-        break;
-      }
-      default:
-        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-        break;
+  switch (prop_id) {
+    case PROP_IOU_THRESHOLD:
+      s.iou_threshold = g_value_get_double(value);
+      break;
+    case PROP_OVERLAP:
+      s.overlap = static_cast<cudanms::Overlap>(g_value_get_enum(value));
+      break;
+    case PROP_METHOD:
+      s.method = static_cast<cudanms::Method>(g_value_get_enum(value));
+      break;
+    case PROP_SCORE_THRESHOLD:
+      s.score_threshold = g_value_get_double(value);
+      break;
+    case PROP_MAX_CANDIDATES:
+      s.max_candidates = g_value_get_uint(value);
+      break;
+    case PROP_MAX_DETECTIONS:
+      s.max_detections = g_value_get_uint(value);
+      break;
+    case PROP_CLASS_AGNOSTIC:
+      s.class_agnostic = g_value_get_boolean(value);
+      break;
+    case PROP_BACKEND: {
+      const auto backend = static_cast<GstCudaNmsBackend>(g_value_get_enum(value));
+      if (backend != s.backend) s.backend_generation++;
+      s.backend = backend;
+      break;
     }
+    case PROP_GPU_ID: {
+      const int gpu_id = g_value_get_int(value);
+      if (gpu_id != s.gpu_id) s.backend_generation++;
+      s.gpu_id = gpu_id;
+      break;
+    }
+    case PROP_KEEP_CANDIDATES:
+      s.keep_candidates = g_value_get_boolean(value);
+      break;
+    case PROP_STATS_INTERVAL:
+      s.stats_interval = g_value_get_uint(value);
+      break;
+    case PROP_LABELS: {
+      const gchar *text = g_value_get_string(value);
+      self->priv->labels_text = text ? text : "";
+      s.labels = ClassLabels::parse_list(self->priv->labels_text);
+      break;
+    }
+    case PROP_LABELS_FILE: {
+      const gchar *path = g_value_get_string(value);
+      GstCudaNmsPrivate *priv = self->priv;
+      priv->labels_file = path ? path : "";
+      priv->labels_file_error.clear();
+      ClassLabels::Table table;
+      if (priv->labels_file.empty()) {
+        s.labels.reset();
+      } else if (ClassLabels::read_file(priv->labels_file, &table, &priv->labels_file_error)) {
+        s.labels = table;
+      } else {
+        unreadable_labels = priv->labels_file_error;
+      }
+      break;
+    }
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
   }
+  guard.unlock();
   /* Before start, start() makes it an error; while running, the old labels stay, and say so. */
   if (!unreadable_labels.empty() && GST_STATE(self) > GST_STATE_READY) {
     GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ,
