@@ -1,0 +1,69 @@
+// Where every scale of a frame lives and which windows it has: the scale list, the resize taps,
+// the layout of the integral planes and the window grid. Computed on the host once per frame
+// size and parameters, shared by the CPU twin and the CUDA backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/cascade_eval.h"
+#include "cudanms/cascade.h"
+
+namespace cudanms::cascade::detail {
+
+struct Level {
+  float factor;       // OpenCV's scale, in float as it keeps it
+  int width, height;  // the resized image
+  int step;           // window step: 2 below factor 2, 1 from 2 up
+  int cols, rows;     // the window grid
+  size_t origin;      // integral element (0, 0) of this level in every plane
+  size_t x_taps, y_taps;  // first tap of this level in Geometry::x_taps / y_taps
+  size_t first_window;    // index of this level's first grid window over all levels
+  int32_t out_width, out_height;  // the window in image pixels
+};
+
+struct Geometry {
+  int image_width = 0, image_height = 0;
+  DetectParams params;
+  int stride = 0;         // int32 elements between integral rows, every level
+  size_t plane_size = 0;  // int32 elements of one integral plane (all levels)
+  std::vector<Level> levels;
+  std::vector<AxisTap> x_taps, y_taps;
+  size_t windows = 0;  // grid windows, all levels
+  size_t grid_rows = 0;
+
+  bool matches(int width, int height, const DetectParams &p) const;
+};
+
+Geometry make_geometry(const Model &model, int width, int height, const DetectParams &params);
+
+// The Haar and LBP feature offsets and the normalisation offsets for a row stride.
+struct FeatureTables {
+  std::vector<HaarOffsets> haar;
+  std::vector<LbpOffsets> lbp;
+  int32_t norm_ofs[4] = {0, 0, 0, 0};
+  double norm_area = 0;
+};
+FeatureTables make_feature_tables(const Model &model, int stride);
+
+// The image rectangle of a window found at grid position (x, y) of a level, clipped to the
+// image; false when nothing is left (OpenCV's clipObjects drops it).
+bool window_rect(const Geometry &g, const Level &level, int x, int y, Window *window);
+
+// The tilted integral of an 8-bit image, (width + 1) x (height + 1) elements written at out with
+// out_stride elements per row: tilted(X, Y) sums the pixels (x, y) with y < Y and
+// |x - X + 1| <= Y - y - 1, i.e. x - y >= X - Y and x + y <= X + Y - 2 (cv::integral's
+// definition). Computed on a grid rotated by 45 degrees.
+void tilted_integral(const uint8_t *image, int width, int height, size_t stride, int32_t *out,
+                     int out_stride, std::vector<int32_t> *scratch);
+
+}  // namespace cudanms::cascade::detail
+
+namespace cudanms::cascade::detail {
+
+// Refuses frames whose scales would need integral planes past 2^28 elements (a scale factor very
+// close to 1 on a large frame), before anything is allocated.
+Status geometry_fits(const Geometry &g);
+
+}  // namespace cudanms::cascade::detail

@@ -1,0 +1,148 @@
+// The CPU twin of the CUDA cascade detector: OpenCV's loop (scales, rows, columns with its skip
+// rule) around the per-window code of common/cascade_eval.h that the CUDA kernels run too.
+#include "cpu/cpu_cascade.h"
+
+#include <algorithm>
+
+#include "common/cascade_eval.h"
+#include "common/cascade_geometry.h"
+
+namespace cudanms::cascade::detail {
+namespace {
+
+class CpuDetector final : public Detector {
+ public:
+  explicit CpuDetector(std::shared_ptr<const Model> model) : Detector(std::move(model)) {
+    const Model &m = *model_;
+    for (const auto &s : m.stages) stages_.push_back({s.first_tree, s.trees, s.threshold});
+    for (const auto &t : m.trees) trees_.push_back({t.first_node, t.first_leaf});
+    for (const auto &n : m.nodes) nodes_.push_back({n.feature, n.threshold, n.left, n.right});
+  }
+  Backend backend() const override { return Backend::kCpu; }
+  std::string device_name() const override { return "cpu"; }
+
+ private:
+  Status detect_checked(const GrayView &image, const DetectParams &params,
+                        std::vector<Window> *windows, DetectStats *stats) override {
+    const Model &m = *model_;
+    if (!geometry_.matches(image.width, image.height, params)) {
+      Geometry g = make_geometry(m, image.width, image.height, params);
+      Status status = geometry_fits(g);
+      if (!status.ok()) return status;
+      if (g.stride != geometry_.stride || tables_.haar.size() + tables_.lbp.size() == 0)
+        tables_ = make_feature_tables(m, g.stride);
+      geometry_ = std::move(g);
+    }
+    const Geometry &g = geometry_;
+    stats->scales = g.levels.size();
+    CascadeView view = cascade_view();
+    const int stage_count = view.stage_count;
+    const bool haar = m.feature_type == FeatureType::kHaar;
+
+    for (const Level &level : g.levels) {
+      prepare_level(image, level);
+      const int32_t *sum = sum_.data();
+      const int32_t *sqsum = sqsum_.data();
+      const int32_t *tilted = tilted_.empty() ? sum : tilted_.data();
+      for (int row = 0; row < level.rows; ++row) {
+        const int y = row * level.step;
+        // CascadeClassifierInvoker: a window failing its first stage skips the next one.
+        for (int x = 0; x < level.cols * level.step; x += level.step) {
+          ++stats->windows_evaluated;
+          const size_t at = static_cast<size_t>(y) * g.stride + x;
+          float norm = 1.f;
+          if (haar && !haar_window_norm(view, sum + at, sqsum + at, &norm)) continue;
+          double weight = 0;
+          const int failed = run_stages(view, sum + at, tilted + at, norm, 0, stage_count, &weight);
+          if (failed == stage_count) {
+            Window w{};
+            if (window_rect(g, level, x, y, &w)) {
+              w.score = weight;
+              w.scale = static_cast<int32_t>(&level - g.levels.data());
+              windows->push_back(w);
+            }
+          } else if (failed == 0) {
+            x += level.step;
+          }
+        }
+      }
+    }
+    stats->windows_out = windows->size();
+    return Status::Ok();
+  }
+
+  CascadeView cascade_view() const {
+    const Model &m = *model_;
+    CascadeView v{};
+    v.stages = stages_.data();
+    v.trees = trees_.data();
+    v.nodes = nodes_.data();
+    v.leaves = m.leaves.data();
+    v.subsets = m.subsets.data();
+    v.haar = tables_.haar.data();
+    v.lbp = tables_.lbp.data();
+    v.stage_count = static_cast<int32_t>(stages_.size());
+    v.is_lbp = m.feature_type == FeatureType::kLbp;
+    std::copy(std::begin(tables_.norm_ofs), std::end(tables_.norm_ofs), v.norm_ofs);
+    v.norm_area = tables_.norm_area;
+    return v;
+  }
+
+  // The level's resized image and its integrals, at the element the level's windows start from
+  // (the CPU keeps one level at a time, so every level is at origin 0 of its own planes).
+  void prepare_level(const GrayView &image, const Level &level) {
+    const Geometry &g = geometry_;
+    const int w = level.width, h = level.height;
+    resized_.resize(static_cast<size_t>(w) * h);
+    for (int y = 0; y < h; ++y) {
+      const AxisTap ty = g.y_taps[level.y_taps + y];
+      for (int x = 0; x < w; ++x) {
+        resized_[static_cast<size_t>(y) * w + x] =
+            resize_pixel(image.pixels, image.stride, g.x_taps[level.x_taps + x], ty);
+      }
+    }
+    const size_t plane = static_cast<size_t>(h + 1) * g.stride;
+    sum_.assign(plane, 0);
+    const bool haar = model_->feature_type == FeatureType::kHaar;
+    if (haar) sqsum_.assign(plane, 0);
+    for (int y = 0; y < h; ++y) {
+      uint32_t row_sum = 0, row_sq = 0;
+      const uint8_t *src = &resized_[static_cast<size_t>(y) * w];
+      int32_t *s = &sum_[static_cast<size_t>(y + 1) * g.stride];
+      const int32_t *above = s - g.stride;
+      for (int x = 0; x < w; ++x) {
+        row_sum += src[x];
+        s[x + 1] = static_cast<int32_t>(static_cast<uint32_t>(above[x + 1]) + row_sum);
+      }
+      if (haar) {
+        int32_t *q = &sqsum_[static_cast<size_t>(y + 1) * g.stride];
+        const int32_t *q_above = q - g.stride;
+        for (int x = 0; x < w; ++x) {
+          row_sq += static_cast<uint32_t>(src[x]) * src[x];
+          q[x + 1] = static_cast<int32_t>(static_cast<uint32_t>(q_above[x + 1]) + row_sq);
+        }
+      }
+    }
+    if (model_->has_tilted_features) {
+      tilted_.assign(plane, 0);
+      tilted_integral(resized_.data(), w, h, static_cast<size_t>(w), tilted_.data(), g.stride,
+                      &scratch_);
+    }
+  }
+
+  std::vector<StageView> stages_;
+  std::vector<TreeView> trees_;
+  std::vector<NodeView> nodes_;
+  Geometry geometry_;
+  FeatureTables tables_;
+  std::vector<uint8_t> resized_;
+  std::vector<int32_t> sum_, sqsum_, tilted_, scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Detector> create_cpu_detector(std::shared_ptr<const Model> model) {
+  return std::make_unique<CpuDetector>(std::move(model));
+}
+
+}  // namespace cudanms::cascade::detail
