@@ -25,11 +25,10 @@ std::unique_ptr<Detector> Detector::create(std::shared_ptr<const Model> model,
     *status = Status::Error("no cascade model");
     return nullptr;
   }
-  const int stages = static_cast<int>(model->stages.size());
   int previous = 0;
   for (const int start : options.segment_starts) {
-    if (start <= previous || start >= stages) {
-      *status = Status::Error("segment starts must ascend within 1.." + std::to_string(stages - 1));
+    if (start <= previous) {
+      *status = Status::Error("segment starts must ascend from 1");
       return nullptr;
     }
     previous = start;

@@ -55,6 +55,10 @@ Geometry make_geometry(const Model &model, int width, int height, const DetectPa
     const int wh = round_even(model.window_height * factor);
     if (ww > max_w || wh > max_h || ww > width || wh > height) break;
     if (ww < params.min_width || wh < params.min_height) continue;
+    if (factors.size() == kMaxLevels) {  // geometry_fits refuses it
+      g.too_many_levels = true;
+      return g;
+    }
     factors.push_back(static_cast<float>(factor));
   }
 
@@ -188,11 +192,12 @@ namespace cudanms::cascade::detail {
 
 Status geometry_fits(const Geometry &g) {
   constexpr size_t kMaxPlane = size_t{1} << 28;
-  if (g.plane_size <= kMaxPlane) return Status::Ok();
+  if (g.plane_size <= kMaxPlane && !g.too_many_levels) return Status::Ok();
   return Status::Error("scale factor " + std::to_string(g.params.scale_factor) +
                        " is too close to 1 for a " + std::to_string(g.image_width) + "x" +
-                       std::to_string(g.image_height) + " frame: " +
-                       std::to_string(g.levels.size()) + " scales");
+                       std::to_string(g.image_height) + " frame: more than " +
+                       std::to_string(g.too_many_levels ? kMaxLevels : g.levels.size()) +
+                       " scales");
 }
 
 }  // namespace cudanms::cascade::detail

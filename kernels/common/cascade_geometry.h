@@ -23,6 +23,8 @@ struct Level {
   int32_t out_width, out_height;  // the window in image pixels
 };
 
+inline constexpr size_t kMaxLevels = 1024;
+
 struct Geometry {
   int image_width = 0, image_height = 0;
   DetectParams params;
@@ -32,6 +34,7 @@ struct Geometry {
   std::vector<AxisTap> x_taps, y_taps;
   size_t windows = 0;  // grid windows, all levels
   size_t grid_rows = 0;
+  bool too_many_levels = false;  // more than kMaxLevels scales: nothing else was computed
 
   bool matches(int width, int height, const DetectParams &p) const;
 };

@@ -9,6 +9,26 @@ if [ ! -x "$_cudanms_prefix/usr/bin/pkgconf" ]; then
   for _f in "$_cudanms_debs"/*.deb; do dpkg -x "$_f" "$_cudanms_prefix"; done
 fi
 _cudanms_lib=$_cudanms_prefix/usr/lib/x86_64-linux-gnu
+# Debian ships opencv4.pc in libopencv-dev, which pulls every module; these three are enough.
+if [ ! -f "$_cudanms_lib/pkgconfig/opencv4.pc" ]; then
+  cat >"$_cudanms_lib/pkgconfig/opencv4.pc" <<'PC'
+prefix=/usr
+libdir=${prefix}/lib/x86_64-linux-gnu
+includedir=${prefix}/include/opencv4
+Name: OpenCV
+Description: Debian's OpenCV 4.6: core, imgproc, objdetect
+Version: 4.6.0
+Libs: -L${libdir} -lopencv_objdetect -lopencv_imgproc -lopencv_core
+Cflags: -I${includedir}
+PC
+fi
+# The cascades (opencv-data) and the cascade tests' frames, made from the carried sample media.
+export CUDANMS_OPENCV_DATA=$_cudanms_prefix/usr/share/opencv4
+export CUDANMS_CASCADE_FRAMES=/tmp/cudanms-cascade-frames
+if [ ! -f "$CUDANMS_CASCADE_FRAMES/messi5.pgm" ] && [ -d "$_cudanms_debs/media" ]; then
+  python3 "$(dirname "${BASH_SOURCE[0]}")/make-cascade-frames.py" "$_cudanms_debs/media" \
+    "$CUDANMS_CASCADE_FRAMES" || echo "warning: no cascade frames (needs Python OpenCV)" >&2
+fi
 export PATH="$_cudanms_prefix/usr/bin:/usr/local/cuda/bin:$PATH"
 export PKG_CONFIG=$_cudanms_prefix/usr/bin/pkgconf
 export PKG_CONFIG_SYSROOT_DIR=$_cudanms_prefix

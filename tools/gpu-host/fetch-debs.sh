@@ -2,7 +2,7 @@
 # On a Debian 12 machine with apt: downloads the Debian packages that build and run this project
 # on a CUDA host that has no GStreamer, no meson and no OpenCV C++ (e.g. an Ubuntu GPU server),
 # into DIR (default .device/debs, git-ignored). Carry DIR to the host and source
-# tools/gpu-host/env.sh there. About 40 MB.
+# tools/gpu-host/env.sh there. About 50 MB.
 #   tools/gpu-host/fetch-debs.sh [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,9 +23,13 @@ opencv=(libopencv-core406 libopencv-imgproc406 libopencv-objdetect406 libopencv-
   libopencv-dnn406 libopencv-features2d406 libopencv-flann406 libopencv-core-dev
   libopencv-imgproc-dev libopencv-objdetect-dev libtbb12 libtbbmalloc2 libhwloc15 libblas3
   liblapack3 libopenblas0 libopenblas0-pthread libgfortran5 libquadmath0 libprotobuf32 libgl1
-  libglx0 libglvnd0 libx11-6 libxcb1 libxau6 libxdmcp6 libxext6 libbsd0 libmd0)
+  libglx0 libglvnd0 libx11-6 libxcb1 libxau6 libxdmcp6 libxext6 libbsd0 libmd0 opencv-data)
 
 mkdir -p "$dir"
 cd "$dir"
 apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}"
+# The sample media the cascade tests make their frames from (opencv-doc, which the README's
+# set-up installs); env.sh turns them into PGMs with the host's Python OpenCV.
+mkdir -p media
+cp /usr/share/doc/opencv-doc/examples/data/{Megamind.avi,vtest.avi,messi5.jpg} media/
 echo "downloaded $(ls ./*.deb | wc -l) packages into $dir ($(du -sh . | cut -f1))"

@@ -110,9 +110,10 @@ struct DetectorOptions {
   int device = 0;          // CUDA device index
   void *stream = nullptr;  // a cudaStream_t to run on; nullptr: the detector makes its own
   // CUDA: the stages are run in segments, one launch each, each over a queue of the windows that
-  // passed the segment before (Micikevicius, GTC 2015). Each entry is the first stage of a new
-  // segment, ascending; empty: the default split {3, 7} (stages 1-3, 4-7, 8-end).
-  std::vector<int> segment_starts;
+  // passed the segment before (Micikevicius, GTC 2015). Each entry is the first stage (0-based) of
+  // a new segment, ascending from 1; starts at or past the last stage are ignored. The default
+  // is the talk's split: stages 1-3, 4-7, 8-end. Empty: one segment, every stage in one launch.
+  std::vector<int> segment_starts = {3, 7};
   bool time_device = false;  // fill DetectStats::device_time_us (CUDA events; for benchmarks)
 };
 

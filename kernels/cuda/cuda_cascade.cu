@@ -1,0 +1,645 @@
+// The cascade detector on CUDA (Micikevicius, "Maximizing Face Detection Performance", GTC 2015):
+// every scale resized and integrated on the GPU, one thread per window, the stages run in
+// segments, each launch over a queue of the windows alive after the one before. The per-window
+// arithmetic is common/cascade_eval.h, the same code the CPU twin runs.
+//
+// Per frame: one upload of the grey image, the launches, one copy back of the windows into
+// mapped host memory and one synchronisation (a second copy only when a frame returns more
+// windows than any before it and past the mapped buffer).
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/cascade_eval.h"
+#include "common/cascade_geometry.h"
+#include "cuda_cascade.h"
+
+#define CASCADE_TRY(call)                         \
+  do {                                            \
+    const cudaError_t cascade_error_ = (call);    \
+    if (cascade_error_ != cudaSuccess) {          \
+      return cuda_error(#call, cascade_error_);   \
+    }                                             \
+  } while (0)
+
+namespace cudanms::cascade::detail {
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr uint32_t kFullMask = 0xffffffffu;
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = kThreads / 32;
+constexpr size_t kMappedWindows = 16 * 1024;  // windows copied back with the one synchronisation
+
+Status cuda_error(const char *what, cudaError_t error) {
+  return Status::Error(std::string("CUDA cascade: ") + what + ": " + cudaGetErrorString(error));
+}
+
+// A Level as the kernels need it.
+struct DeviceLevel {
+  int32_t width, height, step, cols, rows;
+  int32_t first_row;     // over all levels' image rows (row scans) and grid rows (the walk)
+  int32_t first_grid_row;
+  int32_t first_column;  // over all levels' integral columns 1..width
+  int32_t x_taps, y_taps;
+  int64_t origin;
+  int64_t first_window;
+};
+
+struct QueueEntry {
+  int32_t level, x, y;
+  float norm;
+};
+
+struct OutWindow {
+  int32_t level, x, y, pad;
+  double score;
+};
+
+// The level holding global item `i` of the running totals in `first` (ascending, level 0 at 0).
+template <typename T>
+__device__ int find_level(const DeviceLevel *levels, int count, T DeviceLevel::*first, int64_t i) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (static_cast<int64_t>(levels[mid].*first) <= i) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+__global__ void resize_levels(const uint8_t *image, size_t image_stride, const DeviceLevel *levels,
+                              const AxisTap *x_taps, const AxisTap *y_taps, int stride,
+                              uint8_t *resized) {
+  const DeviceLevel level = levels[blockIdx.z];
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= level.width || y >= level.height) return;
+  resized[level.origin + static_cast<int64_t>(y) * stride + x] =
+      resize_pixel(image, image_stride, x_taps[level.x_taps + x], y_taps[level.y_taps + y]);
+}
+
+__device__ uint32_t warp_inclusive_sum(uint32_t v, int lane) {
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const uint32_t n = __shfl_up_sync(kFullMask, v, d);
+    if (lane >= d) v += n;
+  }
+  return v;
+}
+
+// One warp per image row of every level: the row's running sums (and of squares) into row y + 1,
+// columns 1..width, of the integral planes. The column pass finishes them.
+__global__ void integral_rows(const DeviceLevel *levels, int level_count, int total_rows,
+                              const uint8_t *resized, int stride, int32_t *sum, int32_t *sqsum) {
+  const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= total_rows) return;
+  const DeviceLevel level = levels[find_level(levels, level_count, &DeviceLevel::first_row, row)];
+  const int y = row - level.first_row;
+  const uint8_t *src = resized + level.origin + static_cast<int64_t>(y) * stride;
+  const int64_t out = level.origin + static_cast<int64_t>(y + 1) * stride + 1;
+  uint32_t carry = 0, carry_sq = 0;
+  for (int x0 = 0; x0 < level.width; x0 += 32) {
+    const int x = x0 + lane;
+    const uint32_t v = x < level.width ? src[x] : 0;
+    const uint32_t s = warp_inclusive_sum(v, lane) + carry;
+    if (x < level.width) sum[out + x] = static_cast<int32_t>(s);
+    carry = __shfl_sync(kFullMask, s, 31);
+    if (sqsum) {
+      const uint32_t q = warp_inclusive_sum(v * v, lane) + carry_sq;
+      if (x < level.width) sqsum[out + x] = static_cast<int32_t>(q);
+      carry_sq = __shfl_sync(kFullMask, q, 31);
+    }
+  }
+}
+
+// One thread per integral column of every level: running sums down the column.
+__global__ void integral_columns(const DeviceLevel *levels, int level_count, int total_columns,
+                                 int stride, int32_t *sum, int32_t *sqsum) {
+  const int column = blockIdx.x * blockDim.x + threadIdx.x;
+  if (column >= total_columns) return;
+  const DeviceLevel level =
+      levels[find_level(levels, level_count, &DeviceLevel::first_column, column)];
+  const int64_t at = level.origin + stride + 1 + (column - level.first_column);
+  uint32_t acc = static_cast<uint32_t>(sum[at]);
+  uint32_t acc_sq = sqsum ? static_cast<uint32_t>(sqsum[at]) : 0;
+#pragma unroll 8
+  for (int y = 1; y < level.height; ++y) {
+    const int64_t p = at + static_cast<int64_t>(y) * stride;
+    acc += static_cast<uint32_t>(sum[p]);
+    sum[p] = static_cast<int32_t>(acc);
+    if (sqsum) {
+      acc_sq += static_cast<uint32_t>(sqsum[p]);
+      sqsum[p] = static_cast<int32_t>(acc_sq);
+    }
+  }
+}
+
+// The tilted integral of one level on the grid rotated by 45 degrees (see tilted_integral in
+// common/cascade_geometry.h): scatter, sums along v downwards, along u, gather.
+__global__ void tilted_scatter(const uint8_t *resized, int64_t origin, int stride, int width,
+                               int height, int n, uint32_t *grid) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y;
+  if (x >= width) return;
+  grid[static_cast<int64_t>(x + y) * n + (x - y + height - 1)] =
+      resized[origin + static_cast<int64_t>(y) * stride + x];
+}
+
+__global__ void tilted_suffix_rows(int n, uint32_t *grid) {
+  const int u = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (u >= n) return;
+  uint32_t *row = grid + static_cast<int64_t>(u) * n;
+  uint32_t carry = 0;
+  for (int v0 = n - 1; v0 >= 0; v0 -= 32) {
+    const int v = v0 - lane;  // lane 0 takes the rightmost element of the chunk
+    const uint32_t x = v >= 0 ? row[v] : 0;
+    const uint32_t s = warp_inclusive_sum(x, lane) + carry;
+    if (v >= 0) row[v] = s;
+    carry = __shfl_sync(kFullMask, s, 31);
+  }
+}
+
+__global__ void tilted_prefix_columns(int n, uint32_t *grid) {
+  const int v = blockIdx.x * blockDim.x + threadIdx.x;
+  if (v >= n) return;
+  uint32_t acc = grid[v];
+  for (int u = 1; u < n; ++u) {
+    const int64_t p = static_cast<int64_t>(u) * n + v;
+    acc += grid[p];
+    grid[p] = acc;
+  }
+}
+
+__global__ void tilted_gather(const uint32_t *grid, int n, int width, int height, int64_t origin,
+                              int stride, int32_t *tilted) {
+  const int X = blockIdx.x * blockDim.x + threadIdx.x;
+  const int Y = blockIdx.y;
+  if (X > width) return;
+  const int u = X + Y - 2;
+  const int v = X - Y + height - 1;
+  uint32_t value = 0;
+  if (u >= 0 && v < n) value = grid[static_cast<int64_t>(min(u, n - 1)) * n + max(v, 0)];
+  tilted[origin + static_cast<int64_t>(Y) * stride + X] = static_cast<int32_t>(value);
+}
+
+// Segment 1 over every window of every level. Status 0: evaluated and failed the first stage
+// (OpenCV then skips the next window of the row); 1: flat or failed a later stage; 2: alive.
+__global__ void first_segment(CascadeView c, const DeviceLevel *levels, int level_count,
+                              int64_t windows, int stride, const int32_t *sum,
+                              const int32_t *sqsum, const int32_t *tilted, int end,
+                              uint8_t *status, float *norms) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < windows;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const DeviceLevel level =
+        levels[find_level(levels, level_count, &DeviceLevel::first_window, i)];
+    const int64_t k = i - level.first_window;
+    const int x = static_cast<int>(k % level.cols) * level.step;
+    const int y = static_cast<int>(k / level.cols) * level.step;
+    const int64_t at = level.origin + static_cast<int64_t>(y) * stride + x;
+    float norm = 1.f;
+    uint8_t s = 1;
+    if (c.is_lbp || haar_window_norm(c, sum + at, sqsum + at, &norm)) {
+      double weight;
+      const int failed = run_stages(c, sum + at, tilted + at, norm, 0, end, &weight);
+      s = failed == 0 ? 0 : failed < end ? 1 : 2;
+    }
+    status[i] = s;
+    norms[i] = norm;
+  }
+}
+
+// One thread per grid row: OpenCV's walk along the row (a first-stage failure skips the next
+// window) decides which alive windows it reaches; those join the queue.
+__global__ void walk_rows(const DeviceLevel *levels, int level_count, int grid_rows,
+                          const uint8_t *status, const float *norms, QueueEntry *queue,
+                          uint32_t *queue_count, unsigned long long *reached_count) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= grid_rows) return;
+  const int li = find_level(levels, level_count, &DeviceLevel::first_grid_row, r);
+  const DeviceLevel level = levels[li];
+  const int row = r - level.first_grid_row;
+  const int64_t first = level.first_window + static_cast<int64_t>(row) * level.cols;
+  uint32_t alive = 0, reached_total = 0;
+  bool reached = true;
+  for (int col = 0; col < level.cols; ++col) {
+    const uint8_t s = status[first + col];
+    alive += reached && s == 2;
+    reached_total += reached;
+    reached = !reached || s != 0;
+  }
+  atomicAdd(reached_count, static_cast<unsigned long long>(reached_total));
+  if (alive == 0) return;
+  uint32_t at = atomicAdd(queue_count, alive);
+  reached = true;
+  for (int col = 0; col < level.cols; ++col) {
+    const uint8_t s = status[first + col];
+    if (reached && s == 2) {
+      queue[at++] = QueueEntry{li, col * level.step, row * level.step, norms[first + col]};
+    }
+    reached = !reached || s != 0;
+  }
+}
+
+// Stages [first, end) over the queue; the survivors join the next queue, or, for the last
+// segment, the output with their score.
+__global__ void next_segment(CascadeView c, const DeviceLevel *levels, int stride,
+                             const int32_t *sum, const int32_t *tilted, int first, int end,
+                             const QueueEntry *in, const uint32_t *in_count, QueueEntry *out,
+                             uint32_t *out_count, OutWindow *windows, uint32_t *window_count) {
+  const uint32_t n = *in_count;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const QueueEntry e = in[i];
+    const int64_t at = levels[e.level].origin + static_cast<int64_t>(e.y) * stride + e.x;
+    double weight;
+    if (run_stages(c, sum + at, tilted + at, e.norm, first, end, &weight) != end) continue;
+    cg::coalesced_group alive = cg::coalesced_threads();
+    uint32_t base = 0;
+    if (alive.thread_rank() == 0) base = atomicAdd(windows ? window_count : out_count, alive.size());
+    base = alive.shfl(base, 0) + alive.thread_rank();
+    if (windows) {
+      windows[base] = OutWindow{e.level, e.x, e.y, 0, weight};
+    } else {
+      out[base] = e;
+    }
+  }
+}
+
+// The counts and the first windows into mapped host memory, so one synchronisation brings all.
+__global__ void publish(const uint32_t *counts, int count_n, const unsigned long long *reached,
+                        const OutWindow *windows, uint32_t capacity, uint32_t *h_counts,
+                        unsigned long long *h_reached, OutWindow *h_windows) {
+  const uint32_t n = min(counts[count_n - 1], capacity);
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    h_windows[i] = windows[i];
+  if (blockIdx.x == 0 && threadIdx.x < count_n) h_counts[threadIdx.x] = counts[threadIdx.x];
+  if (blockIdx.x == 0 && threadIdx.x == 0) *h_reached = *reached;
+}
+
+template <typename T>
+struct DeviceArray {
+  T *ptr = nullptr;
+  size_t size = 0;
+  ~DeviceArray() { cudaFree(ptr); }
+  Status reserve(size_t n) {
+    if (n <= size) return Status::Ok();
+    cudaFree(ptr);
+    ptr = nullptr;
+    size = 0;
+    CASCADE_TRY(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)));
+    size = n;
+    return Status::Ok();
+  }
+  Status upload(const std::vector<T> &v, cudaStream_t stream) {
+    Status s = reserve(v.size());
+    if (!s.ok() || v.empty()) return s;
+    CASCADE_TRY(cudaMemcpyAsync(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice,
+                                stream));
+    return Status::Ok();
+  }
+};
+
+template <typename T>
+struct HostArray {  // pinned; mapped into the device's address space
+  T *ptr = nullptr;
+  T *device = nullptr;
+  size_t size = 0;
+  ~HostArray() { cudaFreeHost(ptr); }
+  Status reserve(size_t n) {
+    if (n <= size) return Status::Ok();
+    cudaFreeHost(ptr);
+    ptr = device = nullptr;
+    size = 0;
+    CASCADE_TRY(cudaHostAlloc(reinterpret_cast<void **>(&ptr), std::max<size_t>(n, 1) * sizeof(T),
+                              cudaHostAllocMapped));
+    CASCADE_TRY(cudaHostGetDevicePointer(reinterpret_cast<void **>(&device), ptr, 0));
+    size = n;
+    return Status::Ok();
+  }
+};
+
+unsigned blocks_for(size_t items, int threads) {
+  return static_cast<unsigned>(std::max<size_t>((items + threads - 1) / threads, 1));
+}
+
+class CudaDetector final : public Detector {
+ public:
+  explicit CudaDetector(std::shared_ptr<const Model> model) : Detector(std::move(model)) {}
+  ~CudaDetector() override {
+    if (owns_stream_) cudaStreamDestroy(stream_);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+  }
+
+  Status init(const DetectorOptions &options) {
+    int count = 0;
+    CASCADE_TRY(cudaGetDeviceCount(&count));
+    if (options.device < 0 || options.device >= count) {
+      return Status::Error("CUDA device " + std::to_string(options.device) + " does not exist (" +
+                           std::to_string(count) + " found)");
+    }
+    device_ = options.device;
+    CASCADE_TRY(cudaSetDevice(device_));
+    cudaDeviceProp prop{};
+    CASCADE_TRY(cudaGetDeviceProperties(&prop, device_));
+    name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ")";
+    sm_count_ = prop.multiProcessorCount;
+    if (options.stream) {
+      stream_ = static_cast<cudaStream_t>(options.stream);
+    } else {
+      CASCADE_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      owns_stream_ = true;
+    }
+    if (options.time_device) {
+      CASCADE_TRY(cudaEventCreate(&start_));
+      CASCADE_TRY(cudaEventCreate(&stop_));
+    }
+    const Model &m = *model_;
+    const int stages = static_cast<int>(m.stages.size());
+    bounds_.push_back(0);
+    for (const int s : options.segment_starts) {
+      if (s > bounds_.back() && s < stages) bounds_.push_back(s);
+    }
+    bounds_.push_back(stages);
+
+    std::vector<StageView> st;
+    std::vector<TreeView> tr;
+    std::vector<NodeView> no;
+    for (const auto &s : m.stages) st.push_back({s.first_tree, s.trees, s.threshold});
+    for (const auto &t : m.trees) tr.push_back({t.first_node, t.first_leaf});
+    for (const auto &n : m.nodes) no.push_back({n.feature, n.threshold, n.left, n.right});
+    Status status = stages_.upload(st, stream_);
+    if (status.ok()) status = trees_.upload(tr, stream_);
+    if (status.ok()) status = nodes_.upload(no, stream_);
+    if (status.ok()) status = leaves_.upload(m.leaves, stream_);
+    if (status.ok()) status = subsets_.upload(m.subsets, stream_);
+    if (status.ok()) status = counts_.reserve(bounds_.size() + 1);
+    if (status.ok()) status = reached_.reserve(1);
+    if (status.ok()) status = h_counts_.reserve(bounds_.size() + 1);
+    if (status.ok()) status = h_reached_.reserve(1);
+    if (status.ok()) status = h_windows_.reserve(kMappedWindows);
+    if (!status.ok()) return status;
+    CASCADE_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+
+  Backend backend() const override { return Backend::kCuda; }
+  std::string device_name() const override { return name_; }
+
+ private:
+  Status detect_checked(const GrayView &image, const DetectParams &params,
+                        std::vector<Window> *windows, DetectStats *stats) override {
+    CASCADE_TRY(cudaSetDevice(device_));
+    Status status = prepare(image, params);
+    if (!status.ok()) return status;
+    const Geometry &g = geometry_;
+    stats->scales = g.levels.size();
+    if (g.levels.empty()) return Status::Ok();
+
+    // The frame into pinned memory, then to the device.
+    const size_t row = static_cast<size_t>(image.width);
+    for (int y = 0; y < image.height; ++y)
+      std::memcpy(h_image_.ptr + y * row, image.pixels + y * image.stride, row);
+    if (start_) CASCADE_TRY(cudaEventRecord(start_, stream_));
+    CASCADE_TRY(cudaMemcpyAsync(image_.ptr, h_image_.ptr, row * image.height,
+                                cudaMemcpyHostToDevice, stream_));
+    status = launch(row);
+    if (!status.ok()) return status;
+    if (stop_) CASCADE_TRY(cudaEventRecord(stop_, stream_));
+    CASCADE_TRY(cudaStreamSynchronize(stream_));
+
+    const size_t segments = bounds_.size() - 1;
+    const uint32_t found = h_counts_.ptr[segments];
+    if (found > h_windows_.size) {  // more than ever before: grow, and copy the rest
+      Status grown = h_windows_.reserve(found);
+      if (!grown.ok()) return grown;
+      CASCADE_TRY(cudaMemcpy(h_windows_.ptr, windows_.ptr, found * sizeof(OutWindow),
+                             cudaMemcpyDeviceToHost));
+    }
+    if (stop_) {
+      float ms = 0;
+      CASCADE_TRY(cudaEventElapsedTime(&ms, start_, stop_));
+      stats->device_time_us = 1000.0f * ms;
+    }
+    stats->windows_evaluated = static_cast<size_t>(*h_reached_.ptr);
+    for (size_t k = 0; k + 1 < segments; ++k) stats->alive_after_segment.push_back(h_counts_.ptr[k]);
+    stats->alive_after_segment.push_back(found);
+
+    std::vector<OutWindow> out(h_windows_.ptr, h_windows_.ptr + found);
+    std::sort(out.begin(), out.end(), [](const OutWindow &a, const OutWindow &b) {
+      return a.level != b.level ? a.level < b.level : a.y != b.y ? a.y < b.y : a.x < b.x;
+    });
+    for (const OutWindow &o : out) {
+      Window w{};
+      if (!window_rect(g, g.levels[o.level], o.x, o.y, &w)) continue;
+      w.score = o.score;
+      w.scale = o.level;
+      windows->push_back(w);
+    }
+    stats->windows_out = windows->size();
+    return Status::Ok();
+  }
+
+  // Geometry, tables and workspace for this frame size and these parameters.
+  Status prepare(const GrayView &image, const DetectParams &params) {
+    if (geometry_.matches(image.width, image.height, params) && !geometry_.levels.empty())
+      return Status::Ok();
+    Geometry g = make_geometry(*model_, image.width, image.height, params);
+    Status status = geometry_fits(g);
+    if (!status.ok()) return status;
+    geometry_ = std::move(g);
+    const Geometry &geo = geometry_;
+    if (geo.levels.empty()) return Status::Ok();
+
+    std::vector<DeviceLevel> levels;
+    int rows = 0, grid_rows = 0, columns = 0;
+    for (const Level &l : geo.levels) {
+      DeviceLevel d{};
+      d.width = l.width, d.height = l.height, d.step = l.step, d.cols = l.cols, d.rows = l.rows;
+      d.first_row = rows, d.first_grid_row = grid_rows, d.first_column = columns;
+      d.x_taps = static_cast<int32_t>(l.x_taps), d.y_taps = static_cast<int32_t>(l.y_taps);
+      d.origin = static_cast<int64_t>(l.origin);
+      d.first_window = static_cast<int64_t>(l.first_window);
+      rows += l.height, grid_rows += l.rows, columns += l.width;
+      levels.push_back(d);
+    }
+    total_rows_ = rows, total_grid_rows_ = grid_rows, total_columns_ = columns;
+    const FeatureTables tables = make_feature_tables(*model_, geo.stride);
+    const bool haar = model_->feature_type == FeatureType::kHaar;
+    const size_t plane = geo.plane_size;
+    const size_t pixels = static_cast<size_t>(image.width) * image.height;
+    status = levels_.upload(levels, stream_);
+    if (status.ok()) status = x_taps_.upload(geo.x_taps, stream_);
+    if (status.ok()) status = y_taps_.upload(geo.y_taps, stream_);
+    if (status.ok()) status = haar_.upload(tables.haar, stream_);
+    if (status.ok()) status = lbp_.upload(tables.lbp, stream_);
+    if (status.ok()) status = image_.reserve(pixels);
+    if (status.ok()) status = h_image_.reserve(pixels);
+    if (status.ok()) status = resized_.reserve(plane);
+    if (status.ok()) status = sum_.reserve(plane);
+    if (status.ok() && haar) status = sqsum_.reserve(plane);
+    if (status.ok() && model_->has_tilted_features) {
+      status = tilted_.reserve(plane);
+      const size_t n = static_cast<size_t>(geo.levels.front().width) + geo.levels.front().height - 1;
+      if (status.ok()) status = tilt_grid_.reserve(n * n);
+    }
+    if (status.ok()) status = status_.reserve(geo.windows);
+    if (status.ok()) status = norms_.reserve(geo.windows);
+    if (status.ok()) status = queue_a_.reserve(geo.windows);
+    if (status.ok()) status = queue_b_.reserve(geo.windows);
+    if (status.ok()) status = windows_.reserve(geo.windows);
+    if (!status.ok()) {
+      geometry_ = Geometry{};
+      return status;
+    }
+    // Row 0 and column 0 of every level stay zero: the kernels never write them.
+    CASCADE_TRY(cudaMemsetAsync(sum_.ptr, 0, plane * sizeof(int32_t), stream_));
+    if (haar) CASCADE_TRY(cudaMemsetAsync(sqsum_.ptr, 0, plane * sizeof(int32_t), stream_));
+    if (model_->has_tilted_features)
+      CASCADE_TRY(cudaMemsetAsync(tilted_.ptr, 0, plane * sizeof(int32_t), stream_));
+
+    view_ = CascadeView{};
+    view_.stages = stages_.ptr, view_.trees = trees_.ptr, view_.nodes = nodes_.ptr;
+    view_.leaves = leaves_.ptr, view_.subsets = subsets_.ptr;
+    view_.haar = haar_.ptr, view_.lbp = lbp_.ptr;
+    view_.stage_count = static_cast<int32_t>(model_->stages.size());
+    view_.is_lbp = !haar;
+    std::copy(std::begin(tables.norm_ofs), std::end(tables.norm_ofs), view_.norm_ofs);
+    view_.norm_area = tables.norm_area;
+    return Status::Ok();
+  }
+
+  Status launch(size_t image_stride) {
+    const Geometry &g = geometry_;
+    const int levels = static_cast<int>(g.levels.size());
+    const bool haar = model_->feature_type == FeatureType::kHaar;
+    const Level &widest = g.levels.front();
+    const dim3 block2d(32, 8);
+    const dim3 grid2d((widest.width + 31) / 32, (widest.height + 7) / 8, levels);
+    resize_levels<<<grid2d, block2d, 0, stream_>>>(image_.ptr, image_stride, levels_.ptr,
+                                                   x_taps_.ptr, y_taps_.ptr, g.stride, resized_.ptr);
+    CASCADE_TRY(cudaGetLastError());
+    int32_t *sq = haar ? sqsum_.ptr : nullptr;
+    integral_rows<<<blocks_for(total_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
+        levels_.ptr, levels, total_rows_, resized_.ptr, g.stride, sum_.ptr, sq);
+    CASCADE_TRY(cudaGetLastError());
+    integral_columns<<<blocks_for(total_columns_, 128), 128, 0, stream_>>>(
+        levels_.ptr, levels, total_columns_, g.stride, sum_.ptr, sq);
+    CASCADE_TRY(cudaGetLastError());
+    if (model_->has_tilted_features) {
+      Status status = tilted_integrals();
+      if (!status.ok()) return status;
+    }
+    const int32_t *tilted = model_->has_tilted_features ? tilted_.ptr : sum_.ptr;
+
+    const size_t segments = bounds_.size() - 1;
+    CASCADE_TRY(cudaMemsetAsync(counts_.ptr, 0, counts_.size * sizeof(uint32_t), stream_));
+    CASCADE_TRY(cudaMemsetAsync(reached_.ptr, 0, sizeof(unsigned long long), stream_));
+    const unsigned window_blocks =
+        std::min<unsigned>(blocks_for(g.windows, kThreads), static_cast<unsigned>(sm_count_) * 16);
+    first_segment<<<window_blocks, kThreads, 0, stream_>>>(
+        view_, levels_.ptr, levels, static_cast<int64_t>(g.windows), g.stride, sum_.ptr, sq,
+        tilted, bounds_[1], status_.ptr, norms_.ptr);
+    CASCADE_TRY(cudaGetLastError());
+    walk_rows<<<blocks_for(total_grid_rows_, 128), 128, 0, stream_>>>(
+        levels_.ptr, levels, total_grid_rows_, status_.ptr, norms_.ptr, queue_a_.ptr, counts_.ptr,
+        reached_.ptr);
+    CASCADE_TRY(cudaGetLastError());
+    // With one segment, the queue holds windows that passed every stage: running the last stage
+    // again gives their score.
+    QueueEntry *in = queue_a_.ptr, *out = queue_b_.ptr;
+    const unsigned queue_blocks = static_cast<unsigned>(sm_count_) * 8;
+    const size_t runs = std::max<size_t>(segments, 2);
+    for (size_t k = 1; k < runs; ++k) {
+      const bool last = k + 1 == runs;
+      const int first = segments == 1 ? bounds_[1] - 1 : bounds_[k];
+      const int end = segments == 1 ? bounds_[1] : bounds_[k + 1];
+      next_segment<<<queue_blocks, kThreads, 0, stream_>>>(
+          view_, levels_.ptr, g.stride, sum_.ptr, tilted, first, end, in, counts_.ptr + k - 1,
+          out, counts_.ptr + k, last ? windows_.ptr : nullptr, counts_.ptr + segments);
+      CASCADE_TRY(cudaGetLastError());
+      std::swap(in, out);
+    }
+    publish<<<64, kThreads, 0, stream_>>>(counts_.ptr, static_cast<int>(segments + 1), reached_.ptr,
+                                          windows_.ptr, static_cast<uint32_t>(h_windows_.size),
+                                          h_counts_.device, h_reached_.device, h_windows_.device);
+    CASCADE_TRY(cudaGetLastError());
+    return Status::Ok();
+  }
+
+  Status tilted_integrals() {
+    const Geometry &g = geometry_;
+    for (const Level &l : g.levels) {
+      const int n = l.width + l.height - 1;
+      CASCADE_TRY(cudaMemsetAsync(tilt_grid_.ptr, 0, static_cast<size_t>(n) * n * sizeof(uint32_t),
+                                  stream_));
+      tilted_scatter<<<dim3((l.width + 127) / 128, l.height), 128, 0, stream_>>>(
+          resized_.ptr, static_cast<int64_t>(l.origin), g.stride, l.width, l.height, n,
+          tilt_grid_.ptr);
+      CASCADE_TRY(cudaGetLastError());
+      tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(n, tilt_grid_.ptr);
+      CASCADE_TRY(cudaGetLastError());
+      tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, tilt_grid_.ptr);
+      CASCADE_TRY(cudaGetLastError());
+      tilted_gather<<<dim3((l.width + 1 + 127) / 128, l.height + 1), 128, 0, stream_>>>(
+          tilt_grid_.ptr, n, l.width, l.height, static_cast<int64_t>(l.origin), g.stride,
+          tilted_.ptr);
+      CASCADE_TRY(cudaGetLastError());
+    }
+    return Status::Ok();
+  }
+
+  int device_ = 0;
+  int sm_count_ = 1;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  bool owns_stream_ = false;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::vector<int> bounds_;  // segment k runs stages [bounds_[k], bounds_[k + 1])
+
+  Geometry geometry_;
+  int total_rows_ = 0, total_grid_rows_ = 0, total_columns_ = 0;
+  CascadeView view_{};
+
+  DeviceArray<StageView> stages_;
+  DeviceArray<TreeView> trees_;
+  DeviceArray<NodeView> nodes_;
+  DeviceArray<float> leaves_;
+  DeviceArray<int32_t> subsets_;
+  DeviceArray<HaarOffsets> haar_;
+  DeviceArray<LbpOffsets> lbp_;
+  DeviceArray<DeviceLevel> levels_;
+  DeviceArray<AxisTap> x_taps_, y_taps_;
+  DeviceArray<uint8_t> image_, resized_, status_;
+  DeviceArray<int32_t> sum_, sqsum_, tilted_;
+  DeviceArray<uint32_t> tilt_grid_, counts_;
+  DeviceArray<unsigned long long> reached_;
+  DeviceArray<float> norms_;
+  DeviceArray<QueueEntry> queue_a_, queue_b_;
+  DeviceArray<OutWindow> windows_;
+  HostArray<uint8_t> h_image_;
+  HostArray<uint32_t> h_counts_;
+  HostArray<unsigned long long> h_reached_;
+  HostArray<OutWindow> h_windows_;
+};
+
+}  // namespace
+
+std::unique_ptr<Detector> create_cuda_detector(std::shared_ptr<const Model> model,
+                                               const DetectorOptions &options, Status *status) {
+  auto detector = std::make_unique<CudaDetector>(std::move(model));
+  *status = detector->init(options);
+  if (!status->ok()) return nullptr;
+  return detector;
+}
+
+}  // namespace cudanms::cascade::detail
