@@ -338,6 +338,7 @@ class CudaDetector final : public Detector {
     if (owns_stream_) cudaStreamDestroy(stream_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
+    if (uploaded_) cudaEventDestroy(uploaded_);
   }
 
   Status init(const DetectorOptions &options) {
@@ -362,6 +363,7 @@ class CudaDetector final : public Detector {
     if (options.time_device) {
       CASCADE_TRY(cudaEventCreate(&start_));
       CASCADE_TRY(cudaEventCreate(&stop_));
+      CASCADE_TRY(cudaEventCreate(&uploaded_));
     }
     const Model &m = *model_;
     const int stages = static_cast<int>(m.stages.size());
@@ -412,6 +414,7 @@ class CudaDetector final : public Detector {
     if (start_) CASCADE_TRY(cudaEventRecord(start_, stream_));
     CASCADE_TRY(cudaMemcpyAsync(image_.ptr, h_image_.ptr, row * image.height,
                                 cudaMemcpyHostToDevice, stream_));
+    if (uploaded_) CASCADE_TRY(cudaEventRecord(uploaded_, stream_));
     status = launch(row);
     if (!status.ok()) return status;
     if (stop_) CASCADE_TRY(cudaEventRecord(stop_, stream_));
@@ -429,6 +432,8 @@ class CudaDetector final : public Detector {
       float ms = 0;
       CASCADE_TRY(cudaEventElapsedTime(&ms, start_, stop_));
       stats->device_time_us = 1000.0f * ms;
+      CASCADE_TRY(cudaEventElapsedTime(&ms, uploaded_, stop_));
+      stats->after_upload_us = 1000.0f * ms;
     }
     stats->windows_evaluated = static_cast<size_t>(*h_reached_.ptr);
     for (size_t k = 0; k + 1 < segments; ++k) stats->alive_after_segment.push_back(h_counts_.ptr[k]);
@@ -603,7 +608,7 @@ class CudaDetector final : public Detector {
   std::string name_;
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr, uploaded_ = nullptr;
   std::vector<int> bounds_;  // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;

@@ -124,6 +124,7 @@ struct DetectStats {
   // Windows alive after each segment (CUDA) or 0 (CPU); the first is after segment 1.
   std::vector<size_t> alive_after_segment;
   float device_time_us = 0;  // CUDA with time_device: from the upload to the last copy back
+  float after_upload_us = 0;  // the same from the end of the upload: a frame already on the GPU
 };
 
 // Created once per model and backend, reused per frame: the workspace (device memory, pinned
