@@ -126,8 +126,28 @@ CASCADE_HD int lbp_feature(const LbpOffsets &f, const int32_t *p) {
          (at_least(8, 9, 12, 13) ? 2 : 0) | (at_least(4, 5, 8, 9) ? 1 : 0);
 }
 
+// One weak classifier of predictOrdered / predictCategorical: walks the tree to its leaf.
+CASCADE_HD float tree_leaf(const CascadeView &c, const TreeView tree, const int32_t *sum,
+                           const int32_t *tilted, float norm_factor) {
+  int idx = 0;
+  do {
+    const NodeView node = c.nodes[tree.first_node + idx];
+    if (c.is_lbp) {
+      const int code = lbp_feature(c.lbp[node.feature], sum);
+      const int32_t word = load(c.subsets + (tree.first_node + idx) * 8 + (code >> 5));
+      idx = (word & (1 << (code & 31))) ? node.left : node.right;
+    } else {
+      const float value = haar_feature(c.haar[node.feature], sum, tilted, norm_factor);
+      idx = static_cast<double>(value) < static_cast<double>(node.threshold) ? node.left
+                                                                             : node.right;
+    }
+  } while (idx > 0);
+  return load(c.leaves + tree.first_leaf - idx);
+}
+
 // predictOrdered / predictCategorical over stages [first, end): the index of the stage the
-// window fails, or end when it passes them all; *weight is the sum of the last stage run.
+// window fails, or end when it passes them all; *weight is the sum of the last stage run. A
+// stage's leaves are summed in double in tree order, as OpenCV does.
 CASCADE_HD int run_stages(const CascadeView &c, const int32_t *sum, const int32_t *tilted,
                           float norm_factor, int first, int end, double *weight) {
   double stage_sum = 0;
@@ -135,21 +155,8 @@ CASCADE_HD int run_stages(const CascadeView &c, const int32_t *sum, const int32_
     const StageView stage = c.stages[si];
     stage_sum = 0;
     for (int t = 0; t < stage.trees; ++t) {
-      const TreeView tree = c.trees[stage.first_tree + t];
-      int idx = 0;
-      do {
-        const NodeView node = c.nodes[tree.first_node + idx];
-        if (c.is_lbp) {
-          const int code = lbp_feature(c.lbp[node.feature], sum);
-          const int32_t word = load(c.subsets + (tree.first_node + idx) * 8 + (code >> 5));
-          idx = (word & (1 << (code & 31))) ? node.left : node.right;
-        } else {
-          const float value = haar_feature(c.haar[node.feature], sum, tilted, norm_factor);
-          idx = static_cast<double>(value) < static_cast<double>(node.threshold) ? node.left
-                                                                                 : node.right;
-        }
-      } while (idx > 0);
-      stage_sum += static_cast<double>(load(c.leaves + tree.first_leaf - idx));
+      stage_sum += static_cast<double>(
+          tree_leaf(c, c.trees[stage.first_tree + t], sum, tilted, norm_factor));
     }
     if (stage_sum < static_cast<double>(stage.threshold)) {
       *weight = stage_sum;

@@ -6,7 +6,6 @@
 // Per frame: one upload of the grey image, the launches, one copy back of the windows into
 // mapped host memory and one synchronisation (a second copy only when a frame returns more
 // windows than any before it and past the mapped buffer).
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,8 +26,6 @@
 
 namespace cudanms::cascade::detail {
 namespace {
-
-namespace cg = cooperative_groups;
 
 constexpr uint32_t kFullMask = 0xffffffffu;
 constexpr int kThreads = 256;
@@ -121,24 +118,39 @@ __global__ void integral_rows(const DeviceLevel *levels, int level_count, int to
   }
 }
 
-// One thread per integral column of every level: running sums down the column.
+// One thread per integral column of every level: running sums down the column, eight rows of
+// loads in flight at a time (a dependent load per row would leave the column pass latency-bound).
 __global__ void integral_columns(const DeviceLevel *levels, int level_count, int total_columns,
                                  int stride, int32_t *sum, int32_t *sqsum) {
+  constexpr int kRows = 8;
   const int column = blockIdx.x * blockDim.x + threadIdx.x;
   if (column >= total_columns) return;
   const DeviceLevel level =
       levels[find_level(levels, level_count, &DeviceLevel::first_column, column)];
   const int64_t at = level.origin + stride + 1 + (column - level.first_column);
-  uint32_t acc = static_cast<uint32_t>(sum[at]);
-  uint32_t acc_sq = sqsum ? static_cast<uint32_t>(sqsum[at]) : 0;
-#pragma unroll 8
-  for (int y = 1; y < level.height; ++y) {
-    const int64_t p = at + static_cast<int64_t>(y) * stride;
-    acc += static_cast<uint32_t>(sum[p]);
-    sum[p] = static_cast<int32_t>(acc);
-    if (sqsum) {
-      acc_sq += static_cast<uint32_t>(sqsum[p]);
-      sqsum[p] = static_cast<int32_t>(acc_sq);
+  uint32_t acc = 0, acc_sq = 0;
+  for (int y0 = 0; y0 < level.height; y0 += kRows) {
+    const int rows = min(kRows, level.height - y0);
+    uint32_t v[kRows], q[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r < rows) {
+        const int64_t p = at + static_cast<int64_t>(y0 + r) * stride;
+        v[r] = static_cast<uint32_t>(sum[p]);
+        q[r] = sqsum ? static_cast<uint32_t>(sqsum[p]) : 0;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r < rows) {
+        const int64_t p = at + static_cast<int64_t>(y0 + r) * stride;
+        acc += v[r];
+        sum[p] = static_cast<int32_t>(acc);
+        if (sqsum) {
+          acc_sq += q[r];
+          sqsum[p] = static_cast<int32_t>(acc_sq);
+        }
+      }
     }
   }
 }
@@ -202,9 +214,9 @@ __global__ void first_segment(CascadeView c, const DeviceLevel *levels, int leve
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const DeviceLevel level =
         levels[find_level(levels, level_count, &DeviceLevel::first_window, i)];
-    const int64_t k = i - level.first_window;
-    const int x = static_cast<int>(k % level.cols) * level.step;
-    const int y = static_cast<int>(k / level.cols) * level.step;
+    const int k = static_cast<int>(i - level.first_window);  // a level has < 2^31 windows
+    const int x = (k % level.cols) * level.step;
+    const int y = (k / level.cols) * level.step;
     const int64_t at = level.origin + static_cast<int64_t>(y) * stride + x;
     float norm = 1.f;
     uint8_t s = 1;
@@ -218,58 +230,86 @@ __global__ void first_segment(CascadeView c, const DeviceLevel *levels, int leve
   }
 }
 
-// One thread per grid row: OpenCV's walk along the row (a first-stage failure skips the next
-// window) decides which alive windows it reaches; those join the queue.
+// One warp per grid row: OpenCV's walk along the row (a first-stage failure skips the next
+// window) decides which alive windows it reaches; those join the queue. 32 windows at a time:
+// the statuses as ballots, the walk over their bits in one lane.
 __global__ void walk_rows(const DeviceLevel *levels, int level_count, int grid_rows,
                           const uint8_t *status, const float *norms, QueueEntry *queue,
                           uint32_t *queue_count, unsigned long long *reached_count) {
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
   if (r >= grid_rows) return;
   const int li = find_level(levels, level_count, &DeviceLevel::first_grid_row, r);
   const DeviceLevel level = levels[li];
   const int row = r - level.first_grid_row;
   const int64_t first = level.first_window + static_cast<int64_t>(row) * level.cols;
-  uint32_t alive = 0, reached_total = 0;
-  bool reached = true;
-  for (int col = 0; col < level.cols; ++col) {
-    const uint8_t s = status[first + col];
-    alive += reached && s == 2;
-    reached_total += reached;
-    reached = !reached || s != 0;
-  }
-  atomicAdd(reached_count, static_cast<unsigned long long>(reached_total));
-  if (alive == 0) return;
-  uint32_t at = atomicAdd(queue_count, alive);
-  reached = true;
-  for (int col = 0; col < level.cols; ++col) {
-    const uint8_t s = status[first + col];
-    if (reached && s == 2) {
-      queue[at++] = QueueEntry{li, col * level.step, row * level.step, norms[first + col]};
+  bool reached = true;  // whether the walk lands on the next window
+  uint32_t reached_total = 0;
+  for (int col0 = 0; col0 < level.cols; col0 += 32) {
+    const int col = col0 + lane;
+    const uint8_t s = col < level.cols ? status[first + col] : 0;
+    const uint32_t moves_on = __ballot_sync(kFullMask, s != 0);
+    const uint32_t alive = __ballot_sync(kFullMask, s == 2);
+    uint32_t reached_bits = 0;
+    if (lane == 0) {
+      const int n = min(32, level.cols - col0);
+      for (int j = 0; j < n; ++j) {
+        if (reached) reached_bits |= 1u << j;
+        reached = !reached || ((moves_on >> j) & 1u);
+      }
     }
-    reached = !reached || s != 0;
+    reached_bits = __shfl_sync(kFullMask, reached_bits, 0);
+    reached = __shfl_sync(kFullMask, reached, 0);
+    reached_total += __popc(reached_bits);
+    const uint32_t joining = reached_bits & alive;
+    if (joining == 0) continue;
+    uint32_t base = 0;
+    if (lane == 0) base = atomicAdd(queue_count, __popc(joining));
+    base = __shfl_sync(kFullMask, base, 0);
+    if ((joining >> lane) & 1u) {
+      queue[base + __popc(joining & ((1u << lane) - 1))] =
+          QueueEntry{li, col * level.step, row * level.step, norms[first + col]};
+    }
   }
+  if (lane == 0) atomicAdd(reached_count, static_cast<unsigned long long>(reached_total));
 }
 
-// Stages [first, end) over the queue; the survivors join the next queue, or, for the last
-// segment, the output with their score.
+// Stages [first, end) over the queue, one warp per window: the lanes walk a stage's trees in
+// parallel into shared memory, lane 0 adds their leaves in tree order in double (OpenCV's sum,
+// bit for bit). The survivors join the next queue, or, for the last segment, the output.
 __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int stride,
                              const int32_t *sum, const int32_t *tilted, int first, int end,
                              const QueueEntry *in, const uint32_t *in_count, QueueEntry *out,
-                             uint32_t *out_count, OutWindow *windows, uint32_t *window_count) {
+                             uint32_t *out_count, OutWindow *windows, uint32_t *window_count,
+                             int max_trees) {
+  extern __shared__ float leaves[];
+  const int lane = threadIdx.x % 32;
+  float *mine = leaves + (threadIdx.x / 32) * max_trees;
   const uint32_t n = *in_count;
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  const uint32_t warps = gridDim.x * (blockDim.x / 32);
+  for (uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) / 32; i < n; i += warps) {
     const QueueEntry e = in[i];
     const int64_t at = levels[e.level].origin + static_cast<int64_t>(e.y) * stride + e.x;
-    double weight;
-    if (run_stages(c, sum + at, tilted + at, e.norm, first, end, &weight) != end) continue;
-    cg::coalesced_group alive = cg::coalesced_threads();
-    uint32_t base = 0;
-    if (alive.thread_rank() == 0) base = atomicAdd(windows ? window_count : out_count, alive.size());
-    base = alive.shfl(base, 0) + alive.thread_rank();
+    bool alive = true;
+    double weight = 0;
+    for (int si = first; si < end && alive; ++si) {
+      const StageView stage = c.stages[si];
+      for (int t = lane; t < stage.trees; t += 32)
+        mine[t] = tree_leaf(c, c.trees[stage.first_tree + t], sum + at, tilted + at, e.norm);
+      __syncwarp();
+      if (lane == 0) {
+        weight = 0;
+        for (int t = 0; t < stage.trees; ++t) weight += static_cast<double>(mine[t]);
+        alive = !(weight < static_cast<double>(stage.threshold));
+      }
+      alive = __shfl_sync(kFullMask, alive, 0);
+      __syncwarp();
+    }
+    if (!alive || lane != 0) continue;
     if (windows) {
-      windows[base] = OutWindow{e.level, e.x, e.y, 0, weight};
+      windows[atomicAdd(window_count, 1u)] = OutWindow{e.level, e.x, e.y, 0, weight};
     } else {
-      out[base] = e;
+      out[atomicAdd(out_count, 1u)] = e;
     }
   }
 }
@@ -367,6 +407,14 @@ class CudaDetector final : public Detector {
     }
     const Model &m = *model_;
     const int stages = static_cast<int>(m.stages.size());
+    for (const auto &stage : m.stages) max_trees_ = std::max(max_trees_, stage.trees);
+    // One float per tree of a stage per warp of the segment kernels, in shared memory.
+    constexpr int kMaxSharedTrees = 48 * 1024 / (kWarpsPerBlock * sizeof(float));
+    if (max_trees_ > kMaxSharedTrees) {
+      return Status::Error("a stage of " + std::to_string(max_trees_) +
+                           " trees is more than the CUDA backend takes (" +
+                           std::to_string(kMaxSharedTrees) + "); use the cpu backend");
+    }
     bounds_.push_back(0);
     for (const int s : options.segment_starts) {
       if (s > bounds_.back() && s < stages) bounds_.push_back(s);
@@ -555,22 +603,24 @@ class CudaDetector final : public Detector {
         view_, levels_.ptr, levels, static_cast<int64_t>(g.windows), g.stride, sum_.ptr, sq,
         tilted, bounds_[1], status_.ptr, norms_.ptr);
     CASCADE_TRY(cudaGetLastError());
-    walk_rows<<<blocks_for(total_grid_rows_, 128), 128, 0, stream_>>>(
+    walk_rows<<<blocks_for(total_grid_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
         levels_.ptr, levels, total_grid_rows_, status_.ptr, norms_.ptr, queue_a_.ptr, counts_.ptr,
         reached_.ptr);
     CASCADE_TRY(cudaGetLastError());
     // With one segment, the queue holds windows that passed every stage: running the last stage
     // again gives their score.
     QueueEntry *in = queue_a_.ptr, *out = queue_b_.ptr;
-    const unsigned queue_blocks = static_cast<unsigned>(sm_count_) * 8;
+    const unsigned queue_blocks = static_cast<unsigned>(sm_count_) * 16;
+    const size_t shared = kWarpsPerBlock * max_trees_ * sizeof(float);
     const size_t runs = std::max<size_t>(segments, 2);
     for (size_t k = 1; k < runs; ++k) {
       const bool last = k + 1 == runs;
       const int first = segments == 1 ? bounds_[1] - 1 : bounds_[k];
       const int end = segments == 1 ? bounds_[1] : bounds_[k + 1];
-      next_segment<<<queue_blocks, kThreads, 0, stream_>>>(
+      next_segment<<<queue_blocks, kThreads, shared, stream_>>>(
           view_, levels_.ptr, g.stride, sum_.ptr, tilted, first, end, in, counts_.ptr + k - 1,
-          out, counts_.ptr + k, last ? windows_.ptr : nullptr, counts_.ptr + segments);
+          out, counts_.ptr + k, last ? windows_.ptr : nullptr, counts_.ptr + segments,
+          max_trees_);
       CASCADE_TRY(cudaGetLastError());
       std::swap(in, out);
     }
@@ -605,6 +655,7 @@ class CudaDetector final : public Detector {
 
   int device_ = 0;
   int sm_count_ = 1;
+  int max_trees_ = 1;
   std::string name_;
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
