@@ -34,7 +34,8 @@ to_uri() {
 # detect_chain MODEL BACKEND IOU: "cvdetect ... ! cudanms name=nms ..." for a preset:
 #   people: OpenCV's HOG people detector, windows 48x96 to 128x256 (vtest.avi's pedestrians are
 #           60-120 pixels tall: the frame is upscaled 1.33x for the smallest), scale step 1.1;
-#   faces:  the Haar frontal-face cascade of opencv-data, faces of 40x40 pixels and up;
+#   faces:  the Haar frontal-face cascade of opencv-data on cudacascade (the GPU when one is
+#           usable, else its CPU twin), faces of 40x40 pixels and up;
 #   any other value: the path of a Haar/LBP cascade XML file.
 detect_chain() {
   local model="$1" backend="$2" iou="$3" detector
@@ -42,7 +43,7 @@ detect_chain() {
     people) detector="cvdetect model=hog-people min-size=48x96 max-size=128x256 scale-factor=1.1 win-stride=8" ;;
     faces)
       [ -f "$HAAR_FACES" ] || die "no $HAAR_FACES: install the Debian package opencv-data"
-      detector="cvdetect model=\"$HAAR_FACES\" label=face min-size=40x40 scale-factor=1.1" ;;
+      detector="cudacascade name=detector model=\"$HAAR_FACES\" label=face min-size=40x40 scale-factor=1.1" ;;
     *) [ -f "$model" ] || die "no model file $model"
       detector="cvdetect model=\"$model\" scale-factor=1.1" ;;
   esac

@@ -380,6 +380,20 @@ int main(int argc, char **argv) {
     app.exit_code = kExitError;
   }
   g_main_loop_run(app.loop);
+  // Where the detector named "detector" ran (cudacascade's device: a GPU or its CPU twin).
+  std::string detector;
+  if (GstElement *d = gst_bin_get_by_name(GST_BIN(app.pipeline), "detector")) {
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(d), "device")) {
+      gchar *device = nullptr;
+      g_object_get(d, "device", &device, NULL);
+      if (device && *device) {
+        detector = std::string(", detector ") + GST_OBJECT_NAME(gst_element_get_factory(d)) +
+                   " on " + device;
+      }
+      g_free(device);
+    }
+    gst_object_unref(d);
+  }
   gst_element_set_state(app.pipeline, GST_STATE_NULL);
   const double elapsed = (g_get_monotonic_time() - app.started_us) / 1e6;
 
@@ -395,9 +409,9 @@ int main(int argc, char **argv) {
     std::lock_guard<std::mutex> guard(app.stats.lock);
     const Stats &s = app.stats;
     g_print("summary: frames %" G_GUINT64_FORMAT ", candidates %" G_GUINT64_FORMAT
-            ", kept %" G_GUINT64_FORMAT ", NMS p50 %.1f us, backend %s, %.1f s (%.1f fps)\n",
+            ", kept %" G_GUINT64_FORMAT ", NMS p50 %.1f us, backend %s%s, %.1f s (%.1f fps)\n",
             s.frames, s.candidates, s.kept, percentile(s.latencies_us, 0.5), s.backend.c_str(),
-            elapsed, elapsed > 0 ? s.frames / elapsed : 0.0);
+            detector.c_str(), elapsed, elapsed > 0 ? s.frames / elapsed : 0.0);
   }
   if (app.stats.snapshot) gst_sample_unref(app.stats.snapshot);
   gst_bus_remove_watch(bus);

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "labels.h"
+#include "sizes.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cv_detect_debug);
 #define GST_CAT_DEFAULT gst_cv_detect_debug
@@ -91,14 +92,9 @@ struct Settings {
 
 /* "WxH" with W, H >= 0. */
 bool parse_size(const gchar *text, cv::Size *size) {
-  if (!text) return false;
-  gchar *end = nullptr;
-  const guint64 w = g_ascii_strtoull(text, &end, 10);
-  if (end == text || (*end != 'x' && *end != 'X')) return false;
-  const gchar *h_text = end + 1;
-  const guint64 h = g_ascii_strtoull(h_text, &end, 10);
-  if (end == h_text || *end != '\0' || w > G_MAXINT || h > G_MAXINT) return false;
-  *size = cv::Size(static_cast<int>(w), static_cast<int>(h));
+  gint w = 0, h = 0;
+  if (!gst_cv_parse_size(text, &w, &h)) return false;
+  *size = cv::Size(w, h);
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gstboxoverlay.h"
+#include "gstcudacascade.h"
 #include "gstcudanms.h"
 #include "gstcvdetect.h"
 #include "gstjsonmetawriter.h"
@@ -20,6 +21,7 @@ inline void init_cv_elements_once() {
     gst_init(nullptr, nullptr);
     // The elements registered from the static libraries the plugins are built from.
     return GST_ELEMENT_REGISTER(cudanms, nullptr) && GST_ELEMENT_REGISTER(cvdetect, nullptr) &&
+           GST_ELEMENT_REGISTER(cudacascade, nullptr) &&
            GST_ELEMENT_REGISTER(boxoverlay, nullptr) &&
            GST_ELEMENT_REGISTER(jsonmetawriter, nullptr);
   }();

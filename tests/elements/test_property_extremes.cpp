@@ -109,7 +109,8 @@ TEST(PropertyExtremes, NoValueOfAnyPropertyAbortsTheProcess) {
   gchar *dir = g_dir_make_tmp("extremes-XXXXXX", nullptr);
   const std::string json = std::string(dir) + "/out.jsonl";
   size_t runs = 0, completed = 0;
-  for (const char *factory : {"cudanms", "cvdetect", "boxoverlay", "jsonmetawriter"}) {
+  for (const char *factory :
+       {"cudanms", "cvdetect", "cudacascade", "boxoverlay", "jsonmetawriter"}) {
     GstElement *probe = gst_element_factory_make(factory, nullptr);
     ASSERT_NE(probe, nullptr) << factory;
     const GType type = G_OBJECT_TYPE(probe);

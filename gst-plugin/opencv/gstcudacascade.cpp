@@ -1,0 +1,528 @@
+/**
+ * SECTION:element-cudacascade
+ * @title: cudacascade
+ *
+ * OpenCV's Haar and LBP cascade detectors (the XML files of Debian's opencv-data) on a CUDA GPU:
+ * every raw window of every scale, the same windows and scores as OpenCV's
+ * cv::CascadeClassifier::detectMultiScale3 with grouping off (minNeighbors = 0,
+ * outputRejectLevels = true), attached with their scores (the last stage's level weight) as one
+ * #GstCudaNmsCandidatesMeta per frame for cudanms to group. Without a usable GPU (backend=auto)
+ * it warns once and runs the library's CPU twin, which finds the same windows.
+ *
+ * The cascade runs on the frame's luma plane as it is (GRAY8, I420, YV12, NV12, NV21) or on the
+ * grey conversion of RGB formats; unlike cvdetect it does not equalize the histogram.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! \
+ *     cudacascade model=/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt2.xml \
+ *         min-size=40x40 label=face ! cudanms iou-threshold=0.3 ! boxoverlay ! videoconvert ! \
+ *     autovideosink
+ * ]|
+ */
+#include "gstcudacascade.h"
+
+#include <gst/cudanms/cudanmsmeta.h>
+#include <gst/video/video.h>
+
+#include <cudanms/cascade.h>
+
+#include <memory>
+#include <mutex>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
+
+#include "sizes.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_cuda_cascade_debug);
+#define GST_CAT_DEFAULT gst_cuda_cascade_debug
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  PROP_SCALE_FACTOR,
+  PROP_MIN_SIZE,
+  PROP_MAX_SIZE,
+  PROP_HIT_THRESHOLD,
+  PROP_LABEL,
+  PROP_CLASS_ID,
+  PROP_BACKEND,
+  PROP_GPU_ID,
+  PROP_DEVICE,
+};
+
+typedef enum {
+  GST_CUDA_CASCADE_BACKEND_AUTO,
+  GST_CUDA_CASCADE_BACKEND_CUDA,
+  GST_CUDA_CASCADE_BACKEND_CPU,
+} GstCudaCascadeBackend;
+
+#define DEFAULT_MODEL "/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt2.xml"
+#define DEFAULT_SCALE_FACTOR 1.1
+#define DEFAULT_MIN_SIZE "0x0"
+#define DEFAULT_MAX_SIZE "0x0"
+#define DEFAULT_HIT_THRESHOLD (-G_MAXDOUBLE)
+#define DEFAULT_LABEL ""
+#define DEFAULT_CLASS_ID 0
+#define DEFAULT_BACKEND GST_CUDA_CASCADE_BACKEND_AUTO
+#define DEFAULT_GPU_ID 0
+
+#define VIDEO_FORMATS "{ GRAY8, I420, YV12, NV12, NV21, BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
+
+namespace {
+
+/* What the properties say; copied under the lock at the top of each frame. */
+struct Settings {
+  std::string model = DEFAULT_MODEL;
+  double scale_factor = DEFAULT_SCALE_FACTOR;
+  gint min_w = 0, min_h = 0, max_w = 0, max_h = 0;
+  double hit_threshold = DEFAULT_HIT_THRESHOLD;
+  std::string label = DEFAULT_LABEL;
+  gint class_id = DEFAULT_CLASS_ID;
+  GstCudaCascadeBackend backend = DEFAULT_BACKEND;
+  gint gpu_id = DEFAULT_GPU_ID;
+};
+
+}  // namespace
+
+struct GstCudaCascadePrivate {
+  std::mutex lock; /* guards settings and device */
+  Settings settings;
+  std::string device; /* where the detector runs, once started */
+
+  /* Streaming thread (and start/stop) only. */
+  std::shared_ptr<const cudanms::cascade::Model> model;
+  std::unique_ptr<cudanms::cascade::Detector> detector;
+  cv::Mat gray;
+  std::vector<cudanms::cascade::Window> windows;
+  std::vector<float> boxes, scores;
+  bool announced = false;
+  gint announced_class = 0;
+  std::string announced_label;
+};
+
+struct _GstCudaCascade {
+  GstVideoFilter parent;
+  GstCudaCascadePrivate *priv;
+};
+
+#define gst_cuda_cascade_parent_class parent_class
+G_DEFINE_TYPE_WITH_CODE(GstCudaCascade, gst_cuda_cascade, GST_TYPE_VIDEO_FILTER,
+                        GST_DEBUG_CATEGORY_INIT(gst_cuda_cascade_debug, "cudacascade", 0,
+                                                "Cascade detector on CUDA"));
+GST_ELEMENT_REGISTER_DEFINE(cudacascade, "cudacascade", GST_RANK_NONE, GST_TYPE_CUDA_CASCADE);
+
+#define GST_TYPE_CUDA_CASCADE_BACKEND (gst_cuda_cascade_backend_get_type())
+static GType gst_cuda_cascade_backend_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_CUDA_CASCADE_BACKEND_AUTO,
+       "CUDA when a device is usable, else the CPU twin (with a warning)", "auto"},
+      {GST_CUDA_CASCADE_BACKEND_CUDA, "CUDA only: an error when no device is usable", "cuda"},
+      {GST_CUDA_CASCADE_BACKEND_CPU, "The CPU twin only", "cpu"},
+      {0, NULL, NULL}};
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("GstCudaCascadeBackend", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+static void gst_cuda_cascade_finalize(GObject *object);
+static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
+                                          GParamSpec *pspec);
+static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue *value,
+                                          GParamSpec *pspec);
+static gboolean gst_cuda_cascade_start(GstBaseTransform *trans);
+static gboolean gst_cuda_cascade_stop(GstBaseTransform *trans);
+static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
+                                                         GstVideoFrame *frame);
+
+static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  GstVideoFilterClass *filter_class = GST_VIDEO_FILTER_CLASS(klass);
+  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                  G_PARAM_STATIC_STRINGS);
+  const GParamFlags rw_ready = static_cast<GParamFlags>(
+      G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
+
+  gobject_class->finalize = gst_cuda_cascade_finalize;
+  gobject_class->set_property = gst_cuda_cascade_set_property;
+  gobject_class->get_property = gst_cuda_cascade_get_property;
+
+  g_object_class_install_property(
+      gobject_class, PROP_MODEL,
+      g_param_spec_string("model", "Model",
+                          "Path of an OpenCV Haar or LBP cascade XML file (Debian package "
+                          "opencv-data); loaded when the element starts",
+                          DEFAULT_MODEL, rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_SCALE_FACTOR,
+      g_param_spec_double("scale-factor", "Scale factor",
+                          "Ratio between the window sizes of consecutive scales", 1.01, 4.0,
+                          DEFAULT_SCALE_FACTOR, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MIN_SIZE,
+      g_param_spec_string("min-size", "Minimum size",
+                          "Smallest window, WxH in frame pixels. 0x0: the model's window",
+                          DEFAULT_MIN_SIZE, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_SIZE,
+      g_param_spec_string("max-size", "Maximum size",
+                          "Largest window, WxH in frame pixels. 0x0: as large as the frame",
+                          DEFAULT_MAX_SIZE, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_HIT_THRESHOLD,
+      g_param_spec_double("hit-threshold", "Hit threshold",
+                          "Windows whose level weight (the last stage's sum) is below this are "
+                          "not attached; the default attaches every window",
+                          -G_MAXDOUBLE, G_MAXDOUBLE, DEFAULT_HIT_THRESHOLD, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_LABEL,
+      g_param_spec_string("label", "Label",
+                          "Name of the detected class, announced downstream for overlays and "
+                          "writers; empty: the model file's name",
+                          DEFAULT_LABEL, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_CLASS_ID,
+      g_param_spec_int("class-id", "Class id", "Class id of the attached candidates", 0, G_MAXINT,
+                       DEFAULT_CLASS_ID, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_BACKEND,
+      g_param_spec_enum("backend", "Backend", "Where the cascade runs",
+                        GST_TYPE_CUDA_CASCADE_BACKEND, DEFAULT_BACKEND, rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_GPU_ID,
+      g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0, G_MAXINT, DEFAULT_GPU_ID,
+                       rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_DEVICE,
+      g_param_spec_string("device", "Device",
+                          "Where the detector runs once started, e.g. \"cuda:0 (NVIDIA H100 "
+                          "80GB HBM3)\" or \"cpu\"; empty before",
+                          "", static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "Cascade detector on CUDA", "Filter/Analyzer/Video",
+      "Runs an OpenCV Haar or LBP cascade on the GPU (or its CPU twin) and attaches every raw "
+      "window with its score as cudanms candidates metadata",
+      "cudanms developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_cascade_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_cascade_stop);
+  filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_cuda_cascade_transform_frame_ip);
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_CASCADE_BACKEND, static_cast<GstPluginAPIFlags>(0));
+}
+
+static void gst_cuda_cascade_init(GstCudaCascade *self) {
+  self->priv = new GstCudaCascadePrivate();
+  self->priv->settings = Settings();
+  /* Adds metadata: in place, never passthrough, so that the buffer is writable. */
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
+  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
+}
+
+static void gst_cuda_cascade_finalize(GObject *object) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(object);
+  delete self->priv;
+  self->priv = nullptr;
+  G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
+                                          GParamSpec *pspec) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(object);
+  bool bad_size = false;
+  const gchar *text = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(self->priv->lock);
+    Settings &s = self->priv->settings;
+    switch (prop_id) {
+      case PROP_MODEL: {
+        const gchar *model = g_value_get_string(value);
+        s.model = model ? model : "";
+        break;
+      }
+      case PROP_SCALE_FACTOR:
+        s.scale_factor = g_value_get_double(value);
+        break;
+      case PROP_MIN_SIZE:
+      case PROP_MAX_SIZE: {
+        text = g_value_get_string(value);
+        gint w = 0, h = 0;
+        if (!gst_cv_parse_size(text, &w, &h)) {
+          bad_size = true;
+        } else if (prop_id == PROP_MIN_SIZE) {
+          s.min_w = w, s.min_h = h;
+        } else {
+          s.max_w = w, s.max_h = h;
+        }
+        break;
+      }
+      case PROP_HIT_THRESHOLD:
+        s.hit_threshold = g_value_get_double(value);
+        break;
+      case PROP_LABEL: {
+        const gchar *label = g_value_get_string(value);
+        s.label = label ? label : "";
+        break;
+      }
+      case PROP_CLASS_ID:
+        s.class_id = g_value_get_int(value);
+        break;
+      case PROP_BACKEND:
+        s.backend = static_cast<GstCudaCascadeBackend>(g_value_get_enum(value));
+        break;
+      case PROP_GPU_ID:
+        s.gpu_id = g_value_get_int(value);
+        break;
+      default:
+        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+        break;
+    }
+  }
+  if (bad_size) {
+    GST_WARNING_OBJECT(self, "ignoring %s=\"%s\": expected WxH, e.g. 40x40",
+                       g_param_spec_get_name(pspec), text ? text : "(null)");
+  }
+}
+
+static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue *value,
+                                          GParamSpec *pspec) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(object);
+  std::lock_guard<std::mutex> guard(self->priv->lock);
+  const Settings &s = self->priv->settings;
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_value_set_string(value, s.model.c_str());
+      break;
+    case PROP_SCALE_FACTOR:
+      g_value_set_double(value, s.scale_factor);
+      break;
+    case PROP_MIN_SIZE:
+      g_value_take_string(value, g_strdup_printf("%dx%d", s.min_w, s.min_h));
+      break;
+    case PROP_MAX_SIZE:
+      g_value_take_string(value, g_strdup_printf("%dx%d", s.max_w, s.max_h));
+      break;
+    case PROP_HIT_THRESHOLD:
+      g_value_set_double(value, s.hit_threshold);
+      break;
+    case PROP_LABEL:
+      g_value_set_string(value, s.label.c_str());
+      break;
+    case PROP_CLASS_ID:
+      g_value_set_int(value, s.class_id);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum(value, s.backend);
+      break;
+    case PROP_GPU_ID:
+      g_value_set_int(value, s.gpu_id);
+      break;
+    case PROP_DEVICE:
+      g_value_set_string(value, self->priv->device.c_str());
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The model and the detector                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+static void set_device(GstCudaCascade *self, const std::string &device) {
+  std::lock_guard<std::mutex> guard(self->priv->lock);
+  self->priv->device = device;
+}
+
+static gboolean gst_cuda_cascade_start(GstBaseTransform *trans) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(trans);
+  GstCudaCascadePrivate *priv = self->priv;
+  Settings s;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    s = priv->settings;
+  }
+  priv->detector.reset();
+  priv->announced = false;
+  cudanms::Status status;
+  priv->model = cudanms::cascade::Model::load(s.model, &status);
+  if (!priv->model) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot use model \"%s\"", s.model.c_str()),
+                      ("%s. model must be the path of an OpenCV Haar or LBP cascade XML file, "
+                       "e.g. " DEFAULT_MODEL " (Debian package opencv-data)",
+                       status.message().c_str()));
+    return FALSE;
+  }
+  if (s.backend != GST_CUDA_CASCADE_BACKEND_CPU) {
+    cudanms::cascade::DetectorOptions options;
+    options.backend = cudanms::Backend::kCuda;
+    options.device = s.gpu_id;
+    priv->detector = cudanms::cascade::Detector::create(priv->model, options, &status);
+    if (!priv->detector && s.backend == GST_CUDA_CASCADE_BACKEND_CUDA) {
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE,
+                        ("backend=cuda but CUDA device %d cannot be used", s.gpu_id),
+                        ("%s", status.message().c_str()));
+      return FALSE;
+    }
+    if (!priv->detector) {
+      GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ_WRITE,
+                          ("No usable CUDA device: the cascade runs on the CPU"),
+                          ("%s", status.message().c_str()));
+    }
+  }
+  if (!priv->detector) priv->detector = cudanms::cascade::Detector::create(priv->model, {}, &status);
+  if (!priv->detector) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot create the cascade detector"),
+                      ("%s", status.message().c_str()));
+    return FALSE;
+  }
+  set_device(self, priv->detector->device_name());
+  GST_INFO_OBJECT(self, "model %s (%zu stages) on %s", s.model.c_str(),
+                  priv->model->stages.size(), priv->detector->device_name().c_str());
+  return TRUE;
+}
+
+static gboolean gst_cuda_cascade_stop(GstBaseTransform *trans) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(trans);
+  self->priv->detector.reset();
+  self->priv->model.reset();
+  set_device(self, "");
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The frame                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The frame as 8-bit grey: the luma plane itself where there is one, else converted. */
+static bool gray_of(GstCudaCascade *self, GstVideoFrame *frame, cv::Mat *gray) {
+  const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
+  void *data = GST_VIDEO_FRAME_PLANE_DATA(frame, 0);
+  const size_t stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0);
+  int code = -1, type = CV_8UC1;
+  switch (GST_VIDEO_FRAME_FORMAT(frame)) {
+    case GST_VIDEO_FORMAT_GRAY8:
+    case GST_VIDEO_FORMAT_I420:
+    case GST_VIDEO_FORMAT_YV12:
+    case GST_VIDEO_FORMAT_NV12:
+    case GST_VIDEO_FORMAT_NV21:
+      *gray = cv::Mat(h, w, CV_8UC1, data, stride);
+      return true;
+    case GST_VIDEO_FORMAT_BGR:
+      code = cv::COLOR_BGR2GRAY, type = CV_8UC3;
+      break;
+    case GST_VIDEO_FORMAT_RGB:
+      code = cv::COLOR_RGB2GRAY, type = CV_8UC3;
+      break;
+    case GST_VIDEO_FORMAT_BGRx:
+    case GST_VIDEO_FORMAT_BGRA:
+      code = cv::COLOR_BGRA2GRAY, type = CV_8UC4;
+      break;
+    case GST_VIDEO_FORMAT_RGBx:
+    case GST_VIDEO_FORMAT_RGBA:
+      code = cv::COLOR_RGBA2GRAY, type = CV_8UC4;
+      break;
+    default:
+      GST_ELEMENT_ERROR(
+          self, STREAM, FORMAT,
+          ("Unsupported format %s", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(frame))),
+          (NULL));
+      return false;
+  }
+  cv::cvtColor(cv::Mat(h, w, type, data, stride), self->priv->gray, code);
+  *gray = self->priv->gray;
+  return true;
+}
+
+/* Tells downstream the name of the class, once and whenever it changes. */
+static void announce_label(GstCudaCascade *self, const Settings &s) {
+  GstCudaCascadePrivate *priv = self->priv;
+  const std::string label = s.label.empty() ? priv->model->name : s.label;
+  if (priv->announced && priv->announced_class == s.class_id && priv->announced_label == label)
+    return;
+  gst_pad_push_event(GST_BASE_TRANSFORM_SRC_PAD(self),
+                     gst_cuda_nms_label_event_new(s.class_id, label.c_str()));
+  priv->announced = true;
+  priv->announced_class = s.class_id;
+  priv->announced_label = label;
+}
+
+/* The frame's windows, from the GPU; a CUDA failure moves the element to the CPU twin for good. */
+static cudanms::Status detect(GstCudaCascade *self, const cv::Mat &gray,
+                              const cudanms::cascade::DetectParams &params) {
+  GstCudaCascadePrivate *priv = self->priv;
+  const cudanms::cascade::GrayView view{gray.data, gray.cols, gray.rows, gray.step[0]};
+  cudanms::Status status = priv->detector->detect(view, params, &priv->windows);
+  if (status.ok() || priv->detector->backend() != cudanms::Backend::kCuda) return status;
+  GST_ELEMENT_WARNING(self, RESOURCE, FAILED, ("The CUDA cascade failed: continuing on the CPU"),
+                      ("%s", status.message().c_str()));
+  priv->detector = cudanms::cascade::Detector::create(priv->model, {}, &status);
+  if (!priv->detector) return status;
+  set_device(self, priv->detector->device_name());
+  return priv->detector->detect(view, params, &priv->windows);
+}
+
+static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
+                                                         GstVideoFrame *frame) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(filter);
+  GstCudaCascadePrivate *priv = self->priv;
+  Settings s;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    s = priv->settings;
+  }
+  announce_label(self, s);
+  cv::Mat gray;
+  if (!gray_of(self, frame, &gray)) return GST_FLOW_ERROR;
+
+  cudanms::cascade::DetectParams params;
+  params.scale_factor = s.scale_factor;
+  params.min_width = s.min_w, params.min_height = s.min_h;
+  params.max_width = s.max_w, params.max_height = s.max_h;
+  const gint64 start = g_get_monotonic_time();
+  const cudanms::Status status = detect(self, gray, params);
+  if (!status.ok()) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cascade detection failed"),
+                      ("%s", status.message().c_str()));
+    return GST_FLOW_ERROR;
+  }
+  priv->boxes.clear();
+  priv->scores.clear();
+  for (const cudanms::cascade::Window &w : priv->windows) {
+    if (w.score < s.hit_threshold) continue;
+    priv->boxes.insert(priv->boxes.end(),
+                       {static_cast<float>(w.x), static_cast<float>(w.y),
+                        static_cast<float>(w.x + w.width), static_cast<float>(w.y + w.height)});
+    priv->scores.push_back(static_cast<float>(w.score));
+  }
+  const guint n = static_cast<guint>(priv->scores.size());
+  GST_LOG_OBJECT(self, "%u windows in %.2f ms", n, (g_get_monotonic_time() - start) / 1000.0);
+
+  /* Always a meta, empty or not: downstream can tell "no candidates" from "no detector". */
+  GstCudaNmsCandidatesMeta *meta = gst_buffer_add_cuda_nms_candidates_meta(frame->buffer, n);
+  if (!meta) {
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  std::vector<gint32> class_ids(n, s.class_id);
+  if (n > 0)
+    gst_cuda_nms_candidates_meta_append_many(meta, priv->boxes.data(), priv->scores.data(),
+                                             class_ids.data(), n);
+  return GST_FLOW_OK;
+}

@@ -1,0 +1,197 @@
+// cudacascade through GstHarness: the windows it attaches are the cascade library's (and so
+// OpenCV's) on a real frame, in every format it takes; its label; bad models and backends.
+#include <gst/check/gstharness.h>
+#include <gst/cudanms/cudanmsmeta.h>
+#include <gst/video/video.h>
+
+#include <opencv2/imgproc.hpp>
+
+#include "cv_support.h"
+#include "kernels/cascade_support.h"
+
+namespace cudanms::testing {
+namespace {
+
+using cudanms::cascade::Window;
+
+const char *kAlt2 = "haarcascade_frontalface_alt2";
+
+struct Attached {
+  std::vector<float> boxes, scores;
+  bool meta = false;
+};
+
+// Pushes one frame of `format` made from `gray` (and its colour planes) and returns the
+// candidates meta of the buffer that comes out.
+Attached run_frame(GstHarness *h, const cv::Mat &gray, const char *format) {
+  const int w = gray.cols, hgt = gray.rows;
+  GstVideoInfo info;
+  gst_video_info_set_format(&info, gst_video_format_from_string(format), w, hgt);
+  gchar *caps = g_strdup_printf("video/x-raw,format=%s,width=%d,height=%d,framerate=30/1",
+                                format, w, hgt);
+  gst_harness_set_src_caps_str(h, caps);
+  g_free(caps);
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
+  GstVideoFrame frame;
+  EXPECT_TRUE(gst_video_frame_map(&frame, &info, buf, GST_MAP_WRITE));
+  const GstVideoFormat f = GST_VIDEO_INFO_FORMAT(&info);
+  if (f == GST_VIDEO_FORMAT_BGR || f == GST_VIDEO_FORMAT_BGRx) {
+    cv::Mat out(hgt, w, f == GST_VIDEO_FORMAT_BGR ? CV_8UC3 : CV_8UC4,
+                GST_VIDEO_FRAME_PLANE_DATA(&frame, 0), GST_VIDEO_FRAME_PLANE_STRIDE(&frame, 0));
+    cv::cvtColor(gray, out, f == GST_VIDEO_FORMAT_BGR ? cv::COLOR_GRAY2BGR : cv::COLOR_GRAY2BGRA);
+  } else {
+    for (guint p = 0; p < GST_VIDEO_FRAME_N_PLANES(&frame); ++p) {
+      auto *data = static_cast<uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p));
+      const int stride = GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p);
+      const int rows = GST_VIDEO_FRAME_COMP_HEIGHT(&frame, p == 0 ? 0 : 1);
+      for (int y = 0; y < rows; ++y) {
+        if (p == 0) {
+          std::memcpy(data + y * stride, gray.ptr(y), w);
+        } else {
+          std::memset(data + y * stride, 128, stride);
+        }
+      }
+    }
+  }
+  gst_video_frame_unmap(&frame);
+  GstBuffer *out = gst_harness_push_and_pull(h, buf);
+  Attached a;
+  if (!out) return a;
+  if (auto *m = gst_buffer_get_cuda_nms_candidates_meta(out)) {
+    a.meta = true;
+    a.boxes.assign(m->boxes, m->boxes + 4 * m->n);
+    a.scores.assign(m->scores, m->scores + m->n);
+  }
+  gst_buffer_unref(out);
+  return a;
+}
+
+std::vector<Window> library_windows(const cv::Mat &gray, double scale_factor) {
+  Status status;
+  auto detector =
+      cascade::Detector::create(cascade::Model::load(cascade_path(kAlt2), &status), {}, &status);
+  EXPECT_TRUE(detector) << status.message();
+  cascade::DetectParams p;
+  p.scale_factor = scale_factor;
+  p.min_width = p.min_height = 40;
+  std::vector<Window> windows;
+  EXPECT_TRUE(detector->detect(view_of(gray), p, &windows).ok());
+  return windows;
+}
+
+void expect_windows(const Attached &a, const std::vector<Window> &expected, const char *what) {
+  ASSERT_TRUE(a.meta) << what;
+  ASSERT_EQ(a.scores.size(), expected.size()) << what;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Window &w = expected[i];
+    EXPECT_EQ(a.boxes[4 * i], w.x) << what;
+    EXPECT_EQ(a.boxes[4 * i + 1], w.y) << what;
+    EXPECT_EQ(a.boxes[4 * i + 2], w.x + w.width) << what;
+    EXPECT_EQ(a.boxes[4 * i + 3], w.y + w.height) << what;
+    EXPECT_EQ(a.scores[i], static_cast<float>(w.score)) << what;
+  }
+}
+
+GstHarness *cascade_harness(const std::string &extra) {
+  const std::string desc = "cudacascade model=\"" + cascade_path(kAlt2) +
+                           "\" min-size=40x40 scale-factor=1.2 " + extra;
+  return gst_harness_new_parse(desc.c_str());
+}
+
+TEST(CudaCascadeElement, AttachesTheLibrarysWindowsInEveryFormat) {
+  init_cv_elements_once();
+  if (!file_exists(cascade_path(kAlt2))) GTEST_SKIP() << "opencv-data is missing";
+  std::string why;
+  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  const cv::Mat &gray = frames[1].gray;  // Megamind, faces present
+  const std::vector<Window> expected = library_windows(gray, 1.2);
+  EXPECT_GT(expected.size(), 10u);
+  for (const char *backend : {"cpu", "auto"}) {
+    for (const char *format : {"GRAY8", "I420", "NV12", "BGR", "BGRx"}) {
+      GstHarness *h = cascade_harness(std::string("backend=") + backend);
+      const Attached a = run_frame(h, gray, format);
+      expect_windows(a, expected, (std::string(backend) + " " + format).c_str());
+      gst_harness_teardown(h);
+    }
+  }
+}
+
+TEST(CudaCascadeElement, AnnouncesItsLabelAndHonoursHitThreshold) {
+  init_cv_elements_once();
+  if (!file_exists(cascade_path(kAlt2))) GTEST_SKIP() << "opencv-data is missing";
+  std::string why;
+  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  const cv::Mat &gray = frames[1].gray;
+  const std::vector<Window> all = library_windows(gray, 1.2);
+  ASSERT_GT(all.size(), 2u);
+  std::vector<double> scores;
+  for (const Window &w : all) scores.push_back(w.score);
+  std::sort(scores.begin(), scores.end());
+  const double median = scores[scores.size() / 2];
+  GstHarness *h = cascade_harness("backend=cpu hit-threshold=" + std::to_string(median));
+  const Attached a = run_frame(h, gray, "GRAY8");
+  size_t above = 0;
+  for (const double s : scores) above += s >= median;
+  EXPECT_EQ(a.scores.size(), above);
+  for (const float s : a.scores) EXPECT_GE(s, static_cast<float>(median) - 1e-4f);
+  // The label event: the model's name by default.
+  bool announced = false;
+  for (GstEvent *e; (e = gst_harness_try_pull_event(h));) {
+    gint class_id = -1;
+    const gchar *label = nullptr;
+    if (gst_cuda_nms_label_event_parse(e, &class_id, &label)) {
+      EXPECT_EQ(class_id, 0);
+      EXPECT_STREQ(label, kAlt2);
+      announced = true;
+    }
+    gst_event_unref(e);
+  }
+  EXPECT_TRUE(announced);
+  gst_harness_teardown(h);
+}
+
+// Starting the element: a bus error message and no output, never a crash.
+std::string start_error(const std::string &properties) {
+  GstElement *pipeline = gst_parse_launch(
+      ("videotestsrc num-buffers=2 ! video/x-raw,format=GRAY8,width=64,height=48 ! cudacascade " +
+       properties + " ! fakesink")
+          .c_str(),
+      nullptr);
+  EXPECT_NE(pipeline, nullptr);
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND,
+                                               static_cast<GstMessageType>(GST_MESSAGE_ERROR |
+                                                                           GST_MESSAGE_EOS));
+  std::string text;
+  if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+    GError *err = nullptr;
+    gchar *debug = nullptr;
+    gst_message_parse_error(msg, &err, &debug);
+    text = std::string(err->message) + " | " + (debug ? debug : "");
+    g_error_free(err);
+    g_free(debug);
+  }
+  if (msg) gst_message_unref(msg);
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  return text;
+}
+
+TEST(CudaCascadeElement, BadModelsAndBackendsAreClearErrorsAtStart) {
+  init_cv_elements_once();
+  EXPECT_NE(start_error("model=/nonexistent.xml").find("cannot read cascade"), std::string::npos);
+  EXPECT_NE(start_error("model=/etc/hostname").find("Cannot use model"), std::string::npos);
+  if (!file_exists(cascade_path(kAlt2))) GTEST_SKIP() << "opencv-data is missing";
+  const std::string model = "model=\"" + cascade_path(kAlt2) + "\" ";
+  EXPECT_EQ(start_error(model + "backend=cpu"), "");
+  // backend=cuda on a device that cannot be used: here none exists, on a GPU host gpu-id 4096.
+  EXPECT_NE(start_error(model + "backend=cuda gpu-id=4096").find("backend=cuda"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace cudanms::testing
