@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cv_support.h"
+#include "kernels/cascade_support.h"
 
 namespace cudanms::testing {
 namespace {
@@ -125,6 +126,10 @@ TEST(PropertyExtremes, NoValueOfAnyPropertyAbortsTheProcess) {
         // The writer's output goes to a file unless the property under test is its location.
         if (g_str_equal(factory, "jsonmetawriter"))
           g_object_set(element, "location", json.c_str(), NULL);
+        // The cascade from wherever opencv-data is (the GPU host's recipe unpacks it elsewhere).
+        if (g_str_equal(factory, "cudacascade"))
+          g_object_set(element, "model", cascade_path("haarcascade_frontalface_alt2").c_str(),
+                       NULL);
         g_object_set_property(G_OBJECT(element), pspec->name, &value);
         completed += run_two_frames(element);  // the pipeline takes the element
         g_value_unset(&value);

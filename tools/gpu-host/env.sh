@@ -9,16 +9,16 @@ if [ ! -x "$_cudanms_prefix/usr/bin/pkgconf" ]; then
   for _f in "$_cudanms_debs"/*.deb; do dpkg -x "$_f" "$_cudanms_prefix"; done
 fi
 _cudanms_lib=$_cudanms_prefix/usr/lib/x86_64-linux-gnu
-# Debian ships opencv4.pc in libopencv-dev, which pulls every module; these three are enough.
+# Debian ships opencv4.pc in libopencv-dev, which pulls every module; these four are enough.
 if [ ! -f "$_cudanms_lib/pkgconfig/opencv4.pc" ]; then
   cat >"$_cudanms_lib/pkgconfig/opencv4.pc" <<'PC'
 prefix=/usr
 libdir=${prefix}/lib/x86_64-linux-gnu
 includedir=${prefix}/include/opencv4
 Name: OpenCV
-Description: Debian's OpenCV 4.6: core, imgproc, objdetect
+Description: Debian's OpenCV 4.6: core, imgproc, objdetect, dnn
 Version: 4.6.0
-Libs: -L${libdir} -lopencv_objdetect -lopencv_imgproc -lopencv_core
+Libs: -L${libdir} -lopencv_objdetect -lopencv_dnn -lopencv_imgproc -lopencv_core
 Cflags: -I${includedir}
 PC
 fi

@@ -21,7 +21,7 @@ build=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libglib2.0-dev libgl
 # plugin, the cascade tests and the OpenCV peers of the benchmark.
 opencv=(libopencv-core406 libopencv-imgproc406 libopencv-objdetect406 libopencv-calib3d406
   libopencv-dnn406 libopencv-features2d406 libopencv-flann406 libopencv-core-dev
-  libopencv-imgproc-dev libopencv-objdetect-dev libtbb12 libtbbmalloc2 libhwloc15 libblas3
+  libopencv-imgproc-dev libopencv-objdetect-dev libopencv-dnn-dev libtbb12 libtbbmalloc2 libhwloc15 libblas3
   liblapack3 libopenblas0 libopenblas0-pthread libgfortran5 libquadmath0 libprotobuf32 libgl1
   libglx0 libglvnd0 libx11-6 libxcb1 libxau6 libxdmcp6 libxext6 libbsd0 libmd0 opencv-data)
 
