@@ -34,7 +34,8 @@ std::unique_ptr<Detector> Detector::create(std::shared_ptr<const Model> model,
     previous = start;
   }
   try {
-    if (options.backend == Backend::kCuda) return detail::create_cuda_detector(model, options, status);
+    if (options.backend == Backend::kCuda)
+      return detail::create_cuda_detector(model, options, status);
     *status = Status::Ok();
     return detail::create_cpu_detector(std::move(model));
   } catch (const std::bad_alloc &) {

@@ -82,8 +82,8 @@ std::string read_cascade(const cv::FileNode &root, Model *m) {
       if (count < 1 || static_cast<int>(leaf_values.size()) != count + 1)
         return "a tree whose leaf count is not its node count + 1";
       max_nodes = std::max(max_nodes, count);
-      m->trees.push_back({static_cast<int32_t>(m->nodes.size()),
-                          static_cast<int32_t>(m->leaves.size())});
+      m->trees.push_back(
+          {static_cast<int32_t>(m->nodes.size()), static_cast<int32_t>(m->leaves.size())});
       auto it = internal.begin();
       for (int k = 0; k < count; ++k) {
         Model::Node node{};
@@ -145,8 +145,8 @@ std::string read_cascade(const cv::FileNode &root, Model *m) {
       m->haar_features.push_back(hf);
     }
   }
-  const int32_t feature_count = static_cast<int32_t>(lbp ? m->lbp_features.size()
-                                                         : m->haar_features.size());
+  const int32_t feature_count =
+      static_cast<int32_t>(lbp ? m->lbp_features.size() : m->haar_features.size());
   for (const Model::Node &node : m->nodes) {
     if (node.feature < 0 || node.feature >= feature_count)
       return "a node names a feature that does not exist";

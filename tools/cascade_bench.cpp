@@ -15,6 +15,7 @@
 
 #include "bench_version.h"
 #include "cudanms/cascade.h"
+#include "pgm.h"
 
 namespace {
 
@@ -25,25 +26,15 @@ using cascade::DetectStats;
 using cascade::Window;
 using Clock = std::chrono::steady_clock;
 
-cv::Mat read_pgm(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string magic;
-  int w = 0, h = 0, maxval = 0;
-  if (!(in >> magic >> w >> h >> maxval) || magic != "P5" || maxval != 255 || w <= 0 || h <= 0)
-    return {};
-  in.get();
-  cv::Mat gray(h, w, CV_8UC1);
-  in.read(reinterpret_cast<char *>(gray.data), static_cast<std::streamsize>(w) * h);
-  return in ? gray : cv::Mat();
-}
-
 struct Timing {
   double p50 = 0, p99 = 0;
 };
 
 Timing percentiles(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
-  auto at = [&](double q) { return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))]; };
+  auto at = [&](double q) {
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(q * ms.size()))];
+  };
   return {at(0.5), at(0.99)};
 }
 
@@ -110,7 +101,7 @@ int main(int argc, char **argv) {
                  error ? error->message : "--frame is required; repeats must be positive");
     return 2;
   }
-  const cv::Mat gray = read_pgm(frame_path);
+  const cv::Mat gray = tools::read_pgm(frame_path);
   if (gray.empty()) {
     std::fprintf(stderr, "cudanms-cascade-bench: %s is not a binary 8-bit PGM\n", frame_path);
     return 2;
@@ -129,11 +120,13 @@ int main(int argc, char **argv) {
   const bool have_cuda = cuda_available(&why);
   int rc = 0;
   std::string json = "{\"version\": \"" CUDANMS_BENCH_VERSION "\", \"rows\": [";
-  std::printf("cudanms %s, frame %s (%dx%d), scale factor %.2f, windows %d-%d px, OpenCV %s with "
-              "%d threads\n\n",
-              CUDANMS_BENCH_VERSION, frame_path, gray.cols, gray.rows, scale_factor, min_size,
-              max_size, CV_VERSION, cv::getNumThreads());
-  std::printf("| cascade | runner | p50 ms | p99 ms | windows evaluated | windows out | agrees |\n");
+  std::printf(
+      "cudanms %s, frame %s (%dx%d), scale factor %.2f, windows %d-%d px, OpenCV %s with "
+      "%d threads\n\n",
+      CUDANMS_BENCH_VERSION, frame_path, gray.cols, gray.rows, scale_factor, min_size, max_size,
+      CV_VERSION, cv::getNumThreads());
+  std::printf(
+      "| cascade | runner | p50 ms | p99 ms | windows evaluated | windows out | agrees |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   auto row = [&](const std::string &cascade, const std::string &runner, Timing t, size_t evaluated,
                  size_t out, bool agrees) {
@@ -152,7 +145,9 @@ int main(int argc, char **argv) {
   std::vector<std::string> split_lines;
   for (const std::string &name : names) {
     const std::string lbp_prefix = "lbp";
-    const std::string path = data + (name.rfind(lbp_prefix, 0) == 0 ? "/lbpcascades/" : "/haarcascades/") + name + ".xml";
+    const std::string path = data +
+                             (name.rfind(lbp_prefix, 0) == 0 ? "/lbpcascades/" : "/haarcascades/") +
+                             name + ".xml";
     Status status;
     auto model = cascade::Model::load(path, &status);
     cv::CascadeClassifier reference(path);
@@ -171,14 +166,15 @@ int main(int argc, char **argv) {
     row(name, "OpenCV " CV_VERSION ", " + std::to_string(threads) + " threads",
         time_runs(cpu_repeat, opencv_run), 0, rects.size(), true);
     cv::setNumThreads(1);
-    row(name, "OpenCV " CV_VERSION ", 1 thread", time_runs(cpu_repeat, opencv_run), 0,
-        rects.size(), true);
+    row(name, "OpenCV " CV_VERSION ", 1 thread", time_runs(cpu_repeat, opencv_run), 0, rects.size(),
+        true);
     cv::setNumThreads(threads);
 
     std::vector<Window> windows;
     DetectStats stats;
     auto cpu = Detector::create(model, {}, &status);
-    const Timing cpu_t = time_runs(cpu_repeat, [&] { cpu->detect(view, params, &windows, &stats); });
+    const Timing cpu_t =
+        time_runs(cpu_repeat, [&] { cpu->detect(view, params, &windows, &stats); });
     row(name, "cudanms cpu twin, 1 thread", cpu_t, stats.windows_evaluated, windows.size(),
         same_rects(rects, windows));
     if (!have_cuda) continue;
@@ -195,8 +191,8 @@ int main(int argc, char **argv) {
       const Timing t = time_runs(repeat, [&] { cuda->detect(view, params, &windows, &stats); });
       const bool agrees = same_rects(rects, windows);
       if (split == std::vector<int>{3, 7}) {
-        row(name, "cudanms cuda, frame in host memory", t, stats.windows_evaluated,
-            windows.size(), agrees);
+        row(name, "cudanms cuda, frame in host memory", t, stats.windows_evaluated, windows.size(),
+            agrees);
         options.time_device = true;
         auto timed = Detector::create(model, options, &status);
         std::vector<double> device, resident;
@@ -215,8 +211,7 @@ int main(int argc, char **argv) {
       for (const size_t n : stats.alive_after_segment) alive += " " + std::to_string(n);
       char line[256];
       std::snprintf(line, sizeof line, "| %s | %s | %.3f | %.3f |%s | %s |", name.c_str(),
-                    split_name(split).c_str(), t.p50, t.p99, alive.c_str(),
-                    agrees ? "yes" : "NO");
+                    split_name(split).c_str(), t.p50, t.p99, alive.c_str(), agrees ? "yes" : "NO");
       split_lines.push_back(line);
       if (!agrees) rc = 1;
     }

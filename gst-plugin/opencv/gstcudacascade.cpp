@@ -22,10 +22,9 @@
  */
 #include "gstcudacascade.h"
 
+#include <cudanms/cascade.h>
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
-
-#include <cudanms/cascade.h>
 
 #include <memory>
 #include <mutex>
@@ -34,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "grayframe.h"
 #include "sizes.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_cascade_debug);
@@ -200,10 +200,9 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
       gobject_class, PROP_BACKEND,
       g_param_spec_enum("backend", "Backend", "Where the cascade runs",
                         GST_TYPE_CUDA_CASCADE_BACKEND, DEFAULT_BACKEND, rw_ready));
-  g_object_class_install_property(
-      gobject_class, PROP_GPU_ID,
-      g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0, G_MAXINT, DEFAULT_GPU_ID,
-                       rw_ready));
+  g_object_class_install_property(gobject_class, PROP_GPU_ID,
+                                  g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0,
+                                                   G_MAXINT, DEFAULT_GPU_ID, rw_ready));
   g_object_class_install_property(
       gobject_class, PROP_DEVICE,
       g_param_spec_string("device", "Device",
@@ -386,15 +385,16 @@ static gboolean gst_cuda_cascade_start(GstBaseTransform *trans) {
                           ("%s", status.message().c_str()));
     }
   }
-  if (!priv->detector) priv->detector = cudanms::cascade::Detector::create(priv->model, {}, &status);
+  if (!priv->detector)
+    priv->detector = cudanms::cascade::Detector::create(priv->model, {}, &status);
   if (!priv->detector) {
     GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("Cannot create the cascade detector"),
                       ("%s", status.message().c_str()));
     return FALSE;
   }
   set_device(self, priv->detector->device_name());
-  GST_INFO_OBJECT(self, "model %s (%zu stages) on %s", s.model.c_str(),
-                  priv->model->stages.size(), priv->detector->device_name().c_str());
+  GST_INFO_OBJECT(self, "model %s (%zu stages) on %s", s.model.c_str(), priv->model->stages.size(),
+                  priv->detector->device_name().c_str());
   return TRUE;
 }
 
@@ -410,44 +410,13 @@ static gboolean gst_cuda_cascade_stop(GstBaseTransform *trans) {
 /* The frame                                                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
-/* The frame as 8-bit grey: the luma plane itself where there is one, else converted. */
+/* The frame as 8-bit grey (gst_cv_gray_of), or an element error for a format it does not know. */
 static bool gray_of(GstCudaCascade *self, GstVideoFrame *frame, cv::Mat *gray) {
-  const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
-  void *data = GST_VIDEO_FRAME_PLANE_DATA(frame, 0);
-  const size_t stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0);
-  int code = -1, type = CV_8UC1;
-  switch (GST_VIDEO_FRAME_FORMAT(frame)) {
-    case GST_VIDEO_FORMAT_GRAY8:
-    case GST_VIDEO_FORMAT_I420:
-    case GST_VIDEO_FORMAT_YV12:
-    case GST_VIDEO_FORMAT_NV12:
-    case GST_VIDEO_FORMAT_NV21:
-      *gray = cv::Mat(h, w, CV_8UC1, data, stride);
-      return true;
-    case GST_VIDEO_FORMAT_BGR:
-      code = cv::COLOR_BGR2GRAY, type = CV_8UC3;
-      break;
-    case GST_VIDEO_FORMAT_RGB:
-      code = cv::COLOR_RGB2GRAY, type = CV_8UC3;
-      break;
-    case GST_VIDEO_FORMAT_BGRx:
-    case GST_VIDEO_FORMAT_BGRA:
-      code = cv::COLOR_BGRA2GRAY, type = CV_8UC4;
-      break;
-    case GST_VIDEO_FORMAT_RGBx:
-    case GST_VIDEO_FORMAT_RGBA:
-      code = cv::COLOR_RGBA2GRAY, type = CV_8UC4;
-      break;
-    default:
-      GST_ELEMENT_ERROR(
-          self, STREAM, FORMAT,
-          ("Unsupported format %s", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(frame))),
-          (NULL));
-      return false;
-  }
-  cv::cvtColor(cv::Mat(h, w, type, data, stride), self->priv->gray, code);
-  *gray = self->priv->gray;
-  return true;
+  if (gst_cv_gray_of(frame, &self->priv->gray, gray)) return true;
+  GST_ELEMENT_ERROR(
+      self, STREAM, FORMAT,
+      ("Unsupported format %s", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(frame))), (NULL));
+  return false;
 }
 
 /* Tells downstream the name of the class, once and whenever it changes. */

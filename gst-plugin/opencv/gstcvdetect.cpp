@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "grayframe.h"
 #include "labels.h"
 #include "sizes.h"
 
@@ -393,44 +394,13 @@ static gboolean gst_cv_detect_stop(GstBaseTransform *trans) {
 /* The frame                                                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
-/* The frame as 8-bit gray: the luma plane itself where there is one, else converted. */
+/* The frame as 8-bit grey (gst_cv_gray_of), or an element error for a format it does not know. */
 static bool gray_of(GstCvDetect *self, GstVideoFrame *frame, cv::Mat *gray) {
-  const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
-  void *data = GST_VIDEO_FRAME_PLANE_DATA(frame, 0);
-  const size_t stride = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0);
-  int code = -1, type = CV_8UC1;
-  switch (GST_VIDEO_FRAME_FORMAT(frame)) {
-    case GST_VIDEO_FORMAT_GRAY8:
-    case GST_VIDEO_FORMAT_I420:
-    case GST_VIDEO_FORMAT_YV12:
-    case GST_VIDEO_FORMAT_NV12:
-    case GST_VIDEO_FORMAT_NV21:
-      *gray = cv::Mat(h, w, CV_8UC1, data, stride);
-      return true;
-    case GST_VIDEO_FORMAT_BGR:
-      code = cv::COLOR_BGR2GRAY, type = CV_8UC3;
-      break;
-    case GST_VIDEO_FORMAT_RGB:
-      code = cv::COLOR_RGB2GRAY, type = CV_8UC3;
-      break;
-    case GST_VIDEO_FORMAT_BGRx:
-    case GST_VIDEO_FORMAT_BGRA:
-      code = cv::COLOR_BGRA2GRAY, type = CV_8UC4;
-      break;
-    case GST_VIDEO_FORMAT_RGBx:
-    case GST_VIDEO_FORMAT_RGBA:
-      code = cv::COLOR_RGBA2GRAY, type = CV_8UC4;
-      break;
-    default:
-      GST_ELEMENT_ERROR(
-          self, STREAM, FORMAT,
-          ("Unsupported format %s", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(frame))),
-          (NULL));
-      return false;
-  }
-  cv::cvtColor(cv::Mat(h, w, type, data, stride), self->priv->gray, code);
-  *gray = self->priv->gray;
-  return true;
+  if (gst_cv_gray_of(frame, &self->priv->gray, gray)) return true;
+  GST_ELEMENT_ERROR(
+      self, STREAM, FORMAT,
+      ("Unsupported format %s", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(frame))), (NULL));
+  return false;
 }
 
 /* HOG over a pyramid of levels whose windows span [min-size, max-size] in frame pixels. Levels run

@@ -16,5 +16,6 @@ static gboolean plugin_init(GstPlugin *plugin) {
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, cudanmsopencv,
-                  "OpenCV detectors (CPU and CUDA cascades), box overlay and JSON metadata writer for cudanms pipelines",
+                  "OpenCV detectors (CPU and CUDA cascades), box overlay and JSON metadata writer "
+                  "for cudanms pipelines",
                   plugin_init, VERSION, "LGPL", "cudanms", "https://cudanms.invalid/")

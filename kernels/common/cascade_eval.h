@@ -3,8 +3,8 @@
 // follow OpenCV 4.6's cascadedetect.cpp and resize.cpp operation for operation.
 #pragma once
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 
 #ifdef __CUDACC__
 #define CASCADE_HD __host__ __device__ __forceinline__
@@ -138,8 +138,8 @@ CASCADE_HD float tree_leaf(const CascadeView &c, const TreeView tree, const int3
       idx = (word & (1 << (code & 31))) ? node.left : node.right;
     } else {
       const float value = haar_feature(c.haar[node.feature], sum, tilted, norm_factor);
-      idx = static_cast<double>(value) < static_cast<double>(node.threshold) ? node.left
-                                                                             : node.right;
+      idx =
+          static_cast<double>(value) < static_cast<double>(node.threshold) ? node.left : node.right;
     }
   } while (idx > 0);
   return load(c.leaves + tree.first_leaf - idx);

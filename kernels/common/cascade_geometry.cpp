@@ -96,13 +96,13 @@ Geometry make_geometry(const Model &model, int width, int height, const DetectPa
 
 FeatureTables make_feature_tables(const Model &model, int stride) {
   FeatureTables t;
-  auto corners = [stride](const Model::Rect &r, int32_t (&o)[4]) {
+  auto corners = [stride](const Model::Rect &r, int32_t(&o)[4]) {
     o[0] = r.x + stride * r.y;
     o[1] = r.x + r.width + stride * r.y;
     o[2] = r.x + stride * (r.y + r.height);
     o[3] = r.x + r.width + stride * (r.y + r.height);
   };
-  auto tilted_corners = [stride](const Model::Rect &r, int32_t (&o)[4]) {
+  auto tilted_corners = [stride](const Model::Rect &r, int32_t(&o)[4]) {
     o[0] = r.x + stride * r.y;
     o[1] = r.x - r.height + stride * (r.y + r.height);
     o[2] = r.x + r.width + stride * (r.y + r.width);
@@ -193,11 +193,10 @@ namespace cudanms::cascade::detail {
 Status geometry_fits(const Geometry &g) {
   constexpr size_t kMaxPlane = size_t{1} << 28;
   if (g.plane_size <= kMaxPlane && !g.too_many_levels) return Status::Ok();
-  return Status::Error("scale factor " + std::to_string(g.params.scale_factor) +
-                       " is too close to 1 for a " + std::to_string(g.image_width) + "x" +
-                       std::to_string(g.image_height) + " frame: more than " +
-                       std::to_string(g.too_many_levels ? kMaxLevels : g.levels.size()) +
-                       " scales");
+  return Status::Error(
+      "scale factor " + std::to_string(g.params.scale_factor) + " is too close to 1 for a " +
+      std::to_string(g.image_width) + "x" + std::to_string(g.image_height) + " frame: more than " +
+      std::to_string(g.too_many_levels ? kMaxLevels : g.levels.size()) + " scales");
 }
 
 }  // namespace cudanms::cascade::detail

@@ -13,13 +13,13 @@
 namespace cudanms::cascade::detail {
 
 struct Level {
-  float factor;       // OpenCV's scale, in float as it keeps it
-  int width, height;  // the resized image
-  int step;           // window step: 2 below factor 2, 1 from 2 up
-  int cols, rows;     // the window grid
-  size_t origin;      // integral element (0, 0) of this level in every plane
-  size_t x_taps, y_taps;  // first tap of this level in Geometry::x_taps / y_taps
-  size_t first_window;    // index of this level's first grid window over all levels
+  float factor;                   // OpenCV's scale, in float as it keeps it
+  int width, height;              // the resized image
+  int step;                       // window step: 2 below factor 2, 1 from 2 up
+  int cols, rows;                 // the window grid
+  size_t origin;                  // integral element (0, 0) of this level in every plane
+  size_t x_taps, y_taps;          // first tap of this level in Geometry::x_taps / y_taps
+  size_t first_window;            // index of this level's first grid window over all levels
   int32_t out_width, out_height;  // the window in image pixels
 };
 

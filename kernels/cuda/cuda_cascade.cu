@@ -16,12 +16,12 @@
 #include "common/cascade_geometry.h"
 #include "cuda_cascade.h"
 
-#define CASCADE_TRY(call)                         \
-  do {                                            \
-    const cudaError_t cascade_error_ = (call);    \
-    if (cascade_error_ != cudaSuccess) {          \
-      return cuda_error(#call, cascade_error_);   \
-    }                                             \
+#define CASCADE_TRY(call)                       \
+  do {                                          \
+    const cudaError_t cascade_error_ = (call);  \
+    if (cascade_error_ != cudaSuccess) {        \
+      return cuda_error(#call, cascade_error_); \
+    }                                           \
   } while (0)
 
 namespace cudanms::cascade::detail {
@@ -39,7 +39,7 @@ Status cuda_error(const char *what, cudaError_t error) {
 // A Level as the kernels need it.
 struct DeviceLevel {
   int32_t width, height, step, cols, rows;
-  int32_t first_row;     // over all levels' image rows (row scans) and grid rows (the walk)
+  int32_t first_row;  // over all levels' image rows (row scans) and grid rows (the walk)
   int32_t first_grid_row;
   int32_t first_column;  // over all levels' integral columns 1..width
   int32_t x_taps, y_taps;
@@ -207,9 +207,8 @@ __global__ void tilted_gather(const uint32_t *grid, int n, int width, int height
 // Segment 1 over every window of every level. Status 0: evaluated and failed the first stage
 // (OpenCV then skips the next window of the row); 1: flat or failed a later stage; 2: alive.
 __global__ void first_segment(CascadeView c, const DeviceLevel *levels, int level_count,
-                              int64_t windows, int stride, const int32_t *sum,
-                              const int32_t *sqsum, const int32_t *tilted, int end,
-                              uint8_t *status, float *norms) {
+                              int64_t windows, int stride, const int32_t *sum, const int32_t *sqsum,
+                              const int32_t *tilted, int end, uint8_t *status, float *norms) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < windows;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const DeviceLevel level =
@@ -342,8 +341,8 @@ struct DeviceArray {
   Status upload(const std::vector<T> &v, cudaStream_t stream) {
     Status s = reserve(v.size());
     if (!s.ok() || v.empty()) return s;
-    CASCADE_TRY(cudaMemcpyAsync(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice,
-                                stream));
+    CASCADE_TRY(
+        cudaMemcpyAsync(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
     return Status::Ok();
   }
 };
@@ -484,7 +483,8 @@ class CudaDetector final : public Detector {
       stats->after_upload_us = 1000.0f * ms;
     }
     stats->windows_evaluated = static_cast<size_t>(*h_reached_.ptr);
-    for (size_t k = 0; k + 1 < segments; ++k) stats->alive_after_segment.push_back(h_counts_.ptr[k]);
+    for (size_t k = 0; k + 1 < segments; ++k)
+      stats->alive_after_segment.push_back(h_counts_.ptr[k]);
     stats->alive_after_segment.push_back(found);
 
     std::vector<OutWindow> out(h_windows_.ptr, h_windows_.ptr + found);
@@ -542,7 +542,8 @@ class CudaDetector final : public Detector {
     if (status.ok() && haar) status = sqsum_.reserve(plane);
     if (status.ok() && model_->has_tilted_features) {
       status = tilted_.reserve(plane);
-      const size_t n = static_cast<size_t>(geo.levels.front().width) + geo.levels.front().height - 1;
+      const size_t n =
+          static_cast<size_t>(geo.levels.front().width) + geo.levels.front().height - 1;
       if (status.ok()) status = tilt_grid_.reserve(n * n);
     }
     if (status.ok()) status = status_.reserve(geo.windows);
@@ -578,8 +579,8 @@ class CudaDetector final : public Detector {
     const Level &widest = g.levels.front();
     const dim3 block2d(32, 8);
     const dim3 grid2d((widest.width + 31) / 32, (widest.height + 7) / 8, levels);
-    resize_levels<<<grid2d, block2d, 0, stream_>>>(image_.ptr, image_stride, levels_.ptr,
-                                                   x_taps_.ptr, y_taps_.ptr, g.stride, resized_.ptr);
+    resize_levels<<<grid2d, block2d, 0, stream_>>>(
+        image_.ptr, image_stride, levels_.ptr, x_taps_.ptr, y_taps_.ptr, g.stride, resized_.ptr);
     CASCADE_TRY(cudaGetLastError());
     int32_t *sq = haar ? sqsum_.ptr : nullptr;
     integral_rows<<<blocks_for(total_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
@@ -600,8 +601,8 @@ class CudaDetector final : public Detector {
     const unsigned window_blocks =
         std::min<unsigned>(blocks_for(g.windows, kThreads), static_cast<unsigned>(sm_count_) * 16);
     first_segment<<<window_blocks, kThreads, 0, stream_>>>(
-        view_, levels_.ptr, levels, static_cast<int64_t>(g.windows), g.stride, sum_.ptr, sq,
-        tilted, bounds_[1], status_.ptr, norms_.ptr);
+        view_, levels_.ptr, levels, static_cast<int64_t>(g.windows), g.stride, sum_.ptr, sq, tilted,
+        bounds_[1], status_.ptr, norms_.ptr);
     CASCADE_TRY(cudaGetLastError());
     walk_rows<<<blocks_for(total_grid_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
         levels_.ptr, levels, total_grid_rows_, status_.ptr, norms_.ptr, queue_a_.ptr, counts_.ptr,
@@ -618,9 +619,8 @@ class CudaDetector final : public Detector {
       const int first = segments == 1 ? bounds_[1] - 1 : bounds_[k];
       const int end = segments == 1 ? bounds_[1] : bounds_[k + 1];
       next_segment<<<queue_blocks, kThreads, shared, stream_>>>(
-          view_, levels_.ptr, g.stride, sum_.ptr, tilted, first, end, in, counts_.ptr + k - 1,
-          out, counts_.ptr + k, last ? windows_.ptr : nullptr, counts_.ptr + segments,
-          max_trees_);
+          view_, levels_.ptr, g.stride, sum_.ptr, tilted, first, end, in, counts_.ptr + k - 1, out,
+          counts_.ptr + k, last ? windows_.ptr : nullptr, counts_.ptr + segments, max_trees_);
       CASCADE_TRY(cudaGetLastError());
       std::swap(in, out);
     }
@@ -641,7 +641,8 @@ class CudaDetector final : public Detector {
           resized_.ptr, static_cast<int64_t>(l.origin), g.stride, l.width, l.height, n,
           tilt_grid_.ptr);
       CASCADE_TRY(cudaGetLastError());
-      tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(n, tilt_grid_.ptr);
+      tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(n,
+                                                                                  tilt_grid_.ptr);
       CASCADE_TRY(cudaGetLastError());
       tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, tilt_grid_.ptr);
       CASCADE_TRY(cudaGetLastError());

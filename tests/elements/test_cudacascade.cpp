@@ -27,8 +27,8 @@ Attached run_frame(GstHarness *h, const cv::Mat &gray, const char *format) {
   const int w = gray.cols, hgt = gray.rows;
   GstVideoInfo info;
   gst_video_info_set_format(&info, gst_video_format_from_string(format), w, hgt);
-  gchar *caps = g_strdup_printf("video/x-raw,format=%s,width=%d,height=%d,framerate=30/1",
-                                format, w, hgt);
+  gchar *caps =
+      g_strdup_printf("video/x-raw,format=%s,width=%d,height=%d,framerate=30/1", format, w, hgt);
   gst_harness_set_src_caps_str(h, caps);
   g_free(caps);
   GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
@@ -93,8 +93,8 @@ void expect_windows(const Attached &a, const std::vector<Window> &expected, cons
 }
 
 GstHarness *cascade_harness(const std::string &extra) {
-  const std::string desc = "cudacascade model=\"" + cascade_path(kAlt2) +
-                           "\" min-size=40x40 scale-factor=1.2 " + extra;
+  const std::string desc =
+      "cudacascade model=\"" + cascade_path(kAlt2) + "\" min-size=40x40 scale-factor=1.2 " + extra;
   return gst_harness_new_parse(desc.c_str());
 }
 
@@ -162,9 +162,8 @@ std::string start_error(const std::string &properties) {
   EXPECT_NE(pipeline, nullptr);
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 10 * GST_SECOND,
-                                               static_cast<GstMessageType>(GST_MESSAGE_ERROR |
-                                                                           GST_MESSAGE_EOS));
+  GstMessage *msg = gst_bus_timed_pop_filtered(
+      bus, 10 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
   std::string text;
   if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
     GError *err = nullptr;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cudanms/cascade.h"
+#include "pgm.h"
 
 #if __has_include(<opencv2/videoio.hpp>) && __has_include(<opencv2/imgcodecs.hpp>)
 #include <opencv2/imgcodecs.hpp>
@@ -51,7 +52,7 @@ struct GrayFrame {
 // The frame names, in the order cascade_frames() returns them.
 inline const std::vector<std::string> &cascade_frame_names() {
   static const std::vector<std::string> names = {
-      "megamind_030", "megamind_060", "megamind_120", "vtest_000",
+      "megamind_030", "megamind_060",        "megamind_120", "vtest_000",
       "messi5",       "megamind_tile_1080p", "vtest_1080p"};
   return names;
 }
@@ -98,23 +99,11 @@ inline std::vector<GrayFrame> decode_frames() {
   cv::Mat vtest_big;
   cv::resize(vtest[0], vtest_big, cv::Size(1920, 1080), 0, 0, cv::INTER_LINEAR);
   const std::vector<cv::Mat> bgr = {mega[0], mega[1], mega[2], vtest[0], messi, tile, vtest_big};
-  for (size_t i = 0; i < bgr.size(); ++i) frames.push_back({cascade_frame_names()[i], to_gray(bgr[i])});
+  for (size_t i = 0; i < bgr.size(); ++i)
+    frames.push_back({cascade_frame_names()[i], to_gray(bgr[i])});
   return frames;
 }
 #endif
-
-// A binary PGM (P5, maxval 255).
-inline cv::Mat read_pgm(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string magic;
-  int w = 0, h = 0, maxval = 0;
-  if (!(in >> magic >> w >> h >> maxval) || magic != "P5" || maxval != 255 || w <= 0 || h <= 0)
-    return {};
-  in.get();
-  cv::Mat gray(h, w, CV_8UC1);
-  in.read(reinterpret_cast<char *>(gray.data), static_cast<std::streamsize>(w) * h);
-  return in ? gray : cv::Mat();
-}
 
 // The real frames, or empty with *why saying what is missing.
 inline std::vector<GrayFrame> cascade_frames(std::string *why) {
@@ -125,7 +114,7 @@ inline std::vector<GrayFrame> cascade_frames(std::string *why) {
     std::vector<GrayFrame> out;
     const std::string dir = env_or("CUDANMS_CASCADE_FRAMES", "");
     for (const std::string &name : cascade_frame_names()) {
-      cv::Mat gray = dir.empty() ? cv::Mat() : read_pgm(dir + "/" + name + ".pgm");
+      cv::Mat gray = dir.empty() ? cv::Mat() : tools::read_pgm(dir + "/" + name + ".pgm");
       if (gray.empty()) return std::vector<GrayFrame>{};
       out.push_back({name, gray});
     }
@@ -148,9 +137,9 @@ inline cudanms::cascade::GrayView view_of(const cv::Mat &gray) {
 
 // How one window list compares with a reference, rectangle for rectangle.
 struct Agreement {
-  size_t reference = 0;  // windows in the reference
-  size_t identical = 0;  // reference windows found with the identical rectangle
-  size_t extra = 0;      // windows not in the reference
+  size_t reference = 0;        // windows in the reference
+  size_t identical = 0;        // reference windows found with the identical rectangle
+  size_t extra = 0;            // windows not in the reference
   double max_score_error = 0;  // relative, over the identical ones
 };
 

@@ -42,8 +42,8 @@ std::string tiny_haar(const std::string &rect, int left = 0, int right = -1) {
          "<stageThreshold>-1.</stageThreshold><weakClassifiers><_><internalNodes>" +
          std::to_string(left) + " " + std::to_string(right) +
          " 0 0.5</internalNodes><leafValues>1. 2.</leafValues></_></weakClassifiers></_>"
-         "</stages><features><_><rects><_>" + rect +
-         "</_></rects><tilted>0</tilted></_></features></cascade></opencv_storage>";
+         "</stages><features><_><rects><_>" +
+         rect + "</_></rects><tilted>0</tilted></_></features></cascade></opencv_storage>";
 }
 
 std::string load_error(const std::string &text) {
@@ -93,8 +93,9 @@ TEST(CascadeModel, RefusesWhatCannotBeEvaluated) {
   EXPECT_NE(load_error(tiny_haar("0 0 2 2")).find("x y w h weight"), std::string::npos);
   std::string two_nodes = tiny_haar("0 0 2 2 1.");
   // A tree whose node points back at itself would never end.
-  const std::string looping = "<internalNodes>0 1 0 0.5 0 1 0 0.5</internalNodes>"
-                              "<leafValues>1. 2. 3.</leafValues>";
+  const std::string looping =
+      "<internalNodes>0 1 0 0.5 0 1 0 0.5</internalNodes>"
+      "<leafValues>1. 2. 3.</leafValues>";
   two_nodes.replace(two_nodes.find("<internalNodes>"),
                     two_nodes.find("</leafValues>") + 13 - two_nodes.find("<internalNodes>"),
                     looping);
@@ -161,8 +162,8 @@ TEST(CascadeParts, ResizeIsOpenCvsBitExactBilinear) {
           ASSERT_EQ(detail::resize_pixel(src.data, src.step[0], g.x_taps[l.x_taps + x],
                                          g.y_taps[l.y_taps + y]),
                     expected.at<uint8_t>(y, x))
-              << src.cols << "x" << src.rows << " -> " << l.width << "x" << l.height << " at "
-              << x << "," << y;
+              << src.cols << "x" << src.rows << " -> " << l.width << "x" << l.height << " at " << x
+              << "," << y;
     }
   }
 }

@@ -17,7 +17,9 @@ TEST(CascadeOpenCv, CpuTwinFindsOpenCvsWindows) {
   const std::vector<GrayFrame> &frames = cascade_frames(&why);
   if (frames.empty()) GTEST_SKIP() << why;
   Agreement total;
-  std::printf("| cascade, scale factor, min, max | frame | OpenCV windows | identical | extra | max score error |\n");
+  std::printf(
+      "| cascade, scale factor, min, max | frame | OpenCV windows | identical | extra | max score "
+      "error |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const CascadeCase &c : cascade_cases()) {
     const std::string path = cascade_path(c.cascade);
@@ -50,8 +52,8 @@ TEST(CascadeOpenCv, CpuTwinFindsOpenCvsWindows) {
       total.max_score_error = std::max(total.max_score_error, a.max_score_error);
     }
   }
-  std::printf("| all | | %zu | %zu | %zu | %.2g |\n", total.reference, total.identical,
-              total.extra, total.max_score_error);
+  std::printf("| all | | %zu | %zu | %zu | %.2g |\n", total.reference, total.identical, total.extra,
+              total.max_score_error);
   EXPECT_GT(total.reference, 500u) << "the frames should give OpenCV windows to compare";
 }
 

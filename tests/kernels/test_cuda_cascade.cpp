@@ -14,10 +14,10 @@ using cudanms::cascade::DetectStats;
 using cudanms::cascade::Model;
 using cudanms::cascade::Window;
 
-#define SKIP_WITHOUT_CUDA()                                      \
-  do {                                                           \
-    std::string why_;                                            \
-    if (!cudanms::cuda_available(&why_)) GTEST_SKIP() << why_;   \
+#define SKIP_WITHOUT_CUDA()                                    \
+  do {                                                         \
+    std::string why_;                                          \
+    if (!cudanms::cuda_available(&why_)) GTEST_SKIP() << why_; \
   } while (0)
 
 std::shared_ptr<const Model> load_or_skip(const std::string &name) {
@@ -101,8 +101,9 @@ TEST(CudaCascade, EverySegmentSplitFindsTheSameWindows) {
       std::vector<Window> got;
       status = cuda->detect(view_of(tile), params, &got);
       ASSERT_TRUE(status.ok()) << status.message();
-      expect_same_windows(expected, got, std::string(name) + " split of " +
-                                             std::to_string(split.size()) + " starts");
+      expect_same_windows(
+          expected, got,
+          std::string(name) + " split of " + std::to_string(split.size()) + " starts");
     }
   }
 }
@@ -139,9 +140,10 @@ TEST(CudaCascade, OddFramesAndSizeChangesOnOneDetector) {
           ASSERT_TRUE(cpu->detect(view_of(gray), params, &a).ok());
           status = cuda->detect(view_of(gray), params, &b);
           ASSERT_TRUE(status.ok()) << status.message();
-          expect_same_windows(a, b, std::string(name) + " " + std::to_string(size.width) + "x" +
-                                        std::to_string(size.height) + " kind " +
-                                        std::to_string(kind) + " seed " + std::to_string(seed));
+          expect_same_windows(a, b,
+                              std::string(name) + " " + std::to_string(size.width) + "x" +
+                                  std::to_string(size.height) + " kind " + std::to_string(kind) +
+                                  " seed " + std::to_string(seed));
         }
       }
     }

@@ -94,7 +94,7 @@ struct GrayView {
 };
 
 struct DetectParams {
-  double scale_factor = 1.1;       // > 1
+  double scale_factor = 1.1;          // > 1
   int min_width = 0, min_height = 0;  // smallest window, image pixels
   int max_width = 0, max_height = 0;  // largest window; 0 (either): as large as the image
 };
@@ -123,7 +123,7 @@ struct DetectStats {
   size_t windows_out = 0;
   // Windows alive after each segment (CUDA) or 0 (CPU); the first is after segment 1.
   std::vector<size_t> alive_after_segment;
-  float device_time_us = 0;  // CUDA with time_device: from the upload to the last copy back
+  float device_time_us = 0;   // CUDA with time_device: from the upload to the last copy back
   float after_upload_us = 0;  // the same from the end of the upload: a frame already on the GPU
 };
 
