@@ -1,8 +1,10 @@
 // The CPU twin of the CUDA cascade detector: OpenCV's loop (scales, rows, columns with its skip
-// rule) around the per-window code of common/cascade_eval.h that the CUDA kernels run too.
+// rule) around the per-window code of common/cascade_eval.h that the CUDA kernels run too; rows
+// run in parallel on OpenCV's thread pool (cv::setNumThreads sets its size).
 #include "cpu/cpu_cascade.h"
 
 #include <algorithm>
+#include <opencv2/core.hpp>
 
 #include "common/cascade_eval.h"
 #include "common/cascade_geometry.h"
@@ -44,27 +46,45 @@ class CpuDetector final : public Detector {
       const int32_t *sum = sum_.data();
       const int32_t *sqsum = sqsum_.data();
       const int32_t *tilted = tilted_.empty() ? sum : tilted_.data();
-      for (int row = 0; row < level.rows; ++row) {
-        const int y = row * level.step;
-        // CascadeClassifierInvoker: a window failing its first stage skips the next one.
-        for (int x = 0; x < level.cols * level.step; x += level.step) {
-          ++stats->windows_evaluated;
-          const size_t at = static_cast<size_t>(y) * g.stride + x;
-          float norm = 1.f;
-          if (haar && !haar_window_norm(view, sum + at, sqsum + at, &norm)) continue;
-          double weight = 0;
-          const int failed = run_stages(view, sum + at, tilted + at, norm, 0, stage_count, &weight);
-          if (failed == stage_count) {
-            Window w{};
-            if (window_rect(g, level, x, y, &w)) {
-              w.score = weight;
-              w.scale = static_cast<int32_t>(&level - g.levels.data());
-              windows->push_back(w);
+      const int scale = static_cast<int>(&level - g.levels.data());
+      // Stripes of rows on OpenCV's thread pool, as CascadeClassifierInvoker; each stripe keeps
+      // its windows, joined in row order so that the result does not depend on the threads.
+      const int stripes = std::max(1, std::min(level.rows, 4 * cv::getNumThreads()));
+      std::vector<std::vector<Window>> found(stripes);
+      std::vector<size_t> evaluated(stripes, 0);
+      cv::parallel_for_(cv::Range(0, stripes), [&](const cv::Range &range) {
+        for (int k = range.start; k < range.end; ++k) {
+          const int row_end =
+              static_cast<int>(static_cast<int64_t>(level.rows) * (k + 1) / stripes);
+          for (int row = static_cast<int>(static_cast<int64_t>(level.rows) * k / stripes);
+               row < row_end; ++row) {
+            const int y = row * level.step;
+            // A window failing its first stage makes OpenCV skip the next one.
+            for (int x = 0; x < level.cols * level.step; x += level.step) {
+              ++evaluated[k];
+              const size_t at = static_cast<size_t>(y) * g.stride + x;
+              float norm = 1.f;
+              if (haar && !haar_window_norm(view, sum + at, sqsum + at, &norm)) continue;
+              double weight = 0;
+              const int failed =
+                  run_stages(view, sum + at, tilted + at, norm, 0, stage_count, &weight);
+              if (failed == stage_count) {
+                Window w{};
+                if (window_rect(g, level, x, y, &w)) {
+                  w.score = weight;
+                  w.scale = scale;
+                  found[k].push_back(w);
+                }
+              } else if (failed == 0) {
+                x += level.step;
+              }
             }
-          } else if (failed == 0) {
-            x += level.step;
           }
         }
+      });
+      for (int k = 0; k < stripes; ++k) {
+        windows->insert(windows->end(), found[k].begin(), found[k].end());
+        stats->windows_evaluated += evaluated[k];
       }
     }
     stats->windows_out = windows->size();
@@ -94,13 +114,15 @@ class CpuDetector final : public Detector {
     const Geometry &g = geometry_;
     const int w = level.width, h = level.height;
     resized_.resize(static_cast<size_t>(w) * h);
-    for (int y = 0; y < h; ++y) {
-      const AxisTap ty = g.y_taps[level.y_taps + y];
-      for (int x = 0; x < w; ++x) {
-        resized_[static_cast<size_t>(y) * w + x] =
-            resize_pixel(image.pixels, image.stride, g.x_taps[level.x_taps + x], ty);
+    cv::parallel_for_(cv::Range(0, h), [&](const cv::Range &rows) {
+      for (int y = rows.start; y < rows.end; ++y) {
+        const AxisTap ty = g.y_taps[level.y_taps + y];
+        for (int x = 0; x < w; ++x) {
+          resized_[static_cast<size_t>(y) * w + x] =
+              resize_pixel(image.pixels, image.stride, g.x_taps[level.x_taps + x], ty);
+        }
       }
-    }
+    });
     const size_t plane = static_cast<size_t>(h + 1) * g.stride;
     sum_.assign(plane, 0);
     const bool haar = model_->feature_type == FeatureType::kHaar;
