@@ -175,8 +175,8 @@ int main(int argc, char **argv) {
     auto cpu = Detector::create(model, {}, &status);
     const Timing cpu_t =
         time_runs(cpu_repeat, [&] { cpu->detect(view, params, &windows, &stats); });
-    row(name, "cudanms cpu twin, 1 thread", cpu_t, stats.windows_evaluated, windows.size(),
-        same_rects(rects, windows));
+    row(name, "cudanms cpu twin, " + std::to_string(threads) + " threads", cpu_t,
+        stats.windows_evaluated, windows.size(), same_rects(rects, windows));
     if (!have_cuda) continue;
     for (const std::vector<int> &split : std::vector<std::vector<int>>{
              {3, 7}, {}, {1}, {3}, {1, 3, 7}, {3, 7, 12}, {2, 5, 9, 14}}) {

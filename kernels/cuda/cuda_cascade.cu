@@ -31,6 +31,8 @@ constexpr uint32_t kFullMask = 0xffffffffu;
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr size_t kMappedWindows = 16 * 1024;  // windows copied back with the one synchronisation
+constexpr size_t kSharedBytes = 48 * 1024;    // shared memory without opting in to more
+constexpr int kSharedLevels = 64;  // the first segment keeps the level table in shared memory
 
 Status cuda_error(const char *what, cudaError_t error) {
   return Status::Error(std::string("CUDA cascade: ") + what + ": " + cudaGetErrorString(error));
@@ -118,39 +120,30 @@ __global__ void integral_rows(const DeviceLevel *levels, int level_count, int to
   }
 }
 
-// One thread per integral column of every level: running sums down the column, eight rows of
-// loads in flight at a time (a dependent load per row would leave the column pass latency-bound).
+// One warp per integral column of every level: 32 rows at a time, a warp scan down the column
+// (a thread per column would leave the GPU with a few thousand threads, each a chain of
+// dependent loads).
 __global__ void integral_columns(const DeviceLevel *levels, int level_count, int total_columns,
                                  int stride, int32_t *sum, int32_t *sqsum) {
-  constexpr int kRows = 8;
-  const int column = blockIdx.x * blockDim.x + threadIdx.x;
+  const int column = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
   if (column >= total_columns) return;
   const DeviceLevel level =
       levels[find_level(levels, level_count, &DeviceLevel::first_column, column)];
   const int64_t at = level.origin + stride + 1 + (column - level.first_column);
-  uint32_t acc = 0, acc_sq = 0;
-  for (int y0 = 0; y0 < level.height; y0 += kRows) {
-    const int rows = min(kRows, level.height - y0);
-    uint32_t v[kRows], q[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      if (r < rows) {
-        const int64_t p = at + static_cast<int64_t>(y0 + r) * stride;
-        v[r] = static_cast<uint32_t>(sum[p]);
-        q[r] = sqsum ? static_cast<uint32_t>(sqsum[p]) : 0;
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      if (r < rows) {
-        const int64_t p = at + static_cast<int64_t>(y0 + r) * stride;
-        acc += v[r];
-        sum[p] = static_cast<int32_t>(acc);
-        if (sqsum) {
-          acc_sq += q[r];
-          sqsum[p] = static_cast<int32_t>(acc_sq);
-        }
-      }
+  uint32_t carry = 0, carry_sq = 0;
+  for (int y0 = 0; y0 < level.height; y0 += 32) {
+    const int y = y0 + lane;
+    const int64_t p = at + static_cast<int64_t>(y) * stride;
+    const bool inside = y < level.height;
+    const uint32_t s = warp_inclusive_sum(inside ? static_cast<uint32_t>(sum[p]) : 0, lane) + carry;
+    if (inside) sum[p] = static_cast<int32_t>(s);
+    carry = __shfl_sync(kFullMask, s, 31);
+    if (sqsum) {
+      const uint32_t q =
+          warp_inclusive_sum(inside ? static_cast<uint32_t>(sqsum[p]) : 0, lane) + carry_sq;
+      if (inside) sqsum[p] = static_cast<int32_t>(q);
+      carry_sq = __shfl_sync(kFullMask, q, 31);
     }
   }
 }
@@ -209,6 +202,14 @@ __global__ void tilted_gather(const uint32_t *grid, int n, int width, int height
 __global__ void first_segment(CascadeView c, const DeviceLevel *levels, int level_count,
                               int64_t windows, int stride, const int32_t *sum, const int32_t *sqsum,
                               const int32_t *tilted, int end, uint8_t *status, float *norms) {
+  // The level table in shared memory: every window looks its level up.
+  __shared__ DeviceLevel shared_levels[kSharedLevels];
+  const bool in_shared = level_count <= kSharedLevels;
+  if (in_shared) {
+    for (int l = threadIdx.x; l < level_count; l += blockDim.x) shared_levels[l] = levels[l];
+    __syncthreads();
+    levels = shared_levels;
+  }
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < windows;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const DeviceLevel level =
@@ -273,38 +274,41 @@ __global__ void walk_rows(const DeviceLevel *levels, int level_count, int grid_r
   if (lane == 0) atomicAdd(reached_count, static_cast<unsigned long long>(reached_total));
 }
 
-// Stages [first, end) over the queue, one warp per window: the lanes walk a stage's trees in
-// parallel into shared memory, lane 0 adds their leaves in tree order in double (OpenCV's sum,
-// bit for bit). The survivors join the next queue, or, for the last segment, the output.
+// Stages [first, end) over the queue, a group of G lanes per window: the lanes walk a stage's
+// trees in parallel into shared memory, the group's first lane adds their leaves in tree order in
+// double (OpenCV's sum, bit for bit). The survivors join the next queue, or, for the last
+// segment, the output. G follows the segment's stage sizes (launch()).
+template <int G>
 __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int stride,
                              const int32_t *sum, const int32_t *tilted, int first, int end,
                              const QueueEntry *in, const uint32_t *in_count, QueueEntry *out,
                              uint32_t *out_count, OutWindow *windows, uint32_t *window_count,
                              int max_trees) {
   extern __shared__ float leaves[];
-  const int lane = threadIdx.x % 32;
-  float *mine = leaves + (threadIdx.x / 32) * max_trees;
+  const int sub = threadIdx.x % G;
+  const unsigned mask = G == 32 ? kFullMask : ((1u << G) - 1) << (threadIdx.x % 32 / G * G);
+  float *mine = leaves + (threadIdx.x / G) * max_trees;
   const uint32_t n = *in_count;
-  const uint32_t warps = gridDim.x * (blockDim.x / 32);
-  for (uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) / 32; i < n; i += warps) {
+  const uint32_t groups = gridDim.x * (blockDim.x / G);
+  for (uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) / G; i < n; i += groups) {
     const QueueEntry e = in[i];
     const int64_t at = levels[e.level].origin + static_cast<int64_t>(e.y) * stride + e.x;
     bool alive = true;
     double weight = 0;
     for (int si = first; si < end && alive; ++si) {
       const StageView stage = c.stages[si];
-      for (int t = lane; t < stage.trees; t += 32)
+      for (int t = sub; t < stage.trees; t += G)
         mine[t] = tree_leaf(c, c.trees[stage.first_tree + t], sum + at, tilted + at, e.norm);
-      __syncwarp();
-      if (lane == 0) {
+      __syncwarp(mask);
+      if (sub == 0) {
         weight = 0;
         for (int t = 0; t < stage.trees; ++t) weight += static_cast<double>(mine[t]);
         alive = !(weight < static_cast<double>(stage.threshold));
       }
-      alive = __shfl_sync(kFullMask, alive, 0);
-      __syncwarp();
+      alive = __shfl_sync(mask, alive, 0, G);
+      __syncwarp(mask);
     }
-    if (!alive || lane != 0) continue;
+    if (!alive || sub != 0) continue;
     if (windows) {
       windows[atomicAdd(window_count, 1u)] = OutWindow{e.level, e.x, e.y, 0, weight};
     } else {
@@ -408,7 +412,7 @@ class CudaDetector final : public Detector {
     const int stages = static_cast<int>(m.stages.size());
     for (const auto &stage : m.stages) max_trees_ = std::max(max_trees_, stage.trees);
     // One float per tree of a stage per warp of the segment kernels, in shared memory.
-    constexpr int kMaxSharedTrees = 48 * 1024 / (kWarpsPerBlock * sizeof(float));
+    constexpr int kMaxSharedTrees = kSharedBytes / (kWarpsPerBlock * sizeof(float));
     if (max_trees_ > kMaxSharedTrees) {
       return Status::Error("a stage of " + std::to_string(max_trees_) +
                            " trees is more than the CUDA backend takes (" +
@@ -586,7 +590,7 @@ class CudaDetector final : public Detector {
     integral_rows<<<blocks_for(total_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
         levels_.ptr, levels, total_rows_, resized_.ptr, g.stride, sum_.ptr, sq);
     CASCADE_TRY(cudaGetLastError());
-    integral_columns<<<blocks_for(total_columns_, 128), 128, 0, stream_>>>(
+    integral_columns<<<blocks_for(total_columns_, kWarpsPerBlock), kThreads, 0, stream_>>>(
         levels_.ptr, levels, total_columns_, g.stride, sum_.ptr, sq);
     CASCADE_TRY(cudaGetLastError());
     if (model_->has_tilted_features) {
@@ -612,13 +616,18 @@ class CudaDetector final : public Detector {
     // again gives their score.
     QueueEntry *in = queue_a_.ptr, *out = queue_b_.ptr;
     const unsigned queue_blocks = static_cast<unsigned>(sm_count_) * 16;
-    const size_t shared = kWarpsPerBlock * max_trees_ * sizeof(float);
     const size_t runs = std::max<size_t>(segments, 2);
     for (size_t k = 1; k < runs; ++k) {
       const bool last = k + 1 == runs;
       const int first = segments == 1 ? bounds_[1] - 1 : bounds_[k];
       const int end = segments == 1 ? bounds_[1] : bounds_[k + 1];
-      next_segment<<<queue_blocks, kThreads, shared, stream_>>>(
+      const int group = group_size(first, end);
+      const size_t shared = (kThreads / group) * max_trees_ * sizeof(float);
+      auto kernel = group == 4    ? next_segment<4>
+                    : group == 8  ? next_segment<8>
+                    : group == 16 ? next_segment<16>
+                                  : next_segment<32>;
+      kernel<<<queue_blocks, kThreads, shared, stream_>>>(
           view_, levels_.ptr, g.stride, sum_.ptr, tilted, first, end, in, counts_.ptr + k - 1, out,
           counts_.ptr + k, last ? windows_.ptr : nullptr, counts_.ptr + segments, max_trees_);
       CASCADE_TRY(cudaGetLastError());
@@ -629,6 +638,19 @@ class CudaDetector final : public Detector {
                                           h_counts_.device, h_reached_.device, h_windows_.device);
     CASCADE_TRY(cudaGetLastError());
     return Status::Ok();
+  }
+
+  // Lanes per window for stages [first, end): about a third of their mean tree count, so that a
+  // stage takes some three rounds of trees (4 to 32 lanes), within 48 KiB of shared leaves.
+  int group_size(int first, int end) const {
+    int trees = 0;
+    for (int si = first; si < end; ++si) trees += model_->stages[si].trees;
+    const int mean = trees / std::max(end - first, 1);
+    int group = 4;
+    while (group < 32 &&
+           (group * 3 < mean || (kThreads / group) * max_trees_ * sizeof(float) > kSharedBytes))
+      group *= 2;
+    return group;
   }
 
   Status tilted_integrals() {
