@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "detections.h"
 #include "grayframe.h"
 #include "sizes.h"
 
@@ -103,9 +104,7 @@ struct GstCudaCascadePrivate {
   cv::Mat gray;
   std::vector<cudanms::cascade::Window> windows;
   std::vector<float> boxes, scores;
-  bool announced = false;
-  gint announced_class = 0;
-  std::string announced_label;
+  GstCvLabelAnnouncer announcer;
 };
 
 struct _GstCudaCascade {
@@ -358,7 +357,7 @@ static gboolean gst_cuda_cascade_start(GstBaseTransform *trans) {
     s = priv->settings;
   }
   priv->detector.reset();
-  priv->announced = false;
+  priv->announcer.reset();
   cudanms::Status status;
   priv->model = cudanms::cascade::Model::load(s.model, &status);
   if (!priv->model) {
@@ -422,14 +421,8 @@ static bool gray_of(GstCudaCascade *self, GstVideoFrame *frame, cv::Mat *gray) {
 /* Tells downstream the name of the class, once and whenever it changes. */
 static void announce_label(GstCudaCascade *self, const Settings &s) {
   GstCudaCascadePrivate *priv = self->priv;
-  const std::string label = s.label.empty() ? priv->model->name : s.label;
-  if (priv->announced && priv->announced_class == s.class_id && priv->announced_label == label)
-    return;
-  gst_pad_push_event(GST_BASE_TRANSFORM_SRC_PAD(self),
-                     gst_cuda_nms_label_event_new(s.class_id, label.c_str()));
-  priv->announced = true;
-  priv->announced_class = s.class_id;
-  priv->announced_label = label;
+  priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.class_id,
+                           s.label.empty() ? priv->model->name : s.label);
 }
 
 /* The frame's windows, from the GPU; a CUDA failure moves the element to the CPU twin for good. */
@@ -483,15 +476,9 @@ static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
   const guint n = static_cast<guint>(priv->scores.size());
   GST_LOG_OBJECT(self, "%u windows in %.2f ms", n, (g_get_monotonic_time() - start) / 1000.0);
 
-  /* Always a meta, empty or not: downstream can tell "no candidates" from "no detector". */
-  GstCudaNmsCandidatesMeta *meta = gst_buffer_add_cuda_nms_candidates_meta(frame->buffer, n);
-  if (!meta) {
+  if (!gst_cv_attach_candidates(frame->buffer, priv->boxes, priv->scores, s.class_id)) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
     return GST_FLOW_ERROR;
   }
-  std::vector<gint32> class_ids(n, s.class_id);
-  if (n > 0)
-    gst_cuda_nms_candidates_meta_append_many(meta, priv->boxes.data(), priv->scores.data(),
-                                             class_ids.data(), n);
   return GST_FLOW_OK;
 }

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "detections.h"
 #include "grayframe.h"
 #include "labels.h"
 #include "sizes.h"
@@ -125,9 +126,7 @@ struct GstCvDetectPrivate {
   std::vector<std::vector<double>> level_weights;
   std::vector<float> boxes;
   std::vector<float> scores;
-  bool announced = false;
-  gint announced_class = 0;
-  std::string announced_label;
+  GstCvLabelAnnouncer announcer;
 };
 
 struct _GstCvDetect {
@@ -349,7 +348,7 @@ static gboolean gst_cv_detect_start(GstBaseTransform *trans) {
   }
   priv->hog.reset();
   priv->cascade.reset();
-  priv->announced = false;
+  priv->announcer.reset();
 
   if (model == MODEL_HOG_PEOPLE) {
     priv->hog = std::make_unique<cv::HOGDescriptor>();
@@ -488,15 +487,7 @@ static void detect_cascade(GstCvDetect *self, const Settings &s, const cv::Mat &
 
 /* Tells downstream the name of the class, once and whenever it changes. */
 static void announce_label(GstCvDetect *self, const Settings &s) {
-  GstCvDetectPrivate *priv = self->priv;
-  const std::string label = label_for(s);
-  if (priv->announced && priv->announced_class == s.class_id && priv->announced_label == label)
-    return;
-  gst_pad_push_event(GST_BASE_TRANSFORM_SRC_PAD(self),
-                     gst_cuda_nms_label_event_new(s.class_id, label.c_str()));
-  priv->announced = true;
-  priv->announced_class = s.class_id;
-  priv->announced_label = label;
+  self->priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.class_id, label_for(s));
 }
 
 static GstFlowReturn gst_cv_detect_transform_frame_ip(GstVideoFilter *filter,
@@ -530,15 +521,9 @@ static GstFlowReturn gst_cv_detect_transform_frame_ip(GstVideoFilter *filter,
       self, "%u candidates in %.1f ms", n,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 
-  /* Always a meta, empty or not: downstream can tell "no candidates" from "no detector". */
-  GstCudaNmsCandidatesMeta *meta = gst_buffer_add_cuda_nms_candidates_meta(frame->buffer, n);
-  if (!meta) {
+  if (!gst_cv_attach_candidates(frame->buffer, priv->boxes, priv->scores, s.class_id)) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
     return GST_FLOW_ERROR;
   }
-  std::vector<gint32> class_ids(n, s.class_id);
-  if (n > 0)
-    gst_cuda_nms_candidates_meta_append_many(meta, priv->boxes.data(), priv->scores.data(),
-                                             class_ids.data(), n);
   return GST_FLOW_OK;
 }
