@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmark, on a CUDA host after the build: cudanms-tool bench with its data sets dumped, so
-# that torchvision (tools/bench_torchvision.py) times the same candidates; then the merged table
+# that torchvision (tools/bench_torchvision.py) times the same candidates; the cascade detector
+# against OpenCV's (cudanms-cascade-bench, OUT-DIR/cascade.md); then the merged NMS table
 # docs/benchmark.md and the plot docs/benchmark.png (tools/bench_plot.py), copied into OUT-DIR
-# with the JSON of both runs. Prints the merged table last.
+# with the JSON of the runs. Prints the merged table last.
 #   tools/run-benchmark.sh [build-dir] [out-dir]    (defaults: build-cuda, ${OUT:-out}/benchmark)
 # BENCH_ARGS adds options to cudanms-tool bench, e.g. BENCH_ARGS="--seed 42 --max-seconds 2".
 # Exit status 1 when the bench found a backend failing or disagreeing with the CPU backend.
@@ -27,6 +28,15 @@ if python3 tools/bench_torchvision.py "$out/bench.json" --json "$out/torchvision
   grep -E 'differ|order' "$out/torchvision.txt" || echo "torchvision: every kept set agreed with cudanms"
 else
   echo "warning: bench_torchvision.py failed (exit $?), see above: no torchvision rows" >&2
+fi
+
+echo "== the cascade detector against OpenCV (cudanms-cascade-bench; $out/cascade.md)"
+if [ -x "$build/tools/cudanms-cascade-bench" ]; then
+  "$build/tools/cudanms-cascade-bench" --data "${CUDANMS_OPENCV_DATA:-/usr/share/opencv4}" \
+    --json "$out/cascade.json" >"$out/cascade.md" || rc=1
+  cat "$out/cascade.md"
+else
+  echo "no cudanms-cascade-bench in $build (it needs OpenCV 4): no cascade rows"
 fi
 
 echo "== docs/benchmark.md, docs/benchmark.png"

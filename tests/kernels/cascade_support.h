@@ -1,9 +1,5 @@
-// Shared by the cascade tests: the real frames (Debian's opencv-doc samples), the cascades
+// Shared by the cascade tests: the real frames (tools/cascade_frames.h), the cascades
 // (opencv-data), and a comparison of two window lists rectangle for rectangle.
-//
-// Where OpenCV's videoio and imgcodecs are present the frames are decoded here; elsewhere (the
-// GPU host's package recipe has neither) they are read as PGM files from
-// $CUDANMS_CASCADE_FRAMES, written by tools/gpu-host/make-cascade-frames.py.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,21 +16,14 @@
 #include <tuple>
 #include <vector>
 
+#include "cascade_frames.h"
 #include "cudanms/cascade.h"
-#include "pgm.h"
-
-#if __has_include(<opencv2/videoio.hpp>) && __has_include(<opencv2/imgcodecs.hpp>)
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/videoio.hpp>
-#define CUDANMS_DECODES_FRAMES 1
-#endif
 
 namespace cudanms::testing {
 
-inline std::string env_or(const char *name, const char *fallback) {
-  const char *v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
+using tools::cascade_frames;
+using tools::env_or;
+using tools::GrayFrame;
 
 inline std::string cascade_path(const std::string &name) {
   const std::string root = env_or("CUDANMS_OPENCV_DATA", "/usr/share/opencv4");
@@ -43,93 +32,6 @@ inline std::string cascade_path(const std::string &name) {
 }
 
 inline bool file_exists(const std::string &path) { return std::ifstream(path).good(); }
-
-struct GrayFrame {
-  std::string name;
-  cv::Mat gray;
-};
-
-// The frame names, in the order cascade_frames() returns them.
-inline const std::vector<std::string> &cascade_frame_names() {
-  static const std::vector<std::string> names = {
-      "megamind_030", "megamind_060",        "megamind_120", "vtest_000",
-      "messi5",       "megamind_tile_1080p", "vtest_1080p"};
-  return names;
-}
-
-#ifdef CUDANMS_DECODES_FRAMES
-inline std::vector<cv::Mat> video_frames(const std::string &path, const std::vector<int> &wanted) {
-  cv::VideoCapture capture(path);
-  std::vector<cv::Mat> out;
-  cv::Mat frame;
-  for (int index = 0; capture.read(frame) && out.size() < wanted.size(); ++index) {
-    if (index == wanted[out.size()]) out.push_back(frame.clone());
-  }
-  return out;
-}
-
-inline cv::Mat to_gray(const cv::Mat &bgr) {
-  cv::Mat gray;
-  cv::cvtColor(bgr, gray, cv::COLOR_BGR2GRAY);
-  return gray;
-}
-
-// Six Megamind frames of 640x540 tiled 3x2: a 1920x1080 frame with real faces (the talk's
-// setting).
-inline cv::Mat megamind_tile(const std::string &path) {
-  const std::vector<cv::Mat> six = video_frames(path, {0, 40, 80, 120, 160, 200});
-  if (six.size() != 6) return {};
-  cv::Mat tile(1080, 1920, CV_8UC3);
-  for (int i = 0; i < 6; ++i) {
-    cv::resize(six[i], tile(cv::Rect((i % 3) * 640, (i / 3) * 540, 640, 540)), cv::Size(640, 540),
-               0, 0, cv::INTER_AREA);
-  }
-  return tile;
-}
-
-inline std::vector<GrayFrame> decode_frames() {
-  const std::string samples =
-      env_or("CUDANMS_OPENCV_SAMPLES", "/usr/share/doc/opencv-doc/examples/data");
-  std::vector<GrayFrame> frames;
-  const std::vector<cv::Mat> mega = video_frames(samples + "/Megamind.avi", {30, 60, 120});
-  const std::vector<cv::Mat> vtest = video_frames(samples + "/vtest.avi", {0});
-  const cv::Mat messi = cv::imread(samples + "/messi5.jpg");
-  const cv::Mat tile = megamind_tile(samples + "/Megamind.avi");
-  if (mega.size() != 3 || vtest.size() != 1 || messi.empty() || tile.empty()) return {};
-  cv::Mat vtest_big;
-  cv::resize(vtest[0], vtest_big, cv::Size(1920, 1080), 0, 0, cv::INTER_LINEAR);
-  const std::vector<cv::Mat> bgr = {mega[0], mega[1], mega[2], vtest[0], messi, tile, vtest_big};
-  for (size_t i = 0; i < bgr.size(); ++i)
-    frames.push_back({cascade_frame_names()[i], to_gray(bgr[i])});
-  return frames;
-}
-#endif
-
-// The real frames, or empty with *why saying what is missing.
-inline std::vector<GrayFrame> cascade_frames(std::string *why) {
-  static const std::vector<GrayFrame> frames = [] {
-#ifdef CUDANMS_DECODES_FRAMES
-    return decode_frames();
-#else
-    std::vector<GrayFrame> out;
-    const std::string dir = env_or("CUDANMS_CASCADE_FRAMES", "");
-    for (const std::string &name : cascade_frame_names()) {
-      cv::Mat gray = dir.empty() ? cv::Mat() : tools::read_pgm(dir + "/" + name + ".pgm");
-      if (gray.empty()) return std::vector<GrayFrame>{};
-      out.push_back({name, gray});
-    }
-    return out;
-#endif
-  }();
-  if (frames.empty()) {
-#ifdef CUDANMS_DECODES_FRAMES
-    *why = "the opencv-doc samples (Megamind.avi, vtest.avi, messi5.jpg) are missing";
-#else
-    *why = "no frames: set CUDANMS_CASCADE_FRAMES to the PGMs of make-cascade-frames.py";
-#endif
-  }
-  return frames;
-}
 
 inline cudanms::cascade::GrayView view_of(const cv::Mat &gray) {
   return {gray.data, gray.cols, gray.rows, gray.step[0]};
