@@ -1,5 +1,7 @@
 // The CUDA cascade detector against its CPU twin: the same windows, rectangles and scores to the
 // last bit, on every real frame and case, for several segment splits, and on odd frames.
+#include <unistd.h>
+
 #include <random>
 
 #include "cascade_support.h"
@@ -147,6 +149,46 @@ TEST(CudaCascade, OddFramesAndSizeChangesOnOneDetector) {
         }
       }
     }
+  }
+}
+
+// A one-stage cascade every window passes: more windows than the mapped buffer the first
+// synchronisation brings back (16 Ki), so the detector grows it and copies the rest.
+TEST(CudaCascade, MoreWindowsThanEverBeforeComeBackWhole) {
+  SKIP_WITHOUT_CUDA();
+  const std::string xml =
+      "<?xml version=\"1.0\"?><opencv_storage><cascade><stageType>BOOST</stageType>"
+      "<featureType>LBP</featureType><height>8</height><width>8</width>"
+      "<featureParams><maxCatCount>256</maxCatCount></featureParams><stages><_>"
+      "<stageThreshold>-1e9</stageThreshold><weakClassifiers><_><internalNodes>"
+      "0 -1 0 -1 -1 -1 -1 -1 -1 -1 -1</internalNodes><leafValues>1. 2.</leafValues></_>"
+      "</weakClassifiers></_></stages><features><_><rect>0 0 2 2</rect></_></features>"
+      "</cascade></opencv_storage>";
+  char path[] = "/tmp/cudanms-all-pass-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, xml.data(), xml.size()), static_cast<ssize_t>(xml.size()));
+  close(fd);
+  Status status;
+  auto model = Model::load(path, &status);
+  unlink(path);
+  ASSERT_TRUE(model) << status.message();
+  auto cpu = Detector::create(model, {}, &status);
+  DetectorOptions options;
+  options.backend = Backend::kCuda;
+  auto cuda = Detector::create(model, options, &status);
+  ASSERT_TRUE(cuda) << status.message();
+  cv::Mat gray(300, 400, CV_8UC1);
+  cv::randu(gray, 0, 256);
+  cascade::DetectParams params;
+  params.scale_factor = 1.5;
+  for (int frame = 0; frame < 2; ++frame) {  // the second frame reuses the grown buffer
+    std::vector<Window> a, b;
+    ASSERT_TRUE(cpu->detect(view_of(gray), params, &a).ok());
+    status = cuda->detect(view_of(gray), params, &b);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_GT(a.size(), 16u * 1024) << "the frame should overflow the mapped buffer";
+    expect_same_windows(a, b, "all-pass cascade, frame " + std::to_string(frame));
   }
 }
 
