@@ -18,7 +18,7 @@ targets=(
   "tests/elements/test_cudanms|CudaNmsElement.CudaPath*"
   # Every cascade kernel (tilted integrals included) runs in these; the real-frames test is the
   # same kernels on 30 more frames, too slow under racecheck.
-  "tests/kernels/test_cuda_cascade|CudaCascade.Every*:CudaCascade.Odd*:CudaCascade.AMissing*"
+  "tests/kernels/test_cuda_cascade|CudaCascade.Every*:CudaCascade.Odd*:CudaCascade.More*:CudaCascade.AMissing*"
 )
 # ONLY=test_cuda_cascade keeps the targets whose binary name contains it.
 if [ -n "${ONLY:-}" ]; then
