@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cudanms/cascade.h"
+
 #ifdef __CUDACC__
 #define CASCADE_HD __host__ __device__ __forceinline__
 #else
@@ -34,21 +36,11 @@ struct LbpOffsets {
   int32_t ofs[16];
 };
 
-struct StageView {
-  int32_t first_tree;
-  int32_t trees;
-  float threshold;
-};
-struct TreeView {
-  int32_t first_node;
-  int32_t first_leaf;
-};
-struct NodeView {
-  int32_t feature;
-  float threshold;
-  int32_t left;
-  int32_t right;
-};
+// The model's stages, trees and nodes as they are: the kernels read Model's arrays uploaded as
+// they stand.
+using StageView = Model::Stage;
+using TreeView = Model::Tree;
+using NodeView = Model::Node;
 
 // The model and the feature offsets for the current stride, wherever they live.
 struct CascadeView {

@@ -138,6 +138,22 @@ FeatureTables make_feature_tables(const Model &model, int stride) {
   return t;
 }
 
+CascadeView host_view(const Model &model, const FeatureTables &tables) {
+  CascadeView v{};
+  v.stages = model.stages.data();
+  v.trees = model.trees.data();
+  v.nodes = model.nodes.data();
+  v.leaves = model.leaves.data();
+  v.subsets = model.subsets.data();
+  v.haar = tables.haar.data();
+  v.lbp = tables.lbp.data();
+  v.stage_count = static_cast<int32_t>(model.stages.size());
+  v.is_lbp = model.feature_type == FeatureType::kLbp;
+  std::copy(std::begin(tables.norm_ofs), std::end(tables.norm_ofs), v.norm_ofs);
+  v.norm_area = tables.norm_area;
+  return v;
+}
+
 bool window_rect(const Geometry &g, const Level &level, int x, int y, Window *window) {
   const int x0 = round_even(static_cast<float>(x) * level.factor);
   const int y0 = round_even(static_cast<float>(y) * level.factor);

@@ -50,6 +50,10 @@ struct FeatureTables {
 };
 FeatureTables make_feature_tables(const Model &model, int stride);
 
+// The model and the tables as the per-window code reads them, in host memory; the CUDA backend
+// points the arrays at its device copies.
+CascadeView host_view(const Model &model, const FeatureTables &tables);
+
 // The image rectangle of a window found at grid position (x, y) of a level, clipped to the
 // image; false when nothing is left (OpenCV's clipObjects drops it).
 bool window_rect(const Geometry &g, const Level &level, int x, int y, Window *window);

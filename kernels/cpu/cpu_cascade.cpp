@@ -14,12 +14,7 @@ namespace {
 
 class CpuDetector final : public Detector {
  public:
-  explicit CpuDetector(std::shared_ptr<const Model> model) : Detector(std::move(model)) {
-    const Model &m = *model_;
-    for (const auto &s : m.stages) stages_.push_back({s.first_tree, s.trees, s.threshold});
-    for (const auto &t : m.trees) trees_.push_back({t.first_node, t.first_leaf});
-    for (const auto &n : m.nodes) nodes_.push_back({n.feature, n.threshold, n.left, n.right});
-  }
+  explicit CpuDetector(std::shared_ptr<const Model> model) : Detector(std::move(model)) {}
   Backend backend() const override { return Backend::kCpu; }
   std::string device_name() const override { return "cpu"; }
 
@@ -37,7 +32,7 @@ class CpuDetector final : public Detector {
     }
     const Geometry &g = geometry_;
     stats->scales = g.levels.size();
-    CascadeView view = cascade_view();
+    const CascadeView view = host_view(m, tables_);
     const int stage_count = view.stage_count;
     const bool haar = m.feature_type == FeatureType::kHaar;
 
@@ -91,23 +86,6 @@ class CpuDetector final : public Detector {
     return Status::Ok();
   }
 
-  CascadeView cascade_view() const {
-    const Model &m = *model_;
-    CascadeView v{};
-    v.stages = stages_.data();
-    v.trees = trees_.data();
-    v.nodes = nodes_.data();
-    v.leaves = m.leaves.data();
-    v.subsets = m.subsets.data();
-    v.haar = tables_.haar.data();
-    v.lbp = tables_.lbp.data();
-    v.stage_count = static_cast<int32_t>(stages_.size());
-    v.is_lbp = m.feature_type == FeatureType::kLbp;
-    std::copy(std::begin(tables_.norm_ofs), std::end(tables_.norm_ofs), v.norm_ofs);
-    v.norm_area = tables_.norm_area;
-    return v;
-  }
-
   // The level's resized image and its integrals, at the element the level's windows start from
   // (the CPU keeps one level at a time, so every level is at origin 0 of its own planes).
   void prepare_level(const GrayView &image, const Level &level) {
@@ -152,9 +130,6 @@ class CpuDetector final : public Detector {
     }
   }
 
-  std::vector<StageView> stages_;
-  std::vector<TreeView> trees_;
-  std::vector<NodeView> nodes_;
   Geometry geometry_;
   FeatureTables tables_;
   std::vector<uint8_t> resized_;

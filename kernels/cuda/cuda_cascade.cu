@@ -32,7 +32,6 @@ constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr size_t kMappedWindows = 16 * 1024;  // windows copied back with the one synchronisation
 constexpr size_t kSharedBytes = 48 * 1024;    // shared memory without opting in to more
-constexpr int kSharedLevels = 64;  // the first segment keeps the level table in shared memory
 
 Status cuda_error(const char *what, cudaError_t error) {
   return Status::Error(std::string("CUDA cascade: ") + what + ": " + cudaGetErrorString(error));
@@ -41,9 +40,9 @@ Status cuda_error(const char *what, cudaError_t error) {
 // A Level as the kernels need it.
 struct DeviceLevel {
   int32_t width, height, step, cols, rows;
-  int32_t first_row;  // over all levels' image rows (row scans) and grid rows (the walk)
-  int32_t first_grid_row;
-  int32_t first_column;  // over all levels' integral columns 1..width
+  // This level's first item in running totals over all levels: image rows (the row scans), grid
+  // rows (the walk), integral columns 1..width (the column scans).
+  int32_t first_row, first_grid_row, first_column;
   int32_t x_taps, y_taps;
   int64_t origin;
   int64_t first_window;
@@ -85,12 +84,16 @@ __global__ void resize_levels(const uint8_t *image, size_t image_stride, const D
       resize_pixel(image, image_stride, x_taps[level.x_taps + x], y_taps[level.y_taps + y]);
 }
 
-__device__ uint32_t warp_inclusive_sum(uint32_t v, int lane) {
+// One step of a warp-wide running sum over 32 consecutive elements: the lane's inclusive sum plus
+// what came before (*carry), which then moves on past the 32.
+__device__ uint32_t running_sum(uint32_t v, int lane, uint32_t *carry) {
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
     const uint32_t n = __shfl_up_sync(kFullMask, v, d);
     if (lane >= d) v += n;
   }
+  v += *carry;
+  *carry = __shfl_sync(kFullMask, v, 31);
   return v;
 }
 
@@ -109,13 +112,11 @@ __global__ void integral_rows(const DeviceLevel *levels, int level_count, int to
   for (int x0 = 0; x0 < level.width; x0 += 32) {
     const int x = x0 + lane;
     const uint32_t v = x < level.width ? src[x] : 0;
-    const uint32_t s = warp_inclusive_sum(v, lane) + carry;
+    const uint32_t s = running_sum(v, lane, &carry);
     if (x < level.width) sum[out + x] = static_cast<int32_t>(s);
-    carry = __shfl_sync(kFullMask, s, 31);
     if (sqsum) {
-      const uint32_t q = warp_inclusive_sum(v * v, lane) + carry_sq;
+      const uint32_t q = running_sum(v * v, lane, &carry_sq);
       if (x < level.width) sqsum[out + x] = static_cast<int32_t>(q);
-      carry_sq = __shfl_sync(kFullMask, q, 31);
     }
   }
 }
@@ -136,14 +137,11 @@ __global__ void integral_columns(const DeviceLevel *levels, int level_count, int
     const int y = y0 + lane;
     const int64_t p = at + static_cast<int64_t>(y) * stride;
     const bool inside = y < level.height;
-    const uint32_t s = warp_inclusive_sum(inside ? static_cast<uint32_t>(sum[p]) : 0, lane) + carry;
+    const uint32_t s = running_sum(inside ? static_cast<uint32_t>(sum[p]) : 0, lane, &carry);
     if (inside) sum[p] = static_cast<int32_t>(s);
-    carry = __shfl_sync(kFullMask, s, 31);
     if (sqsum) {
-      const uint32_t q =
-          warp_inclusive_sum(inside ? static_cast<uint32_t>(sqsum[p]) : 0, lane) + carry_sq;
+      const uint32_t q = running_sum(inside ? static_cast<uint32_t>(sqsum[p]) : 0, lane, &carry_sq);
       if (inside) sqsum[p] = static_cast<int32_t>(q);
-      carry_sq = __shfl_sync(kFullMask, q, 31);
     }
   }
 }
@@ -167,10 +165,8 @@ __global__ void tilted_suffix_rows(int n, uint32_t *grid) {
   uint32_t carry = 0;
   for (int v0 = n - 1; v0 >= 0; v0 -= 32) {
     const int v = v0 - lane;  // lane 0 takes the rightmost element of the chunk
-    const uint32_t x = v >= 0 ? row[v] : 0;
-    const uint32_t s = warp_inclusive_sum(x, lane) + carry;
+    const uint32_t s = running_sum(v >= 0 ? row[v] : 0, lane, &carry);
     if (v >= 0) row[v] = s;
-    carry = __shfl_sync(kFullMask, s, 31);
   }
 }
 
@@ -198,18 +194,11 @@ __global__ void tilted_gather(const uint32_t *grid, int n, int width, int height
 }
 
 // Segment 1 over every window of every level. Status 0: evaluated and failed the first stage
-// (OpenCV then skips the next window of the row); 1: flat or failed a later stage; 2: alive.
+// (OpenCV then skips the next window of the row); 1: flat or failed a later stage; 2: alive, with
+// its normalisation factor in norms.
 __global__ void first_segment(CascadeView c, const DeviceLevel *levels, int level_count,
                               int64_t windows, int stride, const int32_t *sum, const int32_t *sqsum,
                               const int32_t *tilted, int end, uint8_t *status, float *norms) {
-  // The level table in shared memory: every window looks its level up.
-  __shared__ DeviceLevel shared_levels[kSharedLevels];
-  const bool in_shared = level_count <= kSharedLevels;
-  if (in_shared) {
-    for (int l = threadIdx.x; l < level_count; l += blockDim.x) shared_levels[l] = levels[l];
-    __syncthreads();
-    levels = shared_levels;
-  }
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < windows;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const DeviceLevel level =
@@ -226,7 +215,7 @@ __global__ void first_segment(CascadeView c, const DeviceLevel *levels, int leve
       s = failed == 0 ? 0 : failed < end ? 1 : 2;
     }
     status[i] = s;
-    norms[i] = norm;
+    if (s == 2) norms[i] = norm;  // the walk reads it for the windows that go on only
   }
 }
 
@@ -424,15 +413,9 @@ class CudaDetector final : public Detector {
     }
     bounds_.push_back(stages);
 
-    std::vector<StageView> st;
-    std::vector<TreeView> tr;
-    std::vector<NodeView> no;
-    for (const auto &s : m.stages) st.push_back({s.first_tree, s.trees, s.threshold});
-    for (const auto &t : m.trees) tr.push_back({t.first_node, t.first_leaf});
-    for (const auto &n : m.nodes) no.push_back({n.feature, n.threshold, n.left, n.right});
-    Status status = stages_.upload(st, stream_);
-    if (status.ok()) status = trees_.upload(tr, stream_);
-    if (status.ok()) status = nodes_.upload(no, stream_);
+    Status status = stages_.upload(m.stages, stream_);
+    if (status.ok()) status = trees_.upload(m.trees, stream_);
+    if (status.ok()) status = nodes_.upload(m.nodes, stream_);
     if (status.ok()) status = leaves_.upload(m.leaves, stream_);
     if (status.ok()) status = subsets_.upload(m.subsets, stream_);
     if (status.ok()) status = counts_.reserve(bounds_.size() + 1);
@@ -491,15 +474,16 @@ class CudaDetector final : public Detector {
       stats->alive_after_segment.push_back(h_counts_.ptr[k]);
     stats->alive_after_segment.push_back(found);
 
-    std::vector<OutWindow> out(h_windows_.ptr, h_windows_.ptr + found);
-    std::sort(out.begin(), out.end(), [](const OutWindow &a, const OutWindow &b) {
+    // In the mapped buffer itself: no copy per frame.
+    OutWindow *const out = h_windows_.ptr;
+    std::sort(out, out + found, [](const OutWindow &a, const OutWindow &b) {
       return a.level != b.level ? a.level < b.level : a.y != b.y ? a.y < b.y : a.x < b.x;
     });
-    for (const OutWindow &o : out) {
+    for (const OutWindow *o = out; o != out + found; ++o) {
       Window w{};
-      if (!window_rect(g, g.levels[o.level], o.x, o.y, &w)) continue;
-      w.score = o.score;
-      w.scale = o.level;
+      if (!window_rect(g, g.levels[o->level], o->x, o->y, &w)) continue;
+      w.score = o->score;
+      w.scale = o->level;
       windows->push_back(w);
     }
     stats->windows_out = windows->size();
@@ -565,14 +549,10 @@ class CudaDetector final : public Detector {
     if (model_->has_tilted_features)
       CASCADE_TRY(cudaMemsetAsync(tilted_.ptr, 0, plane * sizeof(int32_t), stream_));
 
-    view_ = CascadeView{};
+    view_ = host_view(*model_, tables);  // then its arrays pointed at the device copies
     view_.stages = stages_.ptr, view_.trees = trees_.ptr, view_.nodes = nodes_.ptr;
     view_.leaves = leaves_.ptr, view_.subsets = subsets_.ptr;
     view_.haar = haar_.ptr, view_.lbp = lbp_.ptr;
-    view_.stage_count = static_cast<int32_t>(model_->stages.size());
-    view_.is_lbp = !haar;
-    std::copy(std::begin(tables.norm_ofs), std::end(tables.norm_ofs), view_.norm_ofs);
-    view_.norm_area = tables.norm_area;
     return Status::Ok();
   }
 
