@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "common/cascade_geometry.h"
 #include "cpu/cpu_cascade.h"
 #include "cuda/cuda_cascade.h"
 
@@ -44,6 +45,19 @@ std::unique_ptr<Detector> Detector::create(std::shared_ptr<const Model> model,
   }
 }
 
+namespace {
+
+Status check_image(const GrayView &image) {
+  if (image.width < 0 || image.height < 0 || image.width > 65535 || image.height > 65535)
+    return Status::Error("image size out of range (at most 65535 x 65535)");
+  if (image.width == 0 || image.height == 0) return Status::Ok();
+  if (!image.pixels || image.stride < static_cast<size_t>(image.width))
+    return Status::Error("image pixels missing or stride shorter than a row");
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Detector::detect(const GrayView &image, const DetectParams &params,
                         std::vector<Window> *windows, DetectStats *stats) {
   windows->clear();
@@ -51,12 +65,8 @@ Status Detector::detect(const GrayView &image, const DetectParams &params,
   if (!stats) stats = &ignored;
   *stats = DetectStats{};
   Status status = validate(params);
-  if (!status.ok()) return status;
-  if (image.width < 0 || image.height < 0 || image.width > 65535 || image.height > 65535)
-    return Status::Error("image size out of range (at most 65535 x 65535)");
-  if (image.width == 0 || image.height == 0) return Status::Ok();
-  if (!image.pixels || image.stride < static_cast<size_t>(image.width))
-    return Status::Error("image pixels missing or stride shorter than a row");
+  if (status.ok()) status = check_image(image);
+  if (!status.ok() || image.width == 0 || image.height == 0) return status;
   try {
     status = detect_checked(image, params, windows, stats);
   } catch (const std::bad_alloc &) {
@@ -66,6 +76,39 @@ Status Detector::detect(const GrayView &image, const DetectParams &params,
   }
   if (!status.ok()) windows->clear();
   return status;
+}
+
+Status Detector::detect(const GrayView &image, const DetectParams &params,
+                        const DeviceOutput &output, DeviceCandidates *out, DetectStats *stats) {
+  DetectStats ignored;
+  if (!stats) stats = &ignored;
+  *stats = DetectStats{};
+  if (out == nullptr) return Status::Error("no device candidates to detect into");
+  Status status = validate(params);
+  if (status.ok()) status = check_image(image);
+  if (!status.ok()) return status;
+  const size_t most = max_windows(image.width, image.height, params);
+  if (out->capacity() < most) {
+    return Status::Error("device candidates of capacity " + std::to_string(out->capacity()) +
+                         " for a frame of up to " + std::to_string(most) + " windows");
+  }
+  try {
+    return detect_device_checked(image, params, output, out, stats);
+  } catch (const std::bad_alloc &) {
+    return Status::Error("out of host memory for the cascade workspace");
+  }
+}
+
+Status Detector::detect_device_checked(const GrayView &, const DetectParams &, const DeviceOutput &,
+                                       DeviceCandidates *, DetectStats *) {
+  return Status::Error(std::string("detection into device candidates needs the cuda backend, "
+                                   "not ") +
+                       to_string(backend()));
+}
+
+size_t Detector::max_windows(int width, int height, const DetectParams &params) const {
+  if (!validate(params).ok() || width <= 0 || height <= 0) return 0;
+  return detail::make_geometry(*model_, width, height, params).windows;
 }
 
 }  // namespace cudanms::cascade

@@ -113,6 +113,29 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   return status;
 }
 
+Status Context::run(const DeviceCandidatesView &c, const Params &params, Result *result) {
+  if (result == nullptr) return Status::Error("result is null");
+  *result = Result();
+  if (c.capacity > kMaxCount) return Status::Error("more than 2^32 - 1 candidates");
+  if (c.capacity > 0 && (c.boxes == nullptr || c.scores == nullptr || c.count == nullptr)) {
+    return Status::Error("device candidates have no boxes, scores or count");
+  }
+  if (reinterpret_cast<uintptr_t>(c.boxes) % 16 != 0) {
+    return Status::Error("device candidate boxes must be 16-byte aligned");
+  }
+  Status status = validate(params);
+  if (!status.ok()) return status;
+  status = out_of_memory_as_status([&] { return run_device_checked(c, params, result); },
+                                   std::to_string(c.capacity) + "-candidate device frame");
+  if (!status.ok()) *result = Result();
+  return status;
+}
+
+Status Context::run_device_checked(const DeviceCandidatesView &, const Params &, Result *) {
+  return Status::Error(std::string("device candidates need the cuda backend, not ") +
+                       to_string(backend()) + "; download them first");
+}
+
 std::unique_ptr<Context> Context::create(const ContextOptions &options, Status *status) {
   if (options.reserve_candidates > kMaxCount) {
     *status = Status::Error("reserve_candidates must be at most " + std::to_string(kMaxCount));

@@ -7,22 +7,19 @@
 // mapped host memory and one synchronisation (a second copy only when a frame returns more
 // windows than any before it and past the mapped buffer).
 #include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <cstring>
+#include <cub/device/device_select.cuh>
 #include <string>
 
 #include "common/cascade_eval.h"
 #include "common/cascade_geometry.h"
+#include "cuda/cuda_device.h"
 #include "cuda_cascade.h"
 
-#define CASCADE_TRY(call)                       \
-  do {                                          \
-    const cudaError_t cascade_error_ = (call);  \
-    if (cascade_error_ != cudaSuccess) {        \
-      return cuda_error(#call, cascade_error_); \
-    }                                           \
-  } while (0)
+#define CASCADE_TRY(call) CUDANMS_CUDA_TRY(call)
 
 namespace cudanms::cascade::detail {
 namespace {
@@ -33,9 +30,7 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr size_t kMappedWindows = 16 * 1024;  // windows copied back with the one synchronisation
 constexpr size_t kSharedBytes = 48 * 1024;    // shared memory without opting in to more
 
-Status cuda_error(const char *what, cudaError_t error) {
-  return Status::Error(std::string("CUDA cascade: ") + what + ": " + cudaGetErrorString(error));
-}
+using ::cudanms::detail::DeviceBinding;
 
 // A Level as the kernels need it.
 struct DeviceLevel {
@@ -46,6 +41,8 @@ struct DeviceLevel {
   int32_t x_taps, y_taps;
   int64_t origin;
   int64_t first_window;
+  float factor;  // the window in image pixels: cascade_geometry's window_rect
+  int32_t out_width, out_height;
 };
 
 struct QueueEntry {
@@ -71,6 +68,64 @@ __device__ int find_level(const DeviceLevel *levels, int count, T DeviceLevel::*
     }
   }
   return lo;
+}
+
+// Detection into device candidates: the last segment marks each window that passes, by its index
+// in the grid of all levels, instead of appending it, so that a compaction returns the windows in
+// detect()'s order (scale, row, column) without a sort.
+constexpr uint8_t kFinal = 3;  // a status past first_segment's 0, 1, 2
+struct Finals {
+  uint8_t *status = nullptr;  // null: not detecting into device candidates
+  float *scores = nullptr;    // the window's score, as a float (the norms, no longer needed)
+  int image_width = 0, image_height = 0;
+  double min_score = 0;
+};
+
+// window_rect of cascade_geometry.cpp: false when the clipped rectangle is empty.
+__device__ bool window_box(const DeviceLevel &level, int x, int y, int image_width,
+                           int image_height, float4 *box) {
+  const int x0 = __float2int_rn(static_cast<float>(x) * level.factor);
+  const int y0 = __float2int_rn(static_cast<float>(y) * level.factor);
+  const int x1 = max(x0, 0), y1 = max(y0, 0);
+  const int x2 = min(x0 + level.out_width, image_width);
+  const int y2 = min(y0 + level.out_height, image_height);
+  *box = make_float4(x1, y1, x2, y2);
+  return x2 > x1 && y2 > y1;
+}
+
+__device__ void mark_final(const Finals &f, const DeviceLevel &level, int x, int y, double score) {
+  float4 box;
+  if (!window_box(level, x, y, f.image_width, f.image_height, &box) || score < f.min_score) return;
+  const int64_t i =
+      level.first_window + static_cast<int64_t>(y / level.step) * level.cols + x / level.step;
+  f.status[i] = kFinal;
+  f.scores[i] = static_cast<float>(score);
+}
+
+struct IsFinal {
+  const uint8_t *status;
+  __device__ bool operator()(uint32_t i) const { return status[i] == kFinal; }
+};
+
+// The selected windows (grid indices, in order) as candidates, up to the capacity; a count above
+// it reaches the consumer, which reports it.
+__global__ void emit_candidates(const uint32_t *selected, const uint32_t *count, uint32_t capacity,
+                                const DeviceLevel *levels, int level_count, Finals f,
+                                int32_t class_id, float4 *boxes, float *scores,
+                                int32_t *class_ids) {
+  const uint32_t n = min(*count, capacity);
+  for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+    const uint32_t i = selected[k];
+    const DeviceLevel level =
+        levels[find_level(levels, level_count, &DeviceLevel::first_window, i)];
+    const int g = static_cast<int>(i - level.first_window);
+    float4 box;
+    window_box(level, (g % level.cols) * level.step, (g / level.cols) * level.step, f.image_width,
+               f.image_height, &box);
+    boxes[k] = box;
+    scores[k] = f.scores[i];
+    class_ids[k] = class_id;
+  }
 }
 
 __global__ void resize_levels(const uint8_t *image, size_t image_stride, const DeviceLevel *levels,
@@ -272,7 +327,7 @@ __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int strid
                              const int32_t *sum, const int32_t *tilted, int first, int end,
                              const QueueEntry *in, const uint32_t *in_count, QueueEntry *out,
                              uint32_t *out_count, OutWindow *windows, uint32_t *window_count,
-                             int max_trees) {
+                             Finals finals, int max_trees) {
   extern __shared__ float leaves[];
   const int sub = threadIdx.x % G;
   const unsigned mask = G == 32 ? kFullMask : ((1u << G) - 1) << (threadIdx.x % 32 / G * G);
@@ -298,7 +353,9 @@ __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int strid
       __syncwarp(mask);
     }
     if (!alive || sub != 0) continue;
-    if (windows) {
+    if (finals.status) {
+      mark_final(finals, levels[e.level], e.x, e.y, weight);
+    } else if (windows) {
       windows[atomicAdd(window_count, 1u)] = OutWindow{e.level, e.x, e.y, 0, weight};
     } else {
       out[atomicAdd(out_count, 1u)] = e;
@@ -367,25 +424,22 @@ class CudaDetector final : public Detector {
  public:
   explicit CudaDetector(std::shared_ptr<const Model> model) : Detector(std::move(model)) {}
   ~CudaDetector() override {
+    DeviceBinding::Scope scope(binding_.context());
+    w_.reset();
     if (owns_stream_) cudaStreamDestroy(stream_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
     if (uploaded_) cudaEventDestroy(uploaded_);
+    if (staged_) cudaEventDestroy(staged_);
   }
 
   Status init(const DetectorOptions &options) {
-    int count = 0;
-    CASCADE_TRY(cudaGetDeviceCount(&count));
-    if (options.device < 0 || options.device >= count) {
-      return Status::Error("CUDA device " + std::to_string(options.device) + " does not exist (" +
-                           std::to_string(count) + " found)");
-    }
-    device_ = options.device;
-    CASCADE_TRY(cudaSetDevice(device_));
-    cudaDeviceProp prop{};
-    CASCADE_TRY(cudaGetDeviceProperties(&prop, device_));
-    name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ")";
-    sm_count_ = prop.multiProcessorCount;
+    Status opened = binding_.open(options.device);
+    if (!opened.ok()) return opened;
+    CUDANMS_ENTER(binding_);
+    sm_count_ = binding_.sm_count();
+    w_ = std::make_unique<Workspace>();
+    CASCADE_TRY(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
     if (options.stream) {
       stream_ = static_cast<cudaStream_t>(options.stream);
     } else {
@@ -413,53 +467,115 @@ class CudaDetector final : public Detector {
     }
     bounds_.push_back(stages);
 
-    Status status = stages_.upload(m.stages, stream_);
-    if (status.ok()) status = trees_.upload(m.trees, stream_);
-    if (status.ok()) status = nodes_.upload(m.nodes, stream_);
-    if (status.ok()) status = leaves_.upload(m.leaves, stream_);
-    if (status.ok()) status = subsets_.upload(m.subsets, stream_);
-    if (status.ok()) status = counts_.reserve(bounds_.size() + 1);
-    if (status.ok()) status = reached_.reserve(1);
-    if (status.ok()) status = h_counts_.reserve(bounds_.size() + 1);
-    if (status.ok()) status = h_reached_.reserve(1);
-    if (status.ok()) status = h_windows_.reserve(kMappedWindows);
+    Status status = w_->stages.upload(m.stages, stream_);
+    if (status.ok()) status = w_->trees.upload(m.trees, stream_);
+    if (status.ok()) status = w_->nodes.upload(m.nodes, stream_);
+    if (status.ok()) status = w_->leaves.upload(m.leaves, stream_);
+    if (status.ok()) status = w_->subsets.upload(m.subsets, stream_);
+    if (status.ok()) status = w_->counts.reserve(bounds_.size() + 1);
+    if (status.ok()) status = w_->reached.reserve(1);
+    if (status.ok()) status = w_->h_counts.reserve(bounds_.size() + 1);
+    if (status.ok()) status = w_->h_reached.reserve(1);
+    if (status.ok()) status = w_->h_windows.reserve(kMappedWindows);
     if (!status.ok()) return status;
     CASCADE_TRY(cudaStreamSynchronize(stream_));
     return Status::Ok();
   }
 
   Backend backend() const override { return Backend::kCuda; }
-  std::string device_name() const override { return name_; }
+  std::string device_name() const override { return binding_.name(); }
+  void *cuda_context() const override { return binding_.context(); }
 
  private:
+  // The frame where the kernels read it: device pixels in place (after their event), host pixels
+  // through the pinned staging buffer, asynchronously. The staging buffer is refilled only once
+  // the previous frame's copy out of it is done.
+  Status upload(const GrayView &image, const uint8_t **pixels, size_t *stride) {
+    if (start_) CASCADE_TRY(cudaEventRecord(start_, stream_));
+    if (image.on_device) {
+      if (image.ready)
+        CASCADE_TRY(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(image.ready), 0));
+      *pixels = image.pixels;
+      *stride = image.stride;
+    } else {
+      const size_t row = static_cast<size_t>(image.width);
+      CASCADE_TRY(cudaEventSynchronize(staged_));
+      for (int y = 0; y < image.height; ++y)
+        std::memcpy(w_->h_image.ptr + y * row, image.pixels + y * image.stride, row);
+      CASCADE_TRY(cudaMemcpyAsync(w_->image.ptr, w_->h_image.ptr, row * image.height,
+                                  cudaMemcpyHostToDevice, stream_));
+      CASCADE_TRY(cudaEventRecord(staged_, stream_));
+      *pixels = w_->image.ptr;
+      *stride = row;
+    }
+    if (uploaded_) CASCADE_TRY(cudaEventRecord(uploaded_, stream_));
+    return Status::Ok();
+  }
+
+  Status detect_device_checked(const GrayView &image, const DetectParams &params,
+                               const DeviceOutput &output, DeviceCandidates *out,
+                               DetectStats *stats) override {
+    CUDANMS_ENTER(binding_);
+    if (out->context() != binding_.context()) {
+      return Status::Error(
+          "the device candidates live in another CUDA context than the "
+          "detector's");
+    }
+    Status status = image.width > 0 && image.height > 0 ? prepare(image, params) : Status::Ok();
+    if (!status.ok()) return status;
+    const Geometry &g = geometry_;
+    const bool empty = image.width == 0 || image.height == 0 || g.levels.empty();
+    stats->scales = empty ? 0 : g.levels.size();
+    if (empty) {
+      CASCADE_TRY(cudaMemsetAsync(out->count(), 0, sizeof(uint32_t), stream_));
+    } else {
+      const uint8_t *pixels = nullptr;
+      size_t stride = 0;
+      status = upload(image, &pixels, &stride);
+      if (status.ok()) {
+        const Finals finals{w_->status.ptr, w_->norms.ptr, image.width, image.height,
+                            output.min_score};
+        status = launch(pixels, stride, finals);
+      }
+      if (!status.ok()) return status;
+      size_t temp_bytes = w_->select_temp.size;
+      CASCADE_TRY(cub::DeviceSelect::If(
+          w_->select_temp.ptr, temp_bytes, thrust::counting_iterator<uint32_t>(0), w_->selected.ptr,
+          out->count(), static_cast<int64_t>(g.windows), IsFinal{w_->status.ptr}, stream_));
+      const Finals finals{w_->status.ptr, w_->norms.ptr, image.width, image.height, 0};
+      emit_candidates<<<static_cast<unsigned>(sm_count_) * 4, kThreads, 0, stream_>>>(
+          w_->selected.ptr, out->count(), static_cast<uint32_t>(out->capacity()), w_->levels.ptr,
+          static_cast<int>(g.levels.size()), finals, output.class_id,
+          reinterpret_cast<float4 *>(out->boxes()), out->scores(), out->class_ids());
+      CASCADE_TRY(cudaGetLastError());
+    }
+    CASCADE_TRY(cudaEventRecord(static_cast<cudaEvent_t>(out->ready()), stream_));
+    return Status::Ok();
+  }
+
   Status detect_checked(const GrayView &image, const DetectParams &params,
                         std::vector<Window> *windows, DetectStats *stats) override {
-    CASCADE_TRY(cudaSetDevice(device_));
+    CUDANMS_ENTER(binding_);
     Status status = prepare(image, params);
     if (!status.ok()) return status;
     const Geometry &g = geometry_;
     stats->scales = g.levels.size();
     if (g.levels.empty()) return Status::Ok();
 
-    // The frame into pinned memory, then to the device.
-    const size_t row = static_cast<size_t>(image.width);
-    for (int y = 0; y < image.height; ++y)
-      std::memcpy(h_image_.ptr + y * row, image.pixels + y * image.stride, row);
-    if (start_) CASCADE_TRY(cudaEventRecord(start_, stream_));
-    CASCADE_TRY(cudaMemcpyAsync(image_.ptr, h_image_.ptr, row * image.height,
-                                cudaMemcpyHostToDevice, stream_));
-    if (uploaded_) CASCADE_TRY(cudaEventRecord(uploaded_, stream_));
-    status = launch(row);
+    const uint8_t *pixels = nullptr;
+    size_t stride = 0;
+    status = upload(image, &pixels, &stride);
+    if (status.ok()) status = launch(pixels, stride, Finals{});
     if (!status.ok()) return status;
     if (stop_) CASCADE_TRY(cudaEventRecord(stop_, stream_));
     CASCADE_TRY(cudaStreamSynchronize(stream_));
 
     const size_t segments = bounds_.size() - 1;
-    const uint32_t found = h_counts_.ptr[segments];
-    if (found > h_windows_.size) {  // more than ever before: grow, and copy the rest
-      Status grown = h_windows_.reserve(found);
+    const uint32_t found = w_->h_counts.ptr[segments];
+    if (found > w_->h_windows.size) {  // more than ever before: grow, and copy the rest
+      Status grown = w_->h_windows.reserve(found);
       if (!grown.ok()) return grown;
-      CASCADE_TRY(cudaMemcpy(h_windows_.ptr, windows_.ptr, found * sizeof(OutWindow),
+      CASCADE_TRY(cudaMemcpy(w_->h_windows.ptr, w_->windows.ptr, found * sizeof(OutWindow),
                              cudaMemcpyDeviceToHost));
     }
     if (stop_) {
@@ -469,13 +585,13 @@ class CudaDetector final : public Detector {
       CASCADE_TRY(cudaEventElapsedTime(&ms, uploaded_, stop_));
       stats->after_upload_us = 1000.0f * ms;
     }
-    stats->windows_evaluated = static_cast<size_t>(*h_reached_.ptr);
+    stats->windows_evaluated = static_cast<size_t>(*w_->h_reached.ptr);
     for (size_t k = 0; k + 1 < segments; ++k)
-      stats->alive_after_segment.push_back(h_counts_.ptr[k]);
+      stats->alive_after_segment.push_back(w_->h_counts.ptr[k]);
     stats->alive_after_segment.push_back(found);
 
     // In the mapped buffer itself: no copy per frame.
-    OutWindow *const out = h_windows_.ptr;
+    OutWindow *const out = w_->h_windows.ptr;
     std::sort(out, out + found, [](const OutWindow &a, const OutWindow &b) {
       return a.level != b.level ? a.level < b.level : a.y != b.y ? a.y < b.y : a.x < b.x;
     });
@@ -510,6 +626,7 @@ class CudaDetector final : public Detector {
       d.x_taps = static_cast<int32_t>(l.x_taps), d.y_taps = static_cast<int32_t>(l.y_taps);
       d.origin = static_cast<int64_t>(l.origin);
       d.first_window = static_cast<int64_t>(l.first_window);
+      d.factor = l.factor, d.out_width = l.out_width, d.out_height = l.out_height;
       rows += l.height, grid_rows += l.rows, columns += l.width;
       levels.push_back(d);
     }
@@ -518,83 +635,93 @@ class CudaDetector final : public Detector {
     const bool haar = model_->feature_type == FeatureType::kHaar;
     const size_t plane = geo.plane_size;
     const size_t pixels = static_cast<size_t>(image.width) * image.height;
-    status = levels_.upload(levels, stream_);
-    if (status.ok()) status = x_taps_.upload(geo.x_taps, stream_);
-    if (status.ok()) status = y_taps_.upload(geo.y_taps, stream_);
-    if (status.ok()) status = haar_.upload(tables.haar, stream_);
-    if (status.ok()) status = lbp_.upload(tables.lbp, stream_);
-    if (status.ok()) status = image_.reserve(pixels);
-    if (status.ok()) status = h_image_.reserve(pixels);
-    if (status.ok()) status = resized_.reserve(plane);
-    if (status.ok()) status = sum_.reserve(plane);
-    if (status.ok() && haar) status = sqsum_.reserve(plane);
+    status = w_->levels.upload(levels, stream_);
+    if (status.ok()) status = w_->x_taps.upload(geo.x_taps, stream_);
+    if (status.ok()) status = w_->y_taps.upload(geo.y_taps, stream_);
+    if (status.ok()) status = w_->haar.upload(tables.haar, stream_);
+    if (status.ok()) status = w_->lbp.upload(tables.lbp, stream_);
+    if (status.ok()) status = w_->image.reserve(pixels);
+    if (status.ok()) status = w_->h_image.reserve(pixels);
+    if (status.ok()) status = w_->resized.reserve(plane);
+    if (status.ok()) status = w_->sum.reserve(plane);
+    if (status.ok() && haar) status = w_->sqsum.reserve(plane);
     if (status.ok() && model_->has_tilted_features) {
-      status = tilted_.reserve(plane);
+      status = w_->tilted.reserve(plane);
       const size_t n =
           static_cast<size_t>(geo.levels.front().width) + geo.levels.front().height - 1;
-      if (status.ok()) status = tilt_grid_.reserve(n * n);
+      if (status.ok()) status = w_->tilt_grid.reserve(n * n);
     }
-    if (status.ok()) status = status_.reserve(geo.windows);
-    if (status.ok()) status = norms_.reserve(geo.windows);
-    if (status.ok()) status = queue_a_.reserve(geo.windows);
-    if (status.ok()) status = queue_b_.reserve(geo.windows);
-    if (status.ok()) status = windows_.reserve(geo.windows);
+    if (status.ok()) status = w_->status.reserve(geo.windows);
+    if (status.ok()) status = w_->norms.reserve(geo.windows);
+    if (status.ok()) status = w_->queue_a.reserve(geo.windows);
+    if (status.ok()) status = w_->queue_b.reserve(geo.windows);
+    if (status.ok()) status = w_->windows.reserve(geo.windows);
+    if (status.ok()) status = w_->selected.reserve(geo.windows);
+    if (status.ok()) {
+      size_t temp_bytes = 0;
+      CASCADE_TRY(cub::DeviceSelect::If(
+          nullptr, temp_bytes, thrust::counting_iterator<uint32_t>(0), w_->selected.ptr,
+          w_->counts.ptr, static_cast<int64_t>(geo.windows), IsFinal{w_->status.ptr}, stream_));
+      status = w_->select_temp.reserve(temp_bytes);
+    }
     if (!status.ok()) {
       geometry_ = Geometry{};
       return status;
     }
     // Row 0 and column 0 of every level stay zero: the kernels never write them.
-    CASCADE_TRY(cudaMemsetAsync(sum_.ptr, 0, plane * sizeof(int32_t), stream_));
-    if (haar) CASCADE_TRY(cudaMemsetAsync(sqsum_.ptr, 0, plane * sizeof(int32_t), stream_));
+    CASCADE_TRY(cudaMemsetAsync(w_->sum.ptr, 0, plane * sizeof(int32_t), stream_));
+    if (haar) CASCADE_TRY(cudaMemsetAsync(w_->sqsum.ptr, 0, plane * sizeof(int32_t), stream_));
     if (model_->has_tilted_features)
-      CASCADE_TRY(cudaMemsetAsync(tilted_.ptr, 0, plane * sizeof(int32_t), stream_));
+      CASCADE_TRY(cudaMemsetAsync(w_->tilted.ptr, 0, plane * sizeof(int32_t), stream_));
 
     view_ = host_view(*model_, tables);  // then its arrays pointed at the device copies
-    view_.stages = stages_.ptr, view_.trees = trees_.ptr, view_.nodes = nodes_.ptr;
-    view_.leaves = leaves_.ptr, view_.subsets = subsets_.ptr;
-    view_.haar = haar_.ptr, view_.lbp = lbp_.ptr;
+    view_.stages = w_->stages.ptr, view_.trees = w_->trees.ptr, view_.nodes = w_->nodes.ptr;
+    view_.leaves = w_->leaves.ptr, view_.subsets = w_->subsets.ptr;
+    view_.haar = w_->haar.ptr, view_.lbp = w_->lbp.ptr;
     return Status::Ok();
   }
 
-  Status launch(size_t image_stride) {
+  // The launches of a frame; with finals, the last segment marks windows for device candidates.
+  Status launch(const uint8_t *image, size_t image_stride, const Finals &finals) {
     const Geometry &g = geometry_;
     const int levels = static_cast<int>(g.levels.size());
     const bool haar = model_->feature_type == FeatureType::kHaar;
     const Level &widest = g.levels.front();
     const dim3 block2d(32, 8);
     const dim3 grid2d((widest.width + 31) / 32, (widest.height + 7) / 8, levels);
-    resize_levels<<<grid2d, block2d, 0, stream_>>>(
-        image_.ptr, image_stride, levels_.ptr, x_taps_.ptr, y_taps_.ptr, g.stride, resized_.ptr);
+    resize_levels<<<grid2d, block2d, 0, stream_>>>(image, image_stride, w_->levels.ptr,
+                                                   w_->x_taps.ptr, w_->y_taps.ptr, g.stride,
+                                                   w_->resized.ptr);
     CASCADE_TRY(cudaGetLastError());
-    int32_t *sq = haar ? sqsum_.ptr : nullptr;
+    int32_t *sq = haar ? w_->sqsum.ptr : nullptr;
     integral_rows<<<blocks_for(total_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        levels_.ptr, levels, total_rows_, resized_.ptr, g.stride, sum_.ptr, sq);
+        w_->levels.ptr, levels, total_rows_, w_->resized.ptr, g.stride, w_->sum.ptr, sq);
     CASCADE_TRY(cudaGetLastError());
     integral_columns<<<blocks_for(total_columns_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        levels_.ptr, levels, total_columns_, g.stride, sum_.ptr, sq);
+        w_->levels.ptr, levels, total_columns_, g.stride, w_->sum.ptr, sq);
     CASCADE_TRY(cudaGetLastError());
     if (model_->has_tilted_features) {
       Status status = tilted_integrals();
       if (!status.ok()) return status;
     }
-    const int32_t *tilted = model_->has_tilted_features ? tilted_.ptr : sum_.ptr;
+    const int32_t *tilted = model_->has_tilted_features ? w_->tilted.ptr : w_->sum.ptr;
 
     const size_t segments = bounds_.size() - 1;
-    CASCADE_TRY(cudaMemsetAsync(counts_.ptr, 0, counts_.size * sizeof(uint32_t), stream_));
-    CASCADE_TRY(cudaMemsetAsync(reached_.ptr, 0, sizeof(unsigned long long), stream_));
+    CASCADE_TRY(cudaMemsetAsync(w_->counts.ptr, 0, w_->counts.size * sizeof(uint32_t), stream_));
+    CASCADE_TRY(cudaMemsetAsync(w_->reached.ptr, 0, sizeof(unsigned long long), stream_));
     const unsigned window_blocks =
         std::min<unsigned>(blocks_for(g.windows, kThreads), static_cast<unsigned>(sm_count_) * 16);
     first_segment<<<window_blocks, kThreads, 0, stream_>>>(
-        view_, levels_.ptr, levels, static_cast<int64_t>(g.windows), g.stride, sum_.ptr, sq, tilted,
-        bounds_[1], status_.ptr, norms_.ptr);
+        view_, w_->levels.ptr, levels, static_cast<int64_t>(g.windows), g.stride, w_->sum.ptr, sq,
+        tilted, bounds_[1], w_->status.ptr, w_->norms.ptr);
     CASCADE_TRY(cudaGetLastError());
     walk_rows<<<blocks_for(total_grid_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        levels_.ptr, levels, total_grid_rows_, status_.ptr, norms_.ptr, queue_a_.ptr, counts_.ptr,
-        reached_.ptr);
+        w_->levels.ptr, levels, total_grid_rows_, w_->status.ptr, w_->norms.ptr, w_->queue_a.ptr,
+        w_->counts.ptr, w_->reached.ptr);
     CASCADE_TRY(cudaGetLastError());
     // With one segment, the queue holds windows that passed every stage: running the last stage
     // again gives their score.
-    QueueEntry *in = queue_a_.ptr, *out = queue_b_.ptr;
+    QueueEntry *in = w_->queue_a.ptr, *out = w_->queue_b.ptr;
     const unsigned queue_blocks = static_cast<unsigned>(sm_count_) * 16;
     const size_t runs = std::max<size_t>(segments, 2);
     for (size_t k = 1; k < runs; ++k) {
@@ -608,14 +735,17 @@ class CudaDetector final : public Detector {
                     : group == 16 ? next_segment<16>
                                   : next_segment<32>;
       kernel<<<queue_blocks, kThreads, shared, stream_>>>(
-          view_, levels_.ptr, g.stride, sum_.ptr, tilted, first, end, in, counts_.ptr + k - 1, out,
-          counts_.ptr + k, last ? windows_.ptr : nullptr, counts_.ptr + segments, max_trees_);
+          view_, w_->levels.ptr, g.stride, w_->sum.ptr, tilted, first, end, in,
+          w_->counts.ptr + k - 1, out, w_->counts.ptr + k, last ? w_->windows.ptr : nullptr,
+          w_->counts.ptr + segments, last ? finals : Finals{}, max_trees_);
       CASCADE_TRY(cudaGetLastError());
       std::swap(in, out);
     }
-    publish<<<64, kThreads, 0, stream_>>>(counts_.ptr, static_cast<int>(segments + 1), reached_.ptr,
-                                          windows_.ptr, static_cast<uint32_t>(h_windows_.size),
-                                          h_counts_.device, h_reached_.device, h_windows_.device);
+    if (finals.status) return Status::Ok();  // detect_device_checked compacts them
+    publish<<<64, kThreads, 0, stream_>>>(
+        w_->counts.ptr, static_cast<int>(segments + 1), w_->reached.ptr, w_->windows.ptr,
+        static_cast<uint32_t>(w_->h_windows.size), w_->h_counts.device, w_->h_reached.device,
+        w_->h_windows.device);
     CASCADE_TRY(cudaGetLastError());
     return Status::Ok();
   }
@@ -637,58 +767,64 @@ class CudaDetector final : public Detector {
     const Geometry &g = geometry_;
     for (const Level &l : g.levels) {
       const int n = l.width + l.height - 1;
-      CASCADE_TRY(cudaMemsetAsync(tilt_grid_.ptr, 0, static_cast<size_t>(n) * n * sizeof(uint32_t),
-                                  stream_));
+      CASCADE_TRY(cudaMemsetAsync(w_->tilt_grid.ptr, 0,
+                                  static_cast<size_t>(n) * n * sizeof(uint32_t), stream_));
       tilted_scatter<<<dim3((l.width + 127) / 128, l.height), 128, 0, stream_>>>(
-          resized_.ptr, static_cast<int64_t>(l.origin), g.stride, l.width, l.height, n,
-          tilt_grid_.ptr);
+          w_->resized.ptr, static_cast<int64_t>(l.origin), g.stride, l.width, l.height, n,
+          w_->tilt_grid.ptr);
       CASCADE_TRY(cudaGetLastError());
-      tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(n,
-                                                                                  tilt_grid_.ptr);
+      tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(
+          n, w_->tilt_grid.ptr);
       CASCADE_TRY(cudaGetLastError());
-      tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, tilt_grid_.ptr);
+      tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, w_->tilt_grid.ptr);
       CASCADE_TRY(cudaGetLastError());
       tilted_gather<<<dim3((l.width + 1 + 127) / 128, l.height + 1), 128, 0, stream_>>>(
-          tilt_grid_.ptr, n, l.width, l.height, static_cast<int64_t>(l.origin), g.stride,
-          tilted_.ptr);
+          w_->tilt_grid.ptr, n, l.width, l.height, static_cast<int64_t>(l.origin), g.stride,
+          w_->tilted.ptr);
       CASCADE_TRY(cudaGetLastError());
     }
     return Status::Ok();
   }
 
-  int device_ = 0;
+  DeviceBinding binding_;
   int sm_count_ = 1;
   int max_trees_ = 1;
-  std::string name_;
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
   cudaEvent_t start_ = nullptr, stop_ = nullptr, uploaded_ = nullptr;
-  std::vector<int> bounds_;  // segment k runs stages [bounds_[k], bounds_[k + 1])
+  cudaEvent_t staged_ = nullptr;  // the last copy out of the pinned staging buffer
+  std::vector<int> bounds_;       // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;
   int total_rows_ = 0, total_grid_rows_ = 0, total_columns_ = 0;
   CascadeView view_{};
 
-  DeviceArray<StageView> stages_;
-  DeviceArray<TreeView> trees_;
-  DeviceArray<NodeView> nodes_;
-  DeviceArray<float> leaves_;
-  DeviceArray<int32_t> subsets_;
-  DeviceArray<HaarOffsets> haar_;
-  DeviceArray<LbpOffsets> lbp_;
-  DeviceArray<DeviceLevel> levels_;
-  DeviceArray<AxisTap> x_taps_, y_taps_;
-  DeviceArray<uint8_t> image_, resized_, status_;
-  DeviceArray<int32_t> sum_, sqsum_, tilted_;
-  DeviceArray<uint32_t> tilt_grid_, counts_;
-  DeviceArray<unsigned long long> reached_;
-  DeviceArray<float> norms_;
-  DeviceArray<QueueEntry> queue_a_, queue_b_;
-  DeviceArray<OutWindow> windows_;
-  HostArray<uint8_t> h_image_;
-  HostArray<uint32_t> h_counts_;
-  HostArray<unsigned long long> h_reached_;
-  HostArray<OutWindow> h_windows_;
+  // The device memory, freed inside the detector's context.
+  struct Workspace {
+    DeviceArray<StageView> stages;
+    DeviceArray<TreeView> trees;
+    DeviceArray<NodeView> nodes;
+    DeviceArray<float> leaves;
+    DeviceArray<int32_t> subsets;
+    DeviceArray<HaarOffsets> haar;
+    DeviceArray<LbpOffsets> lbp;
+    DeviceArray<DeviceLevel> levels;
+    DeviceArray<AxisTap> x_taps, y_taps;
+    DeviceArray<uint8_t> image, resized, status;
+    DeviceArray<int32_t> sum, sqsum, tilted;
+    DeviceArray<uint32_t> tilt_grid, counts;
+    DeviceArray<unsigned long long> reached;
+    DeviceArray<float> norms;
+    DeviceArray<QueueEntry> queue_a, queue_b;
+    DeviceArray<OutWindow> windows;
+    DeviceArray<uint32_t> selected;  // device candidates: the marked windows' grid indices
+    DeviceArray<unsigned char> select_temp;
+    HostArray<uint8_t> h_image;
+    HostArray<uint32_t> h_counts;
+    HostArray<unsigned long long> h_reached;
+    HostArray<OutWindow> h_windows;
+  };
+  std::unique_ptr<Workspace> w_;
 };
 
 }  // namespace

@@ -31,15 +31,11 @@
 
 #include "common/overlap.h"
 #include "cpu/cpu_nms.h"
+#include "cuda_device.h"
 #include "cuda_nms.h"
+#include "cudanms/device_candidates.h"
 
-#define CUDANMS_TRY(call)                       \
-  do {                                          \
-    const cudaError_t cudanms_error_ = (call);  \
-    if (cudanms_error_ != cudaSuccess) {        \
-      return cuda_error(#call, cudanms_error_); \
-    }                                           \
-  } while (0)
+#define CUDANMS_TRY(call) CUDANMS_CUDA_TRY(call)
 
 namespace cudanms {
 namespace detail {
@@ -73,13 +69,10 @@ enum : uint32_t {
   kEligible,
   kKeptCount,
   kFallback,
+  kIn,              // device candidates: the producer's count
+  kCountOverflow,   // device candidates: that count was above the capacity
   kHeaderWords = 8  // keeps what follows 16-byte aligned
 };
-
-Status cuda_error(const char *what, cudaError_t error) {
-  return Status::Error(std::string(what) + " failed: " + cudaGetErrorName(error) + ": " +
-                       cudaGetErrorString(error));
-}
 
 __device__ Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
 
@@ -94,19 +87,27 @@ __device__ void count_in(uint32_t *counter, bool flag) {
   if (threadIdx.x % kWarp == 0 && votes != 0) atomicAdd(counter, __popc(votes));
 }
 
+// n is the capacity; device candidates bring their count, and the slots past it get the key of
+// an ineligible candidate so that the rank stage, sized for n, leaves them out.
 __global__ void __launch_bounds__(kClassifyThreads)
-    classify_kernel(const float4 *boxes, const float *scores, uint32_t n, float score_threshold,
-                    float *keys, uint32_t *header) {
+    classify_kernel(const float4 *boxes, const float *scores, uint32_t n, const uint32_t *d_count,
+                    float score_threshold, float *keys, uint32_t *header) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t count = d_count ? min(*d_count, n) : n;
+  if (d_count && p == 0) {
+    header[kIn] = *d_count;
+    header[kCountOverflow] = *d_count > n;
+  }
   bool valid = false;
   bool below = false;
-  if (p < n) {
+  if (p >= count && p < n) keys[p] = -INFINITY;
+  if (p < count) {
     const float s = scores[p];
     valid = is_valid(to_box(boxes[p]), s);
     below = valid && s < score_threshold;
     keys[p] = valid && !below ? s + 0.0f : -INFINITY;  // radix sort would put -0.0 below +0.0
   }
-  count_in(&header[kInvalid], p < n && !valid);
+  count_in(&header[kInvalid], p < count && !valid);
   count_in(&header[kBelowScore], below);
   count_in(&header[kEligible], valid && !below);
 }
@@ -280,7 +281,7 @@ __global__ void __launch_bounds__(kSettleThreads)
   uint16_t *s_counts = reinterpret_cast<uint16_t *>(status_bytes + settle_counts_offset(m));
   const bool shared_counts = m <= kSharedCounts;
   const uint32_t tid = threadIdx.x;
-  if (tid < kKeptCount) out[tid] = header[tid];
+  if (tid < kHeaderWords && tid != kKeptCount && tid != kFallback) out[tid] = header[tid];
 
   bool overflow = false;
   for (uint32_t i = tid; i < m; i += kSettleThreads) {
@@ -342,48 +343,22 @@ __global__ void __launch_bounds__(kSettleThreads)
   }
 }
 
+// Device candidates: the kept ones' values, straight into mapped host memory.
+__global__ void kept_values_kernel(const uint32_t *out, const float4 *boxes, const float *scores,
+                                   const int32_t *classes, float4 *kept_boxes, float *kept_scores,
+                                   int32_t *kept_classes) {
+  const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (out[kFallback] != 0 || k >= out[kKeptCount]) return;
+  const uint32_t p = out[kHeaderWords + k];
+  kept_boxes[k] = boxes[p];
+  kept_scores[k] = scores[p];
+  kept_classes[k] = classes ? classes[p] : 0;
+}
+
 __global__ void iota_kernel(uint32_t *values, uint32_t n) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) values[i] = i;
 }
-
-template <typename T>
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  Status allocate(size_t count) {
-    cudaFree(ptr_);
-    ptr_ = nullptr;
-    CUDANMS_TRY(cudaMalloc(&ptr_, std::max<size_t>(count, 1) * sizeof(T)));
-    return Status::Ok();
-  }
-  T *get() const { return ptr_; }
-
- private:
-  T *ptr_ = nullptr;
-};
-
-template <typename T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer &) = delete;
-  PinnedBuffer &operator=(const PinnedBuffer &) = delete;
-  ~PinnedBuffer() { cudaFreeHost(ptr_); }
-  Status allocate(size_t count) {
-    cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    CUDANMS_TRY(cudaMallocHost(&ptr_, std::max<size_t>(count, 1) * sizeof(T)));
-    return Status::Ok();
-  }
-  T *get() const { return ptr_; }
-
- private:
-  T *ptr_ = nullptr;
-};
 
 // The staged input of n candidates: the counters, n boxes, n scores, and n class ids when the
 // frame is per-class. Every part starts 16-byte aligned.
@@ -396,27 +371,31 @@ struct StagedLayout {
   size_t boxes, scores, classes, bytes;
 };
 
+// Where a frame's candidates are on the device: the staged copy of host candidates (count
+// known on the host) or a producer's buffers (count a device word).
+struct Inputs {
+  const float4 *boxes;
+  const float *scores;
+  const int32_t *classes;  // nullptr: one class
+  const uint32_t *count;   // nullptr: the capacity n passed to launch()
+};
+
 class CudaContext final : public Context {
  public:
   CudaContext() = default;
   ~CudaContext() override {
+    DeviceBinding::Scope scope(binding_.context());
+    ws_.reset();
     if (owns_stream_) cudaStreamDestroy(stream_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
   }
 
   Status init(const ContextOptions &options) {
-    int count = 0;
-    CUDANMS_TRY(cudaGetDeviceCount(&count));
-    if (options.device < 0 || options.device >= count) {
-      return Status::Error("CUDA device " + std::to_string(options.device) + " does not exist (" +
-                           std::to_string(count) + " found)");
-    }
-    device_ = options.device;
-    CUDANMS_TRY(cudaSetDevice(device_));
-    cudaDeviceProp prop{};
-    CUDANMS_TRY(cudaGetDeviceProperties(&prop, device_));
-    name_ = "cuda:" + std::to_string(device_) + " (" + prop.name + ")";
+    Status status = binding_.open(options.device);
+    if (!status.ok()) return status;
+    CUDANMS_ENTER(binding_);
+    ws_ = std::make_unique<Workspace>();
     if (options.stream != nullptr) {
       stream_ = static_cast<cudaStream_t>(options.stream);
     } else {
@@ -432,9 +411,37 @@ class CudaContext final : public Context {
   }
 
   Backend backend() const override { return Backend::kCuda; }
-  std::string device_name() const override { return name_; }
+  std::string device_name() const override { return binding_.name(); }
+  void *cuda_context() const override { return binding_.context(); }
 
  private:
+  // The workspace, freed inside the context's scope.
+  struct Workspace {
+    MappedArray<unsigned char> h_stage;  // StagedLayout
+    MappedArray<uint32_t> h_out;         // counters, then kept indices
+    MappedArray<float4> h_kept_boxes;    // device candidates: the kept values
+    MappedArray<float> h_kept_scores;
+    MappedArray<int32_t> h_kept_classes;
+    DeviceArray<unsigned char> d_stage;
+    DeviceArray<float> d_keys;
+    DeviceArray<float> d_sorted_keys;
+    DeviceArray<uint32_t> d_iota;
+    DeviceArray<uint32_t> d_order;  // rank -> candidate index
+    DeviceArray<float> d_rank_scores;
+    DeviceArray<float4> d_rank_boxes;
+    DeviceArray<int32_t> d_rank_classes;
+    DeviceArray<uint32_t> d_counts;        // predecessors (greedy) or suppressors (matrix)
+    DeviceArray<uint32_t> d_predecessors;  // kMaxPredecessors ranks per rank
+    DeviceArray<uint32_t> d_out;
+    DeviceArray<unsigned char> d_sort_temp;
+  };
+
+  uint32_t kept_limit(const Params &params, uint32_t most) const {
+    return params.max_detections == 0 || params.max_detections > most
+               ? most
+               : static_cast<uint32_t>(params.max_detections);
+  }
+
   Status run_checked(const CandidatesView &c, const Params &params, Result *result) override {
     const auto n = static_cast<uint32_t>(c.count);
     result->counts.in = n;
@@ -443,24 +450,97 @@ class CudaContext final : public Context {
     const auto most = static_cast<uint32_t>(std::min<size_t>(n, params.max_candidates));
     // The settle kernel's statuses would not fit in shared memory: the CPU computes the same.
     if (most > kMaxCudaCandidates) return cpu_->run(c, params, result);
-    CUDANMS_TRY(cudaSetDevice(device_));
+    CUDANMS_ENTER(binding_);
     Status status = reserve(n, most);
     if (!status.ok()) return status;
 
     const bool with_classes = !params.class_agnostic && c.class_ids != nullptr;
     const StagedLayout layout(n, with_classes);
-    unsigned char *h = h_stage_.get();
+    unsigned char *h = ws_->h_stage.get();
     std::memset(h, 0, layout.boxes);
     std::memcpy(h + layout.boxes, c.boxes, n * sizeof(float4));
     std::memcpy(h + layout.scores, c.scores, n * sizeof(float));
     if (with_classes) std::memcpy(h + layout.classes, c.class_ids, n * sizeof(int32_t));
-    const uint32_t limit = params.max_detections == 0 || params.max_detections > most
-                               ? most
-                               : static_cast<uint32_t>(params.max_detections);
 
+    unsigned char *d = ws_->d_stage.get();
+    const Inputs in{reinterpret_cast<const float4 *>(d + layout.boxes),
+                    reinterpret_cast<const float *>(d + layout.scores),
+                    with_classes ? reinterpret_cast<const int32_t *>(d + layout.classes) : nullptr,
+                    nullptr};
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
-    status = launch(params, n, most, limit, layout);
+    CUDANMS_TRY(cudaMemcpyAsync(d, h, layout.bytes, cudaMemcpyHostToDevice, stream_));
+    status = launch(params, n, most, kept_limit(params, most), in);
+    if (status.ok()) status = finish(result);
     if (!status.ok()) return status;
+    if (ws_->h_out.get()[kFallback] != 0) return cpu_->run(c, params, result);
+    read_result(params, result);
+    return Status::Ok();
+  }
+
+  Status run_device_checked(const DeviceCandidatesView &c, const Params &params,
+                            Result *result) override {
+    if (c.context != binding_.context()) {
+      return Status::Error("the device candidates live in another CUDA context than " +
+                           binding_.name() + "'s NMS; download them first");
+    }
+    if (c.capacity == 0) return Status::Ok();
+    const auto n = static_cast<uint32_t>(c.capacity);
+    const auto most = static_cast<uint32_t>(std::min<size_t>(n, params.max_candidates));
+    if (most > kMaxCudaCandidates) return run_downloaded(c, params, result);
+    CUDANMS_ENTER(binding_);
+    Status status = reserve(n, most);
+    if (!status.ok()) return status;
+
+    auto *header = reinterpret_cast<uint32_t *>(ws_->d_stage.get());
+    const Inputs in{reinterpret_cast<const float4 *>(c.boxes), c.scores,
+                    params.class_agnostic ? nullptr : c.class_ids, c.count};
+    const uint32_t limit = kept_limit(params, most);
+    if (c.ready) CUDANMS_TRY(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(c.ready), 0));
+    if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
+    CUDANMS_TRY(cudaMemsetAsync(header, 0, kHeaderWords * sizeof(uint32_t), stream_));
+    status = launch(params, n, most, limit, in, header);
+    if (!status.ok()) return status;
+    kept_values_kernel<<<(limit + 255) / 256, 256, 0, stream_>>>(
+        ws_->d_out.get(), in.boxes, c.scores, c.class_ids, ws_->h_kept_boxes.device(),
+        ws_->h_kept_scores.device(), ws_->h_kept_classes.device());
+    CUDANMS_TRY(cudaGetLastError());
+    status = finish(result);
+    if (!status.ok()) return status;
+    const uint32_t *out = ws_->h_out.get();
+    if (out[kCountOverflow] != 0) {
+      return Status::Error("the producer counted " + std::to_string(out[kIn]) +
+                           " candidates in a buffer of " + std::to_string(n));
+    }
+    if (out[kFallback] != 0) return run_downloaded(c, params, result);
+    result->counts.in = out[kIn];
+    read_result(params, result);
+    const size_t kept = result->counts.kept;
+    const float *boxes = reinterpret_cast<const float *>(ws_->h_kept_boxes.get());
+    result->kept_boxes.assign(boxes, boxes + 4 * kept);
+    result->kept_scores.assign(ws_->h_kept_scores.get(), ws_->h_kept_scores.get() + kept);
+    result->kept_class_ids.assign(ws_->h_kept_classes.get(), ws_->h_kept_classes.get() + kept);
+    return Status::Ok();
+  }
+
+  // Device candidates the GPU path cannot take (more than it ranks, adversarial overlaps): the
+  // CPU computes the same result on a download.
+  Status run_downloaded(const DeviceCandidatesView &c, const Params &params, Result *result) {
+    HostCandidates host;
+    Status status = download(c, &host);
+    if (!status.ok()) return status;
+    status = cpu_->run(host.view(), params, result);
+    if (!status.ok()) return status;
+    for (const uint32_t p : result->kept) {
+      result->kept_boxes.insert(result->kept_boxes.end(), &host.boxes[4 * size_t{p}],
+                                &host.boxes[4 * size_t{p} + 4]);
+      result->kept_scores.push_back(host.scores[p]);
+      result->kept_class_ids.push_back(host.class_ids[p]);
+    }
+    return Status::Ok();
+  }
+
+  // The one synchronisation of a frame.
+  Status finish(Result *result) {
     if (stop_) CUDANMS_TRY(cudaEventRecord(stop_, stream_));
     CUDANMS_TRY(cudaStreamSynchronize(stream_));
     if (stop_) {
@@ -468,47 +548,45 @@ class CudaContext final : public Context {
       CUDANMS_TRY(cudaEventElapsedTime(&ms, start_, stop_));
       result->device_time_us = 1000.0f * ms;
     }
+    return Status::Ok();
+  }
 
-    const uint32_t *out = h_out_.get();
-    if (out[kFallback] != 0) return cpu_->run(c, params, result);
+  void read_result(const Params &params, Result *result) const {
+    const uint32_t *out = ws_->h_out.get();
     Counts &counts = result->counts;
     counts.invalid = out[kInvalid];
     counts.below_score = out[kBelowScore];
     counts.over_capacity = out[kEligible] - std::min<size_t>(out[kEligible], params.max_candidates);
     counts.kept = out[kKeptCount];
     result->kept.assign(out + kHeaderWords, out + kHeaderWords + counts.kept);
-    return Status::Ok();
   }
 
-  Status launch(const Params &params, uint32_t n, uint32_t most, uint32_t limit,
-                const StagedLayout &layout) {
-    unsigned char *d = d_stage_.get();
-    auto *header = reinterpret_cast<uint32_t *>(d);
-    auto *boxes = reinterpret_cast<const float4 *>(d + layout.boxes);
-    auto *scores = reinterpret_cast<const float *>(d + layout.scores);
-    auto *classes = layout.bytes > layout.classes
-                        ? reinterpret_cast<const int32_t *>(d + layout.classes)
-                        : nullptr;
+  // The kernels, for n candidates (the capacity, for device candidates) of which at most `most`
+  // are ranked; the header is the staged one unless given.
+  Status launch(const Params &params, uint32_t n, uint32_t most, uint32_t limit, const Inputs &in,
+                uint32_t *header = nullptr) {
+    Workspace &w = *ws_;
+    if (header == nullptr) header = reinterpret_cast<uint32_t *>(w.d_stage.get());
     const auto dmax = static_cast<uint32_t>(std::min<size_t>(params.max_candidates, UINT32_MAX));
-    CUDANMS_TRY(cudaMemcpyAsync(d, h_stage_.get(), layout.bytes, cudaMemcpyHostToDevice, stream_));
 
     classify_kernel<<<(n + kClassifyThreads - 1) / kClassifyThreads, kClassifyThreads, 0,
-                      stream_>>>(boxes, scores, n, params.score_threshold, d_keys_.get(), header);
+                      stream_>>>(in.boxes, in.scores, n, in.count, params.score_threshold,
+                                 w.d_keys.get(), header);
     CUDANMS_TRY(cudaGetLastError());
     if (n <= kCountingRankMax) {
       counting_rank_kernel<<<(n + kWarp - 1) / kWarp, kCountingWarps * kWarp, n * sizeof(float),
-                             stream_>>>(d_keys_.get(), boxes, classes, n, dmax, d_rank_boxes_.get(),
-                                        d_rank_scores_.get(), d_rank_classes_.get(), d_order_.get(),
-                                        d_counts_.get());
+                             stream_>>>(w.d_keys.get(), in.boxes, in.classes, n, dmax,
+                                        w.d_rank_boxes.get(), w.d_rank_scores.get(),
+                                        w.d_rank_classes.get(), w.d_order.get(), w.d_counts.get());
       CUDANMS_TRY(cudaGetLastError());
     } else {
       size_t sort_bytes = sort_temp_bytes_;
       CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
-          d_sort_temp_.get(), sort_bytes, d_keys_.get(), d_sorted_keys_.get(), d_iota_.get(),
-          d_order_.get(), static_cast<int>(n), 0, 32, stream_));
+          w.d_sort_temp.get(), sort_bytes, w.d_keys.get(), w.d_sorted_keys.get(), w.d_iota.get(),
+          w.d_order.get(), static_cast<int>(n), 0, 32, stream_));
       gather_kernel<<<(most + 255) / 256, 256, 0, stream_>>>(
-          d_sorted_keys_.get(), boxes, classes, header, dmax, d_rank_boxes_.get(),
-          d_rank_scores_.get(), d_rank_classes_.get(), d_order_.get(), d_counts_.get());
+          w.d_sorted_keys.get(), in.boxes, in.classes, header, dmax, w.d_rank_boxes.get(),
+          w.d_rank_scores.get(), w.d_rank_classes.get(), w.d_order.get(), w.d_counts.get());
       CUDANMS_TRY(cudaGetLastError());
     }
 
@@ -518,23 +596,23 @@ class CudaContext final : public Context {
     const size_t settle_bytes = settle_shared_bytes(most);
     if (params.method == Method::kGreedy) {
       pairs_kernel<Method::kGreedy><<<pair_grid, kPairWarps * kWarp, 0, stream_>>>(
-          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), header, dmax,
-          params.overlap, params.threshold, d_counts_.get(), d_predecessors_.get());
+          w.d_rank_boxes.get(), w.d_rank_scores.get(), w.d_rank_classes.get(), header, dmax,
+          params.overlap, params.threshold, w.d_counts.get(), w.d_predecessors.get());
       CUDANMS_TRY(cudaGetLastError());
       settle_kernel<Method::kGreedy><<<1, kSettleThreads, settle_bytes, stream_>>>(
-          header, dmax, d_counts_.get(), d_predecessors_.get(), d_order_.get(), limit,
-          d_out_.get());
+          header, dmax, w.d_counts.get(), w.d_predecessors.get(), w.d_order.get(), limit,
+          w.d_out.get());
     } else {
       pairs_kernel<Method::kMatrix><<<pair_grid, kPairWarps * kWarp, 0, stream_>>>(
-          d_rank_boxes_.get(), d_rank_scores_.get(), d_rank_classes_.get(), header, dmax,
-          params.overlap, params.threshold, d_counts_.get(), d_predecessors_.get());
+          w.d_rank_boxes.get(), w.d_rank_scores.get(), w.d_rank_classes.get(), header, dmax,
+          params.overlap, params.threshold, w.d_counts.get(), w.d_predecessors.get());
       CUDANMS_TRY(cudaGetLastError());
       settle_kernel<Method::kMatrix><<<1, kSettleThreads, settle_bytes, stream_>>>(
-          header, dmax, d_counts_.get(), d_predecessors_.get(), d_order_.get(), limit,
-          d_out_.get());
+          header, dmax, w.d_counts.get(), w.d_predecessors.get(), w.d_order.get(), limit,
+          w.d_out.get());
     }
     CUDANMS_TRY(cudaGetLastError());
-    CUDANMS_TRY(cudaMemcpyAsync(h_out_.get(), d_out_.get(),
+    CUDANMS_TRY(cudaMemcpyAsync(w.h_out.get(), w.d_out.get(),
                                 (kHeaderWords + size_t{limit}) * sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, stream_));
     return Status::Ok();
@@ -543,6 +621,7 @@ class CudaContext final : public Context {
   // Sizes the buffers for frames of n candidates of which at most `most` are ranked; a no-op
   // when they are large enough already.
   Status reserve(size_t n, size_t most) {
+    Workspace &w = *ws_;
     Status status = Status::Ok();
     auto step = [&status](Status s) {
       if (status.ok()) status = std::move(s);
@@ -550,21 +629,21 @@ class CudaContext final : public Context {
     if (n > input_capacity_) {
       input_capacity_ = 0;
       const size_t staged = StagedLayout(n, true).bytes;
-      step(h_stage_.allocate(staged));
-      step(d_stage_.allocate(staged));
-      step(d_keys_.allocate(n));
-      step(d_sorted_keys_.allocate(n));
-      step(d_iota_.allocate(n));
-      step(d_order_.allocate(n));
+      step(w.h_stage.reserve(staged));
+      step(w.d_stage.reserve(staged));
+      step(w.d_keys.reserve(n));
+      step(w.d_sorted_keys.reserve(n));
+      step(w.d_iota.reserve(n));
+      step(w.d_order.reserve(n));
       if (!status.ok()) return status;
       sort_temp_bytes_ = 0;
       CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
           nullptr, sort_temp_bytes_, static_cast<const float *>(nullptr),
           static_cast<float *>(nullptr), static_cast<const uint32_t *>(nullptr),
           static_cast<uint32_t *>(nullptr), static_cast<int>(n), 0, 32, stream_));
-      status = d_sort_temp_.allocate(sort_temp_bytes_);
+      status = w.d_sort_temp.reserve(sort_temp_bytes_);
       if (!status.ok()) return status;
-      iota_kernel<<<(n + 255) / 256, 256, 0, stream_>>>(d_iota_.get(), static_cast<uint32_t>(n));
+      iota_kernel<<<(n + 255) / 256, 256, 0, stream_>>>(w.d_iota.get(), static_cast<uint32_t>(n));
       CUDANMS_TRY(cudaGetLastError());
       CUDANMS_TRY(cudaStreamSynchronize(stream_));
       // The counting rank stages every key: 64 KiB at its largest, past the default 48 KiB.
@@ -575,21 +654,24 @@ class CudaContext final : public Context {
     }
     if (most > ranked_capacity_) {
       ranked_capacity_ = 0;
-      step(h_out_.allocate(kHeaderWords + most));
-      step(d_out_.allocate(kHeaderWords + most));
-      step(d_rank_scores_.allocate(most));
-      step(d_rank_boxes_.allocate(most));
-      step(d_rank_classes_.allocate(most));
-      step(d_counts_.allocate(most));
-      step(d_predecessors_.allocate(most * kMaxPredecessors));
+      step(w.h_out.reserve(kHeaderWords + most));
+      step(w.h_kept_boxes.reserve(most));
+      step(w.h_kept_scores.reserve(most));
+      step(w.h_kept_classes.reserve(most));
+      step(w.d_out.reserve(kHeaderWords + most));
+      step(w.d_rank_scores.reserve(most));
+      step(w.d_rank_boxes.reserve(most));
+      step(w.d_rank_classes.reserve(most));
+      step(w.d_counts.reserve(most));
+      step(w.d_predecessors.reserve(most * kMaxPredecessors));
       if (!status.ok()) return status;
       // Zeroed once, so that no byte is ever read uninitialised (compute-sanitizer initcheck):
       // the settle kernel reads predecessor rows four slots at a time, past a row's count too,
       // and the copy back takes `limit` kept slots of which the frame may fill fewer.
-      CUDANMS_TRY(cudaMemsetAsync(d_predecessors_.get(), 0,
+      CUDANMS_TRY(cudaMemsetAsync(w.d_predecessors.get(), 0,
                                   most * kMaxPredecessors * sizeof(uint32_t), stream_));
       CUDANMS_TRY(
-          cudaMemsetAsync(d_out_.get(), 0, (kHeaderWords + most) * sizeof(uint32_t), stream_));
+          cudaMemsetAsync(w.d_out.get(), 0, (kHeaderWords + most) * sizeof(uint32_t), stream_));
       CUDANMS_TRY(cudaStreamSynchronize(stream_));
       // Past the default 48 KiB, shared memory must be asked for.
       const auto settle_bytes = static_cast<int>(std::max(
@@ -604,8 +686,7 @@ class CudaContext final : public Context {
     return Status::Ok();
   }
 
-  int device_ = 0;
-  std::string name_;
+  DeviceBinding binding_;
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
   cudaEvent_t start_ = nullptr;  // both set only with ContextOptions::time_device
@@ -614,21 +695,7 @@ class CudaContext final : public Context {
   size_t ranked_capacity_ = 0;  // candidates a frame may rank: min(n, Dmax)
   size_t sort_temp_bytes_ = 0;
   std::unique_ptr<Context> cpu_ = create_cpu_context({});  // exact redo of adversarial frames
-
-  PinnedBuffer<unsigned char> h_stage_;  // StagedLayout
-  PinnedBuffer<uint32_t> h_out_;         // counters, then kept indices
-  DeviceBuffer<unsigned char> d_stage_;
-  DeviceBuffer<float> d_keys_;
-  DeviceBuffer<float> d_sorted_keys_;
-  DeviceBuffer<uint32_t> d_iota_;
-  DeviceBuffer<uint32_t> d_order_;  // rank -> candidate index
-  DeviceBuffer<float> d_rank_scores_;
-  DeviceBuffer<float4> d_rank_boxes_;
-  DeviceBuffer<int32_t> d_rank_classes_;
-  DeviceBuffer<uint32_t> d_counts_;        // predecessors (greedy) or suppressors (matrix)
-  DeviceBuffer<uint32_t> d_predecessors_;  // kMaxPredecessors ranks per rank
-  DeviceBuffer<uint32_t> d_out_;
-  DeviceBuffer<unsigned char> d_sort_temp_;
+  std::unique_ptr<Workspace> ws_;
 };
 
 }  // namespace

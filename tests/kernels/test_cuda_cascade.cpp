@@ -4,7 +4,12 @@
 
 #include <random>
 
+#ifdef CUDANMS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "cascade_support.h"
+#include "compare.h"
 #include "support/seed.h"
 
 namespace cudanms::testing {
@@ -191,6 +196,139 @@ TEST(CudaCascade, MoreWindowsThanEverBeforeComeBackWhole) {
     expect_same_windows(a, b, "all-pass cascade, frame " + std::to_string(frame));
   }
 }
+
+#ifdef CUDANMS_HAVE_CUDA
+
+// The windows of detect() as the candidates the device path must write.
+HostCandidates as_candidates(const std::vector<Window> &windows, double min_score, int32_t id) {
+  HostCandidates c;
+  for (const Window &w : windows) {
+    if (w.score < min_score) continue;
+    c.boxes.insert(c.boxes.end(),
+                   {static_cast<float>(w.x), static_cast<float>(w.y),
+                    static_cast<float>(w.x + w.width), static_cast<float>(w.y + w.height)});
+    c.scores.push_back(static_cast<float>(w.score));
+    c.class_ids.push_back(id);
+  }
+  return c;
+}
+
+void expect_same_candidates(const HostCandidates &want, const HostCandidates &got,
+                            const std::string &what) {
+  ASSERT_EQ(want.scores.size(), got.scores.size()) << what;
+  EXPECT_EQ(want.boxes, got.boxes) << what;
+  EXPECT_EQ(want.scores, got.scores) << what;
+  EXPECT_EQ(want.class_ids, got.class_ids) << what;
+}
+
+// Detection into device candidates, then NMS in place: the same candidates, in the same order,
+// as detect() on the host, and the same kept set as NMS on those host windows, with the frame
+// read from host memory and from device memory.
+TEST(CudaCascade, DeviceCandidatesAreTheHostWindowsAndNmsAgrees) {
+  SKIP_WITHOUT_CUDA();
+  std::string why;
+  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  Status status;
+  auto nms = Context::create({Backend::kCuda}, &status);
+  auto cpu_nms = Context::create({Backend::kCpu}, &status);
+  ASSERT_TRUE(nms && cpu_nms);
+  size_t compared = 0;
+  for (const CascadeCase &c : cascade_cases()) {
+    if (!file_exists(cascade_path(c.cascade))) GTEST_SKIP() << "opencv-data is missing";
+    auto model = load_or_skip(c.cascade);
+    ASSERT_TRUE(model);
+    DetectorOptions options;
+    options.backend = Backend::kCuda;
+    auto cuda = Detector::create(model, options, &status);
+    ASSERT_TRUE(cuda) << status.message();
+    const cascade::DetectParams params = params_of(c);
+    for (const GrayFrame &frame : frames) {
+      const cv::Mat &gray = frame.gray;
+      DeviceCandidatesPoolOptions pool_options;
+      pool_options.capacity = cuda->max_windows(gray.cols, gray.rows, params);
+      pool_options.max_buffers = 1;
+      auto pool = DeviceCandidatesPool::create(pool_options, &status);
+      ASSERT_TRUE(pool) << status.message();
+      auto out = pool->acquire(&status);
+      ASSERT_TRUE(out);
+      std::vector<Window> windows;
+      ASSERT_TRUE(cuda->detect(view_of(gray), params, &windows).ok());
+      const double min_score = windows.empty() ? 0 : windows[windows.size() / 2].score;
+      for (const double threshold : {-1e300, min_score}) {
+        const std::string what =
+            case_name(c) + " " + frame.name + " min score " + std::to_string(threshold);
+        const HostCandidates want = as_candidates(windows, threshold, 7);
+        cascade::DeviceOutput output;
+        output.class_id = 7;
+        output.min_score = threshold;
+        status = cuda->detect(view_of(gray), params, output, out.get());
+        ASSERT_TRUE(status.ok()) << status.message();
+        Params nms_params;
+        nms_params.threshold = 0.3f;
+        Result on_device, on_host;
+        ASSERT_TRUE(nms->run(out->view(), nms_params, &on_device).ok());
+        HostCandidates got;
+        ASSERT_TRUE(out->download(&got).ok());
+        expect_same_candidates(want, got, what);
+        ASSERT_TRUE(cpu_nms->run(want.view(), nms_params, &on_host).ok());
+        EXPECT_TRUE(same_result(on_device, on_host)) << what;
+        compared += want.scores.size();
+      }
+      // The frame already on the device: read in place.
+      uint8_t *d_gray = nullptr;
+      ASSERT_EQ(cudaMalloc(&d_gray, gray.total()), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d_gray, gray.data, gray.total(), cudaMemcpyHostToDevice), cudaSuccess);
+      cascade::GrayView on_device{d_gray, gray.cols, gray.rows, static_cast<size_t>(gray.cols),
+                                  true,   nullptr};
+      ASSERT_TRUE(cuda->detect(on_device, params, cascade::DeviceOutput{7}, out.get()).ok());
+      HostCandidates got;
+      ASSERT_TRUE(out->download(&got).ok());
+      cudaFree(d_gray);
+      expect_same_candidates(as_candidates(windows, -1e300, 7), got,
+                             case_name(c) + " " + frame.name + " from device memory");
+    }
+  }
+  EXPECT_GT(compared, 500u);
+}
+
+TEST(CudaCascade, DeviceCandidatesOfEmptyFramesAndSmallBuffers) {
+  SKIP_WITHOUT_CUDA();
+  auto model = load_or_skip("haarcascade_frontalface_alt2");
+  ASSERT_TRUE(model);
+  Status status;
+  DetectorOptions options;
+  options.backend = Backend::kCuda;
+  auto cuda = Detector::create(model, options, &status);
+  ASSERT_TRUE(cuda) << status.message();
+  DeviceCandidatesPoolOptions pool_options;
+  pool_options.capacity = 1000;
+  auto pool = DeviceCandidatesPool::create(pool_options, &status);
+  auto out = pool->acquire(&status);
+  ASSERT_TRUE(out);
+  cv::Mat gray(240, 320, CV_8UC1, cv::Scalar(128));
+  cascade::DetectParams params;
+  EXPECT_GT(cuda->max_windows(320, 240, params), 1000u);
+  status = cuda->detect(view_of(gray), params, cascade::DeviceOutput{}, out.get());
+  EXPECT_FALSE(status.ok()) << "a buffer smaller than the frame's windows is refused";
+  EXPECT_NE(status.message().find("capacity"), std::string::npos) << status.message();
+  // Frames with no scale (smaller than the window) and no pixels write a count of zero.
+  for (const cv::Size size : {cv::Size(10, 10), cv::Size(0, 0)}) {
+    const uint32_t stale = 55;
+    ASSERT_EQ(cudaMemcpy(out->count(), &stale, 4, cudaMemcpyHostToDevice), cudaSuccess);
+    cv::Mat small(size, CV_8UC1, cv::Scalar(1));
+    ASSERT_TRUE(cuda->detect(view_of(small), params, cascade::DeviceOutput{}, out.get()).ok());
+    HostCandidates got;
+    ASSERT_TRUE(out->download(&got).ok());
+    EXPECT_TRUE(got.scores.empty()) << size;
+  }
+  // A CPU detector refuses with a status.
+  auto cpu = Detector::create(model, {}, &status);
+  status = cpu->detect(view_of(gray), params, cascade::DeviceOutput{}, out.get());
+  EXPECT_FALSE(status.ok());
+}
+
+#endif  // CUDANMS_HAVE_CUDA
 
 TEST(CudaCascade, AMissingDeviceIsAStatus) {
   SKIP_WITHOUT_CUDA();

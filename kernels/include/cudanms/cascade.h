@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "cudanms/device_candidates.h"
 #include "cudanms/nms.h"
 
 namespace cudanms::cascade {
@@ -85,12 +86,22 @@ class Model {
   std::string name;  // the file's base name without extension, e.g. "haarcascade_frontalface_alt2"
 };
 
-// An 8-bit grey image in the caller's memory, rows stride bytes apart.
+// An 8-bit grey image, rows stride bytes apart: in host memory, or (CUDA detectors) in device
+// memory of the detector's CUDA context, e.g. the luma plane of a GstCudaMemory, read in place.
 struct GrayView {
   const uint8_t *pixels = nullptr;
   int width = 0;
   int height = 0;
   size_t stride = 0;
+  bool on_device = false;
+  void *ready = nullptr;  // on the device: a cudaEvent_t after which the pixels are valid, or null
+};
+
+// What a detection into device candidates writes for each window: its rectangle as the box
+// {x, y, x + width, y + height}, its score as a float, and this class id.
+struct DeviceOutput {
+  int32_t class_id = 0;
+  double min_score = -1e300;  // windows scoring below it are left out
 };
 
 struct DetectParams {
@@ -109,6 +120,8 @@ struct DetectorOptions {
   Backend backend = Backend::kCpu;
   int device = 0;          // CUDA device index
   void *stream = nullptr;  // a cudaStream_t to run on; nullptr: the detector makes its own
+  // CUDA works in the CUDA context current on the creating thread when it is on `device`, else
+  // in the device's primary context (as cudanms::ContextOptions).
   // CUDA: the stages are run in segments, one launch each, each over a queue of the windows that
   // passed the segment before (Micikevicius, GTC 2015). Each entry is the first stage (0-based) of
   // a new segment, ascending from 1; starts at or past the last stage are ignored. The default
@@ -140,8 +153,19 @@ class Detector {
   // failing, and callers should fall back to a CPU detector.
   Status detect(const GrayView &image, const DetectParams &params, std::vector<Window> *windows,
                 DetectStats *stats = nullptr);
+  // CUDA detectors only: the same windows, in the same order, written into device candidates
+  // (whose capacity must be at least max_windows()) with their count, and out->ready() recorded
+  // after them. Returns without waiting for the GPU; stats get the scales only. Nothing is
+  // copied back: hand out->view() to cudanms::Context::run.
+  Status detect(const GrayView &image, const DetectParams &params, const DeviceOutput &output,
+                DeviceCandidates *out, DetectStats *stats = nullptr);
+  // The most windows a frame of this size can return with these parameters (the grid windows of
+  // every scale), or 0 when the parameters are invalid.
+  size_t max_windows(int width, int height, const DetectParams &params) const;
   virtual Backend backend() const = 0;
   virtual std::string device_name() const = 0;
+  // The CUcontext a CUDA detector works in (as cudanms::Context::cuda_context); nullptr on the CPU.
+  virtual void *cuda_context() const { return nullptr; }
   const Model &model() const { return *model_; }
 
  protected:
@@ -151,6 +175,9 @@ class Detector {
  private:
   virtual Status detect_checked(const GrayView &image, const DetectParams &params,
                                 std::vector<Window> *windows, DetectStats *stats) = 0;
+  virtual Status detect_device_checked(const GrayView &image, const DetectParams &params,
+                                       const DeviceOutput &output, DeviceCandidates *out,
+                                       DetectStats *stats);
 };
 
 // Checks the parameters against an image of that size; detect() calls it too.

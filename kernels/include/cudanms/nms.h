@@ -56,6 +56,18 @@ struct CandidatesView {
 
 inline constexpr size_t kMaxCount = UINT32_MAX;
 
+// Candidates a producer's kernels wrote to device memory (cudanms/device_candidates.h hands out
+// pooled buffers of this shape): NMS runs on them in place, after the producer's work.
+struct DeviceCandidatesView {
+  const float *boxes = nullptr;        // capacity x {x1, y1, x2, y2}, 16-byte aligned
+  const float *scores = nullptr;       // capacity
+  const int32_t *class_ids = nullptr;  // capacity, or nullptr: every candidate is class 0
+  const uint32_t *count = nullptr;     // how many are used: a device word; above capacity: error
+  size_t capacity = 0;                 // at most kMaxCount
+  void *ready = nullptr;               // a cudaEvent_t recorded after they were written, or nullptr
+  void *context = nullptr;  // the CUcontext they live in: the NMS context's (Context::cuda_context)
+};
+
 enum class Method { kGreedy, kMatrix };
 enum class Overlap { kIoU, kIoMin, kIoS };
 enum class Backend { kCpu, kCuda };
@@ -84,6 +96,11 @@ struct Result {
   // With ContextOptions::time_device on a CUDA context: the GPU time from the first copy to the
   // device to the end of the last copy back, in microseconds. Otherwise 0.
   float device_time_us = 0;
+  // Device candidates only, as the caller has no host copy of them: the kept candidates' boxes
+  // (4 floats each), scores and class ids (0 without class ids), in the order of `kept`.
+  std::vector<float> kept_boxes;
+  std::vector<float> kept_scores;
+  std::vector<int32_t> kept_class_ids;
 };
 
 class Status {
@@ -104,6 +121,8 @@ struct ContextOptions {
   Backend backend = Backend::kCpu;
   int device = 0;          // CUDA device index
   void *stream = nullptr;  // a cudaStream_t to run on; nullptr: the context makes its own
+  // CUDA works in the CUDA context current on the creating thread (e.g. a GstCudaContext pushed
+  // by an element) when it is on `device`, else in the device's primary context.
   // The workspace is sized for frames of this many candidates at creation; larger frames grow it.
   // Params::max_candidates (Dmax) is only a cap: a huge Dmax costs what the frames bring.
   size_t reserve_candidates = 4096;
@@ -121,7 +140,14 @@ class Context {
   // On failure, *result is left empty and the status says why; a CUDA context that failed
   // may keep failing, and callers should fall back to a CPU context.
   Status run(const CandidatesView &candidates, const Params &params, Result *result);
+  // The same on device candidates, CUDA contexts only: the context's stream waits for their ready
+  // event (no host wait), and the one synchronisation brings back the counts, the kept indices
+  // and the kept values. Nothing is copied to the host but the result.
+  Status run(const DeviceCandidatesView &candidates, const Params &params, Result *result);
   virtual Backend backend() const = 0;
+  // The CUcontext a CUDA context works in (the one current when it was created, else the device's
+  // primary context); nullptr on the CPU.
+  virtual void *cuda_context() const { return nullptr; }
   // A human-readable name of where it runs, e.g. "cpu" or "cuda:0 (NVIDIA H100 80GB HBM3)".
   virtual std::string device_name() const = 0;
 
@@ -129,6 +155,8 @@ class Context {
   // run() with its arguments checked and *result cleared.
   virtual Status run_checked(const CandidatesView &candidates, const Params &params,
                              Result *result) = 0;
+  virtual Status run_device_checked(const DeviceCandidatesView &candidates, const Params &params,
+                                    Result *result);
 };
 
 // True when the CUDA backend is compiled in and a CUDA device can be used; otherwise false,

@@ -1,0 +1,160 @@
+// The device candidates pool: one device allocation and one event per buffer, made while fewer
+// than max_buffers exist and recycled through a free list after that.
+#include <mutex>
+#include <vector>
+
+#include "cuda_device.h"
+#include "cudanms/device_candidates.h"
+
+namespace cudanms {
+namespace detail {
+namespace {
+
+// capacity boxes, scores and class ids, then the count, in one allocation.
+struct Layout {
+  explicit Layout(size_t capacity)
+      : scores(capacity * 4 * sizeof(float)),
+        class_ids(scores + capacity * sizeof(float)),
+        count(class_ids + capacity * sizeof(int32_t)),
+        bytes(count + sizeof(uint32_t)) {}
+  size_t scores, class_ids, count, bytes;
+};
+
+class Buffer final : public DeviceCandidates {
+ public:
+  Buffer(size_t capacity, void *context) : capacity_(capacity), context_(context) {}
+  ~Buffer() override {
+    cudaFree(memory_);
+    if (ready_) cudaEventDestroy(ready_);
+  }
+  Status allocate() {
+    CUDANMS_CUDA_TRY(cudaMalloc(&memory_, Layout(capacity_).bytes));
+    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    return Status::Ok();
+  }
+  float *boxes() const override { return reinterpret_cast<float *>(memory_); }
+  float *scores() const override { return reinterpret_cast<float *>(at(Layout(capacity_).scores)); }
+  int32_t *class_ids() const override {
+    return reinterpret_cast<int32_t *>(at(Layout(capacity_).class_ids));
+  }
+  uint32_t *count() const override {
+    return reinterpret_cast<uint32_t *>(at(Layout(capacity_).count));
+  }
+  size_t capacity() const override { return capacity_; }
+  void *ready() const override { return ready_; }
+  void *context() const override { return context_; }
+
+ private:
+  unsigned char *at(size_t offset) const { return static_cast<unsigned char *>(memory_) + offset; }
+  size_t capacity_;
+  void *context_;
+  void *memory_ = nullptr;
+  cudaEvent_t ready_ = nullptr;
+};
+
+class Pool final : public DeviceCandidatesPool, public std::enable_shared_from_this<Pool> {
+ public:
+  explicit Pool(const DeviceCandidatesPoolOptions &options) : options_(options) {}
+  ~Pool() override {
+    DeviceBinding::Scope scope(binding_.context());
+    free_.clear();  // every buffer has come back: the handed-out ones hold the pool
+  }
+  Status init() {
+    if (options_.capacity == 0 || options_.capacity > kMaxCount) {
+      return Status::Error("a device candidates buffer holds 1 to 2^32 - 1 candidates");
+    }
+    if (options_.max_buffers == 0) return Status::Error("a pool needs at least one buffer");
+    return binding_.open(options_.device);
+  }
+
+  std::shared_ptr<DeviceCandidates> acquire(Status *status) override {
+    *status = Status::Ok();
+    std::unique_ptr<Buffer> buffer;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        buffer = std::move(free_.back());
+        free_.pop_back();
+      } else if (allocated_ < options_.max_buffers) {
+        ++allocated_;  // claimed now; given back below if the allocation fails
+      } else {
+        return nullptr;
+      }
+    }
+    if (!buffer) {
+      DeviceBinding::Scope scope(binding_.context());
+      buffer = std::make_unique<Buffer>(options_.capacity, binding_.context());
+      *status =
+          scope.ok() ? buffer->allocate() : Status::Error("cannot make the CUDA context current");
+      if (!status->ok()) {
+        buffer.reset();
+        std::lock_guard<std::mutex> lock(mutex_);
+        --allocated_;
+        return nullptr;
+      }
+    }
+    // The buffer comes back to this pool, which lives as long as any of its buffers is out.
+    std::shared_ptr<Pool> self = shared_from_this();
+    Buffer *raw = buffer.release();
+    return std::shared_ptr<DeviceCandidates>(raw, [self](DeviceCandidates *b) {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->free_.emplace_back(static_cast<Buffer *>(b));
+    });
+  }
+  size_t capacity() const override { return options_.capacity; }
+  size_t buffers() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return allocated_;
+  }
+  size_t bytes() const override { return buffers() * Layout(options_.capacity).bytes; }
+
+ private:
+  DeviceCandidatesPoolOptions options_;  // its keep_alive outlives the memory: declared first
+  DeviceBinding binding_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<Buffer>> free_;
+  size_t allocated_ = 0;
+};
+
+}  // namespace
+}  // namespace detail
+
+std::shared_ptr<DeviceCandidatesPool> DeviceCandidatesPool::create(
+    const DeviceCandidatesPoolOptions &options, Status *status) {
+  auto pool = std::make_shared<detail::Pool>(options);
+  *status = pool->init();
+  if (!status->ok()) return nullptr;
+  return pool;
+}
+
+Status download(const DeviceCandidatesView &view, HostCandidates *out) {
+  *out = HostCandidates();
+  if (view.capacity == 0) return Status::Ok();
+  if (view.count == nullptr || view.boxes == nullptr || view.scores == nullptr) {
+    return Status::Error("device candidates have no boxes, scores or count");
+  }
+  detail::DeviceBinding::Scope scope(view.context);
+  if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
+  if (view.ready) CUDANMS_CUDA_TRY(cudaEventSynchronize(static_cast<cudaEvent_t>(view.ready)));
+  uint32_t n = 0;
+  CUDANMS_CUDA_TRY(cudaMemcpy(&n, view.count, sizeof n, cudaMemcpyDeviceToHost));
+  if (n > view.capacity) {
+    return Status::Error("the producer counted " + std::to_string(n) +
+                         " candidates in a buffer of " + std::to_string(view.capacity));
+  }
+  out->boxes.resize(4 * size_t{n});
+  out->scores.resize(n);
+  out->class_ids.assign(n, 0);
+  if (n == 0) return Status::Ok();
+  CUDANMS_CUDA_TRY(cudaMemcpy(out->boxes.data(), view.boxes, out->boxes.size() * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+  CUDANMS_CUDA_TRY(
+      cudaMemcpy(out->scores.data(), view.scores, n * sizeof(float), cudaMemcpyDeviceToHost));
+  if (view.class_ids) {
+    CUDANMS_CUDA_TRY(cudaMemcpy(out->class_ids.data(), view.class_ids, n * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost));
+  }
+  return Status::Ok();
+}
+
+}  // namespace cudanms

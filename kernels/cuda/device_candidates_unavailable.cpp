@@ -1,0 +1,18 @@
+// Stands in for cuda_device_candidates.cu when the build has no CUDA compiler.
+#include "cudanms/device_candidates.h"
+
+namespace cudanms {
+
+std::shared_ptr<DeviceCandidatesPool> DeviceCandidatesPool::create(
+    const DeviceCandidatesPoolOptions &, Status *status) {
+  *status = Status::Error("cudanms was built without CUDA: no device candidates");
+  return nullptr;
+}
+
+Status download(const DeviceCandidatesView &view, HostCandidates *out) {
+  *out = HostCandidates();
+  if (view.capacity == 0) return Status::Ok();
+  return Status::Error("cudanms was built without CUDA: device candidates cannot be downloaded");
+}
+
+}  // namespace cudanms

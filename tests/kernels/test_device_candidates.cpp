@@ -1,0 +1,289 @@
+// Device candidates: the pool's bounds, the download, and NMS run in place on device memory
+// giving what NMS on the same candidates in host memory gives (kept set, counts, kept values).
+// Without a usable CUDA device these tests skip, visibly; the checks that need no device run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "compare.h"
+#include "cudanms/device_candidates.h"
+#include "cudanms/nms.h"
+#include "random_sets.h"
+#include "support/seed.h"
+
+#ifdef CUDANMS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace cudanms::testing {
+namespace {
+
+TEST(DeviceCandidates, ACpuContextRefusesThemWithAStatus) {
+  Status status;
+  auto cpu = Context::create({Backend::kCpu}, &status);
+  ASSERT_TRUE(status.ok());
+  alignas(16) float box[4] = {0, 0, 1, 1};
+  float score = 1;
+  uint32_t count = 1;
+  DeviceCandidatesView view{box, &score, nullptr, &count, 1, nullptr, nullptr};
+  Result result;
+  status = cpu->run(view, Params(), &result);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("cuda backend"), std::string::npos) << status.message();
+}
+
+TEST(DeviceCandidates, MalformedViewsAreStatuses) {
+  Status status;
+  auto cpu = Context::create({Backend::kCpu}, &status);
+  Result result;
+  DeviceCandidatesView no_count;
+  no_count.capacity = 4;
+  EXPECT_FALSE(cpu->run(no_count, Params(), &result).ok());
+  alignas(16) float boxes[8] = {};
+  float scores[2] = {};
+  uint32_t count = 1;
+  DeviceCandidatesView misaligned{boxes + 1, scores, nullptr, &count, 1, nullptr, nullptr};
+  status = cpu->run(misaligned, Params(), &result);
+  EXPECT_NE(status.message().find("aligned"), std::string::npos) << status.message();
+}
+
+#ifdef CUDANMS_HAVE_CUDA
+
+class CudaDeviceCandidates : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    Status status;
+    gpu_ = Context::create({Backend::kCuda}, &status);
+    ASSERT_TRUE(status.ok()) << status.message();
+    cpu_ = Context::create({Backend::kCpu}, &status);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  std::shared_ptr<DeviceCandidatesPool> pool(size_t capacity, size_t buffers = 4) {
+    Status status;
+    DeviceCandidatesPoolOptions options;
+    options.capacity = capacity;
+    options.max_buffers = buffers;
+    auto p = DeviceCandidatesPool::create(options, &status);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return p;
+  }
+
+  // The set into the buffer as a producer would leave it; slots past the count hold candidates
+  // that would win every comparison, so that reading past the count shows.
+  static void fill(const CandidateSet &set, DeviceCandidates *c, uint32_t count) {
+    std::vector<float> boxes(4 * c->capacity(), 10.0f), scores(c->capacity(), 1e30f);
+    std::vector<int32_t> classes(c->capacity(), 0);
+    for (size_t i = 0; i < 4 * c->capacity(); i += 4) boxes[i + 2] = boxes[i + 3] = 500.0f;
+    std::copy(set.boxes.begin(), set.boxes.end(), boxes.begin());
+    std::copy(set.scores.begin(), set.scores.end(), scores.begin());
+    std::copy(set.classes.begin(), set.classes.end(), classes.begin());
+    ASSERT_EQ(cudaMemcpy(c->boxes(), boxes.data(), boxes.size() * 4, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(c->scores(), scores.data(), scores.size() * 4, cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(
+        cudaMemcpy(c->class_ids(), classes.data(), classes.size() * 4, cudaMemcpyHostToDevice),
+        cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(c->count(), &count, 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(static_cast<cudaEvent_t>(c->ready()), 0), cudaSuccess);
+  }
+
+  // Device NMS on `set` equals host NMS on it, kept values included.
+  ::testing::AssertionResult same_as_host(const CandidateSet &set, const Params &params,
+                                          DeviceCandidates *c) {
+    fill(set, c, static_cast<uint32_t>(set.size()));
+    Result on_device, on_host;
+    Status status = gpu_->run(c->view(), params, &on_device);
+    if (!status.ok()) return ::testing::AssertionFailure() << status.message();
+    EXPECT_TRUE(cpu_->run(set.view(), params, &on_host).ok());
+    auto same = same_result(on_device, on_host);
+    if (!same) return same;
+    const size_t kept = on_host.kept.size();
+    if (on_device.kept_boxes.size() != 4 * kept || on_device.kept_scores.size() != kept ||
+        on_device.kept_class_ids.size() != kept) {
+      return ::testing::AssertionFailure() << "kept values missing";
+    }
+    for (size_t k = 0; k < kept; ++k) {
+      const uint32_t p = on_host.kept[k];
+      if (std::memcmp(&on_device.kept_boxes[4 * k], &set.boxes[4 * p], 16) != 0 ||
+          std::memcmp(&on_device.kept_scores[k], &set.scores[p], 4) != 0 ||
+          on_device.kept_class_ids[k] != set.classes[p]) {
+        return ::testing::AssertionFailure() << "kept values of candidate " << p << " differ";
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  std::unique_ptr<Context> gpu_;
+  std::unique_ptr<Context> cpu_;
+};
+
+TEST_F(CudaDeviceCandidates, ThePoolHandsOutAtMostItsBuffersAndTakesThemBack) {
+  auto p = pool(100, 2);
+  ASSERT_TRUE(p);
+  Status status;
+  auto a = p->acquire(&status);
+  auto b = p->acquire(&status);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(a->boxes(), b->boxes());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a->boxes()) % 16, 0u);
+  EXPECT_FALSE(p->acquire(&status));
+  EXPECT_TRUE(status.ok()) << "all in use is not an error";
+  EXPECT_EQ(p->buffers(), 2u);
+  EXPECT_GE(p->bytes(), 2 * 100 * 24u);
+  float *first = a->boxes();
+  a.reset();
+  auto again = p->acquire(&status);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->boxes(), first) << "a returned buffer is reused, not reallocated";
+  EXPECT_EQ(p->buffers(), 2u);
+  // Buffers outlive the pool's last owner.
+  p.reset();
+  fill(CandidateSet{}, b.get(), 0);
+  HostCandidates host;
+  EXPECT_TRUE(b->download(&host).ok());
+}
+
+TEST_F(CudaDeviceCandidates, PoolsOfNothingAreStatuses) {
+  Status status;
+  DeviceCandidatesPoolOptions options;
+  options.capacity = 0;
+  EXPECT_FALSE(DeviceCandidatesPool::create(options, &status));
+  EXPECT_FALSE(status.ok());
+  options.capacity = 10;
+  options.max_buffers = 0;
+  EXPECT_FALSE(DeviceCandidatesPool::create(options, &status));
+  options.max_buffers = 1;
+  options.device = 1 << 20;
+  EXPECT_FALSE(DeviceCandidatesPool::create(options, &status));
+  EXPECT_NE(status.message().find("does not exist"), std::string::npos) << status.message();
+}
+
+TEST_F(CudaDeviceCandidates, ADownloadIsWhatTheProducerWrote) {
+  auto p = pool(300);
+  Status status;
+  auto c = p->acquire(&status);
+  std::mt19937_64 rng(run_seed() + 40);
+  const CandidateSet set = generators()[0].make(rng, 257, 5);
+  fill(set, c.get(), 257);
+  HostCandidates host;
+  ASSERT_TRUE(c->download(&host).ok());
+  EXPECT_EQ(host.boxes, set.boxes);
+  EXPECT_EQ(host.scores, set.scores);
+  EXPECT_EQ(host.class_ids, set.classes);
+}
+
+TEST_F(CudaDeviceCandidates, NmsInPlaceEqualsNmsOnHostCopiesOnRandomSets) {
+  auto p = pool(600);
+  Status status;
+  auto c = p->acquire(&status);
+  size_t cases = 0;
+  for_each_random_case(run_seed() + 41, 2, 600, [&](const RandomCase &rc) {
+    ++cases;
+    ASSERT_TRUE(same_as_host(rc.set, rc.params, c.get())) << rc.description;
+  });
+  EXPECT_GT(cases, 700u);
+}
+
+TEST_F(CudaDeviceCandidates, LargeFramesTakeTheSortPathAndStayEqual) {
+  std::mt19937_64 rng(run_seed() + 42);
+  auto p = pool(40000);
+  Status status;
+  auto c = p->acquire(&status);
+  for (size_t n : {20000u, 40000u}) {
+    for (bool agnostic : {false, true}) {
+      const CandidateSet set = tools::sliding_window_candidates(n, rng(), agnostic ? 1 : 80);
+      Params params;
+      params.class_agnostic = agnostic;
+      params.max_candidates = n / 2;
+      EXPECT_TRUE(same_as_host(set, params, c.get())) << "n=" << n;
+    }
+  }
+}
+
+TEST_F(CudaDeviceCandidates, PastWhatTheGpuRanksTheCpuRedoesADownload) {
+  std::mt19937_64 rng(run_seed() + 43);
+  const size_t n = 140 * 1024;
+  auto p = pool(n, 1);
+  Status status;
+  auto c = p->acquire(&status);
+  const CandidateSet set = tools::sliding_window_candidates(n, rng(), 3);
+  Params params;
+  params.max_candidates = n;
+  EXPECT_TRUE(same_as_host(set, params, c.get()));
+}
+
+TEST_F(CudaDeviceCandidates, ACountAboveTheCapacityIsAnErrorAndZeroIsEmpty) {
+  auto p = pool(16);
+  Status status;
+  auto c = p->acquire(&status);
+  std::mt19937_64 rng(run_seed() + 44);
+  const CandidateSet set = generators()[0].make(rng, 16, 1);
+  fill(set, c.get(), 17);
+  Result result;
+  status = gpu_->run(c->view(), Params(), &result);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("17"), std::string::npos) << status.message();
+  HostCandidates host;
+  EXPECT_FALSE(c->download(&host).ok());
+
+  fill(set, c.get(), 0);
+  ASSERT_TRUE(gpu_->run(c->view(), Params(), &result).ok());
+  EXPECT_EQ(result.counts.in, 0u);
+  EXPECT_TRUE(result.kept.empty());
+  // The context is still usable after the refused frame.
+  EXPECT_TRUE(same_as_host(set, Params(), c.get()));
+}
+
+TEST_F(CudaDeviceCandidates, TheProducersEventOrdersTheWorkWithoutAHostWait) {
+  // The producer writes on its own stream, its candidates queued behind a large memset: NMS, on
+  // its own stream, must wait for the event and see the final contents.
+  auto p = pool(2000);
+  Status status;
+  auto c = p->acquire(&status);
+  std::mt19937_64 rng(run_seed() + 45);
+  const CandidateSet set = tools::sliding_window_candidates(2000, rng(), 4);
+  cudaStream_t producer;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
+  void *big = nullptr;
+  const size_t big_bytes = 256u << 20;
+  ASSERT_EQ(cudaMalloc(&big, big_bytes), cudaSuccess);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(cudaMemsetAsync(c->count(), 0, 4, producer), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(big, round, big_bytes, producer), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->boxes(), set.boxes.data(), set.boxes.size() * 4,
+                              cudaMemcpyHostToDevice, producer),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->scores(), set.scores.data(), set.scores.size() * 4,
+                              cudaMemcpyHostToDevice, producer),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->class_ids(), set.classes.data(), set.classes.size() * 4,
+                              cudaMemcpyHostToDevice, producer),
+              cudaSuccess);
+    const uint32_t count = 2000;
+    ASSERT_EQ(cudaMemcpyAsync(c->count(), &count, 4, cudaMemcpyHostToDevice, producer),
+              cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(static_cast<cudaEvent_t>(c->ready()), producer), cudaSuccess);
+    Result on_device, on_host;
+    ASSERT_TRUE(gpu_->run(c->view(), Params(), &on_device).ok());
+    ASSERT_TRUE(cpu_->run(set.view(), Params(), &on_host).ok());
+    EXPECT_TRUE(same_result(on_device, on_host)) << "round " << round;
+  }
+  cudaFree(big);
+  cudaStreamDestroy(producer);
+}
+
+#else
+
+TEST(CudaDeviceCandidates, NeedsACudaBuild) { GTEST_SKIP() << "cudanms was built without CUDA"; }
+
+#endif  // CUDANMS_HAVE_CUDA
+
+}  // namespace
+}  // namespace cudanms::testing
