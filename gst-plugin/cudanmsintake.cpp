@@ -53,6 +53,42 @@ GQuark CandidateIntake::roi_type(size_t index) const {
   return from_rois_ && index < roi_types_.size() ? roi_types_[index] : 0;
 }
 
+bool CandidateIntake::device_view(GstBuffer *buffer, void *cuda_context,
+                                  cudanms::DeviceCandidatesView *view) {
+  GstCudaNmsCandidatesMeta *only = nullptr;
+  gpointer state = nullptr;
+  GstMeta *meta;
+  while ((meta = gst_buffer_iterate_meta(buffer, &state))) {
+    if (meta->info->api == GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE) return false;
+    if (meta->info->api != GST_CUDA_NMS_CANDIDATES_META_API_TYPE) continue;
+    if (only) return false;
+    only = reinterpret_cast<GstCudaNmsCandidatesMeta *>(meta);
+  }
+  if (!only || !only->device || only->mapped || cuda_context == nullptr ||
+      only->device->cuda_context != cuda_context)
+    return false;
+  const GstCudaNmsDeviceCandidates *d = only->device;
+  *view = {d->boxes,    d->scores,      d->class_ids,   d->count,
+           d->capacity, d->ready_event, d->cuda_context};
+  from_rois_ = false;
+  return true;
+}
+
+bool CandidateIntake::map_all(GstBuffer *buffer, std::string *error) {
+  gpointer state = nullptr;
+  GstMeta *meta;
+  while ((meta = gst_buffer_iterate_meta(buffer, &state))) {
+    if (meta->info->api != GST_CUDA_NMS_CANDIDATES_META_API_TYPE) continue;
+    auto *c = reinterpret_cast<GstCudaNmsCandidatesMeta *>(meta);
+    if (!gst_cuda_nms_candidates_meta_map(c)) {
+      *error = "could not download " + std::to_string(c->device->capacity) +
+               "-slot device candidates (see the cudanmsmeta debug category)";
+      return false;
+    }
+  }
+  return true;
+}
+
 cudanms::CandidatesView CandidateIntake::gather(GstBuffer *buffer) {
   const bool clip = width_ > 0 && height_ > 0;
   size_t n_packed = 0;

@@ -4,6 +4,7 @@
 
 #include <gst/gst.h>
 
+#include <string>
 #include <vector>
 
 #include "cudanms/nms.h"
@@ -12,6 +13,14 @@ class CandidateIntake {
  public:
   /* The frame size boxes are clipped to; 0 x 0: unknown, no clipping. */
   void set_frame_size(int width, int height);
+
+  /* The frame's candidates in device memory, for NMS in place: when they are its only source (one
+   * candidates meta holding device candidates of @cuda_context, not mapped, no ROI metas). */
+  bool device_view(GstBuffer *buffer, void *cuda_context, cudanms::DeviceCandidatesView *view);
+
+  /* Brings device candidates to the host (gst_cuda_nms_candidates_meta_map), as gather() needs;
+   * false when a download failed, with *error saying why. */
+  bool map_all(GstBuffer *buffer, std::string *error);
 
   /* The frame's candidates, numbered (which matters only between equal scores) in the order their
    * metas were added: those of the candidates metas, then the ROI metas. The view points straight

@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <numeric>
 
 #include "cudanmsintake.h"
 #include "cudanmslabels.h"
@@ -653,6 +654,32 @@ static gboolean run_nms(GstCudaNms *self, const Settings &s, const cudanms::Cand
   }
 }
 
+/* NMS on device candidates where they are (the context's device): the kept values come back
+ * with the result, and *view points at them, the result's indices renumbered to match. False when
+ * the CUDA context failed: it is replaced by a CPU one (one warning) and the caller downloads. */
+static bool run_nms_in_place(GstCudaNms *self, const Settings &s,
+                             const cudanms::DeviceCandidatesView &device,
+                             cudanms::CandidatesView *view, gint64 *latency_ns) {
+  GstCudaNmsPrivate *priv = self->priv;
+  const auto start = std::chrono::steady_clock::now();
+  const cudanms::Status status = priv->context->run(device, params_of(s), &priv->result);
+  *latency_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!status.ok()) {
+    GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
+                        ("CUDA non-maximum suppression failed: switching to the CPU"),
+                        ("%s failed on device candidates: %s", priv->context->device_name().c_str(),
+                         status.message().c_str()));
+    priv->context = create_cpu_context(self);
+    return false;
+  }
+  cudanms::Result &r = priv->result;
+  std::iota(r.kept.begin(), r.kept.end(), 0u);
+  *view = {r.kept_boxes.data(), r.kept_scores.data(), r.kept_class_ids.data(), r.kept.size()};
+  return true;
+}
+
 static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
   GstCudaNms *self = GST_CUDA_NMS(trans);
   GstCudaNmsPrivate *priv = self->priv;
@@ -670,13 +697,23 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
   }
   if (!ensure_context(self, s)) return GST_FLOW_ERROR;
 
-  const cudanms::CandidatesView view = priv->intake.gather(buf);
   gint64 latency_ns = 0;
-  if (view.count > 0) {
-    if (!run_nms(self, s, view, &latency_ns)) return GST_FLOW_ERROR;
-  } else {
-    priv->result.kept.clear();
-    priv->result.counts = cudanms::Counts();
+  cudanms::CandidatesView view;
+  cudanms::DeviceCandidatesView device;
+  if (!priv->intake.device_view(buf, priv->context->cuda_context(), &device) ||
+      !run_nms_in_place(self, s, device, &view, &latency_ns)) {
+    std::string error;
+    if (!priv->intake.map_all(buf, &error)) {
+      GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not read the device candidates"),
+                        ("%s", error.c_str()));
+      return GST_FLOW_ERROR;
+    }
+    view = priv->intake.gather(buf);
+    if (view.count > 0) {
+      if (!run_nms(self, s, view, &latency_ns)) return GST_FLOW_ERROR;
+    } else {
+      priv->result = cudanms::Result();
+    }
   }
   const cudanms::Counts &counts = priv->result.counts;
   GST_LOG_OBJECT(self,

@@ -29,6 +29,25 @@ GType gst_cuda_nms_candidates_meta_api_get_type(void) {
   return type;
 }
 
+GstCudaNmsDeviceCandidates *gst_cuda_nms_device_candidates_new(void) {
+  GstCudaNmsDeviceCandidates *dc = g_new0(GstCudaNmsDeviceCandidates, 1);
+  dc->refcount = 1;
+  return dc;
+}
+
+GstCudaNmsDeviceCandidates *gst_cuda_nms_device_candidates_ref(GstCudaNmsDeviceCandidates *dc) {
+  g_return_val_if_fail(dc != NULL, NULL);
+  g_atomic_int_inc(&dc->refcount);
+  return dc;
+}
+
+void gst_cuda_nms_device_candidates_unref(GstCudaNmsDeviceCandidates *dc) {
+  g_return_if_fail(dc != NULL);
+  if (!g_atomic_int_dec_and_test(&dc->refcount)) return;
+  if (dc->release) dc->release(dc->user_data);
+  g_free(dc);
+}
+
 static gboolean candidates_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer) {
   GstCudaNmsCandidatesMeta *c = (GstCudaNmsCandidatesMeta *)meta;
   (void)params;
@@ -38,12 +57,23 @@ static gboolean candidates_meta_init(GstMeta *meta, gpointer params, GstBuffer *
   c->boxes = NULL;
   c->scores = NULL;
   c->class_ids = NULL;
+  c->device = NULL;
+  c->mapped = TRUE;
+  c->downloads = 0;
   return TRUE;
+}
+
+/* Drops the device candidates, keeping whatever the arrays hold. */
+static void candidates_forget_device(GstCudaNmsCandidatesMeta *c) {
+  if (c->device) gst_cuda_nms_device_candidates_unref(c->device);
+  c->device = NULL;
+  c->mapped = TRUE;
 }
 
 static void candidates_meta_free(GstMeta *meta, GstBuffer *buffer) {
   GstCudaNmsCandidatesMeta *c = (GstCudaNmsCandidatesMeta *)meta;
   (void)buffer;
+  candidates_forget_device(c);
   g_free(c->boxes);
   g_free(c->scores);
   g_free(c->class_ids);
@@ -85,6 +115,16 @@ static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuf
     /* Region copies keep the meta too, as GstVideoRegionOfInterestMeta does. */
     dst = gst_buffer_add_cuda_nms_candidates_meta(dest, src->n);
     if (!dst) return FALSE;
+    if (src->device && dst->n == 0 && !dst->device) {
+      /* The copy shares the device candidates, and the host copy if there is one. */
+      if (src->mapped)
+        gst_cuda_nms_candidates_meta_append_many(dst, src->boxes, src->scores, src->class_ids,
+                                                 src->n);
+      dst->device = gst_cuda_nms_device_candidates_ref(src->device);
+      dst->mapped = src->mapped;
+      return TRUE;
+    }
+    if (!gst_cuda_nms_candidates_meta_map(src)) return FALSE;
     gst_cuda_nms_candidates_meta_append_many(dst, src->boxes, src->scores, src->class_ids, src->n);
     return TRUE;
   }
@@ -92,6 +132,8 @@ static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuf
     gdouble fx, fy;
     guint first;
     if (!scale_factors((const GstVideoMetaTransform *)data, &fx, &fy)) return FALSE;
+    /* Rescaled on the host: the device candidates are downloaded first. */
+    if (!gst_cuda_nms_candidates_meta_map(src)) return FALSE;
     dst = gst_buffer_add_cuda_nms_candidates_meta(dest, src->n);
     if (!dst) return FALSE;
     first = dst->n;
@@ -144,6 +186,46 @@ void gst_cuda_nms_candidates_meta_reserve(GstCudaNmsCandidatesMeta *meta, guint 
   meta->capacity = capacity;
 }
 
+gboolean gst_cuda_nms_candidates_meta_set_device(GstCudaNmsCandidatesMeta *meta,
+                                                 GstCudaNmsDeviceCandidates *device) {
+  g_return_val_if_fail(meta != NULL && device != NULL, FALSE);
+  if (meta->n > 0 || meta->device) {
+    GST_WARNING("device candidates offered to a meta that already holds candidates: refused");
+    gst_cuda_nms_device_candidates_unref(device);
+    return FALSE;
+  }
+  meta->device = device;
+  meta->mapped = FALSE;
+  return TRUE;
+}
+
+gboolean gst_cuda_nms_candidates_meta_map(GstCudaNmsCandidatesMeta *meta) {
+  gchar *error = NULL;
+  g_return_val_if_fail(meta != NULL, FALSE);
+  if (meta->mapped) return TRUE;
+  guint n = 0;
+  gfloat *boxes = NULL, *scores = NULL;
+  gint32 *class_ids = NULL;
+  if (!meta->device->download ||
+      !meta->device->download(meta->device->user_data, &n, &boxes, &scores, &class_ids, &error)) {
+    GST_ERROR("could not download %u device candidates: %s", meta->device->capacity,
+              error ? error : "the producer gave no download function");
+    g_free(error);
+    return FALSE;
+  }
+  g_free(meta->boxes);
+  g_free(meta->scores);
+  g_free(meta->class_ids);
+  meta->boxes = boxes;
+  meta->scores = scores;
+  meta->class_ids = class_ids;
+  meta->n = meta->capacity = n;
+  meta->downloads++;
+  meta->mapped = TRUE;
+  GST_LOG("downloaded %u device candidates", meta->n);
+  return TRUE;
+}
+
 /* Room for @extra more candidates, growing by at least half the capacity. */
 static gboolean candidates_grow(GstCudaNmsCandidatesMeta *meta, guint extra) {
   guint64 needed = (guint64)meta->n + extra;
@@ -159,10 +241,19 @@ static gboolean candidates_grow(GstCudaNmsCandidatesMeta *meta, guint extra) {
   return TRUE;
 }
 
+/* Before host candidates are added to device ones: all of them on the host, the device
+ * reference dropped (it would no longer be the whole set). */
+static gboolean candidates_take_host(GstCudaNmsCandidatesMeta *meta) {
+  if (!gst_cuda_nms_candidates_meta_map(meta)) return FALSE;
+  candidates_forget_device(meta);
+  return TRUE;
+}
+
 void gst_cuda_nms_candidates_meta_append(GstCudaNmsCandidatesMeta *meta, gfloat x1, gfloat y1,
                                          gfloat x2, gfloat y2, gfloat score, gint32 class_id) {
   gfloat *b;
   g_return_if_fail(meta != NULL);
+  if (meta->device && !candidates_take_host(meta)) return;
   if (!candidates_grow(meta, 1)) return;
   b = meta->boxes + 4 * (gsize)meta->n;
   b[0] = x1;
@@ -180,6 +271,7 @@ void gst_cuda_nms_candidates_meta_append_many(GstCudaNmsCandidatesMeta *meta, co
   g_return_if_fail(meta != NULL);
   if (n == 0) return;
   g_return_if_fail(boxes != NULL && scores != NULL);
+  if (meta->device && !candidates_take_host(meta)) return;
   if (!candidates_grow(meta, n)) return;
   memcpy(meta->boxes + 4 * (gsize)meta->n, boxes, 4 * sizeof(gfloat) * (gsize)n);
   memcpy(meta->scores + meta->n, scores, sizeof(gfloat) * (gsize)n);
@@ -192,6 +284,7 @@ void gst_cuda_nms_candidates_meta_append_many(GstCudaNmsCandidatesMeta *meta, co
 
 void gst_cuda_nms_candidates_meta_clear(GstCudaNmsCandidatesMeta *meta) {
   g_return_if_fail(meta != NULL);
+  candidates_forget_device(meta);
   meta->n = 0;
 }
 

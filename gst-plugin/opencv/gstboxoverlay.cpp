@@ -409,6 +409,10 @@ static void draw_candidates(GstBoxOverlay *self, Canvas &canvas, GstBuffer *buf)
                                                   GST_CUDA_NMS_CANDIDATES_META_API_TYPE))) {
     any = true;
     auto *c = reinterpret_cast<GstCudaNmsCandidatesMeta *>(meta);
+    if (!gst_cuda_nms_candidates_meta_map(c)) {  // device candidates: downloaded once
+      GST_WARNING_OBJECT(self, "could not download the device candidates to draw them");
+      continue;
+    }
     for (guint i = 0; i < c->n; i++)
       draw_outline(canvas, pixel_rect(c->boxes + 4 * static_cast<size_t>(i)), 1,
                    light(class_color(c->class_ids[i])));

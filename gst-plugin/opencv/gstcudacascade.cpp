@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "detections.h"
+#include "devicecandidates.h"
 #include "grayframe.h"
 #include "sizes.h"
 
@@ -52,6 +53,7 @@ enum {
   PROP_BACKEND,
   PROP_GPU_ID,
   PROP_DEVICE,
+  PROP_DEVICE_CANDIDATES,
 };
 
 typedef enum {
@@ -69,6 +71,13 @@ typedef enum {
 #define DEFAULT_CLASS_ID 0
 #define DEFAULT_BACKEND GST_CUDA_CASCADE_BACKEND_AUTO
 #define DEFAULT_GPU_ID 0
+#define DEFAULT_DEVICE_CANDIDATES TRUE
+
+/* Device candidates buffers in flight per element at most (frames between cudacascade and the
+ * element that frees their meta), and the largest buffer: frames whose grid holds more windows
+ * hand their candidates over in host memory. */
+#define DEVICE_CANDIDATES_BUFFERS 8
+#define DEVICE_CANDIDATES_MAX_WINDOWS (1u << 20)
 
 #define VIDEO_FORMATS "{ GRAY8, I420, YV12, NV12, NV21, BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
 
@@ -89,6 +98,7 @@ struct Settings {
   gint class_id = DEFAULT_CLASS_ID;
   GstCudaCascadeBackend backend = DEFAULT_BACKEND;
   gint gpu_id = DEFAULT_GPU_ID;
+  bool device_candidates = DEFAULT_DEVICE_CANDIDATES;
 };
 
 }  // namespace
@@ -105,6 +115,8 @@ struct GstCudaCascadePrivate {
   std::vector<cudanms::cascade::Window> windows;
   std::vector<float> boxes, scores;
   GstCvLabelAnnouncer announcer;
+  std::shared_ptr<cudanms::DeviceCandidatesPool> pool; /* sized for the current frames */
+  bool warned_pool_full = false;
 };
 
 struct _GstCudaCascade {
@@ -203,6 +215,13 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
                                   g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0,
                                                    G_MAXINT, DEFAULT_GPU_ID, rw_ready));
   g_object_class_install_property(
+      gobject_class, PROP_DEVICE_CANDIDATES,
+      g_param_spec_boolean(
+          "device-candidates", "Device candidates",
+          "With the CUDA detector, leave the candidates in GPU memory for cudanms to use in place "
+          "(readers on the host download them once); false: copy them to host memory each frame",
+          DEFAULT_DEVICE_CANDIDATES, rw_ready));
+  g_object_class_install_property(
       gobject_class, PROP_DEVICE,
       g_param_spec_string("device", "Device",
                           "Where the detector runs once started, e.g. \"cuda:0 (NVIDIA H100 "
@@ -286,6 +305,9 @@ static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const 
       case PROP_GPU_ID:
         s.gpu_id = g_value_get_int(value);
         break;
+      case PROP_DEVICE_CANDIDATES:
+        s.device_candidates = g_value_get_boolean(value);
+        break;
       default:
         G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
         break;
@@ -333,6 +355,9 @@ static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue
     case PROP_DEVICE:
       g_value_set_string(value, self->priv->device.c_str());
       break;
+    case PROP_DEVICE_CANDIDATES:
+      g_value_set_boolean(value, s.device_candidates);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -357,6 +382,8 @@ static gboolean gst_cuda_cascade_start(GstBaseTransform *trans) {
     s = priv->settings;
   }
   priv->detector.reset();
+  priv->pool.reset();
+  priv->warned_pool_full = false;
   priv->announcer.reset();
   cudanms::Status status;
   priv->model = cudanms::cascade::Model::load(s.model, &status);
@@ -399,6 +426,7 @@ static gboolean gst_cuda_cascade_start(GstBaseTransform *trans) {
 
 static gboolean gst_cuda_cascade_stop(GstBaseTransform *trans) {
   GstCudaCascade *self = GST_CUDA_CASCADE(trans);
+  self->priv->pool.reset(); /* buffers still downstream keep it until they go */
   self->priv->detector.reset();
   self->priv->model.reset();
   set_device(self, "");
@@ -440,6 +468,66 @@ static cudanms::Status detect(GstCudaCascade *self, const cv::Mat &gray,
   return priv->detector->detect(view, params, &priv->windows);
 }
 
+/* A device candidates buffer for a frame of this size: the pool is made, or remade, for the
+ * frame's most windows. nullptr (the frame goes the host way) when the frame could hold too many,
+ * every buffer is still downstream, or the GPU cannot give one. */
+static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(
+    GstCudaCascade *self, const Settings &s, const cv::Mat &gray,
+    const cudanms::cascade::DetectParams &params) {
+  GstCudaCascadePrivate *priv = self->priv;
+  const size_t most = priv->detector->max_windows(gray.cols, gray.rows, params);
+  if (most == 0 || most > DEVICE_CANDIDATES_MAX_WINDOWS) return nullptr;
+  cudanms::Status status;
+  if (!priv->pool || priv->pool->capacity() < most) {
+    cudanms::DeviceCandidatesPoolOptions options;
+    options.device = s.gpu_id;
+    options.capacity = most;
+    options.max_buffers = DEVICE_CANDIDATES_BUFFERS;
+    priv->pool = cudanms::DeviceCandidatesPool::create(options, &status);
+    if (!priv->pool) {
+      GST_WARNING_OBJECT(self, "no device candidates pool: %s", status.message().c_str());
+      return nullptr;
+    }
+    GST_INFO_OBJECT(self, "device candidates: up to %d buffers of %zu windows, %.1f MiB at most",
+                    DEVICE_CANDIDATES_BUFFERS, most,
+                    DEVICE_CANDIDATES_BUFFERS * (most * 24.0 + 4) / (1 << 20));
+  }
+  std::shared_ptr<cudanms::DeviceCandidates> buffer = priv->pool->acquire(&status);
+  if (!buffer && !priv->warned_pool_full) {
+    GST_WARNING_OBJECT(self,
+                       "all %d device candidates buffers are downstream%s%s: this frame's "
+                       "candidates go in host memory",
+                       DEVICE_CANDIDATES_BUFFERS, status.ok() ? "" : ": ",
+                       status.message().c_str());
+    priv->warned_pool_full = true;
+  }
+  return buffer;
+}
+
+/* The frame's windows into GPU memory, attached for cudanms to use in place. False when the
+ * frame should go the host way (CPU detector, no buffer, candidates already on the buffer, or a
+ * CUDA failure, which detect() then meets and handles). */
+static bool detect_on_device(GstCudaCascade *self, const Settings &s, GstBuffer *buffer,
+                             const cv::Mat &gray, const cudanms::cascade::DetectParams &params) {
+  GstCudaCascadePrivate *priv = self->priv;
+  if (priv->detector->backend() != cudanms::Backend::kCuda) return false;
+  GstCudaNmsCandidatesMeta *existing = gst_buffer_get_cuda_nms_candidates_meta(buffer);
+  if (existing && (existing->n > 0 || existing->device)) return false;
+  std::shared_ptr<cudanms::DeviceCandidates> out = device_buffer(self, s, gray, params);
+  if (!out) return false;
+  const cudanms::cascade::GrayView view{gray.data, gray.cols, gray.rows, gray.step[0]};
+  cudanms::cascade::DeviceOutput output;
+  output.class_id = s.class_id;
+  output.min_score = s.hit_threshold;
+  const cudanms::Status status = priv->detector->detect(view, params, output, out.get());
+  if (!status.ok()) {
+    GST_WARNING_OBJECT(self, "detection into device candidates failed: %s",
+                       status.message().c_str());
+    return false;
+  }
+  return gst_cv_attach_device_candidates(buffer, std::move(out), s.gpu_id);
+}
+
 static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
                                                          GstVideoFrame *frame) {
   GstCudaCascade *self = GST_CUDA_CASCADE(filter);
@@ -458,6 +546,11 @@ static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
   params.min_width = s.min_w, params.min_height = s.min_h;
   params.max_width = s.max_w, params.max_height = s.max_h;
   const gint64 start = g_get_monotonic_time();
+  if (s.device_candidates && detect_on_device(self, s, frame->buffer, gray, params)) {
+    GST_LOG_OBJECT(self, "windows left on the GPU in %.2f ms",
+                   (g_get_monotonic_time() - start) / 1000.0);
+    return GST_FLOW_OK;
+  }
   const cudanms::Status status = detect(self, gray, params);
   if (!status.ok()) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cascade detection failed"),

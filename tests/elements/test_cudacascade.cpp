@@ -19,6 +19,9 @@ const char *kAlt2 = "haarcascade_frontalface_alt2";
 struct Attached {
   std::vector<float> boxes, scores;
   bool meta = false;
+  bool on_device = false;   // the candidates were left in GPU memory and never downloaded
+  std::vector<float> kept;  // a cudanms result's boxes, when there is one
+  std::string nms_backend;
 };
 
 // Pushes one frame of `format` made from `gray` (and its colour planes) and returns the
@@ -59,8 +62,14 @@ Attached run_frame(GstHarness *h, const cv::Mat &gray, const char *format) {
   if (!out) return a;
   if (auto *m = gst_buffer_get_cuda_nms_candidates_meta(out)) {
     a.meta = true;
+    a.on_device = m->device != nullptr && !m->mapped && m->downloads == 0;
+    EXPECT_TRUE(gst_cuda_nms_candidates_meta_map(m));
     a.boxes.assign(m->boxes, m->boxes + 4 * m->n);
     a.scores.assign(m->scores, m->scores + m->n);
+  }
+  if (auto *r = gst_buffer_get_cuda_nms_result_meta(out)) {
+    a.kept.assign(r->boxes, r->boxes + 4 * r->n_kept);
+    a.nms_backend = r->backend;
   }
   gst_buffer_unref(out);
   return a;
@@ -115,6 +124,38 @@ TEST(CudaCascadeElement, AttachesTheLibrarysWindowsInEveryFormat) {
       gst_harness_teardown(h);
     }
   }
+}
+
+// cudacascade ! cudanms on the GPU: the candidates stay in GPU memory from the detector's kernels
+// to NMS (the meta shows them never downloaded), and the kept boxes equal those of the same
+// chain with the candidates copied to host memory, frame for frame.
+TEST(CudaCascadeElement, CandidatesNeverLeaveTheGpuAndNmsKeepsTheSameBoxes) {
+  init_cv_elements_once();
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  if (!file_exists(cascade_path(kAlt2))) GTEST_SKIP() << "opencv-data is missing";
+  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  const std::string chain = " ! cudanms iou-threshold=0.3 keep-candidates=true backend=cuda";
+  GstHarness *on_gpu = cascade_harness("backend=cuda device-candidates=true" + chain);
+  GstHarness *on_host = cascade_harness("backend=cuda device-candidates=false" + chain);
+  size_t kept = 0;
+  for (int round = 0; round < 3; ++round) {  // the pool's buffers are reused
+    for (const GrayFrame &frame : frames) {
+      const Attached a = run_frame(on_gpu, frame.gray, "I420");
+      const Attached b = run_frame(on_host, frame.gray, "I420");
+      EXPECT_TRUE(a.on_device) << frame.name << ": candidates were downloaded";
+      EXPECT_FALSE(b.on_device) << frame.name;
+      EXPECT_EQ(a.nms_backend, "cuda");
+      EXPECT_EQ(a.kept, b.kept) << frame.name;
+      EXPECT_EQ(a.boxes, b.boxes) << frame.name << ": the candidates themselves";
+      EXPECT_EQ(a.scores, b.scores) << frame.name;
+      kept += a.kept.size() / 4;
+    }
+  }
+  EXPECT_GT(kept, 20u);
+  gst_harness_teardown(on_gpu);
+  gst_harness_teardown(on_host);
 }
 
 TEST(CudaCascadeElement, AnnouncesItsLabelAndHonoursHitThreshold) {

@@ -457,6 +457,39 @@ TEST_F(CudaNmsElement, ANonWritableBufferIsCopiedNotLosingMetas) {
   gst_buffer_unref(held);
 }
 
+// Device candidates reaching a CPU context (or another CUDA context) are downloaded once, through
+// the producer's function, and give the host result. Host memory stands in for the device.
+gboolean download_set(gpointer data, guint *n, gfloat **boxes, gfloat **scores, gint32 **classes,
+                      gchar **) {
+  const auto *set = static_cast<const CandidateSet *>(data);
+  *n = static_cast<guint>(set->size());
+  *boxes = static_cast<gfloat *>(g_memdup2(set->boxes.data(), set->boxes.size() * 4));
+  *scores = static_cast<gfloat *>(g_memdup2(set->scores.data(), set->scores.size() * 4));
+  *classes = static_cast<gint32 *>(g_memdup2(set->classes.data(), set->classes.size() * 4));
+  return TRUE;
+}
+
+TEST_F(CudaNmsElement, DeviceCandidatesAreDownloadedOnceWhereNmsRunsOnTheCpu) {
+  start();
+  g_object_set(element_, "keep-candidates", TRUE, NULL);
+  std::mt19937_64 rng(run_seed() + 120);
+  const CandidateSet set = integer_boxes_in_frame(
+      tools::sliding_window_candidates(500, rng(), 3, kWidth, kHeight), kWidth, kHeight);
+  GstBuffer *in = gst_buffer_new();
+  GstCudaNmsDeviceCandidates *dc = gst_cuda_nms_device_candidates_new();
+  dc->capacity = static_cast<guint>(set.size());
+  dc->download = download_set;
+  dc->user_data = const_cast<CandidateSet *>(&set);
+  ASSERT_TRUE(
+      gst_cuda_nms_candidates_meta_set_device(gst_buffer_add_cuda_nms_candidates_meta(in, 0), dc));
+  GstBuffer *out = process(in);
+  EXPECT_TRUE(output_matches(out, set, library_result(set, Params()), kWidth, kHeight));
+  GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(out);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->downloads, 1u);
+  gst_buffer_unref(out);
+}
+
 TEST_F(CudaNmsElement, KeepCandidates) {
   start();
   CandidateSet set;

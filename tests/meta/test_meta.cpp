@@ -205,4 +205,151 @@ TEST_F(Meta, BoxesRescaleThroughVideoscale) {
   gst_harness_teardown(h);
 }
 
+// Device candidates, with host memory standing in for the device: the producer's download copies
+// from it and its release counts how often the memory went back.
+struct FakeDevice {
+  std::vector<float> boxes, scores;
+  std::vector<gint32> class_ids;
+  int downloads = 0;
+  int releases = 0;
+  bool fail = false;
+};
+
+gboolean fake_download(gpointer data, guint *n, gfloat **boxes, gfloat **scores, gint32 **class_ids,
+                       gchar **error) {
+  auto *d = static_cast<FakeDevice *>(data);
+  d->downloads++;
+  if (d->fail) {
+    *error = g_strdup("the device is gone");
+    return FALSE;
+  }
+  *n = static_cast<guint>(d->scores.size());
+  *boxes = static_cast<gfloat *>(g_memdup2(d->boxes.data(), d->boxes.size() * sizeof(gfloat)));
+  *scores = static_cast<gfloat *>(g_memdup2(d->scores.data(), d->scores.size() * sizeof(gfloat)));
+  *class_ids =
+      static_cast<gint32 *>(g_memdup2(d->class_ids.data(), d->class_ids.size() * sizeof(gint32)));
+  return TRUE;
+}
+
+GstCudaNmsDeviceCandidates *fake_candidates(FakeDevice *d) {
+  GstCudaNmsDeviceCandidates *dc = gst_cuda_nms_device_candidates_new();
+  dc->boxes = d->boxes.data();
+  dc->scores = d->scores.data();
+  dc->class_ids = d->class_ids.data();
+  dc->capacity = static_cast<guint>(d->scores.size());
+  dc->download = fake_download;
+  dc->user_data = d;
+  dc->release = [](gpointer data) { static_cast<FakeDevice *>(data)->releases++; };
+  return dc;
+}
+
+FakeDevice two_boxes() {
+  FakeDevice d;
+  d.boxes = {10, 20, 110, 220, 0, 0, 640, 480};
+  d.scores = {0.9f, 0.1f};
+  d.class_ids = {2, 0};
+  return d;
+}
+
+TEST_F(Meta, DeviceCandidatesReachTheHostOnlyWhenMappedAndOnce) {
+  FakeDevice d = two_boxes();
+  GstBuffer *buf = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 0);
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&d)));
+  EXPECT_EQ(c->n, 0u) << "not on the host before map";
+  EXPECT_FALSE(c->mapped);
+  EXPECT_EQ(d.downloads, 0);
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c));
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c));
+  EXPECT_EQ(d.downloads, 1);
+  EXPECT_EQ(c->downloads, 1u);
+  ASSERT_EQ(c->n, 2u);
+  EXPECT_EQ(std::vector<float>(c->boxes, c->boxes + 8), d.boxes);
+  EXPECT_EQ(c->scores[1], 0.1f);
+  EXPECT_EQ(c->class_ids[0], 2);
+  EXPECT_NE(c->device, nullptr) << "mapping keeps the device candidates";
+  gst_buffer_unref(buf);
+  EXPECT_EQ(d.releases, 1);
+}
+
+TEST_F(Meta, OnlyAnEmptyMetaTakesDeviceCandidates) {
+  FakeDevice d = two_boxes(), e = two_boxes();
+  GstBuffer *buf = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 0);
+  gst_cuda_nms_candidates_meta_append(c, 1, 2, 3, 4, 0.5f, 1);
+  EXPECT_FALSE(gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&d)));
+  EXPECT_EQ(d.releases, 1) << "a refused reference is dropped";
+  gst_cuda_nms_candidates_meta_clear(c);
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&d)));
+  EXPECT_FALSE(gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&e)));
+  gst_buffer_unref(buf);
+  EXPECT_EQ(d.releases, 2);
+  EXPECT_EQ(e.releases, 1);
+}
+
+TEST_F(Meta, ABufferCopySharesDeviceCandidatesWithoutADownload) {
+  FakeDevice d = two_boxes();
+  GstBuffer *buf = gst_buffer_new();
+  gst_cuda_nms_candidates_meta_set_device(gst_buffer_add_cuda_nms_candidates_meta(buf, 0),
+                                          fake_candidates(&d));
+  GstBuffer *copy = gst_buffer_copy(buf);
+  GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(copy);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->device, gst_buffer_get_cuda_nms_candidates_meta(buf)->device);
+  EXPECT_EQ(d.downloads, 0);
+  gst_buffer_unref(buf);
+  EXPECT_EQ(d.releases, 0) << "the copy still holds them";
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c));
+  EXPECT_EQ(c->n, 2u);
+  gst_buffer_unref(copy);
+  EXPECT_EQ(d.releases, 1);
+}
+
+TEST_F(Meta, RescalingDownloadsDeviceCandidatesFirst) {
+  FakeDevice d = two_boxes();
+  GstBuffer *in = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(in, 0);
+  gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&d));
+  GstVideoInfo in_info, out_info;
+  gst_video_info_set_format(&in_info, GST_VIDEO_FORMAT_GRAY8, 640, 480);
+  gst_video_info_set_format(&out_info, GST_VIDEO_FORMAT_GRAY8, 320, 960);
+  GstVideoMetaTransform trans = {&in_info, &out_info};
+  GstBuffer *out = gst_buffer_new();
+  ASSERT_TRUE(GST_CUDA_NMS_CANDIDATES_META_INFO->transform_func(
+      out, &c->meta, in, gst_video_meta_transform_scale_get_quark(), &trans));
+  GstCudaNmsCandidatesMeta *s = gst_buffer_get_cuda_nms_candidates_meta(out);
+  ASSERT_EQ(s->n, 2u);
+  EXPECT_EQ(s->device, nullptr) << "the rescaled copy is a host copy";
+  EXPECT_EQ(std::vector<float>(s->boxes, s->boxes + 4), (std::vector<float>{5, 40, 55, 440}));
+  EXPECT_EQ(d.downloads, 1);
+  gst_buffer_unref(in);
+  gst_buffer_unref(out);
+  EXPECT_EQ(d.releases, 1);
+}
+
+TEST_F(Meta, AppendingToDeviceCandidatesKeepsThemAllOnTheHost) {
+  FakeDevice d = two_boxes();
+  GstBuffer *buf = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 0);
+  gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&d));
+  gst_cuda_nms_candidates_meta_append(c, 1, 2, 3, 4, 0.5f, 7);
+  ASSERT_EQ(c->n, 3u);
+  EXPECT_EQ(c->class_ids[2], 7);
+  EXPECT_EQ(c->device, nullptr);
+  EXPECT_EQ(d.releases, 1);
+  gst_buffer_unref(buf);
+}
+
+TEST_F(Meta, AFailedDownloadIsFalseAndLeavesNoCandidates) {
+  FakeDevice d = two_boxes();
+  d.fail = true;
+  GstBuffer *buf = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 0);
+  gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&d));
+  EXPECT_FALSE(gst_cuda_nms_candidates_meta_map(c));
+  EXPECT_EQ(c->n, 0u);
+  EXPECT_FALSE(c->mapped);
+  gst_buffer_unref(buf);
+}
+
 }  // namespace

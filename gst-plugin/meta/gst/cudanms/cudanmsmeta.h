@@ -14,10 +14,19 @@
  *   GstCudaNmsResultMeta *r = gst_buffer_get_cuda_nms_result_meta (buffer);
  *   for (guint i = 0; i < r->n_kept; i++) use (&r->boxes[4 * i], r->scores[i], r->class_ids[i]);
  *
+ * A GPU detector (cudacascade) can instead leave the candidates in device memory
+ * (#GstCudaNmsDeviceCandidates): cudanms then runs NMS on them in place, and they never reach the
+ * host. Any other reader calls gst_cuda_nms_candidates_meta_map() first, which downloads them
+ * once and caches them in the arrays:
+ *
+ *   if (!gst_cuda_nms_candidates_meta_map (c)) handle_error ();
+ *   for (guint i = 0; i < c->n; i++) use (&c->boxes[4 * i], c->scores[i], c->class_ids[i]);
+ *
  * Boxes are {x1, y1, x2, y2} in pixels of the frame the buffer carries. Both metas carry the
  * "video", "orientation" and "size" tags, like GstVideoRegionOfInterestMeta: they are copied
  * with the buffer and rescaled by videoscale (or any element doing the "gst-video-scale"
- * transform), and dropped by elements that rotate or crop the frame.
+ * transform), and dropped by elements that rotate or crop the frame. A copy shares device
+ * candidates; a rescale downloads them first and rescales the host copy.
  *
  * Only GStreamer 1.22 API is used; link with pkg-config module gstreamer-cudanms-meta-1.0.
  */
@@ -36,6 +45,51 @@ G_BEGIN_DECLS
 #define GST_CUDA_NMS_CANDIDATES_META_INFO (gst_cuda_nms_candidates_meta_get_info())
 
 typedef struct _GstCudaNmsCandidatesMeta GstCudaNmsCandidatesMeta;
+typedef struct _GstCudaNmsDeviceCandidates GstCudaNmsDeviceCandidates;
+
+/**
+ * GstCudaNmsDeviceCandidates:
+ * @device: the CUDA device ordinal
+ * @cuda_context: the CUcontext the memory belongs to
+ * @boxes: device memory, @capacity x {x1, y1, x2, y2}, 16-byte aligned
+ * @scores: device memory, @capacity scores
+ * @class_ids: device memory, @capacity class ids, or NULL (class 0)
+ * @count: a device word: how many of @capacity are used
+ * @capacity: candidates the buffers hold
+ * @ready_event: a cudaEvent_t recorded after the producer wrote them (NULL: already written)
+ * @download: copies them to the host: *@n of them into arrays it allocates with g_malloc
+ *   (*@boxes 4 x n, *@scores, *@class_ids n each), which the meta then owns; FALSE with a
+ *   g_malloc'd message in *@error on failure
+ * @user_data: the producer's, for @download and @release
+ * @release: called with @user_data when the last reference is dropped: the producer returns the
+ *   memory to its pool
+ *
+ * A frame's candidates in device memory, reference counted: a buffer copy shares them. The
+ * producer fills the fields of gst_cuda_nms_device_candidates_new() and attaches it with
+ * gst_cuda_nms_candidates_meta_set_device(). Read-only once attached.
+ */
+struct _GstCudaNmsDeviceCandidates {
+  gint device;
+  gpointer cuda_context;
+  const gfloat *boxes;
+  const gfloat *scores;
+  const gint32 *class_ids;
+  const guint32 *count;
+  guint capacity;
+  gpointer ready_event;
+  gboolean (*download)(gpointer user_data, guint *n, gfloat **boxes, gfloat **scores,
+                       gint32 **class_ids, gchar **error);
+  gpointer user_data;
+  GDestroyNotify release;
+
+  /*< private >*/
+  gint refcount;
+};
+
+/* A zeroed GstCudaNmsDeviceCandidates with one reference. */
+GstCudaNmsDeviceCandidates *gst_cuda_nms_device_candidates_new(void);
+GstCudaNmsDeviceCandidates *gst_cuda_nms_device_candidates_ref(GstCudaNmsDeviceCandidates *dc);
+void gst_cuda_nms_device_candidates_unref(GstCudaNmsDeviceCandidates *dc);
 
 /**
  * GstCudaNmsCandidatesMeta:
@@ -45,6 +99,11 @@ typedef struct _GstCudaNmsCandidatesMeta GstCudaNmsCandidatesMeta;
  * @boxes: @n x {x1, y1, x2, y2}, packed, in frame pixels
  * @scores: @n scores
  * @class_ids: @n class ids
+ * @device: the candidates in device memory, or NULL. While @mapped is FALSE, @n is 0 and the
+ *   arrays are empty: call gst_cuda_nms_candidates_meta_map() to read them on the host
+ * @mapped: whether the arrays hold the candidates (always TRUE without @device)
+ * @downloads: how many times @device was copied to the host for this meta (0 or 1): a pipeline
+ *   that keeps its candidates on the GPU shows 0
  *
  * All of a frame's candidate windows, in packed arrays: the layout cudanms hands to its NMS
  * library without a copy. Read the fields; change them only through the functions below.
@@ -57,6 +116,10 @@ struct _GstCudaNmsCandidatesMeta {
   gfloat *boxes;
   gfloat *scores;
   gint32 *class_ids;
+
+  GstCudaNmsDeviceCandidates *device;
+  gboolean mapped;
+  guint downloads;
 };
 
 GType gst_cuda_nms_candidates_meta_api_get_type(void);
@@ -75,7 +138,18 @@ GstCudaNmsCandidatesMeta *gst_buffer_add_cuda_nms_candidates_meta(GstBuffer *buf
 /* Grows the arrays to hold at least @capacity candidates (never shrinks). */
 void gst_cuda_nms_candidates_meta_reserve(GstCudaNmsCandidatesMeta *meta, guint capacity);
 
-/* Appends one candidate; the arrays grow geometrically when full. */
+/* Hands the meta device candidates (taking over the caller's reference). Only an empty meta
+ * (no candidates, none on the device) takes them: FALSE otherwise, and the reference is dropped. */
+gboolean gst_cuda_nms_candidates_meta_set_device(GstCudaNmsCandidatesMeta *meta,
+                                                 GstCudaNmsDeviceCandidates *device);
+
+/* Makes the arrays hold the candidates: for device candidates, downloads them once (waiting for
+ * their event) and caches them; otherwise does nothing. FALSE, with an error logged, when the
+ * download fails (the arrays then stay empty). */
+gboolean gst_cuda_nms_candidates_meta_map(GstCudaNmsCandidatesMeta *meta);
+
+/* Appends one candidate; the arrays grow geometrically when full. Appending to device candidates
+ * maps them first, and from then on the meta holds host candidates only. */
 void gst_cuda_nms_candidates_meta_append(GstCudaNmsCandidatesMeta *meta, gfloat x1, gfloat y1,
                                          gfloat x2, gfloat y2, gfloat score, gint32 class_id);
 
@@ -84,7 +158,7 @@ void gst_cuda_nms_candidates_meta_append_many(GstCudaNmsCandidatesMeta *meta, co
                                               const gfloat *scores, const gint32 *class_ids,
                                               guint n);
 
-/* Forgets the candidates, keeping the memory. */
+/* Forgets the candidates, keeping the host memory and dropping device candidates. */
 void gst_cuda_nms_candidates_meta_clear(GstCudaNmsCandidatesMeta *meta);
 
 /* ------------------------------------------------------------------------------------------ */
