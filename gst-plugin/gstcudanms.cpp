@@ -28,6 +28,7 @@
 #include <numeric>
 
 #include "cudanmsintake.h"
+#include "elementcudacontext.h"
 #include "cudanmslabels.h"
 #include "cudanmsoutput.h"
 #include "cudanmsstats.h"
@@ -134,6 +135,7 @@ struct GstCudaNmsPrivate {
   guint64 context_generation = 0;
   int width = 0; /* frame size from the caps; 0: unknown, no clipping */
   int height = 0;
+  ElementCudaContext cuda; /* the pipeline's CUDA context, where there is one */
   CandidateIntake intake;
   ClassLabels labels;
   cudanms::Result result; /* reused per frame */
@@ -161,6 +163,9 @@ static gboolean gst_cuda_nms_stop(GstBaseTransform *trans);
 static gboolean gst_cuda_nms_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
 static gboolean gst_cuda_nms_sink_event(GstBaseTransform *trans, GstEvent *event);
 static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
+static void gst_cuda_nms_set_context(GstElement *element, GstContext *context);
+static gboolean gst_cuda_nms_query(GstBaseTransform *trans, GstPadDirection direction,
+                                   GstQuery *query);
 
 #define GST_TYPE_CUDA_NMS_OVERLAP (gst_cuda_nms_overlap_get_type())
 static GType gst_cuda_nms_overlap_get_type(void) {
@@ -326,6 +331,8 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_cuda_nms_set_caps);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_nms_sink_event);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_cuda_nms_transform_ip);
+  trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_nms_query);
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_nms_set_context);
 
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_OVERLAP, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_METHOD, static_cast<GstPluginAPIFlags>(0));
@@ -530,6 +537,10 @@ static gboolean ensure_context(GstCudaNms *self, const Settings &s) {
       options.backend = cudanms::Backend::kCuda;
       options.device = s.gpu_id;
       cudanms::Status status;
+      /* In the pipeline's CUDA context (shared with cudacascade, cudaupload, nvh264dec...) where
+       * gstreamer-cuda finds or makes one; else in the device's primary context. */
+      priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id);
+      ElementCudaContext::Scope scope(priv->cuda);
       priv->context = priv->hooks.create(options, &status);
       if (!priv->context) why = status.message();
     }
@@ -582,8 +593,29 @@ static gboolean gst_cuda_nms_start(GstBaseTransform *trans) {
 static gboolean gst_cuda_nms_stop(GstBaseTransform *trans) {
   GstCudaNms *self = GST_CUDA_NMS(trans);
   self->priv->context.reset();
+  self->priv->cuda.reset();
   self->priv->labels.forget_announced();
   return TRUE;
+}
+
+/* The pipeline's CUDA context, handed over by the application or a neighbour... */
+static void gst_cuda_nms_set_context(GstElement *element, GstContext *context) {
+  GstCudaNms *self = GST_CUDA_NMS(element);
+  int gpu_id;
+  {
+    std::lock_guard<std::mutex> guard(self->priv->lock);
+    gpu_id = self->priv->settings.gpu_id;
+  }
+  self->priv->cuda.set_context(element, context, gpu_id);
+  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
+}
+
+/* ...and shared with neighbours asking for it. */
+static gboolean gst_cuda_nms_query(GstBaseTransform *trans, GstPadDirection direction,
+                                   GstQuery *query) {
+  GstCudaNms *self = GST_CUDA_NMS(trans);
+  if (self->priv->cuda.handle_query(GST_ELEMENT(self), query)) return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
 }
 
 /* Label announcements of the detector upstream: remembered, and passed on. */

@@ -33,8 +33,10 @@
 #include <string>
 #include <vector>
 
+#include "cudaframe.h"
 #include "detections.h"
 #include "devicecandidates.h"
+#include "elementcudacontext.h"
 #include "grayframe.h"
 #include "sizes.h"
 
@@ -54,6 +56,7 @@ enum {
   PROP_GPU_ID,
   PROP_DEVICE,
   PROP_DEVICE_CANDIDATES,
+  PROP_FRAMES_IN_GPU_MEMORY,
 };
 
 typedef enum {
@@ -81,10 +84,20 @@ typedef enum {
 
 #define VIDEO_FORMATS "{ GRAY8, I420, YV12, NV12, NV21, BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
+/* Frames in GPU memory (gstreamer-cuda's GstCudaMemory) are read in place: luma-first formats. */
+#ifdef CUDANMS_HAVE_GST_CUDA
+#define CUDA_MEMORY_CAPS \
+  "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES("memory:CUDAMemory", "{ GRAY8, I420, YV12, NV12, NV21 }")
+#else
+#define CUDA_MEMORY_CAPS ""
+#endif
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS) CUDA_MEMORY_CAPS));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
+                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS) CUDA_MEMORY_CAPS));
 
 namespace {
 
@@ -107,6 +120,7 @@ struct GstCudaCascadePrivate {
   std::mutex lock; /* guards settings and device */
   Settings settings;
   std::string device; /* where the detector runs, once started */
+  guint64 frames_in_gpu_memory = 0;
 
   /* Streaming thread (and start/stop) only. */
   std::shared_ptr<const cudanms::cascade::Model> model;
@@ -115,6 +129,7 @@ struct GstCudaCascadePrivate {
   std::vector<cudanms::cascade::Window> windows;
   std::vector<float> boxes, scores;
   GstCvLabelAnnouncer announcer;
+  ElementCudaContext cuda; /* the pipeline's CUDA context, where there is one */
   std::shared_ptr<cudanms::DeviceCandidatesPool> pool; /* sized for the current frames */
   bool warned_pool_full = false;
 };
@@ -155,6 +170,10 @@ static gboolean gst_cuda_cascade_start(GstBaseTransform *trans);
 static gboolean gst_cuda_cascade_stop(GstBaseTransform *trans);
 static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
                                                          GstVideoFrame *frame);
+static GstFlowReturn gst_cuda_cascade_transform_ip(GstBaseTransform *trans, GstBuffer *buffer);
+static void gst_cuda_cascade_set_context(GstElement *element, GstContext *context);
+static gboolean gst_cuda_cascade_query(GstBaseTransform *trans, GstPadDirection direction,
+                                       GstQuery *query);
 
 static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
@@ -222,6 +241,13 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
           "(readers on the host download them once); false: copy them to host memory each frame",
           DEFAULT_DEVICE_CANDIDATES, rw_ready));
   g_object_class_install_property(
+      gobject_class, PROP_FRAMES_IN_GPU_MEMORY,
+      g_param_spec_uint64("frames-in-gpu-memory", "Frames in GPU memory",
+                          "Frames since start read in place in GPU memory (GstCudaMemory of the "
+                          "detector's CUDA context), with no download",
+                          0, G_MAXUINT64, 0,
+                          static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
       gobject_class, PROP_DEVICE,
       g_param_spec_string("device", "Device",
                           "Where the detector runs once started, e.g. \"cuda:0 (NVIDIA H100 "
@@ -239,6 +265,9 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
   trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_cascade_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_cascade_stop);
   filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_cuda_cascade_transform_frame_ip);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_cuda_cascade_transform_ip);
+  trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_cascade_query);
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_cascade_set_context);
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_CASCADE_BACKEND, static_cast<GstPluginAPIFlags>(0));
 }
 
@@ -358,6 +387,9 @@ static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue
     case PROP_DEVICE_CANDIDATES:
       g_value_set_boolean(value, s.device_candidates);
       break;
+    case PROP_FRAMES_IN_GPU_MEMORY:
+      g_value_set_uint64(value, self->priv->frames_in_gpu_memory);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -384,6 +416,10 @@ static gboolean gst_cuda_cascade_start(GstBaseTransform *trans) {
   priv->detector.reset();
   priv->pool.reset();
   priv->warned_pool_full = false;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    priv->frames_in_gpu_memory = 0;
+  }
   priv->announcer.reset();
   cudanms::Status status;
   priv->model = cudanms::cascade::Model::load(s.model, &status);
@@ -398,6 +434,10 @@ static gboolean gst_cuda_cascade_start(GstBaseTransform *trans) {
     cudanms::cascade::DetectorOptions options;
     options.backend = cudanms::Backend::kCuda;
     options.device = s.gpu_id;
+    /* In the pipeline's CUDA context (shared with cudanms, cudaupload, nvh264dec...) where
+     * gstreamer-cuda finds or makes one; else in the device's primary context. */
+    if (cudanms::cuda_available()) priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id);
+    ElementCudaContext::Scope scope(priv->cuda);
     priv->detector = cudanms::cascade::Detector::create(priv->model, options, &status);
     if (!priv->detector && s.backend == GST_CUDA_CASCADE_BACKEND_CUDA) {
       GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE,
@@ -428,6 +468,7 @@ static gboolean gst_cuda_cascade_stop(GstBaseTransform *trans) {
   GstCudaCascade *self = GST_CUDA_CASCADE(trans);
   self->priv->pool.reset(); /* buffers still downstream keep it until they go */
   self->priv->detector.reset();
+  self->priv->cuda.reset();
   self->priv->model.reset();
   set_device(self, "");
   return TRUE;
@@ -453,18 +494,21 @@ static void announce_label(GstCudaCascade *self, const Settings &s) {
                            s.label.empty() ? priv->model->name : s.label);
 }
 
-/* The frame's windows, from the GPU; a CUDA failure moves the element to the CPU twin for good. */
-static cudanms::Status detect(GstCudaCascade *self, const cv::Mat &gray,
-                              const cudanms::cascade::DetectParams &params) {
+/* The frame's windows, from the GPU; a CUDA failure moves the element to the CPU twin for good
+ * (frames in GPU memory are then read on the host: *fell_back). */
+static cudanms::Status detect(GstCudaCascade *self, const cudanms::cascade::GrayView &view,
+                              const cudanms::cascade::DetectParams &params, bool *fell_back) {
   GstCudaCascadePrivate *priv = self->priv;
-  const cudanms::cascade::GrayView view{gray.data, gray.cols, gray.rows, gray.step[0]};
   cudanms::Status status = priv->detector->detect(view, params, &priv->windows);
   if (status.ok() || priv->detector->backend() != cudanms::Backend::kCuda) return status;
   GST_ELEMENT_WARNING(self, RESOURCE, FAILED, ("The CUDA cascade failed: continuing on the CPU"),
                       ("%s", status.message().c_str()));
+  priv->pool.reset();
   priv->detector = cudanms::cascade::Detector::create(priv->model, {}, &status);
   if (!priv->detector) return status;
   set_device(self, priv->detector->device_name());
+  *fell_back = view.on_device;
+  if (view.on_device) return cudanms::Status::Ok();
   return priv->detector->detect(view, params, &priv->windows);
 }
 
@@ -472,10 +516,10 @@ static cudanms::Status detect(GstCudaCascade *self, const cv::Mat &gray,
  * frame's most windows. nullptr (the frame goes the host way) when the frame could hold too many,
  * every buffer is still downstream, or the GPU cannot give one. */
 static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(
-    GstCudaCascade *self, const Settings &s, const cv::Mat &gray,
+    GstCudaCascade *self, const Settings &s, const cudanms::cascade::GrayView &view,
     const cudanms::cascade::DetectParams &params) {
   GstCudaCascadePrivate *priv = self->priv;
-  const size_t most = priv->detector->max_windows(gray.cols, gray.rows, params);
+  const size_t most = priv->detector->max_windows(view.width, view.height, params);
   if (most == 0 || most > DEVICE_CANDIDATES_MAX_WINDOWS) return nullptr;
   cudanms::Status status;
   if (!priv->pool || priv->pool->capacity() < most) {
@@ -483,6 +527,7 @@ static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(
     options.device = s.gpu_id;
     options.capacity = most;
     options.max_buffers = DEVICE_CANDIDATES_BUFFERS;
+    ElementCudaContext::Scope scope(priv->cuda); /* the detector's context */
     priv->pool = cudanms::DeviceCandidatesPool::create(options, &status);
     if (!priv->pool) {
       GST_WARNING_OBJECT(self, "no device candidates pool: %s", status.message().c_str());
@@ -508,14 +553,14 @@ static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(
  * frame should go the host way (CPU detector, no buffer, candidates already on the buffer, or a
  * CUDA failure, which detect() then meets and handles). */
 static bool detect_on_device(GstCudaCascade *self, const Settings &s, GstBuffer *buffer,
-                             const cv::Mat &gray, const cudanms::cascade::DetectParams &params) {
+                             const cudanms::cascade::GrayView &view,
+                             const cudanms::cascade::DetectParams &params) {
   GstCudaCascadePrivate *priv = self->priv;
   if (priv->detector->backend() != cudanms::Backend::kCuda) return false;
   GstCudaNmsCandidatesMeta *existing = gst_buffer_get_cuda_nms_candidates_meta(buffer);
   if (existing && (existing->n > 0 || existing->device)) return false;
-  std::shared_ptr<cudanms::DeviceCandidates> out = device_buffer(self, s, gray, params);
+  std::shared_ptr<cudanms::DeviceCandidates> out = device_buffer(self, s, view, params);
   if (!out) return false;
-  const cudanms::cascade::GrayView view{gray.data, gray.cols, gray.rows, gray.step[0]};
   cudanms::cascade::DeviceOutput output;
   output.class_id = s.class_id;
   output.min_score = s.hit_threshold;
@@ -528,9 +573,11 @@ static bool detect_on_device(GstCudaCascade *self, const Settings &s, GstBuffer 
   return gst_cv_attach_device_candidates(buffer, std::move(out), s.gpu_id);
 }
 
-static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
-                                                         GstVideoFrame *frame) {
-  GstCudaCascade *self = GST_CUDA_CASCADE(filter);
+/* Detects on the frame's grey pixels (host or GPU memory) and attaches the windows.
+ * GST_FLOW_CUSTOM_SUCCESS: the detector fell back to the CPU on a frame in GPU memory, which the
+ * caller must then read on the host. */
+static GstFlowReturn detect_frame(GstCudaCascade *self, GstBuffer *buffer,
+                                  const cudanms::cascade::GrayView &view) {
   GstCudaCascadePrivate *priv = self->priv;
   Settings s;
   {
@@ -538,25 +585,24 @@ static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
     s = priv->settings;
   }
   announce_label(self, s);
-  cv::Mat gray;
-  if (!gray_of(self, frame, &gray)) return GST_FLOW_ERROR;
-
   cudanms::cascade::DetectParams params;
   params.scale_factor = s.scale_factor;
   params.min_width = s.min_w, params.min_height = s.min_h;
   params.max_width = s.max_w, params.max_height = s.max_h;
   const gint64 start = g_get_monotonic_time();
-  if (s.device_candidates && detect_on_device(self, s, frame->buffer, gray, params)) {
+  if (s.device_candidates && detect_on_device(self, s, buffer, view, params)) {
     GST_LOG_OBJECT(self, "windows left on the GPU in %.2f ms",
                    (g_get_monotonic_time() - start) / 1000.0);
     return GST_FLOW_OK;
   }
-  const cudanms::Status status = detect(self, gray, params);
+  bool fell_back = false;
+  const cudanms::Status status = detect(self, view, params, &fell_back);
   if (!status.ok()) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cascade detection failed"),
                       ("%s", status.message().c_str()));
     return GST_FLOW_ERROR;
   }
+  if (fell_back) return GST_FLOW_CUSTOM_SUCCESS;
   priv->boxes.clear();
   priv->scores.clear();
   for (const cudanms::cascade::Window &w : priv->windows) {
@@ -569,9 +615,75 @@ static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
   const guint n = static_cast<guint>(priv->scores.size());
   GST_LOG_OBJECT(self, "%u windows in %.2f ms", n, (g_get_monotonic_time() - start) / 1000.0);
 
-  if (!gst_cv_attach_candidates(frame->buffer, priv->boxes, priv->scores, s.class_id)) {
+  if (!gst_cv_attach_candidates(buffer, priv->boxes, priv->scores, s.class_id)) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
+}
+
+/* Frames in system memory (or GPU memory the detector cannot read in place), mapped for reading
+ * by gst_cuda_cascade_transform_ip. */
+static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
+                                                         GstVideoFrame *frame) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(filter);
+  cv::Mat gray;
+  if (!gray_of(self, frame, &gray)) return GST_FLOW_ERROR;
+  const cudanms::cascade::GrayView view{gray.data, gray.cols, gray.rows, gray.step[0]};
+  const GstFlowReturn ret = detect_frame(self, frame->buffer, view);
+  return ret == GST_FLOW_CUSTOM_SUCCESS ? GST_FLOW_ERROR : ret;
+}
+
+/* Frames in GstCudaMemory of the detector's CUDA context: the luma plane read where it is. Other
+ * frames are mapped for reading only (GstVideoFilter would map them writable, copying frames
+ * that other buffers share, e.g. after a tee). */
+static GstFlowReturn gst_cuda_cascade_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(trans);
+  GstVideoFilter *filter = GST_VIDEO_FILTER(trans);
+  if (!filter->negotiated) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("unknown format"));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  {
+    CudaLumaPlane plane;
+    if (self->priv->detector && plane.map(buffer, self->priv->detector->cuda_context())) {
+      const GstFlowReturn ret = detect_frame(self, buffer, plane.view());
+      if (ret == GST_FLOW_OK) {
+        std::lock_guard<std::mutex> guard(self->priv->lock);
+        self->priv->frames_in_gpu_memory++;
+      }
+      if (ret != GST_FLOW_CUSTOM_SUCCESS) return ret;
+    }
+  }
+  GstVideoFrame frame;
+  /* NO_REF: the buffer stays writable for the meta. */
+  if (!gst_video_frame_map(
+          &frame, &filter->in_info, buffer,
+          static_cast<GstMapFlags>(GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF))) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not read the frame"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  const GstFlowReturn ret = gst_cuda_cascade_transform_frame_ip(filter, &frame);
+  gst_video_frame_unmap(&frame);
+  return ret;
+}
+
+/* The pipeline's CUDA context, handed over by the application or a neighbour... */
+static void gst_cuda_cascade_set_context(GstElement *element, GstContext *context) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(element);
+  int gpu_id;
+  {
+    std::lock_guard<std::mutex> guard(self->priv->lock);
+    gpu_id = self->priv->settings.gpu_id;
+  }
+  self->priv->cuda.set_context(element, context, gpu_id);
+  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
+}
+
+/* ...and shared with neighbours asking for it. */
+static gboolean gst_cuda_cascade_query(GstBaseTransform *trans, GstPadDirection direction,
+                                       GstQuery *query) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(trans);
+  if (self->priv->cuda.handle_query(GST_ELEMENT(self), query)) return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
 }

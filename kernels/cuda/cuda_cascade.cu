@@ -431,6 +431,7 @@ class CudaDetector final : public Detector {
     if (stop_) cudaEventDestroy(stop_);
     if (uploaded_) cudaEventDestroy(uploaded_);
     if (staged_) cudaEventDestroy(staged_);
+    if (image_read_) cudaEventDestroy(image_read_);
   }
 
   Status init(const DetectorOptions &options) {
@@ -440,6 +441,7 @@ class CudaDetector final : public Detector {
     sm_count_ = binding_.sm_count();
     w_ = std::make_unique<Workspace>();
     CASCADE_TRY(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
+    CASCADE_TRY(cudaEventCreateWithFlags(&image_read_, cudaEventDisableTiming));
     if (options.stream) {
       stream_ = static_cast<cudaStream_t>(options.stream);
     } else {
@@ -548,6 +550,8 @@ class CudaDetector final : public Detector {
           static_cast<int>(g.levels.size()), finals, output.class_id,
           reinterpret_cast<float4 *>(out->boxes()), out->scores(), out->class_ids());
       CASCADE_TRY(cudaGetLastError());
+      // The caller may reuse device pixels once detect() returns: wait for their one reader.
+      if (image.on_device) CASCADE_TRY(cudaEventSynchronize(image_read_));
     }
     CASCADE_TRY(cudaEventRecord(static_cast<cudaEvent_t>(out->ready()), stream_));
     return Status::Ok();
@@ -693,6 +697,7 @@ class CudaDetector final : public Detector {
                                                    w_->x_taps.ptr, w_->y_taps.ptr, g.stride,
                                                    w_->resized.ptr);
     CASCADE_TRY(cudaGetLastError());
+    CASCADE_TRY(cudaEventRecord(image_read_, stream_));  // the frame's only reader is done
     int32_t *sq = haar ? w_->sqsum.ptr : nullptr;
     integral_rows<<<blocks_for(total_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
         w_->levels.ptr, levels, total_rows_, w_->resized.ptr, g.stride, w_->sum.ptr, sq);
@@ -792,8 +797,9 @@ class CudaDetector final : public Detector {
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
   cudaEvent_t start_ = nullptr, stop_ = nullptr, uploaded_ = nullptr;
-  cudaEvent_t staged_ = nullptr;  // the last copy out of the pinned staging buffer
-  std::vector<int> bounds_;       // segment k runs stages [bounds_[k], bounds_[k + 1])
+  cudaEvent_t staged_ = nullptr;      // the last copy out of the pinned staging buffer
+  cudaEvent_t image_read_ = nullptr;  // the resize of the last frame, which reads its pixels
+  std::vector<int> bounds_;           // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;
   int total_rows_ = 0, total_grid_rows_ = 0, total_columns_ = 0;

@@ -1,5 +1,7 @@
 // cudacascade through GstHarness: the windows it attaches are the cascade library's (and so
 // OpenCV's) on a real frame, in every format it takes; its label; bad models and backends.
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
 #include <gst/check/gstharness.h>
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
@@ -24,16 +26,11 @@ struct Attached {
   std::string nms_backend;
 };
 
-// Pushes one frame of `format` made from `gray` (and its colour planes) and returns the
-// candidates meta of the buffer that comes out.
-Attached run_frame(GstHarness *h, const cv::Mat &gray, const char *format) {
+// A frame of `format` made from `gray` (its colour planes grey).
+GstBuffer *make_frame(const cv::Mat &gray, const char *format) {
   const int w = gray.cols, hgt = gray.rows;
   GstVideoInfo info;
   gst_video_info_set_format(&info, gst_video_format_from_string(format), w, hgt);
-  gchar *caps =
-      g_strdup_printf("video/x-raw,format=%s,width=%d,height=%d,framerate=30/1", format, w, hgt);
-  gst_harness_set_src_caps_str(h, caps);
-  g_free(caps);
   GstBuffer *buf = gst_buffer_new_allocate(nullptr, GST_VIDEO_INFO_SIZE(&info), nullptr);
   GstVideoFrame frame;
   EXPECT_TRUE(gst_video_frame_map(&frame, &info, buf, GST_MAP_WRITE));
@@ -57,9 +54,12 @@ Attached run_frame(GstHarness *h, const cv::Mat &gray, const char *format) {
     }
   }
   gst_video_frame_unmap(&frame);
-  GstBuffer *out = gst_harness_push_and_pull(h, buf);
+  return buf;
+}
+
+// What a buffer leaving the chain carries: its candidates (mapped) and the cudanms result.
+Attached attached(GstBuffer *out) {
   Attached a;
-  if (!out) return a;
   if (auto *m = gst_buffer_get_cuda_nms_candidates_meta(out)) {
     a.meta = true;
     a.on_device = m->device != nullptr && !m->mapped && m->downloads == 0;
@@ -71,6 +71,20 @@ Attached run_frame(GstHarness *h, const cv::Mat &gray, const char *format) {
     a.kept.assign(r->boxes, r->boxes + 4 * r->n_kept);
     a.nms_backend = r->backend;
   }
+  return a;
+}
+
+// Pushes one frame of `format` made from `gray` and returns what the buffer that comes out
+// carries.
+Attached run_frame(GstHarness *h, const cv::Mat &gray, const char *format) {
+  gchar *caps = g_strdup_printf("video/x-raw,format=%s,width=%d,height=%d,framerate=30/1", format,
+                                gray.cols, gray.rows);
+  gst_harness_set_src_caps_str(h, caps);
+  g_free(caps);
+  GstBuffer *buf = make_frame(gray, format);
+  GstBuffer *out = gst_harness_push_and_pull(h, buf);
+  if (!out) return Attached();
+  Attached a = attached(out);
   gst_buffer_unref(out);
   return a;
 }
@@ -156,6 +170,72 @@ TEST(CudaCascadeElement, CandidatesNeverLeaveTheGpuAndNmsKeepsTheSameBoxes) {
   EXPECT_GT(kept, 20u);
   gst_harness_teardown(on_gpu);
   gst_harness_teardown(on_host);
+}
+
+// Frames uploaded by gst-plugins-bad's cudaupload (GstCudaMemory): cudacascade finds cudaupload's
+// CUDA context through the context query, reads the luma plane where it is, and cudanms, in the
+// same context, groups the windows in place; the kept boxes are those of frames in system memory.
+TEST(CudaCascadeElement, FramesInCudaMemoryAreReadInPlaceInThePipelinesContext) {
+  init_cv_elements_once();
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  if (!file_exists(cascade_path(kAlt2))) GTEST_SKIP() << "opencv-data is missing";
+  GstElementFactory *upload = gst_element_factory_find("cudaupload");
+  if (!upload) GTEST_SKIP() << "gst-plugins-bad's nvcodec (cudaupload) is not available";
+  gst_object_unref(upload);
+  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  std::vector<const cv::Mat *> hd;  // the 1920x1080 frames: one caps for the whole stream
+  for (const GrayFrame &f : frames)
+    if (f.gray.cols == 1920 && f.gray.rows == 1080) hd.push_back(&f.gray);
+  ASSERT_FALSE(hd.empty());
+
+  const std::string detector = "cudacascade name=detector model=\"" + cascade_path(kAlt2) +
+                               "\" min-size=40x40 scale-factor=1.2 backend=cuda";
+  const std::string nms = "cudanms iou-threshold=0.3 keep-candidates=true backend=cuda";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(
+      ("appsrc name=src format=time caps=video/x-raw,format=NV12,width=1920,height=1080,"
+       "framerate=30/1 ! cudaupload ! " +
+       detector + " ! " + nms + " ! appsink name=sink sync=false")
+          .c_str(),
+      &error);
+  ASSERT_TRUE(pipeline) << (error ? error->message : "");
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstElement *det = gst_bin_get_by_name(GST_BIN(pipeline), "detector");
+  ASSERT_EQ(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_ASYNC);
+  GstHarness *host = cascade_harness("backend=cuda ! " + nms);
+  const int kFrames = 12;
+  size_t kept = 0;
+  for (int i = 0; i < kFrames; ++i) {
+    const cv::Mat &gray = *hd[i % hd.size()];
+    GstBuffer *in = make_frame(gray, "NV12");
+    GST_BUFFER_PTS(in) = i * GST_SECOND / 30;
+    ASSERT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), in), GST_FLOW_OK);
+    GstSample *sample = gst_app_sink_pull_sample(GST_APP_SINK(sink));
+    ASSERT_NE(sample, nullptr) << "frame " << i;
+    const Attached a = attached(gst_sample_get_buffer(sample));
+    gst_sample_unref(sample);
+    const Attached b = run_frame(host, gray, "NV12");
+    EXPECT_TRUE(a.on_device) << "frame " << i << ": candidates were downloaded";
+    EXPECT_EQ(a.nms_backend, "cuda");
+    EXPECT_EQ(a.kept, b.kept) << "frame " << i;
+    EXPECT_EQ(a.boxes, b.boxes) << "frame " << i;
+    kept += a.kept.size() / 4;
+  }
+  guint64 in_place = 0;
+  g_object_get(det, "frames-in-gpu-memory", &in_place, NULL);
+  EXPECT_EQ(in_place, static_cast<guint64>(kFrames))
+      << "frames were downloaded: cudacascade is not in cudaupload's CUDA context";
+  EXPECT_GT(kept, 5u);
+  gst_app_src_end_of_stream(GST_APP_SRC(src));
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(det);
+  gst_object_unref(src);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  gst_harness_teardown(host);
 }
 
 TEST(CudaCascadeElement, AnnouncesItsLabelAndHonoursHitThreshold) {

@@ -88,6 +88,7 @@ class Model {
 
 // An 8-bit grey image, rows stride bytes apart: in host memory, or (CUDA detectors) in device
 // memory of the detector's CUDA context, e.g. the luma plane of a GstCudaMemory, read in place.
+// Either way the caller may reuse the pixels once detect() returns.
 struct GrayView {
   const uint8_t *pixels = nullptr;
   int width = 0;
