@@ -1,0 +1,428 @@
+// cudanms-streams: many video streams through "cudacascade ! cudanms" on one GPU, in one process.
+// Each stream is a branch of one pipeline with its own streaming thread, so the streams' GPU work
+// interleaves on the elements' own CUDA streams.
+//
+//   cudanms-streams [options] SOURCE...      one stream per file or URI (rtsp://, file://, ...),
+//                                            decoded as it comes (uridecodebin)
+//   cudanms-streams --preload FILE --streams N [--frames F]
+//                                            FILE's first --preload-frames frames decoded once and
+//                                            scaled to --size; N streams push them in a loop, as
+//                                            fast as the chain takes them: decode excluded
+//
+// Every --progress seconds: frames/s per stream and in total. At the end, one summary: frames/s
+// per stream and in total, each element's time per frame (p50/p99, measured on the stream's
+// thread from the element's sink pad to its src pad), the NMS element's share of the per-frame
+// time, and the GPU memory the process holds. --json FILE writes the summary as JSON.
+// Exit status: 0 done, 1 pipeline error, 2 usage.
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/gst.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#ifdef CUDANMS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+struct Options {
+  gchar *preload = nullptr;
+  gint streams = 1;
+  gint64 frames = 300;  // per stream, with --preload; 0 with sources: until they end
+  gint preload_frames = 30;
+  gchar *size = nullptr;
+  gchar *detector = nullptr;
+  gchar *nms = nullptr;
+  gdouble progress_s = 2.0;
+  gchar *json = nullptr;
+  gboolean quiet = FALSE;
+};
+
+const char *kDefaultDetector =
+    "cudacascade model=/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml "
+    "min-size=50x50 max-size=200x200 scale-factor=1.25";
+const char *kDefaultNms = "cudanms iou-threshold=0.3";
+
+// Per stream, written on its streaming thread only (and read after the pipeline has stopped, or
+// for progress through the atomic frame count).
+struct Stream {
+  int index = 0;
+  std::atomic<guint64> frames{0};
+  gint64 first_us = 0, last_us = 0;
+  gint64 element_start_us[2] = {0, 0};
+  std::vector<double> element_us[2];  // 0: the detector, 1: cudanms
+  // --preload: the frames to push, and how many were pushed.
+  const std::vector<GstBuffer *> *source = nullptr;
+  guint64 pushed = 0;
+  guint64 limit = 0;
+  GstClockTime duration = 0;
+};
+
+struct App {
+  Options options;
+  GstElement *pipeline = nullptr;
+  GMainLoop *loop = nullptr;
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<GstBuffer *> preloaded;
+  int exit_code = 0;
+  gint64 started_us = 0;
+  size_t gpu_used_before = 0;   // the device's used memory before the pipeline
+  size_t gpu_used_running = 0;  // the most seen while it ran
+};
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0.0;
+  size_t rank = static_cast<size_t>(std::ceil(p * values.size()));
+  rank = std::min(std::max<size_t>(rank, 1), values.size()) - 1;
+  std::nth_element(values.begin(), values.begin() + rank, values.end());
+  return values[rank];
+}
+
+size_t gpu_memory_used() {
+#ifdef CUDANMS_HAVE_CUDA
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess) return total - free_bytes;
+#endif
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing probes: an in-place element runs between its sink pad and its src pad on the stream's
+// thread, so the two probes bracket exactly its work on the frame.
+
+struct Probe {
+  Stream *stream;
+  int element;
+};
+
+GstPadProbeReturn on_enter(GstPad *, GstPadProbeInfo *, gpointer data) {
+  auto *p = static_cast<Probe *>(data);
+  p->stream->element_start_us[p->element] = g_get_monotonic_time();
+  return GST_PAD_PROBE_OK;
+}
+
+GstPadProbeReturn on_leave(GstPad *, GstPadProbeInfo *, gpointer data) {
+  auto *p = static_cast<Probe *>(data);
+  Stream *s = p->stream;
+  const gint64 now = g_get_monotonic_time();
+  s->element_us[p->element].push_back(static_cast<double>(now - s->element_start_us[p->element]));
+  if (p->element == 1) {
+    if (s->first_us == 0) s->first_us = now;
+    s->last_us = now;
+    s->frames.fetch_add(1, std::memory_order_relaxed);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+void watch(GstElement *element, Stream *stream, int which) {
+  auto *probe = new Probe{stream, which};
+  GstPad *sink = gst_element_get_static_pad(element, "sink");
+  GstPad *src = gst_element_get_static_pad(element, "src");
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, on_enter, probe, nullptr);
+  gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, on_leave, probe,
+                    [](gpointer p) { delete static_cast<Probe *>(p); });
+  gst_object_unref(sink);
+  gst_object_unref(src);
+}
+
+// ---------------------------------------------------------------------------------------------
+// --preload: the frames, decoded once.
+
+bool preload(App *app, std::string *error) {
+  gchar *uri = gst_uri_is_valid(app->options.preload)
+                   ? g_strdup(app->options.preload)
+                   : gst_filename_to_uri(app->options.preload, nullptr);
+  int width = 1920, height = 1080;
+  if (sscanf(app->options.size, "%dx%d", &width, &height) != 2 || width <= 0 || height <= 0) {
+    *error = std::string("--size must be WxH, not ") + app->options.size;
+    g_free(uri);
+    return false;
+  }
+  gchar *desc = g_strdup_printf(
+      "uridecodebin uri=\"%s\" ! videoconvert ! videoscale ! "
+      "video/x-raw,format=I420,width=%d,height=%d ! appsink name=frames sync=false",
+      uri, width, height);
+  g_free(uri);
+  GError *err = nullptr;
+  GstElement *pipeline = gst_parse_launch(desc, &err);
+  g_free(desc);
+  if (!pipeline) {
+    *error = err ? err->message : "cannot build the decoding pipeline";
+    g_clear_error(&err);
+    return false;
+  }
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "frames");
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  std::string decode_error;
+  while (static_cast<int>(app->preloaded.size()) < app->options.preload_frames) {
+    GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), GST_SECOND / 10);
+    if (!sample) {
+      if (GstMessage *m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+        GError *e = nullptr;
+        gst_message_parse_error(m, &e, nullptr);
+        decode_error = e->message;
+        g_clear_error(&e);
+        gst_message_unref(m);
+        break;
+      }
+      if (gst_app_sink_is_eos(GST_APP_SINK(sink))) break;
+      continue;
+    }
+    // A deep copy: the decoder's pool gets its memory back.
+    app->preloaded.push_back(gst_buffer_copy_deep(gst_sample_get_buffer(sample)));
+    gst_sample_unref(sample);
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  if (app->preloaded.empty()) {
+    *error = std::string("no frame could be decoded from ") + app->options.preload +
+             (decode_error.empty() ? "" : ": " + decode_error);
+    return false;
+  }
+  return true;
+}
+
+// The appsrc of a --preload stream asks for more: the next frame (a shallow copy: cudacascade
+// reads the pixels and adds a meta), or the end of the stream.
+void on_need_data(GstAppSrc *src, guint, gpointer data) {
+  auto *s = static_cast<Stream *>(data);
+  if (s->pushed >= s->limit) {
+    gst_app_src_end_of_stream(src);
+    return;
+  }
+  GstBuffer *frame = gst_buffer_copy((*s->source)[s->pushed % s->source->size()]);
+  GST_BUFFER_PTS(frame) = s->pushed * s->duration;
+  GST_BUFFER_DURATION(frame) = s->duration;
+  s->pushed++;
+  gst_app_src_push_buffer(src, frame);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pipeline: one branch per stream.
+
+std::string branch(const App &app, int i, const char *source) {
+  const std::string n = std::to_string(i);
+  std::string head;
+  if (app.options.preload) {
+    head = "appsrc name=src" + n + " format=time is-live=false";
+  } else {
+    gchar *uri = gst_uri_is_valid(source) ? g_strdup(source) : gst_filename_to_uri(source, nullptr);
+    head = std::string("uridecodebin uri=\"") + (uri ? uri : source) + "\" ! videoconvert";
+    g_free(uri);
+  }
+  return head + " ! " + app.options.detector + " name=detector" + n + " ! " + app.options.nms +
+         " name=nms" + n + " ! fakesink sync=false async=false ";
+}
+
+gboolean on_bus(GstBus *, GstMessage *message, gpointer data) {
+  auto *app = static_cast<App *>(data);
+  switch (GST_MESSAGE_TYPE(message)) {
+    case GST_MESSAGE_ERROR: {
+      GError *error = nullptr;
+      gchar *debug = nullptr;
+      gst_message_parse_error(message, &error, &debug);
+      g_printerr("error from %s: %s\n%s\n", GST_OBJECT_NAME(message->src), error->message,
+                 debug ? debug : "");
+      g_clear_error(&error);
+      g_free(debug);
+      app->exit_code = 1;
+      g_main_loop_quit(app->loop);
+      break;
+    }
+    case GST_MESSAGE_EOS:
+      app->gpu_used_running = std::max(app->gpu_used_running, gpu_memory_used());
+      g_main_loop_quit(app->loop);
+      break;
+    default:
+      break;
+  }
+  return TRUE;
+}
+
+gboolean on_progress(gpointer data) {
+  auto *app = static_cast<App *>(data);
+  app->gpu_used_running = std::max(app->gpu_used_running, gpu_memory_used());
+  const double elapsed = (g_get_monotonic_time() - app->started_us) / 1e6;
+  guint64 total = 0;
+  g_print("%6.1f s ", elapsed);
+  for (const auto &s : app->streams) {
+    const guint64 f = s->frames.load(std::memory_order_relaxed);
+    total += f;
+    if (app->streams.size() <= 8) g_print(" [%d] %.1f fps", s->index, f / elapsed);
+  }
+  g_print("  total %.1f fps (%" G_GUINT64_FORMAT " frames)\n", total / elapsed, total);
+  return G_SOURCE_CONTINUE;
+}
+
+void summarize(App *app) {
+  std::vector<double> detector, nms;
+  guint64 frames = 0;
+  double slowest = 1e300, fastest = 0;
+  gint64 first = G_MAXINT64, last = 0;
+  for (const auto &s : app->streams) {
+    detector.insert(detector.end(), s->element_us[0].begin(), s->element_us[0].end());
+    nms.insert(nms.end(), s->element_us[1].begin(), s->element_us[1].end());
+    frames += s->frames;
+    const double seconds = (s->last_us - s->first_us) / 1e6;
+    const double fps = seconds > 0 ? (s->frames - 1) / seconds : 0;
+    slowest = std::min(slowest, fps);
+    fastest = std::max(fastest, fps);
+    if (s->frames > 0) first = std::min(first, s->first_us), last = std::max(last, s->last_us);
+  }
+  double detector_sum = 0, nms_sum = 0;
+  for (double v : detector) detector_sum += v;
+  for (double v : nms) nms_sum += v;
+  // From the first frame out of any stream to the last: the chain's aggregate throughput.
+  const double wall = last > first ? (last - first) / 1e6 : 0;
+  const double total_fps = wall > 0 ? (frames - 1) / wall : 0;
+  const double share = detector_sum + nms_sum > 0 ? 100.0 * nms_sum / (detector_sum + nms_sum) : 0;
+  const size_t used = app->gpu_used_running;
+  const double memory_mib = (used - std::min(used, app->gpu_used_before)) / (1024.0 * 1024.0);
+  const int n = static_cast<int>(app->streams.size());
+  g_print(
+      "streams %d  frames %" G_GUINT64_FORMAT
+      "  total %.1f fps  per stream %.1f..%.1f fps\n"
+      "detector per frame p50 %.0f us p99 %.0f us   cudanms per frame p50 %.0f us p99 %.0f us   "
+      "NMS share %.2f%%   GPU memory %.0f MiB (%.1f MiB per stream)\n",
+      n, frames, total_fps, slowest, fastest, percentile(detector, 0.5), percentile(detector, 0.99),
+      percentile(nms, 0.5), percentile(nms, 0.99), share, memory_mib, n ? memory_mib / n : 0);
+  if (!app->options.json) return;
+  FILE *f = fopen(app->options.json, "w");
+  if (!f) {
+    g_printerr("cannot write %s\n", app->options.json);
+    return;
+  }
+  fprintf(f,
+          "{\"streams\": %d, \"frames\": %" G_GUINT64_FORMAT
+          ", \"total_fps\": %.2f, \"min_stream_fps\": %.2f, \"max_stream_fps\": %.2f, "
+          "\"detector_p50_us\": %.1f, \"detector_p99_us\": %.1f, \"nms_p50_us\": %.1f, "
+          "\"nms_p99_us\": %.1f, \"nms_share_percent\": %.3f, \"gpu_memory_mib\": %.1f}\n",
+          n, frames, total_fps, slowest, fastest, percentile(detector, 0.5),
+          percentile(detector, 0.99), percentile(nms, 0.5), percentile(nms, 0.99), share,
+          memory_mib);
+  fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  App app;
+  Options &o = app.options;
+  gchar **sources = nullptr;
+  const GOptionEntry entries[] = {
+      {"preload", 0, 0, G_OPTION_ARG_FILENAME, &o.preload,
+       "Decode FILE's first frames once and push them from every stream (decode excluded)", "FILE"},
+      {"streams", 'n', 0, G_OPTION_ARG_INT, &o.streams, "Streams with --preload (default 1)", "N"},
+      {"frames", 0, 0, G_OPTION_ARG_INT64, &o.frames,
+       "Frames per stream with --preload (default 300)", "F"},
+      {"preload-frames", 0, 0, G_OPTION_ARG_INT, &o.preload_frames,
+       "How many frames to decode for --preload (default 30)", "K"},
+      {"size", 0, 0, G_OPTION_ARG_STRING, &o.size, "Frame size with --preload (default 1920x1080)",
+       "WxH"},
+      {"detector", 0, 0, G_OPTION_ARG_STRING, &o.detector,
+       "The detector element and its properties (default: the frontal face cascade, 50-200 px, "
+       "factor 1.25)",
+       "DESC"},
+      {"nms", 0, 0, G_OPTION_ARG_STRING, &o.nms, "The NMS element (default cudanms iou 0.3)",
+       "DESC"},
+      {"progress", 0, 0, G_OPTION_ARG_DOUBLE, &o.progress_s,
+       "Seconds between progress lines (default 2; 0: none)", "S"},
+      {"json", 0, 0, G_OPTION_ARG_FILENAME, &o.json, "Also write the summary as JSON", "FILE"},
+      {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &sources, nullptr, "SOURCE..."},
+      {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
+  GOptionContext *context = g_option_context_new("[SOURCE...] - many streams on one GPU");
+  g_option_context_add_main_entries(context, entries, nullptr);
+  g_option_context_add_group(context, gst_init_get_option_group());
+  GError *error = nullptr;
+  if (!g_option_context_parse(context, &argc, &argv, &error)) {
+    g_printerr("%s\n", error->message);
+    return 2;
+  }
+  g_option_context_free(context);
+  if (!o.size) o.size = g_strdup("1920x1080");
+  if (!o.detector) o.detector = g_strdup(kDefaultDetector);
+  if (!o.nms) o.nms = g_strdup(kDefaultNms);
+  const int n_sources = sources ? static_cast<int>(g_strv_length(sources)) : 0;
+  if ((o.preload == nullptr) == (n_sources == 0) || o.streams < 1 || o.frames < 0) {
+    g_printerr("give SOURCE files or URIs, or --preload FILE --streams N (not both)\n");
+    return 2;
+  }
+  const int n = o.preload ? o.streams : n_sources;
+
+  if (o.preload) {
+    std::string why;
+    if (!preload(&app, &why)) {
+      g_printerr("%s\n", why.c_str());
+      return 2;
+    }
+  }
+  app.gpu_used_before = gpu_memory_used();
+  std::string desc;
+  for (int i = 0; i < n; ++i) desc += branch(app, i, o.preload ? nullptr : sources[i]);
+  app.pipeline = gst_parse_launch(desc.c_str(), &error);
+  if (!app.pipeline) {
+    g_printerr("cannot build the pipeline: %s\n", error ? error->message : "");
+    return 2;
+  }
+  for (int i = 0; i < n; ++i) {
+    auto stream = std::make_unique<Stream>();
+    stream->index = i;
+    const std::string id = std::to_string(i);
+    GstElement *detector = gst_bin_get_by_name(GST_BIN(app.pipeline), ("detector" + id).c_str());
+    GstElement *nms = gst_bin_get_by_name(GST_BIN(app.pipeline), ("nms" + id).c_str());
+    watch(detector, stream.get(), 0);
+    watch(nms, stream.get(), 1);
+    gst_object_unref(detector);
+    gst_object_unref(nms);
+    if (o.preload) {
+      GstElement *src = gst_bin_get_by_name(GST_BIN(app.pipeline), ("src" + id).c_str());
+      int width = 1920, height = 1080;
+      sscanf(o.size, "%dx%d", &width, &height);
+      GstCaps *frame_caps = gst_caps_new_simple(
+          "video/x-raw", "format", G_TYPE_STRING, "I420", "width", G_TYPE_INT, width, "height",
+          G_TYPE_INT, height, "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
+      gst_app_src_set_caps(GST_APP_SRC(src), frame_caps);
+      gst_caps_unref(frame_caps);
+      stream->source = &app.preloaded;
+      stream->limit = static_cast<guint64>(o.frames);
+      stream->duration = GST_SECOND / 30;
+      GstAppSrcCallbacks callbacks = {};
+      callbacks.need_data = on_need_data;
+      gst_app_src_set_callbacks(GST_APP_SRC(src), &callbacks, stream.get(), nullptr);
+      gst_object_unref(src);
+    }
+    app.streams.push_back(std::move(stream));
+  }
+
+  app.loop = g_main_loop_new(nullptr, FALSE);
+  GstBus *bus = gst_element_get_bus(app.pipeline);
+  gst_bus_add_watch(bus, on_bus, &app);
+  gst_object_unref(bus);
+  if (o.progress_s > 0 && !o.quiet)
+    g_timeout_add(static_cast<guint>(o.progress_s * 1000), on_progress, &app);
+  app.started_us = g_get_monotonic_time();
+  if (gst_element_set_state(app.pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    g_printerr("the pipeline did not start\n");
+    app.exit_code = 1;
+  } else {
+    g_main_loop_run(app.loop);
+  }
+  gst_element_set_state(app.pipeline, GST_STATE_NULL);
+  if (app.exit_code == 0) summarize(&app);
+  gst_object_unref(app.pipeline);
+  g_main_loop_unref(app.loop);
+  for (GstBuffer *b : app.preloaded) gst_buffer_unref(b);
+  g_strfreev(sources);
+  return app.exit_code;
+}

@@ -1,0 +1,77 @@
+// pipelines/streams as a user runs it: N streams of vtest.avi's frames in one process, the summary
+// and its JSON; bad input is a usage error.
+#include "script_support.h"
+
+namespace cudanms::testing {
+namespace {
+
+#define SKIP_WITHOUT_VTEST()                                                         \
+  do {                                                                               \
+    if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))    \
+      GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc"; \
+  } while (0)
+
+JsonObject *parse_object(JsonParser *parser, const std::string &text) {
+  if (!json_parser_load_from_data(parser, text.c_str(), -1, nullptr)) return nullptr;
+  JsonNode *root = json_parser_get_root(parser);
+  return root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : nullptr;
+}
+
+TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
+  SKIP_WITHOUT_VTEST();
+  TempDir dir;
+  GSubprocess *run = spawn({script("streams"), "--preload", opencv_sample("vtest.avi"), "--streams",
+                            "3", "--frames", "6", "--preload-frames", "4", "--size", "320x240",
+                            "--progress", "0", "--json", dir.file("summary.json")},
+                           dir.file("stdout"), dir.file("stderr"));
+  const int status = wait_exit(run, 300);
+  g_object_unref(run);
+  const std::string out = read_file(dir.file("stdout"));
+  ASSERT_EQ(status, 0) << out << read_file(dir.file("stderr"));
+  EXPECT_NE(out.find("streams 3  frames 18  total "), std::string::npos) << out;
+  EXPECT_NE(out.find("NMS share "), std::string::npos) << out;
+
+  JsonParser *parser = json_parser_new();
+  JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
+  ASSERT_NE(summary, nullptr);
+  EXPECT_EQ(json_object_get_int_member(summary, "streams"), 3);
+  EXPECT_EQ(json_object_get_int_member(summary, "frames"), 18);
+  EXPECT_GT(json_object_get_double_member(summary, "total_fps"), 0.0);
+  EXPECT_GT(json_object_get_double_member(summary, "detector_p50_us"), 0.0);
+  EXPECT_GT(json_object_get_double_member(summary, "nms_p50_us"), 0.0);
+  const double share = json_object_get_double_member(summary, "nms_share_percent");
+  EXPECT_GT(share, 0.0);
+  EXPECT_LT(share, 100.0);
+  g_object_unref(parser);
+}
+
+TEST(Streams, FileSourcesRunToTheirEnd) {
+  SKIP_WITHOUT_VTEST();
+  TempDir dir;
+  // Two streams from one short file, cut to a few frames by the decoder's segment: a file source
+  // ends the stream, and the run ends when every stream has.
+  GSubprocess *run = spawn({script("streams"), "--progress", "0", "--json", dir.file("s.json"),
+                            opencv_sample("messi5.jpg"), opencv_sample("messi5.jpg")},
+                           dir.file("stdout"), dir.file("stderr"));
+  const int status = wait_exit(run, 300);
+  g_object_unref(run);
+  const std::string out = read_file(dir.file("stdout"));
+  ASSERT_EQ(status, 0) << out << read_file(dir.file("stderr"));
+  EXPECT_NE(out.find("streams 2  frames 2  "), std::string::npos) << out;
+}
+
+TEST(Streams, BadInputIsAUsageError) {
+  TempDir dir;
+  for (const std::vector<std::string> &argv : std::vector<std::vector<std::string>>{
+           {script("streams")},
+           {script("streams"), "--preload", "/nonexistent.avi", "--streams", "2"},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--size", "big"},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--streams", "0"}}) {
+    GSubprocess *run = spawn(argv, dir.file("out"), dir.file("err"));
+    EXPECT_EQ(wait_exit(run, 120), 2) << argv.back() << ": " << read_file(dir.file("err"));
+    g_object_unref(run);
+  }
+}
+
+}  // namespace
+}  // namespace cudanms::testing
