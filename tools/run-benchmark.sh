@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark, on a CUDA host after the build: cudanms-tool bench with its data sets dumped, so
 # that torchvision (tools/bench_torchvision.py) times the same candidates; the cascade detector
-# against OpenCV's (cudanms-cascade-bench, OUT-DIR/cascade.md); then the merged NMS table
+# against OpenCV's (cudanms-cascade-bench, OUT-DIR/cascade.md); many streams through
+# cudacascade ! cudanms on one GPU (pipelines/streams, OUT-DIR/streams.md); then the merged NMS table
 # docs/benchmark.md and the plot docs/benchmark.png (tools/bench_plot.py), copied into OUT-DIR
 # with the JSON of the runs. Prints the merged table last.
 #   tools/run-benchmark.sh [build-dir] [out-dir]    (defaults: build-cuda, ${OUT:-out}/benchmark)
@@ -37,6 +38,35 @@ if [ -x "$build/tools/cudanms-cascade-bench" ]; then
   cat "$out/cascade.md"
 else
   echo "no cudanms-cascade-bench in $build (it needs OpenCV 4): no cascade rows"
+fi
+
+echo "== many streams on one GPU (pipelines/streams; $out/streams.md)"
+# STREAMS_MEDIA: a 1080p video (default: the GPU-host recipe's H.264 Megamind, else vtest.avi
+# scaled up); STREAMS: the stream counts; STREAMS_FRAMES: frames per stream.
+media=${STREAMS_MEDIA:-}
+for m in .device/debs/media/megamind_1080p.h264 /usr/share/doc/opencv-doc/examples/data/vtest.avi; do
+  [ -z "$media" ] && [ -f "$m" ] && media=$m
+done
+if [ -x "$build/pipelines/cudanms-streams" ] && [ -n "$media" ]; then
+  {
+    echo "| streams | total frames/s | per stream frames/s | cudacascade p50 / p99 (us) | cudanms p50 / p99 (us) | NMS share | GPU memory (MiB) |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|"
+  } >"$out/streams.md"
+  for n in ${STREAMS:-1 4 16 32}; do
+    CUDANMS_BUILD="$build" pipelines/streams --preload "$media" --streams "$n" \
+      --frames "${STREAMS_FRAMES:-600}" --progress 0 --json "$out/streams-$n.json" || rc=1
+    python3 - "$out/streams-$n.json" >>"$out/streams.md" <<'PY' || rc=1
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"| {s['streams']} | {s['total_fps']:.0f} | {s['min_stream_fps']:.0f}..{s['max_stream_fps']:.0f} "
+      f"| {s['detector_p50_us']:.0f} / {s['detector_p99_us']:.0f} | {s['nms_p50_us']:.0f} / "
+      f"{s['nms_p99_us']:.0f} | {s['nms_share_percent']:.2f}% | {s['gpu_memory_mib']:.0f} |")
+PY
+  done
+  echo "media: $media" >>"$out/streams.md"
+  cat "$out/streams.md"
+else
+  echo "no cudanms-streams in $build or no 1080p media: no streams rows"
 fi
 
 echo "== docs/benchmark.md, docs/benchmark.png"

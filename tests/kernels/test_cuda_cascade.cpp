@@ -292,6 +292,38 @@ TEST(CudaCascade, DeviceCandidatesAreTheHostWindowsAndNmsAgrees) {
   EXPECT_GT(compared, 500u);
 }
 
+// A small real frame into device candidates: every kernel of the device path (the marks, the
+// compaction, the emission) on a frame small enough for the sanitizers.
+TEST(CudaCascade, DeviceCandidatesOfASmallRealFrame) {
+  SKIP_WITHOUT_CUDA();
+  std::string why;
+  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  auto model = load_or_skip("haarcascade_frontalface_alt2");
+  ASSERT_TRUE(model);
+  Status status;
+  DetectorOptions options;
+  options.backend = Backend::kCuda;
+  auto cuda = Detector::create(model, options, &status);
+  ASSERT_TRUE(cuda) << status.message();
+  const cv::Mat &frame = frames[1].gray;  // Megamind: faces
+  const cv::Mat crop = frame(cv::Rect(0, 0, std::min(frame.cols, 360), std::min(frame.rows, 240)));
+  cascade::DetectParams params;
+  params.scale_factor = 1.2;
+  DeviceCandidatesPoolOptions pool_options;
+  pool_options.capacity = cuda->max_windows(crop.cols, crop.rows, params);
+  auto pool = DeviceCandidatesPool::create(pool_options, &status);
+  ASSERT_TRUE(pool) << status.message();
+  auto out = pool->acquire(&status);
+  std::vector<Window> windows;
+  ASSERT_TRUE(cuda->detect(view_of(crop), params, &windows).ok());
+  EXPECT_FALSE(windows.empty());
+  ASSERT_TRUE(cuda->detect(view_of(crop), params, cascade::DeviceOutput{3}, out.get()).ok());
+  HostCandidates got;
+  ASSERT_TRUE(out->download(&got).ok());
+  expect_same_candidates(as_candidates(windows, -1e300, 3), got, "360x240 crop");
+}
+
 TEST(CudaCascade, DeviceCandidatesOfEmptyFramesAndSmallBuffers) {
   SKIP_WITHOUT_CUDA();
   auto model = load_or_skip("haarcascade_frontalface_alt2");

@@ -22,6 +22,11 @@ Libs: -L${libdir} -lopencv_objdetect -lopencv_dnn -lopencv_imgproc -lopencv_core
 Cflags: -I${includedir}
 PC
 fi
+# Debian's gstreamer-cuda-1.0.pc requires the GL prototypes' chain of .pc files (EGL, Wayland,
+# X11, DRM...); the CUDA library needs none of them to build against.
+if grep -q gl-prototypes "$_cudanms_lib/pkgconfig/gstreamer-cuda-1.0.pc" 2>/dev/null; then
+  sed -i 's/, gstreamer-gl-prototypes-1.0 >=  *1.22.0//' "$_cudanms_lib/pkgconfig/gstreamer-cuda-1.0.pc"
+fi
 # The cascades (opencv-data) and the cascade tests' frames, made from the carried sample media.
 export CUDANMS_OPENCV_DATA=$_cudanms_prefix/usr/share/opencv4
 export CUDANMS_CASCADE_FRAMES=/tmp/cudanms-cascade-frames

@@ -25,11 +25,27 @@ opencv=(libopencv-core406 libopencv-imgproc406 libopencv-objdetect406 libopencv-
   liblapack3 libopenblas0 libopenblas0-pthread libgfortran5 libquadmath0 libprotobuf32 libgl1
   libglx0 libglvnd0 libx11-6 libxcb1 libxau6 libxdmcp6 libxext6 libbsd0 libmd0 opencv-data)
 
+# gst-plugins-bad's CUDA library (gstreamer-cuda-1.0: the shared GstCudaContext, GstCudaMemory) and
+# its nvcodec plugin (cudaupload, cudadownload, nvh264dec where the driver has NVDEC), with what
+# they load; libgl-dev for the GL header the CUDA library's headers include.
+cuda_gst=(gstreamer1.0-plugins-bad libgstreamer-plugins-bad1.0-0 libgstreamer-plugins-bad1.0-dev
+  libgstreamer-gl1.0-0 libgudev-1.0-0 libudev1 libwayland-client0 libwayland-cursor0
+  libwayland-egl1 libwayland-server0 libgbm1 libdrm2 libegl1 libx11-xcb1 libexpat1 libgl-dev
+  libglx-dev libgstreamer-plugins-base1.0-dev)
+
 mkdir -p "$dir"
 cd "$dir"
-apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}"
+apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}" "${cuda_gst[@]}"
 # The sample media the cascade tests make their frames from (opencv-doc, which the README's
 # set-up installs); env.sh turns them into PGMs with the host's Python OpenCV.
 mkdir -p media
 cp /usr/share/doc/opencv-doc/examples/data/{Megamind.avi,vtest.avi,messi5.jpg} media/
+# A 1080p H.264 stream of real video for the many-streams benchmark (pipelines/streams): Megamind
+# scaled up, made here with x264 (gstreamer1.0-plugins-ugly); the GPU host decodes it with NVDEC.
+if [ ! -f media/megamind_1080p.h264 ]; then
+  gst-launch-1.0 -q filesrc location=media/Megamind.avi ! decodebin ! videoconvert ! videoscale ! \
+    video/x-raw,width=1920,height=1080,format=I420 ! x264enc speed-preset=fast bitrate=8000 \
+    key-int-max=30 ! video/x-h264,stream-format=byte-stream,profile=high ! \
+    filesink location=media/megamind_1080p.h264
+fi
 echo "downloaded $(ls ./*.deb | wc -l) packages into $dir ($(du -sh . | cut -f1))"
