@@ -80,9 +80,10 @@ bool CandidateIntake::map_all(GstBuffer *buffer, std::string *error) {
   while ((meta = gst_buffer_iterate_meta(buffer, &state))) {
     if (meta->info->api != GST_CUDA_NMS_CANDIDATES_META_API_TYPE) continue;
     auto *c = reinterpret_cast<GstCudaNmsCandidatesMeta *>(meta);
-    if (!gst_cuda_nms_candidates_meta_map(c)) {
-      *error = "could not download " + std::to_string(c->device->capacity) +
-               "-slot device candidates (see the cudanmsmeta debug category)";
+    GError *failure = nullptr;
+    if (!gst_cuda_nms_candidates_meta_map(c, &failure)) {
+      *error = failure->message;
+      g_error_free(failure);
       return false;
     }
   }

@@ -28,10 +28,10 @@
 #include <numeric>
 
 #include "cudanmsintake.h"
-#include "elementcudacontext.h"
 #include "cudanmslabels.h"
 #include "cudanmsoutput.h"
 #include "cudanmsstats.h"
+#include "elementcudacontext.h"
 
 GST_DEBUG_CATEGORY(gst_cuda_nms_debug); /* also the helper files' */
 #define GST_CAT_DEFAULT gst_cuda_nms_debug
@@ -687,8 +687,8 @@ static gboolean run_nms(GstCudaNms *self, const Settings &s, const cudanms::Cand
 }
 
 /* NMS on device candidates where they are (the context's device): the kept values come back
- * with the result, and *view points at them, the result's indices renumbered to match. False when
- * the CUDA context failed: it is replaced by a CPU one (one warning) and the caller downloads. */
+ * with the result, and *view points at them, the result's indices renumbered to match. False on
+ * failure: the caller downloads them and runs NMS on the host path. */
 static bool run_nms_in_place(GstCudaNms *self, const Settings &s,
                              const cudanms::DeviceCandidatesView &device,
                              cudanms::CandidatesView *view, gint64 *latency_ns) {
@@ -699,11 +699,9 @@ static bool run_nms_in_place(GstCudaNms *self, const Settings &s,
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
   if (!status.ok()) {
-    GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
-                        ("CUDA non-maximum suppression failed: switching to the CPU"),
-                        ("%s failed on device candidates: %s", priv->context->device_name().c_str(),
-                         status.message().c_str()));
-    priv->context = create_cpu_context(self);
+    /* The host path decides: a download that fails too (a producer's count past its buffer) is
+     * the stream's error; a CUDA failure moves NMS to the CPU there. */
+    GST_WARNING_OBJECT(self, "NMS on the device candidates failed: %s", status.message().c_str());
     return false;
   }
   cudanms::Result &r = priv->result;

@@ -87,11 +87,6 @@ Status Detector::detect(const GrayView &image, const DetectParams &params,
   Status status = validate(params);
   if (status.ok()) status = check_image(image);
   if (!status.ok()) return status;
-  const size_t most = max_windows(image.width, image.height, params);
-  if (out->capacity() < most) {
-    return Status::Error("device candidates of capacity " + std::to_string(out->capacity()) +
-                         " for a frame of up to " + std::to_string(most) + " windows");
-  }
   try {
     return detect_device_checked(image, params, output, out, stats);
   } catch (const std::bad_alloc &) {

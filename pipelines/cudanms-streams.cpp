@@ -46,9 +46,14 @@ struct Options {
   gboolean quiet = FALSE;
 };
 
-const char *kDefaultDetector =
-    "cudacascade model=/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml "
-    "min-size=50x50 max-size=200x200 scale-factor=1.25";
+// The frontal face cascade of opencv-data (under $CUDANMS_OPENCV_DATA when set), faces of 50 to
+// 200 pixels, scale factor 1.25.
+std::string default_detector() {
+  const char *data = g_getenv("CUDANMS_OPENCV_DATA");
+  return std::string("cudacascade model=\"") + (data ? data : "/usr/share/opencv4") +
+         "/haarcascades/haarcascade_frontalface_default.xml\" min-size=50x50 max-size=200x200 "
+         "scale-factor=1.25";
+}
 const char *kDefaultNms = "cudanms iou-threshold=0.3";
 
 // Per stream, written on its streaming thread only (and read after the pipeline has stopped, or
@@ -351,7 +356,7 @@ int main(int argc, char **argv) {
   }
   g_option_context_free(context);
   if (!o.size) o.size = g_strdup("1920x1080");
-  if (!o.detector) o.detector = g_strdup(kDefaultDetector);
+  if (!o.detector) o.detector = g_strdup(default_detector().c_str());
   if (!o.nms) o.nms = g_strdup(kDefaultNms);
   const int n_sources = sources ? static_cast<int>(g_strv_length(sources)) : 0;
   if ((o.preload == nullptr) == (n_sources == 0) || o.streams < 1 || o.frames < 0) {

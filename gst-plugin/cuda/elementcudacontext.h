@@ -48,6 +48,6 @@ class ElementCudaContext {
   };
 
  private:
-  mutable std::mutex lock_;
+  mutable std::recursive_mutex lock_;
   GstObject *context_ = nullptr; /* a GstCudaContext */
 };

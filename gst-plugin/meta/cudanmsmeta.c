@@ -124,7 +124,7 @@ static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuf
       dst->mapped = src->mapped;
       return TRUE;
     }
-    if (!gst_cuda_nms_candidates_meta_map(src)) return FALSE;
+    if (!gst_cuda_nms_candidates_meta_map(src, NULL)) return FALSE;
     gst_cuda_nms_candidates_meta_append_many(dst, src->boxes, src->scores, src->class_ids, src->n);
     return TRUE;
   }
@@ -133,7 +133,7 @@ static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuf
     guint first;
     if (!scale_factors((const GstVideoMetaTransform *)data, &fx, &fy)) return FALSE;
     /* Rescaled on the host: the device candidates are downloaded first. */
-    if (!gst_cuda_nms_candidates_meta_map(src)) return FALSE;
+    if (!gst_cuda_nms_candidates_meta_map(src, NULL)) return FALSE;
     dst = gst_buffer_add_cuda_nms_candidates_meta(dest, src->n);
     if (!dst) return FALSE;
     first = dst->n;
@@ -199,7 +199,7 @@ gboolean gst_cuda_nms_candidates_meta_set_device(GstCudaNmsCandidatesMeta *meta,
   return TRUE;
 }
 
-gboolean gst_cuda_nms_candidates_meta_map(GstCudaNmsCandidatesMeta *meta) {
+gboolean gst_cuda_nms_candidates_meta_map(GstCudaNmsCandidatesMeta *meta, GError **gerror) {
   gchar *error = NULL;
   g_return_val_if_fail(meta != NULL, FALSE);
   if (meta->mapped) return TRUE;
@@ -210,6 +210,9 @@ gboolean gst_cuda_nms_candidates_meta_map(GstCudaNmsCandidatesMeta *meta) {
       !meta->device->download(meta->device->user_data, &n, &boxes, &scores, &class_ids, &error)) {
     GST_ERROR("could not download %u device candidates: %s", meta->device->capacity,
               error ? error : "the producer gave no download function");
+    g_set_error(gerror, GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED,
+                "could not download the device candidates: %s",
+                error ? error : "the producer gave no download function");
     g_free(error);
     return FALSE;
   }
@@ -244,7 +247,7 @@ static gboolean candidates_grow(GstCudaNmsCandidatesMeta *meta, guint extra) {
 /* Before host candidates are added to device ones: all of them on the host, the device
  * reference dropped (it would no longer be the whole set). */
 static gboolean candidates_take_host(GstCudaNmsCandidatesMeta *meta) {
-  if (!gst_cuda_nms_candidates_meta_map(meta)) return FALSE;
+  if (!gst_cuda_nms_candidates_meta_map(meta, NULL)) return FALSE;
   candidates_forget_device(meta);
   return TRUE;
 }

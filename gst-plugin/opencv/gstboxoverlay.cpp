@@ -409,7 +409,7 @@ static void draw_candidates(GstBoxOverlay *self, Canvas &canvas, GstBuffer *buf)
                                                   GST_CUDA_NMS_CANDIDATES_META_API_TYPE))) {
     any = true;
     auto *c = reinterpret_cast<GstCudaNmsCandidatesMeta *>(meta);
-    if (!gst_cuda_nms_candidates_meta_map(c)) {  // device candidates: downloaded once
+    if (!gst_cuda_nms_candidates_meta_map(c, nullptr)) {  // device candidates: downloaded once
       GST_WARNING_OBJECT(self, "could not download the device candidates to draw them");
       continue;
     }

@@ -77,10 +77,11 @@ typedef enum {
 #define DEFAULT_DEVICE_CANDIDATES TRUE
 
 /* Device candidates buffers in flight per element at most (frames between cudacascade and the
- * element that frees their meta), and the largest buffer: frames whose grid holds more windows
- * hand their candidates over in host memory. */
+ * element that frees their meta), and the windows one holds at most (1.5 MiB): far more than a
+ * face cascade's raw windows on a 4K frame. A frame finding more makes cudanms fail loudly (its
+ * count is kept whole); device-candidates=false has no such bound. */
 #define DEVICE_CANDIDATES_BUFFERS 8
-#define DEVICE_CANDIDATES_MAX_WINDOWS (1u << 20)
+#define DEVICE_CANDIDATES_MAX_WINDOWS (64u * 1024)
 
 #define VIDEO_FORMATS "{ GRAY8, I420, YV12, NV12, NV21, BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
 
@@ -513,14 +514,15 @@ static cudanms::Status detect(GstCudaCascade *self, const cudanms::cascade::Gray
 }
 
 /* A device candidates buffer for a frame of this size: the pool is made, or remade, for the
- * frame's most windows. nullptr (the frame goes the host way) when the frame could hold too many,
- * every buffer is still downstream, or the GPU cannot give one. */
+ * frame's most windows (up to DEVICE_CANDIDATES_MAX_WINDOWS). nullptr (the frame goes the host
+ * way) when every buffer is still downstream or the GPU cannot give one. */
 static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(
     GstCudaCascade *self, const Settings &s, const cudanms::cascade::GrayView &view,
     const cudanms::cascade::DetectParams &params) {
   GstCudaCascadePrivate *priv = self->priv;
-  const size_t most = priv->detector->max_windows(view.width, view.height, params);
-  if (most == 0 || most > DEVICE_CANDIDATES_MAX_WINDOWS) return nullptr;
+  const size_t most = std::min<size_t>(priv->detector->max_windows(view.width, view.height, params),
+                                       DEVICE_CANDIDATES_MAX_WINDOWS);
+  if (most == 0) return nullptr;
   cudanms::Status status;
   if (!priv->pool || priv->pool->capacity() < most) {
     cudanms::DeviceCandidatesPoolOptions options;

@@ -310,7 +310,7 @@ static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, 
     json_builder_add_int_value(b, static_cast<gint64>(result->candidates_in));
   } else {
     GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(buf);
-    if (c && !gst_cuda_nms_candidates_meta_map(c)) {  // device candidates: downloaded once
+    if (c && !gst_cuda_nms_candidates_meta_map(c, nullptr)) {  // device candidates: downloaded once
       GST_WARNING_OBJECT(self, "could not download the device candidates to count them");
     }
     json_builder_add_int_value(b, c ? c->n : 0);

@@ -63,7 +63,7 @@ Attached attached(GstBuffer *out) {
   if (auto *m = gst_buffer_get_cuda_nms_candidates_meta(out)) {
     a.meta = true;
     a.on_device = m->device != nullptr && !m->mapped && m->downloads == 0;
-    EXPECT_TRUE(gst_cuda_nms_candidates_meta_map(m));
+    EXPECT_TRUE(gst_cuda_nms_candidates_meta_map(m, nullptr));
     a.boxes.assign(m->boxes, m->boxes + 4 * m->n);
     a.scores.assign(m->scores, m->scores + m->n);
   }

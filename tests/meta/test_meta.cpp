@@ -259,8 +259,8 @@ TEST_F(Meta, DeviceCandidatesReachTheHostOnlyWhenMappedAndOnce) {
   EXPECT_EQ(c->n, 0u) << "not on the host before map";
   EXPECT_FALSE(c->mapped);
   EXPECT_EQ(d.downloads, 0);
-  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c));
-  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c));
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c, nullptr));
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c, nullptr));
   EXPECT_EQ(d.downloads, 1);
   EXPECT_EQ(c->downloads, 1u);
   ASSERT_EQ(c->n, 2u);
@@ -299,7 +299,7 @@ TEST_F(Meta, ABufferCopySharesDeviceCandidatesWithoutADownload) {
   EXPECT_EQ(d.downloads, 0);
   gst_buffer_unref(buf);
   EXPECT_EQ(d.releases, 0) << "the copy still holds them";
-  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c));
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_map(c, nullptr));
   EXPECT_EQ(c->n, 2u);
   gst_buffer_unref(copy);
   EXPECT_EQ(d.releases, 1);
@@ -346,7 +346,7 @@ TEST_F(Meta, AFailedDownloadIsFalseAndLeavesNoCandidates) {
   GstBuffer *buf = gst_buffer_new();
   GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(buf, 0);
   gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&d));
-  EXPECT_FALSE(gst_cuda_nms_candidates_meta_map(c));
+  EXPECT_FALSE(gst_cuda_nms_candidates_meta_map(c, nullptr));
   EXPECT_EQ(c->n, 0u);
   EXPECT_FALSE(c->mapped);
   gst_buffer_unref(buf);

@@ -154,14 +154,15 @@ class Detector {
   // failing, and callers should fall back to a CPU detector.
   Status detect(const GrayView &image, const DetectParams &params, std::vector<Window> *windows,
                 DetectStats *stats = nullptr);
-  // CUDA detectors only: the same windows, in the same order, written into device candidates
-  // (whose capacity must be at least max_windows()) with their count, and out->ready() recorded
-  // after them. Returns without waiting for the GPU; stats get the scales only. Nothing is
-  // copied back: hand out->view() to cudanms::Context::run.
+  // CUDA detectors only: the same windows, in the same order, written into device candidates,
+  // and out->ready() recorded after them. Returns without waiting for the GPU; stats get the
+  // scales only. Nothing is copied back: hand out->view() to cudanms::Context::run. The count
+  // written is the frame's whole count: were it above the buffer's capacity (the first capacity
+  // windows are written), NMS and download() report it as an error rather than lose windows.
   Status detect(const GrayView &image, const DetectParams &params, const DeviceOutput &output,
                 DeviceCandidates *out, DetectStats *stats = nullptr);
   // The most windows a frame of this size can return with these parameters (the grid windows of
-  // every scale), or 0 when the parameters are invalid.
+  // every scale; a capacity that can never be exceeded), or 0 when the parameters are invalid.
   size_t max_windows(int width, int height, const DetectParams &params) const;
   virtual Backend backend() const = 0;
   virtual std::string device_name() const = 0;

@@ -19,7 +19,7 @@
  * host. Any other reader calls gst_cuda_nms_candidates_meta_map() first, which downloads them
  * once and caches them in the arrays:
  *
- *   if (!gst_cuda_nms_candidates_meta_map (c)) handle_error ();
+ *   if (!gst_cuda_nms_candidates_meta_map (c, &error)) handle_error (error);
  *   for (guint i = 0; i < c->n; i++) use (&c->boxes[4 * i], c->scores[i], c->class_ids[i]);
  *
  * Boxes are {x1, y1, x2, y2} in pixels of the frame the buffer carries. Both metas carry the
@@ -144,9 +144,9 @@ gboolean gst_cuda_nms_candidates_meta_set_device(GstCudaNmsCandidatesMeta *meta,
                                                  GstCudaNmsDeviceCandidates *device);
 
 /* Makes the arrays hold the candidates: for device candidates, downloads them once (waiting for
- * their event) and caches them; otherwise does nothing. FALSE, with an error logged, when the
- * download fails (the arrays then stay empty). */
-gboolean gst_cuda_nms_candidates_meta_map(GstCudaNmsCandidatesMeta *meta);
+ * their event) and caches them; otherwise does nothing. FALSE when the download fails (the arrays
+ * then stay empty), with *@error (may be NULL) saying why. */
+gboolean gst_cuda_nms_candidates_meta_map(GstCudaNmsCandidatesMeta *meta, GError **error);
 
 /* Appends one candidate; the arrays grow geometrically when full. Appending to device candidates
  * maps them first, and from then on the meta holds host candidates only. */
