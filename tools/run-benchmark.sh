@@ -49,8 +49,8 @@ for m in .device/debs/media/megamind_1080p.h264 /usr/share/doc/opencv-doc/exampl
 done
 if [ -x "$build/pipelines/cudanms-streams" ] && [ -n "$media" ]; then
   {
-    echo "| streams | total frames/s | per stream frames/s | cudacascade p50 / p99 (us) | cudanms p50 / p99 (us) | NMS share | GPU memory (MiB) |"
-    echo "|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| streams | total frames/s | per stream frames/s | chain p50 / p99 (us) | cudacascade p50 / p99 (us) | cudanms p50 / p99 (us) | NMS GPU work p50 / p99 (us) | NMS share of the chain | GPU memory (MiB) |"
+    echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   } >"$out/streams.md"
   for n in ${STREAMS:-1 4 16 32}; do
     CUDANMS_BUILD="$build" pipelines/streams --preload "$media" --streams "$n" \
@@ -59,8 +59,10 @@ if [ -x "$build/pipelines/cudanms-streams" ] && [ -n "$media" ]; then
 import json, sys
 s = json.load(open(sys.argv[1]))
 print(f"| {s['streams']} | {s['total_fps']:.0f} | {s['min_stream_fps']:.0f}..{s['max_stream_fps']:.0f} "
+      f"| {s['chain_p50_us']:.0f} / {s['chain_p99_us']:.0f} "
       f"| {s['detector_p50_us']:.0f} / {s['detector_p99_us']:.0f} | {s['nms_p50_us']:.0f} / "
-      f"{s['nms_p99_us']:.0f} | {s['nms_share_percent']:.2f}% | {s['gpu_memory_mib']:.0f} |")
+      f"{s['nms_p99_us']:.0f} | {s['nms_gpu_p50_us']:.0f} / {s['nms_gpu_p99_us']:.0f} "
+      f"| {s['nms_share_percent']:.2f}% | {s['gpu_memory_mib']:.0f} |")
 PY
   done
   echo "media: $media" >>"$out/streams.md"

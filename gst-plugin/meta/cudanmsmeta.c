@@ -314,6 +314,7 @@ static gboolean result_meta_init(GstMeta *meta, gpointer params, GstBuffer *buff
   r->class_ids = NULL;
   r->candidates_in = r->dropped_score = r->invalid = r->dropped_capacity = r->kept = 0;
   r->latency_ns = 0;
+  r->gpu_time_ns = 0;
   r->backend = "cpu";
   r->labels = NULL;
   return TRUE;
@@ -348,6 +349,7 @@ static GstCudaNmsResultMeta *result_meta_copy(GstBuffer *dest, const GstCudaNmsR
   dst->dropped_capacity = src->dropped_capacity;
   dst->kept = src->kept;
   dst->latency_ns = src->latency_ns;
+  dst->gpu_time_ns = src->gpu_time_ns;
   dst->backend = src->backend;
   return dst;
 }

@@ -196,7 +196,7 @@ TEST(CudaCascadeElement, FramesInCudaMemoryAreReadInPlaceInThePipelinesContext) 
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(
       ("appsrc name=src format=time caps=video/x-raw,format=NV12,width=1920,height=1080,"
-       "framerate=30/1 ! cudaupload ! " +
+       "framerate=30/1 ! cudaupload ! video/x-raw(memory:CUDAMemory) ! " +
        detector + " ! " + nms + " ! appsink name=sink sync=false")
           .c_str(),
       &error);

@@ -182,7 +182,9 @@ typedef struct _GstCudaNmsResultMeta GstCudaNmsResultMeta;
  * @invalid: candidates with NaN/inf values, negative sizes, or wholly outside the frame
  * @dropped_capacity: candidates beyond max-candidates (the lowest-ranked)
  * @kept: kept boxes (== @n_kept)
- * @latency_ns: wall time of the NMS call, in nanoseconds
+ * @latency_ns: wall time of the NMS call, in nanoseconds (with device candidates it includes
+ *   the wait for the detector's GPU work, which NMS is ordered after)
+ * @gpu_time_ns: GPU time of NMS's own work, with cudanms time-gpu=true on CUDA; else 0
  * @backend: where NMS ran: "cpu" or "cuda" (a static string)
  * @labels: @n_kept class names (interned strings, never freed): the label cudanms knows for the
  *   class (its labels property, else the detector's label event), else the class id in decimal
@@ -203,6 +205,7 @@ struct _GstCudaNmsResultMeta {
   guint64 dropped_capacity;
   guint64 kept;
   guint64 latency_ns;
+  guint64 gpu_time_ns;
   const gchar *backend;
   const gchar **labels;
 };
