@@ -39,8 +39,11 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   EXPECT_GT(json_object_get_double_member(summary, "total_fps"), 0.0);
   EXPECT_GT(json_object_get_double_member(summary, "detector_p50_us"), 0.0);
   EXPECT_GT(json_object_get_double_member(summary, "nms_p50_us"), 0.0);
+  EXPECT_GE(json_object_get_double_member(summary, "chain_p50_us"),
+            json_object_get_double_member(summary, "detector_p50_us"));
+  // NMS's own GPU time, and so its share, exist only where NMS runs on a GPU.
   const double share = json_object_get_double_member(summary, "nms_share_percent");
-  EXPECT_GT(share, 0.0);
+  EXPECT_GE(share, 0.0);
   EXPECT_LT(share, 100.0);
   g_object_unref(parser);
 }
