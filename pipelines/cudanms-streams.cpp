@@ -391,8 +391,9 @@ int main(int argc, char **argv) {
   app.gpu_used_before = gpu_memory_used();
   std::string desc;
   for (int i = 0; i < n; ++i) desc += branch(app, i, o.preload ? nullptr : sources[i]);
-  app.pipeline = gst_parse_launch(desc.c_str(), &error);
-  if (!app.pipeline) {
+  // Strict: an element that is not there (a plugin not found) is an error, not a gap.
+  app.pipeline = gst_parse_launch_full(desc.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
+  if (!app.pipeline || error) {
     g_printerr("cannot build the pipeline: %s\n", error ? error->message : "");
     return 2;
   }

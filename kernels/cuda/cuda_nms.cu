@@ -1,12 +1,15 @@
 // The CUDA backend. Per frame, on one stream, with one host synchronisation at the end:
 //   host      the candidates copied as they are into one pinned buffer: no per-candidate work
-//   H2D       one copy, which also zeroes the frame's counters
+//   H2D       one copy, which also zeroes the frame's counters. Device candidates (a producer's
+//             buffers, their count a device word) skip both: the stream waits on their event,
+//             the counters are zeroed on the device, and the kernels read them in place.
 //   classify  rules 1-2 (cudanms/nms.h) on the device: each candidate's sort key is its score
 //             (-0.0 made +0.0), or -inf when it is invalid or below the score threshold
 //   rank      rule 3: eligible candidates ordered by key, descending, equal keys by index, and the
 //             best Dmax gathered into rank order. Up to kCountingRankMax candidates each one's
 //             rank is counted in parallel, one launch; larger frames use CUB's radix sort (stable,
-//             so equal keys keep index order) and a gather.
+//             so equal keys keep index order) and a gather. Device candidates are always
+//             counted, a tile of keys at a time: the sort would need their count on the host.
 //   pairs     one warp per (rank i, run of 32-rank chunks j < i), a ballot per chunk; where j
 //             suppresses i, greedy appends j to i's predecessor list and matrix counts it:
 //             memory O(Dmax * kMaxPredecessors), not Dmax^2
@@ -14,7 +17,8 @@
 //             reached by in-place sweeps, each settling at least the best-ranked undecided
 //             candidate (Cluster-NMS on edges, REFERENCE.md). Matrix: kept iff no suppressor.
 //             Then the kept candidates' indices, in rank order, capped at max_detections.
-//   D2H       one copy of the counts and the kept indices
+//   D2H       one copy of the counts and the kept indices (device candidates: and the kept
+//             values, written by a kernel into mapped host memory)
 // The number of ranked candidates is known only on the device, so every kernel after classify
 // reads it there and launches are sized for the most it can be.
 // A frame where a candidate has more than kMaxPredecessors predecessors, or that needs more than
@@ -87,8 +91,7 @@ __device__ void count_in(uint32_t *counter, bool flag) {
   if (threadIdx.x % kWarp == 0 && votes != 0) atomicAdd(counter, __popc(votes));
 }
 
-// n is the capacity; device candidates bring their count, and the slots past it get the key of
-// an ineligible candidate so that the rank stage, sized for n, leaves them out.
+// n is the capacity; device candidates bring their count, and the slots past it are never read.
 __global__ void __launch_bounds__(kClassifyThreads)
     classify_kernel(const float4 *boxes, const float *scores, uint32_t n, const uint32_t *d_count,
                     float score_threshold, float *keys, uint32_t *header) {
@@ -100,7 +103,6 @@ __global__ void __launch_bounds__(kClassifyThreads)
   }
   bool valid = false;
   bool below = false;
-  if (p >= count && p < n) keys[p] = -INFINITY;
   if (p < count) {
     const float s = scores[p];
     valid = is_valid(to_box(boxes[p]), s);
@@ -123,29 +125,38 @@ __device__ void place(uint32_t r, uint32_t p, float key, const float4 *boxes,
   counts[r] = 0;
 }
 
-// The rank stage of a frame up to kCountingRankMax, in one launch: an eligible candidate's rank
-// is the number of candidates ranked before it (ineligible keys are -inf, below every eligible
-// one). Block b ranks the 32 candidates 32b + lane; its warps count over slices of the keys
-// staged in shared memory.
+// The rank stage in one launch: an eligible candidate's rank is the number of candidates ranked
+// before it (ineligible keys are -inf, below every eligible one). Block b ranks the 32 candidates
+// 32b + lane; its warps count over slices of the keys, staged in shared memory a tile of
+// kCountingRankMax at a time. Host frames take it up to one tile (larger ones are sorted);
+// device candidates always, as only the device knows their count: blocks past it leave at once,
+// so the work follows the frame's count, not the buffer's capacity.
 __global__ void __launch_bounds__(kCountingWarps *kWarp)
-    counting_rank_kernel(const float *keys, const float4 *boxes, const int32_t *classes, uint32_t n,
-                         uint32_t dmax, float4 *rank_boxes, float *rank_scores,
-                         int32_t *rank_classes, uint32_t *order, uint32_t *counts) {
+    counting_rank_kernel(const float *keys, uint32_t n, const uint32_t *d_count,
+                         const float4 *boxes, const int32_t *classes, uint32_t dmax,
+                         float4 *rank_boxes, float *rank_scores, int32_t *rank_classes,
+                         uint32_t *order, uint32_t *counts) {
   extern __shared__ float s_keys[];
   __shared__ uint32_t s_before[kCountingWarps][kWarp];
-  for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) s_keys[j] = keys[j];
-  __syncthreads();
+  const uint32_t count = d_count ? min(*d_count, n) : n;
+  if (blockIdx.x * kWarp >= count) return;  // the whole block
   const uint32_t warp = threadIdx.x / kWarp;
   const uint32_t lane = threadIdx.x % kWarp;
   const uint32_t p = blockIdx.x * kWarp + lane;
-  const float key = p < n ? s_keys[p] : -INFINITY;
-  const uint32_t slice = (n + kCountingWarps - 1) / kCountingWarps;
-  const uint32_t end = min(n, (warp + 1) * slice);
+  const float key = p < count ? keys[p] : -INFINITY;
   uint32_t before = 0;
+  for (uint32_t tile = 0; tile < count; tile += kCountingRankMax) {
+    const uint32_t size = min(kCountingRankMax, count - tile);
+    __syncthreads();  // every warp is done with the previous tile
+    for (uint32_t j = threadIdx.x; j < size; j += blockDim.x) s_keys[j] = keys[tile + j];
+    __syncthreads();
+    const uint32_t slice = (size + kCountingWarps - 1) / kCountingWarps;
+    const uint32_t end = min(size, (warp + 1) * slice);
 #pragma unroll 8
-  for (uint32_t j = warp * slice; j < end; ++j) {
-    const float other = s_keys[j];  // every lane reads the same word: a broadcast
-    before += other > key || (other == key && j < p);
+    for (uint32_t j = warp * slice; j < end; ++j) {
+      const float other = s_keys[j];  // every lane reads the same word: a broadcast
+      before += other > key || (other == key && tile + j < p);
+    }
   }
   s_before[warp][lane] = before;
   __syncthreads();
@@ -573,9 +584,10 @@ class CudaContext final : public Context {
                       stream_>>>(in.boxes, in.scores, n, in.count, params.score_threshold,
                                  w.d_keys.get(), header);
     CUDANMS_TRY(cudaGetLastError());
-    if (n <= kCountingRankMax) {
-      counting_rank_kernel<<<(n + kWarp - 1) / kWarp, kCountingWarps * kWarp, n * sizeof(float),
-                             stream_>>>(w.d_keys.get(), in.boxes, in.classes, n, dmax,
+    if (n <= kCountingRankMax || in.count != nullptr) {
+      const size_t tile_bytes = std::min(n, kCountingRankMax) * sizeof(float);
+      counting_rank_kernel<<<(n + kWarp - 1) / kWarp, kCountingWarps * kWarp, tile_bytes,
+                             stream_>>>(w.d_keys.get(), n, in.count, in.boxes, in.classes, dmax,
                                         w.d_rank_boxes.get(), w.d_rank_scores.get(),
                                         w.d_rank_classes.get(), w.d_order.get(), w.d_counts.get());
       CUDANMS_TRY(cudaGetLastError());
