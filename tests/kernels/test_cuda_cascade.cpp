@@ -276,15 +276,21 @@ TEST(CudaCascade, DeviceCandidatesAreTheHostWindowsAndNmsAgrees) {
         compared += want.scores.size();
       }
       // The frame already on the device: read in place.
+      // A copy from pageable memory may still be landing when cudaMemcpy returns: the event
+      // after it orders the detector's reads, as a producer's would.
       uint8_t *d_gray = nullptr;
+      cudaEvent_t copied;
+      ASSERT_EQ(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&d_gray, gray.total()), cudaSuccess);
       ASSERT_EQ(cudaMemcpy(d_gray, gray.data, gray.total(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaEventRecord(copied, 0), cudaSuccess);
       cascade::GrayView on_device{d_gray, gray.cols, gray.rows, static_cast<size_t>(gray.cols),
-                                  true,   nullptr};
+                                  true,   copied};
       ASSERT_TRUE(cuda->detect(on_device, params, cascade::DeviceOutput{7}, out.get()).ok());
       HostCandidates got;
       ASSERT_TRUE(out->download(&got).ok());
       cudaFree(d_gray);
+      cudaEventDestroy(copied);
       expect_same_candidates(as_candidates(windows, -1e300, 7), got,
                              case_name(c) + " " + frame.name + " from device memory");
     }
@@ -371,6 +377,7 @@ TEST(CudaCascade, DeviceCandidatesOfEmptyFramesAndSmallBuffers) {
   for (const cv::Size size : {cv::Size(10, 10), cv::Size(0, 0)}) {
     const uint32_t stale = 55;
     ASSERT_EQ(cudaMemcpy(out->count(), &stale, 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the stale count has landed
     cv::Mat small(size, CV_8UC1, cv::Scalar(1));
     ASSERT_TRUE(cuda->detect(view_of(small), params, cascade::DeviceOutput{}, out.get()).ok());
     HostCandidates got;
