@@ -306,32 +306,41 @@ void summarize(App *app) {
   const size_t used = app->gpu_used_running;
   const double memory_mib = (used - std::min(used, app->gpu_used_before)) / (1024.0 * 1024.0);
   const int n = static_cast<int>(app->streams.size());
-  g_print("streams %d  frames %" G_GUINT64_FORMAT
-          "  total %.1f fps  per stream %.1f..%.1f fps\n"
-          "per frame p50/p99 (us): chain %.0f/%.0f  detector %.0f/%.0f  cudanms %.0f/%.0f  "
-          "NMS GPU work %.0f/%.0f\n"
-          "NMS share %.2f%% of the chain's time  GPU memory %.0f MiB (%.1f MiB per stream)\n",
-          n, frames, total_fps, slowest, fastest, percentile(chain, 0.5), percentile(chain, 0.99),
-          percentile(detector, 0.5), percentile(detector, 0.99), percentile(nms, 0.5),
-          percentile(nms, 0.99), percentile(nms_gpu, 0.5), percentile(nms_gpu, 0.99), share,
-          memory_mib, n ? memory_mib / n : 0);
+  // Every figure once, by its JSON name; the text lines below pick them from here.
+  const std::vector<std::pair<const char *, double>> figures = {
+      {"streams", n},
+      {"frames", static_cast<double>(frames)},
+      {"total_fps", total_fps},
+      {"min_stream_fps", slowest},
+      {"max_stream_fps", fastest},
+      {"chain_p50_us", percentile(chain, 0.5)},
+      {"chain_p99_us", percentile(chain, 0.99)},
+      {"detector_p50_us", percentile(detector, 0.5)},
+      {"detector_p99_us", percentile(detector, 0.99)},
+      {"nms_p50_us", percentile(nms, 0.5)},
+      {"nms_p99_us", percentile(nms, 0.99)},
+      {"nms_gpu_p50_us", percentile(nms_gpu, 0.5)},
+      {"nms_gpu_p99_us", percentile(nms_gpu, 0.99)},
+      {"nms_share_percent", share},
+      {"gpu_memory_mib", memory_mib}};
+  auto fig = [&figures](size_t i) { return figures[i].second; };
+  g_print("streams %d  frames %" G_GUINT64_FORMAT "  total %.1f fps  per stream %.1f..%.1f fps\n",
+          n, frames, fig(2), fig(3), fig(4));
+  g_print(
+      "per frame p50/p99 (us): chain %.0f/%.0f  detector %.0f/%.0f  cudanms %.0f/%.0f  "
+      "NMS GPU work %.0f/%.0f\n",
+      fig(5), fig(6), fig(7), fig(8), fig(9), fig(10), fig(11), fig(12));
+  g_print("NMS share %.2f%% of the chain's time  GPU memory %.0f MiB (%.1f MiB per stream)\n",
+          fig(13), fig(14), n ? fig(14) / n : 0);
   if (!app->options.json) return;
   FILE *f = fopen(app->options.json, "w");
   if (!f) {
     g_printerr("cannot write %s\n", app->options.json);
     return;
   }
-  fprintf(f,
-          "{\"streams\": %d, \"frames\": %" G_GUINT64_FORMAT
-          ", \"total_fps\": %.2f, \"min_stream_fps\": %.2f, \"max_stream_fps\": %.2f, "
-          "\"chain_p50_us\": %.1f, \"chain_p99_us\": %.1f, "
-          "\"detector_p50_us\": %.1f, \"detector_p99_us\": %.1f, \"nms_p50_us\": %.1f, "
-          "\"nms_p99_us\": %.1f, \"nms_gpu_p50_us\": %.1f, \"nms_gpu_p99_us\": %.1f, "
-          "\"nms_share_percent\": %.3f, \"gpu_memory_mib\": %.1f}\n",
-          n, frames, total_fps, slowest, fastest, percentile(chain, 0.5), percentile(chain, 0.99),
-          percentile(detector, 0.5), percentile(detector, 0.99), percentile(nms, 0.5),
-          percentile(nms, 0.99), percentile(nms_gpu, 0.5), percentile(nms_gpu, 0.99), share,
-          memory_mib);
+  for (size_t i = 0; i < figures.size(); ++i)
+    fprintf(f, "%s\"%s\": %.10g", i ? ", " : "{", figures[i].first, figures[i].second);
+  fprintf(f, "}\n");
   fclose(f);
 }
 

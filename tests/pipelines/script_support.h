@@ -26,6 +26,12 @@ inline std::string opencv_sample(const char *name) {
   return std::string("/usr/share/doc/opencv-doc/examples/data/") + name;
 }
 
+#define SKIP_WITHOUT_VTEST()                                                         \
+  do {                                                                               \
+    if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))    \
+      GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc"; \
+  } while (0)
+
 struct TempDir {
   TempDir() : path(g_dir_make_tmp("cudanms-pipelines-XXXXXX", nullptr)) {}
   ~TempDir() {

@@ -7,12 +7,6 @@
 namespace cudanms::testing {
 namespace {
 
-#define SKIP_WITHOUT_VTEST()                                                         \
-  do {                                                                               \
-    if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))    \
-      GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc"; \
-  } while (0)
-
 // The demo on the first `frames` frames of vtest.avi into dir, on the CPU; its exit status.
 int run_demo(const TempDir &dir, int frames, rlim_t file_size_limit = 0) {
   gst_init(nullptr, nullptr);

@@ -5,12 +5,6 @@
 namespace cudanms::testing {
 namespace {
 
-#define SKIP_WITHOUT_VTEST()                                                         \
-  do {                                                                               \
-    if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))    \
-      GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc"; \
-  } while (0)
-
 JsonObject *parse_object(JsonParser *parser, const std::string &text) {
   if (!json_parser_load_from_data(parser, text.c_str(), -1, nullptr)) return nullptr;
   JsonNode *root = json_parser_get_root(parser);
