@@ -12,6 +12,9 @@
  * counts and the NMS latency, and as one #GstVideoRegionOfInterestMeta per kept box.
  *
  * The element never maps the frame, so it takes video in system memory or in CUDA memory.
+ * Candidates a GPU detector left in device memory (cudacascade) are used in place when they live
+ * in the element's CUDA context, the pipeline's GstCudaContext it shares the GStreamer way: only
+ * the kept boxes reach the host. Other device candidates are downloaded once.
  *
  * ## Example launch line
  * |[

@@ -10,7 +10,10 @@
  * it warns once and runs the library's CPU twin, which finds the same windows.
  *
  * The cascade runs on the frame's luma plane as it is (GRAY8, I420, YV12, NV12, NV21) or on the
- * grey conversion of RGB formats; unlike cvdetect it does not equalize the histogram.
+ * grey conversion of RGB formats; unlike cvdetect it does not equalize the histogram. Frames in
+ * GPU memory (memory:CUDAMemory, from cudaupload or nvh264dec) are read in place in the
+ * pipeline's CUDA context, which it shares with them and with cudanms; with device-candidates
+ * (the default) the windows stay in GPU memory for cudanms to group in place.
  *
  * ## Example launch line
  * |[
