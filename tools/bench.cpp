@@ -23,7 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Data { kSlidingWindow, kFaces, kFile };
+enum class Data { kSlidingWindow, kFaces, kDense, kFile };
 
 const char *to_string(Data data) {
   switch (data) {
@@ -31,6 +31,8 @@ const char *to_string(Data data) {
       return "sliding-window";
     case Data::kFaces:
       return "faces";
+    case Data::kDense:
+      return "dense";
     case Data::kFile:
       return "file";
   }
@@ -104,6 +106,22 @@ Workload generated(const std::string &config, Data data, int classes, size_t n,
     w.seeds.push_back(seed);
     w.sets.push_back(data == Data::kFaces ? face_windows(n, seed)
                                           : sliding_window_candidates(n, seed, classes));
+  }
+  return w;
+}
+
+// The "dense duplicates" rows: piles of near-identical boxes (dense_candidates), greedy IoU 0.5.
+Workload dense_workload(const std::string &kind, size_t n, const BenchOptions &options) {
+  Workload w;
+  w.config = "dense-" + kind;
+  w.data = Data::kDense;
+  w.n = n;
+  w.params.class_agnostic = true;
+  w.params.max_candidates = n;
+  for (size_t k = 0; k < options.sets; ++k) {
+    const uint64_t seed = mix(options.seed ^ mix(n * 7919 + kind.size()) ^ mix(k + 0xde75e));
+    w.seeds.push_back(seed);
+    dense_candidates(kind, n, seed, &w.sets.emplace_back());
   }
   return w;
 }
@@ -577,6 +595,12 @@ int benchmark(const BenchOptions &options) {
   matrix.class_agnostic = true;
   for (size_t n : options.face_sizes) {
     workloads.push_back(generated("matrix-faces", Data::kFaces, 1, n, matrix, options));
+  }
+  if (options.dense) {
+    for (const auto &[kind, n] : std::vector<std::pair<std::string, size_t>>{
+             {"identical", 20000}, {"groups", 50000}, {"huge", 5000}, {"cluster", 10000}}) {
+      workloads.push_back(dense_workload(kind, n, options));
+    }
   }
   for (const std::string &input : options.inputs) {
     const Status status = file_workloads(input, options, &workloads);

@@ -19,6 +19,9 @@ struct BenchOptions {
   int classes = 80;
   // The paper's matrix method, IoS 0.3, on face_windows, at each of these N.
   std::vector<size_t> face_sizes = {3000};
+  // The "dense duplicates" rows (tools/synthetic.h dense_candidates): 20k identical boxes, 100
+  // groups of 500, 5k boxes at coordinates near 1e7, 10k in one cluster; greedy IoU 0.5.
+  bool dense = false;
   // Candidate files to time instead of generated data.
   std::vector<std::string> inputs;
   FileFormat input_format = FileFormat::kCsv;

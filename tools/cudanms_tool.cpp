@@ -397,6 +397,7 @@ constexpr char kBenchDescription[] =
     "  greedy        class-agnostic greedy IoU 0.5, sliding windows (1920x1080), at --sizes\n"
     "  greedy-Ccls   per-class greedy IoU 0.5, sliding windows of --classes C, at --class-sizes\n"
     "  matrix-faces  the paper's matrix NMS, IoS 0.3, face windows, at --face-sizes\n"
+    "  dense-*       with --dense: greedy IoU 0.5 on piles of near-identical boxes\n"
     "  FILE:...      with --input, each file as greedy, greedy per class (when it has several\n"
     "                classes) and, for oro files, matrix IoS 0.3\n"
     "Dmax is N: every candidate is processed. Columns: p50/p99 host-visible latency in\n"
@@ -437,6 +438,7 @@ int run_bench(int argc, char **argv) {
   g_autofree char *json = nullptr;
   g_autofree char *dump = nullptr;
   gint classes = options.classes;
+  gboolean dense = FALSE;
   gint64 repeat = static_cast<gint64>(options.repeat);
   gint64 sets = static_cast<gint64>(options.sets);
   double max_seconds = options.max_seconds;
@@ -449,6 +451,10 @@ int run_bench(int argc, char **argv) {
        "C"},
       {"face-sizes", 0, 0, G_OPTION_ARG_STRING, &face_sizes,
        "Matrix IoS 0.3 on face windows at these N (default 3000)", "LIST"},
+      {"dense", 0, 0, G_OPTION_ARG_NONE, &dense,
+       "Also time the dense-duplicates rows: 20k identical boxes, 100 groups of 500, 5k boxes "
+       "near 1e7, 10k in one cluster (greedy IoU 0.5)",
+       nullptr},
       {"input", 'i', 0, G_OPTION_ARG_FILENAME_ARRAY, &inputs,
        "Also time this candidate file (repeatable)", "FILE"},
       {"format", 'f', 0, G_OPTION_ARG_STRING, &format,
@@ -489,6 +495,7 @@ int run_bench(int argc, char **argv) {
   }
   if (classes < 1) return usage_error("--classes must be at least 1");
   options.classes = classes;
+  options.dense = dense;
   for (char **input = inputs; input != nullptr && *input != nullptr; ++input) {
     options.inputs.push_back(*input);
   }

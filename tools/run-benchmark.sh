@@ -19,7 +19,7 @@ rm -rf "$data" "$out/bench.json" "$out/torchvision.json"
 rc=0
 echo "== cudanms-tool bench"
 # shellcheck disable=SC2086  # BENCH_ARGS is a list of options
-"$build/tools/cudanms-tool" bench --dump "$data" --json "$out/bench.json" ${BENCH_ARGS:-} |
+"$build/tools/cudanms-tool" bench --dense --dump "$data" --json "$out/bench.json" ${BENCH_ARGS:-} |
   tee "$out/bench.txt" || rc=1
 [ -s "$out/bench.json" ] || { echo "error: the bench wrote no $out/bench.json" >&2; exit 1; }
 

@@ -3,13 +3,29 @@
 # must run, not skip), compute-sanitizer's four tools on the CUDA tests
 # (tools/run-cuda-sanitizers.sh; SANITIZE=0 skips it), then the benchmark
 # (tools/run-benchmark.sh; BENCH=0 skips it). Prints the GPU and the result lines, again after
-# the benchmark's table. On a host without GStreamer or meson, source tools/gpu-host/env.sh first.
+# the benchmark's table. On a host without GStreamer or meson it uses tools/gpu-host/env.sh.
 #   tools/run-cuda-suite.sh [build-dir] [bench-out-dir]
 #   (defaults build-cuda and ${OUT:-out}/benchmark; MESON_ARGS adds options)
 # Needs the README's packages (or PKG_CONFIG_* pointing at them), nvcc, meson and ninja.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-cuda}
+# A GPU host without GStreamer or meson (the Ubuntu image of our H100s): the Debian packages that
+# tools/gpu-host/fetch-debs.sh downloaded (CUDANMS_DEBS, default .device/debs) are unpacked and
+# used, as tools/gpu-host/env.sh does for an interactive shell.
+if ! pkg-config --exists gstreamer-1.0 2>/dev/null || ! command -v meson >/dev/null; then
+  debs=${CUDANMS_DEBS:-.device/debs}
+  if [ ! -d "$debs" ]; then
+    echo "error: no GStreamer or meson here, and no $debs: run tools/gpu-host/fetch-debs.sh on a" \
+      "Debian 12 machine and carry $debs here (or set CUDANMS_DEBS)" >&2
+    exit 2
+  fi
+  echo "GStreamer or meson missing: using the Debian packages in $debs (tools/gpu-host/env.sh)"
+  set +u
+  # shellcheck source=gpu-host/env.sh
+  source tools/gpu-host/env.sh "$debs" >/dev/null
+  set -u
+fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 
 gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -1)

@@ -80,4 +80,35 @@ CandidateSet face_windows(size_t count, uint64_t seed, int width, int height) {
   return set;
 }
 
+bool dense_candidates(const std::string &kind, size_t count, uint64_t seed, CandidateSet *out) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  CandidateSet set;
+  if (kind == "identical") {
+    for (size_t i = 0; i < count; ++i) set.add(10, 10, 60, 60, unit(rng));
+  } else if (kind == "groups") {
+    constexpr size_t kGroup = 500;
+    for (size_t i = 0; i < count; ++i) {
+      const float g = static_cast<float>(i / kGroup);
+      const float x = 30.0f * std::fmod(g, 60.0f), y = 30.0f * std::floor(g / 60.0f);
+      set.add(x, y, x + 50, y + 50, unit(rng));
+    }
+  } else if (kind == "huge") {
+    for (size_t i = 0; i < count; ++i) {
+      const float x = 1e7f + 2e6f * unit(rng) * 0.5f, y = 1e7f + 2e6f * unit(rng) * 0.5f;
+      set.add(x, y, x + 2e6f * unit(rng) * 0.5f, y + 2e6f * unit(rng) * 0.5f, unit(rng));
+    }
+  } else if (kind == "cluster") {
+    for (size_t i = 0; i < count; ++i) {
+      const float dx = 20.0f * (unit(rng) - 0.5f), dy = 20.0f * (unit(rng) - 0.5f);
+      const float grow = 20.0f * (unit(rng) - 0.5f);
+      set.add(500 + dx, 300 + dy, 700 + dx + grow, 500 + dy + grow, unit(rng));
+    }
+  } else {
+    return false;
+  }
+  *out = std::move(set);
+  return true;
+}
+
 }  // namespace cudanms::tools

@@ -597,6 +597,28 @@ size_t count_of(const std::string &text, const std::string &part) {
   return count;
 }
 
+// The dense-duplicates rows: every backend's kept set checked, and the piles kept as one box
+// each (identical boxes, 100 groups, one cluster).
+TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
+  const Outcome o =
+      run_tool({"bench", "--dense", "--sizes", "100", "--class-sizes", "100", "--face-sizes", "100",
+                "--sets", "1", "--repeat", "2", "--max-seconds", "0.05"});
+  ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
+  std::map<std::string, size_t> kept;
+  size_t dense_rows = 0;
+  for (const BenchRow &row : bench_rows(o.out)) {
+    if (row.config.rfind("dense-", 0) != 0) continue;
+    ++dense_rows;
+    if (row.backend != "opencv") EXPECT_EQ(row.agrees, "yes") << row.config << " " << row.backend;
+    kept[row.config] = row.kept;
+  }
+  EXPECT_GE(dense_rows, 4u) << o.out;
+  EXPECT_EQ(kept["dense-identical"], 1u) << o.out;
+  EXPECT_EQ(kept["dense-groups"], 100u) << o.out;
+  EXPECT_EQ(kept["dense-cluster"], 1u) << o.out;
+  EXPECT_GT(kept["dense-huge"], 0u) << o.out;
+}
+
 TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
   const std::string seed = std::to_string(run_seed() % 1000000);
   const std::string json = path("bench.json");
