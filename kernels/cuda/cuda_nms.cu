@@ -21,8 +21,6 @@
 //             values, written by a kernel into mapped host memory)
 // The number of ranked candidates is known only on the device, so every kernel after classify
 // reads it there and launches are sized for the most it can be.
-// Host frames of at most kSmallMax candidates skip all of that: small_frame_kernel does the
-// whole frame in one block, between the same two copies.
 // A frame where a candidate has more than kMaxPredecessors predecessors, or that needs more than
 // kMaxSweeps sweeps (adversarial input), is redone on the CPU, which computes the same result;
 // so is a frame ranking more than kMaxCudaCandidates.
@@ -60,10 +58,6 @@ constexpr int kPairWarps = 8;        // ranks i per pair block, a warp each
 constexpr uint32_t kPairChunks = 8;  // 32-rank chunks of j per warp
 // Up to this many ranked candidates, the settle kernel keeps predecessor counts in shared memory.
 constexpr uint32_t kSharedCounts = 16 * 1024;
-
-// Frames of at most this many host candidates run whole in one block (small_frame_kernel).
-constexpr uint32_t kSmallMax = 512;
-constexpr uint32_t kSmallWords = kSmallMax / kWarp;  // predecessor bit words per rank
 
 // The settle kernel keeps one status byte per ranked candidate in shared memory; frames that
 // rank more are run on the CPU.
@@ -372,117 +366,6 @@ __global__ void kept_values_kernel(const uint32_t *out, const float4 *boxes, con
   kept_classes[k] = classes ? classes[p] : 0;
 }
 
-// A frame of at most kSmallMax candidates from host memory, whole, in one block: rules 1-2, the
-// rank by counting, every pair's verdict as a bit of its rank's predecessor row in shared memory,
-// then one warp walks the ranks in order (greedy: kept iff no kept predecessor, exactly the
-// standard algorithm; matrix: kept iff no suppressor) and writes the output as settle_kernel
-// does. One launch instead of five, and no predecessor list can overflow.
-template <Method kMethod>
-__global__ void __launch_bounds__(kSmallMax)
-    small_frame_kernel(const float4 *boxes, const float *scores, const int32_t *classes, uint32_t n,
-                       float score_threshold, uint32_t dmax, Overlap overlap_kind, float threshold,
-                       uint32_t limit, uint32_t *out) {
-  __shared__ float s_key[kSmallMax];   // keys by candidate, then by rank
-  __shared__ float4 s_box[kSmallMax];  // by rank
-  __shared__ int32_t s_class[kSmallMax];
-  __shared__ uint32_t s_order[kSmallMax];
-  __shared__ uint32_t s_pred[kSmallMax * kSmallWords];  // row i, bit j: rank j suppresses rank i
-  __shared__ uint32_t s_counts[3];                      // invalid, below the score, eligible
-  const uint32_t t = threadIdx.x;
-  if (t < 3) s_counts[t] = 0;
-  __syncthreads();
-  float key = -INFINITY;
-  float4 box = make_float4(0, 0, 0, 0);
-  int32_t cls = 0;
-  if (t < n) {
-    box = boxes[t];
-    const float s = scores[t];
-    const bool valid = is_valid(to_box(box), s);
-    const bool below = valid && s < score_threshold;
-    key = valid && !below ? s + 0.0f : -INFINITY;
-    cls = classes ? classes[t] : 0;
-    atomicAdd_block(&s_counts[!valid ? 0 : below ? 1 : 2], 1u);
-  }
-  s_key[t] = key;
-  __syncthreads();
-  uint32_t r = 0;
-  if (key != -INFINITY) {
-    for (uint32_t j = 0; j < n; ++j) {
-      const float other = s_key[j];  // a broadcast
-      r += other > key || (other == key && j < t);
-    }
-  }
-  const uint32_t m = min(s_counts[2], dmax);
-  __syncthreads();  // every rank counted: the keys may be overwritten
-  if (key != -INFINITY && r < m) {
-    s_key[r] = key;
-    s_box[r] = box;
-    s_class[r] = cls;
-    s_order[r] = t;
-  }
-  __syncthreads();
-  for (uint32_t w = t; w < m * kSmallWords; w += blockDim.x) {
-    const uint32_t i = w / kSmallWords;
-    const uint32_t first = (w % kSmallWords) * kWarp;
-    uint32_t bits = 0;
-    if (first < i) {
-      const Box b = to_box(s_box[i]);
-      const float score_b = s_key[i];
-      const int32_t class_b = s_class[i];
-      const uint32_t end = min(kWarp, i - first);
-      for (uint32_t k = 0; k < end; ++k) {
-        const uint32_t j = first + k;
-        if (s_class[j] != class_b) continue;
-        const Box a = to_box(s_box[j]);
-        const bool suppresses =
-            kMethod == Method::kGreedy
-                ? greedy_suppresses(overlap_kind, threshold, a, b)
-                : matrix_suppresses(overlap_kind, threshold, a, s_key[j], b, score_b);
-        bits |= static_cast<uint32_t>(suppresses) << k;
-      }
-    }
-    s_pred[w] = bits;
-  }
-  __syncthreads();
-  if (t >= kWarp) return;
-  // Lane l holds the kept bits of ranks 32l .. 32l + 31.
-  uint32_t kept = 0;
-  if (kMethod == Method::kGreedy) {
-    for (uint32_t i = 0; i < m; ++i) {
-      const uint32_t hit = t < kSmallWords ? s_pred[i * kSmallWords + t] & kept : 0;
-      if (!__any_sync(kFullMask, hit != 0) && t == i / kWarp) kept |= 1u << (i % kWarp);
-    }
-  } else {
-    for (uint32_t k = 0; k < kWarp; ++k) {
-      const uint32_t i = t * kWarp + k;
-      if (i >= m) break;
-      uint32_t any = 0;
-      for (uint32_t c = 0; c < kSmallWords; ++c) any |= s_pred[i * kSmallWords + c];
-      if (any == 0) kept |= 1u << k;
-    }
-  }
-  const uint32_t mine = __popc(kept);
-  uint32_t through = mine;  // inclusive prefix over the lanes
-  for (uint32_t d = 1; d < kWarp; d <<= 1) {
-    const uint32_t v = __shfl_up_sync(kFullMask, through, d);
-    if (t >= d) through += v;
-  }
-  const uint32_t total = __shfl_sync(kFullMask, through, kWarp - 1);
-  uint32_t slot = through - mine;
-  for (uint32_t k = 0; k < kWarp; ++k) {
-    if (!((kept >> k) & 1u)) continue;
-    if (slot < limit) out[kHeaderWords + slot] = s_order[t * kWarp + k];
-    ++slot;
-  }
-  if (t == 0) {
-    out[kInvalid] = s_counts[0];
-    out[kBelowScore] = s_counts[1];
-    out[kEligible] = s_counts[2];
-    out[kKeptCount] = min(total, limit);
-    out[kFallback] = 0;
-  }
-}
-
 __global__ void iota_kernel(uint32_t *values, uint32_t n) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) values[i] = i;
@@ -697,18 +580,6 @@ class CudaContext final : public Context {
     if (header == nullptr) header = reinterpret_cast<uint32_t *>(w.d_stage.get());
     const auto dmax = static_cast<uint32_t>(std::min<size_t>(params.max_candidates, UINT32_MAX));
 
-    if (in.count == nullptr && n <= kSmallMax) {
-      auto kernel = params.method == Method::kGreedy ? small_frame_kernel<Method::kGreedy>
-                                                     : small_frame_kernel<Method::kMatrix>;
-      kernel<<<1, kSmallMax, 0, stream_>>>(in.boxes, in.scores, in.classes, n,
-                                           params.score_threshold, dmax, params.overlap,
-                                           params.threshold, limit, w.d_out.get());
-      CUDANMS_TRY(cudaGetLastError());
-      CUDANMS_TRY(cudaMemcpyAsync(w.h_out.get(), w.d_out.get(),
-                                  (kHeaderWords + size_t{limit}) * sizeof(uint32_t),
-                                  cudaMemcpyDeviceToHost, stream_));
-      return Status::Ok();
-    }
     classify_kernel<<<(n + kClassifyThreads - 1) / kClassifyThreads, kClassifyThreads, 0,
                       stream_>>>(in.boxes, in.scores, n, in.count, params.score_threshold,
                                  w.d_keys.get(), header);
