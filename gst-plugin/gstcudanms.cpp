@@ -765,7 +765,8 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
     if (view.count > 0) {
       if (!run_nms(self, s, view, &latency_ns)) return GST_FLOW_ERROR;
     } else {
-      priv->result = cudanms::Result();
+      priv->result.kept.clear();  /* cleared, not reassigned: its memory serves the next frame */
+      priv->result.counts = cudanms::Counts();
     }
   }
   const cudanms::Counts &counts = priv->result.counts;

@@ -67,6 +67,16 @@ Status out_of_memory_as_status(Work work, const std::string &what) {
   }
 }
 
+// Empties a result the caller reuses per frame, keeping its vectors' memory.
+void clear(Result *result) {
+  result->kept.clear();
+  result->counts = Counts();
+  result->device_time_us = 0;
+  result->kept_boxes.clear();
+  result->kept_scores.clear();
+  result->kept_class_ids.clear();
+}
+
 }  // namespace
 
 const char *to_string(Method method) { return kMethodNames[static_cast<int>(method)]; }
@@ -94,9 +104,7 @@ Status validate(const Params &params) {
 
 Status Context::run(const CandidatesView &c, const Params &params, Result *result) {
   if (result == nullptr) return Status::Error("result is null");
-  result->kept.clear();
-  result->counts = Counts();
-  result->device_time_us = 0;
+  clear(result);
   if (c.count > kMaxCount) return Status::Error("more than 2^32 - 1 candidates");
   if (c.count > 0 && (c.boxes == nullptr || c.scores == nullptr)) {
     return Status::Error("candidates have no boxes or no scores");
@@ -106,16 +114,13 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   if (!status.ok()) return status;
   status = out_of_memory_as_status([&] { return run_checked(c, params, result); },
                                    std::to_string(c.count) + "-candidate frame");
-  if (!status.ok()) {
-    result->kept.clear();
-    result->counts = Counts();
-  }
+  if (!status.ok()) clear(result);
   return status;
 }
 
 Status Context::run(const DeviceCandidatesView &c, const Params &params, Result *result) {
   if (result == nullptr) return Status::Error("result is null");
-  *result = Result();
+  clear(result);
   if (c.capacity > kMaxCount) return Status::Error("more than 2^32 - 1 candidates");
   if (c.capacity > 0 && (c.boxes == nullptr || c.scores == nullptr || c.count == nullptr)) {
     return Status::Error("device candidates have no boxes, scores or count");
@@ -127,7 +132,7 @@ Status Context::run(const DeviceCandidatesView &c, const Params &params, Result 
   if (!status.ok()) return status;
   status = out_of_memory_as_status([&] { return run_device_checked(c, params, result); },
                                    std::to_string(c.capacity) + "-candidate device frame");
-  if (!status.ok()) *result = Result();
+  if (!status.ok()) clear(result);
   return status;
 }
 

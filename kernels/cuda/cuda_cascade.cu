@@ -30,7 +30,9 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr size_t kMappedWindows = 16 * 1024;  // windows copied back with the one synchronisation
 constexpr size_t kSharedBytes = 48 * 1024;    // shared memory without opting in to more
 
+using ::cudanms::detail::DeviceArray;
 using ::cudanms::detail::DeviceBinding;
+using ::cudanms::detail::MappedArray;
 
 // A Level as the kernels need it.
 struct DeviceLevel {
@@ -374,48 +376,6 @@ __global__ void publish(const uint32_t *counts, int count_n, const unsigned long
   if (blockIdx.x == 0 && threadIdx.x == 0) *h_reached = *reached;
 }
 
-template <typename T>
-struct DeviceArray {
-  T *ptr = nullptr;
-  size_t size = 0;
-  ~DeviceArray() { cudaFree(ptr); }
-  Status reserve(size_t n) {
-    if (n <= size) return Status::Ok();
-    cudaFree(ptr);
-    ptr = nullptr;
-    size = 0;
-    CASCADE_TRY(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)));
-    size = n;
-    return Status::Ok();
-  }
-  Status upload(const std::vector<T> &v, cudaStream_t stream) {
-    Status s = reserve(v.size());
-    if (!s.ok() || v.empty()) return s;
-    CASCADE_TRY(
-        cudaMemcpyAsync(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
-    return Status::Ok();
-  }
-};
-
-template <typename T>
-struct HostArray {  // pinned; mapped into the device's address space
-  T *ptr = nullptr;
-  T *device = nullptr;
-  size_t size = 0;
-  ~HostArray() { cudaFreeHost(ptr); }
-  Status reserve(size_t n) {
-    if (n <= size) return Status::Ok();
-    cudaFreeHost(ptr);
-    ptr = device = nullptr;
-    size = 0;
-    CASCADE_TRY(cudaHostAlloc(reinterpret_cast<void **>(&ptr), std::max<size_t>(n, 1) * sizeof(T),
-                              cudaHostAllocMapped));
-    CASCADE_TRY(cudaHostGetDevicePointer(reinterpret_cast<void **>(&device), ptr, 0));
-    size = n;
-    return Status::Ok();
-  }
-};
-
 unsigned blocks_for(size_t items, int threads) {
   return static_cast<unsigned>(std::max<size_t>((items + threads - 1) / threads, 1));
 }
@@ -503,11 +463,11 @@ class CudaDetector final : public Detector {
       const size_t row = static_cast<size_t>(image.width);
       CASCADE_TRY(cudaEventSynchronize(staged_));
       for (int y = 0; y < image.height; ++y)
-        std::memcpy(w_->h_image.ptr + y * row, image.pixels + y * image.stride, row);
-      CASCADE_TRY(cudaMemcpyAsync(w_->image.ptr, w_->h_image.ptr, row * image.height,
+        std::memcpy(w_->h_image.get() + y * row, image.pixels + y * image.stride, row);
+      CASCADE_TRY(cudaMemcpyAsync(w_->image.get(), w_->h_image.get(), row * image.height,
                                   cudaMemcpyHostToDevice, stream_));
       CASCADE_TRY(cudaEventRecord(staged_, stream_));
-      *pixels = w_->image.ptr;
+      *pixels = w_->image.get();
       *stride = row;
     }
     if (uploaded_) CASCADE_TRY(cudaEventRecord(uploaded_, stream_));
@@ -535,19 +495,20 @@ class CudaDetector final : public Detector {
       size_t stride = 0;
       status = upload(image, &pixels, &stride);
       if (status.ok()) {
-        const Finals finals{w_->status.ptr, w_->norms.ptr, image.width, image.height,
+        const Finals finals{w_->status.get(), w_->norms.get(), image.width, image.height,
                             output.min_score};
         status = launch(pixels, stride, finals);
       }
       if (!status.ok()) return status;
-      size_t temp_bytes = w_->select_temp.size;
-      CASCADE_TRY(cub::DeviceSelect::If(
-          w_->select_temp.ptr, temp_bytes, thrust::counting_iterator<uint32_t>(0), w_->selected.ptr,
-          out->count(), static_cast<int64_t>(g.windows), IsFinal{w_->status.ptr}, stream_));
-      const Finals finals{w_->status.ptr, w_->norms.ptr, image.width, image.height, 0};
+      size_t temp_bytes = w_->select_temp.size();
+      CASCADE_TRY(cub::DeviceSelect::If(w_->select_temp.get(), temp_bytes,
+                                        thrust::counting_iterator<uint32_t>(0), w_->selected.get(),
+                                        out->count(), static_cast<int64_t>(g.windows),
+                                        IsFinal{w_->status.get()}, stream_));
+      const Finals finals{w_->status.get(), w_->norms.get(), image.width, image.height, 0};
       emit_candidates<<<static_cast<unsigned>(sm_count_) * 4, kThreads, 0, stream_>>>(
-          w_->selected.ptr, out->count(), static_cast<uint32_t>(out->capacity()), w_->levels.ptr,
-          static_cast<int>(g.levels.size()), finals, output.class_id,
+          w_->selected.get(), out->count(), static_cast<uint32_t>(out->capacity()),
+          w_->levels.get(), static_cast<int>(g.levels.size()), finals, output.class_id,
           reinterpret_cast<float4 *>(out->boxes()), out->scores(), out->class_ids());
       CASCADE_TRY(cudaGetLastError());
       // The caller may reuse device pixels once detect() returns: wait for their one reader.
@@ -575,11 +536,11 @@ class CudaDetector final : public Detector {
     CASCADE_TRY(cudaStreamSynchronize(stream_));
 
     const size_t segments = bounds_.size() - 1;
-    const uint32_t found = w_->h_counts.ptr[segments];
-    if (found > w_->h_windows.size) {  // more than ever before: grow, and copy the rest
+    const uint32_t found = w_->h_counts.get()[segments];
+    if (found > w_->h_windows.size()) {  // more than ever before: grow, and copy the rest
       Status grown = w_->h_windows.reserve(found);
       if (!grown.ok()) return grown;
-      CASCADE_TRY(cudaMemcpy(w_->h_windows.ptr, w_->windows.ptr, found * sizeof(OutWindow),
+      CASCADE_TRY(cudaMemcpy(w_->h_windows.get(), w_->windows.get(), found * sizeof(OutWindow),
                              cudaMemcpyDeviceToHost));
     }
     if (stop_) {
@@ -589,13 +550,13 @@ class CudaDetector final : public Detector {
       CASCADE_TRY(cudaEventElapsedTime(&ms, uploaded_, stop_));
       stats->after_upload_us = 1000.0f * ms;
     }
-    stats->windows_evaluated = static_cast<size_t>(*w_->h_reached.ptr);
+    stats->windows_evaluated = static_cast<size_t>(*w_->h_reached.get());
     for (size_t k = 0; k + 1 < segments; ++k)
-      stats->alive_after_segment.push_back(w_->h_counts.ptr[k]);
+      stats->alive_after_segment.push_back(w_->h_counts.get()[k]);
     stats->alive_after_segment.push_back(found);
 
     // In the mapped buffer itself: no copy per frame.
-    OutWindow *const out = w_->h_windows.ptr;
+    OutWindow *const out = w_->h_windows.get();
     std::sort(out, out + found, [](const OutWindow &a, const OutWindow &b) {
       return a.level != b.level ? a.level < b.level : a.y != b.y ? a.y < b.y : a.x < b.x;
     });
@@ -664,8 +625,8 @@ class CudaDetector final : public Detector {
     if (status.ok()) {
       size_t temp_bytes = 0;
       CASCADE_TRY(cub::DeviceSelect::If(
-          nullptr, temp_bytes, thrust::counting_iterator<uint32_t>(0), w_->selected.ptr,
-          w_->counts.ptr, static_cast<int64_t>(geo.windows), IsFinal{w_->status.ptr}, stream_));
+          nullptr, temp_bytes, thrust::counting_iterator<uint32_t>(0), w_->selected.get(),
+          w_->counts.get(), static_cast<int64_t>(geo.windows), IsFinal{w_->status.get()}, stream_));
       status = w_->select_temp.reserve(temp_bytes);
     }
     if (!status.ok()) {
@@ -673,15 +634,15 @@ class CudaDetector final : public Detector {
       return status;
     }
     // Row 0 and column 0 of every level stay zero: the kernels never write them.
-    CASCADE_TRY(cudaMemsetAsync(w_->sum.ptr, 0, plane * sizeof(int32_t), stream_));
-    if (haar) CASCADE_TRY(cudaMemsetAsync(w_->sqsum.ptr, 0, plane * sizeof(int32_t), stream_));
+    CASCADE_TRY(cudaMemsetAsync(w_->sum.get(), 0, plane * sizeof(int32_t), stream_));
+    if (haar) CASCADE_TRY(cudaMemsetAsync(w_->sqsum.get(), 0, plane * sizeof(int32_t), stream_));
     if (model_->has_tilted_features)
-      CASCADE_TRY(cudaMemsetAsync(w_->tilted.ptr, 0, plane * sizeof(int32_t), stream_));
+      CASCADE_TRY(cudaMemsetAsync(w_->tilted.get(), 0, plane * sizeof(int32_t), stream_));
 
     view_ = host_view(*model_, tables);  // then its arrays pointed at the device copies
-    view_.stages = w_->stages.ptr, view_.trees = w_->trees.ptr, view_.nodes = w_->nodes.ptr;
-    view_.leaves = w_->leaves.ptr, view_.subsets = w_->subsets.ptr;
-    view_.haar = w_->haar.ptr, view_.lbp = w_->lbp.ptr;
+    view_.stages = w_->stages.get(), view_.trees = w_->trees.get(), view_.nodes = w_->nodes.get();
+    view_.leaves = w_->leaves.get(), view_.subsets = w_->subsets.get();
+    view_.haar = w_->haar.get(), view_.lbp = w_->lbp.get();
     return Status::Ok();
   }
 
@@ -693,40 +654,41 @@ class CudaDetector final : public Detector {
     const Level &widest = g.levels.front();
     const dim3 block2d(32, 8);
     const dim3 grid2d((widest.width + 31) / 32, (widest.height + 7) / 8, levels);
-    resize_levels<<<grid2d, block2d, 0, stream_>>>(image, image_stride, w_->levels.ptr,
-                                                   w_->x_taps.ptr, w_->y_taps.ptr, g.stride,
-                                                   w_->resized.ptr);
+    resize_levels<<<grid2d, block2d, 0, stream_>>>(image, image_stride, w_->levels.get(),
+                                                   w_->x_taps.get(), w_->y_taps.get(), g.stride,
+                                                   w_->resized.get());
     CASCADE_TRY(cudaGetLastError());
     CASCADE_TRY(cudaEventRecord(image_read_, stream_));  // the frame's only reader is done
-    int32_t *sq = haar ? w_->sqsum.ptr : nullptr;
+    int32_t *sq = haar ? w_->sqsum.get() : nullptr;
     integral_rows<<<blocks_for(total_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        w_->levels.ptr, levels, total_rows_, w_->resized.ptr, g.stride, w_->sum.ptr, sq);
+        w_->levels.get(), levels, total_rows_, w_->resized.get(), g.stride, w_->sum.get(), sq);
     CASCADE_TRY(cudaGetLastError());
     integral_columns<<<blocks_for(total_columns_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        w_->levels.ptr, levels, total_columns_, g.stride, w_->sum.ptr, sq);
+        w_->levels.get(), levels, total_columns_, g.stride, w_->sum.get(), sq);
     CASCADE_TRY(cudaGetLastError());
     if (model_->has_tilted_features) {
       Status status = tilted_integrals();
       if (!status.ok()) return status;
     }
-    const int32_t *tilted = model_->has_tilted_features ? w_->tilted.ptr : w_->sum.ptr;
+    const int32_t *tilted = model_->has_tilted_features ? w_->tilted.get() : w_->sum.get();
 
     const size_t segments = bounds_.size() - 1;
-    CASCADE_TRY(cudaMemsetAsync(w_->counts.ptr, 0, w_->counts.size * sizeof(uint32_t), stream_));
-    CASCADE_TRY(cudaMemsetAsync(w_->reached.ptr, 0, sizeof(unsigned long long), stream_));
+    CASCADE_TRY(
+        cudaMemsetAsync(w_->counts.get(), 0, w_->counts.size() * sizeof(uint32_t), stream_));
+    CASCADE_TRY(cudaMemsetAsync(w_->reached.get(), 0, sizeof(unsigned long long), stream_));
     const unsigned window_blocks =
         std::min<unsigned>(blocks_for(g.windows, kThreads), static_cast<unsigned>(sm_count_) * 16);
     first_segment<<<window_blocks, kThreads, 0, stream_>>>(
-        view_, w_->levels.ptr, levels, static_cast<int64_t>(g.windows), g.stride, w_->sum.ptr, sq,
-        tilted, bounds_[1], w_->status.ptr, w_->norms.ptr);
+        view_, w_->levels.get(), levels, static_cast<int64_t>(g.windows), g.stride, w_->sum.get(),
+        sq, tilted, bounds_[1], w_->status.get(), w_->norms.get());
     CASCADE_TRY(cudaGetLastError());
     walk_rows<<<blocks_for(total_grid_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        w_->levels.ptr, levels, total_grid_rows_, w_->status.ptr, w_->norms.ptr, w_->queue_a.ptr,
-        w_->counts.ptr, w_->reached.ptr);
+        w_->levels.get(), levels, total_grid_rows_, w_->status.get(), w_->norms.get(),
+        w_->queue_a.get(), w_->counts.get(), w_->reached.get());
     CASCADE_TRY(cudaGetLastError());
     // With one segment, the queue holds windows that passed every stage: running the last stage
     // again gives their score.
-    QueueEntry *in = w_->queue_a.ptr, *out = w_->queue_b.ptr;
+    QueueEntry *in = w_->queue_a.get(), *out = w_->queue_b.get();
     const unsigned queue_blocks = static_cast<unsigned>(sm_count_) * 16;
     const size_t runs = std::max<size_t>(segments, 2);
     for (size_t k = 1; k < runs; ++k) {
@@ -740,17 +702,17 @@ class CudaDetector final : public Detector {
                     : group == 16 ? next_segment<16>
                                   : next_segment<32>;
       kernel<<<queue_blocks, kThreads, shared, stream_>>>(
-          view_, w_->levels.ptr, g.stride, w_->sum.ptr, tilted, first, end, in,
-          w_->counts.ptr + k - 1, out, w_->counts.ptr + k, last ? w_->windows.ptr : nullptr,
-          w_->counts.ptr + segments, last ? finals : Finals{}, max_trees_);
+          view_, w_->levels.get(), g.stride, w_->sum.get(), tilted, first, end, in,
+          w_->counts.get() + k - 1, out, w_->counts.get() + k, last ? w_->windows.get() : nullptr,
+          w_->counts.get() + segments, last ? finals : Finals{}, max_trees_);
       CASCADE_TRY(cudaGetLastError());
       std::swap(in, out);
     }
     if (finals.status) return Status::Ok();  // detect_device_checked compacts them
     publish<<<64, kThreads, 0, stream_>>>(
-        w_->counts.ptr, static_cast<int>(segments + 1), w_->reached.ptr, w_->windows.ptr,
-        static_cast<uint32_t>(w_->h_windows.size), w_->h_counts.device, w_->h_reached.device,
-        w_->h_windows.device);
+        w_->counts.get(), static_cast<int>(segments + 1), w_->reached.get(), w_->windows.get(),
+        static_cast<uint32_t>(w_->h_windows.size()), w_->h_counts.device(), w_->h_reached.device(),
+        w_->h_windows.device());
     CASCADE_TRY(cudaGetLastError());
     return Status::Ok();
   }
@@ -772,20 +734,20 @@ class CudaDetector final : public Detector {
     const Geometry &g = geometry_;
     for (const Level &l : g.levels) {
       const int n = l.width + l.height - 1;
-      CASCADE_TRY(cudaMemsetAsync(w_->tilt_grid.ptr, 0,
+      CASCADE_TRY(cudaMemsetAsync(w_->tilt_grid.get(), 0,
                                   static_cast<size_t>(n) * n * sizeof(uint32_t), stream_));
       tilted_scatter<<<dim3((l.width + 127) / 128, l.height), 128, 0, stream_>>>(
-          w_->resized.ptr, static_cast<int64_t>(l.origin), g.stride, l.width, l.height, n,
-          w_->tilt_grid.ptr);
+          w_->resized.get(), static_cast<int64_t>(l.origin), g.stride, l.width, l.height, n,
+          w_->tilt_grid.get());
       CASCADE_TRY(cudaGetLastError());
       tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(
-          n, w_->tilt_grid.ptr);
+          n, w_->tilt_grid.get());
       CASCADE_TRY(cudaGetLastError());
-      tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, w_->tilt_grid.ptr);
+      tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, w_->tilt_grid.get());
       CASCADE_TRY(cudaGetLastError());
       tilted_gather<<<dim3((l.width + 1 + 127) / 128, l.height + 1), 128, 0, stream_>>>(
-          w_->tilt_grid.ptr, n, l.width, l.height, static_cast<int64_t>(l.origin), g.stride,
-          w_->tilted.ptr);
+          w_->tilt_grid.get(), n, l.width, l.height, static_cast<int64_t>(l.origin), g.stride,
+          w_->tilted.get());
       CASCADE_TRY(cudaGetLastError());
     }
     return Status::Ok();
@@ -825,10 +787,10 @@ class CudaDetector final : public Detector {
     DeviceArray<OutWindow> windows;
     DeviceArray<uint32_t> selected;  // device candidates: the marked windows' grid indices
     DeviceArray<unsigned char> select_temp;
-    HostArray<uint8_t> h_image;
-    HostArray<uint32_t> h_counts;
-    HostArray<unsigned long long> h_reached;
-    HostArray<OutWindow> h_windows;
+    MappedArray<uint8_t> h_image;
+    MappedArray<uint32_t> h_counts;
+    MappedArray<unsigned long long> h_reached;
+    MappedArray<OutWindow> h_windows;
   };
   std::unique_ptr<Workspace> w_;
 };

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <vector>
 
 #include "cudanms/nms.h"
 
@@ -83,9 +84,16 @@ class DeviceArray {
     size_ = n;
     return Status::Ok();
   }
+  // Sized for v and filled with it, on the stream.
+  Status upload(const std::vector<T> &v, cudaStream_t stream) {
+    Status status = reserve(v.size());
+    if (!status.ok() || v.empty()) return status;
+    CUDANMS_CUDA_TRY(
+        cudaMemcpyAsync(ptr_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+    return Status::Ok();
+  }
   T *get() const { return ptr_; }
   size_t size() const { return size_; }
-  size_t bytes() const { return size_ * sizeof(T); }
 
  private:
   T *ptr_ = nullptr;
