@@ -72,6 +72,7 @@ void clear(Result *result) {
   result->kept.clear();
   result->counts = Counts();
   result->device_time_us = 0;
+  result->computed_on = Backend::kCpu;
   result->kept_boxes.clear();
   result->kept_scores.clear();
   result->kept_class_ids.clear();

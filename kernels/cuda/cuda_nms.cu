@@ -1,8 +1,9 @@
 // The CUDA backend. Per frame, on one stream, with one host synchronisation at the end:
 //   host      the candidates copied as they are into one pinned buffer: no per-candidate work
-//   H2D       one copy, which also zeroes the frame's counters. Device candidates (a producer's
-//             buffers, their count a device word) skip both: the stream waits on their event,
-//             the counters are zeroed on the device, and the kernels read them in place.
+//   H2D       one copy, which also zeroes the frame's counters and brings the count. Device
+//             candidates (a producer's buffers, their count a device word) skip both: the stream
+//             waits on their event, the counters are zeroed on the device, and the kernels read
+//             them in place.
 //   classify  rules 1-2 (cudanms/nms.h) on the device: each candidate's sort key is its score
 //             (-0.0 made +0.0), or -inf when it is invalid or below the score threshold
 //   rank      rule 3: eligible candidates ordered by key, descending, equal keys by index, and the
@@ -12,18 +13,20 @@
 //             counted, a tile of keys at a time: the sort would need their count on the host.
 //   pairs     one warp per (rank i, run of 32-rank chunks j < i), a ballot per chunk; where j
 //             suppresses i, greedy appends j to i's predecessor list and matrix counts it:
-//             memory O(Dmax * kMaxPredecessors), not Dmax^2
+//             memory O(Dmax * kMaxPredecessors), not Dmax^2. A list that overflows is dropped
+//             (the settle kernel tests that rank's overlaps again) and no longer filled.
 //   settle    one block. Greedy: the unique fixpoint of "i is kept iff no predecessor is kept",
-//             reached by in-place sweeps, each settling at least the best-ranked undecided
-//             candidate (Cluster-NMS on edges, REFERENCE.md). Matrix: kept iff no suppressor.
-//             Then the kept candidates' indices, in rank order, capped at max_detections.
-//   D2H       one copy of the counts and the kept indices (device candidates: and the kept
-//             values, written by a kernel into mapped host memory)
-// The number of ranked candidates is known only on the device, so every kernel after classify
-// reads it there and launches are sized for the most it can be.
-// A frame where a candidate has more than kMaxPredecessors predecessors, or that needs more than
-// kMaxSweeps sweeps (adversarial input), is redone on the CPU, which computes the same result;
-// so is a frame ranking more than kMaxCudaCandidates.
+//             reached by rounds of in-place sweeps (Cluster-NMS on edges, REFERENCE.md), each
+//             round also walking the first 32 undecided ranks in rank order, so that any input,
+//             even a chain of suppressions, settles in at most Dmax / 32 rounds. Matrix: kept iff
+//             no suppressor. Then the kept candidates' indices, in rank order, at most
+//             max_detections of them, written into mapped host memory.
+//   D2H       device candidates only: the kept values, written by a kernel into mapped memory
+// The number of candidates and of ranked ones is known only on the device, so every kernel reads
+// them there and launches are sized for the most they can be. That makes a host frame's work
+// independent of its count within a power-of-two capacity: frames of up to kGraphMax candidates
+// replay one CUDA graph per capacity and parameters, one submission instead of six.
+// Only a frame ranking more than kMaxCudaCandidates runs on the CPU, which computes the same.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,6 +35,9 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda/atomic>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/overlap.h"
 #include "cpu/cpu_nms.h"
@@ -48,7 +54,6 @@ namespace {
 constexpr uint32_t kWarp = 32;
 constexpr uint32_t kFullMask = 0xffffffffu;
 constexpr uint32_t kMaxPredecessors = 512;
-constexpr uint32_t kMaxSweeps = 256;
 constexpr int kSettleThreads = 1024;
 constexpr int kScanItems = 8;  // ranks per thread per compaction step
 constexpr int kClassifyThreads = 256;
@@ -63,6 +68,12 @@ constexpr uint32_t kSharedCounts = 16 * 1024;
 // rank more are run on the CPU.
 constexpr size_t kMaxCudaCandidates = 128 * 1024;
 
+// Host frames of up to kGraphMax candidates replay a CUDA graph captured for a power-of-two
+// capacity of at least kGraphMinCapacity; at most kMaxGraphs are kept, the oldest dropped first.
+constexpr uint32_t kGraphMax = kCountingRankMax;
+constexpr uint32_t kGraphMinCapacity = 256;
+constexpr size_t kMaxGraphs = 16;
+
 enum : uint8_t { kUndecided = 0, kKept = 1, kSuppressed = 2 };
 
 // The frame's counters, at the head of both the staged input (zeroed by the copy to the device)
@@ -72,8 +83,7 @@ enum : uint32_t {
   kBelowScore,
   kEligible,
   kKeptCount,
-  kFallback,
-  kIn,              // device candidates: the producer's count
+  kIn,              // the frame's count: staged by the host, or the producer's
   kCountOverflow,   // device candidates: that count was above the capacity
   kHeaderWords = 8  // keeps what follows 16-byte aligned
 };
@@ -91,13 +101,14 @@ __device__ void count_in(uint32_t *counter, bool flag) {
   if (threadIdx.x % kWarp == 0 && votes != 0) atomicAdd(counter, __popc(votes));
 }
 
-// n is the capacity; device candidates bring their count, and the slots past it are never read.
+// n is the capacity; the count is a device word (the staged header's, or the producer's), and
+// the slots past it are never read.
 __global__ void __launch_bounds__(kClassifyThreads)
     classify_kernel(const float4 *boxes, const float *scores, uint32_t n, const uint32_t *d_count,
                     float score_threshold, float *keys, uint32_t *header) {
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
-  const uint32_t count = d_count ? min(*d_count, n) : n;
-  if (d_count && p == 0) {
+  const uint32_t count = min(*d_count, n);
+  if (p == 0 && d_count != header + kIn) {  // a producer's count: into the header
     header[kIn] = *d_count;
     header[kCountOverflow] = *d_count > n;
   }
@@ -138,7 +149,7 @@ __global__ void __launch_bounds__(kCountingWarps *kWarp)
                          uint32_t *order, uint32_t *counts) {
   extern __shared__ float s_keys[];
   __shared__ uint32_t s_before[kCountingWarps][kWarp];
-  const uint32_t count = d_count ? min(*d_count, n) : n;
+  const uint32_t count = min(*d_count, n);
   if (blockIdx.x * kWarp >= count) return;  // the whole block
   const uint32_t warp = threadIdx.x / kWarp;
   const uint32_t lane = threadIdx.x % kWarp;
@@ -181,18 +192,27 @@ __global__ void gather_kernel(const float *sorted_keys, const float4 *boxes, con
   }
 }
 
-// Warp w of block (x, y) tests rank i = 8y + w against the ranks j < i of chunks
-// [8x, 8x + 8): lane l takes j = 32c + l, and a ballot gathers the chunk's verdicts.
+// Warp w of block (x, y) tests rank i = 8x + w against the ranks j < i of chunks
+// [8y, 8y + 8): lane l takes j = 32c + l, and a ballot gathers the chunk's verdicts. Blocks run
+// roughly in order of x first, so a rank's first chunks are tested before its later ones: where
+// those already settle it (a matrix suppressor, an overflowing greedy list), the rest return at
+// once, and piles of duplicates cost O(N), not O(N^2).
 template <Method kMethod>
 __global__ void __launch_bounds__(kPairWarps *kWarp)
     pairs_kernel(const float4 *rank_boxes, const float *rank_scores, const int32_t *rank_classes,
                  const uint32_t *header, uint32_t dmax, Overlap overlap_kind, float threshold,
                  uint32_t *counts, uint32_t *predecessors) {
   const uint32_t m = ranked_count(header, dmax);
-  const uint32_t i = blockIdx.y * kPairWarps + threadIdx.x / kWarp;
+  const uint32_t i = blockIdx.x * kPairWarps + threadIdx.x / kWarp;
   const uint32_t lane = threadIdx.x % kWarp;
-  const uint32_t first_chunk = blockIdx.x * kPairChunks;
+  const uint32_t first_chunk = blockIdx.y * kPairChunks;
   if (i >= m || first_chunk * kWarp >= i) return;  // the whole warp: i is per warp
+  // Other warps add to the count meanwhile: an early or late read only costs work.
+  const uint32_t settled_by = kMethod == Method::kGreedy ? kMaxPredecessors : 0;
+  if (cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(counts[i]).load(
+          cuda::memory_order_relaxed) > settled_by) {
+    return;
+  }
   const Box b = to_box(rank_boxes[i]);
   const float score_b = rank_scores[i];
   const int32_t class_b = rank_classes[i];
@@ -211,28 +231,36 @@ __global__ void __launch_bounds__(kPairWarps *kWarp)
       if (kMethod == Method::kMatrix) score_a[c] = rank_scores[j];
     }
   }
+  uint32_t bits[kPairChunks];
+  uint32_t total = 0;
 #pragma unroll
   for (uint32_t c = 0; c < kPairChunks; ++c) {
-    if (c >= chunks) break;
-    const uint32_t j = (first_chunk + c) * kWarp + lane;
     const bool suppresses =
         same_class[c] &&
         (kMethod == Method::kGreedy
              ? greedy_suppresses(overlap_kind, threshold, a[c], b)
              : matrix_suppresses(overlap_kind, threshold, a[c], score_a[c], b, score_b));
-    const uint32_t bits = __ballot_sync(kFullMask, suppresses);
-    if (bits == 0) continue;
-    if (kMethod == Method::kMatrix) {
-      if (lane == 0) atomicAdd(&counts[i], 1u);  // one suppressor settles it
-      return;
+    bits[c] = __ballot_sync(kFullMask, suppresses);
+    total += __popc(bits[c]);
+  }
+  if (total == 0) return;
+  if (kMethod == Method::kMatrix) {
+    if (lane == 0) atomicAdd(&counts[i], 1u);  // one suppressor settles it
+    return;
+  }
+  // One atomic per warp reserves the slots of all its chunks.
+  uint32_t slot = 0;
+  if (lane == 0) slot = atomicAdd(&counts[i], total);
+  slot = __shfl_sync(kFullMask, slot, 0);
+  const uint32_t below_lane = (1u << lane) - 1;
+#pragma unroll
+  for (uint32_t c = 0; c < kPairChunks; ++c) {
+    if (slot >= kMaxPredecessors) return;
+    const uint32_t mine = slot + __popc(bits[c] & below_lane);
+    if ((bits[c] >> lane) & 1u && mine < kMaxPredecessors) {
+      predecessors[size_t{i} * kMaxPredecessors + mine] = (first_chunk + c) * kWarp + lane;
     }
-    uint32_t base = 0;
-    if (lane == 0) base = atomicAdd(&counts[i], static_cast<uint32_t>(__popc(bits)));
-    base = __shfl_sync(kFullMask, base, 0);
-    const uint32_t slot = base + __popc(bits & ((1u << lane) - 1));
-    if (suppresses && slot < kMaxPredecessors) {
-      predecessors[size_t{i} * kMaxPredecessors + slot] = j;
-    }
+    slot += __popc(bits[c]);
   }
 }
 
@@ -257,101 +285,170 @@ __device__ void settle_status(uint32_t *statuses, uint32_t i, uint8_t status) {
   atomicOr_block(&statuses[i / 4], static_cast<uint32_t>(status) << (8 * (i % 4)));
 }
 
-// A greedy candidate's status from its predecessors': suppressed by a kept one, kept when all
-// are suppressed, else undecided. Predecessors are read four at a time (rows are 2 KiB aligned).
-__device__ uint8_t greedy_verdict(const uint32_t *row, uint32_t n, uint32_t *statuses) {
-  const uint4 *row4 = reinterpret_cast<const uint4 *>(row);
-  bool all_suppressed = true;
-  for (uint32_t k = 0; k < n; k += 8) {
-    const uint4 first = __ldg(&row4[k / 4]);
-    const uint4 second = k + 4 < n ? __ldg(&row4[k / 4 + 1]) : make_uint4(0, 0, 0, 0);
-    const uint32_t p[8] = {first.x,  first.y,  first.z,  first.w,
-                           second.x, second.y, second.z, second.w};
-#pragma unroll
-    for (uint32_t q = 0; q < 8; ++q) {
-      if (k + q >= n) break;
-      const uint8_t s = load_status(statuses, p[q]);
-      if (s == kKept) return kSuppressed;
-      all_suppressed &= s == kSuppressed;
-    }
-  }
-  return all_suppressed ? kKept : kUndecided;
+// What the settle kernel needs to test a rank's overlaps again, for ranks whose predecessor list
+// overflowed.
+struct Ranked {
+  const float4 *boxes;
+  const int32_t *classes;
+  Overlap overlap;
+  float threshold;
+};
+
+__device__ bool suppresses_rank(const Ranked &r, uint32_t j, const Box &b, int32_t class_b) {
+  return r.classes[j] == class_b &&
+         greedy_suppresses(r.overlap, r.threshold, to_box(r.boxes[j]), b);
 }
 
-// Writes the output: the staged counters, the kept count, the fallback flag and the indices of
-// the kept candidates in rank order, at most `limit` of them.
+// Calls visit(j) for each predecessor j of rank i, n of them, until visit returns false: from
+// its list, or, when the list overflowed, by testing every rank before i, in rank order.
+template <typename Visit>
+__device__ void for_each_predecessor(uint32_t i, uint32_t n, const uint32_t *predecessors,
+                                     const Ranked &ranked, Visit visit) {
+  if (n > kMaxPredecessors) {
+    const Box b = to_box(ranked.boxes[i]);
+    const int32_t class_b = ranked.classes[i];
+    for (uint32_t j = 0; j < i; ++j) {
+      if (suppresses_rank(ranked, j, b, class_b) && !visit(j)) return;
+    }
+    return;
+  }
+  // Rows are 2 KiB aligned and zero-padded: read four at a time.
+  const uint4 *row4 = reinterpret_cast<const uint4 *>(predecessors + size_t{i} * kMaxPredecessors);
+  for (uint32_t k = 0; k < n; k += 4) {
+    const uint4 four = __ldg(&row4[k / 4]);
+    const uint32_t p[4] = {four.x, four.y, four.z, four.w};
+#pragma unroll
+    for (uint32_t q = 0; q < 4; ++q) {
+      if (k + q >= n || !visit(p[q])) return;
+    }
+  }
+}
+
+// A greedy rank's status from its predecessors': suppressed by a kept one, kept when all are
+// suppressed, else undecided.
+__device__ uint8_t greedy_verdict(uint32_t i, uint32_t n, const uint32_t *predecessors,
+                                  const Ranked &ranked, uint32_t *statuses) {
+  // A list is read to its end for a kept predecessor; a test of every rank before i stops at
+  // the first undecided one too, as a later sweep will settle it more cheaply.
+  const bool stop_at_undecided = n > kMaxPredecessors;
+  uint8_t verdict = kKept;
+  for_each_predecessor(i, n, predecessors, ranked, [&](uint32_t j) {
+    const uint8_t s = load_status(statuses, j);
+    if (s == kKept) verdict = kSuppressed;
+    if (s == kUndecided) verdict = kUndecided;
+    return verdict == kKept || (verdict == kUndecided && !stop_at_undecided);
+  });
+  return verdict;
+}
+
+// Decides ranks [t, t + 32) when every rank before t is decided: the greedy rule walked in rank
+// order, by one warp. Lane l finds whether a kept rank before t suppresses rank t + l, and which
+// ranks of the block do; then ballots decide the block's ranks in order.
+__device__ void decide_frontier(uint32_t t, uint32_t m, uint32_t lane, const uint32_t *predecessors,
+                                const Ranked &ranked, uint32_t n, uint32_t *statuses) {
+  const uint32_t i = t + lane;
+  const uint8_t status = i < m ? load_status(statuses, i) : kSuppressed;
+  bool kept_before = false;
+  uint32_t within = 0;  // bit k: rank t + k suppresses rank i
+  if (status == kUndecided) {
+    for_each_predecessor(i, n, predecessors, ranked, [&](uint32_t j) {
+      if (j >= t) {
+        within |= 1u << (j - t);
+      } else if (load_status(statuses, j) == kKept) {
+        kept_before = true;
+      }
+      return !kept_before;
+    });
+  }
+  uint32_t kept = __ballot_sync(kFullMask, status == kKept);
+  for (uint32_t open = __ballot_sync(kFullMask, status == kUndecided); open != 0;
+       open &= open - 1) {
+    const int k = __ffs(open) - 1;
+    if (__shfl_sync(kFullMask, !kept_before && (within & kept) == 0, k)) kept |= 1u << k;
+  }
+  if (status == kUndecided) settle_status(statuses, i, (kept >> lane) & 1u ? kKept : kSuppressed);
+}
+
+// The exclusive prefix sum of value(i) over i < m, by the whole block: into(i, sum) for each i,
+// and the total returned to every thread.
+using SettleScan = cub::BlockScan<uint32_t, kSettleThreads>;
+template <typename Value, typename Into>
+__device__ uint32_t block_prefix_sum(uint32_t m, SettleScan::TempStorage &storage, Value value,
+                                     Into into) {
+  uint32_t base = 0;
+  for (uint32_t start = 0; start < m; start += kSettleThreads * kScanItems) {
+    uint32_t items[kScanItems];
+    const uint32_t first = start + threadIdx.x * kScanItems;
+    for (int k = 0; k < kScanItems; ++k) items[k] = first + k < m ? value(first + k) : 0u;
+    uint32_t total = 0;
+    SettleScan(storage).ExclusiveSum(items, items, total);
+    for (int k = 0; k < kScanItems; ++k) {
+      if (first + k < m) into(first + k, base + items[k]);
+    }
+    base += total;
+    __syncthreads();  // the storage is reused
+  }
+  return base;
+}
+
+// Writes the output: the staged counters, the kept count and the indices of the kept candidates
+// in rank order, at most `limit` of them.
 template <Method kMethod>
 __global__ void __launch_bounds__(kSettleThreads)
     settle_kernel(const uint32_t *header, uint32_t dmax, const uint32_t *counts,
-                  const uint32_t *predecessors, const uint32_t *order, uint32_t limit,
-                  uint32_t *out) {
+                  const uint32_t *predecessors, Ranked ranked, const uint32_t *order,
+                  uint32_t limit, uint32_t *out) {
   extern __shared__ uint32_t s_dynamic[];
+  __shared__ uint32_t s_frontier[3];  // per round: read, lowered, reset (rounds overlap)
+  __shared__ SettleScan::TempStorage s_scan;
   const uint32_t m = ranked_count(header, dmax);
   uint32_t *statuses = s_dynamic;                                  // during the sweeps
   uint8_t *status_bytes = reinterpret_cast<uint8_t *>(s_dynamic);  // before and after them
   uint16_t *s_counts = reinterpret_cast<uint16_t *>(status_bytes + settle_counts_offset(m));
   const bool shared_counts = m <= kSharedCounts;
   const uint32_t tid = threadIdx.x;
-  if (tid < kHeaderWords && tid != kKeptCount && tid != kFallback) out[tid] = header[tid];
+  if (tid < kHeaderWords && tid != kKeptCount) out[tid] = header[tid];
+  if (tid < 3) s_frontier[tid] = tid == 0 ? 0 : m;
 
-  bool overflow = false;
   for (uint32_t i = tid; i < m; i += kSettleThreads) {
     const uint32_t n = counts[i];
-    overflow |= n > kMaxPredecessors;
     status_bytes[i] = n == 0 ? kKept : (kMethod == Method::kGreedy ? kUndecided : kSuppressed);
-    if (shared_counts) s_counts[i] = static_cast<uint16_t>(n);
+    if (shared_counts) s_counts[i] = static_cast<uint16_t>(min(n, 0xffffu));
   }
-  bool fallback = __syncthreads_or(overflow);
+  __syncthreads();
+  auto count_of = [&](uint32_t i) { return shared_counts ? s_counts[i] : counts[i]; };
 
-  // A candidate is settled only from final statuses, so a sweep may see its neighbours' updates
-  // of the same sweep or not (load_status).
-  for (uint32_t sweep = 0; kMethod == Method::kGreedy && !fallback; ++sweep) {
-    bool undecided = false;
-    for (uint32_t i = tid; i < m; i += kSettleThreads) {
+  // Each round, warp 0 decides the 32 ranks from the first undecided one (the frontier), and
+  // every thread sweeps its undecided ranks past them. A rank is settled only from final
+  // statuses, so a sweep may see its neighbours' updates of the same round or not (load_status).
+  for (uint32_t round = 0; kMethod == Method::kGreedy; ++round) {
+    const uint32_t frontier = s_frontier[round % 3];
+    if (frontier >= m) break;
+    if (tid == 0) s_frontier[(round + 2) % 3] = m;
+    if (tid < kWarp) {
+      const uint32_t i = frontier + tid;
+      decide_frontier(frontier, m, tid, predecessors, ranked, i < m ? count_of(i) : 0, statuses);
+    }
+    uint32_t first_undecided = m;
+    for (uint32_t i = frontier + kWarp + tid; i < m; i += kSettleThreads) {
       if (load_status(statuses, i) != kUndecided) continue;
-      const uint32_t n = shared_counts ? s_counts[i] : counts[i];
-      const uint8_t verdict =
-          greedy_verdict(predecessors + size_t{i} * kMaxPredecessors, n, statuses);
+      const uint8_t verdict = greedy_verdict(i, count_of(i), predecessors, ranked, statuses);
       if (verdict == kUndecided) {
-        undecided = true;
+        first_undecided = min(first_undecided, i);
       } else {
         settle_status(statuses, i, verdict);
       }
     }
-    if (!__syncthreads_or(undecided)) break;
-    fallback = sweep + 1 == kMaxSweeps;
-  }
-  if (fallback) {
-    if (tid == 0) {
-      out[kKeptCount] = 0;
-      out[kFallback] = 1;
-    }
-    return;
+    if (first_undecided < m) atomicMin_block(&s_frontier[(round + 1) % 3], first_undecided);
+    __syncthreads();
   }
 
-  using Scan = cub::BlockScan<uint32_t, kSettleThreads>;
-  __shared__ typename Scan::TempStorage s_scan;
-  uint32_t base = 0;
-  for (uint32_t start = 0; start < m; start += kSettleThreads * kScanItems) {
-    uint32_t kept[kScanItems];
-    uint32_t offset[kScanItems];
-    const uint32_t first = start + tid * kScanItems;
-    for (int k = 0; k < kScanItems; ++k) {
-      kept[k] = first + k < m && status_bytes[first + k] == kKept ? 1u : 0u;
-    }
-    uint32_t total = 0;
-    Scan(s_scan).ExclusiveSum(kept, offset, total);
-    for (int k = 0; k < kScanItems; ++k) {
-      const uint32_t slot = base + offset[k];
-      if (kept[k] && slot < limit) out[kHeaderWords + slot] = order[first + k];
-    }
-    base += total;
-    __syncthreads();  // s_scan is reused
-  }
-  if (tid == 0) {
-    out[kKeptCount] = min(base, limit);
-    out[kFallback] = 0;
-  }
+  const uint32_t kept = block_prefix_sum(
+      m, s_scan, [&](uint32_t i) { return status_bytes[i] == kKept ? 1u : 0u; },
+      [&](uint32_t i, uint32_t slot) {
+        if (status_bytes[i] == kKept && slot < limit) out[kHeaderWords + slot] = order[i];
+      });
+  if (tid == 0) out[kKeptCount] = min(kept, limit);
 }
 
 // Device candidates: the kept ones' values, straight into mapped host memory.
@@ -359,7 +456,7 @@ __global__ void kept_values_kernel(const uint32_t *out, const float4 *boxes, con
                                    const int32_t *classes, float4 *kept_boxes, float *kept_scores,
                                    int32_t *kept_classes) {
   const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (out[kFallback] != 0 || k >= out[kKeptCount]) return;
+  if (k >= out[kKeptCount]) return;
   const uint32_t p = out[kHeaderWords + k];
   kept_boxes[k] = boxes[p];
   kept_scores[k] = scores[p];
@@ -371,24 +468,53 @@ __global__ void iota_kernel(uint32_t *values, uint32_t n) {
   if (i < n) values[i] = i;
 }
 
-// The staged input of n candidates: the counters, n boxes, n scores, and n class ids when the
-// frame is per-class. Every part starts 16-byte aligned.
+// The staged input of up to `capacity` candidates: the counters (the count among them), then
+// room for capacity boxes, capacity scores and, when the frame is per-class, capacity class ids.
+// Every part starts 16-byte aligned.
 struct StagedLayout {
-  explicit StagedLayout(size_t n, bool with_classes)
+  explicit StagedLayout(size_t capacity, bool with_classes)
       : boxes(kHeaderWords * sizeof(uint32_t)),
-        scores(boxes + n * sizeof(float4)),
-        classes(scores + n * sizeof(float)),
-        bytes(classes + (with_classes ? n * sizeof(int32_t) : 0)) {}
+        scores(boxes + capacity * sizeof(float4)),
+        classes(scores + capacity * sizeof(float)),
+        bytes(classes + (with_classes ? capacity * sizeof(int32_t) : 0)) {}
   size_t boxes, scores, classes, bytes;
 };
 
-// Where a frame's candidates are on the device: the staged copy of host candidates (count
-// known on the host) or a producer's buffers (count a device word).
+// The capacity a host frame of n candidates is staged in: n past kGraphMax, else n rounded up to
+// an eighth of the power of two above it (at least kGraphMinCapacity), so that four graphs serve
+// each doubling of the count and the copy carries at most a quarter more than the candidates.
+uint32_t staged_capacity(uint32_t n) {
+  if (n > kGraphMax) return n;
+  if (n <= kGraphMinCapacity) return kGraphMinCapacity;
+  uint32_t power = kGraphMinCapacity;
+  while (power < n) power *= 2;
+  const uint32_t step = power / 8;
+  return (n + step - 1) / step * step;
+}
+
+// Where a frame's candidates are on the device and how many there are: a device word, at most
+// `capacity`.
 struct Inputs {
   const float4 *boxes;
   const float *scores;
   const int32_t *classes;  // nullptr: one class
-  const uint32_t *count;   // nullptr: the capacity n passed to launch()
+  const uint32_t *count;
+  bool host_count;  // a host frame: the count is the capacity past kGraphMax, so it may be sorted
+};
+
+// What a captured graph's launches depend on besides the workspace.
+struct GraphKey {
+  uint32_t capacity, most, limit, dmax;
+  bool with_classes;
+  Method method;
+  Overlap overlap;
+  float threshold, score_threshold;
+  bool operator==(const GraphKey &o) const {
+    return std::tie(capacity, most, limit, dmax, with_classes, method, overlap, threshold,
+                    score_threshold) == std::tie(o.capacity, o.most, o.limit, o.dmax,
+                                                 o.with_classes, o.method, o.overlap, o.threshold,
+                                                 o.score_threshold);
+  }
 };
 
 class CudaContext final : public Context {
@@ -396,6 +522,7 @@ class CudaContext final : public Context {
   CudaContext() = default;
   ~CudaContext() override {
     DeviceBinding::Scope scope(binding_.context());
+    drop_graphs();
     ws_.reset();
     if (owns_stream_) cudaStreamDestroy(stream_);
     if (start_) cudaEventDestroy(start_);
@@ -443,7 +570,7 @@ class CudaContext final : public Context {
     DeviceArray<int32_t> d_rank_classes;
     DeviceArray<uint32_t> d_counts;        // predecessors (greedy) or suppressors (matrix)
     DeviceArray<uint32_t> d_predecessors;  // kMaxPredecessors ranks per rank
-    DeviceArray<uint32_t> d_out;
+    DeviceArray<uint32_t> d_out;           // device candidates: the output, read by kept_values
     DeviceArray<unsigned char> d_sort_temp;
   };
 
@@ -456,34 +583,54 @@ class CudaContext final : public Context {
   Status run_checked(const CandidatesView &c, const Params &params, Result *result) override {
     const auto n = static_cast<uint32_t>(c.count);
     result->counts.in = n;
+    result->computed_on = Backend::kCuda;
     if (n == 0) return Status::Ok();
+    const uint32_t capacity = staged_capacity(n);
     // Launches are sized for the most candidates NMS may process; the device knows how many.
-    const auto most = static_cast<uint32_t>(std::min<size_t>(n, params.max_candidates));
+    const auto most = static_cast<uint32_t>(std::min<size_t>(capacity, params.max_candidates));
     // The settle kernel's statuses would not fit in shared memory: the CPU computes the same.
     if (most > kMaxCudaCandidates) return cpu_->run(c, params, result);
     CUDANMS_ENTER(binding_);
-    Status status = reserve(n, most);
+    Status status = reserve(capacity, most);
     if (!status.ok()) return status;
 
     const bool with_classes = !params.class_agnostic && c.class_ids != nullptr;
-    const StagedLayout layout(n, with_classes);
+    const StagedLayout layout(capacity, with_classes);
     unsigned char *h = ws_->h_stage.get();
     std::memset(h, 0, layout.boxes);
+    reinterpret_cast<uint32_t *>(h)[kIn] = n;
     std::memcpy(h + layout.boxes, c.boxes, n * sizeof(float4));
     std::memcpy(h + layout.scores, c.scores, n * sizeof(float));
     if (with_classes) std::memcpy(h + layout.classes, c.class_ids, n * sizeof(int32_t));
 
     unsigned char *d = ws_->d_stage.get();
+    auto *header = reinterpret_cast<uint32_t *>(d);
     const Inputs in{reinterpret_cast<const float4 *>(d + layout.boxes),
                     reinterpret_cast<const float *>(d + layout.scores),
                     with_classes ? reinterpret_cast<const int32_t *>(d + layout.classes) : nullptr,
-                    nullptr};
+                    header + kIn, true};
+    const uint32_t limit = kept_limit(params, most);
+    auto submit = [&]() -> Status {
+      CUDANMS_TRY(cudaMemcpyAsync(d, h, layout.bytes, cudaMemcpyHostToDevice, stream_));
+      return launch(params, capacity, most, limit, in, header, ws_->h_out.device());
+    };
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
-    CUDANMS_TRY(cudaMemcpyAsync(d, h, layout.bytes, cudaMemcpyHostToDevice, stream_));
-    status = launch(params, n, most, kept_limit(params, most), in);
+    if (capacity <= kGraphMax) {
+      const GraphKey key{capacity,
+                         most,
+                         limit,
+                         clamped_dmax(params),
+                         with_classes,
+                         params.method,
+                         params.overlap,
+                         params.threshold,
+                         params.score_threshold};
+      status = replay(key, submit);
+    } else {
+      status = submit();
+    }
     if (status.ok()) status = finish(result);
     if (!status.ok()) return status;
-    if (ws_->h_out.get()[kFallback] != 0) return cpu_->run(c, params, result);
     read_result(params, result);
     return Status::Ok();
   }
@@ -494,6 +641,7 @@ class CudaContext final : public Context {
       return Status::Error("the device candidates live in another CUDA context than " +
                            binding_.name() + "'s NMS; download them first");
     }
+    result->computed_on = Backend::kCuda;
     if (c.capacity == 0) return Status::Ok();
     const auto n = static_cast<uint32_t>(c.capacity);
     const auto most = static_cast<uint32_t>(std::min<size_t>(n, params.max_candidates));
@@ -502,39 +650,42 @@ class CudaContext final : public Context {
     Status status = reserve(n, most);
     if (!status.ok()) return status;
 
-    auto *header = reinterpret_cast<uint32_t *>(ws_->d_stage.get());
+    Workspace &w = *ws_;
+    auto *header = reinterpret_cast<uint32_t *>(w.d_stage.get());
     const Inputs in{reinterpret_cast<const float4 *>(c.boxes), c.scores,
-                    params.class_agnostic ? nullptr : c.class_ids, c.count};
+                    params.class_agnostic ? nullptr : c.class_ids, c.count, false};
     const uint32_t limit = kept_limit(params, most);
     if (c.ready) CUDANMS_TRY(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(c.ready), 0));
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
     CUDANMS_TRY(cudaMemsetAsync(header, 0, kHeaderWords * sizeof(uint32_t), stream_));
-    status = launch(params, n, most, limit, in, header);
+    status = launch(params, n, most, limit, in, header, w.d_out.get());
     if (!status.ok()) return status;
     kept_values_kernel<<<(limit + 255) / 256, 256, 0, stream_>>>(
-        ws_->d_out.get(), in.boxes, c.scores, c.class_ids, ws_->h_kept_boxes.device(),
-        ws_->h_kept_scores.device(), ws_->h_kept_classes.device());
+        w.d_out.get(), in.boxes, c.scores, c.class_ids, w.h_kept_boxes.device(),
+        w.h_kept_scores.device(), w.h_kept_classes.device());
     CUDANMS_TRY(cudaGetLastError());
+    CUDANMS_TRY(cudaMemcpyAsync(w.h_out.get(), w.d_out.get(),
+                                (kHeaderWords + size_t{limit}) * sizeof(uint32_t),
+                                cudaMemcpyDeviceToHost, stream_));
     status = finish(result);
     if (!status.ok()) return status;
-    const uint32_t *out = ws_->h_out.get();
+    const uint32_t *out = w.h_out.get();
     if (out[kCountOverflow] != 0) {
       return Status::Error("the producer counted " + std::to_string(out[kIn]) +
                            " candidates in a buffer of " + std::to_string(n));
     }
-    if (out[kFallback] != 0) return run_downloaded(c, params, result);
     result->counts.in = out[kIn];
     read_result(params, result);
     const size_t kept = result->counts.kept;
-    const float *boxes = reinterpret_cast<const float *>(ws_->h_kept_boxes.get());
+    const float *boxes = reinterpret_cast<const float *>(w.h_kept_boxes.get());
     result->kept_boxes.assign(boxes, boxes + 4 * kept);
-    result->kept_scores.assign(ws_->h_kept_scores.get(), ws_->h_kept_scores.get() + kept);
-    result->kept_class_ids.assign(ws_->h_kept_classes.get(), ws_->h_kept_classes.get() + kept);
+    result->kept_scores.assign(w.h_kept_scores.get(), w.h_kept_scores.get() + kept);
+    result->kept_class_ids.assign(w.h_kept_classes.get(), w.h_kept_classes.get() + kept);
     return Status::Ok();
   }
 
-  // Device candidates the GPU path cannot take (more than it ranks, adversarial overlaps): the
-  // CPU computes the same result on a download.
+  // Device candidates ranking more than the settle kernel holds: the CPU computes the same
+  // result on a download.
   Status run_downloaded(const DeviceCandidatesView &c, const Params &params, Result *result) {
     HostCandidates host;
     Status status = download(c, &host);
@@ -548,6 +699,43 @@ class CudaContext final : public Context {
       result->kept_class_ids.push_back(host.class_ids[p]);
     }
     return Status::Ok();
+  }
+
+  // Launches the graph of `key`, capturing what `submit` puts on the stream the first time.
+  // Where the stream cannot be captured (a caller's legacy stream), submits directly.
+  template <typename Submit>
+  Status replay(const GraphKey &key, Submit submit) {
+    auto found = std::find_if(graphs_.begin(), graphs_.end(),
+                              [&key](const auto &graph) { return graph.first == key; });
+    if (found == graphs_.end()) {
+      if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        return submit();
+      }
+      const Status submitted = submit();
+      cudaGraph_t graph = nullptr;
+      const cudaError_t captured = cudaStreamEndCapture(stream_, &graph);
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t made =
+          captured == cudaSuccess ? cudaGraphInstantiate(&exec, graph, 0) : captured;
+      if (graph) cudaGraphDestroy(graph);
+      if (!submitted.ok()) return submitted;
+      CUDANMS_TRY(made);
+      if (graphs_.size() == kMaxGraphs) {
+        cudaGraphExecDestroy(graphs_.front().second);
+        graphs_.erase(graphs_.begin());
+      }
+      graphs_.emplace_back(key, exec);
+      found = graphs_.end() - 1;
+    }
+    CUDANMS_TRY(cudaGraphLaunch(found->second, stream_));
+    return Status::Ok();
+  }
+
+  // Graphs hold the workspace's addresses: dropped whenever it is reallocated.
+  void drop_graphs() {
+    for (const auto &graph : graphs_) cudaGraphExecDestroy(graph.second);
+    graphs_.clear();
   }
 
   // The one synchronisation of a frame.
@@ -572,30 +760,33 @@ class CudaContext final : public Context {
     result->kept.assign(out + kHeaderWords, out + kHeaderWords + counts.kept);
   }
 
-  // The kernels, for n candidates (the capacity, for device candidates) of which at most `most`
-  // are ranked; the header is the staged one unless given.
-  Status launch(const Params &params, uint32_t n, uint32_t most, uint32_t limit, const Inputs &in,
-                uint32_t *header = nullptr) {
-    Workspace &w = *ws_;
-    if (header == nullptr) header = reinterpret_cast<uint32_t *>(w.d_stage.get());
-    const auto dmax = static_cast<uint32_t>(std::min<size_t>(params.max_candidates, UINT32_MAX));
+  static uint32_t clamped_dmax(const Params &params) {
+    return static_cast<uint32_t>(std::min<size_t>(params.max_candidates, UINT32_MAX));
+  }
 
-    classify_kernel<<<(n + kClassifyThreads - 1) / kClassifyThreads, kClassifyThreads, 0,
-                      stream_>>>(in.boxes, in.scores, n, in.count, params.score_threshold,
+  // The kernels, for up to `capacity` candidates of which at most `most` are ranked; the output
+  // goes to `out` (device-visible: device or mapped memory).
+  Status launch(const Params &params, uint32_t capacity, uint32_t most, uint32_t limit,
+                const Inputs &in, uint32_t *header, uint32_t *out) {
+    Workspace &w = *ws_;
+    const uint32_t dmax = clamped_dmax(params);
+
+    classify_kernel<<<(capacity + kClassifyThreads - 1) / kClassifyThreads, kClassifyThreads, 0,
+                      stream_>>>(in.boxes, in.scores, capacity, in.count, params.score_threshold,
                                  w.d_keys.get(), header);
     CUDANMS_TRY(cudaGetLastError());
-    if (n <= kCountingRankMax || in.count != nullptr) {
-      const size_t tile_bytes = std::min(n, kCountingRankMax) * sizeof(float);
-      counting_rank_kernel<<<(n + kWarp - 1) / kWarp, kCountingWarps * kWarp, tile_bytes,
-                             stream_>>>(w.d_keys.get(), n, in.count, in.boxes, in.classes, dmax,
-                                        w.d_rank_boxes.get(), w.d_rank_scores.get(),
+    if (capacity <= kCountingRankMax || !in.host_count) {
+      const size_t tile_bytes = std::min(capacity, kCountingRankMax) * sizeof(float);
+      counting_rank_kernel<<<(capacity + kWarp - 1) / kWarp, kCountingWarps * kWarp, tile_bytes,
+                             stream_>>>(w.d_keys.get(), capacity, in.count, in.boxes, in.classes,
+                                        dmax, w.d_rank_boxes.get(), w.d_rank_scores.get(),
                                         w.d_rank_classes.get(), w.d_order.get(), w.d_counts.get());
       CUDANMS_TRY(cudaGetLastError());
     } else {
       size_t sort_bytes = sort_temp_bytes_;
       CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
           w.d_sort_temp.get(), sort_bytes, w.d_keys.get(), w.d_sorted_keys.get(), w.d_iota.get(),
-          w.d_order.get(), static_cast<int>(n), 0, 32, stream_));
+          w.d_order.get(), static_cast<int>(capacity), 0, 32, stream_));
       gather_kernel<<<(most + 255) / 256, 256, 0, stream_>>>(
           w.d_sorted_keys.get(), in.boxes, in.classes, header, dmax, w.d_rank_boxes.get(),
           w.d_rank_scores.get(), w.d_rank_classes.get(), w.d_order.get(), w.d_counts.get());
@@ -603,30 +794,30 @@ class CudaContext final : public Context {
     }
 
     const uint32_t chunks = (most + kWarp - 1) / kWarp;
-    const dim3 pair_grid((chunks + kPairChunks - 1) / kPairChunks,
-                         (most + kPairWarps - 1) / kPairWarps);
+    const dim3 pair_grid((most + kPairWarps - 1) / kPairWarps,
+                         (chunks + kPairChunks - 1) / kPairChunks);
+    const bool greedy = params.method == Method::kGreedy;
     const size_t settle_bytes = settle_shared_bytes(most);
-    if (params.method == Method::kGreedy) {
+    const Ranked ranked{w.d_rank_boxes.get(), w.d_rank_classes.get(), params.overlap,
+                        params.threshold};
+    if (greedy) {
       pairs_kernel<Method::kGreedy><<<pair_grid, kPairWarps * kWarp, 0, stream_>>>(
           w.d_rank_boxes.get(), w.d_rank_scores.get(), w.d_rank_classes.get(), header, dmax,
           params.overlap, params.threshold, w.d_counts.get(), w.d_predecessors.get());
       CUDANMS_TRY(cudaGetLastError());
       settle_kernel<Method::kGreedy><<<1, kSettleThreads, settle_bytes, stream_>>>(
-          header, dmax, w.d_counts.get(), w.d_predecessors.get(), w.d_order.get(), limit,
-          w.d_out.get());
+          header, dmax, w.d_counts.get(), w.d_predecessors.get(), ranked, w.d_order.get(), limit,
+          out);
     } else {
       pairs_kernel<Method::kMatrix><<<pair_grid, kPairWarps * kWarp, 0, stream_>>>(
           w.d_rank_boxes.get(), w.d_rank_scores.get(), w.d_rank_classes.get(), header, dmax,
           params.overlap, params.threshold, w.d_counts.get(), w.d_predecessors.get());
       CUDANMS_TRY(cudaGetLastError());
       settle_kernel<Method::kMatrix><<<1, kSettleThreads, settle_bytes, stream_>>>(
-          header, dmax, w.d_counts.get(), w.d_predecessors.get(), w.d_order.get(), limit,
-          w.d_out.get());
+          header, dmax, w.d_counts.get(), w.d_predecessors.get(), ranked, w.d_order.get(), limit,
+          out);
     }
     CUDANMS_TRY(cudaGetLastError());
-    CUDANMS_TRY(cudaMemcpyAsync(w.h_out.get(), w.d_out.get(),
-                                (kHeaderWords + size_t{limit}) * sizeof(uint32_t),
-                                cudaMemcpyDeviceToHost, stream_));
     return Status::Ok();
   }
 
@@ -640,6 +831,7 @@ class CudaContext final : public Context {
     };
     if (n > input_capacity_) {
       input_capacity_ = 0;
+      drop_graphs();
       const size_t staged = StagedLayout(n, true).bytes;
       step(w.h_stage.reserve(staged));
       step(w.d_stage.reserve(staged));
@@ -666,6 +858,7 @@ class CudaContext final : public Context {
     }
     if (most > ranked_capacity_) {
       ranked_capacity_ = 0;
+      drop_graphs();
       step(w.h_out.reserve(kHeaderWords + most));
       step(w.h_kept_boxes.reserve(most));
       step(w.h_kept_scores.reserve(most));
@@ -706,8 +899,9 @@ class CudaContext final : public Context {
   size_t input_capacity_ = 0;   // candidates a frame may bring
   size_t ranked_capacity_ = 0;  // candidates a frame may rank: min(n, Dmax)
   size_t sort_temp_bytes_ = 0;
-  std::unique_ptr<Context> cpu_ = create_cpu_context({});  // exact redo of adversarial frames
+  std::unique_ptr<Context> cpu_ = create_cpu_context({});  // frames past kMaxCudaCandidates
   std::unique_ptr<Workspace> ws_;
+  std::vector<std::pair<GraphKey, cudaGraphExec_t>> graphs_;  // oldest first
 };
 
 }  // namespace

@@ -96,6 +96,9 @@ struct Result {
   // With ContextOptions::time_device on a CUDA context: the GPU time from the first copy to the
   // device to the end of the last copy back, in microseconds. Otherwise 0.
   float device_time_us = 0;
+  // Where the frame was computed: a CUDA context's frames on its GPU, except frames ranking more
+  // candidates than its settle stage holds (128 Ki), which it computes on the CPU.
+  Backend computed_on = Backend::kCpu;
   // Device candidates only, as the caller has no host copy of them: the kept candidates' boxes
   // (4 floats each), scores and class ids (0 without class ids), in the order of `kept`.
   std::vector<float> kept_boxes;
