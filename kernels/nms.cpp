@@ -119,6 +119,38 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   return status;
 }
 
+Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *results) {
+  if (results == nullptr) return Status::Error("results is null");
+  results->clear();
+  size_t total = 0;
+  for (size_t k = 0; k < frames.size(); ++k) {
+    const CandidatesView &c = frames[k].candidates;
+    const std::string frame = "frame " + std::to_string(k) + ": ";
+    if (c.count > kMaxCount) return Status::Error(frame + "more than 2^32 - 1 candidates");
+    if (c.count > 0 && (c.boxes == nullptr || c.scores == nullptr)) {
+      return Status::Error(frame + "candidates have no boxes or no scores");
+    }
+    Status status = validate(frames[k].params);
+    if (!status.ok()) return Status::Error(frame + status.message());
+    total += c.count;
+  }
+  Status status = workspace_fits(total);
+  if (!status.ok()) return status;
+  results->resize(frames.size());
+  status = out_of_memory_as_status([&] { return run_batch_checked(frames, results); },
+                                   std::to_string(frames.size()) + "-frame batch");
+  if (!status.ok()) results->clear();
+  return status;
+}
+
+Status Context::run_batch_checked(const std::vector<Frame> &frames, std::vector<Result> *results) {
+  for (size_t k = 0; k < frames.size(); ++k) {
+    const Status status = run_checked(frames[k].candidates, frames[k].params, &(*results)[k]);
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}
+
 Status Context::run(const DeviceCandidatesView &c, const Params &params, Result *result) {
   if (result == nullptr) return Status::Error("result is null");
   clear(result);

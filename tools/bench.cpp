@@ -50,6 +50,10 @@ struct Workload {
   std::vector<uint64_t> seeds;  // per set, for generated data
   std::vector<CandidateSet> sets;
   std::vector<std::vector<uint32_t>> reference;
+  // Batch rows: `batch` frames of n candidates per Context::run call, sets taken `batch` at a
+  // time; 0: one frame per call.
+  size_t batch = 0;
+  size_t calls() const { return batch == 0 ? sets.size() : sets.size() / batch; }
 };
 
 struct Cell {
@@ -69,6 +73,7 @@ struct Cell {
 // The core-speed issue's targets, for an NVIDIA H100 and p50 host-visible latency of the CUDA
 // backend: 20 us for small frames (up to 3k) of every method, then per size.
 double cuda_target_us(const Workload &w) {
+  if (w.batch > 0) return w.batch == 64 && w.n == 1000 ? 150 : 0;  // a whole call
   if (w.data == Data::kDense) return 0;  // compared with the CPU backend instead
   if (w.n <= 3000) return 20;
   if (w.data == Data::kSlidingWindow && w.params.class_agnostic) {
@@ -188,13 +193,15 @@ double microseconds(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double, std::micro>(end - start).count();
 }
 
-// One timed call on data set `set`: its wall time, the device time where there is one, and its
-// kept indices.
+// One timed call on data set `set` (a batch row: on sets [set * batch, (set + 1) * batch)): its
+// wall time, the device time where there is one, and its kept indices, or for a batch how many
+// frames kept another set than the reference.
 struct Sample {
   double host_us = 0;
   double device_us = 0;
   bool on_cpu = false;
   const std::vector<uint32_t> *kept = nullptr;
+  size_t differing_frames = 0;  // batch rows, where kept is null
 };
 
 // Calls run(set, &sample) over the data sets in turn: warm-up calls, then up to options.repeat
@@ -206,14 +213,14 @@ void measure(const Workload &w, const BenchOptions &options, Run run, Cell *cell
   const Clock::time_point start = Clock::now();
   std::vector<double> host_us;
   std::vector<double> device_us;
-  const size_t warmup = std::max<size_t>(w.sets.size(), 3);
+  const size_t warmup = std::max<size_t>(w.calls(), 3);
   size_t call = 0;
   // A slow cell gets a single warm-up call, so that it can still be timed at least once.
   for (size_t timed = 0; timed < options.repeat; ++call) {
     const bool warming =
         call < warmup && (call == 0 || seconds_since(start) < options.max_seconds / 4);
     if (!warming && timed > 0 && seconds_since(start) >= options.max_seconds) break;
-    const size_t set = call % w.sets.size();
+    const size_t set = call % w.calls();
     Sample sample;
     const Status status = run(set, &sample);
     if (!status.ok()) {
@@ -221,7 +228,9 @@ void measure(const Workload &w, const BenchOptions &options, Run run, Cell *cell
       return;
     }
     ++cell->checked;
-    if (*sample.kept != w.reference[set]) ++cell->differing;
+    if (sample.kept ? *sample.kept != w.reference[set] : sample.differing_frames > 0) {
+      ++cell->differing;
+    }
     if (sample.on_cpu) ++cell->on_cpu;
     if (warming) continue;
     ++timed;
@@ -253,7 +262,25 @@ Cell measure_backend(const Workload &w, Backend backend, const BenchOptions &opt
       return cell;
     }
     Result result;
+    std::vector<Result> results;
+    std::vector<Frame> frames(w.batch);
+    auto run_batch = [&](size_t call, Sample *sample) {
+      for (size_t k = 0; k < w.batch; ++k) {
+        frames[k] = {w.sets[call * w.batch + k].view(), w.params};
+      }
+      const Clock::time_point begin = Clock::now();
+      const Status s = context->run(frames, &results);
+      const Clock::time_point end = Clock::now();
+      sample->host_us = microseconds(begin, end);
+      sample->device_us = results.empty() ? 0 : results[0].device_time_us;
+      for (size_t k = 0; k < results.size(); ++k) {
+        sample->differing_frames += results[k].kept != w.reference[call * w.batch + k];
+        sample->on_cpu |= backend == Backend::kCuda && results[k].computed_on == Backend::kCpu;
+      }
+      return s;
+    };
     auto run = [&](size_t set, Sample *sample) {
+      if (w.batch > 0) return run_batch(set, sample);
       const CandidatesView view = w.sets[set].view();
       const Clock::time_point begin = Clock::now();
       const Status s = context->run(view, w.params, &result);
@@ -413,6 +440,7 @@ std::string json_params(const Workload &w) {
       << ", \"threshold\": " << w.params.threshold
       << ", \"class_agnostic\": " << (w.params.class_agnostic ? "true" : "false");
   if (w.data == Data::kFile) out << ", \"input\": " << json_string(w.input);
+  if (w.batch > 0) out << ", \"frames_per_call\": " << w.batch;
   return out.str();
 }
 
@@ -468,7 +496,7 @@ std::string to_json(const BenchOptions &options, const Metadata &meta,
     out << ",\n  \"dump_dir\": " << json_string(meta.dump_dir) << ",\n  \"datasets\": [";
     separator = "\n";
     for (const Workload &w : workloads) {
-      for (size_t k = 0; k < w.sets.size(); ++k) {
+      for (size_t k = 0; w.batch == 0 && k < w.sets.size(); ++k) {  // batches are not dumped
         const std::string stem = w.config + "-n" + std::to_string(w.n) + "-set" + std::to_string(k);
         out << separator << "    {" << json_params(w) << ", \"set\": " << k
             << ", \"file\": " << json_string(stem + ".csv")
@@ -613,6 +641,16 @@ int benchmark(const BenchOptions &options) {
   for (size_t n : options.face_sizes) {
     workloads.push_back(generated("matrix-faces", Data::kFaces, 1, n, matrix, options));
   }
+  for (size_t n : options.batch_frame_sizes) {
+    for (size_t frames : options.batches) {
+      BenchOptions batch_options = options;
+      batch_options.sets = options.sets * frames;
+      Workload w = generated("batch-" + std::to_string(frames), Data::kSlidingWindow, 1, n, greedy,
+                             batch_options);
+      w.batch = frames;
+      workloads.push_back(std::move(w));
+    }
+  }
   if (options.dense) {
     for (const auto &[kind, n] : std::vector<std::pair<std::string, size_t>>{
              {"identical", 20000}, {"groups", 50000}, {"huge", 5000}, {"cluster", 10000}}) {
@@ -644,7 +682,7 @@ int benchmark(const BenchOptions &options) {
                    status.message().c_str());
       return 1;
     }
-    if (!meta.dump_dir.empty()) {
+    if (!meta.dump_dir.empty() && w.batch == 0) {  // the peers time frames one at a time
       status = dump(meta.dump_dir, w);
       if (!status.ok()) {
         std::fprintf(stderr, "--dump: %s\n", status.message().c_str());
@@ -653,7 +691,8 @@ int benchmark(const BenchOptions &options) {
     }
     if (wants(options, "cpu")) row.push_back(measure_backend(w, Backend::kCpu, options));
     if (use_cuda) row.push_back(measure_backend(w, Backend::kCuda, options));
-    if (use_opencv && w.params.method == Method::kGreedy && w.params.overlap == Overlap::kIoU) {
+    if (use_opencv && w.batch == 0 && w.params.method == Method::kGreedy &&
+        w.params.overlap == Overlap::kIoU) {
       row.push_back(measure_opencv(w, options));
     }
     apply_targets(w, &row);

@@ -22,6 +22,10 @@ struct BenchOptions {
   // The "dense duplicates" rows (tools/synthetic.h dense_candidates): 20k identical boxes, 100
   // groups of 500, 5k boxes at coordinates near 1e7, 10k in one cluster; greedy IoU 0.5.
   bool dense = false;
+  // Batch rows: each of `batches` frames of each of `batch_frame_sizes` sliding windows per
+  // Context::run call, greedy IoU 0.5, class-agnostic.
+  std::vector<size_t> batches = {1, 4, 16, 64};
+  std::vector<size_t> batch_frame_sizes = {300, 1000};
   // Candidate files to time instead of generated data.
   std::vector<std::string> inputs;
   FileFormat input_format = FileFormat::kCsv;

@@ -138,6 +138,9 @@ def write_markdown(bench, torchvision, table, path):
         title = titles.get(config, config)
         if config.startswith("greedy-"):
             title = f"Greedy NMS, IoU 0.5, per class, {config[7:-3]} classes"
+        if config.startswith("batch-"):
+            title = (f"{config[6:]} frames of N candidates per call (Context::run of a batch), "
+                     "greedy IoU 0.5, class-agnostic: p50 of the whole call")
         if "torchvision" in present:
             title += (" (torchvision.ops.nms)" if config == "greedy"
                       else " (torchvision.ops.batched_nms)")

@@ -397,6 +397,8 @@ constexpr char kBenchDescription[] =
     "  greedy        class-agnostic greedy IoU 0.5, sliding windows (1920x1080), at --sizes\n"
     "  greedy-Ccls   per-class greedy IoU 0.5, sliding windows of --classes C, at --class-sizes\n"
     "  matrix-faces  the paper's matrix NMS, IoS 0.3, face windows, at --face-sizes\n"
+    "  batch-B       B frames of --batch-sizes sliding windows per call (--batches), greedy\n"
+    "                IoU 0.5, class-agnostic; p50/p99 of the whole call\n"
     "  dense-*       with --dense: greedy IoU 0.5 on piles of near-identical boxes\n"
     "  FILE:...      with --input, each file as greedy, greedy per class (when it has several\n"
     "                classes) and, for oro files, matrix IoS 0.3\n"
@@ -431,6 +433,8 @@ int run_bench(int argc, char **argv) {
   g_autofree char *sizes = nullptr;
   g_autofree char *class_sizes = nullptr;
   g_autofree char *face_sizes = nullptr;
+  g_autofree char *batches = nullptr;
+  g_autofree char *batch_sizes = nullptr;
   g_auto(GStrv) inputs = nullptr;
   g_autofree char *format = nullptr;
   g_autofree char *backends = nullptr;
@@ -451,6 +455,10 @@ int run_bench(int argc, char **argv) {
        "C"},
       {"face-sizes", 0, 0, G_OPTION_ARG_STRING, &face_sizes,
        "Matrix IoS 0.3 on face windows at these N (default 3000)", "LIST"},
+      {"batches", 0, 0, G_OPTION_ARG_STRING, &batches,
+       "Batch rows: this many frames per call (default 1,4,16,64)", "LIST"},
+      {"batch-sizes", 0, 0, G_OPTION_ARG_STRING, &batch_sizes,
+       "Batch rows: candidates per frame (default 300,1000)", "LIST"},
       {"dense", 0, 0, G_OPTION_ARG_NONE, &dense,
        "Also time the dense-duplicates rows: 20k identical boxes, 100 groups of 500, 5k boxes "
        "near 1e7, 10k in one cluster (greedy IoU 0.5)",
@@ -487,7 +495,9 @@ int run_bench(int argc, char **argv) {
   for (const auto &[text, list, option] :
        {std::tuple{sizes, &options.sizes, "--sizes"},
         std::tuple{class_sizes, &options.class_sizes, "--class-sizes"},
-        std::tuple{face_sizes, &options.face_sizes, "--face-sizes"}}) {
+        std::tuple{face_sizes, &options.face_sizes, "--face-sizes"},
+        std::tuple{batches, &options.batches, "--batches"},
+        std::tuple{batch_sizes, &options.batch_frame_sizes, "--batch-sizes"}}) {
     if (text != nullptr && !parse_sizes(text, list)) {
       return usage_error(std::string(option) +
                          " takes positive numbers separated by commas, not '" + text + "'");

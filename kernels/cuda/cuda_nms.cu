@@ -58,9 +58,12 @@ constexpr int kSettleThreads = 1024;
 constexpr int kScanItems = 8;  // ranks per thread per compaction step
 constexpr int kClassifyThreads = 256;
 constexpr uint32_t kCountingRankMax = 16 * 1024;
-constexpr int kCountingWarps = 32;   // each counts over a 32nd of the frame
-constexpr int kPairWarps = 8;        // ranks i per pair block, a warp each
-constexpr uint32_t kPairChunks = 8;  // 32-rank chunks of j per warp
+constexpr int kCountingWarps = 32;        // each counts over a 32nd of the frame
+constexpr int kPairWarps = 8;             // per pair block
+constexpr uint32_t kPairRowsPerWarp = 1;  // ranks i per warp of a pair block
+constexpr uint32_t kPairRows = kPairWarps * kPairRowsPerWarp;
+constexpr uint32_t kPairChunks = 8;  // 32-rank chunks of j per pair block
+constexpr uint32_t kPairColumns = kPairChunks * kWarp;
 // Up to this many ranked candidates, the settle kernel keeps predecessor counts in shared memory.
 constexpr uint32_t kSharedCounts = 16 * 1024;
 
@@ -90,6 +93,32 @@ enum : uint32_t {
 
 __device__ Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
 
+// What one frame's kernels read and write: its candidates, its parameters and its slices of the
+// workspace. Every launch takes an array of them in device memory, one per frame, and a block's
+// blockIdx.z (the settle kernel's blockIdx.x) picks its frame: a batch of frames is one launch
+// sequence, and a single frame a batch of one.
+struct FrameArgs {
+  const float4 *boxes;
+  const float *scores;
+  const int32_t *classes;  // nullptr: one class
+  const uint32_t *count;   // a device word, at most `capacity`
+  uint32_t *header;        // the frame's counters
+  uint32_t *out;           // header words, then the kept indices (device or mapped memory)
+  float *keys;
+  uint32_t *order;  // rank -> candidate index
+  float4 *rank_boxes;
+  float *rank_scores;
+  int32_t *rank_classes;
+  uint32_t *counts;        // predecessors (greedy) or suppressors (matrix)
+  uint32_t *predecessors;  // kMaxPredecessors ranks per rank
+  uint32_t capacity;       // slots of boxes, scores and classes
+  uint32_t dmax;
+  uint32_t limit;  // kept indices written at most
+  float score_threshold;
+  float threshold;
+  Overlap overlap;
+};
+
 // How many candidates NMS processes: the eligible ones, at most Dmax.
 __device__ uint32_t ranked_count(const uint32_t *header, uint32_t dmax) {
   return min(header[kEligible], dmax);
@@ -103,9 +132,14 @@ __device__ void count_in(uint32_t *counter, bool flag) {
 
 // n is the capacity; the count is a device word (the staged header's, or the producer's), and
 // the slots past it are never read.
-__global__ void __launch_bounds__(kClassifyThreads)
-    classify_kernel(const float4 *boxes, const float *scores, uint32_t n, const uint32_t *d_count,
-                    float score_threshold, float *keys, uint32_t *header) {
+__global__ void __launch_bounds__(kClassifyThreads) classify_kernel(const FrameArgs *frames) {
+  const FrameArgs f = frames[blockIdx.z];  // a copy: the stores below cannot alias it
+  const float4 *boxes = f.boxes;
+  const float *scores = f.scores;
+  const uint32_t n = f.capacity;
+  const uint32_t *d_count = f.count;
+  float *keys = f.keys;
+  uint32_t *header = f.header;
   const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t count = min(*d_count, n);
   if (p == 0 && d_count != header + kIn) {  // a producer's count: into the header
@@ -117,7 +151,7 @@ __global__ void __launch_bounds__(kClassifyThreads)
   if (p < count) {
     const float s = scores[p];
     valid = is_valid(to_box(boxes[p]), s);
-    below = valid && s < score_threshold;
+    below = valid && s < f.score_threshold;
     keys[p] = valid && !below ? s + 0.0f : -INFINITY;  // radix sort would put -0.0 below +0.0
   }
   count_in(&header[kInvalid], p < count && !valid);
@@ -125,15 +159,13 @@ __global__ void __launch_bounds__(kClassifyThreads)
   count_in(&header[kEligible], valid && !below);
 }
 
-// Puts the candidate `p` of key `key` at rank r, if r < Dmax, and zeroes its predecessor count.
-__device__ void place(uint32_t r, uint32_t p, float key, const float4 *boxes,
-                      const int32_t *classes, float4 *rank_boxes, float *rank_scores,
-                      int32_t *rank_classes, uint32_t *order, uint32_t *counts) {
-  order[r] = p;
-  rank_scores[r] = key;
-  rank_boxes[r] = boxes[p];
-  rank_classes[r] = classes ? classes[p] : 0;
-  counts[r] = 0;
+// Puts the candidate `p` of key `key` at rank r (< Dmax), and zeroes its predecessor count.
+__device__ void place(const FrameArgs &f, uint32_t r, uint32_t p, float key) {
+  f.order[r] = p;
+  f.rank_scores[r] = key;
+  f.rank_boxes[r] = f.boxes[p];
+  f.rank_classes[r] = f.classes ? f.classes[p] : 0;
+  f.counts[r] = 0;
 }
 
 // The rank stage in one launch: an eligible candidate's rank is the number of candidates ranked
@@ -143,13 +175,12 @@ __device__ void place(uint32_t r, uint32_t p, float key, const float4 *boxes,
 // device candidates always, as only the device knows their count: blocks past it leave at once,
 // so the work follows the frame's count, not the buffer's capacity.
 __global__ void __launch_bounds__(kCountingWarps *kWarp)
-    counting_rank_kernel(const float *keys, uint32_t n, const uint32_t *d_count,
-                         const float4 *boxes, const int32_t *classes, uint32_t dmax,
-                         float4 *rank_boxes, float *rank_scores, int32_t *rank_classes,
-                         uint32_t *order, uint32_t *counts) {
+    counting_rank_kernel(const FrameArgs *frames) {
   extern __shared__ float s_keys[];
   __shared__ uint32_t s_before[kCountingWarps][kWarp];
-  const uint32_t count = min(*d_count, n);
+  const FrameArgs f = frames[blockIdx.z];  // a copy: the stores below cannot alias it
+  const float *keys = f.keys;
+  const uint32_t count = min(*f.count, f.capacity);
   if (blockIdx.x * kWarp >= count) return;  // the whole block
   const uint32_t warp = threadIdx.x / kWarp;
   const uint32_t lane = threadIdx.x % kWarp;
@@ -174,93 +205,90 @@ __global__ void __launch_bounds__(kCountingWarps *kWarp)
   if (warp == 0 && key != -INFINITY) {
     uint32_t r = 0;
     for (int w = 0; w < kCountingWarps; ++w) r += s_before[w][lane];
-    if (r < dmax) {
-      place(r, p, key, boxes, classes, rank_boxes, rank_scores, rank_classes, order, counts);
-    }
+    if (r < f.dmax) place(f, r, p, key);
   }
 }
 
-// After CUB's sort of the keys: the best ranks gathered, in place over `order`.
-__global__ void gather_kernel(const float *sorted_keys, const float4 *boxes, const int32_t *classes,
-                              const uint32_t *header, uint32_t dmax, float4 *rank_boxes,
-                              float *rank_scores, int32_t *rank_classes, uint32_t *order,
-                              uint32_t *counts) {
+// After CUB's sort of one frame's keys: the best ranks gathered, in place over `order`.
+__global__ void gather_kernel(const FrameArgs *frame, const float *sorted_keys) {
+  const FrameArgs f = *frame;
   const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < ranked_count(header, dmax)) {
-    place(r, order[r], sorted_keys[r], boxes, classes, rank_boxes, rank_scores, rank_classes, order,
-          counts);
-  }
+  if (r < ranked_count(f.header, f.dmax)) place(f, r, f.order[r], sorted_keys[r]);
 }
 
-// Warp w of block (x, y) tests rank i = 8x + w against the ranks j < i of chunks
-// [8y, 8y + 8): lane l takes j = 32c + l, and a ballot gathers the chunk's verdicts. Blocks run
-// roughly in order of x first, so a rank's first chunks are tested before its later ones: where
-// those already settle it (a matrix suppressor, an overflowing greedy list), the rest return at
-// once, and piles of duplicates cost O(N), not O(N^2).
+// Block (x, y) tests ranks i of [32x, 32x + 32) against the ranks j < i of [256y, 256y + 256),
+// which it stages in shared memory once for all its rows: warp w takes the rows 32x + 4w ..
+// 32x + 4w + 3 in turn, lane l the ranks j = 256y + 32c + l, and a ballot gathers each 32-rank
+// chunk's verdicts. Blocks run roughly in order of x first, so a rank's first columns are tested
+// before its later ones: where those already settle it (a matrix suppressor, an overflowing
+// greedy list), the rest skip it, and piles of duplicates cost O(N), not O(N^2).
 template <Method kMethod>
-__global__ void __launch_bounds__(kPairWarps *kWarp)
-    pairs_kernel(const float4 *rank_boxes, const float *rank_scores, const int32_t *rank_classes,
-                 const uint32_t *header, uint32_t dmax, Overlap overlap_kind, float threshold,
-                 uint32_t *counts, uint32_t *predecessors) {
-  const uint32_t m = ranked_count(header, dmax);
-  const uint32_t i = blockIdx.x * kPairWarps + threadIdx.x / kWarp;
+__global__ void __launch_bounds__(kPairWarps *kWarp) pairs_kernel(const FrameArgs *frames) {
+  __shared__ float4 s_boxes[kPairColumns];
+  __shared__ float s_scores[kPairColumns];
+  __shared__ int32_t s_classes[kPairColumns];
+  const FrameArgs f = frames[blockIdx.z];  // a copy: the stores below cannot alias it
+  const uint32_t m = ranked_count(f.header, f.dmax);
+  const uint32_t first_row = blockIdx.x * kPairRows;
+  const uint32_t first_j = blockIdx.y * kPairColumns;
+  if (first_row >= m || first_j + 1 >= min(first_row + kPairRows, m)) return;  // no j < i here
+  for (uint32_t t = threadIdx.x; t < kPairColumns; t += blockDim.x) {
+    const uint32_t j = first_j + t;
+    if (j >= m) break;
+    s_boxes[t] = f.rank_boxes[j];
+    s_classes[t] = f.rank_classes[j];
+    if (kMethod == Method::kMatrix) s_scores[t] = f.rank_scores[j];
+  }
+  __syncthreads();
+
   const uint32_t lane = threadIdx.x % kWarp;
-  const uint32_t first_chunk = blockIdx.y * kPairChunks;
-  if (i >= m || first_chunk * kWarp >= i) return;  // the whole warp: i is per warp
-  // Other warps add to the count meanwhile: an early or late read only costs work.
-  const uint32_t settled_by = kMethod == Method::kGreedy ? kMaxPredecessors : 0;
-  if (cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(counts[i]).load(
-          cuda::memory_order_relaxed) > settled_by) {
-    return;
-  }
-  const Box b = to_box(rank_boxes[i]);
-  const float score_b = rank_scores[i];
-  const int32_t class_b = rank_classes[i];
-  const uint32_t chunks = min(first_chunk + kPairChunks, (i + kWarp - 1) / kWarp) - first_chunk;
-  // Every chunk's loads first, so that the warp waits for memory once, not once per chunk.
-  Box a[kPairChunks];
-  float score_a[kPairChunks];
-  bool same_class[kPairChunks];
-#pragma unroll
-  for (uint32_t c = 0; c < kPairChunks; ++c) {
-    const uint32_t j = (first_chunk + c) * kWarp + lane;
-    const bool before_i = c < chunks && j < i;
-    same_class[c] = before_i && rank_classes[j] == class_b;
-    if (before_i) {
-      a[c] = to_box(rank_boxes[j]);
-      if (kMethod == Method::kMatrix) score_a[c] = rank_scores[j];
-    }
-  }
-  uint32_t bits[kPairChunks];
-  uint32_t total = 0;
-#pragma unroll
-  for (uint32_t c = 0; c < kPairChunks; ++c) {
-    const bool suppresses =
-        same_class[c] &&
-        (kMethod == Method::kGreedy
-             ? greedy_suppresses(overlap_kind, threshold, a[c], b)
-             : matrix_suppresses(overlap_kind, threshold, a[c], score_a[c], b, score_b));
-    bits[c] = __ballot_sync(kFullMask, suppresses);
-    total += __popc(bits[c]);
-  }
-  if (total == 0) return;
-  if (kMethod == Method::kMatrix) {
-    if (lane == 0) atomicAdd(&counts[i], 1u);  // one suppressor settles it
-    return;
-  }
-  // One atomic per warp reserves the slots of all its chunks.
-  uint32_t slot = 0;
-  if (lane == 0) slot = atomicAdd(&counts[i], total);
-  slot = __shfl_sync(kFullMask, slot, 0);
   const uint32_t below_lane = (1u << lane) - 1;
-#pragma unroll
-  for (uint32_t c = 0; c < kPairChunks; ++c) {
-    if (slot >= kMaxPredecessors) return;
-    const uint32_t mine = slot + __popc(bits[c] & below_lane);
-    if ((bits[c] >> lane) & 1u && mine < kMaxPredecessors) {
-      predecessors[size_t{i} * kMaxPredecessors + mine] = (first_chunk + c) * kWarp + lane;
+  // A count past this settles the rank: other blocks add to it meanwhile, and an early or late
+  // read only costs work.
+  const uint32_t settled_by = kMethod == Method::kGreedy ? kMaxPredecessors : 0;
+  for (uint32_t r = 0; r < kPairRowsPerWarp; ++r) {
+    const uint32_t i = first_row + threadIdx.x / kWarp * kPairRowsPerWarp + r;
+    if (i >= m) break;  // the whole warp: i is per warp, and only grows
+    if (first_j >= i) continue;
+    if (cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(f.counts[i])
+            .load(cuda::memory_order_relaxed) > settled_by) {
+      continue;
     }
-    slot += __popc(bits[c]);
+    const Box b = to_box(f.rank_boxes[i]);
+    const float score_b = f.rank_scores[i];
+    const int32_t class_b = f.rank_classes[i];
+    const uint32_t chunks = min(kPairChunks, (i - first_j + kWarp - 1) / kWarp);
+    uint32_t bits[kPairChunks];
+    uint32_t total = 0;
+#pragma unroll
+    for (uint32_t c = 0; c < kPairChunks; ++c) {
+      const uint32_t t = c * kWarp + lane;
+      bool suppresses = false;
+      if (c < chunks && first_j + t < i && s_classes[t] == class_b) {
+        const Box a = to_box(s_boxes[t]);
+        suppresses = kMethod == Method::kGreedy
+                         ? greedy_suppresses(f.overlap, f.threshold, a, b)
+                         : matrix_suppresses(f.overlap, f.threshold, a, s_scores[t], b, score_b);
+      }
+      bits[c] = __ballot_sync(kFullMask, suppresses);
+      total += __popc(bits[c]);
+    }
+    if (total == 0) continue;
+    if (kMethod == Method::kMatrix) {
+      if (lane == 0) atomicAdd(&f.counts[i], 1u);  // one suppressor settles it
+      continue;
+    }
+    // One atomic per row reserves the slots of all its chunks.
+    uint32_t slot = 0;
+    if (lane == 0) slot = atomicAdd(&f.counts[i], total);
+    slot = __shfl_sync(kFullMask, slot, 0);
+    uint32_t *row = f.predecessors + size_t{i} * kMaxPredecessors;
+#pragma unroll
+    for (uint32_t c = 0; c < kPairChunks; ++c) {
+      const uint32_t mine = slot + __popc(bits[c] & below_lane);
+      if ((bits[c] >> lane) & 1u && mine < kMaxPredecessors) row[mine] = first_j + c * kWarp + lane;
+      slot += __popc(bits[c]);
+    }
   }
 }
 
@@ -299,27 +327,37 @@ __device__ bool suppresses_rank(const Ranked &r, uint32_t j, const Box &b, int32
          greedy_suppresses(r.overlap, r.threshold, to_box(r.boxes[j]), b);
 }
 
-// Calls visit(j) for each predecessor j of rank i, n of them, until visit returns false: from
-// its list, or, when the list overflowed, by testing every rank before i, in rank order.
+// Calls visit(j, status of j) for each predecessor j of rank i, n of them, until visit returns
+// false: from its list, or, when the list overflowed, by testing every rank before i, in rank
+// order.
 template <typename Visit>
 __device__ void for_each_predecessor(uint32_t i, uint32_t n, const uint32_t *predecessors,
-                                     const Ranked &ranked, Visit visit) {
+                                     const Ranked &ranked, uint32_t *statuses, Visit visit) {
   if (n > kMaxPredecessors) {
     const Box b = to_box(ranked.boxes[i]);
     const int32_t class_b = ranked.classes[i];
     for (uint32_t j = 0; j < i; ++j) {
-      if (suppresses_rank(ranked, j, b, class_b) && !visit(j)) return;
+      if (suppresses_rank(ranked, j, b, class_b) && !visit(j, load_status(statuses, j))) return;
     }
     return;
   }
-  // Rows are 2 KiB aligned and zero-padded: read four at a time.
+  // Rows are 2 KiB aligned: eight predecessors at a time, their statuses all loaded before any
+  // is looked at, so that a list costs one wait for memory per eight, not one per predecessor.
+  constexpr uint32_t kBatch = 8;
   const uint4 *row4 = reinterpret_cast<const uint4 *>(predecessors + size_t{i} * kMaxPredecessors);
-  for (uint32_t k = 0; k < n; k += 4) {
-    const uint4 four = __ldg(&row4[k / 4]);
-    const uint32_t p[4] = {four.x, four.y, four.z, four.w};
+  for (uint32_t k = 0; k < n; k += kBatch) {
+    const uint4 first = __ldg(&row4[k / 4]);
+    const uint4 second = k + 4 < n ? __ldg(&row4[k / 4 + 1]) : make_uint4(0, 0, 0, 0);
+    const uint32_t p[kBatch] = {first.x,  first.y,  first.z,  first.w,
+                                second.x, second.y, second.z, second.w};
+    uint8_t status[kBatch];
 #pragma unroll
-    for (uint32_t q = 0; q < 4; ++q) {
-      if (k + q >= n || !visit(p[q])) return;
+    for (uint32_t q = 0; q < kBatch; ++q) {
+      status[q] = k + q < n ? load_status(statuses, p[q]) : kSuppressed;
+    }
+#pragma unroll
+    for (uint32_t q = 0; q < kBatch; ++q) {
+      if (k + q >= n || !visit(p[q], status[q])) return;
     }
   }
 }
@@ -332,8 +370,7 @@ __device__ uint8_t greedy_verdict(uint32_t i, uint32_t n, const uint32_t *predec
   // the first undecided one too, as a later sweep will settle it more cheaply.
   const bool stop_at_undecided = n > kMaxPredecessors;
   uint8_t verdict = kKept;
-  for_each_predecessor(i, n, predecessors, ranked, [&](uint32_t j) {
-    const uint8_t s = load_status(statuses, j);
+  for_each_predecessor(i, n, predecessors, ranked, statuses, [&](uint32_t, uint8_t s) {
     if (s == kKept) verdict = kSuppressed;
     if (s == kUndecided) verdict = kUndecided;
     return verdict == kKept || (verdict == kUndecided && !stop_at_undecided);
@@ -351,10 +388,10 @@ __device__ void decide_frontier(uint32_t t, uint32_t m, uint32_t lane, const uin
   bool kept_before = false;
   uint32_t within = 0;  // bit k: rank t + k suppresses rank i
   if (status == kUndecided) {
-    for_each_predecessor(i, n, predecessors, ranked, [&](uint32_t j) {
+    for_each_predecessor(i, n, predecessors, ranked, statuses, [&](uint32_t j, uint8_t s) {
       if (j >= t) {
         within |= 1u << (j - t);
-      } else if (load_status(statuses, j) == kKept) {
+      } else if (s == kKept) {
         kept_before = true;
       }
       return !kept_before;
@@ -394,14 +431,19 @@ __device__ uint32_t block_prefix_sum(uint32_t m, SettleScan::TempStorage &storag
 // Writes the output: the staged counters, the kept count and the indices of the kept candidates
 // in rank order, at most `limit` of them.
 template <Method kMethod>
-__global__ void __launch_bounds__(kSettleThreads)
-    settle_kernel(const uint32_t *header, uint32_t dmax, const uint32_t *counts,
-                  const uint32_t *predecessors, Ranked ranked, const uint32_t *order,
-                  uint32_t limit, uint32_t *out) {
+__global__ void __launch_bounds__(kSettleThreads) settle_kernel(const FrameArgs *frames) {
+  const FrameArgs f = frames[blockIdx.x];  // a copy: the stores below cannot alias it
+  const uint32_t *header = f.header;
+  const uint32_t *counts = f.counts;
+  const uint32_t *predecessors = f.predecessors;
+  const Ranked ranked{f.rank_boxes, f.rank_classes, f.overlap, f.threshold};
+  const uint32_t *order = f.order;
+  const uint32_t limit = f.limit;
+  uint32_t *out = f.out;
   extern __shared__ uint32_t s_dynamic[];
   __shared__ uint32_t s_frontier[3];  // per round: read, lowered, reset (rounds overlap)
   __shared__ SettleScan::TempStorage s_scan;
-  const uint32_t m = ranked_count(header, dmax);
+  const uint32_t m = ranked_count(header, f.dmax);
   uint32_t *statuses = s_dynamic;                                  // during the sweeps
   uint8_t *status_bytes = reinterpret_cast<uint8_t *>(s_dynamic);  // before and after them
   uint16_t *s_counts = reinterpret_cast<uint16_t *>(status_bytes + settle_counts_offset(m));
@@ -418,8 +460,8 @@ __global__ void __launch_bounds__(kSettleThreads)
   __syncthreads();
   auto count_of = [&](uint32_t i) { return shared_counts ? s_counts[i] : counts[i]; };
 
-  // Each round, warp 0 decides the 32 ranks from the first undecided one (the frontier), and
-  // every thread sweeps its undecided ranks past them. A rank is settled only from final
+  // Each round, warp 0 decides the 32 ranks from the first undecided one (the frontier), while
+  // the other warps sweep the undecided ranks past them. A rank is settled only from final
   // statuses, so a sweep may see its neighbours' updates of the same round or not (load_status).
   for (uint32_t round = 0; kMethod == Method::kGreedy; ++round) {
     const uint32_t frontier = s_frontier[round % 3];
@@ -430,7 +472,7 @@ __global__ void __launch_bounds__(kSettleThreads)
       decide_frontier(frontier, m, tid, predecessors, ranked, i < m ? count_of(i) : 0, statuses);
     }
     uint32_t first_undecided = m;
-    for (uint32_t i = frontier + kWarp + tid; i < m; i += kSettleThreads) {
+    for (uint32_t i = frontier + tid; tid >= kWarp && i < m; i += kSettleThreads - kWarp) {
       if (load_status(statuses, i) != kUndecided) continue;
       const uint8_t verdict = greedy_verdict(i, count_of(i), predecessors, ranked, statuses);
       if (verdict == kUndecided) {
@@ -468,17 +510,22 @@ __global__ void iota_kernel(uint32_t *values, uint32_t n) {
   if (i < n) values[i] = i;
 }
 
-// The staged input of up to `capacity` candidates: the counters (the count among them), then
-// room for capacity boxes, capacity scores and, when the frame is per-class, capacity class ids.
-// Every part starts 16-byte aligned.
+constexpr size_t round16(size_t bytes) { return (bytes + 15) & ~size_t{15}; }
+
+// A frame staged in pinned memory for the copy to the device: its counters (the count among
+// them), then room for `capacity` boxes, scores and, when it is per-class, class ids. Every part
+// starts 16-byte aligned.
 struct StagedLayout {
   explicit StagedLayout(size_t capacity, bool with_classes)
       : boxes(kHeaderWords * sizeof(uint32_t)),
         scores(boxes + capacity * sizeof(float4)),
-        classes(scores + capacity * sizeof(float)),
-        bytes(classes + (with_classes ? capacity * sizeof(int32_t) : 0)) {}
+        classes(scores + round16(capacity * sizeof(float))),
+        bytes(classes + (with_classes ? round16(capacity * sizeof(int32_t)) : 0)) {}
   size_t boxes, scores, classes, bytes;
 };
+
+// Frame descriptors at the head of the staged buffer, the frames after them.
+size_t args_bytes(size_t frames) { return round16(frames * sizeof(FrameArgs)); }
 
 // The capacity a host frame of n candidates is staged in: n past kGraphMax, else n rounded up to
 // an eighth of the power of two above it (at least kGraphMinCapacity), so that four graphs serve
@@ -492,30 +539,19 @@ uint32_t staged_capacity(uint32_t n) {
   return (n + step - 1) / step * step;
 }
 
-// Where a frame's candidates are on the device and how many there are: a device word, at most
-// `capacity`.
-struct Inputs {
-  const float4 *boxes;
-  const float *scores;
-  const int32_t *classes;  // nullptr: one class
-  const uint32_t *count;
-  bool host_count;  // a host frame: the count is the capacity past kGraphMax, so it may be sorted
-};
-
-// What a captured graph's launches depend on besides the workspace.
+// What a captured graph's launches depend on: the parameters travel in the frame's descriptor.
 struct GraphKey {
-  uint32_t capacity, most, limit, dmax;
+  uint32_t capacity, most;
   bool with_classes;
   Method method;
-  Overlap overlap;
-  float threshold, score_threshold;
   bool operator==(const GraphKey &o) const {
-    return std::tie(capacity, most, limit, dmax, with_classes, method, overlap, threshold,
-                    score_threshold) == std::tie(o.capacity, o.most, o.limit, o.dmax,
-                                                 o.with_classes, o.method, o.overlap, o.threshold,
-                                                 o.score_threshold);
+    return std::tie(capacity, most, with_classes, method) ==
+           std::tie(o.capacity, o.most, o.with_classes, o.method);
   }
 };
+
+// Frames in one launch sequence at most; larger batches go in turn.
+constexpr size_t kMaxBatch = 1024;
 
 class CudaContext final : public Context {
  public:
@@ -544,8 +580,22 @@ class CudaContext final : public Context {
       CUDANMS_TRY(cudaEventCreate(&start_));
       CUDANMS_TRY(cudaEventCreate(&stop_));
     }
-    const size_t reserved = std::min(options.reserve_candidates, kMaxCudaCandidates);
-    return reserve(reserved, reserved);
+    // Past the default 48 KiB, shared memory must be asked for: the counting rank stages up to
+    // 64 KiB of keys, the settle kernel up to a status byte for each of kMaxCudaCandidates.
+    CUDANMS_TRY(cudaFuncSetAttribute(counting_rank_kernel,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(kCountingRankMax * sizeof(float))));
+    const auto settle_bytes =
+        static_cast<int>(std::max(settle_shared_bytes(kSharedCounts),
+                                  settle_shared_bytes(static_cast<uint32_t>(kMaxCudaCandidates))));
+    CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kGreedy>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, settle_bytes));
+    CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kMatrix>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, settle_bytes));
+    const auto reserved =
+        static_cast<uint32_t>(std::min(options.reserve_candidates, kMaxCudaCandidates));
+    return reserve(1, reserved, reserved,
+                   args_bytes(1) + StagedLayout(staged_capacity(reserved), true).bytes);
   }
 
   Backend backend() const override { return Backend::kCuda; }
@@ -553,31 +603,75 @@ class CudaContext final : public Context {
   void *cuda_context() const override { return binding_.context(); }
 
  private:
-  // The workspace, freed inside the context's scope.
+  // The workspace, freed inside the context's scope. Frame b of a batch of frames staged with
+  // capacity C and ranking at most M candidates has slots [bC, bC + C) of the keys and the order,
+  // [bM, bM + M) of the rank arrays and the counts, and M predecessor rows from row bM.
   struct Workspace {
-    MappedArray<unsigned char> h_stage;  // StagedLayout
-    MappedArray<uint32_t> h_out;         // counters, then kept indices
+    MappedArray<unsigned char> h_stage;  // descriptors, then the frames (StagedLayout)
+    MappedArray<uint32_t> h_out;         // per frame: counters, then kept indices
     MappedArray<float4> h_kept_boxes;    // device candidates: the kept values
     MappedArray<float> h_kept_scores;
     MappedArray<int32_t> h_kept_classes;
     DeviceArray<unsigned char> d_stage;
     DeviceArray<float> d_keys;
-    DeviceArray<float> d_sorted_keys;
-    DeviceArray<uint32_t> d_iota;
-    DeviceArray<uint32_t> d_order;  // rank -> candidate index
+    DeviceArray<uint32_t> d_order;
     DeviceArray<float> d_rank_scores;
     DeviceArray<float4> d_rank_boxes;
     DeviceArray<int32_t> d_rank_classes;
-    DeviceArray<uint32_t> d_counts;        // predecessors (greedy) or suppressors (matrix)
-    DeviceArray<uint32_t> d_predecessors;  // kMaxPredecessors ranks per rank
-    DeviceArray<uint32_t> d_out;           // device candidates: the output, read by kept_values
+    DeviceArray<uint32_t> d_counts;
+    DeviceArray<uint32_t> d_predecessors;
+    DeviceArray<uint32_t> d_out;       // device candidates: the output, read by kept_values
+    DeviceArray<float> d_sorted_keys;  // a frame past kCountingRankMax: CUB's sort
+    DeviceArray<uint32_t> d_iota;
     DeviceArray<unsigned char> d_sort_temp;
   };
 
-  uint32_t kept_limit(const Params &params, uint32_t most) const {
+  static uint32_t kept_limit(const Params &params, uint32_t most) {
     return params.max_detections == 0 || params.max_detections > most
                ? most
                : static_cast<uint32_t>(params.max_detections);
+  }
+  static uint32_t most_ranked(uint32_t capacity, const Params &params) {
+    return static_cast<uint32_t>(std::min<size_t>(capacity, params.max_candidates));
+  }
+
+  // Frame b's descriptor, but for its candidates, count, counters and output: its parameters
+  // and its slices of the workspace, in a batch staged with capacity C ranking at most M.
+  FrameArgs workspace_args(size_t b, uint32_t C, uint32_t M, const Params &params,
+                           uint32_t capacity) const {
+    const Workspace &w = *ws_;
+    FrameArgs f{};
+    f.keys = w.d_keys.get() + b * C;
+    f.order = w.d_order.get() + b * C;
+    f.rank_boxes = w.d_rank_boxes.get() + b * M;
+    f.rank_scores = w.d_rank_scores.get() + b * M;
+    f.rank_classes = w.d_rank_classes.get() + b * M;
+    f.counts = w.d_counts.get() + b * M;
+    f.predecessors = w.d_predecessors.get() + b * M * kMaxPredecessors;
+    f.capacity = capacity;
+    f.dmax = static_cast<uint32_t>(std::min<size_t>(params.max_candidates, UINT32_MAX));
+    f.limit = kept_limit(params, most_ranked(capacity, params));
+    f.score_threshold = params.score_threshold;
+    f.threshold = params.threshold;
+    f.overlap = params.overlap;
+    return f;
+  }
+
+  // Copies host candidates into the staged frame at `h` (the device's copy at `d`) and points
+  // the descriptor at them.
+  static void stage(const CandidatesView &c, bool with_classes, const StagedLayout &layout,
+                    unsigned char *h, unsigned char *d, FrameArgs *f) {
+    const auto n = static_cast<uint32_t>(c.count);
+    std::memset(h, 0, layout.boxes);
+    reinterpret_cast<uint32_t *>(h)[kIn] = n;
+    std::memcpy(h + layout.boxes, c.boxes, n * sizeof(float4));
+    std::memcpy(h + layout.scores, c.scores, n * sizeof(float));
+    if (with_classes) std::memcpy(h + layout.classes, c.class_ids, n * sizeof(int32_t));
+    f->boxes = reinterpret_cast<const float4 *>(d + layout.boxes);
+    f->scores = reinterpret_cast<const float *>(d + layout.scores);
+    f->classes = with_classes ? reinterpret_cast<const int32_t *>(d + layout.classes) : nullptr;
+    f->header = reinterpret_cast<uint32_t *>(d);
+    f->count = f->header + kIn;
   }
 
   Status run_checked(const CandidatesView &c, const Params &params, Result *result) override {
@@ -587,52 +681,111 @@ class CudaContext final : public Context {
     if (n == 0) return Status::Ok();
     const uint32_t capacity = staged_capacity(n);
     // Launches are sized for the most candidates NMS may process; the device knows how many.
-    const auto most = static_cast<uint32_t>(std::min<size_t>(capacity, params.max_candidates));
+    const uint32_t most = most_ranked(capacity, params);
     // The settle kernel's statuses would not fit in shared memory: the CPU computes the same.
     if (most > kMaxCudaCandidates) return cpu_->run(c, params, result);
     CUDANMS_ENTER(binding_);
-    Status status = reserve(capacity, most);
-    if (!status.ok()) return status;
-
     const bool with_classes = !params.class_agnostic && c.class_ids != nullptr;
     const StagedLayout layout(capacity, with_classes);
-    unsigned char *h = ws_->h_stage.get();
-    std::memset(h, 0, layout.boxes);
-    reinterpret_cast<uint32_t *>(h)[kIn] = n;
-    std::memcpy(h + layout.boxes, c.boxes, n * sizeof(float4));
-    std::memcpy(h + layout.scores, c.scores, n * sizeof(float));
-    if (with_classes) std::memcpy(h + layout.classes, c.class_ids, n * sizeof(int32_t));
+    const size_t staged = args_bytes(1) + layout.bytes;
+    Status status = reserve(1, capacity, most, staged);
+    if (!status.ok()) return status;
 
+    unsigned char *h = ws_->h_stage.get();
     unsigned char *d = ws_->d_stage.get();
-    auto *header = reinterpret_cast<uint32_t *>(d);
-    const Inputs in{reinterpret_cast<const float4 *>(d + layout.boxes),
-                    reinterpret_cast<const float *>(d + layout.scores),
-                    with_classes ? reinterpret_cast<const int32_t *>(d + layout.classes) : nullptr,
-                    header + kIn, true};
-    const uint32_t limit = kept_limit(params, most);
+    FrameArgs f = workspace_args(0, capacity, most, params, capacity);
+    stage(c, with_classes, layout, h + args_bytes(1), d + args_bytes(1), &f);
+    f.out = ws_->h_out.device();
+    std::memcpy(h, &f, sizeof f);
+    const auto *frames = reinterpret_cast<const FrameArgs *>(d);
+    const uint32_t greedy = params.method == Method::kGreedy ? 1 : 0;
     auto submit = [&]() -> Status {
-      CUDANMS_TRY(cudaMemcpyAsync(d, h, layout.bytes, cudaMemcpyHostToDevice, stream_));
-      return launch(params, capacity, most, limit, in, header, ws_->h_out.device());
+      CUDANMS_TRY(cudaMemcpyAsync(d, h, staged, cudaMemcpyHostToDevice, stream_));
+      return launch(frames, 1, greedy, capacity, most, capacity > kCountingRankMax);
     };
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
-    if (capacity <= kGraphMax) {
-      const GraphKey key{capacity,
-                         most,
-                         limit,
-                         clamped_dmax(params),
-                         with_classes,
-                         params.method,
-                         params.overlap,
-                         params.threshold,
-                         params.score_threshold};
-      status = replay(key, submit);
-    } else {
-      status = submit();
-    }
+    status = capacity <= kGraphMax
+                 ? replay(GraphKey{capacity, most, with_classes, params.method}, submit)
+                 : submit();
     if (status.ok()) status = finish(result);
     if (!status.ok()) return status;
-    read_result(params, result);
+    read_result(params, ws_->h_out.get(), result);
     return Status::Ok();
+  }
+
+  // Frames of up to kGraphMax candidates share launch sequences, kMaxBatch at a time, greedy
+  // frames first; a larger frame runs on its own.
+  Status run_batch_checked(const std::vector<Frame> &frames,
+                           std::vector<Result> *results) override {
+    std::vector<size_t> batch;
+    for (size_t k = 0; k < frames.size(); ++k) {
+      if (frames[k].candidates.count == 0 || frames[k].candidates.count > kGraphMax) {
+        const Status status = run_checked(frames[k].candidates, frames[k].params, &(*results)[k]);
+        if (!status.ok()) return status;
+      } else {
+        batch.push_back(k);
+      }
+    }
+    std::stable_partition(batch.begin(), batch.end(), [&frames](size_t k) {
+      return frames[k].params.method == Method::kGreedy;
+    });
+    for (size_t first = 0; first < batch.size(); first += kMaxBatch) {
+      const std::vector<size_t> part(batch.begin() + first,
+                                     batch.begin() + std::min(batch.size(), first + kMaxBatch));
+      const Status status = run_batch_part(frames, part, results);
+      if (!status.ok()) return status;
+    }
+    return Status::Ok();
+  }
+
+  // The frames `part` (greedy ones first) in one launch sequence and one synchronisation.
+  Status run_batch_part(const std::vector<Frame> &frames, const std::vector<size_t> &part,
+                        std::vector<Result> *results) {
+    CUDANMS_ENTER(binding_);
+    uint32_t C = 0, M = 0, greedy = 0;
+    size_t staged = args_bytes(part.size());
+    for (const size_t k : part) {
+      const Frame &frame = frames[k];
+      const auto n = static_cast<uint32_t>(frame.candidates.count);
+      C = std::max(C, n);
+      M = std::max(M, most_ranked(n, frame.params));
+      greedy += frame.params.method == Method::kGreedy;
+      staged += StagedLayout(n, with_classes(frame)).bytes;
+    }
+    Status status = reserve(part.size(), C, M, staged);
+    if (!status.ok()) return status;
+
+    unsigned char *h = ws_->h_stage.get();
+    unsigned char *d = ws_->d_stage.get();
+    size_t offset = args_bytes(part.size());
+    for (size_t b = 0; b < part.size(); ++b) {
+      const Frame &frame = frames[part[b]];
+      const auto n = static_cast<uint32_t>(frame.candidates.count);
+      const StagedLayout layout(n, with_classes(frame));
+      FrameArgs f = workspace_args(b, C, M, frame.params, n);
+      stage(frame.candidates, with_classes(frame), layout, h + offset, d + offset, &f);
+      f.out = ws_->h_out.device() + b * (kHeaderWords + M);
+      std::memcpy(h + b * sizeof(FrameArgs), &f, sizeof f);
+      offset += layout.bytes;
+      Result &result = (*results)[part[b]];
+      result.counts.in = n;
+      result.computed_on = Backend::kCuda;
+    }
+    if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
+    CUDANMS_TRY(cudaMemcpyAsync(d, h, staged, cudaMemcpyHostToDevice, stream_));
+    status = launch(reinterpret_cast<const FrameArgs *>(d), static_cast<uint32_t>(part.size()),
+                    greedy, C, M, false);
+    if (status.ok()) status = finish(&(*results)[part[0]]);
+    if (!status.ok()) return status;
+    for (size_t b = 0; b < part.size(); ++b) {
+      read_result(frames[part[b]].params, ws_->h_out.get() + b * (kHeaderWords + M),
+                  &(*results)[part[b]]);
+    }
+    return Status::Ok();
+  }
+
+  static bool with_classes(const Frame &frame) {
+    return !frame.params.class_agnostic && frame.candidates.class_ids != nullptr;
   }
 
   Status run_device_checked(const DeviceCandidatesView &c, const Params &params,
@@ -644,28 +797,37 @@ class CudaContext final : public Context {
     result->computed_on = Backend::kCuda;
     if (c.capacity == 0) return Status::Ok();
     const auto n = static_cast<uint32_t>(c.capacity);
-    const auto most = static_cast<uint32_t>(std::min<size_t>(n, params.max_candidates));
+    const uint32_t most = most_ranked(n, params);
     if (most > kMaxCudaCandidates) return run_downloaded(c, params, result);
     CUDANMS_ENTER(binding_);
-    Status status = reserve(n, most);
+    const size_t staged = args_bytes(1) + kHeaderWords * sizeof(uint32_t);
+    Status status = reserve(1, n, most, staged);
     if (!status.ok()) return status;
 
     Workspace &w = *ws_;
-    auto *header = reinterpret_cast<uint32_t *>(w.d_stage.get());
-    const Inputs in{reinterpret_cast<const float4 *>(c.boxes), c.scores,
-                    params.class_agnostic ? nullptr : c.class_ids, c.count, false};
-    const uint32_t limit = kept_limit(params, most);
+    unsigned char *h = w.h_stage.get();
+    unsigned char *d = w.d_stage.get();
+    FrameArgs f = workspace_args(0, n, most, params, n);
+    f.boxes = reinterpret_cast<const float4 *>(c.boxes);
+    f.scores = c.scores;
+    f.classes = params.class_agnostic ? nullptr : c.class_ids;
+    f.count = c.count;
+    f.header = reinterpret_cast<uint32_t *>(d + args_bytes(1));
+    f.out = w.d_out.get();
+    std::memcpy(h, &f, sizeof f);
+    std::memset(h + args_bytes(1), 0, kHeaderWords * sizeof(uint32_t));
     if (c.ready) CUDANMS_TRY(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(c.ready), 0));
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
-    CUDANMS_TRY(cudaMemsetAsync(header, 0, kHeaderWords * sizeof(uint32_t), stream_));
-    status = launch(params, n, most, limit, in, header, w.d_out.get());
+    CUDANMS_TRY(cudaMemcpyAsync(d, h, staged, cudaMemcpyHostToDevice, stream_));
+    status = launch(reinterpret_cast<const FrameArgs *>(d), 1,
+                    params.method == Method::kGreedy ? 1 : 0, n, most, false);
     if (!status.ok()) return status;
-    kept_values_kernel<<<(limit + 255) / 256, 256, 0, stream_>>>(
-        w.d_out.get(), in.boxes, c.scores, c.class_ids, w.h_kept_boxes.device(),
+    kept_values_kernel<<<(f.limit + 255) / 256, 256, 0, stream_>>>(
+        w.d_out.get(), f.boxes, c.scores, c.class_ids, w.h_kept_boxes.device(),
         w.h_kept_scores.device(), w.h_kept_classes.device());
     CUDANMS_TRY(cudaGetLastError());
     CUDANMS_TRY(cudaMemcpyAsync(w.h_out.get(), w.d_out.get(),
-                                (kHeaderWords + size_t{limit}) * sizeof(uint32_t),
+                                (kHeaderWords + size_t{f.limit}) * sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, stream_));
     status = finish(result);
     if (!status.ok()) return status;
@@ -675,7 +837,7 @@ class CudaContext final : public Context {
                            " candidates in a buffer of " + std::to_string(n));
     }
     result->counts.in = out[kIn];
-    read_result(params, result);
+    read_result(params, out, result);
     const size_t kept = result->counts.kept;
     const float *boxes = reinterpret_cast<const float *>(w.h_kept_boxes.get());
     result->kept_boxes.assign(boxes, boxes + 4 * kept);
@@ -738,7 +900,7 @@ class CudaContext final : public Context {
     graphs_.clear();
   }
 
-  // The one synchronisation of a frame.
+  // The one synchronisation of a frame or a batch.
   Status finish(Result *result) {
     if (stop_) CUDANMS_TRY(cudaEventRecord(stop_, stream_));
     CUDANMS_TRY(cudaStreamSynchronize(stream_));
@@ -750,8 +912,7 @@ class CudaContext final : public Context {
     return Status::Ok();
   }
 
-  void read_result(const Params &params, Result *result) const {
-    const uint32_t *out = ws_->h_out.get();
+  static void read_result(const Params &params, const uint32_t *out, Result *result) {
     Counts &counts = result->counts;
     counts.invalid = out[kInvalid];
     counts.below_score = out[kBelowScore];
@@ -760,134 +921,130 @@ class CudaContext final : public Context {
     result->kept.assign(out + kHeaderWords, out + kHeaderWords + counts.kept);
   }
 
-  static uint32_t clamped_dmax(const Params &params) {
-    return static_cast<uint32_t>(std::min<size_t>(params.max_candidates, UINT32_MAX));
-  }
-
-  // The kernels, for up to `capacity` candidates of which at most `most` are ranked; the output
-  // goes to `out` (device-visible: device or mapped memory).
-  Status launch(const Params &params, uint32_t capacity, uint32_t most, uint32_t limit,
-                const Inputs &in, uint32_t *header, uint32_t *out) {
+  // The kernels for `count` frames (descriptors in device memory, the first `greedy` of them
+  // greedy), launches sized for `capacity` candidates and `most` ranked. `sort`: one frame past
+  // kCountingRankMax, ranked by CUB's radix sort.
+  Status launch(const FrameArgs *frames, uint32_t count, uint32_t greedy, uint32_t capacity,
+                uint32_t most, bool sort) {
     Workspace &w = *ws_;
-    const uint32_t dmax = clamped_dmax(params);
-
-    classify_kernel<<<(capacity + kClassifyThreads - 1) / kClassifyThreads, kClassifyThreads, 0,
-                      stream_>>>(in.boxes, in.scores, capacity, in.count, params.score_threshold,
-                                 w.d_keys.get(), header);
+    classify_kernel<<<dim3((capacity + kClassifyThreads - 1) / kClassifyThreads, 1, count),
+                      kClassifyThreads, 0, stream_>>>(frames);
     CUDANMS_TRY(cudaGetLastError());
-    if (capacity <= kCountingRankMax || !in.host_count) {
+    if (!sort) {
       const size_t tile_bytes = std::min(capacity, kCountingRankMax) * sizeof(float);
-      counting_rank_kernel<<<(capacity + kWarp - 1) / kWarp, kCountingWarps * kWarp, tile_bytes,
-                             stream_>>>(w.d_keys.get(), capacity, in.count, in.boxes, in.classes,
-                                        dmax, w.d_rank_boxes.get(), w.d_rank_scores.get(),
-                                        w.d_rank_classes.get(), w.d_order.get(), w.d_counts.get());
+      counting_rank_kernel<<<dim3((capacity + kWarp - 1) / kWarp, 1, count), kCountingWarps * kWarp,
+                             tile_bytes, stream_>>>(frames);
       CUDANMS_TRY(cudaGetLastError());
     } else {
+      Status status = reserve_sort(capacity);
+      if (!status.ok()) return status;
       size_t sort_bytes = sort_temp_bytes_;
       CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
           w.d_sort_temp.get(), sort_bytes, w.d_keys.get(), w.d_sorted_keys.get(), w.d_iota.get(),
           w.d_order.get(), static_cast<int>(capacity), 0, 32, stream_));
-      gather_kernel<<<(most + 255) / 256, 256, 0, stream_>>>(
-          w.d_sorted_keys.get(), in.boxes, in.classes, header, dmax, w.d_rank_boxes.get(),
-          w.d_rank_scores.get(), w.d_rank_classes.get(), w.d_order.get(), w.d_counts.get());
+      gather_kernel<<<(most + 255) / 256, 256, 0, stream_>>>(frames, w.d_sorted_keys.get());
       CUDANMS_TRY(cudaGetLastError());
     }
-
-    const uint32_t chunks = (most + kWarp - 1) / kWarp;
-    const dim3 pair_grid((most + kPairWarps - 1) / kPairWarps,
-                         (chunks + kPairChunks - 1) / kPairChunks);
-    const bool greedy = params.method == Method::kGreedy;
+    const uint32_t rows = (most + kPairRows - 1) / kPairRows;
+    const uint32_t chunk_groups = (most + kPairColumns - 1) / kPairColumns;
     const size_t settle_bytes = settle_shared_bytes(most);
-    const Ranked ranked{w.d_rank_boxes.get(), w.d_rank_classes.get(), params.overlap,
-                        params.threshold};
-    if (greedy) {
-      pairs_kernel<Method::kGreedy><<<pair_grid, kPairWarps * kWarp, 0, stream_>>>(
-          w.d_rank_boxes.get(), w.d_rank_scores.get(), w.d_rank_classes.get(), header, dmax,
-          params.overlap, params.threshold, w.d_counts.get(), w.d_predecessors.get());
+    if (greedy > 0) {
+      pairs_kernel<Method::kGreedy>
+          <<<dim3(rows, chunk_groups, greedy), kPairWarps * kWarp, 0, stream_>>>(frames);
       CUDANMS_TRY(cudaGetLastError());
-      settle_kernel<Method::kGreedy><<<1, kSettleThreads, settle_bytes, stream_>>>(
-          header, dmax, w.d_counts.get(), w.d_predecessors.get(), ranked, w.d_order.get(), limit,
-          out);
-    } else {
-      pairs_kernel<Method::kMatrix><<<pair_grid, kPairWarps * kWarp, 0, stream_>>>(
-          w.d_rank_boxes.get(), w.d_rank_scores.get(), w.d_rank_classes.get(), header, dmax,
-          params.overlap, params.threshold, w.d_counts.get(), w.d_predecessors.get());
+      settle_kernel<Method::kGreedy><<<greedy, kSettleThreads, settle_bytes, stream_>>>(frames);
       CUDANMS_TRY(cudaGetLastError());
-      settle_kernel<Method::kMatrix><<<1, kSettleThreads, settle_bytes, stream_>>>(
-          header, dmax, w.d_counts.get(), w.d_predecessors.get(), ranked, w.d_order.get(), limit,
-          out);
     }
-    CUDANMS_TRY(cudaGetLastError());
+    if (count > greedy) {
+      pairs_kernel<Method::kMatrix>
+          <<<dim3(rows, chunk_groups, count - greedy), kPairWarps * kWarp, 0, stream_>>>(frames +
+                                                                                         greedy);
+      CUDANMS_TRY(cudaGetLastError());
+      settle_kernel<Method::kMatrix>
+          <<<count - greedy, kSettleThreads, settle_bytes, stream_>>>(frames + greedy);
+      CUDANMS_TRY(cudaGetLastError());
+    }
     return Status::Ok();
   }
 
-  // Sizes the buffers for frames of n candidates of which at most `most` are ranked; a no-op
-  // when they are large enough already.
-  Status reserve(size_t n, size_t most) {
+  // Sizes the workspace for `frames` frames staged with capacity C, ranking at most M, and
+  // `staged` bytes of staged input; a no-op when it is large enough already.
+  Status reserve(size_t frames, size_t C, size_t M, size_t staged) {
     Workspace &w = *ws_;
     Status status = Status::Ok();
     auto step = [&status](Status s) {
       if (status.ok()) status = std::move(s);
     };
-    if (n > input_capacity_) {
-      input_capacity_ = 0;
+    if (staged > staged_capacity_) {
+      staged_capacity_ = 0;
       drop_graphs();
-      const size_t staged = StagedLayout(n, true).bytes;
       step(w.h_stage.reserve(staged));
       step(w.d_stage.reserve(staged));
-      step(w.d_keys.reserve(n));
-      step(w.d_sorted_keys.reserve(n));
-      step(w.d_iota.reserve(n));
-      step(w.d_order.reserve(n));
       if (!status.ok()) return status;
-      sort_temp_bytes_ = 0;
-      CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
-          nullptr, sort_temp_bytes_, static_cast<const float *>(nullptr),
-          static_cast<float *>(nullptr), static_cast<const uint32_t *>(nullptr),
-          static_cast<uint32_t *>(nullptr), static_cast<int>(n), 0, 32, stream_));
-      status = w.d_sort_temp.reserve(sort_temp_bytes_);
-      if (!status.ok()) return status;
-      iota_kernel<<<(n + 255) / 256, 256, 0, stream_>>>(w.d_iota.get(), static_cast<uint32_t>(n));
-      CUDANMS_TRY(cudaGetLastError());
-      CUDANMS_TRY(cudaStreamSynchronize(stream_));
-      // The counting rank stages every key: 64 KiB at its largest, past the default 48 KiB.
-      CUDANMS_TRY(cudaFuncSetAttribute(
-          counting_rank_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-          static_cast<int>(std::min<size_t>(n, kCountingRankMax) * sizeof(float))));
-      input_capacity_ = n;
+      staged_capacity_ = staged;
     }
-    if (most > ranked_capacity_) {
-      ranked_capacity_ = 0;
+    if (frames * C > input_capacity_) {
+      input_capacity_ = 0;
       drop_graphs();
-      step(w.h_out.reserve(kHeaderWords + most));
-      step(w.h_kept_boxes.reserve(most));
-      step(w.h_kept_scores.reserve(most));
-      step(w.h_kept_classes.reserve(most));
-      step(w.d_out.reserve(kHeaderWords + most));
-      step(w.d_rank_scores.reserve(most));
-      step(w.d_rank_boxes.reserve(most));
-      step(w.d_rank_classes.reserve(most));
-      step(w.d_counts.reserve(most));
-      step(w.d_predecessors.reserve(most * kMaxPredecessors));
+      step(w.d_keys.reserve(frames * C));
+      step(w.d_order.reserve(frames * C));
+      if (!status.ok()) return status;
+      input_capacity_ = frames * C;
+    }
+    if (M > kept_capacity_) {
+      kept_capacity_ = 0;
+      drop_graphs();
+      step(w.h_kept_boxes.reserve(M));
+      step(w.h_kept_scores.reserve(M));
+      step(w.h_kept_classes.reserve(M));
+      if (!status.ok()) return status;
+      kept_capacity_ = M;
+    }
+    const size_t ranked = frames * M;
+    const size_t outputs = frames * (kHeaderWords + M);
+    if (ranked > ranked_capacity_ || outputs > output_capacity_) {
+      ranked_capacity_ = output_capacity_ = 0;
+      drop_graphs();
+      step(w.h_out.reserve(outputs));
+      step(w.d_out.reserve(outputs));
+      step(w.d_rank_scores.reserve(ranked));
+      step(w.d_rank_boxes.reserve(ranked));
+      step(w.d_rank_classes.reserve(ranked));
+      step(w.d_counts.reserve(ranked));
+      step(w.d_predecessors.reserve(ranked * kMaxPredecessors));
       if (!status.ok()) return status;
       // Zeroed once, so that no byte is ever read uninitialised (compute-sanitizer initcheck):
-      // the settle kernel reads predecessor rows four slots at a time, past a row's count too,
+      // the settle kernel reads predecessor rows eight slots at a time, past a row's count too,
       // and the copy back takes `limit` kept slots of which the frame may fill fewer.
       CUDANMS_TRY(cudaMemsetAsync(w.d_predecessors.get(), 0,
-                                  most * kMaxPredecessors * sizeof(uint32_t), stream_));
-      CUDANMS_TRY(
-          cudaMemsetAsync(w.d_out.get(), 0, (kHeaderWords + most) * sizeof(uint32_t), stream_));
+                                  ranked * kMaxPredecessors * sizeof(uint32_t), stream_));
+      CUDANMS_TRY(cudaMemsetAsync(w.d_out.get(), 0, outputs * sizeof(uint32_t), stream_));
       CUDANMS_TRY(cudaStreamSynchronize(stream_));
-      // Past the default 48 KiB, shared memory must be asked for.
-      const auto settle_bytes = static_cast<int>(std::max(
-          settle_shared_bytes(static_cast<uint32_t>(std::min<size_t>(most, kSharedCounts))),
-          settle_shared_bytes(static_cast<uint32_t>(most))));
-      CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kGreedy>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, settle_bytes));
-      CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kMatrix>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, settle_bytes));
-      ranked_capacity_ = most;
+      ranked_capacity_ = ranked;
+      output_capacity_ = outputs;
     }
+    return Status::Ok();
+  }
+
+  // CUB's sort of one frame of n candidates: its buffers, sized on first use.
+  Status reserve_sort(size_t n) {
+    if (n <= sort_capacity_) return Status::Ok();
+    Workspace &w = *ws_;
+    sort_capacity_ = 0;
+    drop_graphs();
+    Status status = w.d_sorted_keys.reserve(n);
+    if (status.ok()) status = w.d_iota.reserve(n);
+    if (!status.ok()) return status;
+    sort_temp_bytes_ = 0;
+    CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
+        nullptr, sort_temp_bytes_, static_cast<const float *>(nullptr),
+        static_cast<float *>(nullptr), static_cast<const uint32_t *>(nullptr),
+        static_cast<uint32_t *>(nullptr), static_cast<int>(n), 0, 32, stream_));
+    status = w.d_sort_temp.reserve(sort_temp_bytes_);
+    if (!status.ok()) return status;
+    iota_kernel<<<(n + 255) / 256, 256, 0, stream_>>>(w.d_iota.get(), static_cast<uint32_t>(n));
+    CUDANMS_TRY(cudaGetLastError());
+    sort_capacity_ = n;
     return Status::Ok();
   }
 
@@ -896,8 +1053,12 @@ class CudaContext final : public Context {
   bool owns_stream_ = false;
   cudaEvent_t start_ = nullptr;  // both set only with ContextOptions::time_device
   cudaEvent_t stop_ = nullptr;
-  size_t input_capacity_ = 0;   // candidates a frame may bring
-  size_t ranked_capacity_ = 0;  // candidates a frame may rank: min(n, Dmax)
+  size_t staged_capacity_ = 0;  // bytes of staged input
+  size_t input_capacity_ = 0;   // key and order slots, over all frames of a batch
+  size_t ranked_capacity_ = 0;  // rank slots, over all frames of a batch
+  size_t output_capacity_ = 0;  // output words, over all frames of a batch
+  size_t kept_capacity_ = 0;    // device candidates: kept values
+  size_t sort_capacity_ = 0;
   size_t sort_temp_bytes_ = 0;
   std::unique_ptr<Context> cpu_ = create_cpu_context({});  // frames past kMaxCudaCandidates
   std::unique_ptr<Workspace> ws_;

@@ -158,6 +158,69 @@ TEST_F(CudaNms, GraphsReplayExactlyForEveryCountAndParameters) {
   }
 }
 
+// A batch: frames of every size and parameters at once (greedy and matrix mixed, per class and
+// class-agnostic, empty frames, one past the batchable size), each equal to the CPU's.
+TEST_F(CudaNms, BatchesEqualTheirFramesRunAlone) {
+  std::mt19937_64 rng(run_seed() + 16);
+  std::vector<CandidateSet> sets;
+  std::vector<Params> params;
+  for (size_t n : {300u, 0u, 1000u, 1u, 3000u, 16384u, 20000u, 700u, 1500u, 64u}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      sets.push_back(tools::sliding_window_candidates(n, rng(), 1 + variant * 40));
+      Params p;
+      p.class_agnostic = variant == 0;
+      p.max_candidates = variant == 2 ? n / 3 + 1 : std::max<size_t>(n, 1);
+      if (variant == 1) {
+        p.method = Method::kMatrix;
+        p.overlap = Overlap::kIoS;
+        p.threshold = 0.3f;
+      }
+      if (variant == 2) {
+        p.threshold = 0.7f;
+        p.score_threshold = 0.3f;
+        p.max_detections = 20;
+      }
+      params.push_back(p);
+    }
+  }
+  CandidateSet pile;  // overflowing lists inside a batch
+  for (int i = 0; i < 2000; ++i) pile.add(10, 10, 60, 60, 1.0f - i * 1e-4f);
+  sets.push_back(pile);
+  params.emplace_back();
+  std::vector<Frame> frames;
+  for (size_t k = 0; k < sets.size(); ++k) frames.push_back({sets[k].view(), params[k]});
+  std::vector<Result> results;
+  for (int pass = 0; pass < 2; ++pass) {  // the second reuses the workspace
+    ASSERT_TRUE(gpu_->run(frames, &results).ok());
+    ASSERT_EQ(results.size(), frames.size());
+    for (size_t k = 0; k < frames.size(); ++k) {
+      Result alone;
+      ASSERT_TRUE(cpu_->run(sets[k].view(), params[k], &alone).ok());
+      EXPECT_TRUE(same_result(results[k], alone)) << "frame " << k << " n=" << sets[k].size();
+      EXPECT_EQ(results[k].computed_on, Backend::kCuda) << "frame " << k;
+    }
+  }
+}
+
+// The batch the core-speed issue times: 64 frames of 1 000 sliding windows.
+TEST_F(CudaNms, SixtyFourFramesInOneBatch) {
+  std::mt19937_64 rng(run_seed() + 17);
+  std::vector<CandidateSet> sets;
+  for (int k = 0; k < 64; ++k) sets.push_back(tools::sliding_window_candidates(1000, rng()));
+  Params params;
+  params.class_agnostic = true;
+  std::vector<Frame> frames;
+  for (const CandidateSet &set : sets) frames.push_back({set.view(), params});
+  std::vector<Result> results;
+  ASSERT_TRUE(gpu_->run(frames, &results).ok());
+  for (size_t k = 0; k < frames.size(); ++k) {
+    EXPECT_TRUE(same_as_cpu(sets[k], params)) << "frame " << k;
+    Result alone;
+    ASSERT_TRUE(cpu_->run(sets[k].view(), params, &alone).ok());
+    EXPECT_TRUE(same_result(results[k], alone)) << "frame " << k;
+  }
+}
+
 // The dense-duplicates inputs of the benchmark: piles of near-identical boxes, exact and on the
 // GPU.
 TEST_F(CudaNms, DenseDuplicatesStayExact) {

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "candidate_set.h"
 #include "cudanms/nms.h"
@@ -104,6 +106,43 @@ TEST(Context, AHugeDmaxCostsWhatTheFrameBrings) {
   ASSERT_TRUE(nms->run(set.view(), Params(), &with_default).ok());
   EXPECT_EQ(with_huge.kept, with_default.kept);
   EXPECT_EQ(with_huge.counts.over_capacity, 0u);
+}
+
+// A batch on any backend: one Result per frame, each what run() gives that frame alone; bad
+// input in any frame fails the call before any work, naming the frame.
+TEST(Context, BatchesGiveEachFrameItsOwnResult) {
+  Status status;
+  auto nms = Context::create({Backend::kCpu}, &status);
+  ASSERT_TRUE(status.ok()) << status.message();
+  CandidateSet a, b;
+  for (int i = 0; i < 50; ++i) a.add(i, 0, i + 10, 10, 0.01f * i);
+  for (int i = 0; i < 30; ++i) b.add(0, 2 * i, 10, 2 * i + 10, 1.0f - 0.01f * i, i % 2);
+  Params loose;
+  loose.threshold = 0.9f;
+  const std::vector<Frame> frames = {{a.view(), Params()}, {b.view(), loose}, {{}, Params()}};
+  std::vector<Result> results;
+  ASSERT_TRUE(nms->run(frames, &results).ok());
+  ASSERT_EQ(results.size(), 3u);
+  for (size_t k = 0; k < frames.size(); ++k) {
+    Result alone;
+    ASSERT_TRUE(nms->run(frames[k].candidates, frames[k].params, &alone).ok());
+    EXPECT_EQ(results[k].kept, alone.kept) << "frame " << k;
+    EXPECT_EQ(results[k].counts.in, frames[k].candidates.count);
+  }
+  EXPECT_TRUE(results[2].kept.empty());
+
+  std::vector<Frame> bad = frames;
+  bad[1].params.threshold = kNaN;
+  status = nms->run(bad, &results);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("frame 1"), std::string::npos) << status.message();
+  EXPECT_TRUE(results.empty());
+  bad = frames;
+  bad[2].candidates.count = 5;  // no boxes
+  EXPECT_FALSE(nms->run(bad, &results).ok());
+  EXPECT_FALSE(nms->run(frames, nullptr).ok());
+  ASSERT_TRUE(nms->run(std::vector<Frame>(), &results).ok());
+  EXPECT_TRUE(results.empty());
 }
 
 }  // namespace

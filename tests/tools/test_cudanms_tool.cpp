@@ -602,7 +602,7 @@ size_t count_of(const std::string &text, const std::string &part) {
 TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
   const Outcome o =
       run_tool({"bench", "--dense", "--sizes", "100", "--class-sizes", "100", "--face-sizes", "100",
-                "--sets", "1", "--repeat", "2", "--max-seconds", "0.05"});
+                "--batches", "", "--sets", "1", "--repeat", "2", "--max-seconds", "0.05"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::map<std::string, size_t> kept;
   size_t dense_rows = 0;
@@ -623,9 +623,9 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
   const std::string seed = std::to_string(run_seed() % 1000000);
   const std::string json = path("bench.json");
   const std::vector<std::string> args = {
-      "bench", "--sizes",  "300,1000", "--class-sizes", "600", "--classes", "5",  "--face-sizes",
-      "400",   "--repeat", "3",        "--sets",        "2",   "--seed",    seed, "--json",
-      json,    "--dump",   dir_};
+      "bench", "--sizes",   "300,1000", "--class-sizes", "600", "--classes", "5", "--face-sizes",
+      "400",   "--batches", "",         "--repeat",      "3",   "--sets",    "2", "--seed",
+      seed,    "--json",    json,       "--dump",        dir_};
   const Outcome o = run_tool(args);
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   EXPECT_NE(o.out.find("seed " + seed + " "), std::string::npos) << o.out;
@@ -707,7 +707,7 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
       "w.csv", tools::sliding_window_candidates(700, run_seed() + 6, 3), FileFormat::kCsv);
   const Outcome o =
       run_tool({"bench", "--input", faces, "--input", windows, "--sizes", "", "--class-sizes", "",
-                "--face-sizes", "", "--repeat", "2", "--backends", "cpu"});
+                "--face-sizes", "", "--batches", "", "--repeat", "2", "--backends", "cpu"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::vector<std::string> configs;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -724,10 +724,35 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
   EXPECT_NE(bad.err.find("bad.csv:1: "), std::string::npos) << bad.err;
 }
 
+// Batch rows: B frames per call, every frame of every call checked against the CPU backend's
+// result for it alone; the JSON says how many frames a call took, and lists no data set of
+// theirs to dump.
+TEST_F(CudanmsTool, BenchBatchRowsCheckEveryFrame) {
+  const std::string json = path("bench.json");
+  const Outcome o =
+      run_tool({"bench", "--sizes",   "",    "--class-sizes", "",       "--face-sizes",
+                "",      "--batches", "1,4", "--batch-sizes", "80,200", "--repeat",
+                "3",     "--sets",    "2",   "--max-seconds", "0.05",   "--json",
+                json,    "--dump",    dir_});
+  ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
+  std::map<std::string, size_t> rows;
+  for (const BenchRow &row : bench_rows(o.out)) {
+    if (row.backend == "opencv") continue;
+    EXPECT_EQ(row.agrees, "yes") << row.config << " " << row.n << " " << row.backend;
+    ++rows[row.config + "/" + std::to_string(row.n)];
+  }
+  for (const char *row : {"batch-1/80", "batch-4/80", "batch-1/200", "batch-4/200"}) {
+    EXPECT_GE(rows[row], 1u) << row << "\n" << o.out;
+  }
+  const std::string text = read(json);
+  EXPECT_NE(text.find("\"frames_per_call\": 4"), std::string::npos) << text;
+  EXPECT_EQ(text.find("batch-4-n80-set"), std::string::npos) << text;
+}
+
 TEST_F(CudanmsTool, WithoutADeviceTheBenchTimesTheCpuAlone) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
   const Outcome o = run_tool({"bench", "--sizes", "300", "--class-sizes", "", "--face-sizes", "",
-                              "--repeat", "2", "--backends", "cpu,cuda"});
+                              "--batches", "", "--repeat", "2", "--backends", "cpu,cuda"});
   ASSERT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("GPU: no CUDA device"), std::string::npos) << o.out;
   const std::vector<BenchRow> rows = bench_rows(o.out);
@@ -739,9 +764,10 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
   std::string why;
   if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const std::string json = path("bench.json");
-  const Outcome o = run_tool({"bench", "--sizes", "300,3000", "--class-sizes", "2000",
-                              "--face-sizes", "1000", "--repeat", "5", "--backends", "cpu,cuda",
-                              "--seed", std::to_string(run_seed() % 1000000), "--json", json});
+  const Outcome o =
+      run_tool({"bench", "--sizes", "300,3000", "--class-sizes", "2000", "--face-sizes", "1000",
+                "--batches", "1,8", "--batch-sizes", "500", "--repeat", "5", "--backends",
+                "cpu,cuda", "--seed", std::to_string(run_seed() % 1000000), "--json", json});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   size_t cuda_rows = 0;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -750,9 +776,9 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
     ++cuda_rows;
     EXPECT_NE(row.gpu, "-") << "the GPU-only time of " << row.config << " " << row.n;
   }
-  EXPECT_EQ(cuda_rows, 4u) << o.out;
+  EXPECT_EQ(cuda_rows, 6u) << o.out;  // four single-frame rows, two batch rows
   const std::string text = read(json);
-  EXPECT_EQ(count_of(text, "\"device\": {"), 4u) << text;
+  EXPECT_EQ(count_of(text, "\"device\": {"), 6u) << text;
   EXPECT_NE(text.find("\"gpu\": \"cuda:"), std::string::npos) << text;
 }
 

@@ -106,6 +106,12 @@ struct Result {
   std::vector<int32_t> kept_class_ids;
 };
 
+// One frame of a batch (Context::run of several frames): its candidates and its parameters.
+struct Frame {
+  CandidatesView candidates;
+  Params params;
+};
+
 class Status {
  public:
   Status() = default;  // ok
@@ -147,6 +153,12 @@ class Context {
   // event (no host wait), and the one synchronisation brings back the counts, the kept indices
   // and the kept values. Nothing is copied to the host but the result.
   Status run(const DeviceCandidatesView &candidates, const Params &params, Result *result);
+  // Several frames at once, each with its own candidates and parameters: *results gets one
+  // Result per frame, in order, each as run() would give. On CUDA, frames of up to 16 Ki
+  // candidates go in one launch sequence and one synchronisation (one settle block per frame,
+  // side by side on the GPU); larger frames run one after the other. A frame with bad input
+  // fails the whole call, before any work, and *results is left empty.
+  Status run(const std::vector<Frame> &frames, std::vector<Result> *results);
   virtual Backend backend() const = 0;
   // The CUcontext a CUDA context works in (the one current when it was created, else the device's
   // primary context); nullptr on the CPU.
@@ -160,6 +172,9 @@ class Context {
                              Result *result) = 0;
   virtual Status run_device_checked(const DeviceCandidatesView &candidates, const Params &params,
                                     Result *result);
+  // run() of several frames, checked and with *results sized and cleared: in turn, unless the
+  // backend does better.
+  virtual Status run_batch_checked(const std::vector<Frame> &frames, std::vector<Result> *results);
 };
 
 // True when the CUDA backend is compiled in and a CUDA device can be used; otherwise false,
