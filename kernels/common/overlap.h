@@ -34,55 +34,35 @@ CUDANMS_HD bool is_valid(const Box &b, float score) {
 
 CUDANMS_HD float area(const Box &b) { return (b.x2 - b.x1) * (b.y2 - b.y1); }
 
-// How much `a` (the higher-ranked candidate) overlaps `b`, as a fraction not yet divided: the
-// overlap is num / den, and 0 where num is 0 or den is not positive.
-struct Ratio {
-  float num, den;
-};
-
-CUDANMS_HD Ratio overlap_ratio(Overlap kind, const Box &a, const Box &b) {
+// How much `a` (the higher-ranked candidate) overlaps `b`.
+CUDANMS_HD float overlap(Overlap kind, const Box &a, const Box &b) {
   if (kind == Overlap::kIoS) {
     const float iw = max0(min_f(a.x2, b.x2) - max_f(a.x1, b.x1) + 1.0f);
     const float ih = max0(min_f(a.y2, b.y2) - max_f(a.y1, b.y1) + 1.0f);
-    return {iw * ih, (a.x2 - a.x1 + 1.0f) * (a.y2 - a.y1 + 1.0f)};
+    return (iw * ih) / ((a.x2 - a.x1 + 1.0f) * (a.y2 - a.y1 + 1.0f));
   }
   const float iw = max0(min_f(a.x2, b.x2) - max_f(a.x1, b.x1));
   const float ih = max0(min_f(a.y2, b.y2) - max_f(a.y1, b.y1));
   const float inter = iw * ih;
-  // Most pairs are apart: skip the areas.
-  if (inter == 0.0f) return {0.0f, 1.0f};
-  if (kind == Overlap::kIoMin) return {inter, min_f(area(a), area(b))};
-  return {inter, area(a) + area(b) - inter};
-}
-
-// Whether the overlap r.num / r.den (rounded to float, as the division gives it) is above t, or
-// at least t with or_equal. Where num is clearly above or below t * den, by 2^-18 relative, the
-// answer is known without the division: that margin is far wider than the roundings of
-// t * (1 +- 2^-18) * den and of the quotient (2^-24 relative each), so the rounded quotient is on
-// the same side of t. Only in range (no overflow or underflow, t not near 0); elsewhere, and in
-// the margin, the division decides. The division is most of the cost of a pair that overlaps.
-CUDANMS_HD bool ratio_exceeds(Ratio r, float t, bool or_equal) {
-  if (r.num == 0.0f || !(r.den > 0.0f)) return or_equal ? 0.0f >= t : 0.0f > t;
-  constexpr float kLow = 0x1p-60f;
-  constexpr float kHigh = 0x1p60f;
-  if (r.num > kLow && r.num < kHigh && r.den > kLow && r.den < kHigh && t > 0x1p-40f) {
-    if (r.num > (t * (1.0f + 0x1p-18f)) * r.den) return true;
-    if (r.num < (t * (1.0f - 0x1p-18f)) * r.den) return false;
+  // Most pairs are apart: skip the division. 0 / d is 0 for every d this could divide by.
+  if (inter == 0.0f) return 0.0f;
+  if (kind == Overlap::kIoMin) {
+    const float smaller = min_f(area(a), area(b));
+    return smaller > 0.0f ? inter / smaller : 0.0f;
   }
-  const float overlap = r.num / r.den;
-  return or_equal ? overlap >= t : overlap > t;
+  const float uni = area(a) + area(b) - inter;
+  return uni > 0.0f ? inter / uni : 0.0f;
 }
 
 // Whether `a`, ranked before `b`, suppresses `b` under the method's rule (cudanms/nms.h, rule 4).
 // The class test is the caller's.
 CUDANMS_HD bool greedy_suppresses(Overlap kind, float threshold, const Box &a, const Box &b) {
-  return ratio_exceeds(overlap_ratio(kind, a, b), threshold, false);
+  return overlap(kind, a, b) > threshold;
 }
 
 CUDANMS_HD bool matrix_suppresses(Overlap kind, float threshold, const Box &a, float score_a,
                                   const Box &b, float score_b) {
-  return score_a > score_b && a.x2 > a.x1 && a.y2 > a.y1 &&
-         ratio_exceeds(overlap_ratio(kind, a, b), threshold, true);
+  return score_a > score_b && a.x2 > a.x1 && a.y2 > a.y1 && overlap(kind, a, b) >= threshold;
 }
 
 }  // namespace cudanms::detail
