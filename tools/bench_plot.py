@@ -133,14 +133,19 @@ def write_markdown(bench, torchvision, table, path):
                  "cudanms's CPU backend on some run.")
     titles = {"greedy": "Greedy NMS, IoU 0.5, class-agnostic",
               "matrix-faces": "The paper's matrix NMS, IoS 0.3, face windows"}
-    for config in sorted(table, key=lambda c: (c != "greedy", c.startswith("matrix"), c)):
+    def order(config):  # greedy first, matrix last, batches by their frame count
+        batch = int(config[6:]) if config.startswith("batch-") else 0
+        return (config != "greedy", config.startswith("matrix"), config.startswith("batch-"),
+                batch, config)
+
+    for config in sorted(table, key=order):
         present = {k for by_key in table[config].values() for k in by_key}
         title = titles.get(config, config)
         if config.startswith("greedy-"):
             title = f"Greedy NMS, IoU 0.5, per class, {config[7:-3]} classes"
         if config.startswith("batch-"):
-            title = (f"{config[6:]} frames of N candidates per call (Context::run of a batch), "
-                     "greedy IoU 0.5, class-agnostic: p50 of the whole call")
+            title = (f"Batches: {config[6:]} frame(s) of N candidates per Context::run call, "
+                     "greedy IoU 0.5, class-agnostic, p50 of the whole call")
         if "torchvision" in present:
             title += (" (torchvision.ops.nms)" if config == "greedy"
                       else " (torchvision.ops.batched_nms)")
