@@ -1,9 +1,10 @@
-// The CUDA backend. Per frame, on one stream, with one host synchronisation at the end:
-//   host      the candidates copied as they are into one pinned buffer: no per-candidate work
-//   H2D       one copy, which also zeroes the frame's counters and brings the count. Device
-//             candidates (a producer's buffers, their count a device word) skip both: the stream
-//             waits on their event, the counters are zeroed on the device, and the kernels read
-//             them in place.
+// The CUDA backend. Per frame or batch of frames, on one stream, with one host synchronisation
+// at the end; every kernel reads a frame's descriptor (FrameArgs), one frame per blockIdx.z:
+//   host      the descriptors and the candidates, copied as they are into one pinned buffer: no
+//             per-candidate work
+//   H2D       one copy, which also zeroes the frames' counters and brings their counts. Device
+//             candidates (a producer's buffers, their count a device word) are read in place:
+//             the stream waits on their event, and only the descriptor and zeroed counters go up.
 //   classify  rules 1-2 (cudanms/nms.h) on the device: each candidate's sort key is its score
 //             (-0.0 made +0.0), or -inf when it is invalid or below the score threshold
 //   rank      rule 3: eligible candidates ordered by key, descending, equal keys by index, and the
@@ -11,11 +12,13 @@
 //             rank is counted in parallel, one launch; larger frames use CUB's radix sort (stable,
 //             so equal keys keep index order) and a gather. Device candidates are always
 //             counted, a tile of keys at a time: the sort would need their count on the host.
-//   pairs     one warp per (rank i, run of 32-rank chunks j < i), a ballot per chunk; where j
-//             suppresses i, greedy appends j to i's predecessor list and matrix counts it:
+//   pairs     a block per (8 ranks i, 256 ranks j, staged in shared memory), a warp per i, a
+//             ballot per 32 j < i; where j suppresses i, greedy appends j to i's predecessor
+//             list and matrix counts it:
 //             memory O(Dmax * kMaxPredecessors), not Dmax^2. A list that overflows is dropped
 //             (the settle kernel tests that rank's overlaps again) and no longer filled.
-//   settle    one block. Greedy: the unique fixpoint of "i is kept iff no predecessor is kept",
+//   settle    one block per frame. Greedy: the unique fixpoint of "i is kept iff no predecessor is
+//   kept",
 //             reached by rounds of in-place sweeps (Cluster-NMS on edges, REFERENCE.md), each
 //             round also walking the first 32 undecided ranks in rank order, so that any input,
 //             even a chain of suppressions, settles in at most Dmax / 32 rounds. Matrix: kept iff
@@ -25,7 +28,7 @@
 // The number of candidates and of ranked ones is known only on the device, so every kernel reads
 // them there and launches are sized for the most they can be. That makes a host frame's work
 // independent of its count within a power-of-two capacity: frames of up to kGraphMax candidates
-// replay one CUDA graph per capacity and parameters, one submission instead of six.
+// replay one CUDA graph per capacity and method, one submission instead of six.
 // Only a frame ranking more than kMaxCudaCandidates runs on the CPU, which computes the same.
 #include <cuda_runtime.h>
 
