@@ -219,12 +219,13 @@ __global__ void gather_kernel(const FrameArgs *frame, const float *sorted_keys) 
   if (r < ranked_count(f.header, f.dmax)) place(f, r, f.order[r], sorted_keys[r]);
 }
 
-// Block (x, y) tests ranks i of [32x, 32x + 32) against the ranks j < i of [256y, 256y + 256),
-// which it stages in shared memory once for all its rows: warp w takes the rows 32x + 4w ..
-// 32x + 4w + 3 in turn, lane l the ranks j = 256y + 32c + l, and a ballot gathers each 32-rank
-// chunk's verdicts. Blocks run roughly in order of x first, so a rank's first columns are tested
-// before its later ones: where those already settle it (a matrix suppressor, an overflowing
-// greedy list), the rest skip it, and piles of duplicates cost O(N), not O(N^2).
+// Block (x, y) tests the kPairRows ranks i from kPairRows * x against the ranks j < i of
+// [256y, 256y + 256), which it stages in shared memory once for all its rows: warp w takes
+// kPairRowsPerWarp rows in turn (one: more made small frames slower, their latencies adding up),
+// lane l the ranks j = 256y + 32c + l, and a ballot gathers each 32-rank chunk's verdicts. Blocks
+// run roughly in order of x first, so a rank's first columns are tested before its later ones:
+// where those already settle it (a matrix suppressor, an overflowing greedy list), the rest skip
+// it, and piles of duplicates cost O(N), not O(N^2).
 template <Method kMethod>
 __global__ void __launch_bounds__(kPairWarps *kWarp) pairs_kernel(const FrameArgs *frames) {
   __shared__ float4 s_boxes[kPairColumns];
