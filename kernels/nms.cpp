@@ -78,6 +78,15 @@ void clear(Result *result) {
   result->kept_class_ids.clear();
 }
 
+// A frame's candidates and parameters as run() takes them, or what is wrong with them.
+Status check(const CandidatesView &c, const Params &params) {
+  if (c.count > kMaxCount) return Status::Error("more than 2^32 - 1 candidates");
+  if (c.count > 0 && (c.boxes == nullptr || c.scores == nullptr)) {
+    return Status::Error("candidates have no boxes or no scores");
+  }
+  return validate(params);
+}
+
 }  // namespace
 
 const char *to_string(Method method) { return kMethodNames[static_cast<int>(method)]; }
@@ -106,11 +115,7 @@ Status validate(const Params &params) {
 Status Context::run(const CandidatesView &c, const Params &params, Result *result) {
   if (result == nullptr) return Status::Error("result is null");
   clear(result);
-  if (c.count > kMaxCount) return Status::Error("more than 2^32 - 1 candidates");
-  if (c.count > 0 && (c.boxes == nullptr || c.scores == nullptr)) {
-    return Status::Error("candidates have no boxes or no scores");
-  }
-  Status status = validate(params);
+  Status status = check(c, params);
   if (status.ok()) status = workspace_fits(c.count);
   if (!status.ok()) return status;
   status = out_of_memory_as_status([&] { return run_checked(c, params, result); },
@@ -124,15 +129,9 @@ Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *resul
   results->clear();
   size_t total = 0;
   for (size_t k = 0; k < frames.size(); ++k) {
-    const CandidatesView &c = frames[k].candidates;
-    const std::string frame = "frame " + std::to_string(k) + ": ";
-    if (c.count > kMaxCount) return Status::Error(frame + "more than 2^32 - 1 candidates");
-    if (c.count > 0 && (c.boxes == nullptr || c.scores == nullptr)) {
-      return Status::Error(frame + "candidates have no boxes or no scores");
-    }
-    Status status = validate(frames[k].params);
-    if (!status.ok()) return Status::Error(frame + status.message());
-    total += c.count;
+    const Status status = check(frames[k].candidates, frames[k].params);
+    if (!status.ok()) return Status::Error("frame " + std::to_string(k) + ": " + status.message());
+    total += frames[k].candidates.count;
   }
   Status status = workspace_fits(total);
   if (!status.ok()) return status;
