@@ -14,15 +14,14 @@
 //             counted, a tile of keys at a time: the sort would need their count on the host.
 //   pairs     a block per (8 ranks i, 256 ranks j, staged in shared memory), a warp per i, a
 //             ballot per 32 j < i; where j suppresses i, greedy appends j to i's predecessor
-//             list and matrix counts it:
-//             memory O(Dmax * kMaxPredecessors), not Dmax^2. A list that overflows is dropped
-//             (the settle kernel tests that rank's overlaps again) and no longer filled.
-//   settle    one block per frame. Greedy: the unique fixpoint of "i is kept iff no predecessor is
-//   kept",
-//             reached by rounds of in-place sweeps (Cluster-NMS on edges, REFERENCE.md), each
-//             round also walking the first 32 undecided ranks in rank order, so that any input,
-//             even a chain of suppressions, settles in at most Dmax / 32 rounds. Matrix: kept iff
-//             no suppressor. Then the kept candidates' indices, in rank order, at most
+//             list and matrix counts it: memory O(Dmax * kMaxPredecessors), not Dmax^2. A list
+//             that overflows is dropped (the settle kernel tests that rank's overlaps again) and
+//             no longer filled.
+//   settle    one block per frame. Greedy: the unique fixpoint of "i is kept iff no predecessor
+//             is kept", reached by rounds of in-place sweeps (Cluster-NMS on edges, REFERENCE.md),
+//             each round also walking the first 32 undecided ranks in rank order, so that any
+//             input, even a chain of suppressions, settles in at most Dmax / 32 rounds. Matrix:
+//             kept iff no suppressor. Then the kept candidates' indices, in rank order, at most
 //             max_detections of them, written into mapped host memory.
 //   D2H       device candidates only: the kept values, written by a kernel into mapped memory
 // The number of candidates and of ranked ones is known only on the device, so every kernel reads
