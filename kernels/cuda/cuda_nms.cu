@@ -1,5 +1,7 @@
 // The CUDA backend. Per frame or batch of frames, on one stream, with one host synchronisation
-// at the end; every kernel reads a frame's descriptor (FrameArgs), one frame per blockIdx.z:
+// at the end; every kernel reads a frame's descriptor (FrameArgs), one frame per blockIdx.z.
+// Frames of up to kSmallFrameMax candidates run classify to settle in one kernel
+// (small_frames.cu); larger ones run these stages:
 //   host      the descriptors and the candidates, copied as they are into one pinned buffer: no
 //             per-candidate work
 //   H2D       one copy, which also zeroes the frames' counters and brings their counts. Device
@@ -46,6 +48,8 @@
 #include "cuda_device.h"
 #include "cuda_nms.h"
 #include "cudanms/device_candidates.h"
+#include "frame_args.h"
+#include "small_frames.h"
 
 #define CUDANMS_TRY(call) CUDANMS_CUDA_TRY(call)
 
@@ -53,8 +57,6 @@ namespace cudanms {
 namespace detail {
 namespace {
 
-constexpr uint32_t kWarp = 32;
-constexpr uint32_t kFullMask = 0xffffffffu;
 constexpr uint32_t kMaxPredecessors = 512;
 constexpr int kSettleThreads = 1024;
 constexpr int kScanItems = 8;  // ranks per thread per compaction step
@@ -80,51 +82,6 @@ constexpr uint32_t kGraphMinCapacity = 256;
 constexpr size_t kMaxGraphs = 16;
 
 enum : uint8_t { kUndecided = 0, kKept = 1, kSuppressed = 2 };
-
-// The frame's counters, at the head of both the staged input (zeroed by the copy to the device)
-// and the output (copied back), followed by the kept indices in the output.
-enum : uint32_t {
-  kInvalid,
-  kBelowScore,
-  kEligible,
-  kKeptCount,
-  kIn,              // the frame's count: staged by the host, or the producer's
-  kCountOverflow,   // device candidates: that count was above the capacity
-  kHeaderWords = 8  // keeps what follows 16-byte aligned
-};
-
-__device__ Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
-
-// What one frame's kernels read and write: its candidates, its parameters and its slices of the
-// workspace. Every launch takes an array of them in device memory, one per frame, and a block's
-// blockIdx.z (the settle kernel's blockIdx.x) picks its frame: a batch of frames is one launch
-// sequence, and a single frame a batch of one.
-struct FrameArgs {
-  const float4 *boxes;
-  const float *scores;
-  const int32_t *classes;  // nullptr: one class
-  const uint32_t *count;   // a device word, at most `capacity`
-  uint32_t *header;        // the frame's counters
-  uint32_t *out;           // header words, then the kept indices (device or mapped memory)
-  float *keys;
-  uint32_t *order;  // rank -> candidate index
-  float4 *rank_boxes;
-  float *rank_scores;
-  int32_t *rank_classes;
-  uint32_t *counts;        // predecessors (greedy) or suppressors (matrix)
-  uint32_t *predecessors;  // kMaxPredecessors ranks per rank
-  uint32_t capacity;       // slots of boxes, scores and classes
-  uint32_t dmax;
-  uint32_t limit;  // kept indices written at most
-  float score_threshold;
-  float threshold;
-  Overlap overlap;
-};
-
-// How many candidates NMS processes: the eligible ones, at most Dmax.
-__device__ uint32_t ranked_count(const uint32_t *header, uint32_t dmax) {
-  return min(header[kEligible], dmax);
-}
 
 // Warp-aggregated: one atomic per warp and counter.
 __device__ void count_in(uint32_t *counter, bool flag) {
@@ -595,6 +552,10 @@ class CudaContext final : public Context {
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, settle_bytes));
     CUDANMS_TRY(cudaFuncSetAttribute(settle_kernel<Method::kMatrix>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, settle_bytes));
+    CUDANMS_TRY(prepare_small_frames());
+    int device = 0;
+    CUDANMS_TRY(cudaGetDevice(&device));
+    CUDANMS_TRY(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
     const auto reserved =
         static_cast<uint32_t>(std::min(options.reserve_candidates, kMaxCudaCandidates));
     return reserve(1, reserved, reserved,
@@ -925,10 +886,16 @@ class CudaContext final : public Context {
   }
 
   // The kernels for `count` frames (descriptors in device memory, the first `greedy` of them
-  // greedy), launches sized for `capacity` candidates and `most` ranked. `sort`: one frame past
+  // greedy), launches sized for `capacity` candidates and `most` ranked: one launch per method
+  // up to kSmallFrameMax (small_frames.cu), else the stages below. `sort`: one frame past
   // kCountingRankMax, ranked by CUB's radix sort.
   Status launch(const FrameArgs *frames, uint32_t count, uint32_t greedy, uint32_t capacity,
                 uint32_t most, bool sort) {
+    if (capacity <= kSmallFrameMax) {
+      CUDANMS_TRY(launch_small_frames(frames, count, greedy, capacity,
+                                      small_frame_blocks(capacity, most, count, sms_), stream_));
+      return Status::Ok();
+    }
     Workspace &w = *ws_;
     classify_kernel<<<dim3((capacity + kClassifyThreads - 1) / kClassifyThreads, 1, count),
                       kClassifyThreads, 0, stream_>>>(frames);
@@ -1063,6 +1030,7 @@ class CudaContext final : public Context {
   size_t kept_capacity_ = 0;    // device candidates: kept values
   size_t sort_capacity_ = 0;
   size_t sort_temp_bytes_ = 0;
+  int sms_ = 1;                                            // the device's multiprocessors
   std::unique_ptr<Context> cpu_ = create_cpu_context({});  // frames past kMaxCudaCandidates
   std::unique_ptr<Workspace> ws_;
   std::vector<std::pair<GraphKey, cudaGraphExec_t>> graphs_;  // oldest first

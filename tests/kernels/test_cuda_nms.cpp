@@ -127,6 +127,57 @@ TEST_F(CudaNms, AdversarialFramesStayExact) {
   }
 }
 
+// Frames of up to 1 024 candidates run in one launch (small_frames.cu): each staged capacity it
+// compiles for, on both sides of its word and capacity bounds, with suppression chains inside a
+// 32-rank word and across words, piles of duplicates, ties, Dmax below the count, and frames that
+// keep nothing or everything.
+TEST_F(CudaNms, SmallFramesInOneLaunchStayExact) {
+  std::mt19937_64 rng(run_seed() + 18);
+  std::vector<CandidateSet> sets;
+  for (size_t n :
+       {1u, 2u, 31u, 32u, 33u, 255u, 256u, 257u, 511u, 512u, 513u, 1023u, 1024u, 1025u}) {
+    sets.push_back(tools::sliding_window_candidates(n, rng(), 3));
+    CandidateSet chain;  // each box overlaps the next: kept and suppressed alternate
+    CandidateSet pile;   // one box, n times
+    CandidateSet apart;  // nothing overlaps: every box kept
+    CandidateSet ties;   // equal scores: the index decides
+    for (size_t i = 0; i < n; ++i) {
+      chain.add(3.0f * i, 0, 3.0f * i + 10, 10, 1.0f - i * 1e-4f);
+      pile.add(10, 10, 60, 60, uniform(rng, 0, 1));
+      apart.add(20.0f * i, 0, 20.0f * i + 10, 10, uniform(rng, 0, 1));
+      ties.add(uniform_int(rng, 0, 30) * 4.0f, 0, uniform_int(rng, 31, 60) * 4.0f, 40, 0.5f);
+    }
+    for (CandidateSet *set : {&chain, &pile, &apart, &ties}) sets.push_back(*set);
+  }
+  for (const CandidateSet &set : sets) {
+    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+      Params params;
+      params.method = method;
+      params.max_candidates = set.size();
+      EXPECT_TRUE(same_as_cpu(set, params)) << "n=" << set.size() << " " << to_string(method);
+      params.max_candidates = set.size() / 3 + 1;
+      params.max_detections = 5;
+      EXPECT_TRUE(same_as_cpu(set, params)) << "n=" << set.size() << " Dmax " << to_string(method);
+    }
+  }
+  // The same frames as one batch, greedy and matrix mixed: a launch per method.
+  std::vector<Frame> frames;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    if (sets[k].size() > 1024) continue;
+    Params params;
+    params.method = k % 2 ? Method::kMatrix : Method::kGreedy;
+    params.max_candidates = sets[k].size();
+    frames.push_back({sets[k].view(), params});
+  }
+  std::vector<Result> results;
+  ASSERT_TRUE(gpu_->run(frames, &results).ok());
+  for (size_t k = 0; k < frames.size(); ++k) {
+    Result alone;
+    ASSERT_TRUE(cpu_->run(frames[k].candidates, frames[k].params, &alone).ok());
+    EXPECT_TRUE(same_result(results[k], alone)) << "batch frame " << k;
+  }
+}
+
 // Host frames of up to 16 Ki candidates replay one graph per staged capacity and parameters:
 // counts within one capacity, parameters that differ in one field only, and more shapes than
 // the context keeps graphs of, in turn and again, each equal to the CPU's.

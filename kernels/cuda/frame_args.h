@@ -1,0 +1,63 @@
+// What the CUDA backend's kernels share: one frame's descriptor and the layout of its counters.
+// Included by .cu files only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "common/overlap.h"
+#include "cudanms/nms.h"
+
+namespace cudanms::detail {
+
+constexpr uint32_t kWarp = 32;
+constexpr uint32_t kFullMask = 0xffffffffu;
+
+// The frame's counters, at the head of both the staged input (zeroed by the copy to the device)
+// and the output (copied back), followed by the kept indices in the output.
+enum : uint32_t {
+  kInvalid,
+  kBelowScore,
+  kEligible,
+  kKeptCount,
+  kIn,              // the frame's count: staged by the host, or the producer's
+  kCountOverflow,   // device candidates: that count was above the capacity
+  kArrived,         // small frames: the blocks done with their pairs (small_frames.cu)
+  kHeaderWords = 8  // keeps what follows 16-byte aligned
+};
+
+__device__ inline Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
+
+// What one frame's kernels read and write: its candidates, its parameters and its slices of the
+// workspace. Every launch takes an array of them in device memory, one per frame, and a block's
+// blockIdx.z (the settle kernel's blockIdx.x) picks its frame: a batch of frames is one launch
+// sequence, and a single frame a batch of one.
+struct FrameArgs {
+  const float4 *boxes;
+  const float *scores;
+  const int32_t *classes;  // nullptr: one class
+  const uint32_t *count;   // a device word, at most `capacity`
+  uint32_t *header;        // the frame's counters
+  uint32_t *out;           // header words, then the kept indices (device or mapped memory)
+  float *keys;
+  uint32_t *order;  // rank -> candidate index
+  float4 *rank_boxes;
+  float *rank_scores;
+  int32_t *rank_classes;
+  uint32_t *counts;        // predecessors (greedy) or suppressors (matrix)
+  uint32_t *predecessors;  // kMaxPredecessors ranks per rank; small frames: their bit matrix
+  uint32_t capacity;       // slots of boxes, scores and classes
+  uint32_t dmax;
+  uint32_t limit;  // kept indices written at most
+  float score_threshold;
+  float threshold;
+  Overlap overlap;
+};
+
+// How many candidates NMS processes: the eligible ones, at most Dmax.
+__device__ inline uint32_t ranked_count(const uint32_t *header, uint32_t dmax) {
+  return min(header[kEligible], dmax);
+}
+
+}  // namespace cudanms::detail
