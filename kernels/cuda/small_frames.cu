@@ -3,10 +3,10 @@
 // A frame gets a few blocks of a thread per candidate (256, 512 or 1 024); each one
 //   classifies and ranks all the frame's candidates itself (rules 1-3 of cudanms/nms.h: a
 //             bitonic sort of (score, index) keys; cheaper than a second launch)
-//   tests its share of the pairs (rule 4), in units spread over the frame's warps: per word of
-//             32 ranks, which ranks of the word suppress each one (a lane per rank); per pair of
-//             rows j and m - 1 - j, kUnitWords of their later words, a ballot per 32 ranks i > j,
-//             into a bit matrix in global memory (L2)
+//   tests its share of the pairs (rule 4), in units spread over the frame's warps: per quarter
+//             of a word of 32 ranks, which of its ranks suppress each rank of the word (a lane
+//             per rank); per pair of rows j and m - 1 - j, kUnitWords of their later words, a
+//             ballot per 32 ranks i > j; into a bit matrix in global memory (L2)
 // and the block that finishes last (one atomic per block on the frame's kArrived counter, after
 // a fence: the classic last-block pattern, no co-scheduling needed) copies the matrix into
 // shared memory and settles the frame:
@@ -47,10 +47,10 @@ __device__ uint32_t present_bits(uint32_t w, uint32_t m) {
 }
 
 // A frame's bit matrix in global memory, row j at j * kGlobalStride (16-byte aligned): word w > j /
-// 32 holds the ranks 32w + b that rank j suppresses; word kRowWords, the ranks of j's own word that
-// suppress j.
-constexpr uint32_t kGlobalStride = kRowWords + 4;
-constexpr uint32_t kWithinWord = kRowWords;
+// 32 holds the ranks 32w + b that rank j suppresses; the kWithinParts words from kRowWords, the
+// ranks of j's own word that suppress j, each from kWarp / kWithinParts of them (OR them).
+constexpr uint32_t kWithinParts = 4;
+constexpr uint32_t kGlobalStride = kRowWords + kWithinParts;
 
 // Greedy, by one warp: the kept ranks of each word into kept_words[w].
 template <uint32_t kStride>
@@ -168,9 +168,11 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   }
   __syncthreads();
 
-  // Rule 4, in units of work spread over the frame's warps: first, per word of 32 ranks, which
-  // ranks of the word suppress each one (a lane per rank); then, per pair of rows j and
-  // m - 1 - j (about m / 32 words between them), kUnitWords of their later words, a ballot each.
+  // Rule 4, in units of work spread over the frame's warps, each at most 8 overlap tests a lane
+  // (one takes ~400 cycles, latency-bound): first, per word of 32 ranks and quarter of it, which
+  // ranks of that quarter suppress each rank of the word (a lane per rank); then, per pair of
+  // rows j and m - 1 - j (about m / 32 words between them), kUnitWords of their later words, a
+  // ballot each.
   uint32_t *g_mask = f.predecessors;
   auto suppresses = [&](uint32_t j, uint32_t i) {
     if (s_classes[j] != s_classes[i]) return false;
@@ -182,18 +184,22 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   const uint32_t words = (m + kWarp - 1) / kWarp;
   const uint32_t pairs = (m + 1) / 2;
   const uint32_t slices = (words + kUnitWords - 1) / kUnitWords;
-  const uint32_t units = words + pairs * slices;
+  const uint32_t within_units = words * kWithinParts;
+  const uint32_t units = within_units + pairs * slices;
   for (uint32_t u = blockIdx.x * kWarps + warp; u < units; u += gridDim.x * kWarps) {
-    if (u < words) {
-      const uint32_t i = u * kWarp + lane;
+    if (u < within_units) {
+      const uint32_t word = u / kWithinParts, part = u % kWithinParts;
+      const uint32_t i = word * kWarp + lane;
+      constexpr uint32_t kPart = kWarp / kWithinParts;
       uint32_t by = 0;
-      for (uint32_t b = 0; b < lane && i < m; ++b)
-        by |= uint32_t{suppresses(u * kWarp + b, i)} << b;
-      if (i < m) g_mask[i * kGlobalStride + kWithinWord] = by;
+      for (uint32_t b = part * kPart; b < min(lane, (part + 1) * kPart) && i < m; ++b) {
+        by |= uint32_t{suppresses(word * kWarp + b, i)} << b;
+      }
+      if (i < m) g_mask[i * kGlobalStride + kRowWords + part] = by;
       continue;
     }
-    const uint32_t q = (u - words) / slices;
-    const uint32_t first = (u - words) % slices * kUnitWords;
+    const uint32_t q = (u - within_units) / slices;
+    const uint32_t first = (u - within_units) % slices * kUnitWords;
     const uint32_t rows[2] = {q, m - 1 - q};
     const uint32_t later[2] = {words - 1 - rows[0] / kWarp,
                                rows[1] != q ? words - 1 - rows[1] / kWarp : 0};
@@ -224,7 +230,10 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
       quads[k] = __ldcg(reinterpret_cast<const uint4 *>(g_mask + j * kGlobalStride + word));
     }
   }
-  const uint32_t within = tid < m ? __ldcg(g_mask + tid * kGlobalStride + kWithinWord) : 0;
+  uint4 parts = make_uint4(0, 0, 0, 0);
+  if (tid < m)
+    parts = __ldcg(reinterpret_cast<const uint4 *>(g_mask + tid * kGlobalStride + kRowWords));
+  const uint32_t within = parts.x | parts.y | parts.z | parts.w;
 #pragma unroll
   for (uint32_t k = 0; k < kQuads; ++k) {
     const uint32_t e = k * kThreads + tid, j = e / kQuads, word = e % kQuads * 4;
@@ -325,7 +334,8 @@ uint32_t small_frame_blocks(uint32_t capacity, uint32_t most, uint32_t frames, i
   // GPU: about two blocks per multiprocessor in all.
   const uint32_t warps = capacity <= 256 ? 8 : capacity <= 512 ? 16 : 32;
   const uint32_t words = (most + kWarp - 1) / kWarp;
-  const uint32_t units = words + (most + 1) / 2 * ((words + kUnitWords - 1) / kUnitWords);
+  const uint32_t units =
+      words * kWithinParts + (most + 1) / 2 * ((words + kUnitWords - 1) / kUnitWords);
   const uint32_t alone = std::max(1u, (units + warps - 1) / warps);
   const uint32_t share = std::max(1u, (2 * static_cast<uint32_t>(sms) + frames - 1) / frames);
   return frames == 1 ? alone : std::min(alone, share);
