@@ -60,6 +60,13 @@ __device__ void settle_greedy(const uint32_t *mask, const uint32_t *within, uint
   const uint32_t words = (m + kWarp - 1) / kWarp;
   uint32_t suppressed = 0;  // lane l: word l's ranks suppressed by kept ranks of earlier words
   for (uint32_t w = 0; w < words; ++w) {
+    // Word w's rows, loaded before its ranks are decided: the loads do not wait on the decision,
+    // which waits on the previous word's (measured: 650 cycles a word when they did).
+    uint32_t rows[kWarp];
+    const bool later = lane > w && lane < words;
+#pragma unroll
+    for (uint32_t b = 0; b < kWarp; ++b)
+      rows[b] = later ? mask[(w * kWarp + b) * kStride + lane] : 0;
     const uint32_t rank = w * kWarp + lane;
     const uint32_t open = present_bits(w, m) & ~__shfl_sync(kFullMask, suppressed, w);
     const bool is_open = (open >> lane) & 1u;
@@ -72,12 +79,8 @@ __device__ void settle_greedy(const uint32_t *mask, const uint32_t *within, uint
         kept = next;
       }
     }
-    if (lane > w && lane < words) {
 #pragma unroll
-      for (uint32_t b = 0; b < kWarp; ++b) {
-        if ((kept >> b) & 1u) suppressed |= mask[(w * kWarp + b) * kStride + lane];
-      }
-    }
+    for (uint32_t b = 0; b < kWarp; ++b) suppressed |= rows[b] & (0u - ((kept >> b) & 1u));
     if (lane == 0) kept_words[w] = kept;
   }
 }
