@@ -26,9 +26,7 @@
  */
 #include "gstjsonmetawriter.h"
 
-#include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
-#include <json-glib/json-glib.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -37,7 +35,9 @@
 #include <mutex>
 #include <string>
 
+#include "detectionsjson.h"
 #include "labels.h"
+#include "linesfile.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_json_meta_writer_debug);
 #define GST_CAT_DEFAULT gst_json_meta_writer_debug
@@ -61,14 +61,11 @@ struct GstJsonMetaWriterPrivate {
   std::string location = DEFAULT_LOCATION;
 
   /* Streaming thread (and start/stop) only. */
-  FILE *out = nullptr;
-  bool out_is_stdout = false;
-  std::string out_name;
+  LinesFile out;
   guint64 frame = 0;
   int width = 0;
   int height = 0;
   std::map<gint, std::string> labels;
-  JsonGenerator *generator = nullptr;
 };
 
 struct _GstJsonMetaWriter {
@@ -186,40 +183,25 @@ static gboolean gst_json_meta_writer_start(GstBaseTransform *trans) {
   priv->frame = 0;
   priv->width = priv->height = 0;
   priv->labels.clear();
-  if (location.empty() || location == "-") {
-    priv->out = stdout;
-    priv->out_is_stdout = true;
-    priv->out_name = "stdout";
-  } else {
-    priv->out = fopen(location.c_str(), "w");
-    if (!priv->out) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
-                        ("Could not open \"%s\" for writing", location.c_str()),
-                        ("%s", g_strerror(errno)));
-      return FALSE;
-    }
-    priv->out_is_stdout = false;
-    priv->out_name = location;
+  if (!priv->out.open(location)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
+                      ("Could not open \"%s\" for writing", location.c_str()),
+                      ("%s", g_strerror(errno)));
+    return FALSE;
   }
-  priv->generator = json_generator_new();
-  GST_INFO_OBJECT(self, "writing JSON lines to %s", priv->out_name.c_str());
+  GST_INFO_OBJECT(self, "writing JSON lines to %s", priv->out.name().c_str());
   return TRUE;
 }
 
 static gboolean gst_json_meta_writer_stop(GstBaseTransform *trans) {
   GstJsonMetaWriter *self = GST_JSON_META_WRITER(trans);
   GstJsonMetaWriterPrivate *priv = self->priv;
-  gboolean ok = TRUE;
-  if (priv->out && !priv->out_is_stdout && fclose(priv->out) != 0) {
-    GST_ELEMENT_ERROR(self, RESOURCE, CLOSE, ("Could not close \"%s\"", priv->out_name.c_str()),
+  if (!priv->out.close()) {
+    GST_ELEMENT_ERROR(self, RESOURCE, CLOSE, ("Could not close \"%s\"", priv->out.name().c_str()),
                       ("%s", g_strerror(errno)));
-    ok = FALSE;
-  } else if (priv->out_is_stdout) {
-    fflush(stdout);
+    return FALSE;
   }
-  priv->out = nullptr;
-  g_clear_object(&priv->generator);
-  return ok;
+  return TRUE;
 }
 
 static gboolean gst_json_meta_writer_set_caps(GstBaseTransform *trans, GstCaps *incaps,
@@ -242,122 +224,21 @@ static gboolean gst_json_meta_writer_sink_event(GstBaseTransform *trans, GstEven
   return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
 }
 
-static void add_box(JsonBuilder *b, const std::string &label, gint class_id, double score, double x,
-                    double y, double w, double h) {
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "label");
-  json_builder_add_string_value(b, label.c_str());
-  json_builder_set_member_name(b, "class_id");
-  json_builder_add_int_value(b, class_id);
-  json_builder_set_member_name(b, "score");
-  json_builder_add_double_value(b, score);
-  json_builder_set_member_name(b, "x");
-  json_builder_add_double_value(b, x);
-  json_builder_set_member_name(b, "y");
-  json_builder_add_double_value(b, y);
-  json_builder_set_member_name(b, "w");
-  json_builder_add_double_value(b, w);
-  json_builder_set_member_name(b, "h");
-  json_builder_add_double_value(b, h);
-  json_builder_end_object(b);
-}
-
-/* The boxes of the frame's ROI metas, in the order they were added; returns how many. */
-static guint add_roi_boxes(GstJsonMetaWriter *self, JsonBuilder *b, GstBuffer *buf) {
-  guint n = 0;
-  gpointer state = nullptr;
-  GstMeta *meta;
-  while ((meta = gst_buffer_iterate_meta_filtered(buf, &state,
-                                                  GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))) {
-    auto *roi = reinterpret_cast<GstVideoRegionOfInterestMeta *>(meta);
-    const gchar *roi_type = g_quark_to_string(roi->roi_type);
-    gint class_id = 0;
-    double score = 1.0;
-    std::string label = roi_type ? roi_type : "";
-    if (GstStructure *d = gst_video_region_of_interest_meta_get_param(roi, "detection")) {
-      gst_structure_get_double(d, "confidence", &score);
-      if (gst_structure_get_int(d, "label_id", &class_id))
-        label = gst_cv_label_lookup(self->priv->labels, class_id, roi_type);
-      if (const gchar *l = gst_structure_get_string(d, "label")) label = l;
-    }
-    add_box(b, label, class_id, score, roi->x, roi->y, roi->w, roi->h);
-    n++;
-  }
-  return n;
-}
-
 static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
   GstJsonMetaWriter *self = GST_JSON_META_WRITER(trans);
   GstJsonMetaWriterPrivate *priv = self->priv;
-  GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
-
-  JsonBuilder *b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "frame");
-  json_builder_add_int_value(b, static_cast<gint64>(priv->frame));
-  json_builder_set_member_name(b, "pts");
-  if (GST_BUFFER_PTS_IS_VALID(buf)) {
-    json_builder_add_int_value(b, static_cast<gint64>(GST_BUFFER_PTS(buf)));
-  } else {
-    json_builder_add_null_value(b);
-  }
-  json_builder_set_member_name(b, "width");
-  json_builder_add_int_value(b, priv->width);
-  json_builder_set_member_name(b, "height");
-  json_builder_add_int_value(b, priv->height);
-  json_builder_set_member_name(b, "candidates");
-  if (result) {
-    json_builder_add_int_value(b, static_cast<gint64>(result->candidates_in));
-  } else {
-    GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(buf);
-    if (c && !gst_cuda_nms_candidates_meta_map(c, nullptr)) {  // device candidates: downloaded once
-      GST_WARNING_OBJECT(self, "could not download the device candidates to count them");
-    }
-    json_builder_add_int_value(b, c ? c->n : 0);
-  }
-  if (result) {
-    json_builder_set_member_name(b, "kept");
-    json_builder_add_int_value(b, result->n_kept);
-    json_builder_set_member_name(b, "backend");
-    json_builder_add_string_value(b, result->backend ? result->backend : "");
-    json_builder_set_member_name(b, "nms_latency_us");
-    json_builder_add_double_value(b, result->latency_ns / 1000.0);
-  }
-  json_builder_set_member_name(b, "boxes");
-  json_builder_begin_array(b);
-  guint n_boxes = 0;
-  if (result) {
-    for (guint i = 0; i < result->n_kept; i++) {
-      const gfloat *box = result->boxes + 4 * static_cast<size_t>(i);
-      const gint class_id = result->class_ids[i];
-      /* cudanms names every kept box; a result meta from elsewhere may leave labels NULL. */
-      const gchar *label = result->labels ? result->labels[i] : nullptr;
-      add_box(b, label ? std::string(label) : gst_cv_label_lookup(priv->labels, class_id), class_id,
-              result->scores[i], box[0], box[1], box[2] - box[0], box[3] - box[1]);
-    }
-    n_boxes = result->n_kept;
-  } else {
-    n_boxes = add_roi_boxes(self, b, buf);
-  }
-  json_builder_end_array(b);
-  if (!result) {
-    json_builder_set_member_name(b, "kept");
-    json_builder_add_int_value(b, n_boxes);
-  }
-  json_builder_end_object(b);
-
-  JsonNode *root = json_builder_get_root(b);
-  json_generator_set_root(priv->generator, root);
+  DetectionsFrame frame;
+  frame.frame = priv->frame;
+  frame.width = priv->width;
+  frame.height = priv->height;
+  frame.labels = &priv->labels;
   gsize length = 0;
-  gchar *line = json_generator_to_data(priv->generator, &length);
-  json_node_unref(root);
-  g_object_unref(b);
-
-  const bool ok = fwrite(line, 1, length, priv->out) == length && fputc('\n', priv->out) != EOF &&
-                  fflush(priv->out) == 0;
+  gchar *line =
+      gst_detections_json_encode(GST_OBJECT(self), buf, frame, DetectionsFormat::kCudanms, &length);
+  const bool ok = priv->out.write_line(line, length);
   g_free(line);
   if (!ok) {
-    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Could not write to %s", priv->out_name.c_str()),
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Could not write to %s", priv->out.name().c_str()),
                       ("%s", g_strerror(errno)));
     return GST_FLOW_ERROR;
   }
