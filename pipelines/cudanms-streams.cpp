@@ -37,7 +37,7 @@ namespace {
 struct Options {
   gchar *preload = nullptr;
   gint streams = 1;
-  gint64 frames = 300;  // per stream, with --preload; 0 with sources: until they end
+  gint64 frames = -1;  // per stream: with --preload 300 when not given; 0: until they end
   gint preload_frames = 30;
   gchar *size = nullptr;
   gchar *detector = nullptr;
@@ -45,6 +45,13 @@ struct Options {
   gdouble progress_s = 2.0;
   gchar *json = nullptr;
   gboolean quiet = FALSE;
+  gboolean realtime = FALSE;
+  // --publish: every stream's detections to this MQTT broker (metapublish).
+  gchar *publish = nullptr;
+  gchar *topic = nullptr;
+  gchar *format = nullptr;
+  gchar *camera_ids = nullptr;  // comma-separated, one per stream
+  gint qos = 0;
 };
 
 // The frontal face cascade of opencv-data (under $CUDANMS_OPENCV_DATA when set), faces of 50 to
@@ -61,6 +68,8 @@ const char *kDefaultNms = "cudanms iou-threshold=0.3";
 // for progress through the atomic frame count).
 struct Stream {
   int index = 0;
+  std::string camera_id;
+  guint64 published = 0, dropped = 0;  // --publish: metapublish's counts at the end
   std::atomic<guint64> frames{0};
   gint64 first_us = 0, last_us = 0;
   gint64 element_start_us[2] = {0, 0};
@@ -223,6 +232,17 @@ void on_need_data(GstAppSrc *src, guint, gpointer data) {
 // ---------------------------------------------------------------------------------------------
 // The pipeline: one branch per stream.
 
+// Stream i's camera id: the i-th of --camera-ids, else stream-<i>.
+std::string camera_id(const Options &o, int i) {
+  if (o.camera_ids) {
+    gchar **ids = g_strsplit(o.camera_ids, ",", -1);
+    std::string id = i < static_cast<int>(g_strv_length(ids)) ? g_strstrip(ids[i]) : "";
+    g_strfreev(ids);
+    if (!id.empty()) return id;
+  }
+  return "stream-" + std::to_string(i);
+}
+
 std::string branch(const App &app, int i, const char *source) {
   const std::string n = std::to_string(i);
   std::string head;
@@ -232,9 +252,22 @@ std::string branch(const App &app, int i, const char *source) {
     gchar *uri = gst_uri_is_valid(source) ? g_strdup(source) : gst_filename_to_uri(source, nullptr);
     head = std::string("uridecodebin uri=\"") + (uri ? uri : source) + "\" ! videoconvert";
     g_free(uri);
+    // --frames with sources: each stream ends after that many (a camera never ends by itself);
+    // identity's eos-after counts the buffer it ends on.
+    if (app.options.frames > 0)
+      head += " ! identity eos-after=" + std::to_string(app.options.frames + 1);
   }
-  return head + " ! " + app.options.detector + " name=detector" + n + " ! " + app.options.nms +
-         " name=nms" + n + " ! fakesink sync=false async=false ";
+  const Options &o = app.options;
+  std::string publish;
+  if (o.publish) {
+    const std::string id = camera_id(o, i);
+    publish = " ! metapublish name=pub" + n + " method=mqtt address=\"" + o.publish +
+              "\" topic=\"" + o.topic + "/" + id + "\" camera-id=\"" + id +
+              "\" format=" + o.format + " qos=" + std::to_string(o.qos);
+  }
+  // --realtime: each stream at its frames' rate, as live cameras deliver them.
+  return head + " ! " + o.detector + " name=detector" + n + " ! " + o.nms + " name=nms" + n +
+         publish + " ! fakesink sync=" + (o.realtime ? "true" : "false") + " async=false ";
 }
 
 gboolean on_bus(GstBus *, GstMessage *message, gpointer data) {
@@ -279,7 +312,7 @@ gboolean on_progress(gpointer data) {
 
 void summarize(App *app) {
   std::vector<double> detector, nms, chain, nms_gpu;
-  guint64 frames = 0;
+  guint64 frames = 0, published = 0, dropped = 0;
   double slowest = 1e300, fastest = 0;
   gint64 first = G_MAXINT64, last = 0;
   for (const auto &s : app->streams) {
@@ -288,6 +321,8 @@ void summarize(App *app) {
     chain.insert(chain.end(), s->chain_us.begin(), s->chain_us.end());
     nms_gpu.insert(nms_gpu.end(), s->nms_gpu_us.begin(), s->nms_gpu_us.end());
     frames += s->frames;
+    published += s->published;
+    dropped += s->dropped;
     const double seconds = (s->last_us - s->first_us) / 1e6;
     const double fps = seconds > 0 ? (s->frames - 1) / seconds : 0;
     slowest = std::min(slowest, fps);
@@ -322,7 +357,10 @@ void summarize(App *app) {
       {"nms_gpu_p50_us", percentile(nms_gpu, 0.5)},
       {"nms_gpu_p99_us", percentile(nms_gpu, 0.99)},
       {"nms_share_percent", share},
-      {"gpu_memory_mib", memory_mib}};
+      {"gpu_memory_mib", memory_mib},
+      {"published", static_cast<double>(published)},
+      {"dropped", static_cast<double>(dropped)},
+      {"messages_per_s", wall > 0 ? published / wall : 0}};
   auto fig = [&figures](size_t i) { return figures[i].second; };
   g_print("streams %d  frames %" G_GUINT64_FORMAT "  total %.1f fps  per stream %.1f..%.1f fps\n",
           n, frames, fig(2), fig(3), fig(4));
@@ -332,6 +370,14 @@ void summarize(App *app) {
       fig(5), fig(6), fig(7), fig(8), fig(9), fig(10), fig(11), fig(12));
   g_print("NMS share %.2f%% of the chain's time  GPU memory %.0f MiB (%.1f MiB per stream)\n",
           fig(13), fig(14), n ? fig(14) / n : 0);
+  if (app->options.publish) {
+    g_print("published to %s: %.0f messages (%.1f/s), dropped %.0f\n", app->options.publish,
+            fig(15), fig(17), fig(16));
+    for (const auto &s : app->streams) {
+      g_print("  %s: %" G_GUINT64_FORMAT " published, %" G_GUINT64_FORMAT " dropped\n",
+              s->camera_id.c_str(), s->published, s->dropped);
+    }
+  }
   if (!app->options.json) return;
   FILE *f = fopen(app->options.json, "w");
   if (!f) {
@@ -355,7 +401,8 @@ int main(int argc, char **argv) {
        "Decode FILE's first frames once and push them from every stream (decode excluded)", "FILE"},
       {"streams", 'n', 0, G_OPTION_ARG_INT, &o.streams, "Streams with --preload (default 1)", "N"},
       {"frames", 0, 0, G_OPTION_ARG_INT64, &o.frames,
-       "Frames per stream with --preload (default 300)", "F"},
+       "Frames per stream (with --preload default 300; with sources default 0: until they end)",
+       "F"},
       {"preload-frames", 0, 0, G_OPTION_ARG_INT, &o.preload_frames,
        "How many frames to decode for --preload (default 30)", "K"},
       {"size", 0, 0, G_OPTION_ARG_STRING, &o.size, "Frame size with --preload (default 1920x1080)",
@@ -369,6 +416,18 @@ int main(int argc, char **argv) {
       {"progress", 0, 0, G_OPTION_ARG_DOUBLE, &o.progress_s,
        "Seconds between progress lines (default 2; 0: none)", "S"},
       {"json", 0, 0, G_OPTION_ARG_FILENAME, &o.json, "Also write the summary as JSON", "FILE"},
+      {"realtime", 0, 0, G_OPTION_ARG_NONE, &o.realtime,
+       "Each stream at its frames' rate (30 fps with --preload), as live cameras", nullptr},
+      {"publish", 0, 0, G_OPTION_ARG_STRING, &o.publish,
+       "Publish every stream's detections to this MQTT broker (metapublish)", "HOST:PORT"},
+      {"topic", 0, 0, G_OPTION_ARG_STRING, &o.topic,
+       "Topic prefix with --publish: stream i publishes to PREFIX/<camera id> (default cudanms)",
+       "PREFIX"},
+      {"format", 0, 0, G_OPTION_ARG_STRING, &o.format,
+       "Message format with --publish: cudanms or dlstreamer (default cudanms)", "FORMAT"},
+      {"camera-ids", 0, 0, G_OPTION_ARG_STRING, &o.camera_ids,
+       "Camera ids with --publish, comma-separated (default stream-0, stream-1, ...)", "IDS"},
+      {"qos", 0, 0, G_OPTION_ARG_INT, &o.qos, "MQTT QoS with --publish: 0 or 1 (default 0)", "Q"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &sources, nullptr, "SOURCE..."},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   GOptionContext *context = g_option_context_new("[SOURCE...] - many streams on one GPU");
@@ -383,8 +442,11 @@ int main(int argc, char **argv) {
   if (!o.size) o.size = g_strdup("1920x1080");
   if (!o.detector) o.detector = g_strdup(default_detector().c_str());
   if (!o.nms) o.nms = g_strdup(kDefaultNms);
+  if (!o.topic) o.topic = g_strdup("cudanms");
+  if (o.frames < 0) o.frames = o.preload ? 300 : 0;
+  if (!o.format) o.format = g_strdup("cudanms");
   const int n_sources = sources ? static_cast<int>(g_strv_length(sources)) : 0;
-  if ((o.preload == nullptr) == (n_sources == 0) || o.streams < 1 || o.frames < 0) {
+  if ((o.preload == nullptr) == (n_sources == 0) || o.streams < 1) {
     g_printerr("give SOURCE files or URIs, or --preload FILE --streams N (not both)\n");
     return 2;
   }
@@ -409,6 +471,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; ++i) {
     auto stream = std::make_unique<Stream>();
     stream->index = i;
+    stream->camera_id = camera_id(o, i);
     const std::string id = std::to_string(i);
     GstElement *detector = gst_bin_get_by_name(GST_BIN(app.pipeline), ("detector" + id).c_str());
     GstElement *nms = gst_bin_get_by_name(GST_BIN(app.pipeline), ("nms" + id).c_str());
@@ -451,7 +514,14 @@ int main(int argc, char **argv) {
   } else {
     g_main_loop_run(app.loop);
   }
-  gst_element_set_state(app.pipeline, GST_STATE_NULL);
+  gst_element_set_state(app.pipeline, GST_STATE_NULL);  // metapublish flushes its queue here
+  for (auto &s : app.streams) {
+    GstElement *pub =
+        gst_bin_get_by_name(GST_BIN(app.pipeline), ("pub" + std::to_string(s->index)).c_str());
+    if (!pub) continue;
+    g_object_get(pub, "published", &s->published, "dropped", &s->dropped, NULL);
+    gst_object_unref(pub);
+  }
   if (app.exit_code == 0) summarize(&app);
   gst_object_unref(app.pipeline);
   g_main_loop_unref(app.loop);

@@ -22,6 +22,31 @@ GType gst_detections_format_get_type(void) {
   return type;
 }
 
+void DetectionsStream::on_caps(GstCaps *caps) {
+  GstVideoInfo info;
+  if (gst_video_info_from_caps(&info, caps)) {
+    width = GST_VIDEO_INFO_WIDTH(&info);
+    height = GST_VIDEO_INFO_HEIGHT(&info);
+  }
+}
+
+void DetectionsStream::on_event(GstEvent *event) {
+  gint class_id;
+  std::string label;
+  if (gst_cv_label_event_parse(event, &class_id, &label)) labels[class_id] = label;
+}
+
+DetectionsFrame DetectionsStream::next_frame(const std::string &source, const GstSegment *segment) {
+  DetectionsFrame frame;
+  frame.frame = frames++;
+  frame.width = width;
+  frame.height = height;
+  frame.labels = &labels;
+  frame.source = source;
+  frame.segment = segment;
+  return frame;
+}
+
 namespace {
 
 struct Box {

@@ -30,6 +30,21 @@ struct DetectionsFrame {
   const GstSegment *segment = nullptr;                 /* for the stream time; may be null */
 };
 
+/* What an element tracks of its stream for the encoder: the frame count, the frame size from the
+ * caps, the labels detectors announce in events. */
+struct DetectionsStream {
+  guint64 frames = 0;
+  int width = 0;
+  int height = 0;
+  std::map<gint, std::string> labels;
+
+  void reset() { *this = DetectionsStream(); }
+  void on_caps(GstCaps *caps);
+  void on_event(GstEvent *event);
+  /* The next frame's context; counts it. */
+  DetectionsFrame next_frame(const std::string &source = "", const GstSegment *segment = nullptr);
+};
+
 /* The frame's JSON object, one line without the newline: g_free it. `element` logs. */
 gchar *gst_detections_json_encode(GstObject *element, GstBuffer *buf, const DetectionsFrame &frame,
                                   DetectionsFormat format, gsize *length);

@@ -31,12 +31,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <string>
 
 #include "detectionsjson.h"
-#include "labels.h"
 #include "linesfile.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_json_meta_writer_debug);
@@ -62,10 +60,7 @@ struct GstJsonMetaWriterPrivate {
 
   /* Streaming thread (and start/stop) only. */
   LinesFile out;
-  guint64 frame = 0;
-  int width = 0;
-  int height = 0;
-  std::map<gint, std::string> labels;
+  DetectionsStream stream;
 };
 
 struct _GstJsonMetaWriter {
@@ -180,9 +175,7 @@ static gboolean gst_json_meta_writer_start(GstBaseTransform *trans) {
     std::lock_guard<std::mutex> guard(priv->lock);
     location = priv->location;
   }
-  priv->frame = 0;
-  priv->width = priv->height = 0;
-  priv->labels.clear();
+  priv->stream.reset();
   if (!priv->out.open(location)) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
                       ("Could not open \"%s\" for writing", location.c_str()),
@@ -206,35 +199,22 @@ static gboolean gst_json_meta_writer_stop(GstBaseTransform *trans) {
 
 static gboolean gst_json_meta_writer_set_caps(GstBaseTransform *trans, GstCaps *incaps,
                                               GstCaps *outcaps) {
-  GstJsonMetaWriter *self = GST_JSON_META_WRITER(trans);
-  GstVideoInfo info;
   (void)outcaps;
-  if (gst_video_info_from_caps(&info, incaps)) {
-    self->priv->width = GST_VIDEO_INFO_WIDTH(&info);
-    self->priv->height = GST_VIDEO_INFO_HEIGHT(&info);
-  }
+  GST_JSON_META_WRITER(trans)->priv->stream.on_caps(incaps);
   return TRUE;
 }
 
 static gboolean gst_json_meta_writer_sink_event(GstBaseTransform *trans, GstEvent *event) {
-  GstJsonMetaWriter *self = GST_JSON_META_WRITER(trans);
-  gint class_id;
-  std::string label;
-  if (gst_cv_label_event_parse(event, &class_id, &label)) self->priv->labels[class_id] = label;
+  GST_JSON_META_WRITER(trans)->priv->stream.on_event(event);
   return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
 }
 
 static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
   GstJsonMetaWriter *self = GST_JSON_META_WRITER(trans);
   GstJsonMetaWriterPrivate *priv = self->priv;
-  DetectionsFrame frame;
-  frame.frame = priv->frame;
-  frame.width = priv->width;
-  frame.height = priv->height;
-  frame.labels = &priv->labels;
   gsize length = 0;
-  gchar *line =
-      gst_detections_json_encode(GST_OBJECT(self), buf, frame, DetectionsFormat::kCudanms, &length);
+  gchar *line = gst_detections_json_encode(GST_OBJECT(self), buf, priv->stream.next_frame(),
+                                           DetectionsFormat::kCudanms, &length);
   const bool ok = priv->out.write_line(line, length);
   g_free(line);
   if (!ok) {
@@ -242,6 +222,5 @@ static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, 
                       ("%s", g_strerror(errno)));
     return GST_FLOW_ERROR;
   }
-  priv->frame++;
   return GST_FLOW_OK;
 }

@@ -1,0 +1,388 @@
+// metapublish against a real broker (Debian's mosquitto, started by the tests on 127.0.0.1 and a
+// free port; the tests skip, visibly, where it is not installed): every frame's message arrives,
+// in order, with the kept boxes; DL Streamer's format as gvametaconvert writes it; and the
+// faults: no broker at start, the broker killed and restarted mid-stream, a slow subscriber.
+// The stream never stalls, and every message is published or counted as dropped.
+#include <glib/gstdio.h>
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
+#include <gtest/gtest.h>
+#include <json-glib/json-glib.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cv_support.h"
+#include "element_support.h"
+#include "gstmetapublish.h"
+#include "mqtt_broker.h"
+#include "support/seed.h"
+#include "synthetic.h"
+
+namespace cudanms::testing {
+namespace {
+
+constexpr int kWidth = 640, kHeight = 480;
+constexpr GstClockTime kFrameDuration = GST_SECOND / 30;
+
+struct Run {
+  bool eos = false;
+  double seconds = 0;
+  std::vector<GstBuffer *> out;  // the frames after metapublish, with their result metas
+  std::vector<std::string> warnings;
+  std::vector<std::string> errors;
+  guint64 dropped_reported = 0;  // the last "metapublish-dropped" message's total
+  bool disconnected_reported = false;
+  guint64 published = 0, dropped = 0;
+  ~Run() {
+    for (GstBuffer *b : out) gst_buffer_unref(b);
+  }
+};
+
+void read_bus(GstBus *bus, Run *run, GstClockTime timeout, bool until_eos) {
+  for (;;) {
+    GstMessage *m = gst_bus_timed_pop(bus, timeout);
+    if (!m) return;
+    switch (GST_MESSAGE_TYPE(m)) {
+      case GST_MESSAGE_EOS:
+        run->eos = true;
+        break;
+      case GST_MESSAGE_WARNING:
+      case GST_MESSAGE_ERROR: {
+        GError *error = nullptr;
+        gchar *debug = nullptr;
+        if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING) {
+          gst_message_parse_warning(m, &error, &debug);
+          run->warnings.push_back(std::string(error->message) + " | " + (debug ? debug : ""));
+        } else {
+          gst_message_parse_error(m, &error, &debug);
+          run->errors.push_back(std::string(error->message) + " | " + (debug ? debug : ""));
+        }
+        g_clear_error(&error);
+        g_free(debug);
+        break;
+      }
+      case GST_MESSAGE_ELEMENT: {
+        const GstStructure *s = gst_message_get_structure(m);
+        if (gst_structure_has_name(s, "metapublish-dropped")) {
+          gst_structure_get_uint64(s, "dropped", &run->dropped_reported);
+        }
+        if (gst_structure_has_name(s, "metapublish-disconnected"))
+          run->disconnected_reported = true;
+        break;
+      }
+      default:
+        break;
+    }
+    const bool done = until_eos && (run->eos || !run->errors.empty());
+    gst_message_unref(m);
+    if (done) return;
+  }
+}
+
+// appsrc (the sets as candidate metas, 30 fps timestamps) ! cudanms ! metapublish ! appsink,
+// one frame at a time, `pace` between them; on_frame(i) runs after frame i went through.
+std::unique_ptr<Run> run_frames(const std::string &publish, const std::vector<CandidateSet> &sets,
+                                std::chrono::milliseconds pace = std::chrono::milliseconds(0),
+                                const std::function<void(size_t)> &on_frame = nullptr) {
+  auto run = std::make_unique<Run>();
+  const std::string description =
+      "appsrc name=src format=time caps=video/x-raw,format=GRAY8,width=" + std::to_string(kWidth) +
+      ",height=" + std::to_string(kHeight) +
+      ",framerate=30/1 ! cudanms backend=cpu ! metapublish name=pub " + publish +
+      " ! appsink name=sink sync=false";
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  EXPECT_NE(pipeline, nullptr) << (error ? error->message : "");
+  if (!pipeline) return run;
+  GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
+  GstElement *pub = gst_bin_get_by_name(GST_BIN(pipeline), "pub");
+  GstBus *bus = gst_element_get_bus(pipeline);
+  const auto started = std::chrono::steady_clock::now();
+  if (gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE) {
+    for (size_t i = 0; i < sets.size(); ++i) {
+      GstBuffer *buf = packed_buffer(sets[i]);
+      GST_BUFFER_PTS(buf) = i * kFrameDuration;
+      GST_BUFFER_DURATION(buf) = kFrameDuration;
+      if (gst_app_src_push_buffer(GST_APP_SRC(src), buf) != GST_FLOW_OK) break;
+      GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
+      if (!sample) break;
+      run->out.push_back(gst_buffer_ref(gst_sample_get_buffer(sample)));
+      gst_sample_unref(sample);
+      if (on_frame) on_frame(i);
+      if (pace.count() > 0) std::this_thread::sleep_for(pace);
+    }
+    gst_app_src_end_of_stream(GST_APP_SRC(src));
+    read_bus(bus, run.get(), 20 * GST_SECOND, true);
+  }
+  run->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // READY stops the element (the queue drains, what is left is counted); its counts stay.
+  gst_element_set_state(pipeline, GST_STATE_READY);
+  read_bus(bus, run.get(), 0, false);
+  g_object_get(pub, "published", &run->published, "dropped", &run->dropped, NULL);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(pub);
+  gst_object_unref(sink);
+  gst_object_unref(src);
+  gst_object_unref(pipeline);
+  return run;
+}
+
+std::vector<CandidateSet> frames_of(size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<CandidateSet> sets;
+  for (size_t i = 0; i < count; ++i) {
+    const size_t n = std::uniform_int_distribution<size_t>(0, 300)(rng);
+    sets.push_back(tools::sliding_window_candidates(n, rng(), 3, kWidth, kHeight));
+  }
+  return sets;
+}
+
+// A parsed message (json-glib); null when it is not a JSON object.
+struct Json {
+  explicit Json(const std::string &text) : parser(json_parser_new()) {
+    if (json_parser_load_from_data(parser, text.c_str(), -1, nullptr)) {
+      JsonNode *root = json_parser_get_root(parser);
+      if (JSON_NODE_HOLDS_OBJECT(root)) object = json_node_get_object(root);
+    }
+  }
+  ~Json() { g_object_unref(parser); }
+  JsonParser *parser;
+  JsonObject *object = nullptr;
+};
+
+class MetaPublish : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    init_cv_elements_once();
+    ASSERT_TRUE(GST_ELEMENT_REGISTER(metapublish, nullptr));
+  }
+  // A running broker, or a visible skip.
+  void start_broker() {
+    if (mosquitto_binary().empty()) GTEST_SKIP() << "no mosquitto (Debian package mosquitto)";
+    broker_ = std::make_unique<Broker>(free_port());
+    ASSERT_TRUE(broker_->start()) << "mosquitto did not start on port " << broker_->port();
+  }
+  std::unique_ptr<Broker> broker_;
+};
+
+// The cudanms-format message of a frame carries exactly the frame's result meta.
+::testing::AssertionResult message_matches(const std::string &text, size_t frame, GstBuffer *buf,
+                                           const std::string &source) {
+  Json json(text);
+  if (!json.object) return ::testing::AssertionFailure() << "not a JSON object: " << text;
+  JsonObject *o = json.object;
+  if (json_object_get_int_member(o, "frame") != static_cast<gint64>(frame))
+    return ::testing::AssertionFailure() << "frame " << frame << " got " << text;
+  if (json_object_get_int_member(o, "pts") != static_cast<gint64>(frame * kFrameDuration) ||
+      json_object_get_int_member(o, "width") != kWidth ||
+      std::string(json_object_get_string_member(o, "source")) != source)
+    return ::testing::AssertionFailure() << "frame " << frame << " header: " << text;
+  GstCudaNmsResultMeta *meta = gst_buffer_get_cuda_nms_result_meta(buf);
+  if (!meta) return ::testing::AssertionFailure() << "no result meta on frame " << frame;
+  JsonArray *boxes = json_object_get_array_member(o, "boxes");
+  if (json_object_get_int_member(o, "kept") != meta->n_kept ||
+      json_array_get_length(boxes) != meta->n_kept ||
+      json_object_get_int_member(o, "candidates") != static_cast<gint64>(meta->candidates_in))
+    return ::testing::AssertionFailure() << "frame " << frame << " counts: " << text;
+  for (guint k = 0; k < meta->n_kept; ++k) {
+    JsonObject *b = json_array_get_object_element(boxes, k);
+    const gfloat *box = meta->boxes + 4 * k;
+    if (json_object_get_double_member(b, "score") != meta->scores[k] ||
+        json_object_get_int_member(b, "class_id") != meta->class_ids[k] ||
+        json_object_get_double_member(b, "x") != box[0] ||
+        json_object_get_double_member(b, "y") != box[1] ||
+        json_object_get_double_member(b, "w") != double(box[2] - box[0]) ||
+        json_object_get_double_member(b, "h") != double(box[3] - box[1]))
+      return ::testing::AssertionFailure() << "frame " << frame << " box " << k << ": " << text;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_F(MetaPublish, EveryFrameArrivesInOrderWithItsKeptBoxes) {
+  start_broker();
+  if (mosquitto_sub_binary().empty()) GTEST_SKIP() << "no mosquitto_sub (mosquitto-clients)";
+  Subscriber subscriber(broker_->port(), "site/cam-1");
+  ASSERT_TRUE(subscriber.connected());
+  const auto sets = frames_of(60, run_seed() + 300);
+  auto run = run_frames(
+      "method=mqtt qos=1 topic=site/cam-1 camera-id=cam-1 address=" + broker_->address(), sets);
+  ASSERT_TRUE(run->eos);
+  EXPECT_TRUE(run->warnings.empty()) << run->warnings.front();
+  EXPECT_EQ(run->published, 60u);
+  EXPECT_EQ(run->dropped, 0u);
+  ASSERT_TRUE(subscriber.wait_for(60, std::chrono::seconds(10)));
+  const auto messages = subscriber.messages();
+  ASSERT_EQ(messages.size(), 60u);
+  ASSERT_EQ(run->out.size(), 60u);
+  size_t boxes = 0;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    EXPECT_TRUE(message_matches(messages[i], i, run->out[i], "cam-1"));
+    boxes += gst_buffer_get_cuda_nms_result_meta(run->out[i])->n_kept;
+  }
+  EXPECT_GT(boxes, 60u);  // the frames did keep boxes
+}
+
+// format=dlstreamer, field for field as DL Streamer's gvametaconvert writes them (its
+// jsonconverter.cpp): pixel x, y, w, h; the box as fractions of the frame; timestamp in ns.
+TEST_F(MetaPublish, DlStreamerFormatAsGvametaconvertWritesIt) {
+  gchar *dir = g_dir_make_tmp("metapublish-XXXXXX", nullptr);
+  const std::string path = std::string(dir) + "/messages.jsonl";
+  const auto sets = frames_of(8, run_seed() + 301);
+  auto run =
+      run_frames("method=file format=dlstreamer camera-id=cam-2 location=\"" + path + "\"", sets);
+  ASSERT_TRUE(run->eos);
+  EXPECT_EQ(run->published, 8u);
+  gchar *contents = nullptr;
+  ASSERT_TRUE(g_file_get_contents(path.c_str(), &contents, nullptr, nullptr));
+  gchar **lines = g_strsplit(contents, "\n", -1);
+  ASSERT_EQ(g_strv_length(lines), 9u);  // 8 lines and the empty string after the last newline
+  for (size_t i = 0; i < 8; ++i) {
+    Json json(lines[i]);
+    ASSERT_NE(json.object, nullptr) << lines[i];
+    JsonObject *o = json.object;
+    JsonObject *resolution = json_object_get_object_member(o, "resolution");
+    EXPECT_EQ(json_object_get_int_member(resolution, "width"), kWidth);
+    EXPECT_EQ(json_object_get_int_member(resolution, "height"), kHeight);
+    EXPECT_STREQ(json_object_get_string_member(o, "source"), "cam-2");
+    EXPECT_EQ(json_object_get_int_member(o, "timestamp"), static_cast<gint64>(i * kFrameDuration));
+    GstCudaNmsResultMeta *meta = gst_buffer_get_cuda_nms_result_meta(run->out[i]);
+    JsonArray *objects = json_object_get_array_member(o, "objects");
+    ASSERT_EQ(json_array_get_length(objects), meta->n_kept) << lines[i];
+    for (guint k = 0; k < meta->n_kept; ++k) {
+      JsonObject *object = json_array_get_object_element(objects, k);
+      JsonObject *detection = json_object_get_object_member(object, "detection");
+      JsonObject *bb = json_object_get_object_member(detection, "bounding_box");
+      const gfloat *box = meta->boxes + 4 * k;
+      EXPECT_DOUBLE_EQ(json_object_get_double_member(bb, "x_min"), box[0] / double(kWidth));
+      EXPECT_DOUBLE_EQ(json_object_get_double_member(bb, "y_min"), box[1] / double(kHeight));
+      EXPECT_DOUBLE_EQ(json_object_get_double_member(bb, "x_max"),
+                       (box[0] + double(box[2] - box[0])) / kWidth);
+      EXPECT_DOUBLE_EQ(json_object_get_double_member(bb, "y_max"),
+                       (box[1] + double(box[3] - box[1])) / kHeight);
+      EXPECT_EQ(json_object_get_double_member(detection, "confidence"), meta->scores[k]);
+      EXPECT_EQ(json_object_get_int_member(detection, "label_id"), meta->class_ids[k]);
+      EXPECT_STREQ(json_object_get_string_member(detection, "label"), meta->labels[k]);
+      EXPECT_STREQ(json_object_get_string_member(object, "roi_type"), meta->labels[k]);
+      EXPECT_EQ(json_object_get_int_member(object, "x"), std::lround(box[0]));
+      EXPECT_EQ(json_object_get_int_member(object, "w"), std::lround(double(box[2] - box[0])));
+    }
+  }
+  g_strfreev(lines);
+  g_free(contents);
+  g_unlink(path.c_str());
+  g_rmdir(dir);
+  g_free(dir);
+}
+
+// No broker at all: a warning, the stream flows at its own pace, and every message is counted
+// as dropped (and reported) when the element stops.
+TEST_F(MetaPublish, NoBrokerAtStartWarnsAndTheStreamFlows) {
+  if (mosquitto_binary().empty()) GTEST_SKIP() << "no mosquitto (Debian package mosquitto)";
+  const int port = free_port();  // nothing listens there
+  const auto sets = frames_of(30, run_seed() + 302);
+  auto run = run_frames("method=mqtt flush-timeout=300 address=127.0.0.1:" + std::to_string(port),
+                        sets, std::chrono::milliseconds(5));
+  ASSERT_TRUE(run->eos);
+  EXPECT_LT(run->seconds, 5.0);
+  ASSERT_FALSE(run->warnings.empty());
+  EXPECT_NE(run->warnings.front().find("Cannot reach the MQTT broker"), std::string::npos)
+      << run->warnings.front();
+  EXPECT_EQ(run->published, 0u);
+  EXPECT_EQ(run->dropped, 30u);
+  EXPECT_EQ(run->dropped_reported, 30u);
+}
+
+// The broker is killed (SIGKILL) a third into a 30 fps stream and restarted on the same port:
+// the stream never waits, the queue (10 messages) overflows and its drops are counted and
+// reported, and the messages after the restart arrive, the last frame's included. With QoS 1
+// every frame is either acknowledged by a broker or counted as dropped.
+TEST_F(MetaPublish, BrokerKilledAndRestartedMidStream) {
+  start_broker();
+  if (mosquitto_sub_binary().empty()) GTEST_SKIP() << "no mosquitto_sub (mosquitto-clients)";
+  auto before = std::make_unique<Subscriber>(broker_->port(), "site/cam-3");
+  ASSERT_TRUE(before->connected());
+  std::unique_ptr<Subscriber> after;
+  const size_t frames = 90;
+  const auto sets = frames_of(frames, run_seed() + 303);
+  auto run =
+      run_frames("method=mqtt qos=1 max-queued=10 flush-timeout=8000 topic=site/cam-3 address=" +
+                     broker_->address(),
+                 sets, std::chrono::milliseconds(33), [&](size_t i) {
+                   if (i == 29) broker_->kill();
+                   if (i == 59) {
+                     ASSERT_TRUE(broker_->start());
+                     after = std::make_unique<Subscriber>(broker_->port(), "site/cam-3");
+                   }
+                 });
+  ASSERT_TRUE(run->eos);
+  EXPECT_LT(run->seconds, 90 * 0.033 + 3.0) << "the stream waited on the broker";
+  ASSERT_TRUE(after && after->connected());
+  EXPECT_GE(run->dropped, 10u);  // ~1 s away at 30 fps, 10 kept
+  EXPECT_EQ(run->dropped_reported, run->dropped);
+  EXPECT_EQ(run->published + run->dropped, frames);
+  EXPECT_TRUE(run->disconnected_reported || !run->warnings.empty());
+  // Before the kill: the first frames, in order (mosquitto_sub reconnects by itself, so later
+  // ones may follow, increasing).
+  const auto first = before->messages();
+  ASSERT_GE(first.size(), 20u);
+  gint64 previous = -1;
+  for (size_t i = 0; i < first.size(); ++i) {
+    Json json(first[i]);
+    ASSERT_NE(json.object, nullptr);
+    const gint64 frame = json_object_get_int_member(json.object, "frame");
+    if (i < 20) {
+      EXPECT_EQ(frame, static_cast<gint64>(i));
+    }
+    EXPECT_GT(frame, previous);
+    previous = frame;
+  }
+  // After the restart: increasing frames, up to the last one.
+  ASSERT_TRUE(after->wait_for(1, std::chrono::seconds(5)));
+  const auto later = after->messages();
+  previous = -1;
+  for (const std::string &m : later) {
+    Json json(m);
+    ASSERT_NE(json.object, nullptr);
+    const gint64 frame = json_object_get_int_member(json.object, "frame");
+    EXPECT_GT(frame, previous);
+    previous = frame;
+  }
+  EXPECT_EQ(previous, static_cast<gint64>(frames - 1));
+}
+
+// A subscriber that reads nothing (stopped) while 200 frames go by does not slow the stream:
+// the broker holds its messages, and once it reads again every one arrives.
+TEST_F(MetaPublish, ASlowSubscriberDoesNotSlowTheStream) {
+  start_broker();
+  if (mosquitto_sub_binary().empty()) GTEST_SKIP() << "no mosquitto_sub (mosquitto-clients)";
+  Subscriber slow(broker_->port(), "site/cam-4");
+  ASSERT_TRUE(slow.connected());
+  slow.pause();
+  const auto sets = frames_of(200, run_seed() + 304);
+  auto run = run_frames("method=mqtt qos=1 topic=site/cam-4 address=" + broker_->address(), sets);
+  ASSERT_TRUE(run->eos);
+  EXPECT_LT(run->seconds, 5.0) << "200 frames waited on the subscriber";
+  EXPECT_EQ(run->published, 200u);
+  EXPECT_EQ(run->dropped, 0u);
+  EXPECT_TRUE(slow.messages().empty());
+  slow.resume();
+  EXPECT_TRUE(slow.wait_for(200, std::chrono::seconds(10)));
+  EXPECT_EQ(slow.messages().size(), 200u);
+}
+
+TEST_F(MetaPublish, AnEmptyTopicIsAnErrorAtStart) {
+  const auto sets = frames_of(1, run_seed() + 305);
+  auto run = run_frames("method=mqtt topic=\"\"", sets);
+  ASSERT_FALSE(run->errors.empty());
+  EXPECT_NE(run->errors.front().find("no topic"), std::string::npos) << run->errors.front();
+}
+
+}  // namespace
+}  // namespace cudanms::testing
