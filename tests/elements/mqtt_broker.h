@@ -58,12 +58,15 @@ class Broker {
   explicit Broker(int port) : port_(port) {}
   ~Broker() { kill(); }
 
-  // Starts mosquitto (with a config listening on 127.0.0.1:port) and waits until it accepts.
-  bool start() {
-    dir_ = g_dir_make_tmp("mosquitto-XXXXXX", nullptr);
+  // Starts mosquitto (with a config listening on 127.0.0.1:port, anonymous clients allowed
+  // unless `config` says otherwise) and waits until it accepts.
+  bool start(const std::string &config = "allow_anonymous true\n") {
+    if (dir_.empty()) dir_ = make_dir();
     const std::string conf = dir_ + "/mosquitto.conf";
-    const std::string text = "listener " + std::to_string(port_) +
-                             " 127.0.0.1\nallow_anonymous true\nmax_queued_messages 100000\n";
+    // user: started as root, mosquitto would switch to its own user, who cannot read this
+    // folder's password and certificate files.
+    const std::string text = "listener " + std::to_string(port_) + " 127.0.0.1\n" + config +
+                             "max_queued_messages 100000\nuser " + g_get_user_name() + "\n";
     if (!g_file_set_contents(conf.c_str(), text.c_str(), -1, nullptr)) return false;
     const std::string binary = mosquitto_binary();
     const std::string log = dir_ + "/mosquitto.log";
@@ -88,9 +91,21 @@ class Broker {
     pid_ = -1;
   }
   int port() const { return port_; }
+  // The broker's folder, for the files its config names.
+  const std::string &dir() {
+    if (dir_.empty()) dir_ = make_dir();
+    return dir_;
+  }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
  private:
+  static std::string make_dir() {
+    gchar *dir = g_dir_make_tmp("mosquitto-XXXXXX", nullptr);
+    std::string path = dir;
+    g_free(dir);
+    return path;
+  }
+
   int port_;
   pid_t pid_ = -1;
   std::string dir_;

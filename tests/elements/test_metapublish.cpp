@@ -377,6 +377,65 @@ TEST_F(MetaPublish, ASlowSubscriberDoesNotSlowTheStream) {
   EXPECT_EQ(slow.messages().size(), 200u);
 }
 
+// Runs a command, true when it exits 0.
+bool run_command(const std::string &command) {
+  gint status = -1;
+  return g_spawn_command_line_sync(command.c_str(), nullptr, nullptr, &status, nullptr) &&
+         g_spawn_check_wait_status(status, nullptr);
+}
+
+// username and password go to the broker: the right ones publish every message, wrong ones are
+// refused with a warning, and every message is counted as dropped.
+TEST_F(MetaPublish, UsernameAndPasswordReachTheBroker) {
+  if (mosquitto_binary().empty()) GTEST_SKIP() << "no mosquitto (Debian package mosquitto)";
+  broker_ = std::make_unique<Broker>(free_port());
+  const std::string passwords = broker_->dir() + "/passwords";
+  ASSERT_TRUE(run_command("mosquitto_passwd -b -c " + passwords + " camera s3cret"));
+  ASSERT_TRUE(broker_->start("allow_anonymous false\npassword_file " + passwords + "\n"));
+  const auto sets = frames_of(10, run_seed() + 306);
+  const std::string base = "method=mqtt qos=1 flush-timeout=500 address=" + broker_->address();
+  auto good = run_frames(base + " username=camera password=s3cret", sets);
+  ASSERT_TRUE(good->eos);
+  EXPECT_TRUE(good->warnings.empty()) << good->warnings.front();
+  EXPECT_EQ(good->published, 10u);
+  auto bad = run_frames(base + " username=camera password=wrong", sets);
+  ASSERT_TRUE(bad->eos);
+  ASSERT_FALSE(bad->warnings.empty());
+  EXPECT_NE(bad->warnings.front().find("Cannot reach the MQTT broker"), std::string::npos)
+      << bad->warnings.front();
+  EXPECT_EQ(bad->published, 0u);
+  EXPECT_EQ(bad->dropped, 10u);
+}
+
+// tls=true with ca-file: a TLS listener (a self-signed certificate made with openssl) takes every
+// message; without the certificate to trust, the connection fails with a warning.
+TEST_F(MetaPublish, TlsWithTheCaFileReachesTheBroker) {
+  if (mosquitto_binary().empty()) GTEST_SKIP() << "no mosquitto (Debian package mosquitto)";
+  gchar *openssl = g_find_program_in_path("openssl");
+  if (!openssl) GTEST_SKIP() << "no openssl (Debian package openssl)";
+  g_free(openssl);
+  broker_ = std::make_unique<Broker>(free_port());
+  const std::string dir = broker_->dir();
+  ASSERT_TRUE(
+      run_command("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                  "-keyout " +
+                  dir + "/server.key -out " + dir + "/server.crt"));
+  ASSERT_TRUE(broker_->start("allow_anonymous true\ncertfile " + dir + "/server.crt\nkeyfile " +
+                             dir + "/server.key\n"));
+  const auto sets = frames_of(10, run_seed() + 307);
+  const std::string base =
+      "method=mqtt qos=1 flush-timeout=500 tls=true address=" + broker_->address();
+  auto trusted = run_frames(base + " ca-file=" + dir + "/server.crt", sets);
+  ASSERT_TRUE(trusted->eos);
+  EXPECT_TRUE(trusted->warnings.empty()) << trusted->warnings.front();
+  EXPECT_EQ(trusted->published, 10u);
+  auto untrusted = run_frames(base, sets);
+  ASSERT_TRUE(untrusted->eos);
+  EXPECT_FALSE(untrusted->warnings.empty());
+  EXPECT_EQ(untrusted->published, 0u);
+  EXPECT_EQ(untrusted->dropped, 10u);
+}
+
 TEST_F(MetaPublish, AnEmptyTopicIsAnErrorAtStart) {
   const auto sets = frames_of(1, run_seed() + 305);
   auto run = run_frames("method=mqtt topic=\"\"", sets);
