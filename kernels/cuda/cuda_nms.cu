@@ -62,11 +62,10 @@ constexpr int kSettleThreads = 1024;
 constexpr int kScanItems = 8;  // ranks per thread per compaction step
 constexpr int kClassifyThreads = 256;
 constexpr uint32_t kCountingRankMax = 16 * 1024;
-constexpr int kCountingWarps = 32;        // each counts over a 32nd of the frame
-constexpr int kPairWarps = 8;             // per pair block
-constexpr uint32_t kPairRowsPerWarp = 1;  // ranks i per warp of a pair block
-constexpr uint32_t kPairRows = kPairWarps * kPairRowsPerWarp;
-constexpr uint32_t kPairChunks = 8;  // 32-rank chunks of j per pair block
+constexpr int kCountingWarps = 32;          // each counts over a 32nd of the frame
+constexpr int kPairWarps = 8;               // per pair block
+constexpr uint32_t kPairRows = kPairWarps;  // ranks i per pair block, one per warp
+constexpr uint32_t kPairChunks = 8;         // 32-rank chunks of j per pair block
 constexpr uint32_t kPairColumns = kPairChunks * kWarp;
 // Up to this many ranked candidates, the settle kernel keeps predecessor counts in shared memory.
 constexpr uint32_t kSharedCounts = 16 * 1024;
@@ -177,8 +176,8 @@ __global__ void gather_kernel(const FrameArgs *frame, const float *sorted_keys) 
 
 // Block (x, y) tests the kPairRows ranks i from kPairRows * x against the ranks j < i of
 // [256y, 256y + 256), which it stages in shared memory once for all its rows: warp w takes
-// kPairRowsPerWarp rows in turn (one: more made small frames slower, their latencies adding up),
-// lane l the ranks j = 256y + 32c + l, and a ballot gathers each 32-rank chunk's verdicts. Blocks
+// one row (four made small frames slower, their latencies adding up), lane l the ranks
+// j = 256y + 32c + l, and a ballot gathers each 32-rank chunk's verdicts. Blocks
 // run roughly in order of x first, so a rank's first columns are tested before its later ones:
 // where those already settle it (a matrix suppressor, an overflowing greedy list), the rest skip
 // it, and piles of duplicates cost O(N), not O(N^2).
@@ -206,49 +205,46 @@ __global__ void __launch_bounds__(kPairWarps *kWarp) pairs_kernel(const FrameArg
   // A count past this settles the rank: other blocks add to it meanwhile, and an early or late
   // read only costs work.
   const uint32_t settled_by = kMethod == Method::kGreedy ? kMaxPredecessors : 0;
-  for (uint32_t r = 0; r < kPairRowsPerWarp; ++r) {
-    const uint32_t i = first_row + threadIdx.x / kWarp * kPairRowsPerWarp + r;
-    if (i >= m) break;  // the whole warp: i is per warp, and only grows
-    if (first_j >= i) continue;
-    if (cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(f.counts[i])
-            .load(cuda::memory_order_relaxed) > settled_by) {
-      continue;
-    }
-    const Box b = to_box(f.rank_boxes[i]);
-    const float score_b = f.rank_scores[i];
-    const int32_t class_b = f.rank_classes[i];
-    const uint32_t chunks = min(kPairChunks, (i - first_j + kWarp - 1) / kWarp);
-    uint32_t bits[kPairChunks];
-    uint32_t total = 0;
+  const uint32_t i = first_row + threadIdx.x / kWarp;  // the whole warp's
+  if (i >= m || first_j >= i) return;
+  if (cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(f.counts[i])
+          .load(cuda::memory_order_relaxed) > settled_by) {
+    return;
+  }
+  const Box b = to_box(f.rank_boxes[i]);
+  const float score_b = f.rank_scores[i];
+  const int32_t class_b = f.rank_classes[i];
+  const uint32_t chunks = min(kPairChunks, (i - first_j + kWarp - 1) / kWarp);
+  uint32_t bits[kPairChunks];
+  uint32_t total = 0;
 #pragma unroll
-    for (uint32_t c = 0; c < kPairChunks; ++c) {
-      const uint32_t t = c * kWarp + lane;
-      bool suppresses = false;
-      if (c < chunks && first_j + t < i && s_classes[t] == class_b) {
-        const Box a = to_box(s_boxes[t]);
-        suppresses = kMethod == Method::kGreedy
-                         ? greedy_suppresses(f.overlap, f.threshold, a, b)
-                         : matrix_suppresses(f.overlap, f.threshold, a, s_scores[t], b, score_b);
-      }
-      bits[c] = __ballot_sync(kFullMask, suppresses);
-      total += __popc(bits[c]);
+  for (uint32_t c = 0; c < kPairChunks; ++c) {
+    const uint32_t t = c * kWarp + lane;
+    bool suppresses = false;
+    if (c < chunks && first_j + t < i && s_classes[t] == class_b) {
+      const Box a = to_box(s_boxes[t]);
+      suppresses = kMethod == Method::kGreedy
+                       ? greedy_suppresses(f.overlap, f.threshold, a, b)
+                       : matrix_suppresses(f.overlap, f.threshold, a, s_scores[t], b, score_b);
     }
-    if (total == 0) continue;
-    if (kMethod == Method::kMatrix) {
-      if (lane == 0) atomicAdd(&f.counts[i], 1u);  // one suppressor settles it
-      continue;
-    }
-    // One atomic per row reserves the slots of all its chunks.
-    uint32_t slot = 0;
-    if (lane == 0) slot = atomicAdd(&f.counts[i], total);
-    slot = __shfl_sync(kFullMask, slot, 0);
-    uint32_t *row = f.predecessors + size_t{i} * kMaxPredecessors;
+    bits[c] = __ballot_sync(kFullMask, suppresses);
+    total += __popc(bits[c]);
+  }
+  if (total == 0) return;
+  if (kMethod == Method::kMatrix) {
+    if (lane == 0) atomicAdd(&f.counts[i], 1u);  // one suppressor settles it
+    return;
+  }
+  // One atomic per row reserves the slots of all its chunks.
+  uint32_t slot = 0;
+  if (lane == 0) slot = atomicAdd(&f.counts[i], total);
+  slot = __shfl_sync(kFullMask, slot, 0);
+  uint32_t *row = f.predecessors + size_t{i} * kMaxPredecessors;
 #pragma unroll
-    for (uint32_t c = 0; c < kPairChunks; ++c) {
-      const uint32_t mine = slot + __popc(bits[c] & below_lane);
-      if ((bits[c] >> lane) & 1u && mine < kMaxPredecessors) row[mine] = first_j + c * kWarp + lane;
-      slot += __popc(bits[c]);
-    }
+  for (uint32_t c = 0; c < kPairChunks; ++c) {
+    const uint32_t mine = slot + __popc(bits[c] & below_lane);
+    if ((bits[c] >> lane) & 1u && mine < kMaxPredecessors) row[mine] = first_j + c * kWarp + lane;
+    slot += __popc(bits[c]);
   }
 }
 
@@ -649,8 +645,8 @@ class CudaContext final : public Context {
     // The settle kernel's statuses would not fit in shared memory: the CPU computes the same.
     if (most > kMaxCudaCandidates) return cpu_->run(c, params, result);
     CUDANMS_ENTER(binding_);
-    const bool with_classes = !params.class_agnostic && c.class_ids != nullptr;
-    const StagedLayout layout(capacity, with_classes);
+    const bool classes = with_classes(c, params);
+    const StagedLayout layout(capacity, classes);
     const size_t staged = args_bytes(1) + layout.bytes;
     Status status = reserve(1, capacity, most, staged);
     if (!status.ok()) return status;
@@ -658,7 +654,7 @@ class CudaContext final : public Context {
     unsigned char *h = ws_->h_stage.get();
     unsigned char *d = ws_->d_stage.get();
     FrameArgs f = workspace_args(0, capacity, most, params, capacity);
-    stage(c, with_classes, layout, h + args_bytes(1), d + args_bytes(1), &f);
+    stage(c, classes, layout, h + args_bytes(1), d + args_bytes(1), &f);
     f.out = ws_->h_out.device();
     std::memcpy(h, &f, sizeof f);
     const auto *frames = reinterpret_cast<const FrameArgs *>(d);
@@ -669,7 +665,7 @@ class CudaContext final : public Context {
     };
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
     status = capacity <= kGraphMax
-                 ? replay(GraphKey{capacity, most, with_classes, params.method}, submit)
+                 ? replay(GraphKey{capacity, most, classes, params.method}, submit)
                  : submit();
     if (status.ok()) status = finish(result);
     if (!status.ok()) return status;
@@ -694,35 +690,35 @@ class CudaContext final : public Context {
       return frames[k].params.method == Method::kGreedy;
     });
     for (size_t first = 0; first < batch.size(); first += kMaxBatch) {
-      const std::vector<size_t> part(batch.begin() + first,
-                                     batch.begin() + std::min(batch.size(), first + kMaxBatch));
-      const Status status = run_batch_part(frames, part, results);
+      const Status status = run_batch_part(frames, batch.data() + first,
+                                           std::min(kMaxBatch, batch.size() - first), results);
       if (!status.ok()) return status;
     }
     return Status::Ok();
   }
 
-  // The frames `part` (greedy ones first) in one launch sequence and one synchronisation.
-  Status run_batch_part(const std::vector<Frame> &frames, const std::vector<size_t> &part,
+  // The `count` frames whose indices start at `part` (greedy ones first) in one launch sequence
+  // and one synchronisation.
+  Status run_batch_part(const std::vector<Frame> &frames, const size_t *part, size_t count,
                         std::vector<Result> *results) {
     CUDANMS_ENTER(binding_);
     uint32_t C = 0, M = 0, greedy = 0;
-    size_t staged = args_bytes(part.size());
-    for (const size_t k : part) {
-      const Frame &frame = frames[k];
+    size_t staged = args_bytes(count);
+    for (size_t b = 0; b < count; ++b) {
+      const Frame &frame = frames[part[b]];
       const auto n = static_cast<uint32_t>(frame.candidates.count);
       C = std::max(C, n);
       M = std::max(M, most_ranked(n, frame.params));
       greedy += frame.params.method == Method::kGreedy;
       staged += StagedLayout(n, with_classes(frame)).bytes;
     }
-    Status status = reserve(part.size(), C, M, staged);
+    Status status = reserve(count, C, M, staged);
     if (!status.ok()) return status;
 
     unsigned char *h = ws_->h_stage.get();
     unsigned char *d = ws_->d_stage.get();
-    size_t offset = args_bytes(part.size());
-    for (size_t b = 0; b < part.size(); ++b) {
+    size_t offset = args_bytes(count);
+    for (size_t b = 0; b < count; ++b) {
       const Frame &frame = frames[part[b]];
       const auto n = static_cast<uint32_t>(frame.candidates.count);
       const StagedLayout layout(n, with_classes(frame));
@@ -737,19 +733,23 @@ class CudaContext final : public Context {
     }
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
     CUDANMS_TRY(cudaMemcpyAsync(d, h, staged, cudaMemcpyHostToDevice, stream_));
-    status = launch(reinterpret_cast<const FrameArgs *>(d), static_cast<uint32_t>(part.size()),
-                    greedy, C, M, false);
+    status = launch(reinterpret_cast<const FrameArgs *>(d), static_cast<uint32_t>(count), greedy, C,
+                    M, false);
     if (status.ok()) status = finish(&(*results)[part[0]]);
     if (!status.ok()) return status;
-    for (size_t b = 0; b < part.size(); ++b) {
+    for (size_t b = 0; b < count; ++b) {
       read_result(frames[part[b]].params, ws_->h_out.get() + b * (kHeaderWords + M),
                   &(*results)[part[b]]);
     }
     return Status::Ok();
   }
 
+  // Whether the frame's class ids are staged: per-class NMS on candidates that have them.
+  static bool with_classes(const CandidatesView &c, const Params &params) {
+    return !params.class_agnostic && c.class_ids != nullptr;
+  }
   static bool with_classes(const Frame &frame) {
-    return !frame.params.class_agnostic && frame.candidates.class_ids != nullptr;
+    return with_classes(frame.candidates, frame.params);
   }
 
   Status run_device_checked(const DeviceCandidatesView &c, const Params &params,
