@@ -182,6 +182,10 @@ static GType gst_cuda_nms_overlap_get_type(void) {
       {static_cast<gint>(cudanms::Overlap::kIoS),
        "Intersection over the higher-scoring window's area, +1 pixel convention (Oro et al.)",
        "ios"},
+      {static_cast<gint>(cudanms::Overlap::kDIoU),
+       "Distance IoU: IoU less the centres' squared distance over the enclosing box's squared "
+       "diagonal (YOLO's DIoU-NMS)",
+       "diou"},
       {0, NULL, NULL}};
   if (g_once_init_enter(&type)) {
     GType t = g_enum_register_static("GstCudaNmsOverlap", values);

@@ -27,7 +27,7 @@ bool parse_name(const char *const (&names)[N], const std::string &name, Enum *ou
 
 // Indexed by the enums' values.
 const char *const kMethodNames[] = {"greedy", "matrix"};
-const char *const kOverlapNames[] = {"iou", "iomin", "ios"};
+const char *const kOverlapNames[] = {"iou", "iomin", "ios", "diou"};
 const char *const kBackendNames[] = {"cpu", "cuda"};
 
 // Host bytes a context's workspace takes per candidate, at most (the CPU backend's: box, score,

@@ -41,7 +41,7 @@ const char *to_string(Data data) {
 
 // One configuration at one N: its data sets and the CPU backend's kept set for each.
 struct Workload {
-  std::string config;  // "greedy", "greedy-80cls", "matrix-faces", or FILE:config
+  std::string config;  // "greedy", "greedy-80cls", "greedy-diou", "matrix-faces", or FILE:config
   Data data = Data::kSlidingWindow;
   std::string input;  // the file, for Data::kFile
   int classes = 1;
@@ -74,7 +74,8 @@ struct Cell {
 // backend: 20 us for small frames (up to 3k) of every method, then per size.
 double cuda_target_us(const Workload &w) {
   if (w.batch > 0) return w.batch == 64 && w.n == 1000 ? 150 : 0;  // a whole call
-  if (w.data == Data::kDense) return 0;  // compared with the CPU backend instead
+  if (w.data == Data::kDense) return 0;              // compared with the CPU backend instead
+  if (w.params.overlap == Overlap::kDIoU) return 0;  // a variant's row: timed, no goal set
   if (w.n <= 3000) return 20;
   if (w.data == Data::kSlidingWindow && w.params.class_agnostic) {
     if (w.n == 10000) return 60;
@@ -348,7 +349,7 @@ void apply_targets(const Workload &w, std::vector<Cell> *cells) {
     }
   }
   if (cpu != nullptr && w.data == Data::kSlidingWindow && w.params.class_agnostic &&
-      w.n == kCpuVersusOpenCvN) {
+      w.params.overlap == Overlap::kIoU && w.n == kCpuVersusOpenCvN) {
     char text[64];
     std::snprintf(text, sizeof text, "%gx opencv", kCpuVersusOpenCvFactor);
     cpu->target = text;
@@ -632,6 +633,11 @@ int benchmark(const BenchOptions &options) {
   for (size_t n : options.class_sizes) {
     workloads.push_back(
         generated(class_config, Data::kSlidingWindow, options.classes, n, per_class, options));
+  }
+  Params diou = greedy;
+  diou.overlap = Overlap::kDIoU;
+  for (size_t n : options.diou_sizes) {
+    workloads.push_back(generated("greedy-diou", Data::kSlidingWindow, 1, n, diou, options));
   }
   Params matrix;
   matrix.method = Method::kMatrix;

@@ -17,6 +17,8 @@ struct BenchOptions {
   // Per-class greedy IoU 0.5 on sliding windows of `classes` classes, at each of these N.
   std::vector<size_t> class_sizes = {1000, 10000, 100000};
   int classes = 80;
+  // Class-agnostic greedy DIoU 0.5 (YOLO's DIoU-NMS) on sliding windows, at each of these N.
+  std::vector<size_t> diou_sizes = {300, 3000, 10000};
   // The paper's matrix method, IoS 0.3, on face_windows, at each of these N.
   std::vector<size_t> face_sizes = {3000};
   // The "dense duplicates" rows (tools/synthetic.h dense_candidates): 20k identical boxes, 100

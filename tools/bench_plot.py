@@ -132,6 +132,7 @@ def write_markdown(bench, torchvision, table, path):
                  "memory, except GPU-only and GPU-resident; ≠: kept set or order differed from "
                  "cudanms's CPU backend on some run.")
     titles = {"greedy": "Greedy NMS, IoU 0.5, class-agnostic",
+              "greedy-diou": "Greedy NMS, DIoU 0.5 (YOLO's DIoU-NMS), class-agnostic",
               "matrix-faces": "The paper's matrix NMS, IoS 0.3, face windows"}
     def order(config):  # greedy first, matrix last, batches by their frame count
         batch = int(config[6:]) if config.startswith("batch-") else 0
@@ -141,7 +142,7 @@ def write_markdown(bench, torchvision, table, path):
     for config in sorted(table, key=order):
         present = {k for by_key in table[config].values() for k in by_key}
         title = titles.get(config, config)
-        if config.startswith("greedy-"):
+        if config.startswith("greedy-") and config.endswith("cls"):
             title = f"Greedy NMS, IoU 0.5, per class, {config[7:-3]} classes"
         if config.startswith("batch-"):
             title = (f"Batches: {config[6:]} frame(s) of N candidates per Context::run call, "

@@ -107,7 +107,8 @@ constexpr char kNmsDescription[] =
     "          unless a kept one overlaps it by more than the threshold\n"
     "  matrix  the map/reduce NMS of Oro et al.: drop a candidate when any higher-scoring one\n"
     "          overlaps it by at least the threshold, kept or not\n"
-    "Overlaps: iou (intersection over union), iomin (over the smaller area), ios (over the\n"
+    "Overlaps: iou (intersection over union), iomin (over the smaller area), diou (IoU less the\n"
+    "centres' squared distance over the enclosing box's squared diagonal), ios (over the\n"
     "higher-scoring window's area, integer pixels, as in the paper).\n"
     "\n"
     "More candidates than --max-candidates: the best-ranked are processed, the rest are\n"
@@ -143,7 +144,8 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
       {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input, "Candidates to read (required)", "FILE"},
       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Input format: oro or csv", "FORMAT"},
       {"method", 'm', 0, G_OPTION_ARG_STRING, &method, "greedy (default) or matrix", "METHOD"},
-      {"overlap", 0, 0, G_OPTION_ARG_STRING, &overlap, "iou (default), iomin or ios", "OVERLAP"},
+      {"overlap", 0, 0, G_OPTION_ARG_STRING, &overlap, "iou (default), iomin, ios or diou",
+       "OVERLAP"},
       {"threshold", 't', 0, G_OPTION_ARG_DOUBLE, &threshold,
        "Overlap threshold in [0, 1] (default 0.5)", "T"},
       {"score-threshold", 's', 0, G_OPTION_ARG_DOUBLE, &score_threshold,
@@ -184,7 +186,8 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
     return usage_error(std::string("unknown method '") + method + "': use greedy or matrix");
   }
   if (overlap != nullptr && !parse_overlap(overlap, &run->params.overlap)) {
-    return usage_error(std::string("unknown overlap '") + overlap + "': use iou, iomin or ios");
+    return usage_error(std::string("unknown overlap '") + overlap +
+                       "': use iou, iomin, ios or diou");
   }
   if (backend != nullptr && !parse_backend(backend, &run->backend)) {
     return usage_error(std::string("unknown backend '") + backend + "': use cpu or cuda");
@@ -396,6 +399,7 @@ constexpr char kBenchDescription[] =
     "Rows, each on --sets data sets generated from the seed and run in turn:\n"
     "  greedy        class-agnostic greedy IoU 0.5, sliding windows (1920x1080), at --sizes\n"
     "  greedy-Ccls   per-class greedy IoU 0.5, sliding windows of --classes C, at --class-sizes\n"
+    "  greedy-diou   greedy DIoU 0.5 (YOLO's DIoU-NMS), class-agnostic, at --diou-sizes\n"
     "  matrix-faces  the paper's matrix NMS, IoS 0.3, face windows, at --face-sizes\n"
     "  batch-B       B frames of --batch-sizes sliding windows per call (--batches), greedy\n"
     "                IoU 0.5, class-agnostic; p50/p99 of the whole call\n"
@@ -433,6 +437,7 @@ int run_bench(int argc, char **argv) {
   g_autofree char *sizes = nullptr;
   g_autofree char *class_sizes = nullptr;
   g_autofree char *face_sizes = nullptr;
+  g_autofree char *diou_sizes = nullptr;
   g_autofree char *batches = nullptr;
   g_autofree char *batch_sizes = nullptr;
   g_auto(GStrv) inputs = nullptr;
@@ -453,6 +458,8 @@ int run_bench(int argc, char **argv) {
        "Per-class greedy at these N (default 1000,10000,100000)", "LIST"},
       {"classes", 'c', 0, G_OPTION_ARG_INT, &classes, "Classes for per-class greedy (default 80)",
        "C"},
+      {"diou-sizes", 0, 0, G_OPTION_ARG_STRING, &diou_sizes,
+       "Class-agnostic greedy DIoU 0.5 at these N (default 300,3000,10000)", "LIST"},
       {"face-sizes", 0, 0, G_OPTION_ARG_STRING, &face_sizes,
        "Matrix IoS 0.3 on face windows at these N (default 3000)", "LIST"},
       {"batches", 0, 0, G_OPTION_ARG_STRING, &batches,
@@ -496,6 +503,7 @@ int run_bench(int argc, char **argv) {
        {std::tuple{sizes, &options.sizes, "--sizes"},
         std::tuple{class_sizes, &options.class_sizes, "--class-sizes"},
         std::tuple{face_sizes, &options.face_sizes, "--face-sizes"},
+        std::tuple{diou_sizes, &options.diou_sizes, "--diou-sizes"},
         std::tuple{batches, &options.batches, "--batches"},
         std::tuple{batch_sizes, &options.batch_frame_sizes, "--batch-sizes"}}) {
     if (text != nullptr && !parse_sizes(text, list)) {

@@ -41,6 +41,20 @@ CUDANMS_HD float overlap(Overlap kind, const Box &a, const Box &b) {
     const float ih = max0(min_f(a.y2, b.y2) - max_f(a.y1, b.y1) + 1.0f);
     return (iw * ih) / ((a.x2 - a.x1 + 1.0f) * (a.y2 - a.y1 + 1.0f));
   }
+  if (kind == Overlap::kDIoU) {  // no shortcut for apart boxes: they get the distance penalty
+    const float iw = max0(min_f(a.x2, b.x2) - max_f(a.x1, b.x1));
+    const float ih = max0(min_f(a.y2, b.y2) - max_f(a.y1, b.y1));
+    const float inter = iw * ih;
+    const float uni = area(a) + area(b) - inter;
+    const float iou = uni > 0.0f ? inter / uni : 0.0f;
+    const float cw = max_f(a.x2, b.x2) - min_f(a.x1, b.x1);
+    const float ch = max_f(a.y2, b.y2) - min_f(a.y1, b.y1);
+    const float c2 = cw * cw + ch * ch;
+    const float dx = (b.x1 + b.x2) - (a.x1 + a.x2);
+    const float dy = (b.y1 + b.y2) - (a.y1 + a.y2);
+    const float rho2 = (dx * dx + dy * dy) * 0.25f;
+    return c2 > 0.0f ? iou - rho2 / c2 : iou;
+  }
   const float iw = max0(min_f(a.x2, b.x2) - max_f(a.x1, b.x1));
   const float ih = max0(min_f(a.y2, b.y2) - max_f(a.y1, b.y1));
   const float inter = iw * ih;

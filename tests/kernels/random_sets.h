@@ -115,7 +115,7 @@ void for_each_random_case(uint64_t seed, int sets, size_t max_size, Visit visit)
   const float thresholds[] = {0.0f, 0.3f, 0.5f, 0.7f, 1.0f};
   for (const Generator &g : generators()) {
     for (Method method : {Method::kGreedy, Method::kMatrix}) {
-      for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS}) {
+      for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS, Overlap::kDIoU}) {
         for (float threshold : thresholds) {
           for (bool agnostic : {false, true}) {
             for (int k = 0; k < sets; ++k) {

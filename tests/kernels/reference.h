@@ -14,7 +14,23 @@
 namespace cudanms::testing {
 
 // Overlap of b by the higher-ranked a, in the documented single-precision order of operations.
+inline float reference_overlap(Overlap kind, const float *a, const float *b);
+
+// DIoU: the IoU less the squared distance of the centres over the enclosing box's squared
+// diagonal, written from the formula (half-sums of the corners give the centres).
+inline float reference_diou(const float *a, const float *b) {
+  const float iou = reference_overlap(Overlap::kIoU, a, b);
+  const float enclosing_w = std::max(a[2], b[2]) - std::min(a[0], b[0]);
+  const float enclosing_h = std::max(a[3], b[3]) - std::min(a[1], b[1]);
+  const float diagonal2 = enclosing_w * enclosing_w + enclosing_h * enclosing_h;
+  if (!(diagonal2 > 0.0f)) return iou;
+  const float twice_dx = (b[0] + b[2]) - (a[0] + a[2]);
+  const float twice_dy = (b[1] + b[3]) - (a[1] + a[3]);
+  return iou - (twice_dx * twice_dx + twice_dy * twice_dy) * 0.25f / diagonal2;
+}
+
 inline float reference_overlap(Overlap kind, const float *a, const float *b) {
+  if (kind == Overlap::kDIoU) return reference_diou(a, b);
   const float one = kind == Overlap::kIoS ? 1.0f : 0.0f;
   float iw = std::min(a[2], b[2]) - std::max(a[0], b[0]) + one;
   float ih = std::min(a[3], b[3]) - std::max(a[1], b[1]) + one;
@@ -34,6 +50,8 @@ inline float reference_overlap(Overlap kind, const float *a, const float *b) {
     }
     case Overlap::kIoS:
       return inter / ((a[2] - a[0] + 1.0f) * (a[3] - a[1] + 1.0f));
+    case Overlap::kDIoU:
+      break;  // above
   }
   return 0.0f;
 }

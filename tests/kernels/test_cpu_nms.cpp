@@ -44,6 +44,38 @@ TEST_F(CpuNms, MatchesReferenceOnRandomSets) {
   EXPECT_GT(cases, 3000u);
 }
 
+// DIoU by hand: a = (0,0,10,10), b = (2,0,12,10): IoU 80 / 120 = 0.667; enclosing box 12 x 10,
+// c2 = 244; centres 2 apart, rho2 = 4; DIoU = 0.667 - 4 / 244 = 0.650. At 0.66, IoU suppresses b
+// and DIoU does not. Apart boxes have a negative DIoU: at threshold 0 the paper's rule
+// (overlap >= 0) suppresses them under IoU, never under DIoU.
+TEST_F(CpuNms, DiouPenalisesTheCentresDistance) {
+  CandidateSet near;
+  near.add(0, 0, 10, 10, 0.9f);
+  near.add(2, 0, 12, 10, 0.8f);
+  const float a[4] = {0, 0, 10, 10}, b[4] = {2, 0, 12, 10};
+  EXPECT_NEAR(reference_overlap(Overlap::kIoU, a, b), 80.0 / 120.0, 1e-6);
+  EXPECT_NEAR(reference_overlap(Overlap::kDIoU, a, b), 80.0 / 120.0 - 4.0 / 244.0, 1e-6);
+  Params params;
+  params.threshold = 0.66f;
+  EXPECT_EQ(run(near, params).kept.size(), 1u);
+  params.overlap = Overlap::kDIoU;
+  EXPECT_EQ(run(near, params).kept.size(), 2u);
+
+  CandidateSet apart;
+  apart.add(0, 0, 10, 10, 0.9f);
+  apart.add(50, 50, 60, 60, 0.8f);
+  params = Params();
+  params.method = Method::kMatrix;
+  params.threshold = 0.0f;
+  EXPECT_EQ(run(apart, params).kept.size(), 1u);
+  params.overlap = Overlap::kDIoU;
+  EXPECT_EQ(run(apart, params).kept.size(), 2u);
+  Overlap parsed;
+  ASSERT_TRUE(parse_overlap("diou", &parsed));
+  EXPECT_EQ(parsed, Overlap::kDIoU);
+  EXPECT_STREQ(to_string(Overlap::kDIoU), "diou");
+}
+
 TEST_F(CpuNms, PerClassEqualsEachClassAlone) {
   std::mt19937_64 rng(run_seed() + 1);
   for (const Generator &g : generators()) {

@@ -36,7 +36,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         bench_json = os.path.join(tmp, "bench.json")
         code, out, err = run([tool, "bench", "--sizes", "300,1000", "--class-sizes", "400,800",
-                              "--classes", "4", "--face-sizes", "300", "--batches", "", "--repeat", "3", "--sets",
+                              "--classes", "4", "--face-sizes", "300", "--diou-sizes", "300", "--batches", "", "--repeat", "3", "--sets",
                               "2", "--dump", os.path.join(tmp, "data"), "--json", bench_json])
         check(code == 0, f"bench exits 0: {code} {err}")
         bench = json.load(open(bench_json))
@@ -46,7 +46,7 @@ def main():
         for row in bench["results"]:
             check(row["differing"] == 0 or row["backend"] == "opencv", f"row agrees: {row}")
             check(row["host"]["runs"] >= 1 and row["host"]["p50_us"] > 0, f"row timed: {row}")
-        check(len(bench["datasets"]) == 2 * 5, "two data sets for each of the five rows")
+        check(len(bench["datasets"]) == 2 * 6, "two data sets for each of the six rows")
 
         env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "fake_peers"))
         tv_json = os.path.join(tmp, "torchvision.json")
@@ -56,6 +56,8 @@ def main():
         tv = json.load(open(tv_json))
         check(tv["gpu"] == "Fake GPU" and tv["opencv_python"] == "fake", "peers' versions")
         rows = {(r["config"], r["n"], r["backend"]): r for r in tv["results"]}
+        check(not any(config == "greedy-diou" for config, _, _ in rows),
+              "no torchvision row for DIoU: its NMS is IoU only")
         for config, n in (("greedy", 300), ("greedy", 1000), ("greedy-4cls", 400),
                           ("greedy-4cls", 800)):
             for backend in ("torchvision", "torchvision-h2d", "opencv-python"):
@@ -92,7 +94,7 @@ def main():
         gpu = gpu[gpu.find("(") + 1:gpu.rfind(")")] if "(" in gpu else gpu
         for part in (gpu, "torchvision, GPU-resident", "torchvision, host→GPU→host",
                      "cudanms CPU", "OpenCV NMSBoxes", "| 1,000 |", "4 classes", "matrix NMS",
-                     "Targets"):
+                     "DIoU-NMS", "Targets"):
             check(part in text, f"the table has {part!r}")
         try:
             import matplotlib  # noqa: F401

@@ -266,6 +266,7 @@ TEST_F(CudanmsTool, BadUsageExits2WithAMessage) {
       {{"bench", "--sizes", "300,x"}, "--sizes"},
       {{"bench", "--class-sizes", "300,"}, "--class-sizes"},
       {{"bench", "--face-sizes", "0"}, "--face-sizes"},
+      {{"bench", "--diou-sizes", "x"}, "--diou-sizes"},
       {{"bench", "--repeat", "0"}, "--repeat"},
       {{"bench", "--sets", "0"}, "--sets"},
       {{"bench", "--seed", "-3"}, "--seed"},
@@ -399,10 +400,10 @@ TEST_F(CudanmsTool, AnOutputThatCannotBeWrittenWhollyExits1AndIsRemoved) {
 }
 
 TEST_F(CudanmsTool, ABenchJsonThatCannotBeWrittenExits1) {
-  const Outcome o =
-      run_tool({"bench", "--sizes", "100", "--class-sizes", "100", "--face-sizes", "100", "--sets",
-                "1", "--max-seconds", "0.05", "--backends", "cpu", "--json", path("bench.json")},
-               "/dev/null", 256);
+  const Outcome o = run_tool(
+      {"bench", "--diou-sizes", "", "--sizes", "100", "--class-sizes", "100", "--face-sizes", "100",
+       "--sets", "1", "--max-seconds", "0.05", "--backends", "cpu", "--json", path("bench.json")},
+      "/dev/null", 256);
   EXPECT_EQ(o.exit_code, 1) << describe(o);
   EXPECT_NE(o.err.find("--json: "), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("File too large"), std::string::npos) << o.err;
@@ -600,9 +601,9 @@ size_t count_of(const std::string &text, const std::string &part) {
 // The dense-duplicates rows: every backend's kept set checked, and the piles kept as one box
 // each (identical boxes, 100 groups, one cluster).
 TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
-  const Outcome o =
-      run_tool({"bench", "--dense", "--sizes", "100", "--class-sizes", "100", "--face-sizes", "100",
-                "--batches", "", "--sets", "1", "--repeat", "2", "--max-seconds", "0.05"});
+  const Outcome o = run_tool({"bench", "--dense", "--diou-sizes", "", "--sizes", "100",
+                              "--class-sizes", "100", "--face-sizes", "100", "--batches", "",
+                              "--sets", "1", "--repeat", "2", "--max-seconds", "0.05"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::map<std::string, size_t> kept;
   size_t dense_rows = 0;
@@ -625,9 +626,9 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
   const std::string seed = std::to_string(run_seed() % 1000000);
   const std::string json = path("bench.json");
   const std::vector<std::string> args = {
-      "bench", "--sizes",   "300,1000", "--class-sizes", "600", "--classes", "5", "--face-sizes",
-      "400",   "--batches", "",         "--repeat",      "3",   "--sets",    "2", "--seed",
-      seed,    "--json",    json,       "--dump",        dir_};
+      "bench", "--diou-sizes", "500", "--sizes",   "300,1000", "--class-sizes", "600", "--classes",
+      "5",     "--face-sizes", "400", "--batches", "",         "--repeat",      "3",   "--sets",
+      "2",     "--seed",       seed,  "--json",    json,       "--dump",        dir_};
   const Outcome o = run_tool(args);
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   EXPECT_NE(o.out.find("seed " + seed + " "), std::string::npos) << o.out;
@@ -645,12 +646,17 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
     }
     EXPECT_NE(row.p50, "-");
   }
-  for (const auto &[config, n] : std::vector<std::pair<std::string, size_t>>{
-           {"greedy", 300}, {"greedy", 1000}, {"greedy-5cls", 600}, {"matrix-faces", 400}}) {
+  for (const auto &[config, n] :
+       std::vector<std::pair<std::string, size_t>>{{"greedy", 300},
+                                                   {"greedy", 1000},
+                                                   {"greedy-5cls", 600},
+                                                   {"greedy-diou", 500},
+                                                   {"matrix-faces", 400}}) {
     const std::vector<std::string> &b = backends[{config, n}];
     EXPECT_NE(std::find(b.begin(), b.end(), "cpu"), b.end()) << config << " " << n << o.out;
     const bool opencv = std::find(b.begin(), b.end(), "opencv") != b.end();
-    EXPECT_EQ(opencv, with_opencv && config != "matrix-faces") << config << " " << n << o.out;
+    EXPECT_EQ(opencv, with_opencv && config != "matrix-faces" && config != "greedy-diou")
+        << config << " " << n << o.out;
   }
 
   // The dumped data sets, and the kept indices the peers are checked against, are those of the
@@ -660,7 +666,7 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
     size_t n;
     Params params;
   };
-  std::vector<Dumped> dumped(4);
+  std::vector<Dumped> dumped(5);
   dumped[0] = {"greedy", 300, {}};
   dumped[1] = {"greedy", 1000, {}};
   dumped[2] = {"greedy-5cls", 600, {}};
@@ -670,6 +676,9 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
   dumped[3].params.overlap = Overlap::kIoS;
   dumped[3].params.threshold = 0.3f;
   dumped[3].params.class_agnostic = true;
+  dumped[4] = {"greedy-diou", 500, {}};
+  dumped[4].params.overlap = Overlap::kDIoU;
+  dumped[4].params.class_agnostic = true;
   std::map<std::string, std::string> texts;
   for (Dumped &d : dumped) {
     d.params.max_candidates = d.n;
@@ -691,8 +700,8 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
 
   const std::string text = read(json);
   EXPECT_NE(text.find("\"seed\": " + seed + ","), std::string::npos) << text;
-  EXPECT_EQ(count_of(text, "\"backend\": \"cpu\""), 4u) << text;
-  EXPECT_EQ(count_of(text, "\"kept_file\": "), 8u) << text;
+  EXPECT_EQ(count_of(text, "\"backend\": \"cpu\""), 5u) << text;
+  EXPECT_EQ(count_of(text, "\"kept_file\": "), 10u) << text;
   EXPECT_EQ(count_of(text, "\"differing\": 0"), rows.size()) << text;
 
   // The seed replays the data.
@@ -707,9 +716,9 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
       write_candidates("faces.oro", tools::face_windows(500, run_seed() + 5), FileFormat::kOro);
   const std::string windows = write_candidates(
       "w.csv", tools::sliding_window_candidates(700, run_seed() + 6, 3), FileFormat::kCsv);
-  const Outcome o =
-      run_tool({"bench", "--input", faces, "--input", windows, "--sizes", "", "--class-sizes", "",
-                "--face-sizes", "", "--batches", "", "--repeat", "2", "--backends", "cpu"});
+  const Outcome o = run_tool({"bench", "--diou-sizes", "", "--input", faces, "--input", windows,
+                              "--sizes", "", "--class-sizes", "", "--face-sizes", "", "--batches",
+                              "", "--repeat", "2", "--backends", "cpu"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::vector<std::string> configs;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -731,11 +740,10 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
 // theirs to dump.
 TEST_F(CudanmsTool, BenchBatchRowsCheckEveryFrame) {
   const std::string json = path("bench.json");
-  const Outcome o =
-      run_tool({"bench", "--sizes",   "",    "--class-sizes", "",       "--face-sizes",
-                "",      "--batches", "1,4", "--batch-sizes", "80,200", "--repeat",
-                "3",     "--sets",    "2",   "--max-seconds", "0.05",   "--json",
-                json,    "--dump",    dir_});
+  const Outcome o = run_tool({"bench",  "--diou-sizes", "",   "--sizes",   "",    "--class-sizes",
+                              "",       "--face-sizes", "",   "--batches", "1,4", "--batch-sizes",
+                              "80,200", "--repeat",     "3",  "--sets",    "2",   "--max-seconds",
+                              "0.05",   "--json",       json, "--dump",    dir_});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::map<std::string, size_t> rows;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -753,8 +761,9 @@ TEST_F(CudanmsTool, BenchBatchRowsCheckEveryFrame) {
 
 TEST_F(CudanmsTool, WithoutADeviceTheBenchTimesTheCpuAlone) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
-  const Outcome o = run_tool({"bench", "--sizes", "300", "--class-sizes", "", "--face-sizes", "",
-                              "--batches", "", "--repeat", "2", "--backends", "cpu,cuda"});
+  const Outcome o =
+      run_tool({"bench", "--diou-sizes", "", "--sizes", "300", "--class-sizes", "", "--face-sizes",
+                "", "--batches", "", "--repeat", "2", "--backends", "cpu,cuda"});
   ASSERT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("GPU: no CUDA device"), std::string::npos) << o.out;
   const std::vector<BenchRow> rows = bench_rows(o.out);
@@ -766,10 +775,27 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
   std::string why;
   if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const std::string json = path("bench.json");
-  const Outcome o =
-      run_tool({"bench", "--sizes", "300,3000", "--class-sizes", "2000", "--face-sizes", "1000",
-                "--batches", "1,8", "--batch-sizes", "500", "--repeat", "5", "--backends",
-                "cpu,cuda", "--seed", std::to_string(run_seed() % 1000000), "--json", json});
+  const Outcome o = run_tool({"bench",
+                              "--diou-sizes",
+                              "",
+                              "--sizes",
+                              "300,3000",
+                              "--class-sizes",
+                              "2000",
+                              "--face-sizes",
+                              "1000",
+                              "--batches",
+                              "1,8",
+                              "--batch-sizes",
+                              "500",
+                              "--repeat",
+                              "5",
+                              "--backends",
+                              "cpu,cuda",
+                              "--seed",
+                              std::to_string(run_seed() % 1000000),
+                              "--json",
+                              json});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   size_t cuda_rows = 0;
   for (const BenchRow &row : bench_rows(o.out)) {

@@ -36,6 +36,13 @@
 //                    the +1 convention of integer pixel windows: iw = max(0, min(a.x2, b.x2) -
 //                    max(a.x1, b.x1) + 1), ih likewise, I / ((a.x2 - a.x1 + 1) * (a.y2 - a.y1 +
 //                    1)).
+//   Overlap::kDIoU:  distance IoU (Zheng et al., AAAI 2020; the YOLO family's DIoU-NMS): the
+//                    kIoU value minus rho2 / c2, where cw = max(a.x2, b.x2) - min(a.x1, b.x1),
+//                    ch likewise, c2 = cw * cw + ch * ch, dx = (b.x1 + b.x2) - (a.x1 + a.x2), dy
+//                    likewise, rho2 = (dx * dx + dy * dy) * 0.25; the kIoU value alone if c2 <=
+//                    0. Below 0 for boxes apart: with a threshold >= 0 only intersecting boxes
+//                    suppress, but of two boxes with the same IoU the one centred farther away
+//                    is suppressed less.
 #pragma once
 
 #include <cstddef>
@@ -69,7 +76,7 @@ struct DeviceCandidatesView {
 };
 
 enum class Method { kGreedy, kMatrix };
-enum class Overlap { kIoU, kIoMin, kIoS };
+enum class Overlap { kIoU, kIoMin, kIoS, kDIoU };
 enum class Backend { kCpu, kCuda };
 
 struct Params {
