@@ -22,32 +22,39 @@ GType gst_detections_format_get_type(void) {
   return type;
 }
 
+DetectionsStream::~DetectionsStream() {
+  if (generator_) g_object_unref(generator_);
+}
+
+void DetectionsStream::reset() {
+  frames_ = 0;
+  width_ = height_ = 0;
+  labels_.clear();
+}
+
 void DetectionsStream::on_caps(GstCaps *caps) {
   GstVideoInfo info;
   if (gst_video_info_from_caps(&info, caps)) {
-    width = GST_VIDEO_INFO_WIDTH(&info);
-    height = GST_VIDEO_INFO_HEIGHT(&info);
+    width_ = GST_VIDEO_INFO_WIDTH(&info);
+    height_ = GST_VIDEO_INFO_HEIGHT(&info);
   }
 }
 
 void DetectionsStream::on_event(GstEvent *event) {
   gint class_id;
   std::string label;
-  if (gst_cv_label_event_parse(event, &class_id, &label)) labels[class_id] = label;
-}
-
-DetectionsFrame DetectionsStream::next_frame(const std::string &source, const GstSegment *segment) {
-  DetectionsFrame frame;
-  frame.frame = frames++;
-  frame.width = width;
-  frame.height = height;
-  frame.labels = &labels;
-  frame.source = source;
-  frame.segment = segment;
-  return frame;
+  if (gst_cv_label_event_parse(event, &class_id, &label)) labels_[class_id] = label;
 }
 
 namespace {
+
+/* One frame's fields besides its boxes. */
+struct DetectionsFrame {
+  guint64 frame;
+  int width, height;
+  const std::string &source;
+  const GstSegment *segment;
+};
 
 struct Box {
   std::string label;
@@ -201,11 +208,12 @@ void encode_dlstreamer(JsonBuilder *b, GstBuffer *buf, const std::vector<Box> &b
 
 }  // namespace
 
-gchar *gst_detections_json_encode(GstObject *element, GstBuffer *buf, const DetectionsFrame &frame,
-                                  DetectionsFormat format, gsize *length) {
-  static const std::map<gint, std::string> no_labels;
+gchar *DetectionsStream::encode(GstObject *element, GstBuffer *buf, DetectionsFormat format,
+                                const std::string &source, const GstSegment *segment,
+                                gsize *length) {
+  const DetectionsFrame frame{frames_++, width_, height_, source, segment};
   GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
-  const std::vector<Box> boxes = boxes_of(buf, result, frame.labels ? *frame.labels : no_labels);
+  const std::vector<Box> boxes = boxes_of(buf, result, labels_);
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
   if (format == DetectionsFormat::kDlStreamer) {
@@ -215,10 +223,9 @@ gchar *gst_detections_json_encode(GstObject *element, GstBuffer *buf, const Dete
   }
   json_builder_end_object(b);
   JsonNode *root = json_builder_get_root(b);
-  JsonGenerator *generator = json_generator_new();
-  json_generator_set_root(generator, root);
-  gchar *text = json_generator_to_data(generator, length);
-  g_object_unref(generator);
+  if (!generator_) generator_ = json_generator_new();
+  json_generator_set_root(generator_, root);
+  gchar *text = json_generator_to_data(generator_, length);
   json_node_unref(root);
   g_object_unref(b);
   return text;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <gst/gst.h>
+#include <json-glib/json-glib.h>
 
 #include <map>
 #include <string>
@@ -20,31 +21,27 @@ enum class DetectionsFormat { kCudanms, kDlStreamer };
 #define GST_TYPE_DETECTIONS_FORMAT (gst_detections_format_get_type())
 GType gst_detections_format_get_type(void);
 
-/* What the encoder needs besides the buffer. */
-struct DetectionsFrame {
-  guint64 frame = 0; /* index in the stream */
-  int width = 0;     /* 0 when unknown */
-  int height = 0;
-  const std::map<gint, std::string> *labels = nullptr; /* announced by detectors */
-  std::string source;                                  /* camera id; "" leaves it out */
-  const GstSegment *segment = nullptr;                 /* for the stream time; may be null */
-};
+/* An element's encoder: what it tracks of its stream (the frame count, the frame size from the
+ * caps, the labels detectors announce in events) and one JSON generator for all its frames. */
+class DetectionsStream {
+ public:
+  DetectionsStream() = default;
+  ~DetectionsStream();
+  DetectionsStream(const DetectionsStream &) = delete;
+  DetectionsStream &operator=(const DetectionsStream &) = delete;
 
-/* What an element tracks of its stream for the encoder: the frame count, the frame size from the
- * caps, the labels detectors announce in events. */
-struct DetectionsStream {
-  guint64 frames = 0;
-  int width = 0;
-  int height = 0;
-  std::map<gint, std::string> labels;
-
-  void reset() { *this = DetectionsStream(); }
+  void reset(); /* a new stream: frames count from 0, size and labels unknown */
   void on_caps(GstCaps *caps);
   void on_event(GstEvent *event);
-  /* The next frame's context; counts it. */
-  DetectionsFrame next_frame(const std::string &source = "", const GstSegment *segment = nullptr);
-};
+  /* The next frame's JSON object, one line without the newline: g_free it. `source` names the
+   * camera ("" leaves it out); `segment` (may be null) gives the stream time; `element` logs. */
+  gchar *encode(GstObject *element, GstBuffer *buf, DetectionsFormat format,
+                const std::string &source, const GstSegment *segment, gsize *length);
 
-/* The frame's JSON object, one line without the newline: g_free it. `element` logs. */
-gchar *gst_detections_json_encode(GstObject *element, GstBuffer *buf, const DetectionsFrame &frame,
-                                  DetectionsFormat format, gsize *length);
+ private:
+  guint64 frames_ = 0;
+  int width_ = 0; /* 0 when unknown */
+  int height_ = 0;
+  std::map<gint, std::string> labels_;
+  JsonGenerator *generator_ = nullptr;
+};

@@ -213,8 +213,8 @@ static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, 
   GstJsonMetaWriter *self = GST_JSON_META_WRITER(trans);
   GstJsonMetaWriterPrivate *priv = self->priv;
   gsize length = 0;
-  gchar *line = gst_detections_json_encode(GST_OBJECT(self), buf, priv->stream.next_frame(),
-                                           DetectionsFormat::kCudanms, &length);
+  gchar *line = priv->stream.encode(GST_OBJECT(self), buf, DetectionsFormat::kCudanms, "",
+                                    &trans->segment, &length);
   const bool ok = priv->out.write_line(line, length);
   g_free(line);
   if (!ok) {

@@ -551,9 +551,8 @@ static GstFlowReturn gst_meta_publish_transform_ip(GstBaseTransform *trans, GstB
   GstMetaPublish *self = GST_META_PUBLISH(trans);
   GstMetaPublishPrivate *priv = self->priv;
   gsize length = 0;
-  gchar *text = gst_detections_json_encode(
-      GST_OBJECT(self), buf, priv->stream.next_frame(priv->running_camera_id, &trans->segment),
-      priv->running_format, &length);
+  gchar *text = priv->stream.encode(GST_OBJECT(self), buf, priv->running_format,
+                                    priv->running_camera_id, &trans->segment, &length);
   if (priv->running_method == PublishMethod::kFile) {
     const bool ok = priv->file.write_line(text, length);
     g_free(text);
