@@ -16,8 +16,8 @@
 //             the kept ones' rows ORed into the later words' suppressed bits
 //   matrix    a rank is suppressed iff any rank suppresses it
 // then writes the counters and the kept indices in rank order, like the settle kernel.
-// Measured on an H100 (clock64, 300 candidates): sort 5.9k cycles, pair units 12.7k, the last
-// block's settling 5.3 us; the pair units are where the next gain is.
+// Measured on an H100 (clock64 in the last block, README "Performance"): at 1 000 candidates the
+// settling warp's chain of decisions (~400 cycles a word) and the sort are most of the time.
 #include <algorithm>
 
 #include "small_frames.h"
@@ -40,6 +40,24 @@ struct SmallLayout {
       size_t{kThreads} * kStride * sizeof(uint32_t) + kThreads * sizeof(uint32_t);
 };
 
+// The block size for frames staged with `capacity` candidates: a thread per candidate.
+__host__ __device__ constexpr uint32_t threads_for(uint32_t capacity) {
+  return capacity <= 256 ? 256 : capacity <= 512 ? 512 : 1024;
+}
+
+// The units of pair tests of a frame ranking m candidates (see the kernel): per word of 32
+// ranks, kWithinParts within-word units; per pair of rows, a unit per kUnitWords later words.
+constexpr uint32_t kWithinParts = 4;
+__host__ __device__ constexpr uint32_t within_units(uint32_t m) {
+  return (m + kWarp - 1) / kWarp * kWithinParts;
+}
+__host__ __device__ constexpr uint32_t slices_of(uint32_t m) {
+  return ((m + kWarp - 1) / kWarp + kUnitWords - 1) / kUnitWords;
+}
+__host__ __device__ constexpr uint32_t pair_units(uint32_t m) {
+  return within_units(m) + (m + 1) / 2 * slices_of(m);
+}
+
 // The ranks of word w that exist, as bits.
 __device__ uint32_t present_bits(uint32_t w, uint32_t m) {
   const uint32_t here = min(m - w * kWarp, kWarp);
@@ -49,7 +67,6 @@ __device__ uint32_t present_bits(uint32_t w, uint32_t m) {
 // A frame's bit matrix in global memory, row j at j * kGlobalStride (16-byte aligned): word w > j /
 // 32 holds the ranks 32w + b that rank j suppresses; the kWithinParts words from kRowWords, the
 // ranks of j's own word that suppress j, each from kWarp / kWithinParts of them (OR them).
-constexpr uint32_t kWithinParts = 4;
 constexpr uint32_t kGlobalStride = kRowWords + kWithinParts;
 
 // Greedy, by one warp: the kept ranks of each word into kept_words[w].
@@ -185,12 +202,11 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
                : matrix_suppresses(f.overlap, f.threshold, a, s_scores[j], b, s_scores[i]);
   };
   const uint32_t words = (m + kWarp - 1) / kWarp;
-  const uint32_t pairs = (m + 1) / 2;
-  const uint32_t slices = (words + kUnitWords - 1) / kUnitWords;
-  const uint32_t within_units = words * kWithinParts;
-  const uint32_t units = within_units + pairs * slices;
+  const uint32_t slices = slices_of(m);
+  const uint32_t within = within_units(m);
+  const uint32_t units = pair_units(m);
   for (uint32_t u = blockIdx.x * kWarps + warp; u < units; u += gridDim.x * kWarps) {
-    if (u < within_units) {
+    if (u < within) {
       const uint32_t word = u / kWithinParts, part = u % kWithinParts;
       const uint32_t i = word * kWarp + lane;
       constexpr uint32_t kPart = kWarp / kWithinParts;
@@ -201,8 +217,8 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
       if (i < m) g_mask[i * kGlobalStride + kRowWords + part] = by;
       continue;
     }
-    const uint32_t q = (u - within_units) / slices;
-    const uint32_t first = (u - within_units) % slices * kUnitWords;
+    const uint32_t q = (u - within) / slices;
+    const uint32_t first = (u - within) % slices * kUnitWords;
     const uint32_t rows[2] = {q, m - 1 - q};
     const uint32_t later[2] = {words - 1 - rows[0] / kWarp,
                                rows[1] != q ? words - 1 - rows[1] / kWarp : 0};
@@ -236,7 +252,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   uint4 parts = make_uint4(0, 0, 0, 0);
   if (tid < m)
     parts = __ldcg(reinterpret_cast<const uint4 *>(g_mask + tid * kGlobalStride + kRowWords));
-  const uint32_t within = parts.x | parts.y | parts.z | parts.w;
+  const uint32_t own_word = parts.x | parts.y | parts.z | parts.w;
 #pragma unroll
   for (uint32_t k = 0; k < kQuads; ++k) {
     const uint32_t e = k * kThreads + tid, j = e / kQuads, word = e % kQuads * 4;
@@ -248,7 +264,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
       row[3] = quads[k].w;
     }
   }
-  s_within[tid] = within;
+  s_within[tid] = own_word;
   if (tid < kRowWords) s_kept[tid] = 0;
   __syncthreads();
 
@@ -260,7 +276,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
       if (lane > j / kWarp && lane < words) marked |= s_mask[j * kStride + lane];
     }
     if (marked != 0) atomicOr_block(&s_kept[lane], marked);
-    const uint32_t own = __ballot_sync(kFullMask, within != 0);
+    const uint32_t own = __ballot_sync(kFullMask, own_word != 0);
     if (lane == 0 && own != 0) atomicOr_block(&s_kept[warp], own);
     __syncthreads();
     if (tid < words) s_kept[tid] = present_bits(tid, m) & ~s_kept[tid];
@@ -303,12 +319,15 @@ void launch_one(const FrameArgs *frames, uint32_t count, uint32_t blocks, cudaSt
 template <Method kMethod>
 void launch_method(const FrameArgs *frames, uint32_t count, uint32_t capacity, uint32_t blocks,
                    cudaStream_t stream) {
-  if (capacity <= 256) {
-    launch_one<kMethod, 256>(frames, count, blocks, stream);
-  } else if (capacity <= 512) {
-    launch_one<kMethod, 512>(frames, count, blocks, stream);
-  } else {
-    launch_one<kMethod, 1024>(frames, count, blocks, stream);
+  switch (threads_for(capacity)) {
+    case 256:
+      launch_one<kMethod, 256>(frames, count, blocks, stream);
+      break;
+    case 512:
+      launch_one<kMethod, 512>(frames, count, blocks, stream);
+      break;
+    default:
+      launch_one<kMethod, 1024>(frames, count, blocks, stream);
   }
 }
 
@@ -335,11 +354,8 @@ uint32_t small_frame_blocks(uint32_t capacity, uint32_t most, uint32_t frames, i
   // Alone, a frame gets a warp per unit of pair tests: the blocks' sorts run side by side, so
   // more blocks shorten the pair tests and cost nothing else. In a batch, the frames share the
   // GPU: about two blocks per multiprocessor in all.
-  const uint32_t warps = capacity <= 256 ? 8 : capacity <= 512 ? 16 : 32;
-  const uint32_t words = (most + kWarp - 1) / kWarp;
-  const uint32_t units =
-      words * kWithinParts + (most + 1) / 2 * ((words + kUnitWords - 1) / kUnitWords);
-  const uint32_t alone = std::max(1u, (units + warps - 1) / warps);
+  const uint32_t warps = threads_for(capacity) / kWarp;
+  const uint32_t alone = std::max(1u, (pair_units(most) + warps - 1) / warps);
   const uint32_t share = std::max(1u, (2 * static_cast<uint32_t>(sms) + frames - 1) / frames);
   return frames == 1 ? alone : std::min(alone, share);
 }
