@@ -3,11 +3,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
+#include "common/class_groups.h"
 #include "cpu/cpu_nms.h"
 #include "cuda/cuda_nms.h"
 
@@ -26,7 +32,8 @@ bool parse_name(const char *const (&names)[N], const std::string &name, Enum *ou
 }
 
 // Indexed by the enums' values.
-const char *const kMethodNames[] = {"greedy", "matrix"};
+const char *const kMethodNames[] = {"greedy", "matrix", "soft", "weighted"};
+const char *const kSoftDecayNames[] = {"linear", "gaussian"};
 const char *const kOverlapNames[] = {"iou", "iomin", "ios", "diou"};
 const char *const kBackendNames[] = {"cpu", "cuda"};
 
@@ -92,12 +99,54 @@ Status check(const CandidatesView &c, const Params &params) {
 const char *to_string(Method method) { return kMethodNames[static_cast<int>(method)]; }
 const char *to_string(Overlap overlap) { return kOverlapNames[static_cast<int>(overlap)]; }
 const char *to_string(Backend backend) { return kBackendNames[static_cast<int>(backend)]; }
+const char *to_string(SoftDecay decay) { return kSoftDecayNames[static_cast<int>(decay)]; }
 bool parse_method(const std::string &name, Method *m) { return parse_name(kMethodNames, name, m); }
 bool parse_overlap(const std::string &name, Overlap *o) {
   return parse_name(kOverlapNames, name, o);
 }
 bool parse_backend(const std::string &name, Backend *b) {
   return parse_name(kBackendNames, name, b);
+}
+bool parse_soft_decay(const std::string &name, SoftDecay *d) {
+  return parse_name(kSoftDecayNames, name, d);
+}
+
+bool parse_class_groups(const std::string &text, std::vector<std::vector<int32_t>> *groups) {
+  std::vector<std::vector<int32_t>> parsed;
+  std::stringstream all(text);
+  std::string group_text;
+  while (std::getline(all, group_text, ';')) {
+    std::vector<int32_t> group;
+    std::stringstream classes(group_text);
+    std::string id;
+    while (std::getline(classes, id, ',')) {
+      const size_t first = id.find_first_not_of(' ');
+      const size_t last = id.find_last_not_of(' ');
+      if (first == std::string::npos) return false;
+      const std::string digits = id.substr(first, last - first + 1);
+      char *end = nullptr;
+      errno = 0;
+      const long value = std::strtol(digits.c_str(), &end, 10);
+      if (*end != '\0' || errno != 0 || value < INT32_MIN || value > INT32_MAX) return false;
+      group.push_back(static_cast<int32_t>(value));
+    }
+    if (group.empty()) return false;
+    parsed.push_back(std::move(group));
+  }
+  *groups = std::move(parsed);
+  return true;
+}
+
+std::string class_groups_to_string(const std::vector<std::vector<int32_t>> &groups) {
+  std::string text;
+  for (const auto &group : groups) {
+    if (!text.empty()) text += ';';
+    for (size_t k = 0; k < group.size(); ++k) {
+      if (k > 0) text += ',';
+      text += std::to_string(group[k]);
+    }
+  }
+  return text;
 }
 
 Status validate(const Params &params) {
@@ -109,8 +158,41 @@ Status validate(const Params &params) {
   if (params.max_candidates > kMaxCount) {
     return Status::Error("max_candidates must be at most " + std::to_string(kMaxCount));
   }
+  if (params.method == Method::kSoft && params.soft_decay == SoftDecay::kGaussian &&
+      !(params.sigma > 0.0f && std::isfinite(params.sigma))) {
+    return Status::Error("sigma must be above 0 and finite, got " + std::to_string(params.sigma));
+  }
+  std::set<int32_t> grouped;
+  for (const auto &group : params.class_groups) {
+    for (const int32_t c : std::set<int32_t>(group.begin(), group.end())) {
+      if (!grouped.insert(c).second) {
+        return Status::Error("class " + std::to_string(c) + " is in two class groups");
+      }
+    }
+  }
   return Status::Ok();
 }
+
+// Class groups: the backends see each candidate's group id as its class (common/class_groups.h),
+// and the kept class ids they return are put back to the candidates' own.
+CandidatesView Context::grouped(const CandidatesView &c, const Params &params,
+                                std::vector<int32_t> *group_ids) {
+  if (!detail::groups_classes(params) || c.class_ids == nullptr) return c;
+  detail::group_classes(detail::class_group_table(params.class_groups), c.class_ids, c.count,
+                        group_ids);
+  CandidatesView view = c;
+  view.class_ids = group_ids->data();
+  return view;
+}
+
+namespace {
+void restore_class_ids(const CandidatesView &c, Result *result) {
+  if (c.class_ids == nullptr) return;
+  for (size_t k = 0; k < result->kept_class_ids.size(); ++k) {
+    result->kept_class_ids[k] = c.class_ids[result->kept[k]];
+  }
+}
+}  // namespace
 
 Status Context::run(const CandidatesView &c, const Params &params, Result *result) {
   if (result == nullptr) return Status::Error("result is null");
@@ -118,8 +200,13 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   Status status = check(c, params);
   if (status.ok()) status = workspace_fits(c.count);
   if (!status.ok()) return status;
-  status = out_of_memory_as_status([&] { return run_checked(c, params, result); },
-                                   std::to_string(c.count) + "-candidate frame");
+  status = out_of_memory_as_status(
+      [&] {
+        const Status s = run_checked(grouped(c, params, &group_ids_[0]), params, result);
+        restore_class_ids(c, result);
+        return s;
+      },
+      std::to_string(c.count) + "-candidate frame");
   if (!status.ok()) clear(result);
   return status;
 }
@@ -136,8 +223,24 @@ Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *resul
   Status status = workspace_fits(total);
   if (!status.ok()) return status;
   results->resize(frames.size());
-  status = out_of_memory_as_status([&] { return run_batch_checked(frames, results); },
-                                   std::to_string(frames.size()) + "-frame batch");
+  status = out_of_memory_as_status(
+      [&] {
+        const bool any_grouped = std::any_of(frames.begin(), frames.end(), [](const Frame &f) {
+          return detail::groups_classes(f.params) && f.candidates.class_ids != nullptr;
+        });
+        if (!any_grouped) return run_batch_checked(frames, results);
+        std::vector<Frame> regrouped = frames;
+        group_ids_.resize(std::max<size_t>(1, frames.size()));
+        for (size_t k = 0; k < frames.size(); ++k) {
+          regrouped[k].candidates = grouped(frames[k].candidates, frames[k].params, &group_ids_[k]);
+        }
+        const Status s = run_batch_checked(regrouped, results);
+        for (size_t k = 0; k < frames.size() && s.ok(); ++k) {
+          restore_class_ids(frames[k].candidates, &(*results)[k]);
+        }
+        return s;
+      },
+      std::to_string(frames.size()) + "-frame batch");
   if (!status.ok()) results->clear();
   return status;
 }

@@ -29,12 +29,6 @@ constexpr int kExitBadInput = 2;  // bad usage or a bad input file: nothing was 
 
 constexpr char kProgram[] = "cudanms-tool";
 
-// The help texts state these defaults; keep them in step with the library's.
-static_assert(Params{}.method == Method::kGreedy && Params{}.overlap == Overlap::kIoU &&
-              Params{}.threshold == 0.5f && Params{}.score_threshold == 0.0f &&
-              Params{}.max_candidates == 4096 && Params{}.max_detections == 0 &&
-              !Params{}.class_agnostic);
-
 constexpr char kExitStatusHelp[] =
     "Exit status: 0 done; 1 the backend or writing the output failed; 2 bad usage or a bad\n"
     "input file, reported on stderr as FILE:LINE: what is wrong, with nothing written.";

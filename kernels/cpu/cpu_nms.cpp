@@ -4,8 +4,10 @@
 #include "cpu_nms.h"
 
 #include <algorithm>
+#include <queue>
 
 #include "box_grid.h"
+#include "common/decay.h"
 #include "common/overlap.h"
 #include "common/select.h"
 
@@ -25,10 +27,19 @@ class CpuContext final : public Context {
     select_candidates(candidates, params, &selected_, &result->counts);
     reserve(selected_.size());
     rank_order(candidates);
-    if (params.method == Method::kGreedy) {
-      greedy(params, result);
-    } else {
-      matrix(params, result);
+    switch (params.method) {
+      case Method::kGreedy:
+        greedy(params, result);
+        break;
+      case Method::kMatrix:
+        matrix(params, result);
+        break;
+      case Method::kSoft:
+        soft(params, result);
+        break;
+      case Method::kWeighted:
+        weighted(params, result);
+        break;
     }
     result->counts.kept = result->kept.size();
     return Status::Ok();
@@ -116,9 +127,98 @@ class CpuContext final : public Context {
     }
   }
 
+  // Soft-NMS, selecting from a heap of (current score, index) entries: a decay pushes the
+  // candidate's new entry and leaves the old one, skipped when it comes up. Only candidates the
+  // grid finds near the selected one can decay, but for DIoU's gaussian decay.
+  void soft(const Params &params, Result *result) {
+    const uint32_t n = static_cast<uint32_t>(boxes_.size());
+    current_.assign(scores_.begin(), scores_.end());
+    selected_flags_.assign(n, 0);
+    std::priority_queue<Ranked, std::vector<Ranked>, SelectedAfter> heap;
+    for (uint32_t i = 0; i < n; ++i) heap.push({scores_[i], selected_[i], i});
+    const bool near_only = !decays_boxes_apart(params.soft_decay, params.overlap);
+    if (near_only) {
+      grid_.reset(boxes_);
+      for (uint32_t i = 0; i < n; ++i) grid_.add(i, boxes_[i]);
+    }
+    while (!heap.empty() && !full(params, *result)) {
+      const Ranked top = heap.top();
+      heap.pop();
+      const uint32_t s = top.position;
+      if (selected_flags_[s] || top.score != current_[s]) continue;  // an older entry
+      if (top.score < params.score_threshold) break;
+      selected_flags_[s] = 1;
+      keep(s, boxes_[s], current_[s], result);
+      auto decay = [&](uint32_t j) {
+        if (selected_flags_[j] || current_[j] < params.score_threshold || !same_class(params, s, j))
+          return false;
+        const float o = overlap(params.overlap, boxes_[s], boxes_[j]);
+        const float decayed =
+            current_[j] * soft_decay(params.soft_decay, o, params.threshold, params.sigma);
+        if (decayed != current_[j]) {
+          current_[j] = decayed;
+          heap.push({decayed, selected_[j], j});
+        }
+        return false;  // visit every one
+      };
+      if (near_only) {
+        grid_.any_near(boxes_[s], decay);
+      } else {
+        for (uint32_t j = 0; j < n; ++j) decay(j);
+      }
+    }
+  }
+
+  // Greedy, each kept candidate merged with the candidates it suppresses first (the best-ranked
+  // kept one that suppresses a candidate claims it). Once max_detections are kept, later
+  // candidates can still belong to their clusters: they are walked to the end.
+  void weighted(const Params &params, Result *result) {
+    grid_.reset(boxes_);
+    merged_.clear();
+    kept_positions_.clear();
+    for (uint32_t i = 0; i < boxes_.size(); ++i) {
+      uint32_t claimed_by = UINT32_MAX;  // the kept candidate's slot
+      grid_.any_near(boxes_[i], [&](uint32_t slot) {
+        const uint32_t k = kept_positions_[slot];
+        if (slot < claimed_by && same_class(params, k, i) &&
+            greedy_suppresses(params.overlap, params.threshold, boxes_[k], boxes_[i])) {
+          claimed_by = slot;
+        }
+        return false;
+      });
+      if (claimed_by != UINT32_MAX) {
+        merged_[claimed_by].add(boxes_[i], scores_[i]);
+      } else if (params.max_detections == 0 || kept_positions_.size() < params.max_detections) {
+        grid_.add(static_cast<uint32_t>(kept_positions_.size()), boxes_[i]);
+        kept_positions_.push_back(i);
+        merged_.emplace_back();
+        merged_.back().add(boxes_[i], scores_[i]);
+      }
+    }
+    for (size_t slot = 0; slot < kept_positions_.size(); ++slot) {
+      const uint32_t k = kept_positions_[slot];
+      keep(k, merged_[slot].mean(boxes_[k]), scores_[k], result);
+    }
+  }
+
+  // Appends rank position p to the result with the values the method gives it.
+  void keep(uint32_t p, const Box &box, float score, Result *result) const {
+    result->kept.push_back(selected_[p]);
+    result->kept_boxes.insert(result->kept_boxes.end(), {box.x1, box.y1, box.x2, box.y2});
+    result->kept_scores.push_back(score);
+    result->kept_class_ids.push_back(classes_[p]);
+  }
+
   struct Ranked {
     float score;
     uint32_t index;
+    uint32_t position = 0;  // soft: the rank position
+  };
+  // Soft-NMS's selection order as a heap's "less": lower score, then higher index.
+  struct SelectedAfter {
+    bool operator()(const Ranked &a, const Ranked &b) const {
+      return a.score < b.score || (a.score == b.score && a.index > b.index);
+    }
   };
 
   std::vector<uint32_t> selected_;  // candidate indices, in rank order after rank_order()
@@ -127,6 +227,10 @@ class CpuContext final : public Context {
   std::vector<int32_t> classes_;
   std::vector<Ranked> ranked_;
   BoxGrid grid_;
+  std::vector<float> current_;            // soft: the decayed scores
+  std::vector<uint8_t> selected_flags_;   // soft
+  std::vector<WeightedBox> merged_;       // weighted: per kept candidate
+  std::vector<uint32_t> kept_positions_;  // weighted: their rank positions
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "cudanms/nms.h"
 
 namespace cudanms::testing {
@@ -24,6 +26,35 @@ inline ::testing::AssertionResult same_result(const Result &got, const Result &w
     if (got.kept[k] != want.kept[k]) {
       return ::testing::AssertionFailure()
              << "kept[" << k << "] = " << got.kept[k] << ", want " << want.kept[k];
+    }
+  }
+  // The values, where the expected result has them (device candidates, kSoft, kWeighted), bit for
+  // bit.
+  auto bits = [](float v) {
+    uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  };
+  if (!want.kept_scores.empty() || !want.kept_boxes.empty()) {
+    if (got.kept_scores.size() != want.kept_scores.size() ||
+        got.kept_boxes.size() != want.kept_boxes.size() ||
+        got.kept_class_ids != want.kept_class_ids) {
+      return ::testing::AssertionFailure()
+             << "kept values: " << got.kept_scores.size() << " scores, " << got.kept_boxes.size()
+             << " box floats, want " << want.kept_scores.size() << " and " << want.kept_boxes.size()
+             << ", or other class ids";
+    }
+    for (size_t k = 0; k < got.kept_scores.size(); ++k) {
+      if (bits(got.kept_scores[k]) != bits(want.kept_scores[k])) {
+        return ::testing::AssertionFailure() << "kept_scores[" << k << "] = " << got.kept_scores[k]
+                                             << ", want " << want.kept_scores[k];
+      }
+    }
+    for (size_t k = 0; k < got.kept_boxes.size(); ++k) {
+      if (bits(got.kept_boxes[k]) != bits(want.kept_boxes[k])) {
+        return ::testing::AssertionFailure() << "kept_boxes[" << k << "] = " << got.kept_boxes[k]
+                                             << ", want " << want.kept_boxes[k];
+      }
     }
   }
   return ::testing::AssertionSuccess();

@@ -114,7 +114,7 @@ void for_each_random_case(uint64_t seed, int sets, size_t max_size, Visit visit)
   std::mt19937_64 rng(seed);
   const float thresholds[] = {0.0f, 0.3f, 0.5f, 0.7f, 1.0f};
   for (const Generator &g : generators()) {
-    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+    for (Method method : {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted}) {
       for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS, Overlap::kDIoU}) {
         for (float threshold : thresholds) {
           for (bool agnostic : {false, true}) {
@@ -129,13 +129,22 @@ void for_each_random_case(uint64_t seed, int sets, size_t max_size, Visit visit)
               c.params.score_threshold = uniform_int(rng, 0, 3) == 0 ? 0.25f : 0.0f;
               c.params.max_candidates = uniform_int(rng, 0, 3) == 0 ? n / 2 + 1 : 4096;
               c.params.max_detections = uniform_int(rng, 0, 3) == 0 ? 5 : 0;
-              c.description = g.name + " n=" + std::to_string(n) + " " + to_string(method) + " " +
-                              to_string(overlap) + " threshold=" + std::to_string(threshold) +
-                              (agnostic ? " agnostic" : " per-class") +
-                              " score_threshold=" + std::to_string(c.params.score_threshold) +
-                              " Dmax=" + std::to_string(c.params.max_candidates) +
-                              " max_detections=" + std::to_string(c.params.max_detections) +
-                              " set#" + std::to_string(k);
+              if (!agnostic && uniform_int(rng, 0, 2) == 0) c.params.class_groups = {{0, 2}};
+              c.params.soft_decay =
+                  uniform_int(rng, 0, 1) ? SoftDecay::kLinear : SoftDecay::kGaussian;
+              c.params.sigma = uniform_int(rng, 0, 1) ? 0.5f : 0.1f;
+              c.description =
+                  g.name + " n=" + std::to_string(n) + " " + to_string(method) + " " +
+                  to_string(overlap) + " threshold=" + std::to_string(threshold) +
+                  (agnostic ? " agnostic" : " per-class") +
+                  " score_threshold=" + std::to_string(c.params.score_threshold) +
+                  " Dmax=" + std::to_string(c.params.max_candidates) +
+                  " max_detections=" + std::to_string(c.params.max_detections) +
+                  " groups=" + class_groups_to_string(c.params.class_groups) +
+                  (method == Method::kSoft ? std::string(" ") + to_string(c.params.soft_decay) +
+                                                 " sigma=" + std::to_string(c.params.sigma)
+                                           : std::string()) +
+                  " set#" + std::to_string(k);
               visit(c);
             }
           }

@@ -1,7 +1,11 @@
 // A brute-force NMS written from the rules in cudanms/nms.h alone, sharing no code with
 // kernels/: full sort instead of a top-K partition, greedy as "each kept box removes every later
 // box it overlaps" (torchvision's form) instead of "check each box against the kept list", and
-// the paper's rule over all pairs by score instead of by rank.
+// the paper's rule over all pairs by score instead of by rank, Soft-NMS as OpenCV's
+// softNMSBoxes loop (a linear search for the best each round, every other candidate decayed) and
+// weighted NMS as MediaPipe's clustering loop. Soft-NMS's gaussian decay shares one thing with the
+// library: its exp (common/decay.h), which the rules in cudanms/nms.h name as part of the
+// contract; tests check it against std::exp, and Soft-NMS against OpenCV's.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +13,7 @@
 #include <vector>
 
 #include "candidate_set.h"
+#include "common/decay.h"
 #include "cudanms/nms.h"
 
 namespace cudanms::testing {
@@ -82,9 +87,88 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
     r.counts.over_capacity = order.size() - p.max_candidates;
     order.resize(p.max_candidates);
   }
-  auto same_class = [&](uint32_t a, uint32_t b) {
-    return p.class_agnostic || set.classes[a] == set.classes[b];
+  // A class's group: the smallest class of the group that lists it, else itself.
+  auto group_of = [&](int32_t c) {
+    for (const auto &group : p.class_groups) {
+      if (std::find(group.begin(), group.end(), c) != group.end()) {
+        return *std::min_element(group.begin(), group.end());
+      }
+    }
+    return c;
   };
+  auto same_class = [&](uint32_t a, uint32_t b) {
+    return p.class_agnostic || group_of(set.classes[a]) == group_of(set.classes[b]);
+  };
+  auto keep_with = [&](uint32_t i, const float *b, float score) {
+    r.kept.push_back(i);
+    r.kept_boxes.insert(r.kept_boxes.end(), b, b + 4);
+    r.kept_scores.push_back(score);
+    r.kept_class_ids.push_back(set.classes[i]);
+  };
+  const size_t cap = p.max_detections != 0 ? p.max_detections : order.size();
+
+  if (p.method == Method::kSoft) {
+    std::vector<float> current;
+    for (uint32_t i : order) current.push_back(set.scores[i]);
+    std::vector<bool> selected(order.size(), false);
+    while (r.kept.size() < cap) {
+      size_t best = order.size();
+      for (size_t k = 0; k < order.size(); ++k) {
+        if (selected[k]) continue;
+        if (best == order.size() || current[k] > current[best] ||
+            (current[k] == current[best] && order[k] < order[best])) {
+          best = k;
+        }
+      }
+      if (best == order.size() || current[best] < p.score_threshold) break;
+      selected[best] = true;
+      keep_with(order[best], box(order[best]), current[best]);
+      for (size_t k = 0; k < order.size(); ++k) {
+        if (selected[k] || current[k] < p.score_threshold || !same_class(order[best], order[k]))
+          continue;
+        const float o = reference_overlap(p.overlap, box(order[best]), box(order[k]));
+        float decay = 1.0f;
+        if (p.soft_decay == SoftDecay::kLinear) {
+          if (o > p.threshold) decay = 1.0f - o;
+        } else if (!std::isnan(o)) {
+          decay = detail::exp_nonpositive(-(o * o) / p.sigma);
+        }
+        current[k] = current[k] * decay;
+      }
+    }
+    r.counts.kept = r.kept.size();
+    return r;
+  }
+
+  if (p.method == Method::kWeighted) {
+    std::vector<uint32_t> remaining = order;
+    while (!remaining.empty() && r.kept.size() < cap) {
+      const uint32_t first = remaining[0];
+      float total = 0, x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+      std::vector<uint32_t> rest;
+      for (size_t k = 0; k < remaining.size(); ++k) {
+        const uint32_t j = remaining[k];
+        const bool member =
+            k == 0 || (same_class(first, j) &&
+                       reference_overlap(p.overlap, box(first), box(j)) > p.threshold);
+        if (!member) {
+          rest.push_back(j);
+          continue;
+        }
+        const float w = set.scores[j] > 0.0f ? set.scores[j] : 0.0f;
+        total = total + w;
+        x1 = x1 + box(j)[0] * w;
+        y1 = y1 + box(j)[1] * w;
+        x2 = x2 + box(j)[2] * w;
+        y2 = y2 + box(j)[3] * w;
+      }
+      const float mean[4] = {x1 / total, y1 / total, x2 / total, y2 / total};
+      keep_with(first, total > 0.0f ? mean : box(first), set.scores[first]);
+      remaining = std::move(rest);
+    }
+    r.counts.kept = r.kept.size();
+    return r;
+  }
 
   std::vector<bool> removed(order.size(), false);
   for (size_t ii = 0; ii < order.size(); ++ii) {

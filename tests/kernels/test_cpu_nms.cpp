@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -42,6 +43,125 @@ TEST_F(CpuNms, MatchesReferenceOnRandomSets) {
     ASSERT_TRUE(same_result(run(c.set, c.params), reference_nms(c.set, c.params))) << c.description;
   });
   EXPECT_GT(cases, 3000u);
+}
+
+// The library's exp (the gaussian decay's) within 2 ulp of the true value over its whole range,
+// 1 at 0 and 0 below -87.
+TEST(SoftDecay, ExpIsWithinTwoUlp) {
+  EXPECT_EQ(detail::exp_nonpositive(0.0f), 1.0f);
+  EXPECT_EQ(detail::exp_nonpositive(-0.0f), 1.0f);
+  EXPECT_EQ(detail::exp_nonpositive(-87.5f), 0.0f);
+  EXPECT_EQ(detail::exp_nonpositive(-kInf), 0.0f);
+  int worst = 0;
+  for (float x = 0.0f; x > -87.0f; x = std::nextafter(x, -kInf) * 1.0001f - 1e-7f) {
+    const float want = static_cast<float>(std::exp(static_cast<double>(x)));
+    const float got = detail::exp_nonpositive(x);
+    int32_t a, b;
+    std::memcpy(&a, &want, 4);
+    std::memcpy(&b, &got, 4);
+    worst = std::max(worst, std::abs(a - b));
+  }
+  EXPECT_LE(worst, 2);
+}
+
+// Soft-NMS by hand: b overlaps a with IoU 80 / 120 = 2/3; c is apart.
+TEST_F(CpuNms, SoftNmsDecaysOverlappingScores) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.9f);    // a
+  set.add(2, 0, 12, 10, 0.8f);    // b
+  set.add(50, 50, 60, 60, 0.3f);  // c
+  Params params;
+  params.method = Method::kSoft;
+  params.soft_decay = SoftDecay::kLinear;
+  params.threshold = 0.5f;
+  Result r = run(set, params);
+  // Linear: b becomes 0.8 * (1 - 2/3) = 0.267, below c.
+  ASSERT_EQ(r.kept, (std::vector<uint32_t>{0, 2, 1}));
+  EXPECT_FLOAT_EQ(r.kept_scores[0], 0.9f);
+  EXPECT_FLOAT_EQ(r.kept_scores[1], 0.3f);
+  EXPECT_NEAR(r.kept_scores[2], 0.8f / 3, 1e-6f);
+  EXPECT_EQ(r.kept_boxes, (std::vector<float>{0, 0, 10, 10, 50, 50, 60, 60, 2, 0, 12, 10}));
+  // Above the threshold of 0.7 nothing decays: the order of the scores.
+  params.threshold = 0.7f;
+  r = run(set, params);
+  EXPECT_EQ(r.kept, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_EQ(r.kept_scores[1], 0.8f);
+  // Gaussian, sigma 0.5: b becomes 0.8 * exp(-(4/9) / 0.5) = 0.329, above c.
+  params.soft_decay = SoftDecay::kGaussian;
+  r = run(set, params);
+  EXPECT_EQ(r.kept, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_NEAR(r.kept_scores[1], 0.8f * std::exp(-(4.0f / 9) / 0.5f), 1e-6f);
+  // The floor: a decayed score below the score threshold drops the candidate.
+  params.score_threshold = 0.33f;
+  r = run(set, params);
+  EXPECT_EQ(r.kept, (std::vector<uint32_t>{0}));
+  EXPECT_EQ(r.counts.below_score, 1u);  // c, before any decay
+  // max_detections stops the selection.
+  params.score_threshold = 0;
+  params.max_detections = 2;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0, 1}));
+}
+
+// Weighted by hand: a (score 3) and b (score 1) merge into a's slot; c (its own cluster) stays.
+TEST_F(CpuNms, WeightedMergesEachClusterByScore) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 3.0f);
+  set.add(4, 0, 14, 10, 1.0f);  // IoU 60 / 140 with a
+  set.add(40, 40, 50, 50, 2.0f);
+  set.add(42, 40, 52, 50, -1.0f);  // in c's cluster with no weight
+  Params params;
+  params.method = Method::kWeighted;
+  params.threshold = 0.3f;
+  params.score_threshold = -kInf;
+  const Result r = run(set, params);
+  ASSERT_EQ(r.kept, (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(r.kept_scores, (std::vector<float>{3.0f, 2.0f}));
+  EXPECT_EQ(r.kept_boxes, (std::vector<float>{1, 0, 11, 10, 40, 40, 50, 50}));
+  // Above both overlaps, greedy keeps every candidate and nothing merges.
+  params.threshold = 0.7f;
+  EXPECT_EQ(run(set, params).kept_boxes,
+            (std::vector<float>{0, 0, 10, 10, 40, 40, 50, 50, 4, 0, 14, 10, 42, 40, 52, 50}));
+}
+
+// A suppressed candidate belongs to the best-ranked kept one that overlaps it, and still merges
+// into a kept one within max_detections when it ranks after the cap.
+TEST_F(CpuNms, WeightedClustersGoToTheBestKeptSuppressor) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.9f);   // kept
+  set.add(9, 0, 19, 10, 0.8f);   // kept: apart enough from the first
+  set.add(5, 0, 15, 10, 0.5f);   // overlaps both by 1/3: the first's
+  set.add(10, 0, 20, 10, 0.4f);  // the second's
+  Params params;
+  params.method = Method::kWeighted;
+  params.threshold = 0.3f;
+  params.max_detections = 1;
+  const Result r = run(set, params);
+  ASSERT_EQ(r.kept, (std::vector<uint32_t>{0}));
+  const float total = 0.9f + 0.5f;
+  EXPECT_EQ(r.kept_boxes[0], (0.0f * 0.9f + 5.0f * 0.5f) / total);
+  EXPECT_EQ(r.kept_boxes[2], (10.0f * 0.9f + 15.0f * 0.5f) / total);
+}
+
+// Class groups: car (2) and truck (7) suppress one another, person (0) neither.
+TEST_F(CpuNms, ClassGroupsSuppressWithinAGroupOnly) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.9f, 2);
+  set.add(0, 0, 10, 10, 0.8f, 7);
+  set.add(0, 0, 10, 10, 0.7f, 0);
+  set.add(0, 0, 10, 10, 0.6f, 5);
+  Params params;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0, 1, 2, 3}));
+  params.class_groups = {{2, 7}};
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0, 2, 3}));
+  params.class_groups = {{2, 7}, {0, 5}};
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0, 2}));
+  params.class_agnostic = true;
+  EXPECT_EQ(run(set, params).kept, (std::vector<uint32_t>{0}));
+  // The kept values carry the candidates' own classes, not their groups'.
+  params.class_agnostic = false;
+  params.class_groups = {{7, 2}};
+  params.method = Method::kWeighted;
+  EXPECT_EQ(run(set, params).kept_class_ids, (std::vector<int32_t>{2, 0, 5}));
 }
 
 // DIoU by hand: a = (0,0,10,10), b = (2,0,12,10): IoU 80 / 120 = 0.667; enclosing box 12 x 10,

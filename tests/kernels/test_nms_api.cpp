@@ -35,15 +35,60 @@ TEST(Params, RejectsWhatHasNoMeaning) {
   EXPECT_FALSE(nms->run(set.view(), params, &result).ok());
   EXPECT_FALSE(nms->run({nullptr, nullptr, nullptr, 3}, Params(), &result).ok());
   EXPECT_FALSE(nms->run(set.view(), Params(), nullptr).ok());
+  for (float sigma : {0.0f, -1.0f, kNaN, std::numeric_limits<float>::infinity()}) {
+    params = Params();
+    params.method = Method::kSoft;
+    params.sigma = sigma;
+    const Status s = nms->run(set.view(), params, &result);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("sigma"), std::string::npos) << s.message();
+  }
+  params = Params();
+  params.class_groups = {{2, 7}, {0, 7}};
+  const Status s = nms->run(set.view(), params, &result);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("class 7 is in two class groups"), std::string::npos) << s.message();
+}
+
+// The tool's and the element's help texts state these defaults.
+TEST(Params, DefaultsAreTheDocumentedOnes) {
+  const Params p;
+  EXPECT_EQ(p.method, Method::kGreedy);
+  EXPECT_EQ(p.overlap, Overlap::kIoU);
+  EXPECT_EQ(p.threshold, 0.5f);
+  EXPECT_EQ(p.score_threshold, 0.0f);
+  EXPECT_EQ(p.max_candidates, 4096u);
+  EXPECT_EQ(p.max_detections, 0u);
+  EXPECT_FALSE(p.class_agnostic);
+  EXPECT_TRUE(p.class_groups.empty());
+  EXPECT_EQ(p.soft_decay, SoftDecay::kGaussian);
+  EXPECT_EQ(p.sigma, 0.5f);
+}
+
+TEST(Params, ClassGroupsParseAndPrint) {
+  std::vector<std::vector<int32_t>> groups;
+  ASSERT_TRUE(parse_class_groups(" 2, 7 ;0", &groups));
+  EXPECT_EQ(groups, (std::vector<std::vector<int32_t>>{{2, 7}, {0}}));
+  EXPECT_EQ(class_groups_to_string(groups), "2,7;0");
+  ASSERT_TRUE(parse_class_groups("", &groups));
+  EXPECT_TRUE(groups.empty());
+  for (const char *bad : {"2,,7", ";", "a", "1;x", "3.5", "99999999999", "2;;3"}) {
+    EXPECT_FALSE(parse_class_groups(bad, &groups)) << bad;
+  }
 }
 
 TEST(Names, RoundTrip) {
-  for (Method m : {Method::kGreedy, Method::kMatrix}) {
+  for (Method m : {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted}) {
     Method parsed;
     ASSERT_TRUE(parse_method(to_string(m), &parsed));
     EXPECT_EQ(parsed, m);
   }
-  for (Overlap o : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS}) {
+  for (SoftDecay d : {SoftDecay::kLinear, SoftDecay::kGaussian}) {
+    SoftDecay parsed;
+    ASSERT_TRUE(parse_soft_decay(to_string(d), &parsed));
+    EXPECT_EQ(parsed, d);
+  }
+  for (Overlap o : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS, Overlap::kDIoU}) {
     Overlap parsed;
     ASSERT_TRUE(parse_overlap(to_string(o), &parsed));
     EXPECT_EQ(parsed, o);

@@ -24,7 +24,28 @@
 //     - Method::kMatrix, the map/reduce NMS of Oro et al. (ICASSP 2016): a candidate is kept
 //       unless some candidate with a strictly higher score and a non-empty box (x2 > x1 and
 //       y2 > y1) overlaps it by at least the threshold, whether or not that one is kept itself.
+//     - Method::kSoft, Soft-NMS (Bodla et al., ICCV 2017) as OpenCV cv::dnn::softNMSBoxes
+//       computes it: repeatedly select, of the candidates not yet selected whose current score is
+//       at least Params::score_threshold (the floor), the one of highest current score (equal
+//       scores: lower index); keep it with its current score, and multiply the current score of
+//       every other unselected candidate still at or above the floor by the decay of its overlap
+//       o by the selected one: SoftDecay::kLinear (1 - o) when o > threshold, else 1;
+//       SoftDecay::kGaussian exp(-(o * o) / sigma), the threshold unused. Result::kept is in
+//       selection order and Result::kept_scores holds the decayed scores.
+//     - Method::kWeighted, the weighted NMS of MediaPipe's face detector (its
+//       NonMaxSuppressionCalculator, algorithm WEIGHTED): greedy's kept set, each kept box
+//       replaced by the score-weighted mean of itself and of the candidates it suppressed; a
+//       suppressed candidate belongs to the best-ranked kept one that overlaps it by more than
+//       the threshold. A kept candidate keeps its score. Result::kept_boxes holds the means.
+//     Classes: Params::class_groups joins classes into groups whose candidates suppress one
+//     another as if of one class; a class in no group is a group of its own.
 //  5. Params::max_detections, when not 0, keeps only the first that many kept candidates.
+//
+// Soft-NMS's gaussian decay uses this library's own single-precision exp (common/decay.h, within
+// 2 ulp of the true value, 1 exactly at 0, 0 below -87), so that every backend decays alike; a
+// score is multiplied by the decay, s = s * d. Weighted NMS sums in rank order, the kept
+// candidate first: w = max(score, 0), t += w, X1 += x1 * w, ... (each product rounded, then
+// added), and the box becomes (X1 / t, Y1 / t, X2 / t, Y2 / t); the kept box unchanged if t is 0.
 //
 // Overlap of a candidate b by a higher-ranked candidate a, in single precision, with no fused
 // multiply-add, in exactly this order of operations (every backend computes the same bits):
@@ -75,7 +96,8 @@ struct DeviceCandidatesView {
   void *context = nullptr;  // the CUcontext they live in: the NMS context's (Context::cuda_context)
 };
 
-enum class Method { kGreedy, kMatrix };
+enum class Method { kGreedy, kMatrix, kSoft, kWeighted };
+enum class SoftDecay { kLinear, kGaussian };
 enum class Overlap { kIoU, kIoMin, kIoS, kDIoU };
 enum class Backend { kCpu, kCuda };
 
@@ -87,6 +109,11 @@ struct Params {
   size_t max_candidates = 4096;  // Dmax, at least 1
   size_t max_detections = 0;     // 0: no cap
   bool class_agnostic = false;
+  // Groups of class ids whose candidates suppress one another (rule 4); a class may be in one
+  // group at most. Empty: every class on its own. Ignored when class_agnostic.
+  std::vector<std::vector<int32_t>> class_groups;
+  SoftDecay soft_decay = SoftDecay::kGaussian;  // Method::kSoft only
+  float sigma = 0.5f;                           // kGaussian's, above 0 (OpenCV's default)
 };
 
 struct Counts {
@@ -106,8 +133,9 @@ struct Result {
   // Where the frame was computed: a CUDA context's frames on its GPU, except frames ranking more
   // candidates than its settle stage holds (128 Ki), which it computes on the CPU.
   Backend computed_on = Backend::kCpu;
-  // Device candidates only, as the caller has no host copy of them: the kept candidates' boxes
-  // (4 floats each), scores and class ids (0 without class ids), in the order of `kept`.
+  // The kept candidates' boxes (4 floats each), scores and class ids (0 without class ids), in
+  // the order of `kept`: for device candidates, as the caller has no host copy of them, and for
+  // the methods that change them (kSoft's decayed scores, kWeighted's merged boxes).
   std::vector<float> kept_boxes;
   std::vector<float> kept_scores;
   std::vector<int32_t> kept_class_ids;
@@ -182,6 +210,11 @@ class Context {
   // run() of several frames, checked and with *results sized and cleared: in turn, unless the
   // backend does better.
   virtual Status run_batch_checked(const std::vector<Frame> &frames, std::vector<Result> *results);
+  // The candidates with each class id replaced by its class group's, in *group_ids, when
+  // params group classes; else the candidates as they are.
+  static CandidatesView grouped(const CandidatesView &candidates, const Params &params,
+                                std::vector<int32_t> *group_ids);
+  std::vector<std::vector<int32_t>> group_ids_ = std::vector<std::vector<int32_t>>(1);
 };
 
 // True when the CUDA backend is compiled in and a CUDA device can be used; otherwise false,
@@ -191,9 +224,14 @@ bool cuda_available(std::string *why = nullptr);
 // Names as used by the tool and the element properties ("greedy", "iou", "cuda", ...).
 const char *to_string(Method method);
 const char *to_string(Overlap overlap);
+const char *to_string(SoftDecay decay);
 const char *to_string(Backend backend);
 bool parse_method(const std::string &name, Method *method);
 bool parse_overlap(const std::string &name, Overlap *overlap);
+bool parse_soft_decay(const std::string &name, SoftDecay *decay);
+// "2,7;0,1": groups separated by ';', class ids by ','; spaces allowed. False on anything else.
+bool parse_class_groups(const std::string &text, std::vector<std::vector<int32_t>> *groups);
+std::string class_groups_to_string(const std::vector<std::vector<int32_t>> &groups);
 bool parse_backend(const std::string &name, Backend *backend);
 
 // Checks Params against the rules above; run() calls it too.
