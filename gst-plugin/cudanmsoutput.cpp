@@ -39,10 +39,13 @@ GstCudaNmsResultMeta *gst_cuda_nms_add_result_meta(GstBuffer *buffer,
   GstCudaNmsResultMeta *meta =
       gst_buffer_add_cuda_nms_result_meta(buffer, static_cast<guint>(result.kept.size()));
   if (!meta) return nullptr;
+  /* Soft-NMS's decayed scores and weighted NMS's merged boxes come with the result. */
+  const bool valued = !result.kept_scores.empty();
   for (size_t i = 0; i < result.kept.size(); i++) {
     const size_t index = result.kept[i];
-    std::copy_n(view.boxes + 4 * index, 4, meta->boxes + 4 * i);
-    meta->scores[i] = view.scores[index];
+    std::copy_n(valued ? &result.kept_boxes[4 * i] : view.boxes + 4 * index, 4,
+                meta->boxes + 4 * i);
+    meta->scores[i] = valued ? result.kept_scores[i] : view.scores[index];
     meta->class_ids[i] = view.class_ids ? view.class_ids[index] : 0;
     meta->labels[i] = labels.lookup(meta->class_ids[i], intake.roi_type(index));
   }

@@ -48,6 +48,9 @@ enum {
   PROP_MAX_CANDIDATES,
   PROP_MAX_DETECTIONS,
   PROP_CLASS_AGNOSTIC,
+  PROP_CLASS_GROUPS,
+  PROP_SOFT_DECAY,
+  PROP_SIGMA,
   PROP_BACKEND,
   PROP_GPU_ID,
   PROP_KEEP_CANDIDATES,
@@ -75,6 +78,8 @@ typedef enum {
 #define DEFAULT_MAX_CANDIDATES 4096
 #define DEFAULT_MAX_DETECTIONS 0
 #define DEFAULT_CLASS_AGNOSTIC false
+#define DEFAULT_SOFT_DECAY cudanms::SoftDecay::kGaussian
+#define DEFAULT_SIGMA 0.5
 #define DEFAULT_BACKEND GST_CUDA_NMS_BACKEND_AUTO
 #define DEFAULT_GPU_ID 0
 #define DEFAULT_KEEP_CANDIDATES false
@@ -108,6 +113,9 @@ struct Settings {
   guint max_candidates = DEFAULT_MAX_CANDIDATES;
   guint max_detections = DEFAULT_MAX_DETECTIONS;
   bool class_agnostic = DEFAULT_CLASS_AGNOSTIC;
+  std::vector<std::vector<int32_t>> class_groups;
+  cudanms::SoftDecay soft_decay = DEFAULT_SOFT_DECAY;
+  double sigma = DEFAULT_SIGMA;
   GstCudaNmsBackend backend = DEFAULT_BACKEND;
   int gpu_id = DEFAULT_GPU_ID;
   bool keep_candidates = DEFAULT_KEEP_CANDIDATES;
@@ -133,6 +141,8 @@ struct GstCudaNmsPrivate {
   std::string labels_text;
   std::string labels_file;
   std::string labels_file_error; /* why labels-file could not be read; empty: it could */
+  std::string class_groups_text;
+  std::string class_groups_error; /* why class-groups is not valid; empty: it is */
   Totals totals;
 
   /* Streaming thread (and start/stop, which never run concurrently with it) only. */
@@ -203,9 +213,33 @@ static GType gst_cuda_nms_method_get_type(void) {
       {static_cast<gint>(cudanms::Method::kMatrix),
        "Map/reduce matrix NMS (Oro et al., ICASSP 2016): suppressed windows still suppress",
        "matrix"},
+      {static_cast<gint>(cudanms::Method::kSoft),
+       "Soft-NMS (OpenCV softNMSBoxes): overlapping boxes' scores decay (soft-decay, sigma) "
+       "instead of being dropped; score-threshold is the floor they are dropped below",
+       "soft"},
+      {static_cast<gint>(cudanms::Method::kWeighted),
+       "Weighted NMS (MediaPipe's face detector): greedy, each kept box the score-weighted mean "
+       "of itself and the boxes it suppressed",
+       "weighted"},
       {0, NULL, NULL}};
   if (g_once_init_enter(&type)) {
     GType t = g_enum_register_static("GstCudaNmsMethod", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+#define GST_TYPE_CUDA_NMS_SOFT_DECAY (gst_cuda_nms_soft_decay_get_type())
+static GType gst_cuda_nms_soft_decay_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {static_cast<gint>(cudanms::SoftDecay::kLinear),
+       "Linear: a score times (1 - overlap) where the overlap is above iou-threshold", "linear"},
+      {static_cast<gint>(cudanms::SoftDecay::kGaussian),
+       "Gaussian: a score times exp(-overlap^2 / sigma)", "gaussian"},
+      {0, NULL, NULL}};
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("GstCudaNmsSoftDecay", values);
     g_once_init_leave(&type, t);
   }
   return type;
@@ -242,8 +276,9 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_IOU_THRESHOLD,
       g_param_spec_double("iou-threshold", "Overlap threshold",
-                          "Overlap threshold theta: greedy suppresses a box overlapped by more "
-                          "than theta, matrix by at least theta (the measure is 'overlap')",
+                          "Overlap threshold theta: greedy and weighted suppress a box overlapped "
+                          "by more than theta, matrix by at least theta, linear soft decays above "
+                          "it (the measure is 'overlap')",
                           0.0, 1.0, DEFAULT_IOU_THRESHOLD, rw));
   g_object_class_install_property(
       gobject_class, PROP_OVERLAP,
@@ -274,6 +309,23 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
       g_param_spec_boolean("class-agnostic", "Class agnostic",
                            "Boxes of different classes suppress each other too",
                            DEFAULT_CLASS_AGNOSTIC, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_CLASS_GROUPS,
+      g_param_spec_string("class-groups", "Class groups",
+                          "Groups of class ids whose boxes suppress one another, ';' between "
+                          "groups, ',' between ids (\"2,7;1,3\": car and truck, bicycle and "
+                          "motorcycle); other classes only themselves. Invalid text is an error "
+                          "when the element starts; ignored with class-agnostic",
+                          "", rw));
+  g_object_class_install_property(
+      gobject_class, PROP_SOFT_DECAY,
+      g_param_spec_enum("soft-decay", "Soft-NMS decay", "How method=soft decays scores",
+                        GST_TYPE_CUDA_NMS_SOFT_DECAY, static_cast<gint>(DEFAULT_SOFT_DECAY), rw));
+  g_object_class_install_property(
+      gobject_class, PROP_SIGMA,
+      g_param_spec_double("sigma", "Soft-NMS sigma",
+                          "The gaussian decay's sigma (method=soft soft-decay=gaussian)", 1e-6,
+                          G_MAXFLOAT, DEFAULT_SIGMA, rw));
   g_object_class_install_property(
       gobject_class, PROP_BACKEND,
       g_param_spec_enum("backend", "Backend",
@@ -385,6 +437,7 @@ static void gst_cuda_nms_set_property(GObject *object, guint prop_id, const GVal
   std::unique_lock<std::mutex> guard(self->priv->lock);
   Settings &s = self->priv->settings;
   std::string unreadable_labels; /* posted once the lock is released */
+  std::string invalid_groups;
 
   switch (prop_id) {
     case PROP_IOU_THRESHOLD:
@@ -432,6 +485,28 @@ static void gst_cuda_nms_set_property(GObject *object, guint prop_id, const GVal
       s.time_gpu = time_gpu;
       break;
     }
+    case PROP_CLASS_GROUPS: {
+      const gchar *text = g_value_get_string(value);
+      GstCudaNmsPrivate *priv = self->priv;
+      priv->class_groups_text = text ? text : "";
+      priv->class_groups_error.clear();
+      cudanms::Params check; /* a class in two groups is refused here, not on every frame */
+      if (!cudanms::parse_class_groups(priv->class_groups_text, &check.class_groups)) {
+        priv->class_groups_error = "expected class ids like \"2,7;1,3\"";
+      } else if (const cudanms::Status valid = cudanms::validate(check); !valid.ok()) {
+        priv->class_groups_error = valid.message();
+      } else {
+        s.class_groups = std::move(check.class_groups);
+      }
+      invalid_groups = priv->class_groups_error;
+      break;
+    }
+    case PROP_SOFT_DECAY:
+      s.soft_decay = static_cast<cudanms::SoftDecay>(g_value_get_enum(value));
+      break;
+    case PROP_SIGMA:
+      s.sigma = g_value_get_double(value);
+      break;
     case PROP_LABELS: {
       const gchar *text = g_value_get_string(value);
       self->priv->labels_text = text ? text : "";
@@ -463,6 +538,11 @@ static void gst_cuda_nms_set_property(GObject *object, guint prop_id, const GVal
     GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ,
                         ("Could not read labels-file: the labels stay as they were"),
                         ("%s", unreadable_labels.c_str()));
+  }
+  if (!invalid_groups.empty() && GST_STATE(self) > GST_STATE_READY) {
+    GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
+                        ("Invalid class-groups: the groups stay as they were"),
+                        ("%s", invalid_groups.c_str()));
   }
 }
 
@@ -512,6 +592,15 @@ static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *va
       break;
     case PROP_LABELS:
       g_value_set_string(value, self->priv->labels_text.c_str());
+      break;
+    case PROP_CLASS_GROUPS:
+      g_value_set_string(value, self->priv->class_groups_text.c_str());
+      break;
+    case PROP_SOFT_DECAY:
+      g_value_set_enum(value, static_cast<gint>(s.soft_decay));
+      break;
+    case PROP_SIGMA:
+      g_value_set_double(value, s.sigma);
       break;
     case PROP_LABELS_FILE:
       g_value_set_string(value, self->priv->labels_file.c_str());
@@ -596,13 +685,20 @@ static gboolean gst_cuda_nms_start(GstBaseTransform *trans) {
   GstCudaNms *self = GST_CUDA_NMS(trans);
   GstCudaNmsPrivate *priv = self->priv;
   Settings s;
-  std::string labels_file, labels_file_error;
+  std::string labels_file, labels_file_error, groups_text, groups_error;
   {
     std::lock_guard<std::mutex> guard(priv->lock);
     priv->totals = Totals();
     s = priv->settings;
     labels_file = priv->labels_file;
     labels_file_error = priv->labels_file_error;
+    groups_text = priv->class_groups_text;
+    groups_error = priv->class_groups_error;
+  }
+  if (!groups_error.empty()) {
+    GST_ELEMENT_ERROR(self, LIBRARY, SETTINGS, ("Invalid class-groups \"%s\"", groups_text.c_str()),
+                      ("%s", groups_error.c_str()));
+    return FALSE;
   }
   if (!labels_file_error.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,
@@ -682,6 +778,9 @@ static cudanms::Params params_of(const Settings &s) {
   params.max_candidates = s.max_candidates;
   params.max_detections = s.max_detections;
   params.class_agnostic = s.class_agnostic;
+  params.class_groups = s.class_groups;
+  params.soft_decay = s.soft_decay;
+  params.sigma = static_cast<float>(s.sigma);
   return params;
 }
 
@@ -769,7 +868,11 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
     if (view.count > 0) {
       if (!run_nms(self, s, view, &latency_ns)) return GST_FLOW_ERROR;
     } else {
-      priv->result.kept.clear();  /* cleared, not reassigned: its memory serves the next frame */
+      /* cleared, not reassigned: their memory serves the next frame */
+      priv->result.kept.clear();
+      priv->result.kept_boxes.clear();
+      priv->result.kept_scores.clear();
+      priv->result.kept_class_ids.clear();
       priv->result.counts = cudanms::Counts();
     }
   }

@@ -349,7 +349,8 @@ void apply_targets(const Workload &w, std::vector<Cell> *cells) {
     }
   }
   if (cpu != nullptr && w.data == Data::kSlidingWindow && w.params.class_agnostic &&
-      w.params.overlap == Overlap::kIoU && w.n == kCpuVersusOpenCvN) {
+      w.params.method == Method::kGreedy && w.params.overlap == Overlap::kIoU &&
+      w.n == kCpuVersusOpenCvN) {
     char text[64];
     std::snprintf(text, sizeof text, "%gx opencv", kCpuVersusOpenCvFactor);
     cpu->target = text;
@@ -639,6 +640,19 @@ int benchmark(const BenchOptions &options) {
   for (size_t n : options.diou_sizes) {
     workloads.push_back(generated("greedy-diou", Data::kSlidingWindow, 1, n, diou, options));
   }
+  Params soft = greedy;
+  soft.method = Method::kSoft;
+  soft.score_threshold = 0.25f;
+  Params weighted = greedy;
+  weighted.method = Method::kWeighted;
+  Params grouped = per_class;
+  grouped.class_groups = {{1, 2, 3, 5, 7}};
+  for (size_t n : options.variant_sizes) {
+    workloads.push_back(generated("soft-gaussian", Data::kSlidingWindow, 1, n, soft, options));
+    workloads.push_back(generated("weighted", Data::kSlidingWindow, 1, n, weighted, options));
+    workloads.push_back(
+        generated("greedy-groups", Data::kSlidingWindow, options.classes, n, grouped, options));
+  }
   Params matrix;
   matrix.method = Method::kMatrix;
   matrix.overlap = Overlap::kIoS;
@@ -698,7 +712,7 @@ int benchmark(const BenchOptions &options) {
     if (wants(options, "cpu")) row.push_back(measure_backend(w, Backend::kCpu, options));
     if (use_cuda) row.push_back(measure_backend(w, Backend::kCuda, options));
     if (use_opencv && w.batch == 0 && w.params.method == Method::kGreedy &&
-        w.params.overlap == Overlap::kIoU) {
+        w.params.overlap == Overlap::kIoU && w.params.class_groups.empty()) {
       row.push_back(measure_opencv(w, options));
     }
     apply_targets(w, &row);

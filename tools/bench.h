@@ -19,6 +19,10 @@ struct BenchOptions {
   int classes = 80;
   // Class-agnostic greedy DIoU 0.5 (YOLO's DIoU-NMS) on sliding windows, at each of these N.
   std::vector<size_t> diou_sizes = {300, 3000, 10000};
+  // The variants, at each of these N: Soft-NMS (gaussian, sigma 0.5, floor 0.25) and weighted
+  // NMS (IoU 0.5), class-agnostic; class groups (COCO's vehicles 1,2,3,5,7 as one group) on
+  // sliding windows of `classes` classes.
+  std::vector<size_t> variant_sizes = {300, 3000, 10000};
   // The paper's matrix method, IoS 0.3, on face_windows, at each of these N.
   std::vector<size_t> face_sizes = {3000};
   // The "dense duplicates" rows (tools/synthetic.h dense_candidates): 20k identical boxes, 100

@@ -133,6 +133,9 @@ def write_markdown(bench, torchvision, table, path):
                  "cudanms's CPU backend on some run.")
     titles = {"greedy": "Greedy NMS, IoU 0.5, class-agnostic",
               "greedy-diou": "Greedy NMS, DIoU 0.5 (YOLO's DIoU-NMS), class-agnostic",
+              "soft-gaussian": "Soft-NMS, gaussian sigma 0.5, floor 0.25, class-agnostic",
+              "weighted": "Weighted NMS (MediaPipe), IoU 0.5, class-agnostic",
+              "greedy-groups": "Greedy NMS per class, classes 1,2,3,5,7 as one group",
               "matrix-faces": "The paper's matrix NMS, IoS 0.3, face windows"}
     def order(config):  # greedy first, matrix last, batches by their frame count
         batch = int(config[6:]) if config.startswith("batch-") else 0

@@ -83,7 +83,9 @@ def load_groups(bench, dump_dir):
     """The bench's greedy IoU data sets, grouped by row (config, n), each with its sets loaded."""
     groups = {}
     for entry in bench.get("datasets", []):
-        if entry["method"] != "greedy" or entry["overlap"] != "iou":
+        # torchvision's batched_nms has no class groups: greedy-groups has no peer.
+        if entry["method"] != "greedy" or entry["overlap"] != "iou" or \
+                entry["config"] == "greedy-groups":
             continue  # torchvision and OpenCV have no matrix NMS and no other overlap
         key = (entry["config"], entry["n"])
         group = groups.setdefault(key, {"entry": entry, "sets": []})

@@ -101,6 +101,12 @@ constexpr char kNmsDescription[] =
     "          unless a kept one overlaps it by more than the threshold\n"
     "  matrix  the map/reduce NMS of Oro et al.: drop a candidate when any higher-scoring one\n"
     "          overlaps it by at least the threshold, kept or not\n"
+    "  soft    Soft-NMS as OpenCV's softNMSBoxes: overlapping scores decay instead (linear\n"
+    "          above the threshold, or gaussian with --sigma); --score-threshold is the floor\n"
+    "  weighted  greedy, each kept box the score-weighted mean of the boxes it suppressed\n"
+    "          (MediaPipe's face detector)\n"
+    "soft and weighted change scores or boxes: their kept detections are printed as csv lines\n"
+    "x1,y1,x2,y2,score,class in the order they were kept.\n"
     "Overlaps: iou (intersection over union), iomin (over the smaller area), diou (IoU less the\n"
     "centres' squared distance over the enclosing box's squared diagonal), ios (over the\n"
     "higher-scoring window's area, integer pixels, as in the paper).\n"
@@ -127,6 +133,9 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
   g_autofree char *method = nullptr;
   g_autofree char *overlap = nullptr;
   g_autofree char *backend = nullptr;
+  g_autofree char *soft_decay = nullptr;
+  g_autofree char *class_groups = nullptr;
+  double sigma = run->params.sigma;
   double threshold = run->params.threshold;
   double score_threshold = run->params.score_threshold;
   gint64 max_candidates = run->params.max_candidates;
@@ -137,7 +146,13 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
   const GOptionEntry entries[] = {
       {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input, "Candidates to read (required)", "FILE"},
       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Input format: oro or csv", "FORMAT"},
-      {"method", 'm', 0, G_OPTION_ARG_STRING, &method, "greedy (default) or matrix", "METHOD"},
+      {"method", 'm', 0, G_OPTION_ARG_STRING, &method, "greedy (default), matrix, soft or weighted",
+       "METHOD"},
+      {"soft-decay", 0, 0, G_OPTION_ARG_STRING, &soft_decay,
+       "soft's decay: gaussian (default) or linear", "DECAY"},
+      {"sigma", 0, 0, G_OPTION_ARG_DOUBLE, &sigma, "soft's gaussian sigma (default 0.5)", "SIGMA"},
+      {"class-groups", 0, 0, G_OPTION_ARG_STRING, &class_groups,
+       "Classes that suppress one another, e.g. \"2,7;1,3\" (default: each class alone)", "GROUPS"},
       {"overlap", 0, 0, G_OPTION_ARG_STRING, &overlap, "iou (default), iomin, ios or diou",
        "OVERLAP"},
       {"threshold", 't', 0, G_OPTION_ARG_DOUBLE, &threshold,
@@ -177,8 +192,18 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
     file_format_from_extension(run->input, &run->format);  // any other name stays oro
   }
   if (method != nullptr && !parse_method(method, &run->params.method)) {
-    return usage_error(std::string("unknown method '") + method + "': use greedy or matrix");
+    return usage_error(std::string("unknown method '") + method +
+                       "': use greedy, matrix, soft or weighted");
   }
+  if (soft_decay != nullptr && !parse_soft_decay(soft_decay, &run->params.soft_decay)) {
+    return usage_error(std::string("unknown soft decay '") + soft_decay +
+                       "': use linear or gaussian");
+  }
+  if (class_groups != nullptr && !parse_class_groups(class_groups, &run->params.class_groups)) {
+    return usage_error(std::string("bad --class-groups '") + class_groups +
+                       "': use class ids like 2,7;1,3");
+  }
+  run->params.sigma = static_cast<float>(sigma);
   if (overlap != nullptr && !parse_overlap(overlap, &run->params.overlap)) {
     return usage_error(std::string("unknown overlap '") + overlap +
                        "': use iou, iomin, ios or diou");
@@ -286,7 +311,18 @@ int run_nms(int argc, char **argv) {
                       ", " + to_string(run.params.overlap) + " " + shortest(run.params.threshold) +
                       ", on " + context->device_name() + ")");
   }
-  status = write_text(run.output, kept_lines(file, result));
+  std::string text;
+  if (result.kept_scores.empty()) {
+    text = kept_lines(file, result);
+  } else {
+    CandidateSet kept;
+    for (size_t k = 0; k < result.kept.size(); ++k) {
+      const float *b = &result.kept_boxes[4 * k];
+      kept.add(b[0], b[1], b[2], b[3], result.kept_scores[k], result.kept_class_ids[k]);
+    }
+    status = format_candidates(kept, FileFormat::kCsv, &text);
+  }
+  if (status.ok()) status = write_text(run.output, text);
   if (!status.ok()) {
     report("nms", status.message());
     return kExitFailure;
@@ -394,6 +430,10 @@ constexpr char kBenchDescription[] =
     "  greedy        class-agnostic greedy IoU 0.5, sliding windows (1920x1080), at --sizes\n"
     "  greedy-Ccls   per-class greedy IoU 0.5, sliding windows of --classes C, at --class-sizes\n"
     "  greedy-diou   greedy DIoU 0.5 (YOLO's DIoU-NMS), class-agnostic, at --diou-sizes\n"
+    "  soft-gaussian Soft-NMS, gaussian sigma 0.5, floor 0.25, class-agnostic, at\n"
+    "                --variant-sizes (the check covers the kept indices; tests cover the values)\n"
+    "  weighted      weighted NMS IoU 0.5, class-agnostic, at --variant-sizes\n"
+    "  greedy-groups per-class greedy with classes 1,2,3,5,7 as one group, at --variant-sizes\n"
     "  matrix-faces  the paper's matrix NMS, IoS 0.3, face windows, at --face-sizes\n"
     "  batch-B       B frames of --batch-sizes sliding windows per call (--batches), greedy\n"
     "                IoU 0.5, class-agnostic; p50/p99 of the whole call\n"
@@ -432,6 +472,7 @@ int run_bench(int argc, char **argv) {
   g_autofree char *class_sizes = nullptr;
   g_autofree char *face_sizes = nullptr;
   g_autofree char *diou_sizes = nullptr;
+  g_autofree char *variant_sizes = nullptr;
   g_autofree char *batches = nullptr;
   g_autofree char *batch_sizes = nullptr;
   g_auto(GStrv) inputs = nullptr;
@@ -454,6 +495,8 @@ int run_bench(int argc, char **argv) {
        "C"},
       {"diou-sizes", 0, 0, G_OPTION_ARG_STRING, &diou_sizes,
        "Class-agnostic greedy DIoU 0.5 at these N (default 300,3000,10000)", "LIST"},
+      {"variant-sizes", 0, 0, G_OPTION_ARG_STRING, &variant_sizes,
+       "Soft, weighted and class-group rows at these N (default 300,3000,10000)", "LIST"},
       {"face-sizes", 0, 0, G_OPTION_ARG_STRING, &face_sizes,
        "Matrix IoS 0.3 on face windows at these N (default 3000)", "LIST"},
       {"batches", 0, 0, G_OPTION_ARG_STRING, &batches,
@@ -498,6 +541,7 @@ int run_bench(int argc, char **argv) {
         std::tuple{class_sizes, &options.class_sizes, "--class-sizes"},
         std::tuple{face_sizes, &options.face_sizes, "--face-sizes"},
         std::tuple{diou_sizes, &options.diou_sizes, "--diou-sizes"},
+        std::tuple{variant_sizes, &options.variant_sizes, "--variant-sizes"},
         std::tuple{batches, &options.batches, "--batches"},
         std::tuple{batch_sizes, &options.batch_frame_sizes, "--batch-sizes"}}) {
     if (text != nullptr && !parse_sizes(text, list)) {

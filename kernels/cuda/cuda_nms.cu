@@ -43,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/class_groups.h"
 #include "common/overlap.h"
 #include "cpu/cpu_nms.h"
 #include "cuda_device.h"
@@ -50,6 +51,7 @@
 #include "cudanms/device_candidates.h"
 #include "frame_args.h"
 #include "small_frames.h"
+#include "valued_methods.h"
 
 #define CUDANMS_TRY(call) CUDANMS_CUDA_TRY(call)
 
@@ -122,7 +124,7 @@ __device__ void place(const FrameArgs &f, uint32_t r, uint32_t p, float key) {
   f.order[r] = p;
   f.rank_scores[r] = key;
   f.rank_boxes[r] = f.boxes[p];
-  f.rank_classes[r] = f.classes ? f.classes[p] : 0;
+  f.rank_classes[r] = class_of(f, p);
   f.counts[r] = 0;
 }
 
@@ -444,9 +446,12 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(const FrameArgs 
   const uint32_t kept = block_prefix_sum(
       m, s_scan, [&](uint32_t i) { return status_bytes[i] == kKept ? 1u : 0u; },
       [&](uint32_t i, uint32_t slot) {
-        if (status_bytes[i] == kKept && slot < limit) out[kHeaderWords + slot] = order[i];
+        if (status_bytes[i] == kKept && slot < limit) {
+          out[kHeaderWords + slot] = order[i];
+          if (f.kept_ranks) f.kept_ranks[slot] = i;
+        }
       });
-  if (tid == 0) out[kKeptCount] = min(kept, limit);
+  if (tid == 0) out[kKeptCount] = f.header[kKeptCount] = min(kept, limit);
 }
 
 // Device candidates: the kept ones' values, straight into mapped host memory.
@@ -580,11 +585,19 @@ class CudaContext final : public Context {
     DeviceArray<int32_t> d_rank_classes;
     DeviceArray<uint32_t> d_counts;
     DeviceArray<uint32_t> d_predecessors;
-    DeviceArray<uint32_t> d_out;       // device candidates: the output, read by kept_values
-    DeviceArray<float> d_sorted_keys;  // a frame past kCountingRankMax: CUB's sort
+    DeviceArray<uint32_t> d_kept_ranks;  // weighted: per rank
+    DeviceArray<uint32_t> d_clusters;    // weighted: per rank
+    DeviceArray<uint32_t> d_out;         // device candidates: the output, read by kept_values
+    DeviceArray<float> d_sorted_keys;    // a frame past kCountingRankMax: CUB's sort
     DeviceArray<uint32_t> d_iota;
     DeviceArray<unsigned char> d_sort_temp;
   };
+
+  // Soft and weighted frames: one at a time, through the staged stages (never the small-frame
+  // kernel), their kept values written by their kernels.
+  static bool changes_values(Method method) {
+    return method == Method::kSoft || method == Method::kWeighted;
+  }
 
   static uint32_t kept_limit(const Params &params, uint32_t most) {
     return params.max_detections == 0 || params.max_detections > most
@@ -614,6 +627,18 @@ class CudaContext final : public Context {
     f.score_threshold = params.score_threshold;
     f.threshold = params.threshold;
     f.overlap = params.overlap;
+    f.soft_decay = params.soft_decay;
+    f.sigma = params.sigma;
+    f.class_agnostic = params.class_agnostic;
+    if (params.method == Method::kWeighted) {
+      f.kept_ranks = w.d_kept_ranks.get() + b * M;
+      f.clusters = w.d_clusters.get() + b * M;
+    }
+    if (changes_values(params.method)) {
+      f.kept_boxes = w.h_kept_boxes.device();
+      f.kept_scores = w.h_kept_scores.device();
+      f.kept_classes = w.h_kept_classes.device();
+    }
     return f;
   }
 
@@ -659,9 +684,12 @@ class CudaContext final : public Context {
     std::memcpy(h, &f, sizeof f);
     const auto *frames = reinterpret_cast<const FrameArgs *>(d);
     const uint32_t greedy = params.method == Method::kGreedy ? 1 : 0;
+    const bool sort = capacity > kCountingRankMax;
     auto submit = [&]() -> Status {
       CUDANMS_TRY(cudaMemcpyAsync(d, h, staged, cudaMemcpyHostToDevice, stream_));
-      return launch(frames, 1, greedy, capacity, most, capacity > kCountingRankMax);
+      return changes_values(params.method)
+                 ? launch_valued(frames, params.method, capacity, most, sort)
+                 : launch(frames, 1, greedy, capacity, most, sort);
     };
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
     status = capacity <= kGraphMax
@@ -670,16 +698,28 @@ class CudaContext final : public Context {
     if (status.ok()) status = finish(result);
     if (!status.ok()) return status;
     read_result(params, ws_->h_out.get(), result);
+    if (changes_values(params.method)) read_kept_values(result);
     return Status::Ok();
   }
 
+  // The kept values the kernels wrote into mapped memory, for result->counts.kept candidates.
+  void read_kept_values(Result *result) const {
+    const Workspace &w = *ws_;
+    const size_t kept = result->counts.kept;
+    const float *boxes = reinterpret_cast<const float *>(w.h_kept_boxes.get());
+    result->kept_boxes.assign(boxes, boxes + 4 * kept);
+    result->kept_scores.assign(w.h_kept_scores.get(), w.h_kept_scores.get() + kept);
+    result->kept_class_ids.assign(w.h_kept_classes.get(), w.h_kept_classes.get() + kept);
+  }
+
   // Frames of up to kGraphMax candidates share launch sequences, kMaxBatch at a time, greedy
-  // frames first; a larger frame runs on its own.
+  // frames first; a larger frame, and a soft or weighted one, runs on its own.
   Status run_batch_checked(const std::vector<Frame> &frames,
                            std::vector<Result> *results) override {
     std::vector<size_t> batch;
     for (size_t k = 0; k < frames.size(); ++k) {
-      if (frames[k].candidates.count == 0 || frames[k].candidates.count > kGraphMax) {
+      if (frames[k].candidates.count == 0 || frames[k].candidates.count > kGraphMax ||
+          changes_values(frames[k].params.method)) {
         const Status status = run_checked(frames[k].candidates, frames[k].params, &(*results)[k]);
         if (!status.ok()) return status;
       } else {
@@ -764,7 +804,12 @@ class CudaContext final : public Context {
     const uint32_t most = most_ranked(n, params);
     if (most > kMaxCudaCandidates) return run_downloaded(c, params, result);
     CUDANMS_ENTER(binding_);
-    const size_t staged = args_bytes(1) + kHeaderWords * sizeof(uint32_t);
+    // Class groups: their table goes up with the descriptor, after the header.
+    const ClassGroupTable groups = groups_classes(params) && c.class_ids != nullptr
+                                       ? class_group_table(params.class_groups)
+                                       : ClassGroupTable();
+    const size_t table_offset = args_bytes(1) + kHeaderWords * sizeof(uint32_t);
+    const size_t staged = table_offset + groups.size() * sizeof(int2);
     Status status = reserve(1, n, most, staged);
     if (!status.ok()) return status;
 
@@ -774,22 +819,32 @@ class CudaContext final : public Context {
     FrameArgs f = workspace_args(0, n, most, params, n);
     f.boxes = reinterpret_cast<const float4 *>(c.boxes);
     f.scores = c.scores;
-    f.classes = params.class_agnostic ? nullptr : c.class_ids;
+    f.classes = c.class_ids;
     f.count = c.count;
     f.header = reinterpret_cast<uint32_t *>(d + args_bytes(1));
     f.out = w.d_out.get();
+    if (!groups.empty()) {
+      auto *table = reinterpret_cast<int2 *>(h + table_offset);
+      for (size_t k = 0; k < groups.size(); ++k) table[k] = {groups[k].first, groups[k].second};
+      f.class_groups = reinterpret_cast<const int2 *>(d + table_offset);
+      f.class_group_count = static_cast<uint32_t>(groups.size());
+    }
     std::memcpy(h, &f, sizeof f);
     std::memset(h + args_bytes(1), 0, kHeaderWords * sizeof(uint32_t));
     if (c.ready) CUDANMS_TRY(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(c.ready), 0));
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
     CUDANMS_TRY(cudaMemcpyAsync(d, h, staged, cudaMemcpyHostToDevice, stream_));
-    status = launch(reinterpret_cast<const FrameArgs *>(d), 1,
-                    params.method == Method::kGreedy ? 1 : 0, n, most, false);
+    const auto *frame = reinterpret_cast<const FrameArgs *>(d);
+    status = changes_values(params.method)
+                 ? launch_valued(frame, params.method, n, most, false)
+                 : launch(frame, 1, params.method == Method::kGreedy ? 1 : 0, n, most, false);
     if (!status.ok()) return status;
-    kept_values_kernel<<<(f.limit + 255) / 256, 256, 0, stream_>>>(
-        w.d_out.get(), f.boxes, c.scores, c.class_ids, w.h_kept_boxes.device(),
-        w.h_kept_scores.device(), w.h_kept_classes.device());
-    CUDANMS_TRY(cudaGetLastError());
+    if (!changes_values(params.method)) {
+      kept_values_kernel<<<(f.limit + 255) / 256, 256, 0, stream_>>>(
+          w.d_out.get(), f.boxes, c.scores, c.class_ids, w.h_kept_boxes.device(),
+          w.h_kept_scores.device(), w.h_kept_classes.device());
+      CUDANMS_TRY(cudaGetLastError());
+    }
     CUDANMS_TRY(cudaMemcpyAsync(w.h_out.get(), w.d_out.get(),
                                 (kHeaderWords + size_t{f.limit}) * sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, stream_));
@@ -802,11 +857,7 @@ class CudaContext final : public Context {
     }
     result->counts.in = out[kIn];
     read_result(params, out, result);
-    const size_t kept = result->counts.kept;
-    const float *boxes = reinterpret_cast<const float *>(w.h_kept_boxes.get());
-    result->kept_boxes.assign(boxes, boxes + 4 * kept);
-    result->kept_scores.assign(w.h_kept_scores.get(), w.h_kept_scores.get() + kept);
-    result->kept_class_ids.assign(w.h_kept_classes.get(), w.h_kept_classes.get() + kept);
+    read_kept_values(result);
     return Status::Ok();
   }
 
@@ -817,7 +868,7 @@ class CudaContext final : public Context {
     Status status = download(c, &host);
     if (!status.ok()) return status;
     status = cpu_->run(host.view(), params, result);
-    if (!status.ok()) return status;
+    if (!status.ok() || changes_values(params.method)) return status;  // values given
     for (const uint32_t p : result->kept) {
       result->kept_boxes.insert(result->kept_boxes.end(), &host.boxes[4 * size_t{p}],
                                 &host.boxes[4 * size_t{p} + 4]);
@@ -896,25 +947,8 @@ class CudaContext final : public Context {
                                       small_frame_blocks(capacity, most, count, sms_), stream_));
       return Status::Ok();
     }
-    Workspace &w = *ws_;
-    classify_kernel<<<dim3((capacity + kClassifyThreads - 1) / kClassifyThreads, 1, count),
-                      kClassifyThreads, 0, stream_>>>(frames);
-    CUDANMS_TRY(cudaGetLastError());
-    if (!sort) {
-      const size_t tile_bytes = std::min(capacity, kCountingRankMax) * sizeof(float);
-      counting_rank_kernel<<<dim3((capacity + kWarp - 1) / kWarp, 1, count), kCountingWarps * kWarp,
-                             tile_bytes, stream_>>>(frames);
-      CUDANMS_TRY(cudaGetLastError());
-    } else {
-      Status status = reserve_sort(capacity);
-      if (!status.ok()) return status;
-      size_t sort_bytes = sort_temp_bytes_;
-      CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
-          w.d_sort_temp.get(), sort_bytes, w.d_keys.get(), w.d_sorted_keys.get(), w.d_iota.get(),
-          w.d_order.get(), static_cast<int>(capacity), 0, 32, stream_));
-      gather_kernel<<<(most + 255) / 256, 256, 0, stream_>>>(frames, w.d_sorted_keys.get());
-      CUDANMS_TRY(cudaGetLastError());
-    }
+    Status status = launch_rank(frames, count, capacity, most, sort);
+    if (!status.ok()) return status;
     const uint32_t rows = (most + kPairRows - 1) / kPairRows;
     const uint32_t chunk_groups = (most + kPairColumns - 1) / kPairColumns;
     const size_t settle_bytes = settle_shared_bytes(most);
@@ -932,6 +966,53 @@ class CudaContext final : public Context {
       CUDANMS_TRY(cudaGetLastError());
       settle_kernel<Method::kMatrix>
           <<<count - greedy, kSettleThreads, settle_bytes, stream_>>>(frames + greedy);
+      CUDANMS_TRY(cudaGetLastError());
+    }
+    return Status::Ok();
+  }
+
+  // One soft or weighted frame: the rank stage, then Soft-NMS's selections, or greedy's pairs
+  // and settle followed by the merge (valued_methods.h).
+  Status launch_valued(const FrameArgs *frame, Method method, uint32_t capacity, uint32_t most,
+                       bool sort) {
+    Status status = launch_rank(frame, 1, capacity, most, sort);
+    if (!status.ok()) return status;
+    if (method == Method::kSoft) {
+      CUDANMS_TRY(launch_soft(frame, stream_));
+      return Status::Ok();
+    }
+    pairs_kernel<Method::kGreedy>
+        <<<dim3((most + kPairRows - 1) / kPairRows, (most + kPairColumns - 1) / kPairColumns, 1),
+           kPairWarps * kWarp, 0, stream_>>>(frame);
+    CUDANMS_TRY(cudaGetLastError());
+    settle_kernel<Method::kGreedy>
+        <<<1, kSettleThreads, settle_shared_bytes(most), stream_>>>(frame);
+    CUDANMS_TRY(cudaGetLastError());
+    CUDANMS_TRY(launch_weighted_merge(frame, most, stream_));
+    return Status::Ok();
+  }
+
+  // Rules 1-3 for `count` frames: classify, then rank by counting or, for one frame past
+  // kCountingRankMax (`sort`), by CUB's radix sort and a gather.
+  Status launch_rank(const FrameArgs *frames, uint32_t count, uint32_t capacity, uint32_t most,
+                     bool sort) {
+    Workspace &w = *ws_;
+    classify_kernel<<<dim3((capacity + kClassifyThreads - 1) / kClassifyThreads, 1, count),
+                      kClassifyThreads, 0, stream_>>>(frames);
+    CUDANMS_TRY(cudaGetLastError());
+    if (!sort) {
+      const size_t tile_bytes = std::min(capacity, kCountingRankMax) * sizeof(float);
+      counting_rank_kernel<<<dim3((capacity + kWarp - 1) / kWarp, 1, count), kCountingWarps * kWarp,
+                             tile_bytes, stream_>>>(frames);
+      CUDANMS_TRY(cudaGetLastError());
+    } else {
+      Status status = reserve_sort(capacity);
+      if (!status.ok()) return status;
+      size_t sort_bytes = sort_temp_bytes_;
+      CUDANMS_TRY(cub::DeviceRadixSort::SortPairsDescending(
+          w.d_sort_temp.get(), sort_bytes, w.d_keys.get(), w.d_sorted_keys.get(), w.d_iota.get(),
+          w.d_order.get(), static_cast<int>(capacity), 0, 32, stream_));
+      gather_kernel<<<(most + 255) / 256, 256, 0, stream_>>>(frames, w.d_sorted_keys.get());
       CUDANMS_TRY(cudaGetLastError());
     }
     return Status::Ok();
@@ -982,6 +1063,8 @@ class CudaContext final : public Context {
       step(w.d_rank_classes.reserve(ranked));
       step(w.d_counts.reserve(ranked));
       step(w.d_predecessors.reserve(ranked * kMaxPredecessors));
+      step(w.d_kept_ranks.reserve(ranked));
+      step(w.d_clusters.reserve(ranked));
       if (!status.ok()) return status;
       // Zeroed once, so that no byte is ever read uninitialised (compute-sanitizer initcheck):
       // the settle kernel reads predecessor rows eight slots at a time, past a row's count too,

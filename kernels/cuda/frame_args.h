@@ -53,7 +53,49 @@ struct FrameArgs {
   float score_threshold;
   float threshold;
   Overlap overlap;
+  // Device candidates with class groups: (class, group id) pairs sorted by class
+  // (common/class_groups.h). Host candidates come with their group ids already.
+  const int2 *class_groups;
+  uint32_t class_group_count;
+  // kSoft and kWeighted: the kept candidates' values, in output order (mapped host memory).
+  float4 *kept_boxes;
+  float *kept_scores;
+  int32_t *kept_classes;
+  uint32_t *kept_ranks;  // kWeighted: the kept ranks in order, as the settle kernel writes them
+  uint32_t *clusters;    // kWeighted: per rank, the slot of the kept rank that claims it
+  SoftDecay soft_decay;
+  float sigma;
+  bool class_agnostic;  // classes, where given, are only reported
 };
+
+// The class candidate p is compared by: its group's id where class groups apply.
+__device__ inline int32_t class_of(const FrameArgs &f, uint32_t p) {
+  if (f.classes == nullptr || f.class_agnostic) return 0;
+  const int32_t c = f.classes[p];
+  uint32_t lo = 0, hi = f.class_group_count;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (f.class_groups[mid].x < c) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo < f.class_group_count && f.class_groups[lo].x == c ? f.class_groups[lo].y : c;
+}
+
+// The candidate's own class, as the result reports it.
+__device__ inline int32_t own_class(const FrameArgs &f, uint32_t p) {
+  return f.classes ? f.classes[p] : 0;
+}
+
+// A (score, index) pair as one key whose ascending order is rank order: higher score first
+// (pass -0.0 as +0.0), then lower index.
+__device__ inline uint64_t rank_key(float score, uint32_t index) {
+  const uint32_t bits = __float_as_uint(score);
+  const uint32_t ascending = bits & 0x80000000u ? ~bits : bits | 0x80000000u;  // float order
+  return uint64_t{~ascending} << 32 | index;
+}
 
 // How many candidates NMS processes: the eligible ones, at most Dmax.
 __device__ inline uint32_t ranked_count(const uint32_t *header, uint32_t dmax) {

@@ -102,13 +102,8 @@ __device__ void settle_greedy(const uint32_t *mask, const uint32_t *within, uint
   }
 }
 
-// Rule 3's order as one integer, ascending: score descending, then index ascending. Keys are
-// distinct (indices are), so any correct sort gives the same order.
-__device__ uint64_t rank_key(float key, uint32_t index) {
-  const uint32_t bits = __float_as_uint(key);
-  const uint32_t ascending = bits & 0x80000000u ? ~bits : bits | 0x80000000u;  // float order
-  return uint64_t{~ascending} << 32 | index;
-}
+// The score of a rank_key (frame_args.h). Keys are distinct (indices are), so any correct sort
+// gives the same order.
 __device__ float key_of(uint64_t rank_key) {
   const uint32_t ascending = ~static_cast<uint32_t>(rank_key >> 32);
   return __uint_as_float(ascending & 0x80000000u ? ascending & 0x7fffffffu : ~ascending);
@@ -184,7 +179,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
     s_order[tid] = p;
     s_boxes[tid] = f.boxes[p];
     s_scores[tid] = key_of(ranked);
-    s_classes[tid] = f.classes ? f.classes[p] : 0;
+    s_classes[tid] = class_of(f, p);
   }
   __syncthreads();
 

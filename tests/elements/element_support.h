@@ -113,6 +113,9 @@ inline void set_params(GstElement *element, const Params &p) {
                gboolean(p.class_agnostic), NULL);
   gst_util_set_object_arg(G_OBJECT(element), "method", to_string(p.method));
   gst_util_set_object_arg(G_OBJECT(element), "overlap", to_string(p.overlap));
+  gst_util_set_object_arg(G_OBJECT(element), "soft-decay", to_string(p.soft_decay));
+  g_object_set(element, "sigma", double(p.sigma), "class-groups",
+               class_groups_to_string(p.class_groups).c_str(), NULL);
 }
 
 struct Roi {
@@ -176,12 +179,15 @@ inline ::testing::AssertionResult output_matches(GstBuffer *out, const Candidate
     return ::testing::AssertionFailure() << rois.size() << " ROI metas, want " << want.kept.size();
   for (size_t i = 0; i < want.kept.size(); ++i) {
     const size_t k = want.kept[i];
-    const float *b = &set.boxes[4 * k];
-    if (!std::equal(b, b + 4, r->boxes + 4 * i) || r->scores[i] != set.scores[k] ||
+    // Soft-NMS's decayed scores and weighted NMS's merged boxes: the library's values.
+    const bool valued = !want.kept_scores.empty();
+    const float *b = valued ? &want.kept_boxes[4 * i] : &set.boxes[4 * k];
+    const float score = valued ? want.kept_scores[i] : set.scores[k];
+    if (!std::equal(b, b + 4, r->boxes + 4 * i) || r->scores[i] != score ||
         r->class_ids[i] != set.classes[k])
       return ::testing::AssertionFailure()
              << "result box " << i << " is not candidate " << k << " {" << b[0] << "," << b[1]
-             << "," << b[2] << "," << b[3] << "} score " << set.scores[k];
+             << "," << b[2] << "," << b[3] << "} score " << score;
     const Roi &roi = rois[i];
     const guint x = guint(std::max(0.0f, std::floor(b[0])));
     const guint y = guint(std::max(0.0f, std::floor(b[1])));
@@ -191,7 +197,7 @@ inline ::testing::AssertionResult output_matches(GstBuffer *out, const Candidate
       return ::testing::AssertionFailure()
              << "ROI " << i << " is " << roi.x << "," << roi.y << " " << roi.w << "x" << roi.h
              << ", want " << x << "," << y << " " << w << "x" << h;
-    if (roi.confidence != double(set.scores[k]) || roi.label_id != set.classes[k])
+    if (roi.confidence != double(score) || roi.label_id != set.classes[k])
       return ::testing::AssertionFailure()
              << "ROI " << i << " detection " << roi.confidence << "/" << roi.label_id;
     if (width > 0 && (std::abs(roi.x_min - b[0] / double(width)) > 1e-9 ||

@@ -267,6 +267,65 @@ TEST_F(CudaNmsElement, AnUnreadableLabelsFileIsAnErrorAtStart) {
   gst_element_set_state(element_, GST_STATE_NULL);
 }
 
+TEST_F(CudaNmsElement, InvalidClassGroupsAreAnErrorAtStart) {
+  for (const char *text : {"2,,7", "1,2;2,3"}) {
+    GstElement *e = gst_element_factory_make("cudanms", nullptr);
+    ASSERT_NE(e, nullptr);
+    gst_object_ref_sink(e);
+    g_object_set(e, "class-groups", text, NULL);
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(e, bus);
+    EXPECT_EQ(gst_element_set_state(e, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE) << text;
+    GstMessage *m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    ASSERT_NE(m, nullptr) << text;
+    GError *error = nullptr;
+    gchar *debug = nullptr;
+    gst_message_parse_error(m, &error, &debug);
+    EXPECT_NE(std::string(error->message).find(text), std::string::npos) << error->message;
+    if (std::string(text) == "1,2;2,3") {
+      EXPECT_NE(std::string(debug).find("class 2 is in two class groups"), std::string::npos);
+    }
+    g_clear_error(&error);
+    g_free(debug);
+    gst_message_unref(m);
+    gst_element_set_state(e, GST_STATE_NULL);
+    gst_bus_set_flushing(bus, TRUE);
+    gst_object_unref(bus);
+    gst_object_unref(e);
+  }
+}
+
+// gst-launch syntax: method=weighted merges, method=soft decays, class-groups joins classes.
+TEST_F(CudaNmsElement, VariantsFromLaunchSyntax) {
+  start("backend=cpu method=weighted iou-threshold=0.3");
+  CandidateSet set;
+  set.add(100, 100, 200, 200, 3.0f, 2);
+  set.add(104, 100, 204, 200, 1.0f, 7);
+  set.add(104, 100, 204, 200, 1.0f, 2);
+  GstBuffer *out = process(packed_buffer(set));
+  GstCudaNmsResultMeta *r = gst_buffer_get_cuda_nms_result_meta(out);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->n_kept, 2u);        // class 7 on its own
+  EXPECT_EQ(r->boxes[0], 101.0f);  // (100 * 3 + 104 * 1) / 4
+  EXPECT_EQ(r->scores[0], 3.0f);
+  gst_buffer_unref(out);
+  gst_util_set_object_arg(G_OBJECT(element_), "class-groups", "2,7");
+  out = process(packed_buffer(set));
+  r = gst_buffer_get_cuda_nms_result_meta(out);
+  ASSERT_EQ(r->n_kept, 1u);
+  EXPECT_EQ(r->boxes[0], 508.0f / 5);  // (100 * 3 + 104 + 104) / 5
+  gst_buffer_unref(out);
+  gst_util_set_object_arg(G_OBJECT(element_), "method", "soft");
+  gst_util_set_object_arg(G_OBJECT(element_), "soft-decay", "linear");
+  out = process(packed_buffer(set));
+  r = gst_buffer_get_cuda_nms_result_meta(out);
+  ASSERT_EQ(r->n_kept, 3u);
+  EXPECT_EQ(r->scores[0], 3.0f);
+  EXPECT_LT(r->scores[1], 1.0f);  // decayed by the first
+  gst_buffer_unref(out);
+  EXPECT_EQ(pop_messages(GST_MESSAGE_ERROR), 0u);
+}
+
 TEST_F(CudaNmsElement, RoiWithoutDetectionCountsAsScoreOneClassFromRoiType) {
   start();
   GstBuffer *in = gst_buffer_new();
@@ -566,6 +625,13 @@ TEST_F(CudaNmsElement, PropertyDefaults) {
   EXPECT_EQ(enum_nick("overlap"), "iou");
   EXPECT_EQ(enum_nick("method"), "greedy");
   EXPECT_EQ(enum_nick("backend"), "auto");
+  EXPECT_EQ(enum_nick("soft-decay"), "gaussian");
+  gdouble sigma = 0;
+  gchar *groups = nullptr;
+  g_object_get(e, "sigma", &sigma, "class-groups", &groups, NULL);
+  EXPECT_EQ(sigma, 0.5);
+  EXPECT_STREQ(groups, "");
+  g_free(groups);
 
   // Every property is documented and the writable ones are changeable while PLAYING.
   guint n_props = 0;
@@ -574,7 +640,8 @@ TEST_F(CudaNmsElement, PropertyDefaults) {
                                          "score-threshold",  "max-candidates",   "max-detections",
                                          "class-agnostic",   "backend",          "gpu-id",
                                          "keep-candidates",  "stats-interval",   "frames",
-                                         "candidates-total", "detections-total", "last-latency-us"};
+                                         "candidates-total", "detections-total", "last-latency-us",
+                                         "class-groups",     "soft-decay",       "sigma"};
   size_t found = 0;
   for (guint i = 0; i < n_props; ++i) {
     const std::string name = props[i]->name;

@@ -62,7 +62,7 @@ TEST_F(CudaNms, MatchesCpuAndReferenceOnRandomSets) {
 TEST_F(CudaNms, LargeSlidingWindowFrames) {
   std::mt19937_64 rng(run_seed() + 11);
   for (size_t n : {1000u, 3000u, 10000u, 30000u}) {
-    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+    for (Method method : {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted}) {
       for (bool agnostic : {false, true}) {
         const CandidateSet set = tools::sliding_window_candidates(n, rng(), agnostic ? 1 : 80);
         Params params;
@@ -71,6 +71,24 @@ TEST_F(CudaNms, LargeSlidingWindowFrames) {
         params.max_candidates = n;
         EXPECT_TRUE(same_as_cpu(set, params)) << "n=" << n << " " << to_string(method);
       }
+    }
+  }
+}
+
+// Soft and weighted frames of every stage's sizes, small enough for compute-sanitizer's racecheck
+// (tools/run-cuda-sanitizers.sh): the block-wide selections and the merges.
+TEST_F(CudaNms, SoftAndWeightedFramesStayExact) {
+  std::mt19937_64 rng(run_seed() + 18);
+  for (size_t n : {1u, 2u, 33u, 1025u, 5000u}) {
+    const CandidateSet set = tools::sliding_window_candidates(n, rng(), 4);
+    for (int variant = 0; variant < 4; ++variant) {
+      Params params;
+      params.method = variant < 2 ? Method::kSoft : Method::kWeighted;
+      params.soft_decay = variant == 0 ? SoftDecay::kLinear : SoftDecay::kGaussian;
+      params.score_threshold = variant == 1 ? 0.4f : 0.0f;
+      params.class_groups = {{0, 3}};
+      params.max_detections = variant == 3 ? 7 : 0;
+      EXPECT_TRUE(same_as_cpu(set, params)) << "n=" << n << " variant " << variant;
     }
   }
 }
@@ -216,7 +234,7 @@ TEST_F(CudaNms, BatchesEqualTheirFramesRunAlone) {
   std::vector<CandidateSet> sets;
   std::vector<Params> params;
   for (size_t n : {300u, 0u, 1000u, 1u, 3000u, 16384u, 20000u, 700u, 1500u, 64u}) {
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 5; ++variant) {
       sets.push_back(tools::sliding_window_candidates(n, rng(), 1 + variant * 40));
       Params p;
       p.class_agnostic = variant == 0;
@@ -231,6 +249,11 @@ TEST_F(CudaNms, BatchesEqualTheirFramesRunAlone) {
         p.score_threshold = 0.3f;
         p.max_detections = 20;
       }
+      if (variant == 3) {  // run on their own, between the others
+        p.method = Method::kSoft;
+        p.class_groups = {{0, 1, 2, 3}, {7, 5}};
+      }
+      if (variant == 4) p.method = Method::kWeighted;
       params.push_back(p);
     }
   }

@@ -201,7 +201,7 @@ class CudanmsTool : public ::testing::Test {
 
   // The CPU and CUDA backends write the same bytes for every method and overlap.
   void expect_backends_agree(const std::string &input, bool class_agnostic) {
-    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+    for (Method method : {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted}) {
       for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS}) {
         NmsOptions options;
         options.method = method;
@@ -266,7 +266,7 @@ TEST_F(CudanmsTool, BadUsageExits2WithAMessage) {
       {{"bench", "--sizes", "300,x"}, "--sizes"},
       {{"bench", "--class-sizes", "300,"}, "--class-sizes"},
       {{"bench", "--face-sizes", "0"}, "--face-sizes"},
-      {{"bench", "--diou-sizes", "x"}, "--diou-sizes"},
+      {{"bench", "--variant-sizes", "", "--diou-sizes", "x"}, "--diou-sizes"},
       {{"bench", "--repeat", "0"}, "--repeat"},
       {{"bench", "--sets", "0"}, "--sets"},
       {{"bench", "--seed", "-3"}, "--seed"},
@@ -307,6 +307,31 @@ TEST_F(CudanmsTool, CsvKeepsTheReferenceSubsetAndGreedyOutputIsAFixedPoint) {
       EXPECT_EQ(o.exit_code, 0) << describe(o);
       EXPECT_EQ(o.out, read(output)) << options.description();
     }
+  }
+}
+
+// soft and weighted print their own values, csv, in kept order: the reference's, to the bit.
+TEST_F(CudanmsTool, SoftAndWeightedPrintTheReferencesValues) {
+  const CandidateSet set = tools::sliding_window_candidates(800, run_seed() + 3, 4);
+  const std::string input = write_candidates("windows.csv", set, FileFormat::kCsv);
+  for (const char *method : {"soft", "weighted"}) {
+    Params params;
+    parse_method(method, &params.method);
+    params.soft_decay = SoftDecay::kLinear;
+    params.threshold = 0.4f;
+    params.class_groups = {{0, 2}};
+    const std::string output = path(std::string("kept-") + method + ".csv");
+    const Outcome o =
+        run_tool({"nms", "--input", input, "--method", method, "--soft-decay", "linear",
+                  "--threshold", "0.4", "--class-groups", "0,2", "--output", output});
+    ASSERT_EQ(o.exit_code, 0) << describe(o);
+    CandidateFile got;
+    ASSERT_TRUE(tools::read_candidate_file(output, FileFormat::kCsv, &got).ok());
+    const Result want = reference_nms(set, params);
+    ASSERT_GT(want.kept.size(), 10u);
+    EXPECT_EQ(got.candidates.boxes, want.kept_boxes) << method;
+    EXPECT_EQ(got.candidates.scores, want.kept_scores) << method;
+    EXPECT_EQ(got.candidates.classes, want.kept_class_ids) << method;
   }
 }
 
@@ -400,10 +425,11 @@ TEST_F(CudanmsTool, AnOutputThatCannotBeWrittenWhollyExits1AndIsRemoved) {
 }
 
 TEST_F(CudanmsTool, ABenchJsonThatCannotBeWrittenExits1) {
-  const Outcome o = run_tool(
-      {"bench", "--diou-sizes", "", "--sizes", "100", "--class-sizes", "100", "--face-sizes", "100",
-       "--sets", "1", "--max-seconds", "0.05", "--backends", "cpu", "--json", path("bench.json")},
-      "/dev/null", 256);
+  const Outcome o =
+      run_tool({"bench", "--variant-sizes", "", "--diou-sizes", "", "--sizes", "100",
+                "--class-sizes", "100", "--face-sizes", "100", "--sets", "1", "--max-seconds",
+                "0.05", "--backends", "cpu", "--json", path("bench.json")},
+               "/dev/null", 256);
   EXPECT_EQ(o.exit_code, 1) << describe(o);
   EXPECT_NE(o.err.find("--json: "), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("File too large"), std::string::npos) << o.err;
@@ -601,9 +627,10 @@ size_t count_of(const std::string &text, const std::string &part) {
 // The dense-duplicates rows: every backend's kept set checked, and the piles kept as one box
 // each (identical boxes, 100 groups, one cluster).
 TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
-  const Outcome o = run_tool({"bench", "--dense", "--diou-sizes", "", "--sizes", "100",
-                              "--class-sizes", "100", "--face-sizes", "100", "--batches", "",
-                              "--sets", "1", "--repeat", "2", "--max-seconds", "0.05"});
+  const Outcome o = run_tool(
+      {"bench",         "--dense", "--variant-sizes", "",    "--diou-sizes", "", "--sizes", "100",
+       "--class-sizes", "100",     "--face-sizes",    "100", "--batches",    "", "--sets",  "1",
+       "--repeat",      "2",       "--max-seconds",   "0.05"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::map<std::string, size_t> kept;
   size_t dense_rows = 0;
@@ -626,9 +653,11 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
   const std::string seed = std::to_string(run_seed() % 1000000);
   const std::string json = path("bench.json");
   const std::vector<std::string> args = {
-      "bench", "--diou-sizes", "500", "--sizes",   "300,1000", "--class-sizes", "600", "--classes",
-      "5",     "--face-sizes", "400", "--batches", "",         "--repeat",      "3",   "--sets",
-      "2",     "--seed",       seed,  "--json",    json,       "--dump",        dir_};
+      "bench",    "--variant-sizes", "300", "--diou-sizes", "500", "--sizes",
+      "300,1000", "--class-sizes",   "600", "--classes",    "5",   "--face-sizes",
+      "400",      "--batches",       "",    "--repeat",     "3",   "--sets",
+      "2",        "--seed",          seed,  "--json",       json,  "--dump",
+      dir_};
   const Outcome o = run_tool(args);
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   EXPECT_NE(o.out.find("seed " + seed + " "), std::string::npos) << o.out;
@@ -651,11 +680,15 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
                                                    {"greedy", 1000},
                                                    {"greedy-5cls", 600},
                                                    {"greedy-diou", 500},
+                                                   {"soft-gaussian", 300},
+                                                   {"weighted", 300},
+                                                   {"greedy-groups", 300},
                                                    {"matrix-faces", 400}}) {
     const std::vector<std::string> &b = backends[{config, n}];
     EXPECT_NE(std::find(b.begin(), b.end(), "cpu"), b.end()) << config << " " << n << o.out;
     const bool opencv = std::find(b.begin(), b.end(), "opencv") != b.end();
-    EXPECT_EQ(opencv, with_opencv && config != "matrix-faces" && config != "greedy-diou")
+    EXPECT_EQ(opencv, with_opencv && (config.rfind("greedy", 0) == 0 && config != "greedy-diou" &&
+                                      config != "greedy-groups"))
         << config << " " << n << o.out;
   }
 
@@ -700,8 +733,9 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
 
   const std::string text = read(json);
   EXPECT_NE(text.find("\"seed\": " + seed + ","), std::string::npos) << text;
-  EXPECT_EQ(count_of(text, "\"backend\": \"cpu\""), 5u) << text;
-  EXPECT_EQ(count_of(text, "\"kept_file\": "), 10u) << text;
+  EXPECT_EQ(count_of(text, "\"backend\": \"cpu\""), 8u)
+      << text;  // the five above and the three variants
+  EXPECT_EQ(count_of(text, "\"kept_file\": "), 16u) << text;
   EXPECT_EQ(count_of(text, "\"differing\": 0"), rows.size()) << text;
 
   // The seed replays the data.
@@ -716,9 +750,10 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
       write_candidates("faces.oro", tools::face_windows(500, run_seed() + 5), FileFormat::kOro);
   const std::string windows = write_candidates(
       "w.csv", tools::sliding_window_candidates(700, run_seed() + 6, 3), FileFormat::kCsv);
-  const Outcome o = run_tool({"bench", "--diou-sizes", "", "--input", faces, "--input", windows,
-                              "--sizes", "", "--class-sizes", "", "--face-sizes", "", "--batches",
-                              "", "--repeat", "2", "--backends", "cpu"});
+  const Outcome o = run_tool(
+      {"bench", "--variant-sizes", "",  "--diou-sizes",  "",   "--input",      faces, "--input",
+       windows, "--sizes",         "",  "--class-sizes", "",   "--face-sizes", "",    "--batches",
+       "",      "--repeat",        "2", "--backends",    "cpu"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::vector<std::string> configs;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -740,10 +775,12 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
 // theirs to dump.
 TEST_F(CudanmsTool, BenchBatchRowsCheckEveryFrame) {
   const std::string json = path("bench.json");
-  const Outcome o = run_tool({"bench",  "--diou-sizes", "",   "--sizes",   "",    "--class-sizes",
-                              "",       "--face-sizes", "",   "--batches", "1,4", "--batch-sizes",
-                              "80,200", "--repeat",     "3",  "--sets",    "2",   "--max-seconds",
-                              "0.05",   "--json",       json, "--dump",    dir_});
+  const Outcome o =
+      run_tool({"bench", "--variant-sizes", "",       "--diou-sizes", "",   "--sizes",
+                "",      "--class-sizes",   "",       "--face-sizes", "",   "--batches",
+                "1,4",   "--batch-sizes",   "80,200", "--repeat",     "3",  "--sets",
+                "2",     "--max-seconds",   "0.05",   "--json",       json, "--dump",
+                dir_});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::map<std::string, size_t> rows;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -761,9 +798,9 @@ TEST_F(CudanmsTool, BenchBatchRowsCheckEveryFrame) {
 
 TEST_F(CudanmsTool, WithoutADeviceTheBenchTimesTheCpuAlone) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
-  const Outcome o =
-      run_tool({"bench", "--diou-sizes", "", "--sizes", "300", "--class-sizes", "", "--face-sizes",
-                "", "--batches", "", "--repeat", "2", "--backends", "cpu,cuda"});
+  const Outcome o = run_tool({"bench", "--variant-sizes", "", "--diou-sizes", "", "--sizes", "300",
+                              "--class-sizes", "", "--face-sizes", "", "--batches", "", "--repeat",
+                              "2", "--backends", "cpu,cuda"});
   ASSERT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("GPU: no CUDA device"), std::string::npos) << o.out;
   const std::vector<BenchRow> rows = bench_rows(o.out);
@@ -776,6 +813,8 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
   if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const std::string json = path("bench.json");
   const Outcome o = run_tool({"bench",
+                              "--variant-sizes",
+                              "",
                               "--diou-sizes",
                               "",
                               "--sizes",
