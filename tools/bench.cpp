@@ -75,7 +75,11 @@ struct Cell {
 double cuda_target_us(const Workload &w) {
   if (w.batch > 0) return w.batch == 64 && w.n == 1000 ? 150 : 0;  // a whole call
   if (w.data == Data::kDense) return 0;              // compared with the CPU backend instead
-  if (w.params.overlap == Overlap::kDIoU) return 0;  // a variant's row: timed, no goal set
+  // The variants' rows (DIoU, soft, weighted, class groups): timed, no goal set.
+  if (w.params.overlap == Overlap::kDIoU || w.params.method == Method::kSoft ||
+      w.params.method == Method::kWeighted || !w.params.class_groups.empty()) {
+    return 0;
+  }
   if (w.n <= 3000) return 20;
   if (w.data == Data::kSlidingWindow && w.params.class_agnostic) {
     if (w.n == 10000) return 60;
