@@ -30,6 +30,7 @@
 // them there and launches are sized for the most they can be. That makes a host frame's work
 // independent of its count within a power-of-two capacity: frames of up to kGraphMax candidates
 // replay one CUDA graph per capacity and method, one submission instead of six.
+// Soft and weighted frames run classify and rank, then their own stages (valued_methods.h).
 // Only a frame ranking more than kMaxCudaCandidates runs on the CPU, which computes the same.
 #include <cuda_runtime.h>
 

@@ -189,9 +189,10 @@ class Context {
   // and the kept values. Nothing is copied to the host but the result.
   Status run(const DeviceCandidatesView &candidates, const Params &params, Result *result);
   // Several frames at once, each with its own candidates and parameters: *results gets one
-  // Result per frame, in order, each as run() would give. On CUDA, frames of up to 16 Ki
-  // candidates go in one launch sequence and one synchronisation (one settle block per frame,
-  // side by side on the GPU); larger frames run one after the other. A frame with bad input
+  // Result per frame, in order, each as run() would give. On CUDA, greedy and matrix frames of up
+  // to 16 Ki candidates go in one launch sequence and one synchronisation (one settle block per
+  // frame, side by side on the GPU); larger frames, and soft and weighted ones, run one after the
+  // other. A frame with bad input
   // fails the whole call, before any work, and *results is left empty.
   Status run(const std::vector<Frame> &frames, std::vector<Result> *results);
   virtual Backend backend() const = 0;
