@@ -175,9 +175,15 @@ Status validate(const Params &params) {
 
 // Class groups: the backends see each candidate's group id as its class (common/class_groups.h),
 // and the kept class ids they return are put back to the candidates' own.
+namespace {
+bool regroups(const CandidatesView &c, const Params &params) {
+  return detail::groups_classes(params) && c.class_ids != nullptr;
+}
+}  // namespace
+
 CandidatesView Context::grouped(const CandidatesView &c, const Params &params,
                                 std::vector<int32_t> *group_ids) {
-  if (!detail::groups_classes(params) || c.class_ids == nullptr) return c;
+  if (!regroups(c, params)) return c;
   detail::group_classes(detail::class_group_table(params.class_groups), c.class_ids, c.count,
                         group_ids);
   CandidatesView view = c;
@@ -186,8 +192,8 @@ CandidatesView Context::grouped(const CandidatesView &c, const Params &params,
 }
 
 namespace {
-void restore_class_ids(const CandidatesView &c, Result *result) {
-  if (c.class_ids == nullptr) return;
+void restore_class_ids(const CandidatesView &c, const Params &params, Result *result) {
+  if (!regroups(c, params)) return;
   for (size_t k = 0; k < result->kept_class_ids.size(); ++k) {
     result->kept_class_ids[k] = c.class_ids[result->kept[k]];
   }
@@ -203,7 +209,7 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   status = out_of_memory_as_status(
       [&] {
         const Status s = run_checked(grouped(c, params, &group_ids_[0]), params, result);
-        restore_class_ids(c, result);
+        restore_class_ids(c, params, result);
         return s;
       },
       std::to_string(c.count) + "-candidate frame");
@@ -226,7 +232,7 @@ Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *resul
   status = out_of_memory_as_status(
       [&] {
         const bool any_grouped = std::any_of(frames.begin(), frames.end(), [](const Frame &f) {
-          return detail::groups_classes(f.params) && f.candidates.class_ids != nullptr;
+          return regroups(f.candidates, f.params);
         });
         if (!any_grouped) return run_batch_checked(frames, results);
         std::vector<Frame> regrouped = frames;
@@ -236,7 +242,7 @@ Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *resul
         }
         const Status s = run_batch_checked(regrouped, results);
         for (size_t k = 0; k < frames.size() && s.ok(); ++k) {
-          restore_class_ids(frames[k].candidates, &(*results)[k]);
+          restore_class_ids(frames[k].candidates, frames[k].params, &(*results)[k]);
         }
         return s;
       },

@@ -4,7 +4,6 @@
 #include "cpu_nms.h"
 
 #include <algorithm>
-#include <queue>
 
 #include "box_grid.h"
 #include "common/decay.h"
@@ -78,15 +77,15 @@ class CpuContext final : public Context {
     return params.class_agnostic || classes_[a] == classes_[b];
   }
 
-  bool full(const Params &params, const Result &result) const {
-    return params.max_detections != 0 && result.kept.size() >= params.max_detections;
+  static bool full(const Params &params, size_t kept) {
+    return params.max_detections != 0 && kept >= params.max_detections;
   }
 
   // Overlap > threshold >= 0 needs an intersection, so the grid of kept boxes finds every
   // candidate's possible suppressors.
   void greedy(const Params &params, Result *result) {
     grid_.reset(boxes_);
-    for (uint32_t i = 0; i < boxes_.size() && !full(params, *result); ++i) {
+    for (uint32_t i = 0; i < boxes_.size() && !full(params, result->kept.size()); ++i) {
       const bool suppressed = grid_.any_near(boxes_[i], [&](uint32_t k) {
         return same_class(params, k, i) &&
                greedy_suppresses(params.overlap, params.threshold, boxes_[k], boxes_[i]);
@@ -111,7 +110,7 @@ class CpuContext final : public Context {
     const bool near_only = params.threshold > 0.0f;
     grid_.reset(boxes_);
     uint32_t score_group = 0;  // the first candidate of the score of candidate i
-    for (uint32_t i = 0; i < boxes_.size() && !full(params, *result); ++i) {
+    for (uint32_t i = 0; i < boxes_.size() && !full(params, result->kept.size()); ++i) {
       if (scores_[i] != scores_[score_group]) {
         for (; near_only && score_group < i; ++score_group)
           grid_.add(score_group, boxes_[score_group]);
@@ -134,16 +133,18 @@ class CpuContext final : public Context {
     const uint32_t n = static_cast<uint32_t>(boxes_.size());
     current_.assign(scores_.begin(), scores_.end());
     selected_flags_.assign(n, 0);
-    std::priority_queue<Ranked, std::vector<Ranked>, SelectedAfter> heap;
-    for (uint32_t i = 0; i < n; ++i) heap.push({scores_[i], selected_[i], i});
+    heap_.clear();
+    for (uint32_t i = 0; i < n; ++i) heap_.push_back({scores_[i], selected_[i], i});
+    std::make_heap(heap_.begin(), heap_.end(), SelectedAfter());
     const bool near_only = !decays_boxes_apart(params.soft_decay, params.overlap);
     if (near_only) {
       grid_.reset(boxes_);
       for (uint32_t i = 0; i < n; ++i) grid_.add(i, boxes_[i]);
     }
-    while (!heap.empty() && !full(params, *result)) {
-      const Ranked top = heap.top();
-      heap.pop();
+    while (!heap_.empty() && !full(params, result->kept.size())) {
+      std::pop_heap(heap_.begin(), heap_.end(), SelectedAfter());
+      const Ranked top = heap_.back();
+      heap_.pop_back();
       const uint32_t s = top.position;
       if (selected_flags_[s] || top.score != current_[s]) continue;  // an older entry
       if (top.score < params.score_threshold) break;
@@ -157,7 +158,8 @@ class CpuContext final : public Context {
             current_[j] * soft_decay(params.soft_decay, o, params.threshold, params.sigma);
         if (decayed != current_[j]) {
           current_[j] = decayed;
-          heap.push({decayed, selected_[j], j});
+          heap_.push_back({decayed, selected_[j], j});
+          std::push_heap(heap_.begin(), heap_.end(), SelectedAfter());
         }
         return false;  // visit every one
       };
@@ -188,7 +190,7 @@ class CpuContext final : public Context {
       });
       if (claimed_by != UINT32_MAX) {
         merged_[claimed_by].add(boxes_[i], scores_[i]);
-      } else if (params.max_detections == 0 || kept_positions_.size() < params.max_detections) {
+      } else if (!full(params, kept_positions_.size())) {
         grid_.add(static_cast<uint32_t>(kept_positions_.size()), boxes_[i]);
         kept_positions_.push_back(i);
         merged_.emplace_back();
@@ -227,6 +229,7 @@ class CpuContext final : public Context {
   std::vector<int32_t> classes_;
   std::vector<Ranked> ranked_;
   BoxGrid grid_;
+  std::vector<Ranked> heap_;              // soft: (current score, index) entries, best on top
   std::vector<float> current_;            // soft: the decayed scores
   std::vector<uint8_t> selected_flags_;   // soft
   std::vector<WeightedBox> merged_;       // weighted: per kept candidate

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "candidate_set.h"
-#include "compare.h"
 #include "cudanms/nms.h"
 #include "support/seed.h"
 
