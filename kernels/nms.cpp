@@ -192,8 +192,10 @@ CandidatesView Context::grouped(const CandidatesView &c, const Params &params,
 }
 
 namespace {
-void restore_class_ids(const CandidatesView &c, const Params &params, Result *result) {
-  if (!regroups(c, params)) return;
+// Always, not only after grouping: a backend may not see the class ids at all (CUDA stages none
+// for a class-agnostic frame) and report 0.
+void restore_class_ids(const CandidatesView &c, Result *result) {
+  if (c.class_ids == nullptr) return;
   for (size_t k = 0; k < result->kept_class_ids.size(); ++k) {
     result->kept_class_ids[k] = c.class_ids[result->kept[k]];
   }
@@ -209,7 +211,7 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   status = out_of_memory_as_status(
       [&] {
         const Status s = run_checked(grouped(c, params, &group_ids_[0]), params, result);
-        restore_class_ids(c, params, result);
+        restore_class_ids(c, result);
         return s;
       },
       std::to_string(c.count) + "-candidate frame");
@@ -242,7 +244,7 @@ Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *resul
         }
         const Status s = run_batch_checked(regrouped, results);
         for (size_t k = 0; k < frames.size() && s.ok(); ++k) {
-          restore_class_ids(frames[k].candidates, frames[k].params, &(*results)[k]);
+          restore_class_ids(frames[k].candidates, &(*results)[k]);
         }
         return s;
       },
