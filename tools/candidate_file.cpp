@@ -100,7 +100,8 @@ bool parse_oro_line(const std::vector<std::string_view> &fields, CandidateSet *s
     return false;
   }
   if (w < 0) return reader.fail("w", fields[2], "is negative");
-  if (!exact_in_float(x) || !exact_in_float(y) || !exact_in_float(x + w) ||
+  // Each term is bounded before the sums, so x + w cannot overflow a long long.
+  if (!exact_in_float(x) || !exact_in_float(y) || !exact_in_float(w) || !exact_in_float(x + w) ||
       !exact_in_float(y + w)) {
     return reader.fail("the window reaches beyond +-2^24, where a float cannot hold every integer");
   }

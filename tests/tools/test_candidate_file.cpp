@@ -102,6 +102,7 @@ TEST(BothFormats, EveryKindOfBadLineNamesTheFileAndTheLine) {
       {FileFormat::kOro, "1,2,3,1e99", "out of the range"},
       {FileFormat::kOro, "99999999999999999999,2,3,0.5", "out of range"},
       {FileFormat::kOro, "16777215,0,2,0.5", "2^24"},
+      {FileFormat::kOro, "100,50,9223372036854775807,0.5", "2^24"},  // x + w would overflow
       {FileFormat::kCsv, "0,0,1,1", "oro"},
       {FileFormat::kCsv, "0,0,1,1,0.5,1,2", "found 7"},
       {FileFormat::kCsv, "x1,y1,x2,y2,score", "x1 'x1' is not a number"},
