@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "script_support.h"
+#include "support/blazeface_model.h"
 
 namespace cudanms::testing {
 namespace {
@@ -42,6 +43,37 @@ TEST(Demo, WritesMp4PngAndJsonLines) {
   ASSERT_GT(png.size(), 8u);
   EXPECT_EQ(png.substr(1, 3), "PNG");
   EXPECT_EQ(mp4_frames(dir.file("vtest-annotated.mp4")), 8);
+}
+
+// The DNN face demo as the README runs it, on a few frames: BlazeFace's raw anchors through
+// cudanms method=weighted, about one box a frame for the one face in view.
+TEST(Demo, FacesThroughBlazeFaceAndWeightedNms) {
+  SKIP_WITHOUT_BLAZEFACE_MODEL();
+  if (!g_file_test(opencv_sample("Megamind.avi").c_str(), G_FILE_TEST_IS_REGULAR))
+    GTEST_SKIP() << "Megamind.avi is missing: install the Debian package opencv-doc";
+  gst_init(nullptr, nullptr);
+  TempDir dir;
+  GSubprocess *demo = spawn({script("demo"), "--faces", "--dnn", "--frames", "20",
+                             "--snapshot-frame", "10", "--out", dir.path, "--backend", "cpu"},
+                            dir.file("stdout"), dir.file("stderr"));
+  ASSERT_NE(demo, nullptr);
+  const int status = wait_exit(demo, 180);
+  g_object_unref(demo);
+  const std::string out = read_file(dir.file("stdout"));
+  ASSERT_EQ(status, 0) << out << read_file(dir.file("stderr"));
+
+  const std::vector<std::string> lines = lines_of(dir.file("Megamind-dnn.jsonl"));
+  ASSERT_EQ(lines.size(), 20u);
+  guint64 candidates, kept;
+  ASSERT_TRUE(json_lines_parse(lines, &candidates, &kept));
+  EXPECT_GE(candidates, 20u * 3);  // a handful of anchors on the face
+  EXPECT_GE(kept, 20u);            // the face in every frame ...
+  EXPECT_LE(kept, 20u * 2);        // ... merged into about one box
+  EXPECT_NE(out.find("summary: frames 20, candidates " + std::to_string(candidates) + ", kept " +
+                     std::to_string(kept)),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(read_file(dir.file("Megamind-dnn.png")).substr(1, 3), "PNG");
 }
 
 // A full disk under the MP4, PNG or JSON: the run fails (exit status 1) saying why; nothing is
