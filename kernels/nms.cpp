@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "common/class_groups.h"
+#include "common/points.h"
 #include "cpu/cpu_nms.h"
 #include "cuda/cuda_nms.h"
 
@@ -83,6 +84,7 @@ void clear(Result *result) {
   result->kept_boxes.clear();
   result->kept_scores.clear();
   result->kept_class_ids.clear();
+  result->kept_points.clear();
 }
 
 // A frame's candidates and parameters as run() takes them, or what is wrong with them.
@@ -90,6 +92,13 @@ Status check(const CandidatesView &c, const Params &params) {
   if (c.count > kMaxCount) return Status::Error("more than 2^32 - 1 candidates");
   if (c.count > 0 && (c.boxes == nullptr || c.scores == nullptr)) {
     return Status::Error("candidates have no boxes or no scores");
+  }
+  if (c.points_per_candidate > kMaxPointsPerCandidate) {
+    return Status::Error("more than " + std::to_string(kMaxPointsPerCandidate) +
+                         " points per candidate");
+  }
+  if (c.count > 0 && c.points_per_candidate > 0 && c.points == nullptr) {
+    return Status::Error("candidates have points_per_candidate but no points");
   }
   return validate(params);
 }
@@ -200,6 +209,16 @@ void restore_class_ids(const CandidatesView &c, Result *result) {
     result->kept_class_ids[k] = c.class_ids[result->kept[k]];
   }
 }
+
+// What a backend leaves to the caller's candidates: their own class ids, and the kept
+// candidates' own points (kWeighted's merged points come from the backend, which knows which
+// candidate each kept one claimed).
+void finish_from_candidates(const CandidatesView &c, const Params &params, Result *result) {
+  restore_class_ids(c, result);
+  if (c.points_per_candidate > 0 && params.method != Method::kWeighted) {
+    detail::own_points(c, result->kept, &result->kept_points);
+  }
+}
 }  // namespace
 
 Status Context::run(const CandidatesView &c, const Params &params, Result *result) {
@@ -211,7 +230,7 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   status = out_of_memory_as_status(
       [&] {
         const Status s = run_checked(grouped(c, params, &group_ids_[0]), params, result);
-        restore_class_ids(c, result);
+        if (s.ok()) finish_from_candidates(c, params, result);
         return s;
       },
       std::to_string(c.count) + "-candidate frame");
@@ -236,15 +255,18 @@ Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *resul
         const bool any_grouped = std::any_of(frames.begin(), frames.end(), [](const Frame &f) {
           return regroups(f.candidates, f.params);
         });
-        if (!any_grouped) return run_batch_checked(frames, results);
-        std::vector<Frame> regrouped = frames;
-        group_ids_.resize(std::max<size_t>(1, frames.size()));
-        for (size_t k = 0; k < frames.size(); ++k) {
-          regrouped[k].candidates = grouped(frames[k].candidates, frames[k].params, &group_ids_[k]);
+        std::vector<Frame> regrouped;
+        if (any_grouped) {
+          regrouped = frames;
+          group_ids_.resize(std::max<size_t>(1, frames.size()));
+          for (size_t k = 0; k < frames.size(); ++k) {
+            regrouped[k].candidates =
+                grouped(frames[k].candidates, frames[k].params, &group_ids_[k]);
+          }
         }
-        const Status s = run_batch_checked(regrouped, results);
+        const Status s = run_batch_checked(any_grouped ? regrouped : frames, results);
         for (size_t k = 0; k < frames.size() && s.ok(); ++k) {
-          restore_class_ids(frames[k].candidates, &(*results)[k]);
+          finish_from_candidates(frames[k].candidates, frames[k].params, &(*results)[k]);
         }
         return s;
       },

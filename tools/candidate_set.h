@@ -12,6 +12,8 @@ struct CandidateSet {
   std::vector<float> boxes;  // x1, y1, x2, y2 per candidate
   std::vector<float> scores;
   std::vector<int32_t> classes;
+  std::vector<float> points;  // points_per_candidate x {x, y} per candidate, or empty
+  uint32_t points_per_candidate = 0;
 
   void add(float x1, float y1, float x2, float y2, float score, int32_t class_id = 0) {
     boxes.push_back(x1);
@@ -22,7 +24,14 @@ struct CandidateSet {
     classes.push_back(class_id);
   }
   size_t size() const { return scores.size(); }
-  CandidatesView view() const { return {boxes.data(), scores.data(), classes.data(), size()}; }
+  CandidatesView view() const {
+    return {boxes.data(),
+            scores.data(),
+            classes.data(),
+            size(),
+            points_per_candidate > 0 ? points.data() : nullptr,
+            points_per_candidate};
+  }
 };
 
 }  // namespace cudanms::tools

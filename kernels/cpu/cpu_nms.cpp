@@ -8,6 +8,7 @@
 #include "box_grid.h"
 #include "common/decay.h"
 #include "common/overlap.h"
+#include "common/points.h"
 #include "common/select.h"
 
 namespace cudanms::detail {
@@ -38,6 +39,10 @@ class CpuContext final : public Context {
         break;
       case Method::kWeighted:
         weighted(params, result);
+        if (candidates.points_per_candidate > 0) {
+          merged_points(candidates, result->kept, selected_.data(), claims_.data(), claims_.size(),
+                        &result->kept_points);
+        }
         break;
     }
     result->counts.kept = result->kept.size();
@@ -178,6 +183,7 @@ class CpuContext final : public Context {
     grid_.reset(boxes_);
     merged_.clear();
     kept_positions_.clear();
+    claims_.assign(boxes_.size(), UINT32_MAX);
     for (uint32_t i = 0; i < boxes_.size(); ++i) {
       uint32_t claimed_by = UINT32_MAX;  // the kept candidate's slot
       grid_.any_near(boxes_[i], [&](uint32_t slot) {
@@ -189,6 +195,7 @@ class CpuContext final : public Context {
         return false;
       });
       if (claimed_by != UINT32_MAX) {
+        claims_[i] = claimed_by;
         merged_[claimed_by].add(boxes_[i], scores_[i]);
       } else if (!full(params, kept_positions_.size())) {
         grid_.add(static_cast<uint32_t>(kept_positions_.size()), boxes_[i]);
@@ -234,6 +241,7 @@ class CpuContext final : public Context {
   std::vector<uint8_t> selected_flags_;   // soft
   std::vector<WeightedBox> merged_;       // weighted: per kept candidate
   std::vector<uint32_t> kept_positions_;  // weighted: their rank positions
+  std::vector<uint32_t> claims_;          // weighted: per rank position, the claiming kept slot
 };
 
 }  // namespace

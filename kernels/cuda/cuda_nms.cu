@@ -46,6 +46,7 @@
 
 #include "common/class_groups.h"
 #include "common/overlap.h"
+#include "common/points.h"
 #include "cpu/cpu_nms.h"
 #include "cuda_device.h"
 #include "cuda_nms.h"
@@ -700,6 +701,27 @@ class CudaContext final : public Context {
     if (!status.ok()) return status;
     read_result(params, ws_->h_out.get(), result);
     if (changes_values(params.method)) read_kept_values(result);
+    if (params.method == Method::kWeighted && c.points_per_candidate > 0) {
+      return merge_weighted_points(c, f, result);
+    }
+    return Status::Ok();
+  }
+
+  // kWeighted's points, merged on the host like the CPU backend's: the rank order and the
+  // claims kernel's clusters come back for it, only for frames with points.
+  Status merge_weighted_points(const CandidatesView &c, const FrameArgs &f, Result *result) {
+    const size_t ranked = std::min(ws_->h_out.get()[kEligible], f.dmax);
+    rank_order_.resize(ranked);
+    claims_.resize(ranked);
+    if (ranked > 0) {
+      CUDANMS_TRY(cudaMemcpyAsync(rank_order_.data(), f.order, ranked * sizeof(uint32_t),
+                                  cudaMemcpyDeviceToHost, stream_));
+      CUDANMS_TRY(cudaMemcpyAsync(claims_.data(), f.clusters, ranked * sizeof(uint32_t),
+                                  cudaMemcpyDeviceToHost, stream_));
+      CUDANMS_TRY(cudaStreamSynchronize(stream_));
+    }
+    merged_points(c, result->kept, rank_order_.data(), claims_.data(), ranked,
+                  &result->kept_points);
     return Status::Ok();
   }
 
@@ -1116,6 +1138,7 @@ class CudaContext final : public Context {
   size_t sort_temp_bytes_ = 0;
   int sms_ = 1;                                            // the device's multiprocessors
   std::unique_ptr<Context> cpu_ = create_cpu_context({});  // frames past kMaxCudaCandidates
+  std::vector<uint32_t> rank_order_, claims_;              // weighted frames with points
   std::unique_ptr<Workspace> ws_;
   std::vector<std::pair<GraphKey, cudaGraphExec_t>> graphs_;  // oldest first
 };

@@ -57,6 +57,17 @@ inline ::testing::AssertionResult same_result(const Result &got, const Result &w
       }
     }
   }
+  // The points: none without points in the candidates, else the same bits.
+  if (got.kept_points.size() != want.kept_points.size()) {
+    return ::testing::AssertionFailure() << "kept " << got.kept_points.size()
+                                         << " point coordinates, want " << want.kept_points.size();
+  }
+  for (size_t k = 0; k < got.kept_points.size(); ++k) {
+    if (bits(got.kept_points[k]) != bits(want.kept_points[k])) {
+      return ::testing::AssertionFailure() << "kept_points[" << k << "] = " << got.kept_points[k]
+                                           << ", want " << want.kept_points[k];
+    }
+  }
   return ::testing::AssertionSuccess();
 }
 

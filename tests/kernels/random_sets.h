@@ -101,6 +101,20 @@ inline std::vector<Generator> generators() {
 
 namespace cudanms::testing {
 
+// Gives every candidate `per_candidate` points spread over and around its box.
+inline void add_points(std::mt19937_64 &rng, int per_candidate, tools::CandidateSet *set) {
+  std::uniform_real_distribution<float> t(-0.25f, 1.25f);
+  set->points_per_candidate = static_cast<uint32_t>(per_candidate);
+  set->points.clear();
+  for (size_t i = 0; i < set->size(); ++i) {
+    const float *b = &set->boxes[4 * i];
+    for (int k = 0; k < per_candidate; ++k) {
+      set->points.push_back(b[0] + t(rng) * (b[2] - b[0]));
+      set->points.push_back(b[1] + t(rng) * (b[3] - b[1]));
+    }
+  }
+}
+
 struct RandomCase {
   std::string description;  // enough to find the case again with the seed
   CandidateSet set;
@@ -133,6 +147,8 @@ void for_each_random_case(uint64_t seed, int sets, size_t max_size, Visit visit)
               c.params.soft_decay =
                   uniform_int(rng, 0, 1) ? SoftDecay::kLinear : SoftDecay::kGaussian;
               c.params.sigma = uniform_int(rng, 0, 1) ? 0.5f : 0.1f;
+              // A third of the sets carry 1 to 6 points per box, near it (landmarks).
+              if (uniform_int(rng, 0, 2) == 0) add_points(rng, uniform_int(rng, 1, 6), &c.set);
               c.description =
                   g.name + " n=" + std::to_string(n) + " " + to_string(method) + " " +
                   to_string(overlap) + " threshold=" + std::to_string(threshold) +
@@ -141,6 +157,7 @@ void for_each_random_case(uint64_t seed, int sets, size_t max_size, Visit visit)
                   " Dmax=" + std::to_string(c.params.max_candidates) +
                   " max_detections=" + std::to_string(c.params.max_detections) +
                   " groups=" + class_groups_to_string(c.params.class_groups) +
+                  " points=" + std::to_string(c.set.points_per_candidate) +
                   (method == Method::kSoft ? std::string(" ") + to_string(c.params.soft_decay) +
                                                  " sigma=" + std::to_string(c.params.sigma)
                                            : std::string()) +

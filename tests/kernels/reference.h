@@ -107,6 +107,13 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
   };
   const size_t cap = p.max_detections != 0 ? p.max_detections : order.size();
 
+  const size_t point_floats = 2 * size_t{set.points_per_candidate};
+  auto points = [&](uint32_t i) { return set.points.data() + point_floats * i; };
+  auto keep_own_points = [&] {
+    for (uint32_t i : r.kept) {
+      r.kept_points.insert(r.kept_points.end(), points(i), points(i) + point_floats);
+    }
+  };
   if (p.method == Method::kSoft) {
     std::vector<float> current;
     for (uint32_t i : order) current.push_back(set.scores[i]);
@@ -137,6 +144,7 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
       }
     }
     r.counts.kept = r.kept.size();
+    keep_own_points();
     return r;
   }
 
@@ -145,6 +153,7 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
     while (!remaining.empty() && r.kept.size() < cap) {
       const uint32_t first = remaining[0];
       float total = 0, x1 = 0, y1 = 0, x2 = 0, y2 = 0;
+      std::vector<float> point_sums(point_floats, 0.0f);
       std::vector<uint32_t> rest;
       for (size_t k = 0; k < remaining.size(); ++k) {
         const uint32_t j = remaining[k];
@@ -161,9 +170,13 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
         y1 = y1 + box(j)[1] * w;
         x2 = x2 + box(j)[2] * w;
         y2 = y2 + box(j)[3] * w;
+        for (size_t v = 0; v < point_floats; ++v) point_sums[v] = point_sums[v] + points(j)[v] * w;
       }
       const float mean[4] = {x1 / total, y1 / total, x2 / total, y2 / total};
       keep_with(first, total > 0.0f ? mean : box(first), set.scores[first]);
+      for (size_t v = 0; v < point_floats; ++v) {
+        r.kept_points.push_back(total > 0.0f ? point_sums[v] / total : points(first)[v]);
+      }
       remaining = std::move(rest);
     }
     r.counts.kept = r.kept.size();
@@ -197,6 +210,7 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
     r.kept.resize(p.max_detections);
   }
   r.counts.kept = r.kept.size();
+  keep_own_points();
   return r;
 }
 

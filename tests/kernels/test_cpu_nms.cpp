@@ -123,6 +123,39 @@ TEST_F(CpuNms, WeightedMergesEachClusterByScore) {
             (std::vector<float>{0, 0, 10, 10, 40, 40, 50, 50, 4, 0, 14, 10, 42, 40, 52, 50}));
 }
 
+// Points by hand: weighted merges them with the box's weights (a's 3, b's 1, d's none); every
+// other method, and a cluster whose weights sum to 0, keeps the kept candidate's own.
+TEST_F(CpuNms, PointsFollowTheirBoxes) {
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 3.0f);
+  set.add(4, 0, 14, 10, 1.0f);  // a's cluster
+  set.add(40, 40, 50, 50, 2.0f);
+  set.add(42, 40, 52, 50, -1.0f);  // c's cluster, weight 0
+  set.add(80, 80, 90, 90, -2.0f);
+  set.add(81, 80, 91, 90, -3.0f);  // e's cluster: weights sum to 0
+  set.points_per_candidate = 2;
+  set.points = {2,  4,  8,  4,  6,  8,  12, 8,  44, 44, 48, 44,
+                46, 46, 50, 46, 82, 84, 88, 84, 99, 99, 99, 99};
+  Params params;
+  params.method = Method::kWeighted;
+  params.threshold = 0.3f;
+  params.score_threshold = -kInf;
+  Result r = run(set, params);
+  ASSERT_EQ(r.kept, (std::vector<uint32_t>{0, 2, 4}));
+  // a: (3 * (2, 4) + 1 * (6, 8)) / 4 = (3, 5); (3 * (8, 4) + 1 * (12, 8)) / 4 = (9, 5).
+  EXPECT_EQ(r.kept_points, (std::vector<float>{3, 5, 9, 5, 44, 44, 48, 44, 82, 84, 88, 84}));
+  for (Method method : {Method::kGreedy, Method::kMatrix, Method::kSoft}) {
+    params.method = method;
+    r = run(set, params);
+    std::vector<float> own;
+    for (uint32_t k : r.kept) own.insert(own.end(), &set.points[4 * k], &set.points[4 * k + 4]);
+    EXPECT_EQ(r.kept_points, own) << to_string(method);
+  }
+  // Without points, none.
+  set.points_per_candidate = 0;
+  EXPECT_TRUE(run(set, params).kept_points.empty());
+}
+
 // A suppressed candidate belongs to the best-ranked kept one that overlaps it, and still merges
 // into a kept one within max_detections when it ranks after the cap.
 TEST_F(CpuNms, WeightedClustersGoToTheBestKeptSuppressor) {

@@ -253,7 +253,11 @@ TEST_F(CudaNms, BatchesEqualTheirFramesRunAlone) {
         p.method = Method::kSoft;
         p.class_groups = {{0, 1, 2, 3}, {7, 5}};
       }
-      if (variant == 4) p.method = Method::kWeighted;
+      if (variant == 4) {  // with landmarks, merged on the host
+        p.method = Method::kWeighted;
+        add_points(rng, 5, &sets.back());
+      }
+      if (variant == 0) add_points(rng, 2, &sets.back());  // gathered in the batch
       params.push_back(p);
     }
   }

@@ -119,6 +119,26 @@ TEST(Context, CpuNeedsNoDevice) {
   EXPECT_EQ(nms->device_name(), "cpu");
 }
 
+TEST(Context, PointsWithoutAnArrayOrTooManyAreErrors) {
+  Status status;
+  auto nms = Context::create({Backend::kCpu}, &status);
+  ASSERT_TRUE(status.ok());
+  const float boxes[] = {0, 0, 1, 1};
+  const float scores[] = {1};
+  const float points[] = {0.5f, 0.5f};
+  Result result;
+  CandidatesView view{boxes, scores, nullptr, 1, nullptr, 1};
+  status = nms->run(view, Params(), &result);
+  EXPECT_NE(status.message().find("no points"), std::string::npos) << status.message();
+  view.points = points;
+  view.points_per_candidate = kMaxPointsPerCandidate + 1;
+  status = nms->run(view, Params(), &result);
+  EXPECT_NE(status.message().find("points per candidate"), std::string::npos) << status.message();
+  view.points_per_candidate = 1;
+  ASSERT_TRUE(nms->run(view, Params(), &result).ok());
+  EXPECT_EQ(result.kept_points, (std::vector<float>{0.5f, 0.5f}));
+}
+
 TEST(Context, RejectsAReserveOverTheCountLimit) {
   Status status;
   ContextOptions options;

@@ -37,6 +37,9 @@
 //       replaced by the score-weighted mean of itself and of the candidates it suppressed; a
 //       suppressed candidate belongs to the best-ranked kept one that overlaps it by more than
 //       the threshold. A kept candidate keeps its score. Result::kept_boxes holds the means.
+//     Points (CandidatesView::points: a face's landmarks, a body's joints) follow their box:
+//     Result::kept_points holds each kept candidate's own, except for kWeighted, which merges
+//     them as it merges the box, with the same weights in the same order.
 //     Classes: Params::class_groups joins classes into groups whose candidates suppress one
 //     another as if of one class; a class in no group is a group of its own.
 //  5. Params::max_detections, when not 0, keeps only the first that many kept candidates.
@@ -46,6 +49,7 @@
 // score is multiplied by the decay, s = s * d. Weighted NMS sums in rank order, the kept
 // candidate first: w = max(score, 0), t += w, X1 += x1 * w, ... (each product rounded, then
 // added), and the box becomes (X1 / t, Y1 / t, X2 / t, Y2 / t); the kept box unchanged if t is 0.
+// Its points are merged the same way, on the host for every backend.
 //
 // Overlap of a candidate b by a higher-ranked candidate a, in single precision, with no fused
 // multiply-add, in exactly this order of operations (every backend computes the same bits):
@@ -80,9 +84,14 @@ struct CandidatesView {
   const float *scores = nullptr;       // count
   const int32_t *class_ids = nullptr;  // count, or nullptr: every candidate is class 0
   size_t count = 0;                    // at most kMaxCount
+  // Optional points that belong to each box: count x points_per_candidate x {x, y}, packed.
+  // They take no part in NMS; the kept ones come back in Result::kept_points (rule 4).
+  const float *points = nullptr;
+  uint32_t points_per_candidate = 0;  // at most kMaxPointsPerCandidate; 0: no points
 };
 
 inline constexpr size_t kMaxCount = UINT32_MAX;
+inline constexpr uint32_t kMaxPointsPerCandidate = 1024;
 
 // Candidates a producer's kernels wrote to device memory (cudanms/device_candidates.h hands out
 // pooled buffers of this shape): NMS runs on them in place, after the producer's work.
@@ -139,6 +148,9 @@ struct Result {
   std::vector<float> kept_boxes;
   std::vector<float> kept_scores;
   std::vector<int32_t> kept_class_ids;
+  // For candidates with points: points_per_candidate x {x, y} per kept candidate, in the order
+  // of `kept` (kWeighted's merged, rule 4). Empty otherwise.
+  std::vector<float> kept_points;
 };
 
 // One frame of a batch (Context::run of several frames): its candidates and its parameters.
