@@ -116,12 +116,24 @@ cudanms::CandidatesView CandidateIntake::gather(GstBuffer *buffer) {
         direct = !needs_clipping(only->boxes + 4 * static_cast<size_t>(i), only->scores[i], width_,
                                  height_);
     }
-    if (direct) return {only->boxes, only->scores, only->class_ids, only->n};
+    if (direct) {
+      return {only->boxes, only->scores, only->class_ids,
+              only->n,     only->points, only->points_per_candidate};
+    }
   }
   std::sort(packed_metas_.begin(), packed_metas_.end(), by_seqnum);
   std::sort(roi_metas_.begin(), roi_metas_.end(), by_seqnum);
 
+  /* Points when a candidates meta has them: NaN for candidates that come without as many. */
+  guint points_per_candidate = 0;
+  for (GstMeta *m : packed_metas_) {
+    points_per_candidate =
+        std::max(points_per_candidate,
+                 reinterpret_cast<GstCudaNmsCandidatesMeta *>(m)->points_per_candidate);
+  }
+  const size_t point_floats = 2 * static_cast<size_t>(points_per_candidate);
   const size_t total = n_packed + roi_metas_.size();
+  points_.assign(point_floats * total, NAN);
   boxes_.resize(4 * total);
   scores_.resize(total);
   class_ids_.resize(total);
@@ -134,6 +146,8 @@ cudanms::CandidatesView CandidateIntake::gather(GstBuffer *buffer) {
     std::copy_n(c->scores, c->n, scores_.begin() + k);
     std::copy_n(c->class_ids, c->n, class_ids_.begin() + k);
     std::fill_n(roi_types_.begin() + k, c->n, 0);
+    if (c->points_per_candidate == points_per_candidate && point_floats > 0)
+      std::copy_n(c->points, point_floats * c->n, points_.begin() + point_floats * k);
     k += c->n;
   }
   for (GstMeta *m : roi_metas_) {
@@ -160,5 +174,6 @@ cudanms::CandidatesView CandidateIntake::gather(GstBuffer *buffer) {
   if (clip) {
     for (size_t i = 0; i < total; i++) clip_box(boxes_.data() + 4 * i, scores_[i], width_, height_);
   }
-  return {boxes_.data(), scores_.data(), class_ids_.data(), total};
+  return {boxes_.data(), scores_.data(), class_ids_.data(),
+          total,         points_.data(), points_per_candidate};
 }

@@ -1,5 +1,6 @@
-/* The cudanms element's intake: a frame's candidates, gathered from its candidates metas and
- * region-of-interest metas and clipped to the frame, as the view the NMS library reads. */
+/* The cudanms element's intake: a frame's candidates (and their points), gathered from its
+ * candidates metas and region-of-interest metas and clipped to the frame, as the view the NMS
+ * library reads. */
 #pragma once
 
 #include <gst/gst.h>
@@ -40,6 +41,7 @@ class CandidateIntake {
   std::vector<float> boxes_;
   std::vector<float> scores_;
   std::vector<int32_t> class_ids_;
+  std::vector<float> points_;
   std::vector<GQuark> roi_types_;
   std::vector<GstMeta *> packed_metas_;
   std::vector<GstMeta *> roi_metas_;

@@ -49,6 +49,10 @@ GstCudaNmsResultMeta *gst_cuda_nms_add_result_meta(GstBuffer *buffer,
     meta->class_ids[i] = view.class_ids ? view.class_ids[index] : 0;
     meta->labels[i] = labels.lookup(meta->class_ids[i], intake.roi_type(index));
   }
+  if (!result.kept_points.empty()) {
+    gst_cuda_nms_result_meta_set_points_per_box(meta, view.points_per_candidate);
+    std::copy(result.kept_points.begin(), result.kept_points.end(), meta->points);
+  }
   meta->candidates_in = result.counts.in;
   meta->dropped_score = result.counts.below_score;
   meta->invalid = result.counts.invalid;

@@ -16,7 +16,7 @@ void gst_cuda_nms_remove_candidate_metas(GstBuffer *buffer);
 
 /* The result meta of a frame: kept boxes copied out of @view (which may point into a candidates
  * meta about to be removed), or out of @result where it carries values (soft, weighted), their
- * labels, the counts, @latency_ns and @backend. */
+ * points, labels, the counts, @latency_ns and @backend. */
 GstCudaNmsResultMeta *gst_cuda_nms_add_result_meta(GstBuffer *buffer,
                                                    const cudanms::CandidatesView &view,
                                                    const cudanms::Result &result,

@@ -873,6 +873,7 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
       priv->result.kept_boxes.clear();
       priv->result.kept_scores.clear();
       priv->result.kept_class_ids.clear();
+      priv->result.kept_points.clear();
       priv->result.counts = cudanms::Counts();
     }
   }

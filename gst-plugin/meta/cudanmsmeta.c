@@ -4,6 +4,7 @@
 #include "gst/cudanms/cudanmsmeta.h"
 
 #include <gst/video/video.h>
+#include <math.h>
 #include <string.h>
 
 GST_DEBUG_CATEGORY_STATIC(cudanms_meta_debug);
@@ -60,6 +61,8 @@ static gboolean candidates_meta_init(GstMeta *meta, gpointer params, GstBuffer *
   c->device = NULL;
   c->mapped = TRUE;
   c->downloads = 0;
+  c->points_per_candidate = 0;
+  c->points = NULL;
   return TRUE;
 }
 
@@ -77,11 +80,16 @@ static void candidates_meta_free(GstMeta *meta, GstBuffer *buffer) {
   g_free(c->boxes);
   g_free(c->scores);
   g_free(c->class_ids);
+  g_free(c->points);
   c->boxes = NULL;
   c->scores = NULL;
   c->class_ids = NULL;
+  c->points = NULL;
   c->n = c->capacity = 0;
 }
+
+static void candidates_set_points(GstCudaNmsCandidatesMeta *meta, guint first, const gfloat *points,
+                                  guint n);
 
 /* Scale factors of a "gst-video-scale" transform, or FALSE when the sizes are unusable. */
 static gboolean scale_factors(const GstVideoMetaTransform *trans, gdouble *fx, gdouble *fy) {
@@ -105,6 +113,32 @@ static void scale_boxes(gfloat *boxes, guint n, gdouble fx, gdouble fy) {
   }
 }
 
+/* @n_points (x, y) points, scaled like the boxes. */
+static void scale_points(gfloat *points, gsize n_points, gdouble fx, gdouble fy) {
+  for (gsize i = 0; i < n_points; i++) {
+    points[2 * i] = (gfloat)(points[2 * i] * fx);
+    points[2 * i + 1] = (gfloat)(points[2 * i + 1] * fy);
+  }
+}
+
+/* The source's points when the destination carries as many per candidate, else none (NaN). */
+static const gfloat *points_for(const GstCudaNmsCandidatesMeta *dst,
+                                const GstCudaNmsCandidatesMeta *src) {
+  return dst->points_per_candidate == src->points_per_candidate ? src->points : NULL;
+}
+
+/* A new copy of @src's candidates in @dest's meta, with its points when the meta was empty. */
+static GstCudaNmsCandidatesMeta *candidates_copy_into(GstBuffer *dest,
+                                                      const GstCudaNmsCandidatesMeta *src) {
+  GstCudaNmsCandidatesMeta *dst = gst_buffer_add_cuda_nms_candidates_meta(dest, src->n);
+  if (!dst) return NULL;
+  if (dst->n == 0 && !dst->device)
+    gst_cuda_nms_candidates_meta_set_points_per_candidate(dst, src->points_per_candidate);
+  gst_cuda_nms_candidates_meta_append_with_points(dst, src->boxes, src->scores, src->class_ids,
+                                                  points_for(dst, src), src->n);
+  return dst;
+}
+
 static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
                                           GQuark type, gpointer data) {
   GstCudaNmsCandidatesMeta *src = (GstCudaNmsCandidatesMeta *)meta;
@@ -115,7 +149,7 @@ static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuf
     /* Region copies keep the meta too, as GstVideoRegionOfInterestMeta does. */
     dst = gst_buffer_add_cuda_nms_candidates_meta(dest, src->n);
     if (!dst) return FALSE;
-    if (src->device && dst->n == 0 && !dst->device) {
+    if (src->device && dst->n == 0 && !dst->device) { /* device candidates have no points */
       /* The copy shares the device candidates, and the host copy if there is one. */
       if (src->mapped)
         gst_cuda_nms_candidates_meta_append_many(dst, src->boxes, src->scores, src->class_ids,
@@ -125,8 +159,7 @@ static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuf
       return TRUE;
     }
     if (!gst_cuda_nms_candidates_meta_map(src, NULL)) return FALSE;
-    gst_cuda_nms_candidates_meta_append_many(dst, src->boxes, src->scores, src->class_ids, src->n);
-    return TRUE;
+    return candidates_copy_into(dest, src) != NULL;
   }
   if (GST_VIDEO_META_TRANSFORM_IS_SCALE(type)) {
     gdouble fx, fy;
@@ -134,11 +167,15 @@ static gboolean candidates_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuf
     if (!scale_factors((const GstVideoMetaTransform *)data, &fx, &fy)) return FALSE;
     /* Rescaled on the host: the device candidates are downloaded first. */
     if (!gst_cuda_nms_candidates_meta_map(src, NULL)) return FALSE;
-    dst = gst_buffer_add_cuda_nms_candidates_meta(dest, src->n);
+    first = gst_buffer_get_cuda_nms_candidates_meta(dest)
+                ? gst_buffer_get_cuda_nms_candidates_meta(dest)->n
+                : 0;
+    dst = candidates_copy_into(dest, src);
     if (!dst) return FALSE;
-    first = dst->n;
-    gst_cuda_nms_candidates_meta_append_many(dst, src->boxes, src->scores, src->class_ids, src->n);
     scale_boxes(dst->boxes + 4 * (gsize)first, src->n, fx, fy);
+    if (dst->points)
+      scale_points(dst->points + 2 * (gsize)dst->points_per_candidate * first,
+                   (gsize)dst->points_per_candidate * src->n, fx, fy);
     GST_LOG("scaled %u candidates by %f x %f", src->n, fx, fy);
     return TRUE;
   }
@@ -183,7 +220,30 @@ void gst_cuda_nms_candidates_meta_reserve(GstCudaNmsCandidatesMeta *meta, guint 
   meta->boxes = g_renew(gfloat, meta->boxes, 4 * (gsize)capacity);
   meta->scores = g_renew(gfloat, meta->scores, capacity);
   meta->class_ids = g_renew(gint32, meta->class_ids, capacity);
+  if (meta->points_per_candidate > 0)
+    meta->points = g_renew(gfloat, meta->points, 2 * (gsize)meta->points_per_candidate * capacity);
   meta->capacity = capacity;
+}
+
+gboolean gst_cuda_nms_candidates_meta_set_points_per_candidate(GstCudaNmsCandidatesMeta *meta,
+                                                               guint points_per_candidate) {
+  g_return_val_if_fail(meta != NULL, FALSE);
+  if (points_per_candidate == meta->points_per_candidate) return TRUE;
+  if (meta->device || points_per_candidate > 1024 ||
+      (meta->n > 0 && meta->points_per_candidate > 0)) {
+    GST_WARNING("%u points per candidate refused: %s", points_per_candidate,
+                points_per_candidate > 1024 ? "more than 1024"
+                : meta->device              ? "the meta holds device candidates"
+                                            : "its candidates have other points");
+    return FALSE;
+  }
+  g_free(meta->points);
+  meta->points = NULL;
+  meta->points_per_candidate = points_per_candidate;
+  if (points_per_candidate > 0 && meta->capacity > 0)
+    meta->points = g_new(gfloat, 2 * (gsize)points_per_candidate * meta->capacity);
+  candidates_set_points(meta, 0, NULL, meta->n); /* those already there have none */
+  return TRUE;
 }
 
 gboolean gst_cuda_nms_candidates_meta_set_device(GstCudaNmsCandidatesMeta *meta,
@@ -194,6 +254,7 @@ gboolean gst_cuda_nms_candidates_meta_set_device(GstCudaNmsCandidatesMeta *meta,
     gst_cuda_nms_device_candidates_unref(device);
     return FALSE;
   }
+  gst_cuda_nms_candidates_meta_set_points_per_candidate(meta, 0); /* device ones have none */
   meta->device = device;
   meta->mapped = FALSE;
   return TRUE;
@@ -252,6 +313,20 @@ static gboolean candidates_take_host(GstCudaNmsCandidatesMeta *meta) {
   return TRUE;
 }
 
+/* The points of candidates [@first, @first + @n): @points, or NaN (no point) when NULL. */
+static void candidates_set_points(GstCudaNmsCandidatesMeta *meta, guint first, const gfloat *points,
+                                  guint n) {
+  const gsize per = 2 * (gsize)meta->points_per_candidate;
+  gfloat *dst;
+  if (per == 0) return;
+  dst = meta->points + per * first;
+  if (points) {
+    memcpy(dst, points, sizeof(gfloat) * per * n);
+  } else {
+    for (gsize i = 0; i < per * n; i++) dst[i] = NAN;
+  }
+}
+
 void gst_cuda_nms_candidates_meta_append(GstCudaNmsCandidatesMeta *meta, gfloat x1, gfloat y1,
                                          gfloat x2, gfloat y2, gfloat score, gint32 class_id) {
   gfloat *b;
@@ -265,12 +340,20 @@ void gst_cuda_nms_candidates_meta_append(GstCudaNmsCandidatesMeta *meta, gfloat 
   b[3] = y2;
   meta->scores[meta->n] = score;
   meta->class_ids[meta->n] = class_id;
+  candidates_set_points(meta, meta->n, NULL, 1);
   meta->n++;
 }
 
 void gst_cuda_nms_candidates_meta_append_many(GstCudaNmsCandidatesMeta *meta, const gfloat *boxes,
                                               const gfloat *scores, const gint32 *class_ids,
                                               guint n) {
+  gst_cuda_nms_candidates_meta_append_with_points(meta, boxes, scores, class_ids, NULL, n);
+}
+
+void gst_cuda_nms_candidates_meta_append_with_points(GstCudaNmsCandidatesMeta *meta,
+                                                     const gfloat *boxes, const gfloat *scores,
+                                                     const gint32 *class_ids, const gfloat *points,
+                                                     guint n) {
   g_return_if_fail(meta != NULL);
   if (n == 0) return;
   g_return_if_fail(boxes != NULL && scores != NULL);
@@ -282,6 +365,7 @@ void gst_cuda_nms_candidates_meta_append_many(GstCudaNmsCandidatesMeta *meta, co
     memcpy(meta->class_ids + meta->n, class_ids, sizeof(gint32) * (gsize)n);
   else
     memset(meta->class_ids + meta->n, 0, sizeof(gint32) * (gsize)n);
+  candidates_set_points(meta, meta->n, points, n);
   meta->n += n;
 }
 
@@ -317,6 +401,8 @@ static gboolean result_meta_init(GstMeta *meta, gpointer params, GstBuffer *buff
   r->gpu_time_ns = 0;
   r->backend = "cpu";
   r->labels = NULL;
+  r->points_per_box = 0;
+  r->points = NULL;
   return TRUE;
 }
 
@@ -327,10 +413,12 @@ static void result_meta_free(GstMeta *meta, GstBuffer *buffer) {
   g_free(r->scores);
   g_free(r->class_ids);
   g_free(r->labels);
+  g_free(r->points);
   r->boxes = NULL;
   r->scores = NULL;
   r->class_ids = NULL;
   r->labels = NULL;
+  r->points = NULL;
   r->n_kept = 0;
 }
 
@@ -351,6 +439,9 @@ static GstCudaNmsResultMeta *result_meta_copy(GstBuffer *dest, const GstCudaNmsR
   dst->latency_ns = src->latency_ns;
   dst->gpu_time_ns = src->gpu_time_ns;
   dst->backend = src->backend;
+  gst_cuda_nms_result_meta_set_points_per_box(dst, src->points_per_box);
+  if (dst->points)
+    memcpy(dst->points, src->points, 2 * sizeof(gfloat) * (gsize)src->points_per_box * src->n_kept);
   return dst;
 }
 
@@ -367,6 +458,7 @@ static gboolean result_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer 
     dst = result_meta_copy(dest, src);
     if (!dst) return FALSE;
     scale_boxes(dst->boxes, dst->n_kept, fx, fy);
+    if (dst->points) scale_points(dst->points, (gsize)dst->points_per_box * dst->n_kept, fx, fy);
     return TRUE;
   }
   return FALSE;
@@ -398,6 +490,15 @@ GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, gui
     r->labels = g_new0(const gchar *, n_kept);
   }
   return r;
+}
+
+void gst_cuda_nms_result_meta_set_points_per_box(GstCudaNmsResultMeta *meta, guint points_per_box) {
+  g_return_if_fail(meta != NULL);
+  g_free(meta->points);
+  meta->points = NULL;
+  meta->points_per_box = points_per_box;
+  if (points_per_box > 0 && meta->n_kept > 0)
+    meta->points = g_new0(gfloat, 2 * (gsize)points_per_box * meta->n_kept);
 }
 
 /* ------------------------------------------------------------------------------------------ */

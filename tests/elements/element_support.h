@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,10 @@ inline GstBuffer *packed_buffer(const CandidateSet &set) {
   GstBuffer *buf = gst_buffer_new();
   GstCudaNmsCandidatesMeta *meta =
       gst_buffer_add_cuda_nms_candidates_meta(buf, static_cast<guint>(set.size()));
-  gst_cuda_nms_candidates_meta_append_many(meta, set.boxes.data(), set.scores.data(),
-                                           set.classes.data(), static_cast<guint>(set.size()));
+  gst_cuda_nms_candidates_meta_set_points_per_candidate(meta, set.points_per_candidate);
+  gst_cuda_nms_candidates_meta_append_with_points(meta, set.boxes.data(), set.scores.data(),
+                                                  set.classes.data(), set.points.data(),
+                                                  static_cast<guint>(set.size()));
   return buf;
 }
 
@@ -206,6 +209,13 @@ inline ::testing::AssertionResult output_matches(GstBuffer *out, const Candidate
                       std::abs(roi.y_max - b[3] / double(height)) > 1e-9))
       return ::testing::AssertionFailure() << "ROI " << i << " normalized box is wrong";
   }
+  // The points, bit for bit: the library's (kept or merged), or none.
+  const size_t point_floats = 2 * size_t{r->points_per_box} * r->n_kept;
+  if (want.kept_points.size() != point_floats ||
+      (point_floats > 0 && std::memcmp(r->points, want.kept_points.data(),
+                                       point_floats * sizeof(float)) != 0))
+    return ::testing::AssertionFailure() << "result points differ: " << point_floats
+                                         << " floats, want " << want.kept_points.size();
   return ::testing::AssertionSuccess();
 }
 

@@ -311,6 +311,42 @@ TEST_F(CudaNmsElement, VariantsFromLaunchSyntax) {
   EXPECT_EQ(pop_messages(GST_MESSAGE_ERROR), 0u);
 }
 
+// Landmarks through the element: weighted NMS merges them into the result meta; candidates of
+// a second meta without points bring NaN ones.
+TEST_F(CudaNmsElement, PointsReachTheResultMeta) {
+  start("backend=cpu method=weighted iou-threshold=0.3");
+  GstBuffer *in = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(in, 2);
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_set_points_per_candidate(c, 1));
+  const float boxes[] = {100, 100, 200, 200, 104, 100, 204, 200};
+  const float scores[] = {3.0f, 1.0f};
+  const float points[] = {150, 120, 154, 124};
+  gst_cuda_nms_candidates_meta_append_with_points(c, boxes, scores, nullptr, points, 2);
+  GstBuffer *out = process(in);
+  GstCudaNmsResultMeta *r = gst_buffer_get_cuda_nms_result_meta(out);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->n_kept, 1u);
+  ASSERT_EQ(r->points_per_box, 1u);
+  EXPECT_EQ(r->points[0], 151.0f);  // (150 * 3 + 154) / 4
+  EXPECT_EQ(r->points[1], 121.0f);  // (120 * 3 + 124) / 4
+  gst_buffer_unref(out);
+
+  // A second frame: its one candidate with points and one from a region-of-interest meta.
+  in = gst_buffer_new();
+  c = gst_buffer_add_cuda_nms_candidates_meta(in, 1);
+  gst_cuda_nms_candidates_meta_set_points_per_candidate(c, 1);
+  gst_cuda_nms_candidates_meta_append_with_points(c, boxes, scores, nullptr, points, 1);
+  gst_buffer_add_video_region_of_interest_meta(in, "face", 400, 400, 50, 50);
+  out = process(in);
+  r = gst_buffer_get_cuda_nms_result_meta(out);
+  ASSERT_EQ(r->n_kept, 2u);
+  ASSERT_EQ(r->points_per_box, 1u);
+  EXPECT_EQ(r->points[0], 150.0f);  // its own
+  EXPECT_TRUE(std::isnan(r->points[2]));
+  gst_buffer_unref(out);
+  EXPECT_EQ(pop_messages(GST_MESSAGE_ERROR), 0u);
+}
+
 TEST_F(CudaNmsElement, RoiWithoutDetectionCountsAsScoreOneClassFromRoiType) {
   start();
   GstBuffer *in = gst_buffer_new();

@@ -5,6 +5,7 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -167,6 +168,64 @@ TEST_F(Meta, ScaleTransformRescalesBoxes) {
   EXPECT_EQ(s->class_ids[0], 2);
   gst_buffer_unref(in);
   gst_buffer_unref(out);
+}
+
+// Points: a meta whose candidates have other points refuses new ones; candidates appended
+// without them get NaN; copies keep them and scaling scales them like the boxes, in both metas.
+TEST_F(Meta, PointsAppendCopyAndScale) {
+  GstBuffer *in = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(in, 0);
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_set_points_per_candidate(c, 2));
+  EXPECT_FALSE(gst_cuda_nms_candidates_meta_set_points_per_candidate(c, 1025));
+  const float boxes[] = {10, 20, 110, 220, 0, 0, 8, 8};
+  const float scores[] = {0.9f, 0.5f};
+  const float points[] = {30, 40, 50, 60, 1, 2, 3, 4};
+  gst_cuda_nms_candidates_meta_append_with_points(c, boxes, scores, nullptr, points, 2);
+  gst_cuda_nms_candidates_meta_append(c, 1, 1, 2, 2, 0.1f, 0);
+  ASSERT_EQ(c->n, 3u);
+  EXPECT_FALSE(gst_cuda_nms_candidates_meta_set_points_per_candidate(c, 3));
+  EXPECT_EQ(std::vector<float>(c->points, c->points + 8), std::vector<float>(points, points + 8));
+  for (int k = 8; k < 12; k++) EXPECT_TRUE(std::isnan(c->points[k]));
+
+  // Candidates already in a meta without points get NaN ones when points come.
+  GstBuffer *other = gst_buffer_new();
+  GstCudaNmsCandidatesMeta *o = gst_buffer_add_cuda_nms_candidates_meta(other, 1);
+  gst_cuda_nms_candidates_meta_append(o, 1, 1, 2, 2, 0.1f, 0);
+  ASSERT_TRUE(gst_cuda_nms_candidates_meta_set_points_per_candidate(o, 1));
+  EXPECT_TRUE(std::isnan(o->points[0]) && std::isnan(o->points[1]));
+  gst_buffer_unref(other);
+
+  GstBuffer *copy = gst_buffer_copy(in);
+  GstCudaNmsCandidatesMeta *cc = gst_buffer_get_cuda_nms_candidates_meta(copy);
+  ASSERT_NE(cc, nullptr);
+  EXPECT_EQ(cc->points_per_candidate, 2u);
+  EXPECT_NE(cc->points, c->points);
+  EXPECT_EQ(std::vector<float>(cc->points, cc->points + 8), std::vector<float>(points, points + 8));
+
+  GstVideoInfo in_info, out_info;
+  gst_video_info_set_format(&in_info, GST_VIDEO_FORMAT_GRAY8, 640, 480);
+  gst_video_info_set_format(&out_info, GST_VIDEO_FORMAT_GRAY8, 320, 960);
+  GstVideoMetaTransform trans = {&in_info, &out_info};
+  GstBuffer *out = gst_buffer_new();
+  ASSERT_TRUE(GST_CUDA_NMS_CANDIDATES_META_INFO->transform_func(
+      out, &c->meta, in, gst_video_meta_transform_scale_get_quark(), &trans));
+  GstCudaNmsCandidatesMeta *s = gst_buffer_get_cuda_nms_candidates_meta(out);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(std::vector<float>(s->points, s->points + 8),
+            (std::vector<float>{15, 80, 25, 120, 0.5f, 4, 1.5f, 8}));
+
+  GstCudaNmsResultMeta *r = gst_buffer_add_cuda_nms_result_meta(in, 1);
+  gst_cuda_nms_result_meta_set_points_per_box(r, 1);
+  ASSERT_NE(r->points, nullptr);
+  r->points[0] = 100, r->points[1] = 10;
+  GstBuffer *out2 = gst_buffer_new();
+  ASSERT_TRUE(GST_CUDA_NMS_RESULT_META_INFO->transform_func(
+      out2, &r->meta, in, gst_video_meta_transform_scale_get_quark(), &trans));
+  GstCudaNmsResultMeta *rs = gst_buffer_get_cuda_nms_result_meta(out2);
+  ASSERT_NE(rs, nullptr);
+  EXPECT_EQ(rs->points_per_box, 1u);
+  EXPECT_EQ(std::vector<float>(rs->points, rs->points + 2), (std::vector<float>{50, 20}));
+  for (GstBuffer *b : {in, copy, out, out2}) gst_buffer_unref(b);
 }
 
 // Through the real videoscale element: 640x480 -> 1280x240.

@@ -104,6 +104,9 @@ void gst_cuda_nms_device_candidates_unref(GstCudaNmsDeviceCandidates *dc);
  * @mapped: whether the arrays hold the candidates (always TRUE without @device)
  * @downloads: how many times @device was copied to the host for this meta (0 or 1): a pipeline
  *   that keeps its candidates on the GPU shows 0
+ * @points_per_candidate: how many points (a face's landmarks, a body's joints) each candidate
+ *   carries, 0 for none
+ * @points: @n x @points_per_candidate x {x, y} in frame pixels, or NULL without points
  *
  * All of a frame's candidate windows, in packed arrays: the layout cudanms hands to its NMS
  * library without a copy. Read the fields; change them only through the functions below.
@@ -120,6 +123,9 @@ struct _GstCudaNmsCandidatesMeta {
   GstCudaNmsDeviceCandidates *device;
   gboolean mapped;
   guint downloads;
+
+  guint points_per_candidate;
+  gfloat *points;
 };
 
 GType gst_cuda_nms_candidates_meta_api_get_type(void);
@@ -158,6 +164,20 @@ void gst_cuda_nms_candidates_meta_append_many(GstCudaNmsCandidatesMeta *meta, co
                                               const gfloat *scores, const gint32 *class_ids,
                                               guint n);
 
+/* Gives every candidate of the meta @points_per_candidate points (at most 1024), which NMS
+ * carries to the kept boxes (cudanms: weighted NMS merges them like the box). Candidates already
+ * in the meta, and those later appended without points, get NaN points (none known). FALSE, and
+ * nothing changes, for device candidates or when the candidates have another number of points. */
+gboolean gst_cuda_nms_candidates_meta_set_points_per_candidate(GstCudaNmsCandidatesMeta *meta,
+                                                               guint points_per_candidate);
+
+/* Appends @n candidates as _append_many() does, with their points: @points holds
+ * n x points_per_candidate x {x, y}. */
+void gst_cuda_nms_candidates_meta_append_with_points(GstCudaNmsCandidatesMeta *meta,
+                                                     const gfloat *boxes, const gfloat *scores,
+                                                     const gint32 *class_ids, const gfloat *points,
+                                                     guint n);
+
 /* Forgets the candidates, keeping the host memory and dropping device candidates. */
 void gst_cuda_nms_candidates_meta_clear(GstCudaNmsCandidatesMeta *meta);
 
@@ -188,6 +208,9 @@ typedef struct _GstCudaNmsResultMeta GstCudaNmsResultMeta;
  * @backend: where NMS ran: "cpu" or "cuda" (a static string)
  * @labels: @n_kept class names (interned strings, never freed): the label cudanms knows for the
  *   class (its labels property, else the detector's label event), else the class id in decimal
+ * @points_per_box: the points each kept box carries from its candidates, 0 for none
+ * @points: @n_kept x @points_per_box x {x, y} in frame pixels (weighted NMS: merged like the
+ *   box), or NULL
  *
  * What cudanms did with a frame's candidates.
  */
@@ -208,6 +231,9 @@ struct _GstCudaNmsResultMeta {
   guint64 gpu_time_ns;
   const gchar *backend;
   const gchar **labels;
+
+  guint points_per_box;
+  gfloat *points;
 };
 
 GType gst_cuda_nms_result_meta_api_get_type(void);
@@ -216,6 +242,9 @@ const GstMetaInfo *gst_cuda_nms_result_meta_get_info(void);
 /* Adds a result meta with arrays for @n_kept boxes (zeroed) and zero counts; the caller fills
  * them. The buffer must be writable. */
 GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, guint n_kept);
+
+/* Gives the kept boxes @points_per_box points each (zeroed), for the caller to fill. */
+void gst_cuda_nms_result_meta_set_points_per_box(GstCudaNmsResultMeta *meta, guint points_per_box);
 
 /* The buffer's result meta, or NULL. */
 #define gst_buffer_get_cuda_nms_result_meta(b) \
