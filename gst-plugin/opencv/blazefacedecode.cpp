@@ -49,6 +49,7 @@ float Letterbox::frame_y(float v, int input_size) const {
 void Candidates::clear() {
   boxes.clear();
   scores.clear();
+  keypoints.clear();
 }
 
 void decode(const float *logits, const float *regressors, const Anchor *anchors, size_t count,
@@ -67,6 +68,10 @@ void decode(const float *logits, const float *regressors, const Anchor *anchors,
                       {letterbox.frame_x(xc - half_w), letterbox.frame_y(yc - half_h),
                        letterbox.frame_x(xc + half_w), letterbox.frame_y(yc + half_h)});
     out->scores.push_back(score);
+    for (int k = 0; k < kKeypoints; k++) {
+      out->keypoints.push_back(letterbox.frame_x(a.x_center + r[4 + 2 * k] / scale));
+      out->keypoints.push_back(letterbox.frame_y(a.y_center + r[5 + 2 * k] / scale));
+    }
   }
 }
 

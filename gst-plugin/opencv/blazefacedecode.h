@@ -1,6 +1,6 @@
 /* BlazeFace's raw output as NMS candidates: MediaPipe's anchors, the letterbox that fits a frame
  * into the model's square input, and the decoding of the score and regressor tensors into boxes
- * in frame pixels. Plain C++: no GStreamer, no OpenCV. */
+ * and keypoints in frame pixels. Plain C++: no GStreamer, no OpenCV. */
 #pragma once
 
 #include <cstddef>
@@ -10,9 +10,9 @@ namespace cudanms::blazeface {
 
 /* The front (short-range) model's square input, in pixels. */
 constexpr int kInputSize = 128;
-/* Values per anchor in the regressor tensors: a box (x, y, w, h), then six keypoints (x, y),
- * which the candidates meta has no place for and which are not decoded. */
-constexpr int kRegressors = 16;
+/* Values per anchor in the regressor tensors: a box (x, y, w, h), then six keypoints (x, y). */
+constexpr int kKeypoints = 6;
+constexpr int kRegressors = 4 + 2 * kKeypoints;
 
 /* An anchor's centre in [0, 1] of the model's input. Its size is 1 x 1: MediaPipe's face graph
  * sets fixed_anchor_size, so the regressors alone give the box's size. */
@@ -45,16 +45,19 @@ struct Letterbox {
 
 /* The candidates of one frame, in frame pixels, in anchor order. */
 struct Candidates {
-  std::vector<float> boxes;  /* x1, y1, x2, y2 per candidate */
-  std::vector<float> scores; /* sigmoid of the logit, clipped to [-100, 100] first */
+  std::vector<float> boxes;     /* x1, y1, x2, y2 per candidate */
+  std::vector<float> scores;    /* sigmoid of the logit, clipped to [-100, 100] first */
+  std::vector<float> keypoints; /* kKeypoints x {x, y} per candidate, in MediaPipe's order: right
+                                   eye, left eye, nose tip, mouth centre, right and left ear
+                                   tragion (the subject's right and left) */
   void clear();
   size_t size() const { return scores.size(); }
 };
 
 /* Appends every anchor of one output head whose score is at least score_threshold
  * (MediaPipe's TensorsToDetectionsCalculator with sigmoid_score, score_clipping_thresh 100,
- * reverse_output_order and x/y/w/h scales of 128): logits[i] and regressors[kRegressors * i]
- * belong to anchors[i], i < count. */
+ * reverse_output_order and x/y/w/h scales of 128; keypoints offset from the anchor like the
+ * box's centre): logits[i] and regressors[kRegressors * i] belong to anchors[i], i < count. */
 void decode(const float *logits, const float *regressors, const Anchor *anchors, size_t count,
             float score_threshold, const Letterbox &letterbox, Candidates *out);
 

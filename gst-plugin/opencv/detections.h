@@ -21,6 +21,9 @@ class GstCvLabelAnnouncer {
 
 /* Attaches the frame's candidates (boxes: x1, y1, x2, y2 each), all of @class_id, as one
  * candidates meta, even when there are none: downstream can tell "no candidates" from "no
- * detector". FALSE when the meta cannot be added. */
+ * detector". With @points_per_candidate > 0, @points holds that many (x, y) per candidate.
+ * FALSE when the meta cannot be added. */
 gboolean gst_cv_attach_candidates(GstBuffer *buffer, const std::vector<float> &boxes,
-                                  const std::vector<float> &scores, gint class_id);
+                                  const std::vector<float> &scores, gint class_id,
+                                  const std::vector<float> &points = {},
+                                  guint points_per_candidate = 0);

@@ -60,6 +60,7 @@ struct Box {
   std::string label;
   gint class_id;
   double score, x, y, w, h;
+  std::vector<double> points; /* x, y, ...: the result meta's points of the box */
 };
 
 /* The kept boxes of the result meta, or the ROI metas in the order they were added. */
@@ -74,6 +75,11 @@ std::vector<Box> boxes_of(GstBuffer *buf, GstCudaNmsResultMeta *result,
       const gchar *label = result->labels ? result->labels[i] : nullptr;
       boxes.push_back({label ? std::string(label) : gst_cv_label_lookup(labels, class_id), class_id,
                        result->scores[i], b[0], b[1], b[2] - b[0], b[3] - b[1]});
+      if (result->points) {
+        const size_t per = 2 * static_cast<size_t>(result->points_per_box);
+        const gfloat *p = result->points + per * i;
+        boxes.back().points.assign(p, p + per);
+      }
     }
     return boxes;
   }
@@ -152,6 +158,22 @@ void encode_cudanms(GstObject *element, JsonBuilder *b, GstBuffer *buf,
     add_double(b, "y", box.y);
     add_double(b, "w", box.w);
     add_double(b, "h", box.h);
+    if (!box.points.empty()) {
+      /* [[x, y], ...]; a point the candidates did not have (NaN) is null: JSON has no NaN. */
+      json_builder_set_member_name(b, "points");
+      json_builder_begin_array(b);
+      for (size_t k = 0; k + 1 < box.points.size(); k += 2) {
+        if (std::isfinite(box.points[k]) && std::isfinite(box.points[k + 1])) {
+          json_builder_begin_array(b);
+          json_builder_add_double_value(b, box.points[k]);
+          json_builder_add_double_value(b, box.points[k + 1]);
+          json_builder_end_array(b);
+        } else {
+          json_builder_add_null_value(b);
+        }
+      }
+      json_builder_end_array(b);
+    }
     json_builder_end_object(b);
   }
   json_builder_end_array(b);

@@ -1,7 +1,8 @@
 /* One JSON object per frame from its detection metadata, shared by jsonmetawriter and
  * metapublish. Two formats:
  *   cudanms     the project's own: frame, pts, width, height, candidates, kept, backend,
- *               nms_latency_us, boxes[{label, class_id, score, x, y, w, h}] (+ source)
+ *               nms_latency_us, boxes[{label, class_id, score, x, y, w, h, points[[x, y]]
+ *               (only with points, e.g. facial keypoints)}] (+ source)
  *   dlstreamer  DL Streamer gvametaconvert's (dlstreamer/dlstreamer
  *               gst/elements/gvametaconvert/jsonconverter.cpp, get_frame_data and
  *               convert_roi_detection): resolution{width, height}, source, timestamp (ns of

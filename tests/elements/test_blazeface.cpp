@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/objdetect.hpp>
 #include <string>
@@ -87,6 +88,8 @@ TEST(BlazeFaceDecode, HandComputedAnchor) {
   logits[213] = 2.0f;
   float *r = &regressors[213 * bf::kRegressors];
   r[0] = 4, r[1] = -2, r[2] = 40, r[3] = 44;
+  r[4] = -10, r[5] = -8;  // keypoint 0 (right eye) at (74, 44) input pixels
+  r[14] = 20, r[15] = 0;  // keypoint 5 (left ear tragion) at (104, 52)
   const bf::Letterbox l = bf::Letterbox::fit(720, 528);
   bf::Candidates out;
   bf::decode(logits.data(), regressors.data(), bf::front_anchors().data(), 512, 0.5f, l, &out);
@@ -98,6 +101,15 @@ TEST(BlazeFaceDecode, HandComputedAnchor) {
   EXPECT_FLOAT_EQ(out.boxes[2], 607.5f);
   EXPECT_FLOAT_EQ(out.boxes[3], 55.0f * 528 / 94);
   EXPECT_FLOAT_EQ(out.scores[0], 1.0f / (1.0f + std::exp(-2.0f)));  // 0.8808
+  // Keypoints offset from the anchor's centre (84, 52) like the box's: (74, 44 - 17) and
+  // (104, 52 - 17) letterbox pixels; the four between sit on the anchor's centre.
+  ASSERT_EQ(out.keypoints.size(), 12u);
+  EXPECT_FLOAT_EQ(out.keypoints[0], 74 * 5.625f);
+  EXPECT_FLOAT_EQ(out.keypoints[1], 27.0f * 528 / 94);
+  EXPECT_FLOAT_EQ(out.keypoints[2], 84 * 5.625f);
+  EXPECT_FLOAT_EQ(out.keypoints[3], 35.0f * 528 / 94);
+  EXPECT_FLOAT_EQ(out.keypoints[10], 104 * 5.625f);
+  EXPECT_FLOAT_EQ(out.keypoints[11], 35.0f * 528 / 94);
 }
 
 TEST(BlazeFaceDecode, ThresholdClippingAndNaN) {
@@ -222,11 +234,11 @@ TEST_F(BlazeFace, KeptBoxOnTheHaarFaceOfMegamind) {
     }
     GstBuffer *result = gst_harness_push_and_pull(nms, out);
     ASSERT_NE(result, nullptr);
+    std::unique_ptr<GstBuffer, decltype(&gst_buffer_unref)> own_result(result, gst_buffer_unref);
     const GstCudaNmsResultMeta *r = gst_buffer_get_cuda_nms_result_meta(result);
     ASSERT_NE(r, nullptr);
     const std::vector<Box> boxes = boxes_of(r->boxes, r->n_kept);
     kept += boxes.size();
-    gst_buffer_unref(result);
     if (std::find(checked.begin(), checked.end(), i) == checked.end()) continue;
 
     cv::Mat gray;
@@ -242,6 +254,22 @@ TEST_F(BlazeFace, KeptBoxOnTheHaarFaceOfMegamind) {
     EXPECT_GE(best, 0.5f) << "frame " << i << ": Haar face " << f << ", " << boxes.size()
                           << " kept boxes";
     EXPECT_LE(boxes.size(), 2u) << "frame " << i << ": one box per face";
+    // The face's merged keypoints: both eyes inside the box, the right one (the subject's) on
+    // the image's left, above the mouth.
+    ASSERT_EQ(r->points_per_box, 6u);
+    for (guint k = 0; k < r->n_kept; k++) {
+      const float *p = r->points + 12 * k;
+      const float *b = r->boxes + 4 * k;
+      if (iou(face, boxes[k]) < 0.5f) continue;
+      for (int e = 0; e < 2; e++) {
+        EXPECT_TRUE(p[2 * e] > b[0] && p[2 * e] < b[2] && p[2 * e + 1] > b[1] &&
+                    p[2 * e + 1] < b[3])
+            << "frame " << i << ": eye " << e << " outside its box";
+      }
+      EXPECT_LT(p[0], p[2]) << "frame " << i;
+      EXPECT_LT(p[1], p[7]) << "frame " << i;
+      EXPECT_LT(p[3], p[7]) << "frame " << i;
+    }
   }
   gst_harness_teardown(detector);
   gst_harness_teardown(nms);
@@ -258,7 +286,7 @@ TEST_F(BlazeFace, KeptBoxOnTheHaarFaceOfMegamind) {
 }
 
 // The same frame in any of the formats it takes: the same letterboxed input, so the same
-// candidates, bit for bit.
+// candidates and keypoints, bit for bit.
 TEST_F(BlazeFace, AcceptsTheRgbFormats) {
   SKIP_WITHOUT_FILE(opencv_sample("Megamind.avi"), "opencv-doc");
   SKIP_WITHOUT_BLAZEFACE_MODEL();
@@ -283,6 +311,8 @@ TEST_F(BlazeFace, AcceptsTheRgbFormats) {
     ASSERT_GE(c->n, 1u) << format << ": frame 100 shows a face";
     std::vector<float> v(c->boxes, c->boxes + 4 * c->n);
     v.insert(v.end(), c->scores, c->scores + c->n);
+    ASSERT_EQ(c->points_per_candidate, 6u) << format;
+    v.insert(v.end(), c->points, c->points + 12 * c->n);
     values.push_back(v);
     gst_buffer_unref(out);
     gst_harness_teardown(h);

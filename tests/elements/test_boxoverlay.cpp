@@ -4,6 +4,8 @@
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -148,6 +150,38 @@ TEST_F(BoxOverlay, CandidatesThinAndLightUnderTheKeptBox) {
       }
     }
   }
+  gst_buffer_unmap(out, &map);
+  gst_buffer_unref(out);
+}
+
+// The result meta's points: a (2 * line-width + 1)-pixel square centred on each point's pixel,
+// in the box's class color, clipped at the frame's edge; NaN points are not drawn.
+TEST_F(BoxOverlay, ResultPointsAsSmallSquares) {
+  h_ = gst_harness_new_parse("boxoverlay line-width=1 draw-labels=false");
+  gst_harness_set_src_caps_str(h_, "video/x-raw,format=RGBA,width=64,height=48,framerate=30/1");
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, kWidth * kHeight * 4, nullptr);
+  gst_buffer_memset(buf, 0, 0, kWidth * kHeight * 4);
+  GstCudaNmsResultMeta *r = gst_buffer_add_cuda_nms_result_meta(buf, 1);
+  gst_cuda_nms_result_meta_set_points_per_box(r, 3);
+  const float points[] = {20.5f, 10.9f, NAN, NAN, 0.0f, 47.2f};
+  std::copy(points, points + 6, r->points);
+  GstBuffer *out = gst_harness_push_and_pull(h_, buf);
+  ASSERT_NE(out, nullptr);
+  GstMapInfo map;
+  ASSERT_TRUE(gst_buffer_map(out, &map, GST_MAP_READ));
+  auto in_square = [](int x, int y, int cx, int cy) {
+    return x >= cx - 1 && x <= cx + 1 && y >= cy - 1 && y <= cy + 1;
+  };
+  int changed = 0;
+  for (int y = 0; y < kHeight; y++) {
+    for (int x = 0; x < kWidth; x++) {
+      const guint8 *p = map.data + (y * kWidth + x) * 4;
+      const bool drawn = p[1] == 230;
+      EXPECT_EQ(drawn, in_square(x, y, 20, 10) || in_square(x, y, 0, 47)) << x << "," << y;
+      changed += p[0] != 0 || p[1] != 0 || p[2] != 0;
+    }
+  }
+  EXPECT_EQ(changed, 9 + 4);  // the second square clipped to its 2x2 inside the frame
   gst_buffer_unmap(out, &map);
   gst_buffer_unref(out);
 }

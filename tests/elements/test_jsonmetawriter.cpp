@@ -1,11 +1,17 @@
 // jsonmetawriter when its file cannot be written: a full disk or a file size limit stops the
-// stream with an element error carrying the OS's reason; no JSON line is lost silently.
+// stream with an element error carrying the OS's reason; no JSON line is lost silently. And the
+// points of kept boxes in its lines.
 #include <glib/gstdio.h>
+#include <gst/check/gstharness.h>
+#include <gst/cudanms/cudanmsmeta.h>
 #include <gst/gst.h>
 #include <gtest/gtest.h>
+#include <json-glib/json-glib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <string>
 
@@ -92,6 +98,44 @@ TEST_F(JsonMetaWriter, AnUnwritableLocationIsAnErrorAtStart) {
   const Ending ending = run_to_end(writer_pipeline("/nonexistent/dir/lines.jsonl"));
   EXPECT_TRUE(ending.error);
   EXPECT_NE(ending.text.find("/nonexistent/dir/lines.jsonl"), std::string::npos) << ending.text;
+}
+
+// A kept box's points (blazeface's keypoints through cudanms) as [[x, y], ...]; an unknown (NaN)
+// point as null, since JSON has no NaN.
+TEST_F(JsonMetaWriter, PointsOfAKeptBox) {
+  gchar *dir = g_dir_make_tmp("jsonpoints-XXXXXX", nullptr);
+  const std::string path = std::string(dir) + "/lines.jsonl";
+  GstHarness *h = gst_harness_new_parse(("jsonmetawriter location=\"" + path + "\"").c_str());
+  gst_harness_set_src_caps_str(h, "video/x-raw,format=GRAY8,width=64,height=48,framerate=30/1");
+  GstBuffer *buf = gst_buffer_new_allocate(nullptr, 64 * 48, nullptr);
+  GstCudaNmsResultMeta *r = gst_buffer_add_cuda_nms_result_meta(buf, 1);
+  const float box[] = {10, 12, 30, 40};
+  std::copy(box, box + 4, r->boxes);
+  r->scores[0] = 0.75f;
+  gst_cuda_nms_result_meta_set_points_per_box(r, 2);
+  const float points[] = {15.5f, 20.25f, NAN, NAN};
+  std::copy(points, points + 4, r->points);
+  gst_buffer_unref(gst_harness_push_and_pull(h, buf));
+  gst_harness_teardown(h);  // closes the file
+
+  gchar *text = nullptr;
+  ASSERT_TRUE(g_file_get_contents(path.c_str(), &text, nullptr, nullptr));
+  JsonParser *parser = json_parser_new();
+  ASSERT_TRUE(json_parser_load_from_data(parser, text, -1, nullptr)) << text;
+  JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+  JsonObject *b = json_array_get_object_element(json_object_get_array_member(o, "boxes"), 0);
+  JsonArray *p = json_object_get_array_member(b, "points");
+  ASSERT_NE(p, nullptr) << text;
+  ASSERT_EQ(json_array_get_length(p), 2u);
+  JsonArray *first = json_array_get_array_element(p, 0);
+  EXPECT_EQ(json_array_get_double_element(first, 0), 15.5);
+  EXPECT_EQ(json_array_get_double_element(first, 1), 20.25);
+  EXPECT_TRUE(JSON_NODE_HOLDS_NULL(json_array_get_element(p, 1)));
+  g_object_unref(parser);
+  g_free(text);
+  g_unlink(path.c_str());
+  g_rmdir(dir);
+  g_free(dir);
 }
 
 }  // namespace

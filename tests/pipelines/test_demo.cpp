@@ -74,6 +74,11 @@ TEST(Demo, FacesThroughBlazeFaceAndWeightedNms) {
             std::string::npos)
       << out;
   EXPECT_EQ(read_file(dir.file("Megamind-dnn.png")).substr(1, 3), "PNG");
+  // Each kept face carries its six merged keypoints into the JSON.
+  size_t with_points = 0;
+  for (const std::string &line : lines)
+    with_points += line.find("\"points\":[[") != std::string::npos;
+  EXPECT_GE(with_points, 19u);
 }
 
 // A full disk under the MP4, PNG or JSON: the run fails (exit status 1) saying why; nothing is
