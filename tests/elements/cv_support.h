@@ -29,6 +29,29 @@ inline void init_cv_elements_once() {
   ASSERT_TRUE(done);
 }
 
+// A detector that loads its model at start: the state change fails with an error, whose
+// message this returns. `element` is its launch description, e.g. "cvdetect model=x.xml".
+inline std::string start_error(const std::string &element) {
+  GstElement *pipeline = gst_parse_launch(
+      ("videotestsrc num-buffers=1 ! videoconvert ! " + element + " ! fakesink").c_str(), nullptr);
+  EXPECT_NE(pipeline, nullptr);
+  if (!pipeline) return "";
+  std::string text;
+  EXPECT_EQ(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  if (GstMessage *m = gst_bus_timed_pop_filtered(bus, 5 * GST_SECOND, GST_MESSAGE_ERROR)) {
+    GError *error = nullptr;
+    gst_message_parse_error(m, &error, nullptr);
+    text = error->message;
+    g_clear_error(&error);
+    gst_message_unref(m);
+  }
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+  return text;
+}
+
 inline std::string opencv_sample(const char *name) {
   return std::string("/usr/share/doc/opencv-doc/examples/data/") + name;
 }

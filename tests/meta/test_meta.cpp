@@ -18,6 +18,17 @@ class Meta : public ::testing::Test {
   static void SetUpTestSuite() { gst_init(nullptr, nullptr); }
 };
 
+// The "gst-video-scale" transform of `meta` (on `in`) into `out`, from 640x480 to 320x960, called
+// the way video filters call it.
+bool scale_to_320x960(GstMeta *meta, GstBuffer *in, GstBuffer *out) {
+  GstVideoInfo in_info, out_info;
+  gst_video_info_set_format(&in_info, GST_VIDEO_FORMAT_GRAY8, 640, 480);
+  gst_video_info_set_format(&out_info, GST_VIDEO_FORMAT_GRAY8, 320, 960);
+  GstVideoMetaTransform trans = {&in_info, &out_info};
+  return meta->info->transform_func(out, meta, in, gst_video_meta_transform_scale_get_quark(),
+                                    &trans);
+}
+
 TEST_F(Meta, AddAppendGet) {
   GstBuffer *buf = gst_buffer_new();
   EXPECT_EQ(gst_buffer_get_cuda_nms_candidates_meta(buf), nullptr);
@@ -152,14 +163,8 @@ TEST_F(Meta, ScaleTransformRescalesBoxes) {
   GstBuffer *in = gst_buffer_new();
   GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(in, 0);
   gst_cuda_nms_candidates_meta_append(c, 10, 20, 110, 220, 0.9f, 2);
-  GstVideoInfo in_info, out_info;
-  gst_video_info_set_format(&in_info, GST_VIDEO_FORMAT_GRAY8, 640, 480);
-  gst_video_info_set_format(&out_info, GST_VIDEO_FORMAT_GRAY8, 320, 960);
-  GstVideoMetaTransform trans = {&in_info, &out_info};
   GstBuffer *out = gst_buffer_new();
-  const GstMetaInfo *info = GST_CUDA_NMS_CANDIDATES_META_INFO;
-  ASSERT_TRUE(
-      info->transform_func(out, &c->meta, in, gst_video_meta_transform_scale_get_quark(), &trans));
+  ASSERT_TRUE(scale_to_320x960(&c->meta, in, out));
   GstCudaNmsCandidatesMeta *s = gst_buffer_get_cuda_nms_candidates_meta(out);
   ASSERT_NE(s, nullptr);
   ASSERT_EQ(s->n, 1u);
@@ -202,13 +207,8 @@ TEST_F(Meta, PointsAppendCopyAndScale) {
   EXPECT_NE(cc->points, c->points);
   EXPECT_EQ(std::vector<float>(cc->points, cc->points + 8), std::vector<float>(points, points + 8));
 
-  GstVideoInfo in_info, out_info;
-  gst_video_info_set_format(&in_info, GST_VIDEO_FORMAT_GRAY8, 640, 480);
-  gst_video_info_set_format(&out_info, GST_VIDEO_FORMAT_GRAY8, 320, 960);
-  GstVideoMetaTransform trans = {&in_info, &out_info};
   GstBuffer *out = gst_buffer_new();
-  ASSERT_TRUE(GST_CUDA_NMS_CANDIDATES_META_INFO->transform_func(
-      out, &c->meta, in, gst_video_meta_transform_scale_get_quark(), &trans));
+  ASSERT_TRUE(scale_to_320x960(&c->meta, in, out));
   GstCudaNmsCandidatesMeta *s = gst_buffer_get_cuda_nms_candidates_meta(out);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(std::vector<float>(s->points, s->points + 8),
@@ -219,8 +219,7 @@ TEST_F(Meta, PointsAppendCopyAndScale) {
   ASSERT_NE(r->points, nullptr);
   r->points[0] = 100, r->points[1] = 10;
   GstBuffer *out2 = gst_buffer_new();
-  ASSERT_TRUE(GST_CUDA_NMS_RESULT_META_INFO->transform_func(
-      out2, &r->meta, in, gst_video_meta_transform_scale_get_quark(), &trans));
+  ASSERT_TRUE(scale_to_320x960(&r->meta, in, out2));
   GstCudaNmsResultMeta *rs = gst_buffer_get_cuda_nms_result_meta(out2);
   ASSERT_NE(rs, nullptr);
   EXPECT_EQ(rs->points_per_box, 1u);
@@ -369,13 +368,8 @@ TEST_F(Meta, RescalingDownloadsDeviceCandidatesFirst) {
   GstBuffer *in = gst_buffer_new();
   GstCudaNmsCandidatesMeta *c = gst_buffer_add_cuda_nms_candidates_meta(in, 0);
   gst_cuda_nms_candidates_meta_set_device(c, fake_candidates(&d));
-  GstVideoInfo in_info, out_info;
-  gst_video_info_set_format(&in_info, GST_VIDEO_FORMAT_GRAY8, 640, 480);
-  gst_video_info_set_format(&out_info, GST_VIDEO_FORMAT_GRAY8, 320, 960);
-  GstVideoMetaTransform trans = {&in_info, &out_info};
   GstBuffer *out = gst_buffer_new();
-  ASSERT_TRUE(GST_CUDA_NMS_CANDIDATES_META_INFO->transform_func(
-      out, &c->meta, in, gst_video_meta_transform_scale_get_quark(), &trans));
+  ASSERT_TRUE(scale_to_320x960(&c->meta, in, out));
   GstCudaNmsCandidatesMeta *s = gst_buffer_get_cuda_nms_candidates_meta(out);
   ASSERT_EQ(s->n, 2u);
   EXPECT_EQ(s->device, nullptr) << "the rescaled copy is a host copy";
