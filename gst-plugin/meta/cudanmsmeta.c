@@ -318,7 +318,7 @@ static void candidates_set_points(GstCudaNmsCandidatesMeta *meta, guint first, c
                                   guint n) {
   const gsize per = 2 * (gsize)meta->points_per_candidate;
   gfloat *dst;
-  if (per == 0) return;
+  if (per == 0 || n == 0) return; /* also: no arithmetic on points while it is still NULL */
   dst = meta->points + per * first;
   if (points) {
     memcpy(dst, points, sizeof(gfloat) * per * n);
