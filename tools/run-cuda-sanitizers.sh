@@ -13,8 +13,9 @@ export CUDANMS_TOOL="$PWD/$build/tools/cudanms-tool"  # what test_cudanms_tool r
 
 # binary | gtest filter: the CUDA tests of each binary.
 targets=(
-  # The large frames: the same kernels as the others, too slow under racecheck (Soft-NMS at 30k).
-  "tests/kernels/test_cuda_nms|*-*LargeSlidingWindowFrames*"
+  # The large frames: the same kernels as the others (the dense, tied and adversarial frames run
+  # the spatial pairs and the whole-GPU settle), too slow under racecheck (Soft-NMS at 30k).
+  "tests/kernels/test_cuda_nms|*-*LargeSlidingWindowFrames*:*LargeFramesInSpatialOrder*"
   "tests/tools/test_cudanms_tool|*.Cuda*"
   "tests/elements/test_cudanms|CudaNmsElement.CudaPath*"
   # Every cascade kernel (tilted integrals included) runs in these; the real-frames test is the

@@ -14,16 +14,20 @@
 //             rank is counted in parallel, one launch; larger frames use CUB's radix sort (stable,
 //             so equal keys keep index order) and a gather. Device candidates are always
 //             counted, a tile of keys at a time: the sort would need their count on the host.
-//   pairs     a block per (8 ranks i, 256 ranks j, staged in shared memory), a warp per i, a
-//             ballot per 32 j < i; where j suppresses i, greedy appends j to i's predecessor
-//             list and matrix counts it: memory O(Dmax * kMaxPredecessors), not Dmax^2. A list
-//             that overflows is dropped (the settle kernel tests that rank's overlaps again) and
-//             no longer filled.
-//   settle    one block per frame. Greedy: the unique fixpoint of "i is kept iff no predecessor
-//             is kept", reached by rounds of in-place sweeps (Cluster-NMS on edges, REFERENCE.md),
-//             each round also walking the first 32 undecided ranks in rank order, so that any
-//             input, even a chain of suppressions, settles in at most Dmax / 32 rounds. Matrix:
-//             kept iff no suppressor. Then the kept candidates' indices, in rank order, at most
+//   pairs     where rank j < i suppresses rank i, greedy appends j to i's predecessor list and
+//             matrix counts it: memory O(Dmax * kMaxPredecessors), not Dmax^2. A list that
+//             overflows is dropped (the settle kernel tests that rank's overlaps again) and no
+//             longer filled. A single frame's pairs are found in spatial order, only between
+//             tiles of boxes that can meet (spatial_pairs.h); a batch's frames test every pair
+//             in rank order, a block per (8 ranks i, 256 ranks j staged in shared memory), a
+//             warp per i, a ballot per 32 j < i.
+//   settle    greedy: the unique fixpoint of "i is kept iff no predecessor is kept". A single
+//             frame: over the whole GPU in one pass, a warp per word of 32 ranks waiting on its
+//             ranks' earlier predecessors (dataflow_settle_kernel). A batch: one block per frame,
+//             rounds of in-place sweeps (Cluster-NMS on edges, REFERENCE.md), each round also
+//             walking the first 32 undecided ranks in rank order, so that any input, even a chain
+//             of suppressions, settles in at most Dmax / 32 rounds. Matrix: kept iff no
+//             suppressor. Then the kept candidates' indices, in rank order, at most
 //             max_detections of them, written into mapped host memory.
 //   D2H       device candidates only: the kept values, written by a kernel into mapped memory
 // The number of candidates and of ranked ones is known only on the device, so every kernel reads
@@ -53,6 +57,7 @@
 #include "cudanms/device_candidates.h"
 #include "frame_args.h"
 #include "small_frames.h"
+#include "spatial_pairs.h"
 #include "valued_methods.h"
 
 #define CUDANMS_TRY(call) CUDANMS_CUDA_TRY(call)
@@ -61,9 +66,9 @@ namespace cudanms {
 namespace detail {
 namespace {
 
-constexpr uint32_t kMaxPredecessors = 512;
 constexpr int kSettleThreads = 1024;
-constexpr int kScanItems = 8;  // ranks per thread per compaction step
+constexpr int kDataflowWarps = 8;  // per block of dataflow_settle_kernel
+constexpr int kScanItems = 8;      // ranks per thread per compaction step
 constexpr int kClassifyThreads = 256;
 constexpr uint32_t kCountingRankMax = 16 * 1024;
 constexpr int kCountingWarps = 32;          // each counts over a 32nd of the frame
@@ -121,13 +126,15 @@ __global__ void __launch_bounds__(kClassifyThreads) classify_kernel(const FrameA
   count_in(&header[kEligible], valid && !below);
 }
 
-// Puts the candidate `p` of key `key` at rank r (< Dmax), and zeroes its predecessor count.
+// Puts the candidate `p` of key `key` at rank r (< Dmax), zeroes its predecessor count and makes
+// it undecided.
 __device__ void place(const FrameArgs &f, uint32_t r, uint32_t p, float key) {
   f.order[r] = p;
   f.rank_scores[r] = key;
   f.rank_boxes[r] = f.boxes[p];
   f.rank_classes[r] = class_of(f, p);
   f.counts[r] = 0;
+  f.statuses[r] = kUndecided;
 }
 
 // The rank stage in one launch: an eligible candidate's rank is the number of candidates ranked
@@ -290,14 +297,14 @@ __device__ bool suppresses_rank(const Ranked &r, uint32_t j, const Box &b, int32
 // Calls visit(j, status of j) for each predecessor j of rank i, n of them, until visit returns
 // false: from its list, or, when the list overflowed, by testing every rank before i, in rank
 // order.
-template <typename Visit>
+template <typename StatusOf, typename Visit>
 __device__ void for_each_predecessor(uint32_t i, uint32_t n, const uint32_t *predecessors,
-                                     const Ranked &ranked, uint32_t *statuses, Visit visit) {
+                                     const Ranked &ranked, StatusOf status_of, Visit visit) {
   if (n > kMaxPredecessors) {
     const Box b = to_box(ranked.boxes[i]);
     const int32_t class_b = ranked.classes[i];
     for (uint32_t j = 0; j < i; ++j) {
-      if (suppresses_rank(ranked, j, b, class_b) && !visit(j, load_status(statuses, j))) return;
+      if (suppresses_rank(ranked, j, b, class_b) && !visit(j, status_of(j))) return;
     }
     return;
   }
@@ -313,7 +320,7 @@ __device__ void for_each_predecessor(uint32_t i, uint32_t n, const uint32_t *pre
     uint8_t status[kBatch];
 #pragma unroll
     for (uint32_t q = 0; q < kBatch; ++q) {
-      status[q] = k + q < n ? load_status(statuses, p[q]) : kSuppressed;
+      status[q] = k + q < n ? status_of(p[q]) : kSuppressed;
     }
 #pragma unroll
     for (uint32_t q = 0; q < kBatch; ++q) {
@@ -324,13 +331,14 @@ __device__ void for_each_predecessor(uint32_t i, uint32_t n, const uint32_t *pre
 
 // A greedy rank's status from its predecessors': suppressed by a kept one, kept when all are
 // suppressed, else undecided.
+template <typename StatusOf>
 __device__ uint8_t greedy_verdict(uint32_t i, uint32_t n, const uint32_t *predecessors,
-                                  const Ranked &ranked, uint32_t *statuses) {
+                                  const Ranked &ranked, StatusOf status_of) {
   // A list is read to its end for a kept predecessor; a test of every rank before i stops at
   // the first undecided one too, as a later sweep will settle it more cheaply.
   const bool stop_at_undecided = n > kMaxPredecessors;
   uint8_t verdict = kKept;
-  for_each_predecessor(i, n, predecessors, ranked, statuses, [&](uint32_t, uint8_t s) {
+  for_each_predecessor(i, n, predecessors, ranked, status_of, [&](uint32_t, uint8_t s) {
     if (s == kKept) verdict = kSuppressed;
     if (s == kUndecided) verdict = kUndecided;
     return verdict == kKept || (verdict == kUndecided && !stop_at_undecided);
@@ -348,7 +356,8 @@ __device__ void decide_frontier(uint32_t t, uint32_t m, uint32_t lane, const uin
   bool kept_before = false;
   uint32_t within = 0;  // bit k: rank t + k suppresses rank i
   if (status == kUndecided) {
-    for_each_predecessor(i, n, predecessors, ranked, statuses, [&](uint32_t j, uint8_t s) {
+    const auto status_of = [statuses](uint32_t j) { return load_status(statuses, j); };
+    for_each_predecessor(i, n, predecessors, ranked, status_of, [&](uint32_t j, uint8_t s) {
       if (j >= t) {
         within |= 1u << (j - t);
       } else if (s == kKept) {
@@ -388,8 +397,26 @@ __device__ uint32_t block_prefix_sum(uint32_t m, SettleScan::TempStorage &storag
   return base;
 }
 
-// Writes the output: the staged counters, the kept count and the indices of the kept candidates
-// in rank order, at most `limit` of them.
+// The output of a frame whose m ranks are decided, by the whole block: the staged counters, the
+// kept count and the indices of the kept candidates in rank order, at most `limit` of them.
+template <typename IsKept>
+__device__ void write_output(const FrameArgs &f, uint32_t m, SettleScan::TempStorage &scan,
+                             IsKept is_kept) {
+  if (threadIdx.x < kHeaderWords && threadIdx.x != kKeptCount) {
+    f.out[threadIdx.x] = f.header[threadIdx.x];
+  }
+  const uint32_t kept = block_prefix_sum(
+      m, scan, [&](uint32_t i) { return is_kept(i) ? 1u : 0u; },
+      [&](uint32_t i, uint32_t slot) {
+        if (is_kept(i) && slot < f.limit) {
+          f.out[kHeaderWords + slot] = f.order[i];
+          if (f.kept_ranks) f.kept_ranks[slot] = i;
+        }
+      });
+  if (threadIdx.x == 0) f.out[kKeptCount] = f.header[kKeptCount] = min(kept, f.limit);
+}
+
+// One block per frame settles it in shared memory, then writes its output.
 template <Method kMethod>
 __global__ void __launch_bounds__(kSettleThreads) settle_kernel(const FrameArgs *frames) {
   const FrameArgs f = frames[blockIdx.x];  // a copy: the stores below cannot alias it
@@ -397,9 +424,6 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(const FrameArgs 
   const uint32_t *counts = f.counts;
   const uint32_t *predecessors = f.predecessors;
   const Ranked ranked{f.rank_boxes, f.rank_classes, f.overlap, f.threshold};
-  const uint32_t *order = f.order;
-  const uint32_t limit = f.limit;
-  uint32_t *out = f.out;
   extern __shared__ uint32_t s_dynamic[];
   __shared__ uint32_t s_frontier[3];  // per round: read, lowered, reset (rounds overlap)
   __shared__ SettleScan::TempStorage s_scan;
@@ -409,7 +433,6 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(const FrameArgs 
   uint16_t *s_counts = reinterpret_cast<uint16_t *>(status_bytes + settle_counts_offset(m));
   const bool shared_counts = m <= kSharedCounts;
   const uint32_t tid = threadIdx.x;
-  if (tid < kHeaderWords && tid != kKeptCount) out[tid] = header[tid];
   if (tid < 3) s_frontier[tid] = tid == 0 ? 0 : m;
 
   for (uint32_t i = tid; i < m; i += kSettleThreads) {
@@ -419,6 +442,7 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(const FrameArgs 
   }
   __syncthreads();
   auto count_of = [&](uint32_t i) { return shared_counts ? s_counts[i] : counts[i]; };
+  const auto status_of = [statuses](uint32_t j) { return load_status(statuses, j); };
 
   // Each round, warp 0 decides the 32 ranks from the first undecided one (the frontier), while
   // the other warps sweep the undecided ranks past them. A rank is settled only from final
@@ -434,7 +458,7 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(const FrameArgs 
     uint32_t first_undecided = m;
     for (uint32_t i = frontier + tid; tid >= kWarp && i < m; i += kSettleThreads - kWarp) {
       if (load_status(statuses, i) != kUndecided) continue;
-      const uint8_t verdict = greedy_verdict(i, count_of(i), predecessors, ranked, statuses);
+      const uint8_t verdict = greedy_verdict(i, count_of(i), predecessors, ranked, status_of);
       if (verdict == kUndecided) {
         first_undecided = min(first_undecided, i);
       } else {
@@ -445,15 +469,47 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(const FrameArgs 
     __syncthreads();
   }
 
-  const uint32_t kept = block_prefix_sum(
-      m, s_scan, [&](uint32_t i) { return status_bytes[i] == kKept ? 1u : 0u; },
-      [&](uint32_t i, uint32_t slot) {
-        if (status_bytes[i] == kKept && slot < limit) {
-          out[kHeaderWords + slot] = order[i];
-          if (f.kept_ranks) f.kept_ranks[slot] = i;
-        }
-      });
-  if (tid == 0) out[kKeptCount] = f.header[kKeptCount] = min(kept, limit);
+  write_output(f, m, s_scan, [&](uint32_t i) { return status_bytes[i] == kKept; });
+}
+
+// Greedy's settle of a single frame over the whole GPU, in one pass: a thread per rank, in warps
+// of 32 ranks taken in rank order from a ticket counter, so that a thread waits only on ranks of
+// warps already running (whatever the GPU schedules; lanes of one warp wait on one another under
+// independent thread scheduling). Rank i reads its predecessors' statuses: one kept suppresses
+// it, all suppressed keep it, else it reads them again. It publishes its own status at once, so
+// waits follow chains of suppression, not the order of the words; most ranks are settled by the
+// first kept rank of their cluster. A rank whose list overflowed tests the ranks before it in
+// rank order and waits on the first undecided suppressor.
+__global__ void __launch_bounds__(kDataflowWarps *kWarp)
+    dataflow_settle_kernel(const FrameArgs *frame) {
+  const FrameArgs f = *frame;  // a copy: the stores below cannot alias it
+  const uint32_t m = ranked_count(f.header, f.dmax);
+  const uint32_t lane = threadIdx.x % kWarp;
+  uint32_t ticket = 0;
+  if (lane == 0) ticket = atomicAdd(&f.header[kSettleTickets], 1u);
+  const uint32_t i = __shfl_sync(kFullMask, ticket, 0) * kWarp + lane;
+  if (i >= m) return;
+  const Ranked ranked{f.rank_boxes, f.rank_classes, f.overlap, f.threshold};
+  const auto status_of = [&f](uint32_t j) {
+    return static_cast<uint8_t>(cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(f.statuses[j])
+                                    .load(cuda::memory_order_relaxed));
+  };
+  const uint32_t n = f.counts[i];
+  uint8_t verdict = greedy_verdict(i, n, f.predecessors, ranked, status_of);
+  while (verdict == kUndecided) {
+    __nanosleep(32);
+    verdict = greedy_verdict(i, n, f.predecessors, ranked, status_of);
+  }
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(f.statuses[i])
+      .store(verdict, cuda::memory_order_relaxed);
+}
+
+// The output of a single frame after dataflow_settle_kernel.
+__global__ void __launch_bounds__(kSettleThreads) output_kernel(const FrameArgs *frame) {
+  __shared__ SettleScan::TempStorage s_scan;
+  const FrameArgs f = *frame;  // a copy: the stores below cannot alias it
+  write_output(f, ranked_count(f.header, f.dmax), s_scan,
+               [&f](uint32_t i) { return f.statuses[i] == kKept; });
 }
 
 // Device candidates: the kept ones' values, straight into mapped host memory.
@@ -512,6 +568,12 @@ struct GraphKey {
            std::tie(o.capacity, o.most, o.with_classes, o.method);
   }
 };
+
+// A single frame ranking more than this many candidates finds its pairs in spatial order: below
+// it, CUB's sort and the tiles (~30 µs at 3 000 on an H100, Nsight Compute) cost more than
+// testing every pair (22 µs at 3 000, growing as N²; the spatial stage took 130 µs at 10 000).
+constexpr uint32_t kSpatialPairsMin = 6144;
+bool spatial_pairs(size_t frames, size_t most) { return frames == 1 && most > kSpatialPairsMin; }
 
 // Frames in one launch sequence at most; larger batches go in turn.
 constexpr size_t kMaxBatch = 1024;
@@ -586,6 +648,7 @@ class CudaContext final : public Context {
     DeviceArray<float4> d_rank_boxes;
     DeviceArray<int32_t> d_rank_classes;
     DeviceArray<uint32_t> d_counts;
+    DeviceArray<uint32_t> d_statuses;
     DeviceArray<uint32_t> d_predecessors;
     DeviceArray<uint32_t> d_kept_ranks;  // weighted: per rank
     DeviceArray<uint32_t> d_clusters;    // weighted: per rank
@@ -593,6 +656,14 @@ class CudaContext final : public Context {
     DeviceArray<float> d_sorted_keys;    // a frame past kCountingRankMax: CUB's sort
     DeviceArray<uint32_t> d_iota;
     DeviceArray<unsigned char> d_sort_temp;
+    // A single frame's pairs in spatial order (spatial_pairs.h).
+    DeviceArray<uint32_t> d_spatial_keys;   // in, then out
+    DeviceArray<uint32_t> d_spatial_ranks;  // in, then out
+    DeviceArray<float4> d_spatial_boxes;
+    DeviceArray<int32_t> d_spatial_classes;
+    DeviceArray<float4> d_tile_bounds;
+    DeviceArray<uint32_t> d_meetings;
+    DeviceArray<unsigned char> d_spatial_temp;
   };
 
   // Soft and weighted frames: one at a time, through the staged stages (never the small-frame
@@ -622,6 +693,7 @@ class CudaContext final : public Context {
     f.rank_scores = w.d_rank_scores.get() + b * M;
     f.rank_classes = w.d_rank_classes.get() + b * M;
     f.counts = w.d_counts.get() + b * M;
+    f.statuses = w.d_statuses.get() + b * M;
     f.predecessors = w.d_predecessors.get() + b * M * kMaxPredecessors;
     f.capacity = capacity;
     f.dmax = static_cast<uint32_t>(std::min<size_t>(params.max_candidates, UINT32_MAX));
@@ -972,26 +1044,72 @@ class CudaContext final : public Context {
     }
     Status status = launch_rank(frames, count, capacity, most, sort);
     if (!status.ok()) return status;
-    const uint32_t rows = (most + kPairRows - 1) / kPairRows;
-    const uint32_t chunk_groups = (most + kPairColumns - 1) / kPairColumns;
-    const size_t settle_bytes = settle_shared_bytes(most);
     if (greedy > 0) {
-      pairs_kernel<Method::kGreedy>
-          <<<dim3(rows, chunk_groups, greedy), kPairWarps * kWarp, 0, stream_>>>(frames);
-      CUDANMS_TRY(cudaGetLastError());
-      settle_kernel<Method::kGreedy><<<greedy, kSettleThreads, settle_bytes, stream_>>>(frames);
-      CUDANMS_TRY(cudaGetLastError());
+      status = launch_pairs(frames, greedy, Method::kGreedy, most);
+      if (status.ok()) status = launch_settle(frames, greedy, Method::kGreedy, most);
+      if (!status.ok()) return status;
     }
     if (count > greedy) {
-      pairs_kernel<Method::kMatrix>
-          <<<dim3(rows, chunk_groups, count - greedy), kPairWarps * kWarp, 0, stream_>>>(frames +
-                                                                                         greedy);
-      CUDANMS_TRY(cudaGetLastError());
-      settle_kernel<Method::kMatrix>
-          <<<count - greedy, kSettleThreads, settle_bytes, stream_>>>(frames + greedy);
-      CUDANMS_TRY(cudaGetLastError());
+      status = launch_pairs(frames + greedy, count - greedy, Method::kMatrix, most);
+      if (status.ok())
+        status = launch_settle(frames + greedy, count - greedy, Method::kMatrix, most);
+      if (!status.ok()) return status;
     }
     return Status::Ok();
+  }
+
+  // The settle stage and the output of `count` frames of one method ranking at most `most`
+  // candidates each: a single greedy frame over the whole GPU, else a block per frame.
+  Status launch_settle(const FrameArgs *frames, uint32_t count, Method method, uint32_t most) {
+    if (count == 1 && method == Method::kGreedy) {
+      const uint32_t blocks = (most + kDataflowWarps * kWarp - 1) / (kDataflowWarps * kWarp);
+      dataflow_settle_kernel<<<blocks, kDataflowWarps * kWarp, 0, stream_>>>(frames);
+      CUDANMS_TRY(cudaGetLastError());
+      output_kernel<<<1, kSettleThreads, 0, stream_>>>(frames);
+    } else if (method == Method::kGreedy) {
+      settle_kernel<Method::kGreedy>
+          <<<count, kSettleThreads, settle_shared_bytes(most), stream_>>>(frames);
+    } else {
+      settle_kernel<Method::kMatrix>
+          <<<count, kSettleThreads, settle_shared_bytes(most), stream_>>>(frames);
+    }
+    CUDANMS_TRY(cudaGetLastError());
+    return Status::Ok();
+  }
+
+  // The pair stage of `count` frames of one method, ranking at most `most` candidates each: a
+  // single frame of more than kSpatialPairsMin in spatial order (its buffers reserved with the
+  // workspace), else in rank order, a block per frame and tile of pairs.
+  Status launch_pairs(const FrameArgs *frames, uint32_t count, Method method, uint32_t most) {
+    if (spatial_pairs(count, most)) {
+      CUDANMS_TRY(launch_spatial_pairs(frames, method, most, sms_, spatial_buffers(), stream_));
+      return Status::Ok();
+    }
+    const dim3 grid((most + kPairRows - 1) / kPairRows, (most + kPairColumns - 1) / kPairColumns,
+                    count);
+    if (method == Method::kGreedy) {
+      pairs_kernel<Method::kGreedy><<<grid, kPairWarps * kWarp, 0, stream_>>>(frames);
+    } else {
+      pairs_kernel<Method::kMatrix><<<grid, kPairWarps * kWarp, 0, stream_>>>(frames);
+    }
+    CUDANMS_TRY(cudaGetLastError());
+    return Status::Ok();
+  }
+
+  SpatialPairsBuffers spatial_buffers() const {
+    const Workspace &w = *ws_;
+    SpatialPairsBuffers b{};
+    b.keys_in = w.d_spatial_keys.get();
+    b.keys_out = b.keys_in + spatial_capacity_;
+    b.ranks_in = w.d_spatial_ranks.get();
+    b.ranks_out = b.ranks_in + spatial_capacity_;
+    b.boxes = w.d_spatial_boxes.get();
+    b.classes = w.d_spatial_classes.get();
+    b.tile_bounds = w.d_tile_bounds.get();
+    b.meetings = w.d_meetings.get();
+    b.sort_temp = w.d_spatial_temp.get();
+    b.sort_temp_bytes = spatial_temp_bytes_;
+    return b;
   }
 
   // One soft or weighted frame: the rank stage, then Soft-NMS's selections, or greedy's pairs
@@ -1004,13 +1122,9 @@ class CudaContext final : public Context {
       CUDANMS_TRY(launch_soft(frame, stream_));
       return Status::Ok();
     }
-    pairs_kernel<Method::kGreedy>
-        <<<dim3((most + kPairRows - 1) / kPairRows, (most + kPairColumns - 1) / kPairColumns, 1),
-           kPairWarps * kWarp, 0, stream_>>>(frame);
-    CUDANMS_TRY(cudaGetLastError());
-    settle_kernel<Method::kGreedy>
-        <<<1, kSettleThreads, settle_shared_bytes(most), stream_>>>(frame);
-    CUDANMS_TRY(cudaGetLastError());
+    status = launch_pairs(frame, 1, Method::kGreedy, most);
+    if (status.ok()) status = launch_settle(frame, 1, Method::kGreedy, most);
+    if (!status.ok()) return status;
     CUDANMS_TRY(launch_weighted_merge(frame, most, stream_));
     return Status::Ok();
   }
@@ -1085,6 +1199,7 @@ class CudaContext final : public Context {
       step(w.d_rank_boxes.reserve(ranked));
       step(w.d_rank_classes.reserve(ranked));
       step(w.d_counts.reserve(ranked));
+      step(w.d_statuses.reserve(ranked));
       step(w.d_predecessors.reserve(ranked * kMaxPredecessors));
       step(w.d_kept_ranks.reserve(ranked));
       step(w.d_clusters.reserve(ranked));
@@ -1098,6 +1213,22 @@ class CudaContext final : public Context {
       CUDANMS_TRY(cudaStreamSynchronize(stream_));
       ranked_capacity_ = ranked;
       output_capacity_ = outputs;
+    }
+    if (spatial_pairs(frames, M) && M > spatial_capacity_) {
+      spatial_capacity_ = 0;
+      drop_graphs();
+      size_t temp_bytes = 0;
+      CUDANMS_TRY(spatial_sort_temp_bytes(static_cast<uint32_t>(M), &temp_bytes));
+      step(w.d_spatial_keys.reserve(2 * M));
+      step(w.d_spatial_ranks.reserve(2 * M));
+      step(w.d_spatial_boxes.reserve(M));
+      step(w.d_spatial_classes.reserve(M));
+      step(w.d_tile_bounds.reserve(spatial_tiles(static_cast<uint32_t>(M))));
+      step(w.d_meetings.reserve(spatial_meetings(static_cast<uint32_t>(M))));
+      step(w.d_spatial_temp.reserve(temp_bytes));
+      if (!status.ok()) return status;
+      spatial_capacity_ = M;
+      spatial_temp_bytes_ = temp_bytes;
     }
     return Status::Ok();
   }
@@ -1136,6 +1267,8 @@ class CudaContext final : public Context {
   size_t kept_capacity_ = 0;    // device candidates: kept values
   size_t sort_capacity_ = 0;
   size_t sort_temp_bytes_ = 0;
+  size_t spatial_capacity_ = 0;  // ranks of a single frame's spatial pair stage
+  size_t spatial_temp_bytes_ = 0;
   int sms_ = 1;                                            // the device's multiprocessors
   std::unique_ptr<Context> cpu_ = create_cpu_context({});  // frames past kMaxCudaCandidates
   std::vector<uint32_t> rank_order_, claims_;              // weighted frames with points

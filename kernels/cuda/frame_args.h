@@ -13,6 +13,9 @@ namespace cudanms::detail {
 
 constexpr uint32_t kWarp = 32;
 constexpr uint32_t kFullMask = 0xffffffffu;
+// Greedy's predecessor list slots per rank, outside small frames; a longer list overflows and
+// the settle kernel tests that rank's overlaps again.
+constexpr uint32_t kMaxPredecessors = 512;
 
 // The frame's counters, at the head of both the staged input (zeroed by the copy to the device)
 // and the output (copied back), followed by the kept indices in the output.
@@ -21,10 +24,12 @@ enum : uint32_t {
   kBelowScore,
   kEligible,
   kKeptCount,
-  kIn,              // the frame's count: staged by the host, or the producer's
-  kCountOverflow,   // device candidates: that count was above the capacity
-  kArrived,         // small frames: the blocks done with their pairs (small_frames.cu)
-  kHeaderWords = 8  // keeps what follows 16-byte aligned
+  kIn,               // the frame's count: staged by the host, or the producer's
+  kCountOverflow,    // device candidates: that count was above the capacity
+  kArrived,          // small frames: the blocks done with their pairs (small_frames.cu)
+  kMeetings,         // single large frames: the pairs of tiles that meet (spatial_pairs.cu)
+  kSettleTickets,    // single large frames: the words of ranks taken by the settle's warps
+  kHeaderWords = 12  // keeps what follows 16-byte aligned
 };
 
 __device__ inline Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
@@ -46,6 +51,7 @@ struct FrameArgs {
   float *rank_scores;
   int32_t *rank_classes;
   uint32_t *counts;        // predecessors (greedy) or suppressors (matrix)
+  uint32_t *statuses;      // a single greedy frame's settle: per rank, undecided, kept or not
   uint32_t *predecessors;  // kMaxPredecessors ranks per rank; small frames: their bit matrix
   uint32_t capacity;       // slots of boxes, scores and classes
   uint32_t dmax;
@@ -89,12 +95,16 @@ __device__ inline int32_t own_class(const FrameArgs &f, uint32_t p) {
   return f.classes ? f.classes[p] : 0;
 }
 
+// A float's bits as an unsigned integer of the same order.
+__device__ inline uint32_t ordered_bits(float v) {
+  const uint32_t bits = __float_as_uint(v);
+  return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+}
+
 // A (score, index) pair as one key whose ascending order is rank order: higher score first
 // (pass -0.0 as +0.0), then lower index.
 __device__ inline uint64_t rank_key(float score, uint32_t index) {
-  const uint32_t bits = __float_as_uint(score);
-  const uint32_t ascending = bits & 0x80000000u ? ~bits : bits | 0x80000000u;  // float order
-  return uint64_t{~ascending} << 32 | index;
+  return uint64_t{~ordered_bits(score)} << 32 | index;
 }
 
 // How many candidates NMS processes: the eligible ones, at most Dmax.

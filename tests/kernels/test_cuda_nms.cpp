@@ -145,6 +145,45 @@ TEST_F(CudaNms, AdversarialFramesStayExact) {
   }
 }
 
+// A single frame past 6 144 candidates finds its pairs in spatial order, skipping tiles of boxes
+// that cannot meet (spatial_pairs.h), and settles greedy over the whole GPU: every generator,
+// overlap rule, threshold (0 included, where matrix tests every pair) and class mode, and boxes
+// that IoS alone sees as meeting (its one added pixel) lined up so that tiles end between them.
+TEST_F(CudaNms, LargeFramesInSpatialOrderStayExact) {
+  std::mt19937_64 rng(run_seed() + 20);
+  CandidateSet gap_chain;  // 0.5 px apart: IoS overlaps by 0.5 px, the other rules not at all
+  for (int i = 0; i < 7000; ++i) {
+    gap_chain.add(10.5f * i, 0, 10.5f * i + 10, 10, 1.0f - i * 1e-5f);
+  }
+  size_t cases = 0;
+  for (const Generator &g : generators()) {
+    for (Method method : {Method::kGreedy, Method::kMatrix, Method::kWeighted}) {
+      for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS, Overlap::kDIoU}) {
+        for (float threshold : {0.0f, 0.5f}) {
+          for (bool agnostic : {false, true}) {
+            const size_t n = uniform_int(rng, 6145, 9000);
+            const CandidateSet set = g.name == "uniform" && overlap == Overlap::kIoS
+                                         ? gap_chain
+                                         : g.make(rng, n, agnostic ? 1 : 3);
+            Params params;
+            params.method = method;
+            params.overlap = overlap;
+            params.threshold = threshold;
+            params.class_agnostic = agnostic;
+            params.max_candidates = set.size();
+            ++cases;
+            ASSERT_TRUE(same_as_cpu(set, params))
+                << g.name << " n=" << set.size() << " " << to_string(method) << " "
+                << to_string(overlap) << " threshold=" << threshold
+                << (agnostic ? " agnostic" : " per-class");
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 7u * 3 * 4 * 2 * 2);
+}
+
 // Frames of up to 1 024 candidates run in one launch (small_frames.cu): each staged capacity it
 // compiles for, on both sides of its word and capacity bounds, with suppression chains inside a
 // 32-rank word and across words, piles of duplicates, ties, Dmax below the count, and frames that

@@ -1,0 +1,253 @@
+// The pair stage of a large frame in spatial order. Testing every pair of ranks costs N²/2
+// (5·10⁹ at 100 000), while a box meets only its neighbours. So:
+//   keys    each ranked box gets the Morton code of its centre: the top 16 bits of each
+//           coordinate's order-preserving bits, interleaved (no pass over the frame for its
+//           extent, and any finite coordinates keep their order)
+//   sort    CUB's radix sort of (key, rank): neighbours become close in the order
+//   tiles   the ranked boxes and classes gathered in that order, and the bounding box of each
+//           tile of 32 of them
+//   pairs   a warp per tile a scans the tiles b >= a whose bounds meet a's, 32 at a time with a
+//           ballot, and tests the 32 x 32 pairs of each: the earlier rank of a pair suppressing
+//           the later one is appended to the later one's predecessor list (greedy) or counted
+//           (matrix), as pairs_kernel does in rank order.
+// Skipping tiles that do not meet is exact because rule 4 (cudanms/nms.h) needs a positive
+// intersection: greedy suppresses only above a threshold >= 0, which boxes apart never pass
+// (IoU, IoMin and IoS are 0, DIoU below 0), and matrix at a threshold > 0. The intersection's
+// sides are differences of min and max coordinates, monotone in them, so a pair inside two
+// tiles whose bounds do not meet does not meet either, in float arithmetic too. With another
+// threshold every tile meets every other: all pairs are tested, as before.
+#include <algorithm>
+#include <cub/device/device_radix_sort.cuh>
+#include <cuda/atomic>
+
+#include "spatial_pairs.h"
+
+namespace cudanms::detail {
+namespace {
+
+constexpr int kKeyThreads = 256;
+constexpr int kTileWarps = 8;  // per block of the tiles and pairs kernels, one tile each
+constexpr uint32_t kNoRank = UINT32_MAX;
+
+// The 16 bits of v spread to the even bits of a word.
+__device__ uint32_t spread_bits(uint32_t v) {
+  v = (v | v << 8) & 0x00ff00ffu;
+  v = (v | v << 4) & 0x0f0f0f0fu;
+  v = (v | v << 2) & 0x33333333u;
+  v = (v | v << 1) & 0x55555555u;
+  return v;
+}
+
+// Ranks below m get their box centre's Morton code, at most UINT32_MAX - 1; the slots past m
+// get UINT32_MAX, so that the sort puts exactly the ranked boxes first.
+__global__ void __launch_bounds__(kKeyThreads)
+    spatial_keys_kernel(const FrameArgs *frame, SpatialPairsBuffers b, uint32_t most) {
+  const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= most) return;
+  const FrameArgs &f = *frame;
+  uint32_t key = UINT32_MAX;
+  if (r < ranked_count(f.header, f.dmax)) {
+    const float4 box = f.rank_boxes[r];
+    const uint32_t x = ordered_bits(0.5f * box.x + 0.5f * box.z) >> 16;
+    const uint32_t y = ordered_bits(0.5f * box.y + 0.5f * box.w) >> 16;
+    key = min(spread_bits(x) << 1 | spread_bits(y), UINT32_MAX - 1);
+  }
+  b.keys_in[r] = key;
+  b.ranks_in[r] = r;
+}
+
+// Slot s of the spatial order gets its rank's box and class; lane 0 of each warp writes its
+// tile's bounds, inverted (meeting nothing) where the tile holds no ranked box.
+__global__ void __launch_bounds__(kTileWarps *kWarp)
+    spatial_tiles_kernel(const FrameArgs *frame, SpatialPairsBuffers b, uint32_t most) {
+  const uint32_t s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= (most + kWarp - 1) / kWarp * kWarp) return;  // whole warps
+  const FrameArgs &f = *frame;
+  float4 bounds = make_float4(INFINITY, INFINITY, -INFINITY, -INFINITY);
+  if (s < ranked_count(f.header, f.dmax)) {
+    const uint32_t r = b.ranks_out[s];
+    bounds = b.boxes[s] = f.rank_boxes[r];
+    b.classes[s] = f.rank_classes[r];
+  }
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    bounds.x = fminf(bounds.x, __shfl_xor_sync(kFullMask, bounds.x, offset));
+    bounds.y = fminf(bounds.y, __shfl_xor_sync(kFullMask, bounds.y, offset));
+    bounds.z = fmaxf(bounds.z, __shfl_xor_sync(kFullMask, bounds.z, offset));
+    bounds.w = fmaxf(bounds.w, __shfl_xor_sync(kFullMask, bounds.w, offset));
+  }
+  if (s % kWarp == 0) b.tile_bounds[s / kWarp] = bounds;
+}
+
+// Whether boxes inside bounds `a` and `b` can intersect under the overlap's rule: its
+// intersection sides (with IoS's one pixel added) computed on the bounds, which are at least
+// those of any pair inside them.
+__device__ bool bounds_meet(const float4 &a, const float4 &b, float pad) {
+  return min_f(a.z, b.z) - max_f(a.x, b.x) + pad > 0.0f &&
+         min_f(a.w, b.w) - max_f(a.y, b.y) + pad > 0.0f;
+}
+
+// What rule 4 lets the stage skip (see the top of this file): whether tiles that do not meet can
+// be skipped, and the pixel IoS adds to the intersection's sides.
+struct Culling {
+  bool cull;
+  float pad;
+};
+template <Method kMethod>
+__device__ Culling culling_of(const FrameArgs &f) {
+  return {kMethod == Method::kGreedy ? !(f.threshold < 0.0f) : !(f.threshold <= 0.0f),
+          f.overlap == Overlap::kIoS ? 1.0f : 0.0f};
+}
+
+// Warp (a, g) lists the tiles b >= a of [32g, 32g + 32) that meet tile a, as a << 16 | b, in
+// the frame's list of meeting tile pairs (its length in the header's kMeetings word).
+template <Method kMethod>
+__global__ void __launch_bounds__(kTileWarps *kWarp)
+    spatial_meetings_kernel(const FrameArgs *frame, SpatialPairsBuffers b) {
+  const FrameArgs &f = *frame;
+  const uint32_t tiles = (ranked_count(f.header, f.dmax) + kWarp - 1) / kWarp;
+  const uint32_t lane = threadIdx.x % kWarp;
+  const uint32_t a = blockIdx.x * kTileWarps + threadIdx.x / kWarp;
+  const uint32_t t = blockIdx.y * kWarp + lane;
+  if (a >= tiles || blockIdx.y * kWarp + kWarp <= a) return;  // the whole warp
+  const Culling rule = culling_of<kMethod>(f);
+  const bool meets = t >= a && t < tiles &&
+                     (!rule.cull || bounds_meet(b.tile_bounds[a], b.tile_bounds[t], rule.pad));
+  const uint32_t votes = __ballot_sync(kFullMask, meets);
+  if (votes == 0) return;
+  uint32_t slot = 0;
+  if (lane == 0) slot = atomicAdd(&f.header[kMeetings], __popc(votes));
+  slot = __shfl_sync(kFullMask, slot, 0) + __popc(votes & ((1u << lane) - 1));
+  if (meets) b.meetings[slot] = a << 16 | t;
+}
+
+// Each warp takes meeting tile pairs (a, b) from the list in turn; lane l holds the slot
+// 32a + l (p) and the slot 32b + l (q). Before each tile pair the warp reads the counts of its
+// 64 ranks once: a greedy rank with an overflowing list, or a matrix rank already suppressed, is
+// settled, and its pairs are skipped (an early or late read only costs work), so that piles of
+// identical boxes do not cost N² atomics.
+template <Method kMethod>
+__global__ void __launch_bounds__(kTileWarps *kWarp)
+    spatial_pairs_kernel(const FrameArgs *frame, SpatialPairsBuffers b) {
+  __shared__ float4 s_boxes[kTileWarps][kWarp];  // tile a's, read by every lane in turn
+  __shared__ float s_scores[kTileWarps][kWarp];
+  __shared__ int32_t s_classes[kTileWarps][kWarp];
+  __shared__ uint32_t s_ranks[kTileWarps][kWarp];
+  __shared__ uint32_t s_q_ranks[kTileWarps][kWarp];  // tile b's, for tile a's appends
+  const FrameArgs f = *frame;                        // a copy: the stores below cannot alias it
+  const uint32_t m = ranked_count(f.header, f.dmax);
+  const uint32_t meetings = f.header[kMeetings];
+  const uint32_t warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const uint32_t settled_by = kMethod == Method::kGreedy ? kMaxPredecessors : 0;
+  auto settled = [&](uint32_t rank) {
+    return rank == kNoRank || cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(f.counts[rank])
+                                      .load(cuda::memory_order_relaxed) > settled_by;
+  };
+  for (uint32_t e = blockIdx.x * kTileWarps + warp; e < meetings; e += gridDim.x * kTileWarps) {
+    const uint32_t pair = b.meetings[e];
+    const uint32_t a = pair >> 16, tile = pair & 0xffffu;
+    const uint32_t p = a * kWarp + lane, q = tile * kWarp + lane;
+    const uint32_t p_rank = p < m ? b.ranks_out[p] : kNoRank;
+    const uint32_t q_rank = q < m ? b.ranks_out[q] : kNoRank;
+    const bool q_settled = settled(q_rank);
+    const uint32_t p_settled = __ballot_sync(kFullMask, settled(p_rank));
+    if (__all_sync(kFullMask, q_settled) && p_settled == kFullMask) continue;
+    const Box q_box = to_box(q < m ? b.boxes[q] : make_float4(0, 0, 0, 0));
+    const int32_t q_class = q < m ? b.classes[q] : 0;
+    const float q_score = kMethod == Method::kMatrix && q < m ? f.rank_scores[q_rank] : 0.0f;
+    __syncwarp();  // the previous tile pair is done with the warp's shared slots
+    s_boxes[warp][lane] = p < m ? b.boxes[p] : make_float4(0, 0, 0, 0);
+    s_classes[warp][lane] = p < m ? b.classes[p] : 0;
+    s_ranks[warp][lane] = p_rank;
+    if (kMethod == Method::kMatrix) s_scores[warp][lane] = p < m ? f.rank_scores[p_rank] : 0.0f;
+    s_q_ranks[warp][lane] = q_rank;
+    __syncwarp();
+    uint32_t q_from = 0;  // bit k: p_k suppresses q
+    uint32_t p_from = 0;  // lane k: bit l, q_l suppresses p_k
+    for (uint32_t k = 0; k < kWarp; ++k) {
+      const uint32_t k_rank = s_ranks[warp][k];
+      const bool q_later = k_rank < q_rank;
+      bool suppresses = false;
+      if (k_rank != kNoRank && q_rank != kNoRank && (tile != a || k < lane) &&
+          s_classes[warp][k] == q_class && !(q_later ? q_settled : (p_settled >> k & 1u))) {
+        const Box k_box = to_box(s_boxes[warp][k]);
+        const Box &earlier = q_later ? k_box : q_box;
+        const Box &later = q_later ? q_box : k_box;
+        if (kMethod == Method::kGreedy) {
+          suppresses = greedy_suppresses(f.overlap, f.threshold, earlier, later);
+        } else {
+          const float k_score = s_scores[warp][k];
+          suppresses =
+              matrix_suppresses(f.overlap, f.threshold, earlier, q_later ? k_score : q_score, later,
+                                q_later ? q_score : k_score);
+        }
+      }
+      if (suppresses && q_later) q_from |= 1u << k;
+      const uint32_t votes = __ballot_sync(kFullMask, suppresses && !q_later);
+      if (lane == k) p_from = votes;
+    }
+    // Each lane appends to its two ranks: its q's suppressors from tile a, its p's from tile b.
+    auto append = [&](uint32_t rank, uint32_t from, const uint32_t *ranks) {
+      if (from == 0) return;
+      if (kMethod == Method::kMatrix) {
+        atomicAdd(&f.counts[rank], 1u);  // one suppressor settles it
+        return;
+      }
+      uint32_t slot = atomicAdd(&f.counts[rank], __popc(from));
+      uint32_t *row = f.predecessors + size_t{rank} * kMaxPredecessors;
+      for (; from != 0 && slot < kMaxPredecessors; from &= from - 1, ++slot) {
+        row[slot] = ranks[__ffs(from) - 1];
+      }
+    };
+    append(q_rank, q_from, s_ranks[warp]);
+    append(p_rank, p_from, s_q_ranks[warp]);
+  }
+}
+
+template <Method kMethod>
+cudaError_t launch_tile_pairs(const FrameArgs *frame, const SpatialPairsBuffers &b, uint32_t tiles,
+                              int sms, cudaStream_t stream) {
+  const dim3 grid((tiles + kTileWarps - 1) / kTileWarps, (tiles + kWarp - 1) / kWarp);
+  spatial_meetings_kernel<kMethod><<<grid, kTileWarps * kWarp, 0, stream>>>(frame, b);
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  // Enough warps to fill the GPU; each takes tile pairs from the list until it is done.
+  const uint32_t blocks = std::min<uint32_t>(
+      static_cast<uint32_t>(sms) * 8, (tiles * (tiles + 1) / 2 + kTileWarps - 1) / kTileWarps);
+  spatial_pairs_kernel<kMethod><<<blocks, kTileWarps * kWarp, 0, stream>>>(frame, b);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t spatial_sort_temp_bytes(uint32_t most, size_t *bytes) {
+  *bytes = 0;
+  return cub::DeviceRadixSort::SortPairs(nullptr, *bytes, static_cast<const uint32_t *>(nullptr),
+                                         static_cast<uint32_t *>(nullptr),
+                                         static_cast<const uint32_t *>(nullptr),
+                                         static_cast<uint32_t *>(nullptr), static_cast<int>(most));
+}
+
+cudaError_t launch_spatial_pairs(const FrameArgs *frame, Method method, uint32_t most, int sms,
+                                 const SpatialPairsBuffers &b, cudaStream_t stream) {
+  const uint32_t tiles = spatial_tiles(most);
+  if (tiles > kMaxSpatialTiles) return cudaErrorInvalidValue;
+  spatial_keys_kernel<<<(most + kKeyThreads - 1) / kKeyThreads, kKeyThreads, 0, stream>>>(frame, b,
+                                                                                          most);
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  size_t temp_bytes = b.sort_temp_bytes;
+  status =
+      cub::DeviceRadixSort::SortPairs(b.sort_temp, temp_bytes, b.keys_in, b.keys_out, b.ranks_in,
+                                      b.ranks_out, static_cast<int>(most), 0, 32, stream);
+  if (status != cudaSuccess) return status;
+  spatial_tiles_kernel<<<(tiles + kTileWarps - 1) / kTileWarps, kTileWarps * kWarp, 0, stream>>>(
+      frame, b, most);
+  status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  return method == Method::kGreedy
+             ? launch_tile_pairs<Method::kGreedy>(frame, b, tiles, sms, stream)
+             : launch_tile_pairs<Method::kMatrix>(frame, b, tiles, sms, stream);
+}
+
+}  // namespace cudanms::detail
