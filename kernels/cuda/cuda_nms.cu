@@ -17,16 +17,16 @@
 //   pairs     where rank j < i suppresses rank i, greedy appends j to i's predecessor list and
 //             matrix counts it: memory O(Dmax * kMaxPredecessors), not Dmax^2. A list that
 //             overflows is dropped (the settle kernel tests that rank's overlaps again) and no
-//             longer filled. A single frame's pairs are found in spatial order, only between
-//             tiles of boxes that can meet (spatial_pairs.h); a batch's frames test every pair
-//             in rank order, a block per (8 ranks i, 256 ranks j staged in shared memory), a
-//             warp per i, a ballot per 32 j < i.
+//             longer filled. A single frame ranking more than kSpatialPairsMin finds its pairs
+//             in spatial order, only between tiles of boxes that can meet (spatial_pairs.h);
+//             other frames test every pair in rank order, a block per (8 ranks i, 256 ranks j
+//             staged in shared memory), a warp per i, a ballot per 32 j < i.
 //   settle    greedy: the unique fixpoint of "i is kept iff no predecessor is kept". A single
-//             frame: over the whole GPU in one pass, a warp per word of 32 ranks waiting on its
-//             ranks' earlier predecessors (dataflow_settle_kernel). A batch: one block per frame,
-//             rounds of in-place sweeps (Cluster-NMS on edges, REFERENCE.md), each round also
-//             walking the first 32 undecided ranks in rank order, so that any input, even a chain
-//             of suppressions, settles in at most Dmax / 32 rounds. Matrix: kept iff no
+//             frame: over the whole GPU in one pass, a thread per rank waiting on its earlier
+//             predecessors, warps taken in rank order (dataflow_settle_kernel). A batch: one block
+//             per frame, rounds of in-place sweeps (Cluster-NMS on edges, REFERENCE.md), each round
+//             also walking the first 32 undecided ranks in rank order, so that any input, even a
+//             chain of suppressions, settles in at most Dmax / 32 rounds. Matrix: kept iff no
 //             suppressor. Then the kept candidates' indices, in rank order, at most
 //             max_detections of them, written into mapped host memory.
 //   D2H       device candidates only: the kept values, written by a kernel into mapped memory
