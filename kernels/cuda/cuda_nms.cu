@@ -662,6 +662,7 @@ class CudaContext final : public Context {
     DeviceArray<float4> d_spatial_boxes;
     DeviceArray<int32_t> d_spatial_classes;
     DeviceArray<float4> d_tile_bounds;
+    DeviceArray<float2> d_tile_areas;
     DeviceArray<uint32_t> d_meetings;
     DeviceArray<unsigned char> d_spatial_temp;
   };
@@ -1106,6 +1107,7 @@ class CudaContext final : public Context {
     b.boxes = w.d_spatial_boxes.get();
     b.classes = w.d_spatial_classes.get();
     b.tile_bounds = w.d_tile_bounds.get();
+    b.tile_areas = w.d_tile_areas.get();
     b.meetings = w.d_meetings.get();
     b.sort_temp = w.d_spatial_temp.get();
     b.sort_temp_bytes = spatial_temp_bytes_;
@@ -1224,6 +1226,7 @@ class CudaContext final : public Context {
       step(w.d_spatial_boxes.reserve(M));
       step(w.d_spatial_classes.reserve(M));
       step(w.d_tile_bounds.reserve(spatial_tiles(static_cast<uint32_t>(M))));
+      step(w.d_tile_areas.reserve(spatial_tiles(static_cast<uint32_t>(M))));
       step(w.d_meetings.reserve(spatial_meetings(static_cast<uint32_t>(M))));
       step(w.d_spatial_temp.reserve(temp_bytes));
       if (!status.ok()) return status;

@@ -1,11 +1,13 @@
 // The pair stage of a large frame in spatial order. Testing every pair of ranks costs N²/2
 // (5·10⁹ at 100 000), while a box meets only its neighbours. So:
-//   keys    each ranked box gets the Morton code of its centre: the top 16 bits of each
-//           coordinate's order-preserving bits, interleaved (no pass over the frame for its
-//           extent, and any finite coordinates keep their order)
-//   sort    CUB's radix sort of (key, rank): neighbours become close in the order
-//   tiles   the ranked boxes and classes gathered in that order, and the bounding box of each
-//           tile of 32 of them
+//   keys    each ranked box gets its size class (its area's power of two) and, below it, the
+//           Morton code of its centre: the top 14 bits of each coordinate's order-preserving
+//           bits, interleaved (no pass over the frame for its extent, and any finite
+//           coordinates keep their order)
+//   sort    CUB's radix sort of (key, rank): boxes of a size, and neighbours, become close in
+//           the order, so that a tile's bounds are little more than its boxes' size
+//   tiles   the ranked boxes and classes gathered in that order, and the bounding box and the
+//           range of areas of each tile of 32 of them
 //   pairs   a warp per tile a scans the tiles b >= a whose bounds meet a's, 32 at a time with a
 //           ballot, and tests the 32 x 32 pairs of each: the earlier rank of a pair suppressing
 //           the later one is appended to the later one's predecessor list (greedy) or counted
@@ -16,6 +18,9 @@
 // sides are differences of min and max coordinates, monotone in them, so a pair inside two
 // tiles whose bounds do not meet does not meet either, in float arithmetic too. With another
 // threshold every tile meets every other: all pairs are tested, as before.
+// IoU (and DIoU, which is at most IoU) is also at most the ratio of the smaller area to the
+// larger, so tiles whose areas differ by more than the threshold allows are skipped too (with a
+// margin far above the rounding of the overlap's few float operations).
 #include <algorithm>
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda/atomic>
@@ -38,8 +43,15 @@ __device__ uint32_t spread_bits(uint32_t v) {
   return v;
 }
 
-// Ranks below m get their box centre's Morton code, at most UINT32_MAX - 1; the slots past m
-// get UINT32_MAX, so that the sort puts exactly the ranked boxes first.
+// The size class of a box of area `area`: its power of two from 2^5 (and below) to 2^19 (and
+// above), 0 to 14.
+__device__ uint32_t size_class(float area) {
+  const int exponent = static_cast<int>((__float_as_uint(area) >> 23) & 0xffu) - 127;
+  return static_cast<uint32_t>(min(max(exponent - 5, 0), 14));
+}
+
+// Ranks below m get their size class and box centre's Morton code, at most UINT32_MAX - 1; the
+// slots past m get UINT32_MAX, so that the sort puts exactly the ranked boxes first.
 __global__ void __launch_bounds__(kKeyThreads)
     spatial_keys_kernel(const FrameArgs *frame, SpatialPairsBuffers b, uint32_t most) {
   const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -48,26 +60,28 @@ __global__ void __launch_bounds__(kKeyThreads)
   uint32_t key = UINT32_MAX;
   if (r < ranked_count(f.header, f.dmax)) {
     const float4 box = f.rank_boxes[r];
-    const uint32_t x = ordered_bits(0.5f * box.x + 0.5f * box.z) >> 16;
-    const uint32_t y = ordered_bits(0.5f * box.y + 0.5f * box.w) >> 16;
-    key = min(spread_bits(x) << 1 | spread_bits(y), UINT32_MAX - 1);
+    const uint32_t x = ordered_bits(0.5f * box.x + 0.5f * box.z) >> 18;
+    const uint32_t y = ordered_bits(0.5f * box.y + 0.5f * box.w) >> 18;
+    key = size_class(area(to_box(box))) << 28 | spread_bits(x) << 1 | spread_bits(y);
   }
   b.keys_in[r] = key;
   b.ranks_in[r] = r;
 }
 
 // Slot s of the spatial order gets its rank's box and class; lane 0 of each warp writes its
-// tile's bounds, inverted (meeting nothing) where the tile holds no ranked box.
+// tile's bounds and range of areas, inverted (meeting nothing) where the tile holds no ranked box.
 __global__ void __launch_bounds__(kTileWarps *kWarp)
     spatial_tiles_kernel(const FrameArgs *frame, SpatialPairsBuffers b, uint32_t most) {
   const uint32_t s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= (most + kWarp - 1) / kWarp * kWarp) return;  // whole warps
   const FrameArgs &f = *frame;
   float4 bounds = make_float4(INFINITY, INFINITY, -INFINITY, -INFINITY);
+  float2 areas = make_float2(INFINITY, -INFINITY);
   if (s < ranked_count(f.header, f.dmax)) {
     const uint32_t r = b.ranks_out[s];
     bounds = b.boxes[s] = f.rank_boxes[r];
     b.classes[s] = f.rank_classes[r];
+    areas.x = areas.y = area(to_box(bounds));
   }
 #pragma unroll
   for (int offset = kWarp / 2; offset > 0; offset /= 2) {
@@ -75,8 +89,13 @@ __global__ void __launch_bounds__(kTileWarps *kWarp)
     bounds.y = fminf(bounds.y, __shfl_xor_sync(kFullMask, bounds.y, offset));
     bounds.z = fmaxf(bounds.z, __shfl_xor_sync(kFullMask, bounds.z, offset));
     bounds.w = fmaxf(bounds.w, __shfl_xor_sync(kFullMask, bounds.w, offset));
+    areas.x = fminf(areas.x, __shfl_xor_sync(kFullMask, areas.x, offset));
+    areas.y = fmaxf(areas.y, __shfl_xor_sync(kFullMask, areas.y, offset));
   }
-  if (s % kWarp == 0) b.tile_bounds[s / kWarp] = bounds;
+  if (s % kWarp == 0) {
+    b.tile_bounds[s / kWarp] = bounds;
+    b.tile_areas[s / kWarp] = areas;
+  }
 }
 
 // Whether boxes inside bounds `a` and `b` can intersect under the overlap's rule: its
@@ -88,15 +107,31 @@ __device__ bool bounds_meet(const float4 &a, const float4 &b, float pad) {
 }
 
 // What rule 4 lets the stage skip (see the top of this file): whether tiles that do not meet can
-// be skipped, and the pixel IoS adds to the intersection's sides.
+// be skipped, the pixel IoS adds to the intersection's sides, and whether tiles of areas too far
+// apart can be skipped.
 struct Culling {
   bool cull;
   float pad;
+  bool by_areas;
+  float threshold;
+
+  // Whether no box of areas `a` (least, largest) can suppress one of areas `b`, or the reverse:
+  // the smaller area over the larger is below the threshold less a margin of 1e-5 (the float
+  // overlap exceeds the exact ratio by a few units in 2^-24 at most).
+  __device__ bool areas_apart(float2 a, float2 b) const {
+    const double limit = double{threshold} * (1.0 - 1e-5);
+    return by_areas && (double{a.y} < limit * double{b.x} || double{b.y} < limit * double{a.x});
+  }
+  __device__ bool tiles_meet(float4 bounds_a, float2 areas_a, float4 bounds_b,
+                             float2 areas_b) const {
+    return !cull || (bounds_meet(bounds_a, bounds_b, pad) && !areas_apart(areas_a, areas_b));
+  }
 };
 template <Method kMethod>
 __device__ Culling culling_of(const FrameArgs &f) {
-  return {kMethod == Method::kGreedy ? !(f.threshold < 0.0f) : !(f.threshold <= 0.0f),
-          f.overlap == Overlap::kIoS ? 1.0f : 0.0f};
+  const bool cull = kMethod == Method::kGreedy ? !(f.threshold < 0.0f) : !(f.threshold <= 0.0f);
+  return {cull, f.overlap == Overlap::kIoS ? 1.0f : 0.0f,
+          f.overlap == Overlap::kIoU || f.overlap == Overlap::kDIoU, f.threshold};
 }
 
 // Warp (a, g) lists the tiles b >= a of [32g, 32g + 32) that meet tile a, as a << 16 | b, in
@@ -111,8 +146,9 @@ __global__ void __launch_bounds__(kTileWarps *kWarp)
   const uint32_t t = blockIdx.y * kWarp + lane;
   if (a >= tiles || blockIdx.y * kWarp + kWarp <= a) return;  // the whole warp
   const Culling rule = culling_of<kMethod>(f);
-  const bool meets = t >= a && t < tiles &&
-                     (!rule.cull || bounds_meet(b.tile_bounds[a], b.tile_bounds[t], rule.pad));
+  const bool meets =
+      t >= a && t < tiles &&
+      rule.tiles_meet(b.tile_bounds[a], b.tile_areas[a], b.tile_bounds[t], b.tile_areas[t]);
   const uint32_t votes = __ballot_sync(kFullMask, meets);
   if (votes == 0) return;
   uint32_t slot = 0;
@@ -122,10 +158,10 @@ __global__ void __launch_bounds__(kTileWarps *kWarp)
 }
 
 // Each warp takes meeting tile pairs (a, b) from the list in turn; lane l holds the slot
-// 32a + l (p) and the slot 32b + l (q). Before each tile pair the warp reads the counts of its
-// 64 ranks once: a greedy rank with an overflowing list, or a matrix rank already suppressed, is
-// settled, and its pairs are skipped (an early or late read only costs work), so that piles of
-// identical boxes do not cost N² atomics.
+// 32a + l (p) and the slot 32b + l (q), and tests them if they meet the other tile. Before each
+// tile pair the warp reads the counts of its 64 ranks once: a greedy rank with an overflowing list,
+// or a matrix rank already suppressed, is settled, and its pairs are skipped (an early or late read
+// only costs work), so that piles of identical boxes do not cost N² atomics.
 template <Method kMethod>
 __global__ void __launch_bounds__(kTileWarps *kWarp)
     spatial_pairs_kernel(const FrameArgs *frame, SpatialPairsBuffers b) {
@@ -138,6 +174,7 @@ __global__ void __launch_bounds__(kTileWarps *kWarp)
   const uint32_t m = ranked_count(f.header, f.dmax);
   const uint32_t meetings = f.header[kMeetings];
   const uint32_t warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const Culling rule = culling_of<kMethod>(f);
   const uint32_t settled_by = kMethod == Method::kGreedy ? kMaxPredecessors : 0;
   auto settled = [&](uint32_t rank) {
     return rank == kNoRank || cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(f.counts[rank])
@@ -147,24 +184,36 @@ __global__ void __launch_bounds__(kTileWarps *kWarp)
     const uint32_t pair = b.meetings[e];
     const uint32_t a = pair >> 16, tile = pair & 0xffffu;
     const uint32_t p = a * kWarp + lane, q = tile * kWarp + lane;
-    const uint32_t p_rank = p < m ? b.ranks_out[p] : kNoRank;
-    const uint32_t q_rank = q < m ? b.ranks_out[q] : kNoRank;
+    const float4 p_box = p < m ? b.boxes[p] : make_float4(0, 0, 0, 0);
+    const float4 q_box4 = q < m ? b.boxes[q] : make_float4(0, 0, 0, 0);
+    // Only the boxes that meet the other tile take part, tested as tiles are: a box of tile a
+    // that does not meet tile b's bounds and areas meets none of its boxes.
+    const float p_area = area(to_box(p_box)), q_area = area(to_box(q_box4));
+    const bool p_in = p < m && rule.tiles_meet(p_box, make_float2(p_area, p_area),
+                                               b.tile_bounds[tile], b.tile_areas[tile]);
+    const bool q_in = q < m && rule.tiles_meet(q_box4, make_float2(q_area, q_area),
+                                               b.tile_bounds[a], b.tile_areas[a]);
+    const uint32_t p_in_mask = __ballot_sync(kFullMask, p_in);
+    if (p_in_mask == 0 || !__any_sync(kFullMask, q_in)) continue;
+    const uint32_t p_rank = p_in ? b.ranks_out[p] : kNoRank;
+    const uint32_t q_rank = q_in ? b.ranks_out[q] : kNoRank;
     const bool q_settled = settled(q_rank);
     const uint32_t p_settled = __ballot_sync(kFullMask, settled(p_rank));
     if (__all_sync(kFullMask, q_settled) && p_settled == kFullMask) continue;
-    const Box q_box = to_box(q < m ? b.boxes[q] : make_float4(0, 0, 0, 0));
-    const int32_t q_class = q < m ? b.classes[q] : 0;
-    const float q_score = kMethod == Method::kMatrix && q < m ? f.rank_scores[q_rank] : 0.0f;
+    const Box q_box = to_box(q_box4);
+    const int32_t q_class = q_in ? b.classes[q] : 0;
+    const float q_score = kMethod == Method::kMatrix && q_in ? f.rank_scores[q_rank] : 0.0f;
     __syncwarp();  // the previous tile pair is done with the warp's shared slots
-    s_boxes[warp][lane] = p < m ? b.boxes[p] : make_float4(0, 0, 0, 0);
-    s_classes[warp][lane] = p < m ? b.classes[p] : 0;
+    s_boxes[warp][lane] = p_box;
+    s_classes[warp][lane] = p_in ? b.classes[p] : 0;
     s_ranks[warp][lane] = p_rank;
-    if (kMethod == Method::kMatrix) s_scores[warp][lane] = p < m ? f.rank_scores[p_rank] : 0.0f;
+    if (kMethod == Method::kMatrix) s_scores[warp][lane] = p_in ? f.rank_scores[p_rank] : 0.0f;
     s_q_ranks[warp][lane] = q_rank;
     __syncwarp();
     uint32_t q_from = 0;  // bit k: p_k suppresses q
     uint32_t p_from = 0;  // lane k: bit l, q_l suppresses p_k
-    for (uint32_t k = 0; k < kWarp; ++k) {
+    for (uint32_t left = p_in_mask; left != 0; left &= left - 1) {
+      const uint32_t k = __ffs(left) - 1;
       const uint32_t k_rank = s_ranks[warp][k];
       const bool q_later = k_rank < q_rank;
       bool suppresses = false;

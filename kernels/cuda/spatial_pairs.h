@@ -10,15 +10,17 @@
 
 namespace cudanms::detail {
 
-// Device buffers of a frame ranking at most `most` candidates (spatial_pairs_bytes tells the
-// sizes): the ranks sorted by where their boxes are, the boxes and classes in that order, one
-// bounding box per tile of 32 of them, and CUB's sort scratch.
+// Device buffers of a frame ranking at most `most` candidates (spatial_tiles and
+// spatial_meetings tell the sizes): the ranks sorted by their boxes' size and place, the boxes
+// and classes in that order, the bounds and range of areas of each tile of 32 of them, the tile
+// pairs that meet, and CUB's sort scratch.
 struct SpatialPairsBuffers {
   uint32_t *keys_in, *keys_out;    // most each
   uint32_t *ranks_in, *ranks_out;  // most each
   float4 *boxes;                   // most
   int32_t *classes;                // most
   float4 *tile_bounds;             // spatial_tiles(most)
+  float2 *tile_areas;              // spatial_tiles(most): the least and the largest
   uint32_t *meetings;              // spatial_meetings(most): the tile pairs that meet
   void *sort_temp;
   size_t sort_temp_bytes;
