@@ -148,7 +148,8 @@ TEST_F(CudaNms, AdversarialFramesStayExact) {
 // A single frame past 6 144 candidates finds its pairs in spatial order, skipping tiles of boxes
 // that cannot meet (spatial_pairs.h), and settles greedy over the whole GPU: every generator,
 // overlap rule, threshold (0 included, where matrix tests every pair) and class mode, and boxes
-// that IoS alone sees as meeting (its one added pixel) lined up so that tiles end between them.
+// that IoS alone sees as meeting (its one added pixel) lined up so that tiles end between them,
+// and pairs of boxes whose IoU is exactly their areas' ratio.
 TEST_F(CudaNms, LargeFramesInSpatialOrderStayExact) {
   std::mt19937_64 rng(run_seed() + 20);
   CandidateSet gap_chain;  // 0.5 px apart: IoS overlaps by 0.5 px, the other rules not at all
@@ -182,6 +183,30 @@ TEST_F(CudaNms, LargeFramesInSpatialOrderStayExact) {
     }
   }
   EXPECT_EQ(cases, 7u * 3 * 4 * 2 * 2);
+
+  // Tiles of boxes whose areas differ too much for IoU to pass the threshold are skipped: boxes
+  // from one corner with twice and four times the area, whose IoU is exactly 1/2 and 1/4.
+  CandidateSet ratios;
+  while (ratios.size() < 7000) {
+    const float x = uniform_int(rng, 0, 1800), y = uniform_int(rng, 0, 900);
+    const float w = uniform_int(rng, 4, 60), h = uniform_int(rng, 4, 60);
+    for (float stretch : {1.0f, 2.0f, 4.0f}) {
+      ratios.add(x, y, x + w, y + stretch * h, uniform(rng, 0, 1));
+    }
+  }
+  for (Method method : {Method::kGreedy, Method::kMatrix}) {
+    for (Overlap overlap : {Overlap::kIoU, Overlap::kDIoU}) {
+      for (float threshold : {0.25f, 0.5f, 0.4999f, 0.2501f}) {
+        Params params;
+        params.method = method;
+        params.overlap = overlap;
+        params.threshold = threshold;
+        params.max_candidates = ratios.size();
+        EXPECT_TRUE(same_as_cpu(ratios, params))
+            << to_string(method) << " " << to_string(overlap) << " threshold=" << threshold;
+      }
+    }
+  }
 }
 
 // Frames of up to 1 024 candidates run in one launch (small_frames.cu): each staged capacity it
