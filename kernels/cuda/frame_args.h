@@ -52,6 +52,7 @@ struct FrameArgs {
   int32_t *rank_classes;
   uint32_t *counts;        // predecessors (greedy) or suppressors (matrix)
   uint32_t *statuses;      // a single greedy frame's settle: per rank, undecided, kept or not
+  uint32_t *kept_words;    // and per word of 32 ranks, the kept ones
   uint32_t *predecessors;  // kMaxPredecessors ranks per rank; small frames: their bit matrix
   uint32_t capacity;       // slots of boxes, scores and classes
   uint32_t dmax;
