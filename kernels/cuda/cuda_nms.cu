@@ -603,6 +603,9 @@ struct GraphKey {
 // it, CUB's sort and the tiles (~30 µs at 3 000 on an H100, Nsight Compute) cost more than
 // testing every pair (22 µs at 3 000, growing as N²; the spatial stage took 130 µs at 10 000).
 constexpr uint32_t kSpatialPairsMin = 6144;
+// `frames` counts the frames of one method in a launch sequence: a batch's only greedy frame, or
+// its only matrix frame, runs on its own, so a workspace ranking more than kSpatialPairsMin has
+// the spatial buffers whatever the batch.
 bool spatial_pairs(size_t frames, size_t most) { return frames == 1 && most > kSpatialPairsMin; }
 
 // Frames in one launch sequence at most; larger batches go in turn.
@@ -1252,7 +1255,7 @@ class CudaContext final : public Context {
       ranked_capacity_ = ranked;
       output_capacity_ = outputs;
     }
-    if (spatial_pairs(frames, M) && M > spatial_capacity_) {
+    if (spatial_pairs(1, M) && M > spatial_capacity_) {
       spatial_capacity_ = 0;
       drop_graphs();
       size_t temp_bytes = 0;

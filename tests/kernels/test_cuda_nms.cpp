@@ -260,6 +260,29 @@ TEST_F(CudaNms, SmallFramesInOneLaunchStayExact) {
   }
 }
 
+// A batch whose only greedy frame and only matrix frame each rank past 6 144 candidates: each
+// runs its pairs in spatial order on its own, in a context that ran no large frame before.
+TEST_F(CudaNms, LoneLargeFramesOfABatchRunInSpatialOrder) {
+  std::mt19937_64 rng(run_seed() + 21);
+  std::vector<CandidateSet> sets;
+  for (int k = 0; k < 2; ++k) sets.push_back(tools::sliding_window_candidates(7000, rng(), 3));
+  std::vector<Frame> frames;
+  for (Method method : {Method::kGreedy, Method::kMatrix}) {
+    Params params;
+    params.method = method;
+    params.max_candidates = 7000;
+    frames.push_back({sets[frames.size()].view(), params});
+  }
+  std::vector<Result> results;
+  ASSERT_TRUE(gpu_->run(frames, &results).ok());
+  for (size_t k = 0; k < frames.size(); ++k) {
+    Result alone;
+    ASSERT_TRUE(cpu_->run(frames[k].candidates, frames[k].params, &alone).ok());
+    EXPECT_TRUE(same_result(results[k], alone)) << "batch frame " << k;
+    EXPECT_EQ(results[k].computed_on, Backend::kCuda);
+  }
+}
+
 // Host frames of up to 16 Ki candidates replay one graph per staged capacity and parameters:
 // counts within one capacity, parameters that differ in one field only, and more shapes than
 // the context keeps graphs of, in turn and again, each equal to the CPU's.
