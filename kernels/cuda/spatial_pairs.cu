@@ -8,10 +8,12 @@
 //           the order, so that a tile's bounds are little more than its boxes' size
 //   tiles   the ranked boxes and classes gathered in that order, and the bounding box and the
 //           range of areas of each tile of 32 of them
-//   pairs   a warp per tile a scans the tiles b >= a whose bounds meet a's, 32 at a time with a
-//           ballot, and tests the 32 x 32 pairs of each: the earlier rank of a pair suppressing
-//           the later one is appended to the later one's predecessor list (greedy) or counted
-//           (matrix), as pairs_kernel does in rank order.
+//   list    a warp per tile a and 32 tiles b >= a lists, with a ballot, the tile pairs that can
+//           meet (their bounds meet, and for IoU and DIoU their areas are close enough)
+//   pairs   a warp per listed tile pair, spread over the GPU, tests the boxes of each tile that
+//           meet the other tile: the earlier rank of a pair suppressing the later one is
+//           appended to the later one's predecessor list (greedy) or counted (matrix), as
+//           pairs_kernel does in rank order.
 // Skipping tiles that do not meet is exact because rule 4 (cudanms/nms.h) needs a positive
 // intersection: greedy suppresses only above a threshold >= 0, which boxes apart never pass
 // (IoU, IoMin and IoS are 0, DIoU below 0), and matrix at a threshold > 0. The intersection's
