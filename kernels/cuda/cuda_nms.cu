@@ -115,15 +115,39 @@ __global__ void __launch_bounds__(kClassifyThreads) classify_kernel(const FrameA
   }
   bool valid = false;
   bool below = false;
+  float4 box = make_float4(0, 0, 0, 0);
   if (p < count) {
     const float s = scores[p];
-    valid = is_valid(to_box(boxes[p]), s);
+    box = boxes[p];
+    valid = is_valid(to_box(box), s);
     below = valid && s < f.score_threshold;
     keys[p] = valid && !below ? s + 0.0f : -INFINITY;  // radix sort would put -0.0 below +0.0
   }
   count_in(&header[kInvalid], p < count && !valid);
   count_in(&header[kBelowScore], below);
   count_in(&header[kEligible], valid && !below);
+  // The eligible centres' extent (frame_args.h), warp by warp: zero is below every key.
+  uint32_t extent[4] = {0, 0, 0, 0};  // least x, least y (inverted), most x, most y
+  if (valid && !below) {
+    const uint32_t x = ordered_bits(0.5f * box.x + 0.5f * box.z);
+    const uint32_t y = ordered_bits(0.5f * box.y + 0.5f * box.w);
+    extent[0] = ~x;
+    extent[1] = ~y;
+    extent[2] = x;
+    extent[3] = y;
+  }
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      extent[k] = max(extent[k], __shfl_xor_sync(kFullMask, extent[k], offset));
+    }
+  }
+  const uint32_t lane = threadIdx.x % kWarp;
+  const uint32_t mine = lane == 0   ? extent[0]
+                        : lane == 1 ? extent[1]
+                        : lane == 2 ? extent[2]
+                                    : extent[3];
+  if (lane < 4 && mine != 0) atomicMax(&header[kLeastX + lane], mine);
 }
 
 // Puts the candidate `p` of key `key` at rank r (< Dmax), zeroes its predecessor count and makes
@@ -137,37 +161,79 @@ __device__ void place(const FrameArgs &f, uint32_t r, uint32_t p, float key) {
   f.statuses[r] = kUndecided;
 }
 
+// The keys of s_keys[from, to) (a multiple of 4 apart, 16-byte aligned) ranked before `key`,
+// `before(other, key)` the order's test over that range: a 16-byte broadcast read for 4 tests, into
+// 4 counts, so that no test waits on the one before it.
+template <typename Before>
+__device__ uint32_t count_before(const float *s_keys, uint32_t from, uint32_t to, float key,
+                                 Before before) {
+  uint32_t counts[4] = {0, 0, 0, 0};
+#pragma unroll 4
+  for (uint32_t j = from; j < to; j += 4) {
+    const float4 o = *reinterpret_cast<const float4 *>(s_keys + j);
+    counts[0] += before(o.x, key);
+    counts[1] += before(o.y, key);
+    counts[2] += before(o.z, key);
+    counts[3] += before(o.w, key);
+  }
+  return counts[0] + counts[1] + counts[2] + counts[3];
+}
+
 // The rank stage in one launch: an eligible candidate's rank is the number of candidates ranked
-// before it (ineligible keys are -inf, below every eligible one). Block b ranks the 32 candidates
-// 32b + lane; its warps count over slices of the keys, staged in shared memory a tile of
-// kCountingRankMax at a time. Host frames take it up to one tile (larger ones are sorted);
-// device candidates always, as only the device knows their count: blocks past it leave at once,
-// so the work follows the frame's count, not the buffer's capacity.
-__global__ void __launch_bounds__(kCountingWarps *kWarp)
+// before it (ineligible keys are -inf, below every eligible one). Block b ranks the 32
+// candidates 32b + lane; its warps count over slices of the keys, staged in shared memory a tile
+// of kCountingRankMax at a time. Equal keys rank by index, which only the block's own 32 keys
+// need tested: the keys before them rank first when equal, those after them never (one float
+// test a key, where testing the index too took 51 us at 10 000 on an H100, against 37 us). Host
+// frames take it up to one tile (larger ones are sorted); device candidates always, as only the
+// device knows their count: blocks past it leave at once, so the work follows the frame's count,
+// not the buffer's capacity.
+// Two blocks a multiprocessor where one holds 2 048 threads (sm_80 and sm_90).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ >= 900)
+constexpr int kCountingBlocksPerSm = 2;
+#else
+constexpr int kCountingBlocksPerSm = 1;
+#endif
+__global__ void __launch_bounds__(kCountingWarps *kWarp, kCountingBlocksPerSm)
     counting_rank_kernel(const FrameArgs *frames) {
-  extern __shared__ float s_keys[];
+  extern __shared__ float4 s_tile[];
   __shared__ uint32_t s_before[kCountingWarps][kWarp];
+  float *s_keys = reinterpret_cast<float *>(s_tile);
   const FrameArgs f = frames[blockIdx.z];  // a copy: the stores below cannot alias it
   const float *keys = f.keys;
   const uint32_t count = min(*f.count, f.capacity);
-  if (blockIdx.x * kWarp >= count) return;  // the whole block
+  const uint32_t base = blockIdx.x * kWarp;
+  if (base >= count) return;  // the whole block
   const uint32_t warp = threadIdx.x / kWarp;
   const uint32_t lane = threadIdx.x % kWarp;
-  const uint32_t p = blockIdx.x * kWarp + lane;
+  const uint32_t p = base + lane;
   const float key = p < count ? keys[p] : -INFINITY;
   uint32_t before = 0;
   for (uint32_t tile = 0; tile < count; tile += kCountingRankMax) {
     const uint32_t size = min(kCountingRankMax, count - tile);
-    __syncthreads();  // every warp is done with the previous tile
-    for (uint32_t j = threadIdx.x; j < size; j += blockDim.x) s_keys[j] = keys[tile + j];
+    const uint32_t padded = (size + 3) / 4 * 4;  // -inf past the count: before no key
+    __syncthreads();                             // every warp is done with the previous tile
+    for (uint32_t j = threadIdx.x; j < padded; j += blockDim.x) {
+      s_keys[j] = j < size ? keys[tile + j] : -INFINITY;
+    }
     __syncthreads();
-    const uint32_t slice = (size + kCountingWarps - 1) / kCountingWarps;
-    const uint32_t end = min(size, (warp + 1) * slice);
-#pragma unroll 8
-    for (uint32_t j = warp * slice; j < end; ++j) {
-      const float other = s_keys[j];  // every lane reads the same word: a broadcast
+    const uint32_t slice = (padded / 4 + kCountingWarps - 1) / kCountingWarps * 4;
+    const uint32_t from = min(padded, warp * slice), to = min(padded, from + slice);
+    // The block's own keys within this tile, clamped to the warp's slice.
+    const auto clamp_to = [](int64_t v, uint32_t lo, uint32_t hi) {
+      return static_cast<uint32_t>(min(max(v, int64_t{lo}), int64_t{hi}));
+    };
+    const int64_t own = int64_t{base} - tile;
+    const uint32_t own_from = clamp_to(own, from, to);
+    const uint32_t own_to = clamp_to(own + kWarp, own_from, to);
+    before += count_before(s_keys, from, own_from, key,
+                           [](float other, float k) -> uint32_t { return other >= k; });
+    for (uint32_t j = own_from; j < own_to; ++j) {
+      const float other = s_keys[j];
       before += other > key || (other == key && tile + j < p);
     }
+    before += count_before(s_keys, own_to, to, key,
+                           [](float other, float k) -> uint32_t { return other > k; });
   }
   s_before[warp][lane] = before;
   __syncthreads();
@@ -520,26 +586,48 @@ __global__ void __launch_bounds__(kDataflowWarps *kWarp)
   if (lane == 0) f.kept_words[word] = kept;
 }
 
-// The output of a single frame after dataflow_settle_kernel, from its words of kept ranks: their
-// prefix sum (a word a thread), then a thread per rank, as write_output.
+// The output of a single frame after dataflow_settle_kernel, from its words of kept ranks. Block
+// b writes the kept ranks among [1024b, 1024b + 1024), a thread each, after summing the words
+// before them itself: no pass between blocks, and no thread walks the ranks in turn (one block
+// doing so took 49 us at 100 000 candidates, a global read's latency per 1 024 ranks).
 __global__ void __launch_bounds__(kSettleThreads) output_kernel(const FrameArgs *frame) {
-  __shared__ SettleScan::TempStorage s_scan;
-  __shared__ uint32_t s_first_slot[kMaxCudaCandidates / kWarp];  // per word
-  const FrameArgs f = *frame;  // a copy: the stores below cannot alias it
+  constexpr uint32_t kWords = kSettleThreads / kWarp;  // the block's words of ranks
+  __shared__ uint32_t s_sums[kWords][2];               // per warp: kept before the block, in all
+  __shared__ uint32_t s_first_slot[kWords];            // per word of the block
+  const FrameArgs f = *frame;                          // a copy: the stores below cannot alias it
   const uint32_t m = ranked_count(f.header, f.dmax);
-  copy_counters(f);
-  const uint32_t kept =
-      block_prefix_sum((m + kWarp - 1) / kWarp, s_scan,
-                       [&f](uint32_t w) { return static_cast<uint32_t>(__popc(f.kept_words[w])); },
-                       [&](uint32_t w, uint32_t slot) { s_first_slot[w] = slot; });
-  __syncthreads();
-  for (uint32_t i = threadIdx.x; i < m; i += kSettleThreads) {
-    const uint32_t bits = f.kept_words[i / kWarp], bit = i % kWarp;
-    if ((bits >> bit) & 1u) {
-      write_kept(f, s_first_slot[i / kWarp] + __popc(bits & ((1u << bit) - 1)), i);
-    }
+  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t first_word = blockIdx.x * kWords;
+  if (first_word >= words && blockIdx.x > 0) return;  // launched for the most ranks there can be
+  const uint32_t warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  uint32_t before = 0, total = 0;
+  for (uint32_t w = threadIdx.x; w < words; w += kSettleThreads) {
+    const uint32_t kept = __popc(f.kept_words[w]);
+    total += kept;
+    if (w < first_word) before += kept;
   }
-  write_kept_count(f, kept);
+  before = warp_sum(before);
+  total = warp_sum(total);
+  if (lane == 0) {
+    s_sums[warp][0] = before;
+    s_sums[warp][1] = total;
+  }
+  __syncthreads();
+  if (warp == 0) {  // the slot of each of the block's words: the sums, then a scan of its words
+    before = warp_sum(s_sums[lane][0]);
+    total = warp_sum(s_sums[lane][1]);
+    const uint32_t w = first_word + lane;
+    const uint32_t here = w < words ? __popc(f.kept_words[w]) : 0;
+    s_first_slot[lane] = before + warp_inclusive_sum(here, lane) - here;
+    if (blockIdx.x == 0) write_kept_count(f, total);
+  }
+  if (blockIdx.x == 0) copy_counters(f);
+  __syncthreads();
+  const uint32_t i = first_word * kWarp + threadIdx.x;
+  if (i < m) {
+    const uint32_t bits = f.kept_words[i / kWarp], bit = i % kWarp;
+    if ((bits >> bit) & 1u) write_kept(f, s_first_slot[warp] + __popc(bits & ((1u << bit) - 1)), i);
+  }
 }
 
 // Device candidates: the kept ones' values, straight into mapped host memory.
@@ -599,10 +687,12 @@ struct GraphKey {
   }
 };
 
-// A single frame ranking more than this many candidates finds its pairs in spatial order: below
-// it, CUB's sort and the tiles (~30 µs at 3 000 on an H100, Nsight Compute) cost more than
-// testing every pair (22 µs at 3 000, growing as N²; the spatial stage took 130 µs at 10 000).
-constexpr uint32_t kSpatialPairsMin = 6144;
+// A single frame ranking more than this many candidates finds its pairs in spatial order, where
+// the bins, the tiles and their list cost less than testing every pair, which grows as N².
+// Measured on an H100 (cudanms-tool bench, p50, both thresholds in turn twice): 4 000 candidates
+// 76 us in rank order against 80 us in spatial order, 5 000 96 against 89 us, 6 000 113 against
+// 96 us. (With CUB's sort in place of the bins the crossover was about 6 144.)
+constexpr uint32_t kSpatialPairsMin = 4096;
 // `frames` counts the frames of one method in a launch sequence: a batch's only greedy frame, or
 // its only matrix frame, runs on its own, so a workspace ranking more than kSpatialPairsMin has
 // the spatial buffers whatever the batch.
@@ -643,6 +733,12 @@ class CudaContext final : public Context {
     CUDANMS_TRY(cudaFuncSetAttribute(counting_rank_kernel,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      static_cast<int>(kCountingRankMax * sizeof(float))));
+    // Room for two counting blocks a multiprocessor, keys included: Nsight Compute found one
+    // resident (57 registers a thread, 64 KB of shared memory configured); asking for two and
+    // the largest shared memory took the kernel from 39 to 36 us at 10 000 candidates.
+    CUDANMS_TRY(cudaFuncSetAttribute(counting_rank_kernel,
+                                     cudaFuncAttributePreferredSharedMemoryCarveout,
+                                     cudaSharedmemCarveoutMaxShared));
     const auto settle_bytes =
         static_cast<int>(std::max(settle_shared_bytes(kSharedCounts),
                                   settle_shared_bytes(static_cast<uint32_t>(kMaxCudaCandidates))));
@@ -691,14 +787,14 @@ class CudaContext final : public Context {
     DeviceArray<uint32_t> d_iota;
     DeviceArray<unsigned char> d_sort_temp;
     // A single frame's pairs in spatial order (spatial_pairs.h).
-    DeviceArray<uint32_t> d_spatial_keys;   // in, then out
-    DeviceArray<uint32_t> d_spatial_ranks;  // in, then out
+    DeviceArray<uint32_t> d_spatial_bins;  // per rank: its bin, then its place there
+    DeviceArray<uint32_t> d_bin_counts;    // counts, then starts
+    DeviceArray<uint32_t> d_spatial_ranks;
     DeviceArray<float4> d_spatial_boxes;
     DeviceArray<int32_t> d_spatial_classes;
     DeviceArray<float4> d_tile_bounds;
     DeviceArray<float2> d_tile_areas;
     DeviceArray<uint32_t> d_meetings;
-    DeviceArray<unsigned char> d_spatial_temp;
   };
 
   // Soft and weighted frames: one at a time, through the staged stages (never the small-frame
@@ -1104,7 +1200,8 @@ class CudaContext final : public Context {
       const uint32_t blocks = (most + kDataflowWarps * kWarp - 1) / (kDataflowWarps * kWarp);
       dataflow_settle_kernel<<<blocks, kDataflowWarps * kWarp, 0, stream_>>>(frames);
       CUDANMS_TRY(cudaGetLastError());
-      output_kernel<<<1, kSettleThreads, 0, stream_>>>(frames);
+      output_kernel<<<(most + kSettleThreads - 1) / kSettleThreads, kSettleThreads, 0, stream_>>>(
+          frames);
     } else if (method == Method::kGreedy) {
       settle_kernel<Method::kGreedy>
           <<<count, kSettleThreads, settle_shared_bytes(most), stream_>>>(frames);
@@ -1138,17 +1235,16 @@ class CudaContext final : public Context {
   SpatialPairsBuffers spatial_buffers() const {
     const Workspace &w = *ws_;
     SpatialPairsBuffers b{};
-    b.keys_in = w.d_spatial_keys.get();
-    b.keys_out = b.keys_in + spatial_capacity_;
-    b.ranks_in = w.d_spatial_ranks.get();
-    b.ranks_out = b.ranks_in + spatial_capacity_;
+    b.bins = w.d_spatial_bins.get();
+    b.places = b.bins + spatial_capacity_;
+    b.bin_counts = w.d_bin_counts.get();
+    b.bin_starts = b.bin_counts + kMaxSpatialBins;
+    b.ranks_out = w.d_spatial_ranks.get();
     b.boxes = w.d_spatial_boxes.get();
     b.classes = w.d_spatial_classes.get();
     b.tile_bounds = w.d_tile_bounds.get();
     b.tile_areas = w.d_tile_areas.get();
     b.meetings = w.d_meetings.get();
-    b.sort_temp = w.d_spatial_temp.get();
-    b.sort_temp_bytes = spatial_temp_bytes_;
     return b;
   }
 
@@ -1178,7 +1274,7 @@ class CudaContext final : public Context {
                       kClassifyThreads, 0, stream_>>>(frames);
     CUDANMS_TRY(cudaGetLastError());
     if (!sort) {
-      const size_t tile_bytes = std::min(capacity, kCountingRankMax) * sizeof(float);
+      const size_t tile_bytes = round16(std::min(capacity, kCountingRankMax) * sizeof(float));
       counting_rank_kernel<<<dim3((capacity + kWarp - 1) / kWarp, 1, count), kCountingWarps * kWarp,
                              tile_bytes, stream_>>>(frames);
       CUDANMS_TRY(cudaGetLastError());
@@ -1258,19 +1354,16 @@ class CudaContext final : public Context {
     if (spatial_pairs(1, M) && M > spatial_capacity_) {
       spatial_capacity_ = 0;
       drop_graphs();
-      size_t temp_bytes = 0;
-      CUDANMS_TRY(spatial_sort_temp_bytes(static_cast<uint32_t>(M), &temp_bytes));
-      step(w.d_spatial_keys.reserve(2 * M));
-      step(w.d_spatial_ranks.reserve(2 * M));
+      step(w.d_spatial_bins.reserve(2 * M));
+      step(w.d_bin_counts.reserve(2 * kMaxSpatialBins));
+      step(w.d_spatial_ranks.reserve(M));
       step(w.d_spatial_boxes.reserve(M));
       step(w.d_spatial_classes.reserve(M));
       step(w.d_tile_bounds.reserve(spatial_tiles(static_cast<uint32_t>(M))));
       step(w.d_tile_areas.reserve(spatial_tiles(static_cast<uint32_t>(M))));
       step(w.d_meetings.reserve(spatial_meetings(static_cast<uint32_t>(M))));
-      step(w.d_spatial_temp.reserve(temp_bytes));
       if (!status.ok()) return status;
       spatial_capacity_ = M;
-      spatial_temp_bytes_ = temp_bytes;
     }
     return Status::Ok();
   }
@@ -1310,8 +1403,7 @@ class CudaContext final : public Context {
   size_t sort_capacity_ = 0;
   size_t sort_temp_bytes_ = 0;
   size_t spatial_capacity_ = 0;  // ranks of a single frame's spatial pair stage
-  size_t spatial_temp_bytes_ = 0;
-  int sms_ = 1;                                            // the device's multiprocessors
+  int sms_ = 1;                  // the device's multiprocessors
   std::unique_ptr<Context> cpu_ = create_cpu_context({});  // frames past kMaxCudaCandidates
   std::vector<uint32_t> rank_order_, claims_;              // weighted frames with points
   std::unique_ptr<Workspace> ws_;

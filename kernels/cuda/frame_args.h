@@ -24,15 +24,40 @@ enum : uint32_t {
   kBelowScore,
   kEligible,
   kKeptCount,
-  kIn,               // the frame's count: staged by the host, or the producer's
-  kCountOverflow,    // device candidates: that count was above the capacity
-  kArrived,          // small frames: the blocks done with their pairs (small_frames.cu)
-  kMeetings,         // single large frames: the pairs of tiles that meet (spatial_pairs.cu)
-  kSettleTickets,    // single large frames: the words of ranks taken by the settle's warps
-  kHeaderWords = 12  // keeps what follows 16-byte aligned
+  kIn,             // the frame's count: staged by the host, or the producer's
+  kCountOverflow,  // device candidates: that count was above the capacity
+  kArrived,        // small frames: the blocks done with their pairs (small_frames.cu)
+  kMeetings,       // single large frames: the pairs of tiles that meet (spatial_pairs.cu)
+  kSettleTickets,  // single large frames: the words of ranks taken by the settle's warps
+  // The extent of the eligible boxes' centres, as ordered_bits (the least ones inverted, so that
+  // all four grow from zero by atomicMax): where spatial_pairs.cu lays its grid.
+  kLeastX,
+  kLeastY,
+  kMostX,
+  kMostY,
+  kHeaderWords = 16  // keeps what follows 16-byte aligned
 };
 
 __device__ inline Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
+
+// The sum of v over the warp, in every lane.
+__device__ inline uint32_t warp_sum(uint32_t v) {
+#pragma unroll
+  for (uint32_t offset = kWarp / 2; offset > 0; offset /= 2) {
+    v += __shfl_xor_sync(kFullMask, v, offset);
+  }
+  return v;
+}
+
+// The sum of v over lanes 0 to `lane` of the warp.
+__device__ inline uint32_t warp_inclusive_sum(uint32_t v, uint32_t lane) {
+#pragma unroll
+  for (uint32_t d = 1; d < kWarp; d *= 2) {
+    const uint32_t below = __shfl_up_sync(kFullMask, v, d);
+    if (lane >= d) v += below;
+  }
+  return v;
+}
 
 // What one frame's kernels read and write: its candidates, its parameters and its slices of the
 // workspace. Every launch takes an array of them in device memory, one per frame, and a block's
@@ -100,6 +125,10 @@ __device__ inline int32_t own_class(const FrameArgs &f, uint32_t p) {
 __device__ inline uint32_t ordered_bits(float v) {
   const uint32_t bits = __float_as_uint(v);
   return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+}
+
+__device__ inline float from_ordered_bits(uint32_t bits) {
+  return __uint_as_float(bits & 0x80000000u ? bits & 0x7fffffffu : ~bits);
 }
 
 // A (score, index) pair as one key whose ascending order is rank order: higher score first

@@ -281,12 +281,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   // The output: counters, then the kept indices in rank order, at most `limit`.
   if (warp == 0) {
     const uint32_t here = lane < words ? __popc(s_kept[lane]) : 0;
-    uint32_t through = here;
-#pragma unroll
-    for (uint32_t d = 1; d < kWarp; d *= 2) {
-      const uint32_t v = __shfl_up_sync(kFullMask, through, d);
-      if (lane >= d) through += v;
-    }
+    const uint32_t through = warp_inclusive_sum(here, lane);
     s_before[lane] = through - here;
     const uint32_t kept = __shfl_sync(kFullMask, through, kWarp - 1);
     if (lane == kInvalid) f.out[kInvalid] = invalid;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,6 +42,21 @@ class CudaNms : public ::testing::Test {
     }
     EXPECT_TRUE(cpu_->run(set.view(), params, &on_cpu).ok());
     return same_result(on_gpu, on_cpu);
+  }
+
+  // Runs `frames` as one batch on the GPU: each result equals the CPU backend's for its frame
+  // run alone, and was computed on the GPU.
+  void expect_batch_as_frames_alone(const std::vector<Frame> &frames) {
+    std::vector<Result> results;
+    ASSERT_TRUE(gpu_->run(frames, &results).ok());
+    ASSERT_EQ(results.size(), frames.size());
+    for (size_t k = 0; k < frames.size(); ++k) {
+      Result alone;
+      ASSERT_TRUE(cpu_->run(frames[k].candidates, frames[k].params, &alone).ok());
+      EXPECT_TRUE(same_result(results[k], alone))
+          << "batch frame " << k << " n=" << frames[k].candidates.count;
+      EXPECT_EQ(results[k].computed_on, Backend::kCuda) << "batch frame " << k;
+    }
   }
 
   std::unique_ptr<Context> gpu_;
@@ -145,7 +161,7 @@ TEST_F(CudaNms, AdversarialFramesStayExact) {
   }
 }
 
-// A single frame past 6 144 candidates finds its pairs in spatial order, skipping tiles of boxes
+// A single frame past 4 096 candidates finds its pairs in spatial order, skipping tiles of boxes
 // that cannot meet (spatial_pairs.h), and settles greedy over the whole GPU: every generator,
 // overlap rule, threshold (0 included, where matrix tests every pair) and class mode, and boxes
 // that IoS alone sees as meeting (its one added pixel) lined up so that tiles end between them,
@@ -162,7 +178,7 @@ TEST_F(CudaNms, LargeFramesInSpatialOrderStayExact) {
       for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS, Overlap::kDIoU}) {
         for (float threshold : {0.0f, 0.5f}) {
           for (bool agnostic : {false, true}) {
-            const size_t n = uniform_int(rng, 6145, 9000);
+            const size_t n = uniform_int(rng, 4097, 9000);
             const CandidateSet set = g.name == "uniform" && overlap == Overlap::kIoS
                                          ? gap_chain
                                          : g.make(rng, n, agnostic ? 1 : 3);
@@ -205,6 +221,27 @@ TEST_F(CudaNms, LargeFramesInSpatialOrderStayExact) {
         EXPECT_TRUE(same_as_cpu(ratios, params))
             << to_string(method) << " " << to_string(overlap) << " threshold=" << threshold;
       }
+    }
+  }
+
+  // The bins' grid spans the eligible centres: two far boxes stretch it over the float range
+  // (all the others in one cell, one far box's area infinite), and equal centres shrink it to a
+  // point (0 / 0 for every cell).
+  CandidateSet far = tools::sliding_window_candidates(7000, rng());
+  far.add(-3e38f, -3e38f, -1e38f, -1e38f, 0.5f);
+  far.add(2.9e38f, 2.9e38f, 3e38f, 3e38f, 0.5f);
+  CandidateSet centred;
+  for (int i = 0; i < 7000; ++i) {
+    const float half = 1 + i % 50;
+    centred.add(100 - half, 100 - half, 100 + half, 100 + half, uniform(rng, 0, 1));
+  }
+  for (const CandidateSet *set : {&far, &centred}) {
+    for (Method method : {Method::kGreedy, Method::kMatrix}) {
+      Params params;
+      params.method = method;
+      params.max_candidates = set->size();
+      EXPECT_TRUE(same_as_cpu(*set, params))
+          << (set == &far ? "far" : "centred") << " " << to_string(method);
     }
   }
 }
@@ -251,16 +288,10 @@ TEST_F(CudaNms, SmallFramesInOneLaunchStayExact) {
     params.max_candidates = sets[k].size();
     frames.push_back({sets[k].view(), params});
   }
-  std::vector<Result> results;
-  ASSERT_TRUE(gpu_->run(frames, &results).ok());
-  for (size_t k = 0; k < frames.size(); ++k) {
-    Result alone;
-    ASSERT_TRUE(cpu_->run(frames[k].candidates, frames[k].params, &alone).ok());
-    EXPECT_TRUE(same_result(results[k], alone)) << "batch frame " << k;
-  }
+  expect_batch_as_frames_alone(frames);
 }
 
-// A batch whose only greedy frame and only matrix frame each rank past 6 144 candidates: each
+// A batch whose only greedy frame and only matrix frame each rank past 4 096 candidates: each
 // runs its pairs in spatial order on its own, in a context that ran no large frame before.
 TEST_F(CudaNms, LoneLargeFramesOfABatchRunInSpatialOrder) {
   std::mt19937_64 rng(run_seed() + 21);
@@ -273,14 +304,7 @@ TEST_F(CudaNms, LoneLargeFramesOfABatchRunInSpatialOrder) {
     params.max_candidates = 7000;
     frames.push_back({sets[frames.size()].view(), params});
   }
-  std::vector<Result> results;
-  ASSERT_TRUE(gpu_->run(frames, &results).ok());
-  for (size_t k = 0; k < frames.size(); ++k) {
-    Result alone;
-    ASSERT_TRUE(cpu_->run(frames[k].candidates, frames[k].params, &alone).ok());
-    EXPECT_TRUE(same_result(results[k], alone)) << "batch frame " << k;
-    EXPECT_EQ(results[k].computed_on, Backend::kCuda);
-  }
+  expect_batch_as_frames_alone(frames);
 }
 
 // Host frames of up to 16 Ki candidates replay one graph per staged capacity and parameters:
@@ -354,16 +378,9 @@ TEST_F(CudaNms, BatchesEqualTheirFramesRunAlone) {
   params.emplace_back();
   std::vector<Frame> frames;
   for (size_t k = 0; k < sets.size(); ++k) frames.push_back({sets[k].view(), params[k]});
-  std::vector<Result> results;
   for (int pass = 0; pass < 2; ++pass) {  // the second reuses the workspace
-    ASSERT_TRUE(gpu_->run(frames, &results).ok());
-    ASSERT_EQ(results.size(), frames.size());
-    for (size_t k = 0; k < frames.size(); ++k) {
-      Result alone;
-      ASSERT_TRUE(cpu_->run(sets[k].view(), params[k], &alone).ok());
-      EXPECT_TRUE(same_result(results[k], alone)) << "frame " << k << " n=" << sets[k].size();
-      EXPECT_EQ(results[k].computed_on, Backend::kCuda) << "frame " << k;
-    }
+    SCOPED_TRACE("pass " + std::to_string(pass));
+    expect_batch_as_frames_alone(frames);
   }
 }
 
@@ -376,14 +393,7 @@ TEST_F(CudaNms, SixtyFourFramesInOneBatch) {
   params.class_agnostic = true;
   std::vector<Frame> frames;
   for (const CandidateSet &set : sets) frames.push_back({set.view(), params});
-  std::vector<Result> results;
-  ASSERT_TRUE(gpu_->run(frames, &results).ok());
-  for (size_t k = 0; k < frames.size(); ++k) {
-    Result alone;
-    ASSERT_TRUE(cpu_->run(sets[k].view(), params, &alone).ok());
-    EXPECT_TRUE(same_result(results[k], alone)) << "frame " << k;
-    EXPECT_EQ(results[k].computed_on, Backend::kCuda) << "frame " << k;
-  }
+  expect_batch_as_frames_alone(frames);
 }
 
 // The dense-duplicates inputs of the benchmark: piles of near-identical boxes, exact and on the
