@@ -30,6 +30,7 @@
 #include <mutex>
 #include <numeric>
 
+#include "cudanmscontexts.h"
 #include "cudanmsintake.h"
 #include "cudanmslabels.h"
 #include "cudanmsoutput.h"
@@ -53,6 +54,7 @@ enum {
   PROP_SIGMA,
   PROP_BACKEND,
   PROP_GPU_ID,
+  PROP_BATCH_STREAMS,
   PROP_KEEP_CANDIDATES,
   PROP_STATS_INTERVAL,
   PROP_TIME_GPU,
@@ -82,6 +84,7 @@ typedef enum {
 #define DEFAULT_SIGMA 0.5
 #define DEFAULT_BACKEND GST_CUDA_NMS_BACKEND_AUTO
 #define DEFAULT_GPU_ID 0
+#define DEFAULT_BATCH_STREAMS false
 #define DEFAULT_KEEP_CANDIDATES false
 #define DEFAULT_STATS_INTERVAL 0
 #define DEFAULT_TIME_GPU FALSE
@@ -118,11 +121,12 @@ struct Settings {
   double sigma = DEFAULT_SIGMA;
   GstCudaNmsBackend backend = DEFAULT_BACKEND;
   int gpu_id = DEFAULT_GPU_ID;
+  bool batch_streams = DEFAULT_BATCH_STREAMS;
   bool keep_candidates = DEFAULT_KEEP_CANDIDATES;
   guint stats_interval = DEFAULT_STATS_INTERVAL;
   bool time_gpu = DEFAULT_TIME_GPU;
   ClassLabels::Table labels;      /* from labels or labels-file, whichever was set last */
-  guint64 backend_generation = 0; /* bumped when backend or gpu-id change */
+  guint64 backend_generation = 0; /* bumped when the context must be made again */
 };
 
 /* The read-only properties. */
@@ -147,7 +151,7 @@ struct GstCudaNmsPrivate {
 
   /* Streaming thread (and start/stop, which never run concurrently with it) only. */
   GstCudaNmsBackendHooks hooks;
-  std::unique_ptr<cudanms::Context> context;
+  std::shared_ptr<cudanms::SharedContext> nms; /* its own, or shared (batch-streams) */
   guint64 context_generation = 0;
   int width = 0; /* frame size from the caps; 0: unknown, no clipping */
   int height = 0;
@@ -337,6 +341,16 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
                        "CUDA device index; a change while running takes effect on the next frame",
                        0, G_MAXINT, DEFAULT_GPU_ID, rw));
   g_object_class_install_property(
+      gobject_class, PROP_BATCH_STREAMS,
+      g_param_spec_boolean(
+          "batch-streams", "Batch streams",
+          "Share one CUDA NMS context with the other cudanms elements that set this on the same "
+          "GPU and CUDA context (one per camera stream): frames that arrive while another runs "
+          "go to the GPU together, as one batch (one launch sequence, one synchronisation). A "
+          "lone frame waits for nothing. Host candidates only: device candidates (cudacascade) "
+          "run one frame at a time. No effect on the CPU backend",
+          DEFAULT_BATCH_STREAMS, rw));
+  g_object_class_install_property(
       gobject_class, PROP_KEEP_CANDIDATES,
       g_param_spec_boolean("keep-candidates", "Keep candidates",
                            "Leave the consumed candidate metas (packed and ROI) on the buffer; "
@@ -473,6 +487,12 @@ static void gst_cuda_nms_set_property(GObject *object, guint prop_id, const GVal
       s.gpu_id = gpu_id;
       break;
     }
+    case PROP_BATCH_STREAMS: {
+      const bool batch_streams = g_value_get_boolean(value);
+      if (batch_streams != s.batch_streams) s.backend_generation++;
+      s.batch_streams = batch_streams;
+      break;
+    }
     case PROP_KEEP_CANDIDATES:
       s.keep_candidates = g_value_get_boolean(value);
       break;
@@ -581,6 +601,9 @@ static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *va
     case PROP_GPU_ID:
       g_value_set_int(value, s.gpu_id);
       break;
+    case PROP_BATCH_STREAMS:
+      g_value_set_boolean(value, s.batch_streams);
+      break;
     case PROP_KEEP_CANDIDATES:
       g_value_set_boolean(value, s.keep_candidates);
       break;
@@ -627,57 +650,74 @@ static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *va
 /* The NMS context                                                                             */
 /* ------------------------------------------------------------------------------------------ */
 
-static std::unique_ptr<cudanms::Context> create_cpu_context(GstCudaNms *self) {
+static std::shared_ptr<cudanms::SharedContext> create_cpu_context(GstCudaNms *self) {
   cudanms::ContextOptions options;
   options.backend = cudanms::Backend::kCpu;
   cudanms::Status status;
   auto context = cudanms::Context::create(options, &status);
-  if (!context) GST_ERROR_OBJECT(self, "no CPU context: %s", status.message().c_str());
-  return context;
+  if (!context) {
+    GST_ERROR_OBJECT(self, "no CPU context: %s", status.message().c_str());
+    return nullptr;
+  }
+  return std::make_shared<cudanms::SharedContext>(std::move(context));
+}
+
+/* A CUDA context: the one the elements with batch-streams share, or the element's own. */
+static std::shared_ptr<cudanms::SharedContext> create_cuda_context(GstCudaNms *self,
+                                                                   const Settings &s,
+                                                                   cudanms::Status *status) {
+  GstCudaNmsPrivate *priv = self->priv;
+  cudanms::ContextOptions options;
+  options.backend = cudanms::Backend::kCuda;
+  options.device = s.gpu_id;
+  options.time_device = s.time_gpu;
+  /* In the pipeline's CUDA context (shared with cudacascade, cudaupload, nvh264dec...) where
+   * gstreamer-cuda finds or makes one; else in the device's primary context. */
+  priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id);
+  ElementCudaContext::Scope scope(priv->cuda);
+  if (s.batch_streams) {
+    return gst_cuda_nms_shared_context(options, priv->cuda.handle(), priv->hooks.create, status);
+  }
+  auto context = priv->hooks.create(options, status);
+  if (!context) return nullptr;
+  return std::make_shared<cudanms::SharedContext>(std::move(context));
 }
 
 /* Makes the context the settings ask for, unless the current one already is. On FALSE an element
  * error has been posted. */
 static gboolean ensure_context(GstCudaNms *self, const Settings &s) {
   GstCudaNmsPrivate *priv = self->priv;
-  if (priv->context && priv->context_generation == s.backend_generation) return TRUE;
+  if (priv->nms && priv->context_generation == s.backend_generation) return TRUE;
 
-  priv->context.reset();
+  priv->nms.reset();
   priv->context_generation = s.backend_generation;
 
   if (s.backend != GST_CUDA_NMS_BACKEND_CPU) {
     std::string why;
     if (priv->hooks.cuda_available(&why)) {
-      cudanms::ContextOptions options;
-      options.backend = cudanms::Backend::kCuda;
-      options.device = s.gpu_id;
-      options.time_device = s.time_gpu;
       cudanms::Status status;
-      /* In the pipeline's CUDA context (shared with cudacascade, cudaupload, nvh264dec...) where
-       * gstreamer-cuda finds or makes one; else in the device's primary context. */
-      priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id);
-      ElementCudaContext::Scope scope(priv->cuda);
-      priv->context = priv->hooks.create(options, &status);
-      if (!priv->context) why = status.message();
+      priv->nms = create_cuda_context(self, s, &status);
+      if (!priv->nms) why = status.message();
     }
-    if (!priv->context && s.backend == GST_CUDA_NMS_BACKEND_CUDA) {
+    if (!priv->nms && s.backend == GST_CUDA_NMS_BACKEND_CUDA) {
       GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
                         ("backend=cuda but CUDA device %d cannot be used", s.gpu_id),
                         ("%s", why.c_str()));
       return FALSE;
     }
-    if (!priv->context) {
+    if (!priv->nms) {
       GST_ELEMENT_WARNING(self, RESOURCE, NOT_FOUND,
                           ("No usable CUDA device: non-maximum suppression runs on the CPU"),
                           ("%s", why.c_str()));
     }
   }
-  if (!priv->context) priv->context = create_cpu_context(self);
-  if (!priv->context) {
+  if (!priv->nms) priv->nms = create_cpu_context(self);
+  if (!priv->nms) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not create a CPU NMS context"), (NULL));
     return FALSE;
   }
-  GST_INFO_OBJECT(self, "NMS runs on %s", priv->context->device_name().c_str());
+  GST_INFO_OBJECT(self, "NMS runs on %s%s", priv->nms->context().device_name().c_str(),
+                  priv->nms.use_count() > 1 ? ", shared with other cudanms elements" : "");
   return TRUE;
 }
 
@@ -706,7 +746,7 @@ static gboolean gst_cuda_nms_start(GstBaseTransform *trans) {
                       ("%s", labels_file_error.c_str()));
     return FALSE;
   }
-  priv->context.reset();
+  priv->nms.reset();
   priv->stats.reset();
   priv->width = priv->height = 0;
   priv->intake.set_frame_size(0, 0);
@@ -715,7 +755,7 @@ static gboolean gst_cuda_nms_start(GstBaseTransform *trans) {
 
 static gboolean gst_cuda_nms_stop(GstBaseTransform *trans) {
   GstCudaNms *self = GST_CUDA_NMS(trans);
-  self->priv->context.reset();
+  self->priv->nms.reset();
   self->priv->cuda.reset();
   self->priv->labels.forget_announced();
   return TRUE;
@@ -791,21 +831,22 @@ static gboolean run_nms(GstCudaNms *self, const Settings &s, const cudanms::Cand
   const cudanms::Params params = params_of(s);
   for (;;) {
     const auto start = std::chrono::steady_clock::now();
-    const cudanms::Status status = priv->context->run(view, params, &priv->result);
+    const cudanms::Status status = priv->nms->run(view, params, &priv->result);
     *latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - start)
                       .count();
     if (status.ok()) return TRUE;
-    if (priv->context->backend() != cudanms::Backend::kCuda) {
+    const cudanms::Context &context = priv->nms->context();
+    if (context.backend() != cudanms::Backend::kCuda) {
       GST_ELEMENT_ERROR(self, CORE, FAILED, ("Non-maximum suppression failed"),
                         ("%s", status.message().c_str()));
       return FALSE;
     }
-    GST_ELEMENT_WARNING(
-        self, RESOURCE, FAILED, ("CUDA non-maximum suppression failed: switching to the CPU"),
-        ("%s failed: %s", priv->context->device_name().c_str(), status.message().c_str()));
-    priv->context = create_cpu_context(self);
-    if (!priv->context) {
+    GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
+                        ("CUDA non-maximum suppression failed: switching to the CPU"),
+                        ("%s failed: %s", context.device_name().c_str(), status.message().c_str()));
+    priv->nms = create_cpu_context(self);
+    if (!priv->nms) {
       GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not create a CPU NMS context"), (NULL));
       return FALSE;
     }
@@ -820,7 +861,7 @@ static bool run_nms_in_place(GstCudaNms *self, const Settings &s,
                              cudanms::CandidatesView *view, gint64 *latency_ns) {
   GstCudaNmsPrivate *priv = self->priv;
   const auto start = std::chrono::steady_clock::now();
-  const cudanms::Status status = priv->context->run(device, params_of(s), &priv->result);
+  const cudanms::Status status = priv->nms->run(device, params_of(s), &priv->result);
   *latency_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();
@@ -856,7 +897,7 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
   gint64 latency_ns = 0;
   cudanms::CandidatesView view;
   cudanms::DeviceCandidatesView device;
-  if (!priv->intake.device_view(buf, priv->context->cuda_context(), &device) ||
+  if (!priv->intake.device_view(buf, priv->nms->context().cuda_context(), &device) ||
       !run_nms_in_place(self, s, device, &view, &latency_ns)) {
     std::string error;
     if (!priv->intake.map_all(buf, &error)) {
@@ -889,7 +930,7 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
   /* The view may point into a candidates meta: the result meta copies the kept boxes out
    * before the candidates go. */
   priv->labels.set_table(s.labels);
-  const gchar *backend = cudanms::to_string(priv->context->backend());
+  const gchar *backend = cudanms::to_string(priv->nms->context().backend());
   gst_cuda_nms_remove_result_metas(buf);
   GstCudaNmsResultMeta *result = gst_cuda_nms_add_result_meta(buf, view, priv->result, priv->intake,
                                                               priv->labels, latency_ns, backend);

@@ -1,11 +1,14 @@
 // The cudanms element driven by GstHarness. Every expectation is computed independently: the
 // documented frame clipping written out in the test, then the NMS library run directly.
 #include <glib/gstdio.h>
+#include <gst/app/gstappsink.h>
+#include <gst/app/gstappsrc.h>
 #include <gst/check/gstharness.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <random>
 #include <thread>
@@ -877,11 +880,78 @@ TEST_F(CudaNmsElement, HugeFrameFarOverDmax) {
 
 // A "CUDA" context for tests without a GPU: the CPU backend's results, reported as CUDA, and
 // failing on demand from the given frame on.
+// Many streams: one pipeline of `streams` branches appsrc ! cudanms ! appsink, each branch fed
+// from a thread of its own, as pipelines/streams runs cameras.
+
+// Every output is its own frame's library result (random methods and rules per stream), computed
+// on `backend`; `properties` go to every cudanms.
+void expect_streams_match_library(const std::string &properties, int streams, int frames,
+                                  uint64_t seed, const char *backend) {
+  std::string description;
+  for (int k = 0; k < streams; ++k) {
+    const std::string n = std::to_string(k);
+    description += "appsrc name=src" + n + " format=time caps=" + kCaps + " ! cudanms name=nms" +
+                   n + " " + properties + " ! appsink name=sink" + n + " sync=false ";
+  }
+  GError *error = nullptr;
+  GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+  ASSERT_NE(pipeline, nullptr) << (error ? error->message : "");
+  ASSERT_NE(gst_element_set_state(pipeline, GST_STATE_PLAYING), GST_STATE_CHANGE_FAILURE);
+  std::vector<RandomCase> cases;
+  for_each_random_case(seed, 1, 400, [&](const RandomCase &c) {
+    if (c.params.max_candidates >= c.set.size()) cases.push_back(c);  // no capacity warnings
+  });
+  std::vector<std::thread> threads;
+  for (int k = 0; k < streams; ++k) {
+    threads.emplace_back([&, k] {
+      const std::string n = std::to_string(k);
+      GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), ("src" + n).c_str());
+      GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), ("sink" + n).c_str());
+      GstElement *nms = gst_bin_get_by_name(GST_BIN(pipeline), ("nms" + n).c_str());
+      for (int i = 0; i < frames; ++i) {
+        const RandomCase &c = cases[(size_t(k) * frames + i) % cases.size()];
+        set_params(nms, c.params);
+        GstBuffer *buf = packed_buffer(c.set);
+        GST_BUFFER_PTS(buf) = i * GST_SECOND / 30;
+        ASSERT_EQ(gst_app_src_push_buffer(GST_APP_SRC(src), buf), GST_FLOW_OK);
+        GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND);
+        ASSERT_NE(sample, nullptr) << "stream " << k << " frame " << i;
+        GstBuffer *out = gst_sample_get_buffer(sample);
+        const CandidateSet clipped = clipped_to_frame(c.set, kWidth, kHeight);
+        EXPECT_TRUE(
+            output_matches(out, clipped, library_result(clipped, c.params), kWidth, kHeight))
+            << "stream " << k << " frame " << i << ": " << c.description;
+        EXPECT_STREQ(gst_buffer_get_cuda_nms_result_meta(out)->backend, backend);
+        gst_sample_unref(sample);
+      }
+      gst_object_unref(nms);
+      gst_object_unref(sink);
+      gst_object_unref(src);
+    });
+  }
+  for (std::thread &t : threads) t.join();
+  GstBus *bus = gst_element_get_bus(pipeline);
+  while (GstMessage *m = gst_bus_pop_filtered(
+             bus, static_cast<GstMessageType>(GST_MESSAGE_ERROR | GST_MESSAGE_WARNING))) {
+    GError *e = nullptr;
+    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) gst_message_parse_error(m, &e, nullptr);
+    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING) gst_message_parse_warning(m, &e, nullptr);
+    ADD_FAILURE() << GST_MESSAGE_TYPE_NAME(m) << ": " << (e ? e->message : "?");
+    g_clear_error(&e);
+    gst_message_unref(m);
+  }
+  gst_object_unref(bus);
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(pipeline);
+}
+
 class FakeCudaContext : public Context {
  public:
   static std::atomic<int> fail_from_frame;
   static std::atomic<int> created;
   static std::atomic<int> runs;
+  static std::atomic<int> batched;       // frames that ran in batches of more than one
+  static std::atomic<int> run_delay_us;  // each frame's run takes at least this long
 
   explicit FakeCudaContext(std::unique_ptr<Context> cpu) : cpu_(std::move(cpu)) {}
   Backend backend() const override { return Backend::kCuda; }
@@ -892,13 +962,25 @@ class FakeCudaContext : public Context {
     const int frame = runs++;
     if (fail_from_frame >= 0 && frame >= fail_from_frame)
       return Status::Error("cudaErrorLaunchFailure (injected)");
+    std::this_thread::sleep_for(std::chrono::microseconds(run_delay_us));
     return cpu_->run(c, p, r);
+  }
+  Status run_batch_checked(const std::vector<Frame> &frames,
+                           std::vector<Result> *results) override {
+    if (frames.size() > 1) batched += static_cast<int>(frames.size());
+    for (size_t k = 0; k < frames.size(); ++k) {
+      const Status s = run_checked(frames[k].candidates, frames[k].params, &(*results)[k]);
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
   }
   std::unique_ptr<Context> cpu_;
 };
 std::atomic<int> FakeCudaContext::fail_from_frame{-1};
 std::atomic<int> FakeCudaContext::created{0};
 std::atomic<int> FakeCudaContext::runs{0};
+std::atomic<int> FakeCudaContext::batched{0};
+std::atomic<int> FakeCudaContext::run_delay_us{0};
 
 class FakeCuda : public CudaNmsElement {
  protected:
@@ -907,6 +989,8 @@ class FakeCuda : public CudaNmsElement {
     FakeCudaContext::fail_from_frame = -1;
     FakeCudaContext::created = 0;
     FakeCudaContext::runs = 0;
+    FakeCudaContext::batched = 0;
+    FakeCudaContext::run_delay_us = 0;
     GstCudaNmsBackendHooks fake = {
         [](std::string *) { return true; },
         [](const ContextOptions &options, Status *status) -> std::unique_ptr<Context> {
@@ -975,6 +1059,28 @@ TEST_F(FakeCuda, BackendAndGpuIdChangesRecreateTheContext) {
   gst_util_set_object_arg(G_OBJECT(element_), "backend", "cpu");
   EXPECT_EQ(backend_of_next(), "cpu");
   EXPECT_EQ(pop_messages(GST_MESSAGE_WARNING), 0u);
+}
+
+// Elements with batch-streams=true share one context: frames that meet there (each run made to
+// take 2 ms) go as one batch, and each stream still gets its own frames' results.
+TEST_F(FakeCuda, BatchStreamsShareOneContextAndBatchTheirFrames) {
+  FakeCudaContext::run_delay_us = 2000;
+  expect_streams_match_library("backend=cuda batch-streams=true", 4, 25, run_seed() + 113, "cuda");
+  EXPECT_EQ(FakeCudaContext::created, 1);
+  EXPECT_GT(FakeCudaContext::batched, 0);
+}
+
+TEST_F(FakeCuda, WithoutBatchStreamsEachElementHasItsOwnContext) {
+  FakeCudaContext::run_delay_us = 2000;
+  expect_streams_match_library("backend=cuda", 3, 10, run_seed() + 114, "cuda");
+  EXPECT_EQ(FakeCudaContext::created, 3);
+  EXPECT_EQ(FakeCudaContext::batched, 0);
+}
+
+// The CPU backend gains nothing from one context: each element keeps its own, in parallel.
+TEST_F(FakeCuda, BatchStreamsLeaveTheCpuBackendAlone) {
+  expect_streams_match_library("backend=cpu batch-streams=true", 3, 10, run_seed() + 116, "cpu");
+  EXPECT_EQ(FakeCudaContext::created, 0);
 }
 
 // Without a usable device (the real check): auto warns once and runs on the CPU.
@@ -1053,6 +1159,14 @@ TEST_F(CudaNmsElement, CudaPathMatchesLibrary) {
   pop_messages(GST_MESSAGE_WARNING, &warnings);
   for (const std::string &w : warnings) EXPECT_EQ(w.find("CUDA"), std::string::npos) << w;
   EXPECT_EQ(pop_messages(GST_MESSAGE_ERROR), 0u);
+}
+
+// Eight streams with batch-streams=true on the GPU: one context, frames batched as they meet,
+// every output its own frame's library result.
+TEST_F(CudaNmsElement, CudaBatchStreamsMatchLibrary) {
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  expect_streams_match_library("backend=cuda batch-streams=true", 8, 60, run_seed() + 115, "cuda");
 }
 
 // ---------------------------------------------------------------------------------------------
