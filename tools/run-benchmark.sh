@@ -52,18 +52,36 @@ if [ -x "$build/pipelines/cudanms-streams" ] && [ -n "$media" ]; then
     echo "| streams | total frames/s | per stream frames/s | chain p50 / p99 (us) | cudacascade p50 / p99 (us) | cudanms p50 / p99 (us) | NMS GPU work p50 / p99 (us) | NMS share of the chain | GPU memory (MiB) |"
     echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   } >"$out/streams.md"
-  for n in ${STREAMS:-1 4 16 32}; do
-    CUDANMS_BUILD="$build" pipelines/streams --preload "$media" --streams "$n" \
-      --frames "${STREAMS_FRAMES:-600}" --progress 0 --json "$out/streams-$n.json" || rc=1
-    python3 - "$out/streams-$n.json" >>"$out/streams.md" <<'PY' || rc=1
+  # One row of streams.md from a run's JSON ($1), its first cell labelled with $2 after the count.
+  streams_row() {
+    python3 - "$1" "${2:-}" >>"$out/streams.md" <<'PY' || rc=1
 import json, sys
 s = json.load(open(sys.argv[1]))
-print(f"| {s['streams']} | {s['total_fps']:.0f} | {s['min_stream_fps']:.0f}..{s['max_stream_fps']:.0f} "
+print(f"| {s['streams']}{sys.argv[2]} | {s['total_fps']:.0f} | {s['min_stream_fps']:.0f}..{s['max_stream_fps']:.0f} "
       f"| {s['chain_p50_us']:.0f} / {s['chain_p99_us']:.0f} "
       f"| {s['detector_p50_us']:.0f} / {s['detector_p99_us']:.0f} | {s['nms_p50_us']:.0f} / "
       f"{s['nms_p99_us']:.0f} | {s['nms_gpu_p50_us']:.0f} / {s['nms_gpu_p99_us']:.0f} "
       f"| {s['nms_share_percent']:.2f}% | {s['gpu_memory_mib']:.0f} |")
 PY
+  }
+  counts=${STREAMS:-1 4 16 32}
+  for n in $counts; do
+    CUDANMS_BUILD="$build" pipelines/streams --preload "$media" --streams "$n" \
+      --frames "${STREAMS_FRAMES:-600}" --progress 0 --json "$out/streams-$n.json" || rc=1
+    streams_row "$out/streams-$n.json"
+  done
+  # The most streams again with the candidates copied to the host (device-candidates=false),
+  # each cudanms with its own context, then all sharing one (batch-streams=true).
+  n=${counts##* }
+  host_detector="cudacascade model=\"${CUDANMS_OPENCV_DATA:-/usr/share/opencv4}/haarcascades/haarcascade_frontalface_default.xml\" min-size=50x50 max-size=200x200 scale-factor=1.25 device-candidates=false"
+  for batch in false true; do
+    CUDANMS_BUILD="$build" pipelines/streams --preload "$media" --streams "$n" \
+      --frames "${STREAMS_FRAMES:-600}" --progress 0 --detector "$host_detector" \
+      --nms "cudanms iou-threshold=0.3 batch-streams=$batch" \
+      --json "$out/streams-$n-host-batch-$batch.json" || rc=1
+    label=", host candidates"
+    [ "$batch" = true ] && label="$label, batch-streams"
+    streams_row "$out/streams-$n-host-batch-$batch.json" "$label"
   done
   echo "media: $media" >>"$out/streams.md"
   cat "$out/streams.md"
