@@ -367,7 +367,8 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
       g_param_spec_boolean("time-gpu", "Time GPU",
                            "With the CUDA backend, time each frame's NMS on the GPU with CUDA "
                            "events (its own work, not the wait for the detector's) into the result "
-                           "meta's gpu_time_ns; a few microseconds a frame",
+                           "meta's gpu_time_ns; a few microseconds a frame. A frame of a batch "
+                           "(batch-streams) gets an even share of the batch's time",
                            DEFAULT_TIME_GPU, rw));
   g_object_class_install_property(
       gobject_class, PROP_LABELS,

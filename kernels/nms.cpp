@@ -238,6 +238,16 @@ Status Context::run(const CandidatesView &c, const Params &params, Result *resul
   return status;
 }
 
+namespace {
+// A backend times a batch's shared launches as a whole (on its first frame): each frame gets an
+// even share of the batch's GPU time, so that the frames' times add up to it.
+void share_device_time(std::vector<Result> *results) {
+  float total = 0;
+  for (const Result &r : *results) total += r.device_time_us;
+  for (Result &r : *results) r.device_time_us = total / static_cast<float>(results->size());
+}
+}  // namespace
+
 Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *results) {
   if (results == nullptr) return Status::Error("results is null");
   results->clear();
@@ -268,6 +278,7 @@ Status Context::run(const std::vector<Frame> &frames, std::vector<Result> *resul
         for (size_t k = 0; k < frames.size() && s.ok(); ++k) {
           finish_from_candidates(frames[k].candidates, frames[k].params, &(*results)[k]);
         }
+        if (s.ok()) share_device_time(results);
         return s;
       },
       std::to_string(frames.size()) + "-frame batch");

@@ -277,8 +277,8 @@ Cell measure_backend(const Workload &w, Backend backend, const BenchOptions &opt
       const Status s = context->run(frames, &results);
       const Clock::time_point end = Clock::now();
       sample->host_us = microseconds(begin, end);
-      sample->device_us = results.empty() ? 0 : results[0].device_time_us;
       for (size_t k = 0; k < results.size(); ++k) {
+        sample->device_us += results[k].device_time_us;  // each frame's share of the call's
         sample->differing_frames += results[k].kept != w.reference[call * w.batch + k];
         sample->on_cpu |= backend == Backend::kCuda && results[k].computed_on == Backend::kCpu;
       }

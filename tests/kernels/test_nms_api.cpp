@@ -210,5 +210,46 @@ TEST(Context, BatchesGiveEachFrameItsOwnResult) {
   EXPECT_TRUE(results.empty());
 }
 
+// A backend that times its batches as a whole, as CUDA does: the batch's GPU time on its first
+// frame. Context::run shares it evenly among the frames.
+class WholeBatchTimer : public Context {
+ public:
+  WholeBatchTimer() : cpu_(Context::create({Backend::kCpu}, &status_)) {}
+  Backend backend() const override { return Backend::kCuda; }
+  std::string device_name() const override { return "timed as a whole"; }
+
+ private:
+  Status run_checked(const CandidatesView &c, const Params &p, Result *r) override {
+    const Status s = cpu_->run(c, p, r);
+    r->device_time_us = 40;
+    return s;
+  }
+  Status run_batch_checked(const std::vector<Frame> &frames,
+                           std::vector<Result> *results) override {
+    for (size_t k = 0; k < frames.size(); ++k) {
+      const Status s = cpu_->run(frames[k].candidates, frames[k].params, &(*results)[k]);
+      if (!s.ok()) return s;
+    }
+    (*results)[0].device_time_us = 90;
+    return Status::Ok();
+  }
+  Status status_;
+  std::unique_ptr<Context> cpu_;
+};
+
+TEST(Context, ABatchsDeviceTimeIsSharedByItsFrames) {
+  WholeBatchTimer nms;
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.5f);
+  std::vector<Result> results;
+  ASSERT_TRUE(nms.run(std::vector<Frame>(3, {set.view(), Params()}), &results).ok());
+  ASSERT_EQ(results.size(), 3u);
+  for (const Result &r : results) EXPECT_FLOAT_EQ(r.device_time_us, 30.0f);
+  Result alone;
+  ASSERT_TRUE(nms.run(set.view(), Params(), &alone).ok());
+  EXPECT_FLOAT_EQ(alone.device_time_us, 40.0f);
+  ASSERT_TRUE(nms.run(std::vector<Frame>(), &results).ok());
+}
+
 }  // namespace
 }  // namespace cudanms::testing

@@ -137,7 +137,8 @@ struct Result {
   std::vector<uint32_t> kept;  // indices into the candidates, in rank order
   Counts counts;
   // With ContextOptions::time_device on a CUDA context: the GPU time from the first copy to the
-  // device to the end of the last copy back, in microseconds. Otherwise 0.
+  // device to the end of the last copy back, in microseconds; in a batch (Context::run of
+  // several frames), an even share of the batch's. Otherwise 0.
   float device_time_us = 0;
   // Where the frame was computed: a CUDA context's frames on its GPU, except frames ranking more
   // candidates than its settle stage holds (128 Ki), which it computes on the CPU.
