@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "cudanmscontexts.h"
 #include "element_support.h"
 #include "kernels/random_sets.h"
 #include "support/seed.h"
@@ -1081,6 +1082,50 @@ TEST_F(FakeCuda, WithoutBatchStreamsEachElementHasItsOwnContext) {
 TEST_F(FakeCuda, BatchStreamsLeaveTheCpuBackendAlone) {
   expect_streams_match_library("backend=cpu batch-streams=true", 3, 10, run_seed() + 116, "cpu");
   EXPECT_EQ(FakeCudaContext::created, 0);
+}
+
+// The registry behind batch-streams: one context per GPU, CUDA context and time-gpu, made once
+// and gone with its last holder.
+TEST(SharedNmsContexts, OnePerDeviceCudaContextAndTiming) {
+  int made = 0;
+  const NmsContextFactory factory = [&made](const ContextOptions &, Status *status) {
+    ++made;
+    ContextOptions cpu;
+    cpu.backend = Backend::kCpu;
+    return Context::create(cpu, status);
+  };
+  Status status;
+  ContextOptions options;
+  int cuda_context = 0;  // a stand-in CUcontext
+  auto first = gst_cuda_nms_shared_context(options, &cuda_context, factory, &status);
+  ASSERT_NE(first, nullptr) << status.message();
+  EXPECT_EQ(gst_cuda_nms_shared_context(options, &cuda_context, factory, &status), first);
+  EXPECT_EQ(made, 1);
+  ContextOptions timed = options;
+  timed.time_device = true;
+  ContextOptions other_gpu = options;
+  other_gpu.device = 1;
+  int other_cuda_context = 0;
+  auto a = gst_cuda_nms_shared_context(timed, &cuda_context, factory, &status);
+  auto b = gst_cuda_nms_shared_context(other_gpu, &cuda_context, factory, &status);
+  auto c = gst_cuda_nms_shared_context(options, &other_cuda_context, factory, &status);
+  EXPECT_EQ(made, 4);
+  EXPECT_NE(a, first);
+  EXPECT_NE(b, first);
+  EXPECT_NE(c, first);
+  first.reset();  // the last holder: the next asks for a new one
+  EXPECT_NE(gst_cuda_nms_shared_context(options, &cuda_context, factory, &status), nullptr);
+  EXPECT_EQ(made, 5);
+  // A factory that fails: no context, its status, and nothing kept.
+  const NmsContextFactory failing = [](const ContextOptions &, Status *s) {
+    *s = Status::Error("no device (injected)");
+    return std::unique_ptr<Context>();
+  };
+  ContextOptions fourth = options;
+  fourth.device = 3;
+  EXPECT_EQ(gst_cuda_nms_shared_context(fourth, nullptr, failing, &status), nullptr);
+  EXPECT_EQ(status.message(), "no device (injected)");
+  EXPECT_NE(gst_cuda_nms_shared_context(fourth, nullptr, factory, &status), nullptr);
 }
 
 // Without a usable device (the real check): auto warns once and runs on the CPU.
