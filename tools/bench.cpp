@@ -4,18 +4,21 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "bench_peers.h"
 #include "bench_version.h"
 #include "cudanms/nms.h"
+#include "cudanms/shared_context.h"
 #include "synthetic.h"
 
 namespace cudanms::tools {
@@ -53,6 +56,8 @@ struct Workload {
   // Batch rows: `batch` frames of n candidates per Context::run call, sets taken `batch` at a
   // time; 0: one frame per call.
   size_t batch = 0;
+  // Streams rows: this many threads, each running its own sets.size() / streams sets in turn.
+  size_t streams = 0;
   size_t calls() const { return batch == 0 ? sets.size() : sets.size() / batch; }
 };
 
@@ -68,13 +73,14 @@ struct Cell {
   std::string target;   // empty where the issue sets none
   int target_met = -1;  // -1: not measured here
   double target_value = 0;
+  double frames_per_second = 0;  // streams rows: in all
 };
 
 // The core-speed issue's targets, for an NVIDIA H100 and p50 host-visible latency of the CUDA
 // backend: 20 us for small frames (up to 3k) of every method, then per size.
 double cuda_target_us(const Workload &w) {
   if (w.batch > 0) return w.batch == 64 && w.n == 1000 ? 150 : 0;  // a whole call
-  if (w.data == Data::kDense) return 0;              // compared with the CPU backend instead
+  if (w.data == Data::kDense) return 0;  // compared with the CPU backend instead
   // The variants' rows (DIoU, soft, weighted, class groups): timed, no goal set.
   if (w.params.overlap == Overlap::kDIoU || w.params.method == Method::kSoft ||
       w.params.method == Method::kWeighted || !w.params.class_groups.empty()) {
@@ -302,6 +308,83 @@ Cell measure_backend(const Workload &w, Backend backend, const BenchOptions &opt
   return cell;
 }
 
+// A streams row: thread t runs its own data sets w.sets[t * per, (t + 1) * per) in turn through
+// its own context, or through one shared by all. The threads warm up on their sets, start
+// together, and time their calls until options.repeat each or options.max_seconds.
+Cell measure_streams(const Workload &w, Backend backend, bool shared, const BenchOptions &options) {
+  Cell cell;
+  cell.backend = std::string(cudanms::to_string(backend)) + (shared ? "-shared" : "");
+  std::vector<std::unique_ptr<SharedContext>> contexts;
+  for (size_t t = 0; t < (shared ? 1 : w.streams); ++t) {
+    ContextOptions context_options;
+    context_options.backend = backend;
+    context_options.reserve_candidates = w.n;
+    Status status;
+    std::unique_ptr<Context> context = Context::create(context_options, &status);
+    if (!context) {
+      cell.error = status.message();
+      return cell;
+    }
+    contexts.push_back(std::make_unique<SharedContext>(std::move(context)));
+  }
+  const size_t per_stream = w.sets.size() / w.streams;
+  std::vector<std::vector<double>> latencies(w.streams);
+  std::vector<size_t> checked(w.streams), differing(w.streams), on_cpu(w.streams);
+  std::vector<std::string> errors(w.streams);
+  std::mutex lock;
+  std::condition_variable all_ready;
+  size_t ready = 0;
+  Clock::time_point start;
+  auto stream = [&](size_t t) {
+    SharedContext &context = *contexts[shared ? 0 : t];
+    Result result;
+    auto call = [&](size_t k, bool timed) {
+      const size_t set = t * per_stream + k % per_stream;
+      const Clock::time_point begin = Clock::now();
+      const Status s = context.run(w.sets[set].view(), w.params, &result);
+      const Clock::time_point end = Clock::now();
+      if (!s.ok()) {
+        errors[t] = s.message();
+        return false;
+      }
+      ++checked[t];
+      differing[t] += result.kept != w.reference[set];
+      on_cpu[t] += backend == Backend::kCuda && result.computed_on == Backend::kCpu;
+      if (timed) latencies[t].push_back(microseconds(begin, end));
+      return true;
+    };
+    for (size_t k = 0; k < per_stream && call(k, false); ++k) {
+    }
+    {
+      std::unique_lock<std::mutex> guard(lock);
+      if (++ready == w.streams) {
+        start = Clock::now();
+        all_ready.notify_all();
+      }
+      all_ready.wait(guard, [&] { return ready == w.streams; });
+    }
+    for (size_t k = 0; k < options.repeat && errors[t].empty(); ++k) {
+      if (k > 0 && seconds_since(start) >= options.max_seconds) break;
+      if (!call(k, true)) break;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < w.streams; ++t) threads.emplace_back(stream, t);
+  for (std::thread &thread : threads) thread.join();
+  const double seconds = seconds_since(start);
+  std::vector<double> all;
+  for (size_t t = 0; t < w.streams; ++t) {
+    if (!errors[t].empty()) cell.error = errors[t];
+    all.insert(all.end(), latencies[t].begin(), latencies[t].end());
+    cell.checked += checked[t];
+    cell.differing += differing[t];
+    cell.on_cpu += on_cpu[t];
+  }
+  cell.frames_per_second = seconds > 0 ? all.size() / seconds : 0;
+  cell.host = summarize(std::move(all));
+  return cell;
+}
+
 Cell measure_opencv(const Workload &w, const BenchOptions &options) {
   Cell cell;
   cell.backend = "opencv";
@@ -396,6 +479,9 @@ void print_row(const Workload &w, const Cell &cell) {
   if (!target.empty()) {
     target += cell.target_met < 0 ? " n/a" : cell.target_met ? " met" : " MISSED";
   }
+  if (cell.frames_per_second > 0) {
+    target = std::to_string(std::lround(cell.frames_per_second)) + " frames/s in all";
+  }
   std::printf("%7zu  %-18s %-7s %9s %9s %9s %6zu  %-7s %s\n", w.n, w.config.c_str(),
               cell.backend.c_str(), format_us(cell.host.p50, true).c_str(),
               format_us(cell.host.p99, true).c_str(),
@@ -447,6 +533,7 @@ std::string json_params(const Workload &w) {
       << ", \"class_agnostic\": " << (w.params.class_agnostic ? "true" : "false");
   if (w.data == Data::kFile) out << ", \"input\": " << json_string(w.input);
   if (w.batch > 0) out << ", \"frames_per_call\": " << w.batch;
+  if (w.streams > 0) out << ", \"streams\": " << w.streams;
   return out.str();
 }
 
@@ -484,6 +571,9 @@ std::string to_json(const BenchOptions &options, const Metadata &meta,
         continue;
       }
       out << ", \"host\": " << json_latency(cell.host);
+      if (cell.frames_per_second > 0) {
+        out << ", \"frames_per_second\": " << json_number(cell.frames_per_second);
+      }
       if (cell.device.runs > 0) out << ", \"device\": " << json_latency(cell.device);
       out << ", \"kept\": " << workloads[i].reference[0].size() << ", \"checked\": " << cell.checked
           << ", \"differing\": " << cell.differing << ", \"computed_on_cpu\": " << cell.on_cpu;
@@ -502,7 +592,7 @@ std::string to_json(const BenchOptions &options, const Metadata &meta,
     out << ",\n  \"dump_dir\": " << json_string(meta.dump_dir) << ",\n  \"datasets\": [";
     separator = "\n";
     for (const Workload &w : workloads) {
-      for (size_t k = 0; w.batch == 0 && k < w.sets.size(); ++k) {  // batches are not dumped
+      for (size_t k = 0; w.batch == 0 && w.streams == 0 && k < w.sets.size(); ++k) {
         const std::string stem = w.config + "-n" + std::to_string(w.n) + "-set" + std::to_string(k);
         out << separator << "    {" << json_params(w) << ", \"set\": " << k
             << ", \"file\": " << json_string(stem + ".csv")
@@ -674,6 +764,14 @@ int benchmark(const BenchOptions &options) {
       w.batch = frames;
       workloads.push_back(std::move(w));
     }
+    for (size_t streams : options.streams) {
+      BenchOptions stream_options = options;
+      stream_options.sets = options.sets * streams;
+      Workload w = generated("streams-" + std::to_string(streams), Data::kSlidingWindow, 1, n,
+                             greedy, stream_options);
+      w.streams = streams;
+      workloads.push_back(std::move(w));
+    }
   }
   if (options.dense) {
     for (const auto &[kind, n] : std::vector<std::pair<std::string, size_t>>{
@@ -706,16 +804,23 @@ int benchmark(const BenchOptions &options) {
                    status.message().c_str());
       return 1;
     }
-    if (!meta.dump_dir.empty() && w.batch == 0) {  // the peers time frames one at a time
+    // The peers time frames one at a time, in one thread.
+    if (!meta.dump_dir.empty() && w.batch == 0 && w.streams == 0) {
       status = dump(meta.dump_dir, w);
       if (!status.ok()) {
         std::fprintf(stderr, "--dump: %s\n", status.message().c_str());
         return 1;
       }
     }
-    if (wants(options, "cpu")) row.push_back(measure_backend(w, Backend::kCpu, options));
-    if (use_cuda) row.push_back(measure_backend(w, Backend::kCuda, options));
-    if (use_opencv && w.batch == 0 && w.params.method == Method::kGreedy &&
+    if (w.streams > 0) {
+      if (wants(options, "cpu")) row.push_back(measure_streams(w, Backend::kCpu, false, options));
+      if (use_cuda) row.push_back(measure_streams(w, Backend::kCuda, false, options));
+      if (use_cuda) row.push_back(measure_streams(w, Backend::kCuda, true, options));
+    } else if (wants(options, "cpu")) {
+      row.push_back(measure_backend(w, Backend::kCpu, options));
+    }
+    if (use_cuda && w.streams == 0) row.push_back(measure_backend(w, Backend::kCuda, options));
+    if (use_opencv && w.batch == 0 && w.streams == 0 && w.params.method == Method::kGreedy &&
         w.params.overlap == Overlap::kIoU && w.params.class_groups.empty()) {
       row.push_back(measure_opencv(w, options));
     }

@@ -17,6 +17,7 @@ import sys
 SERIES = [
     ("cuda", "cudanms CUDA", "cuda", "host"),
     ("cuda-gpu", "cudanms CUDA, GPU only", "cuda", "device"),
+    ("cuda-shared", "cudanms CUDA, one context for all streams", "cuda-shared", "host"),
     ("cpu", "cudanms CPU", "cpu", "host"),
     ("opencv", "OpenCV NMSBoxes", "opencv", "host"),
     ("opencv-python", "OpenCV NMSBoxes (Python)", "opencv-python", "host"),
@@ -28,6 +29,7 @@ SERIES = [
 STYLE = {
     "cuda": dict(color="tab:green", marker="o", linestyle="-", linewidth=2.2),
     "cuda-gpu": dict(color="tab:green", marker="o", linestyle="--", fillstyle="none"),
+    "cuda-shared": dict(color="tab:olive", marker="o", linestyle="-"),
     "cpu": dict(color="tab:blue", marker="s", linestyle="-"),
     "opencv": dict(color="tab:red", marker="^", linestyle="-"),
     "opencv-python": dict(color="tab:red", marker="^", linestyle=":"),
@@ -53,7 +55,8 @@ def gpu_name(bench, torchvision):
 
 
 def collect(rows):
-    """{config: {n: {series key: (p50, p99, agrees)}}} from the results of both runs."""
+    """{config: {n: {series key: (p50, p99, agrees, frames/s or None)}}} from the results of
+    both runs."""
     table = {}
     for row in rows:
         if "error" in row or row.get("data") == "file":
@@ -66,7 +69,7 @@ def collect(rows):
                 continue  # no GPU time: the frames were redone on the CPU (adversarial input)
             agrees = row.get("differing", 0) == 0 and row.get("differing_order", 0) == 0
             table.setdefault(row["config"], {}).setdefault(row["n"], {})[key] = (
-                figures["p50_us"], figures["p99_us"], agrees)
+                figures["p50_us"], figures["p99_us"], agrees, row.get("frames_per_second"))
     return table
 
 
@@ -88,8 +91,8 @@ def markdown_table(by_n, keys):
             if k not in by_n[n]:
                 cells.append("—")
                 continue
-            p50, _, agrees = by_n[n][k]
-            cells.append(fmt(p50) + ("" if agrees else " ≠"))
+            p50, _, agrees, fps = by_n[n][k]
+            cells.append(fmt(p50) + (f" ({fps:,.0f}/s)" if fps else "") + ("" if agrees else " ≠"))
         lines.append(f"| {n:,} | " + " | ".join(cells) + " |")
     return lines
 
@@ -137,10 +140,10 @@ def write_markdown(bench, torchvision, table, path):
               "weighted": "Weighted NMS (MediaPipe), IoU 0.5, class-agnostic",
               "greedy-groups": "Greedy NMS per class, classes 1,2,3,5,7 as one group",
               "matrix-faces": "The paper's matrix NMS, IoS 0.3, face windows"}
-    def order(config):  # greedy first, matrix last, batches by their frame count
-        batch = int(config[6:]) if config.startswith("batch-") else 0
+    def order(config):  # greedy first, matrix last, batches then streams by their count
+        count = int(config.split("-")[1]) if config.startswith(("batch-", "streams-")) else 0
         return (config != "greedy", config.startswith("matrix"), config.startswith("batch-"),
-                batch, config)
+                config.startswith("streams-"), count, config)
 
     for config in sorted(table, key=order):
         present = {k for by_key in table[config].values() for k in by_key}
@@ -150,6 +153,9 @@ def write_markdown(bench, torchvision, table, path):
         if config.startswith("batch-"):
             title = (f"Batches: {config[6:]} frame(s) of N candidates per Context::run call, "
                      "greedy IoU 0.5, class-agnostic, p50 of the whole call")
+        if config.startswith("streams-"):
+            title = (f"Streams: {config[8:]} threads, each running frames of N candidates in "
+                     "turn, greedy IoU 0.5, class-agnostic; p50 of a frame (frames/s in all)")
         if "torchvision" in present:
             title += (" (torchvision.ops.nms)" if config == "greedy"
                       else " (torchvision.ops.batched_nms)")

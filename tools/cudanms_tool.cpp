@@ -437,6 +437,10 @@ constexpr char kBenchDescription[] =
     "  matrix-faces  the paper's matrix NMS, IoS 0.3, face windows, at --face-sizes\n"
     "  batch-B       B frames of --batch-sizes sliding windows per call (--batches), greedy\n"
     "                IoU 0.5, class-agnostic; p50/p99 of the whole call\n"
+    "  streams-T     T threads, each running frames of --batch-sizes sliding windows in turn\n"
+    "                (--streams), greedy IoU 0.5, class-agnostic: a context per thread, then\n"
+    "                (cuda-shared) one context shared by all, batching the frames that meet;\n"
+    "                p50/p99 of a frame, and frames/s in all\n"
     "  dense-*       with --dense: greedy IoU 0.5 on piles of near-identical boxes\n"
     "  FILE:...      with --input, each file as greedy, greedy per class (when it has several\n"
     "                classes) and, for oro files, matrix IoS 0.3\n"
@@ -475,6 +479,7 @@ int run_bench(int argc, char **argv) {
   g_autofree char *variant_sizes = nullptr;
   g_autofree char *batches = nullptr;
   g_autofree char *batch_sizes = nullptr;
+  g_autofree char *streams = nullptr;
   g_auto(GStrv) inputs = nullptr;
   g_autofree char *format = nullptr;
   g_autofree char *backends = nullptr;
@@ -503,6 +508,8 @@ int run_bench(int argc, char **argv) {
        "Batch rows: this many frames per call (default 1,4,16,64)", "LIST"},
       {"batch-sizes", 0, 0, G_OPTION_ARG_STRING, &batch_sizes,
        "Batch rows: candidates per frame (default 300,1000)", "LIST"},
+      {"streams", 0, 0, G_OPTION_ARG_STRING, &streams,
+       "Streams rows: this many threads, frames of --batch-sizes (default 16)", "LIST"},
       {"dense", 0, 0, G_OPTION_ARG_NONE, &dense,
        "Also time the dense-duplicates rows: 20k identical boxes, 100 groups of 500, 5k boxes "
        "near 1e7, 10k in one cluster (greedy IoU 0.5)",
@@ -543,7 +550,8 @@ int run_bench(int argc, char **argv) {
         std::tuple{diou_sizes, &options.diou_sizes, "--diou-sizes"},
         std::tuple{variant_sizes, &options.variant_sizes, "--variant-sizes"},
         std::tuple{batches, &options.batches, "--batches"},
-        std::tuple{batch_sizes, &options.batch_frame_sizes, "--batch-sizes"}}) {
+        std::tuple{batch_sizes, &options.batch_frame_sizes, "--batch-sizes"},
+        std::tuple{streams, &options.streams, "--streams"}}) {
     if (text != nullptr && !parse_sizes(text, list)) {
       return usage_error(std::string(option) +
                          " takes positive numbers separated by commas, not '" + text + "'");

@@ -627,10 +627,11 @@ size_t count_of(const std::string &text, const std::string &part) {
 // The dense-duplicates rows: every backend's kept set checked, and the piles kept as one box
 // each (identical boxes, 100 groups, one cluster).
 TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
-  const Outcome o = run_tool(
-      {"bench",         "--dense", "--variant-sizes", "",    "--diou-sizes", "", "--sizes", "100",
-       "--class-sizes", "100",     "--face-sizes",    "100", "--batches",    "", "--sets",  "1",
-       "--repeat",      "2",       "--max-seconds",   "0.05"});
+  const Outcome o =
+      run_tool({"bench",     "--dense", "--variant-sizes", "",    "--diou-sizes", "",
+                "--sizes",   "100",     "--class-sizes",   "100", "--face-sizes", "100",
+                "--batches", "",        "--streams",       "",    "--sets",       "1",
+                "--repeat",  "2",       "--max-seconds",   "0.05"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::map<std::string, size_t> kept;
   size_t dense_rows = 0;
@@ -649,15 +650,44 @@ TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
   EXPECT_GT(kept["dense-huge"], 0u) << o.out;
 }
 
+// Streams rows: every thread's every frame checked, per-frame latency and frames/s in all; on
+// CUDA also through one shared context.
+TEST_F(CudanmsTool, BenchStreamsRowsCheckEveryThreadsFrames) {
+  const std::string json = path("bench.json");
+  const Outcome o = run_tool(
+      {"bench", "--sizes",      "",    "--class-sizes", "",  "--diou-sizes", "",  "--variant-sizes",
+       "",      "--face-sizes", "",    "--batches",     "",  "--streams",    "",  "--batch-sizes",
+       "200",   "--streams",    "1,3", "--repeat",      "5", "--sets",       "2", "--json",
+       json});
+  ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
+  const bool with_cuda = o.out.find("\nGPU: cuda:") != std::string::npos;
+  std::map<std::string, std::vector<std::string>> backends;
+  for (const BenchRow &row : bench_rows(o.out)) {
+    backends[row.config].push_back(row.backend);
+    EXPECT_EQ(row.agrees, "yes") << row.config << " " << row.backend;
+    EXPECT_NE(row.p50, "-");
+    EXPECT_EQ(row.n, 200u);
+  }
+  const std::vector<std::string> want = with_cuda
+                                            ? std::vector<std::string>{"cpu", "cuda", "cuda-shared"}
+                                            : std::vector<std::string>{"cpu"};
+  EXPECT_EQ(backends["streams-1"], want) << o.out;
+  EXPECT_EQ(backends["streams-3"], want) << o.out;
+  EXPECT_EQ(count_of(o.out, "frames/s in all"), 2 * want.size()) << o.out;
+  const std::string text = read(json);
+  EXPECT_EQ(count_of(text, "\"frames_per_second\": "), 2 * want.size()) << text;
+  EXPECT_EQ(count_of(text, "\"streams\": 3"), want.size()) << text;
+}
+
 TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
   const std::string seed = std::to_string(run_seed() % 1000000);
   const std::string json = path("bench.json");
   const std::vector<std::string> args = {
       "bench",    "--variant-sizes", "300", "--diou-sizes", "500", "--sizes",
       "300,1000", "--class-sizes",   "600", "--classes",    "5",   "--face-sizes",
-      "400",      "--batches",       "",    "--repeat",     "3",   "--sets",
-      "2",        "--seed",          seed,  "--json",       json,  "--dump",
-      dir_};
+      "400",      "--batches",       "",    "--streams",    "",    "--repeat",
+      "3",        "--sets",          "2",   "--seed",       seed,  "--json",
+      json,       "--dump",          dir_};
   const Outcome o = run_tool(args);
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   EXPECT_NE(o.out.find("seed " + seed + " "), std::string::npos) << o.out;
@@ -751,9 +781,9 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
   const std::string windows = write_candidates(
       "w.csv", tools::sliding_window_candidates(700, run_seed() + 6, 3), FileFormat::kCsv);
   const Outcome o = run_tool(
-      {"bench", "--variant-sizes", "",  "--diou-sizes",  "",   "--input",      faces, "--input",
-       windows, "--sizes",         "",  "--class-sizes", "",   "--face-sizes", "",    "--batches",
-       "",      "--repeat",        "2", "--backends",    "cpu"});
+      {"bench", "--variant-sizes", "", "--diou-sizes",  "",  "--input",      faces, "--input",
+       windows, "--sizes",         "", "--class-sizes", "",  "--face-sizes", "",    "--batches",
+       "",      "--streams",       "", "--repeat",      "2", "--backends",   "cpu"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::vector<std::string> configs;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -799,8 +829,8 @@ TEST_F(CudanmsTool, BenchBatchRowsCheckEveryFrame) {
 TEST_F(CudanmsTool, WithoutADeviceTheBenchTimesTheCpuAlone) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
   const Outcome o = run_tool({"bench", "--variant-sizes", "", "--diou-sizes", "", "--sizes", "300",
-                              "--class-sizes", "", "--face-sizes", "", "--batches", "", "--repeat",
-                              "2", "--backends", "cpu,cuda"});
+                              "--class-sizes", "", "--face-sizes", "", "--batches", "", "--streams",
+                              "", "--repeat", "2", "--backends", "cpu,cuda"});
   ASSERT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("GPU: no CUDA device"), std::string::npos) << o.out;
   const std::vector<BenchRow> rows = bench_rows(o.out);
@@ -827,6 +857,8 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
                               "1,8",
                               "--batch-sizes",
                               "500",
+                              "--streams",
+                              "",
                               "--repeat",
                               "5",
                               "--backends",
