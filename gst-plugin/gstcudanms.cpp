@@ -347,8 +347,9 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
           "Share one CUDA NMS context with the other cudanms elements that set this on the same "
           "GPU and CUDA context (one per camera stream): frames that arrive while another runs "
           "go to the GPU together, as one batch (one launch sequence, one synchronisation). A "
-          "lone frame waits for nothing. Host candidates only: device candidates (cudacascade) "
-          "run one frame at a time. No effect on the CPU backend",
+          "lone frame waits for nothing. For host candidates: device candidates (cudacascade's) "
+          "still run one frame at a time, now in turn with the other streams', so leave it off "
+          "for them. No effect on the CPU backend",
           DEFAULT_BATCH_STREAMS, rw));
   g_object_class_install_property(
       gobject_class, PROP_KEEP_CANDIDATES,
