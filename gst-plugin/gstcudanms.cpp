@@ -152,6 +152,10 @@ struct GstCudaNmsPrivate {
   /* Streaming thread (and start/stop, which never run concurrently with it) only. */
   GstCudaNmsBackendHooks hooks;
   std::shared_ptr<cudanms::SharedContext> nms; /* its own, or shared (batch-streams) */
+  bool nms_shared = false;
+  /* With a shared context: the element's own CUDA context for device candidates, made at the
+   * first (in_place_context). */
+  std::shared_ptr<cudanms::SharedContext> in_place;
   guint64 context_generation = 0;
   int width = 0; /* frame size from the caps; 0: unknown, no clipping */
   int height = 0;
@@ -347,9 +351,9 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
           "Share one CUDA NMS context with the other cudanms elements that set this on the same "
           "GPU and CUDA context (one per camera stream): frames that arrive while another runs "
           "go to the GPU together, as one batch (one launch sequence, one synchronisation). A "
-          "lone frame waits for nothing. For host candidates: device candidates (cudacascade's) "
-          "still run one frame at a time, now in turn with the other streams', so leave it off "
-          "for them. No effect on the CPU backend",
+          "lone frame waits for nothing. Device candidates (cudacascade's) do not batch: they run "
+          "in place on a CUDA context of the element's own, as without it. No effect on the CPU "
+          "backend",
           DEFAULT_BATCH_STREAMS, rw));
   g_object_class_install_property(
       gobject_class, PROP_KEEP_CANDIDATES,
@@ -692,6 +696,8 @@ static gboolean ensure_context(GstCudaNms *self, const Settings &s) {
   if (priv->nms && priv->context_generation == s.backend_generation) return TRUE;
 
   priv->nms.reset();
+  priv->in_place.reset();
+  priv->nms_shared = false;
   priv->context_generation = s.backend_generation;
 
   if (s.backend != GST_CUDA_NMS_BACKEND_CPU) {
@@ -700,6 +706,7 @@ static gboolean ensure_context(GstCudaNms *self, const Settings &s) {
       cudanms::Status status;
       priv->nms = create_cuda_context(self, s, &status);
       if (!priv->nms) why = status.message();
+      priv->nms_shared = priv->nms && s.batch_streams;
     }
     if (!priv->nms && s.backend == GST_CUDA_NMS_BACKEND_CUDA) {
       GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
@@ -749,6 +756,7 @@ static gboolean gst_cuda_nms_start(GstBaseTransform *trans) {
     return FALSE;
   }
   priv->nms.reset();
+  priv->in_place.reset();
   priv->stats.reset();
   priv->width = priv->height = 0;
   priv->intake.set_frame_size(0, 0);
@@ -758,6 +766,7 @@ static gboolean gst_cuda_nms_start(GstBaseTransform *trans) {
 static gboolean gst_cuda_nms_stop(GstBaseTransform *trans) {
   GstCudaNms *self = GST_CUDA_NMS(trans);
   self->priv->nms.reset();
+  self->priv->in_place.reset();
   self->priv->cuda.reset();
   self->priv->labels.forget_announced();
   return TRUE;
@@ -848,11 +857,35 @@ static gboolean run_nms(GstCudaNms *self, const Settings &s, const cudanms::Cand
                         ("CUDA non-maximum suppression failed: switching to the CPU"),
                         ("%s failed: %s", context.device_name().c_str(), status.message().c_str()));
     priv->nms = create_cpu_context(self);
+    priv->nms_shared = false;
+    priv->in_place.reset();
     if (!priv->nms) {
       GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not create a CPU NMS context"), (NULL));
       return FALSE;
     }
   }
+}
+
+/* Where device candidates run in place: the element's context. A shared one (batch-streams)
+ * would only put them in turn with the other streams' frames, as a batch takes host frames: the
+ * element makes a CUDA context of its own for them at the first, else uses the shared one. */
+static cudanms::SharedContext *in_place_context(GstCudaNms *self, const Settings &s) {
+  GstCudaNmsPrivate *priv = self->priv;
+  if (!priv->nms_shared) return priv->nms.get();
+  if (!priv->in_place) {
+    Settings own = s;
+    own.batch_streams = false;
+    cudanms::Status status;
+    priv->in_place = create_cuda_context(self, own, &status);
+    if (!priv->in_place) {
+      GST_WARNING_OBJECT(self,
+                         "no CUDA context of its own for device candidates (%s): they run "
+                         "on the shared one",
+                         status.message().c_str());
+      priv->in_place = priv->nms;
+    }
+  }
+  return priv->in_place.get();
 }
 
 /* NMS on device candidates where they are (the context's device): the kept values come back
@@ -863,7 +896,8 @@ static bool run_nms_in_place(GstCudaNms *self, const Settings &s,
                              cudanms::CandidatesView *view, gint64 *latency_ns) {
   GstCudaNmsPrivate *priv = self->priv;
   const auto start = std::chrono::steady_clock::now();
-  const cudanms::Status status = priv->nms->run(device, params_of(s), &priv->result);
+  const cudanms::Status status =
+      in_place_context(self, s)->run(device, params_of(s), &priv->result);
   *latency_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();

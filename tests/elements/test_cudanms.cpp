@@ -953,13 +953,31 @@ class FakeCudaContext : public Context {
   static std::atomic<int> runs;
   static std::atomic<int> batched;       // frames that ran in batches of more than one
   static std::atomic<int> run_delay_us;  // each frame's run takes at least this long
+  // Which context (1 for the first made) ran the last host frame, the last device frame.
+  static std::atomic<int> last_host_runner;
+  static std::atomic<int> last_device_runner;
+  // The stand-in CUcontext of every fake context: device candidates naming it run in place, on
+  // "device memory" that is host memory.
+  static int device;
 
-  explicit FakeCudaContext(std::unique_ptr<Context> cpu) : cpu_(std::move(cpu)) {}
+  FakeCudaContext(std::unique_ptr<Context> cpu, int id) : cpu_(std::move(cpu)), id_(id) {}
   Backend backend() const override { return Backend::kCuda; }
   std::string device_name() const override { return "cuda:fake"; }
+  void *cuda_context() const override { return &device; }
 
  private:
+  Status run_device_checked(const DeviceCandidatesView &c, const Params &p, Result *r) override {
+    last_device_runner = id_;
+    const Status s = cpu_->run({c.boxes, c.scores, c.class_ids, *c.count}, p, r);
+    for (uint32_t k : r->kept) {  // the kept values come back with device candidates
+      r->kept_boxes.insert(r->kept_boxes.end(), c.boxes + 4 * k, c.boxes + 4 * k + 4);
+      r->kept_scores.push_back(c.scores[k]);
+      r->kept_class_ids.push_back(c.class_ids ? c.class_ids[k] : 0);
+    }
+    return s;
+  }
   Status run_checked(const CandidatesView &c, const Params &p, Result *r) override {
+    last_host_runner = id_;
     const int frame = runs++;
     if (fail_from_frame >= 0 && frame >= fail_from_frame)
       return Status::Error("cudaErrorLaunchFailure (injected)");
@@ -976,8 +994,12 @@ class FakeCudaContext : public Context {
     return Status::Ok();
   }
   std::unique_ptr<Context> cpu_;
+  int id_;
 };
 std::atomic<int> FakeCudaContext::fail_from_frame{-1};
+std::atomic<int> FakeCudaContext::last_host_runner{0};
+std::atomic<int> FakeCudaContext::last_device_runner{0};
+int FakeCudaContext::device = 0;
 std::atomic<int> FakeCudaContext::created{0};
 std::atomic<int> FakeCudaContext::runs{0};
 std::atomic<int> FakeCudaContext::batched{0};
@@ -992,13 +1014,15 @@ class FakeCuda : public CudaNmsElement {
     FakeCudaContext::runs = 0;
     FakeCudaContext::batched = 0;
     FakeCudaContext::run_delay_us = 0;
+    FakeCudaContext::last_host_runner = 0;
+    FakeCudaContext::last_device_runner = 0;
     GstCudaNmsBackendHooks fake = {
         [](std::string *) { return true; },
         [](const ContextOptions &options, Status *status) -> std::unique_ptr<Context> {
-          ++FakeCudaContext::created;
+          const int id = ++FakeCudaContext::created;
           ContextOptions cpu = options;
           cpu.backend = Backend::kCpu;
-          return std::make_unique<FakeCudaContext>(Context::create(cpu, status));
+          return std::make_unique<FakeCudaContext>(Context::create(cpu, status), id);
         }};
     previous_ = gst_cuda_nms_set_backend_hooks_for_testing(&fake);
   }
@@ -1076,6 +1100,54 @@ TEST_F(FakeCuda, WithoutBatchStreamsEachElementHasItsOwnContext) {
   expect_streams_match_library("backend=cuda", 3, 10, run_seed() + 114, "cuda");
   EXPECT_EQ(FakeCudaContext::created, 3);
   EXPECT_EQ(FakeCudaContext::batched, 0);
+}
+
+// Device candidates (cudacascade's) do not batch: with batch-streams they run in place on a
+// context of the element's own, made at the first of them, not in turn with the other streams'
+// frames on the shared one; host frames go on to the shared one.
+TEST_F(FakeCuda, BatchStreamsRunDeviceCandidatesOnTheElementsOwnContext) {
+  std::mt19937_64 rng(run_seed() + 117);
+  const CandidateSet set = integer_boxes_in_frame(
+      tools::sliding_window_candidates(300, rng(), 3, kWidth, kHeight), kWidth, kHeight);
+  const guint32 count = static_cast<guint32>(set.size());
+  const Result want = library_result(set, Params());
+  auto device_frame = [&] {
+    GstBuffer *in = gst_buffer_new();
+    GstCudaNmsDeviceCandidates *dc = gst_cuda_nms_device_candidates_new();
+    dc->cuda_context = &FakeCudaContext::device;
+    dc->boxes = set.boxes.data();
+    dc->scores = set.scores.data();
+    dc->class_ids = set.classes.data();
+    dc->count = &count;
+    dc->capacity = count;
+    dc->download = download_set;
+    dc->user_data = const_cast<CandidateSet *>(&set);
+    EXPECT_TRUE(gst_cuda_nms_candidates_meta_set_device(
+        gst_buffer_add_cuda_nms_candidates_meta(in, 0), dc));
+    return in;
+  };
+  start("backend=cuda batch-streams=true keep-candidates=true");
+  EXPECT_EQ(FakeCudaContext::created, 1);
+  for (int round = 0; round < 2; ++round) {
+    GstBuffer *out = process(packed_buffer(set));
+    EXPECT_TRUE(output_matches(out, set, want, kWidth, kHeight));
+    EXPECT_EQ(FakeCudaContext::last_host_runner, 1) << "round " << round;
+    gst_buffer_unref(out);
+    out = process(device_frame());
+    EXPECT_TRUE(output_matches(out, set, want, kWidth, kHeight));
+    EXPECT_EQ(gst_buffer_get_cuda_nms_candidates_meta(out)->downloads, 0u);  // in place
+    EXPECT_EQ(FakeCudaContext::last_device_runner, 2) << "round " << round;
+    EXPECT_EQ(FakeCudaContext::created, 2) << "round " << round;
+    gst_buffer_unref(out);
+  }
+  // Without batch-streams the element's one context takes both.
+  g_object_set(element_, "batch-streams", FALSE, NULL);
+  gst_buffer_unref(process(device_frame()));
+  EXPECT_EQ(FakeCudaContext::created, 3);
+  EXPECT_EQ(FakeCudaContext::last_device_runner, 3);
+  gst_buffer_unref(process(packed_buffer(set)));
+  EXPECT_EQ(FakeCudaContext::last_host_runner, 3);
+  EXPECT_EQ(pop_messages(GST_MESSAGE_WARNING), 0u);
 }
 
 // The CPU backend gains nothing from one context: each element keeps its own, in parallel.
