@@ -42,6 +42,8 @@ struct Options {
   gchar *size = nullptr;
   gchar *detector = nullptr;
   gchar *nms = nullptr;
+  gboolean host_candidates = FALSE;  // the default detector's candidates copied to the host
+  gboolean batch_streams = FALSE;    // cudanms batch-streams=true
   gdouble progress_s = 2.0;
   gchar *json = nullptr;
   gboolean quiet = FALSE;
@@ -413,6 +415,14 @@ int main(int argc, char **argv) {
        "DESC"},
       {"nms", 0, 0, G_OPTION_ARG_STRING, &o.nms, "The NMS element (default cudanms iou 0.3)",
        "DESC"},
+      {"host-candidates", 0, 0, G_OPTION_ARG_NONE, &o.host_candidates,
+       "The default detector copies its candidates to host memory each frame "
+       "(device-candidates=false), as a CPU detector's are",
+       nullptr},
+      {"batch-streams", 0, 0, G_OPTION_ARG_NONE, &o.batch_streams,
+       "Every stream's cudanms shares one NMS context, its host frames batched "
+       "(batch-streams=true)",
+       nullptr},
       {"progress", 0, 0, G_OPTION_ARG_DOUBLE, &o.progress_s,
        "Seconds between progress lines (default 2; 0: none)", "S"},
       {"json", 0, 0, G_OPTION_ARG_FILENAME, &o.json, "Also write the summary as JSON", "FILE"},
@@ -440,8 +450,20 @@ int main(int argc, char **argv) {
   }
   g_option_context_free(context);
   if (!o.size) o.size = g_strdup("1920x1080");
-  if (!o.detector) o.detector = g_strdup(default_detector().c_str());
+  if (o.host_candidates && o.detector) {
+    g_printerr("--host-candidates is for the default detector: give --detector its own options\n");
+    return 2;
+  }
+  if (!o.detector) {
+    const std::string host = o.host_candidates ? " device-candidates=false" : "";
+    o.detector = g_strdup((default_detector() + host).c_str());
+  }
   if (!o.nms) o.nms = g_strdup(kDefaultNms);
+  if (o.batch_streams) {
+    gchar *batched = g_strconcat(o.nms, " batch-streams=true", nullptr);
+    g_free(o.nms);
+    o.nms = batched;
+  }
   if (!o.topic) o.topic = g_strdup("cudanms");
   if (o.frames < 0) o.frames = o.preload ? 300 : 0;
   if (!o.format) o.format = g_strdup("cudanms");

@@ -70,18 +70,16 @@ PY
       --frames "${STREAMS_FRAMES:-600}" --progress 0 --json "$out/streams-$n.json" || rc=1
     streams_row "$out/streams-$n.json"
   done
-  # The most streams again with the candidates copied to the host (device-candidates=false),
-  # each cudanms with its own context, then all sharing one (batch-streams=true).
+  # The most streams again with the candidates copied to the host (--host-candidates), each
+  # cudanms with its own context, then all sharing one (--batch-streams).
   n=${counts##* }
-  host_detector="cudacascade model=\"${CUDANMS_OPENCV_DATA:-/usr/share/opencv4}/haarcascades/haarcascade_frontalface_default.xml\" min-size=50x50 max-size=200x200 scale-factor=1.25 device-candidates=false"
-  for batch in false true; do
+  for batch in "" --batch-streams; do
+    json="$out/streams-$n-host${batch:+-batch}.json"
+    # shellcheck disable=SC2086  # $batch: an option, or nothing
     CUDANMS_BUILD="$build" pipelines/streams --preload "$media" --streams "$n" \
-      --frames "${STREAMS_FRAMES:-600}" --progress 0 --detector "$host_detector" \
-      --nms "cudanms iou-threshold=0.3 batch-streams=$batch" \
-      --json "$out/streams-$n-host-batch-$batch.json" || rc=1
-    label=", host candidates"
-    [ "$batch" = true ] && label="$label, batch-streams"
-    streams_row "$out/streams-$n-host-batch-$batch.json" "$label"
+      --frames "${STREAMS_FRAMES:-600}" --progress 0 --host-candidates $batch --json "$json" ||
+      rc=1
+    streams_row "$json" ", host candidates${batch:+, batch-streams}"
   done
   echo "media: $media" >>"$out/streams.md"
   cat "$out/streams.md"

@@ -42,6 +42,29 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   g_object_unref(parser);
 }
 
+// The chain as many CPU-detector cameras would run it: candidates on the host, every stream's
+// cudanms sharing one context (on the CPU backend each keeps its own): every frame delivered.
+TEST(Streams, HostCandidatesWithBatchStreamsDeliverEveryFrame) {
+  SKIP_WITHOUT_VTEST();
+  TempDir dir;
+  GSubprocess *run =
+      spawn({script("streams"), "--preload", opencv_sample("vtest.avi"), "--streams", "4",
+             "--frames", "5", "--preload-frames", "3", "--size", "320x240", "--progress", "0",
+             "--host-candidates", "--batch-streams", "--json", dir.file("summary.json")},
+            dir.file("stdout"), dir.file("stderr"));
+  const int status = wait_exit(run, 300);
+  g_object_unref(run);
+  const std::string out = read_file(dir.file("stdout"));
+  ASSERT_EQ(status, 0) << out << read_file(dir.file("stderr"));
+  EXPECT_NE(out.find("streams 4  frames 20  total "), std::string::npos) << out;
+  JsonParser *parser = json_parser_new();
+  JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
+  ASSERT_NE(summary, nullptr);
+  EXPECT_EQ(json_object_get_int_member(summary, "frames"), 20);
+  EXPECT_GT(json_object_get_double_member(summary, "nms_p50_us"), 0.0);
+  g_object_unref(parser);
+}
+
 TEST(Streams, FileSourcesRunToTheirEnd) {
   SKIP_WITHOUT_VTEST();
   TempDir dir;
@@ -63,7 +86,9 @@ TEST(Streams, BadInputIsAUsageError) {
            {script("streams")},
            {script("streams"), "--preload", "/nonexistent.avi", "--streams", "2"},
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--size", "big"},
-           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--streams", "0"}}) {
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--streams", "0"},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--host-candidates",
+            "--detector", "cvdetect"}}) {
     GSubprocess *run = spawn(argv, dir.file("out"), dir.file("err"));
     EXPECT_EQ(wait_exit(run, 120), 2) << argv.back() << ": " << read_file(dir.file("err"));
     g_object_unref(run);
