@@ -725,7 +725,7 @@ static gboolean ensure_context(GstCudaNms *self, const Settings &s) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not create a CPU NMS context"), (NULL));
     return FALSE;
   }
-  GST_INFO_OBJECT(self, "NMS runs on %s%s", priv->nms->context().device_name().c_str(),
+  GST_INFO_OBJECT(self, "NMS runs on %s%s", priv->nms->context()->device_name().c_str(),
                   priv->nms.use_count() > 1 ? ", shared with other cudanms elements" : "");
   return TRUE;
 }
@@ -847,7 +847,7 @@ static gboolean run_nms(GstCudaNms *self, const Settings &s, const cudanms::Cand
                       std::chrono::steady_clock::now() - start)
                       .count();
     if (status.ok()) return TRUE;
-    const cudanms::Context &context = priv->nms->context();
+    const cudanms::Context &context = *priv->nms->context();
     if (context.backend() != cudanms::Backend::kCuda) {
       GST_ELEMENT_ERROR(self, CORE, FAILED, ("Non-maximum suppression failed"),
                         ("%s", status.message().c_str()));
@@ -933,7 +933,7 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
   gint64 latency_ns = 0;
   cudanms::CandidatesView view;
   cudanms::DeviceCandidatesView device;
-  if (!priv->intake.device_view(buf, priv->nms->context().cuda_context(), &device) ||
+  if (!priv->intake.device_view(buf, priv->nms->context()->cuda_context(), &device) ||
       !run_nms_in_place(self, s, device, &view, &latency_ns)) {
     std::string error;
     if (!priv->intake.map_all(buf, &error)) {
@@ -966,7 +966,7 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
   /* The view may point into a candidates meta: the result meta copies the kept boxes out
    * before the candidates go. */
   priv->labels.set_table(s.labels);
-  const gchar *backend = cudanms::to_string(priv->nms->context().backend());
+  const gchar *backend = cudanms::to_string(priv->nms->context()->backend());
   gst_cuda_nms_remove_result_metas(buf);
   GstCudaNmsResultMeta *result = gst_cuda_nms_add_result_meta(buf, view, priv->result, priv->intake,
                                                               priv->labels, latency_ns, backend);

@@ -48,6 +48,7 @@ size_t SharedContext::waiting() const {
 
 Status SharedContext::submit(Call *call) {
   if (call->result == nullptr) return Status::Error("result is null");
+  if (context_ == nullptr) return Status::Error("no context to run on (Context::create failed)");
   std::unique_lock<std::mutex> lock(lock_);
   waiting_.push_back(call);
   while (!call->done) {

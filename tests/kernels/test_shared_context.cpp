@@ -177,6 +177,19 @@ TEST_F(SharedContextTest, ABadFrameFailsOnlyItsOwnCall) {
   EXPECT_TRUE(results_[2].kept.empty());
 }
 
+// What Context::create returns on failure: a clear error on every call, not a crash.
+TEST(SharedContextWithout, AContextIsAnErrorOnEveryCall) {
+  SharedContext shared(nullptr);
+  EXPECT_EQ(shared.context(), nullptr);
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.5f);
+  Result result;
+  const Status status = shared.run(set.view(), Params(), &result);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("no context"), std::string::npos) << status.message();
+  EXPECT_FALSE(shared.run(DeviceCandidatesView(), Params(), &result).ok());
+}
+
 TEST_F(SharedContextTest, ErrorsAreTheContextsOwn) {
   EXPECT_FALSE(shared_->run(sets_[0].view(), Params(), nullptr).ok());
   DeviceCandidatesView device;

@@ -25,7 +25,7 @@ namespace cudanms {
 
 class SharedContext {
  public:
-  // Takes a context from Context::create (not null).
+  // Takes a context from Context::create. Given none (create failed), every run() is an error.
   explicit SharedContext(std::unique_ptr<Context> context);
   SharedContext(const SharedContext &) = delete;
   SharedContext &operator=(const SharedContext &) = delete;
@@ -36,8 +36,9 @@ class SharedContext {
   // batch takes host candidates only), in turn with the batches.
   Status run(const DeviceCandidatesView &candidates, const Params &params, Result *result);
 
-  // For backend(), device_name() and cuda_context(); its run() must not be called.
-  const Context &context() const { return *context_; }
+  // For backend(), device_name() and cuda_context(); its run() must not be called. Null where
+  // the SharedContext was given none.
+  const Context *context() const { return context_.get(); }
 
   // A turn: the calls that waited for the same end of a run, host frames as one batch.
   struct Stats {
