@@ -11,17 +11,34 @@ JsonObject *parse_object(JsonParser *parser, const std::string &text) {
   return root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : nullptr;
 }
 
+// pipelines/streams with `options` after --preload vtest.avi, 320x240, no progress lines and
+// --json DIR/summary.json: its exit status; its stdout in *out, with stderr after a failure.
+int run_preloaded(const TempDir &dir, const std::vector<std::string> &options, std::string *out) {
+  std::vector<std::string> argv = {script("streams"),
+                                   "--preload",
+                                   opencv_sample("vtest.avi"),
+                                   "--size",
+                                   "320x240",
+                                   "--progress",
+                                   "0",
+                                   "--json",
+                                   dir.file("summary.json")};
+  argv.insert(argv.end(), options.begin(), options.end());
+  GSubprocess *run = spawn(argv, dir.file("stdout"), dir.file("stderr"));
+  const int status = wait_exit(run, 300);
+  g_object_unref(run);
+  *out = read_file(dir.file("stdout"));
+  if (status != 0) *out += read_file(dir.file("stderr"));
+  return status;
+}
+
 TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   SKIP_WITHOUT_VTEST();
   TempDir dir;
-  GSubprocess *run = spawn({script("streams"), "--preload", opencv_sample("vtest.avi"), "--streams",
-                            "3", "--frames", "6", "--preload-frames", "4", "--size", "320x240",
-                            "--progress", "0", "--json", dir.file("summary.json")},
-                           dir.file("stdout"), dir.file("stderr"));
-  const int status = wait_exit(run, 300);
-  g_object_unref(run);
-  const std::string out = read_file(dir.file("stdout"));
-  ASSERT_EQ(status, 0) << out << read_file(dir.file("stderr"));
+  std::string out;
+  ASSERT_EQ(run_preloaded(dir, {"--streams", "3", "--frames", "6", "--preload-frames", "4"}, &out),
+            0)
+      << out;
   EXPECT_NE(out.find("streams 3  frames 18  total "), std::string::npos) << out;
   EXPECT_NE(out.find("NMS share "), std::string::npos) << out;
 
@@ -47,15 +64,13 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
 TEST(Streams, HostCandidatesWithBatchStreamsDeliverEveryFrame) {
   SKIP_WITHOUT_VTEST();
   TempDir dir;
-  GSubprocess *run =
-      spawn({script("streams"), "--preload", opencv_sample("vtest.avi"), "--streams", "4",
-             "--frames", "5", "--preload-frames", "3", "--size", "320x240", "--progress", "0",
-             "--host-candidates", "--batch-streams", "--json", dir.file("summary.json")},
-            dir.file("stdout"), dir.file("stderr"));
-  const int status = wait_exit(run, 300);
-  g_object_unref(run);
-  const std::string out = read_file(dir.file("stdout"));
-  ASSERT_EQ(status, 0) << out << read_file(dir.file("stderr"));
+  std::string out;
+  ASSERT_EQ(run_preloaded(dir,
+                          {"--streams", "4", "--frames", "5", "--preload-frames", "3",
+                           "--host-candidates", "--batch-streams"},
+                          &out),
+            0)
+      << out;
   EXPECT_NE(out.find("streams 4  frames 20  total "), std::string::npos) << out;
   JsonParser *parser = json_parser_new();
   JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
