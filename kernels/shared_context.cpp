@@ -58,17 +58,16 @@ Status SharedContext::submit(Call *call) {
     }
     // Idle: this thread runs every waiting call, its own among them.
     running_ = true;
-    std::vector<Call *> turn;
-    turn.swap(waiting_);
+    turn_.swap(waiting_);
     lock.unlock();
-    run_turn(turn);
+    run_turn();
     lock.lock();
-    const uint64_t host = std::count_if(turn.begin(), turn.end(), [](Call *c) { return c->host; });
-    stats_.frames += turn.size();
+    stats_.frames += turn_.size();
     stats_.turns += 1;
-    stats_.largest = std::max<uint64_t>(stats_.largest, turn.size());
-    if (host > 1) stats_.batched += host;
-    for (Call *c : turn) c->done = true;
+    stats_.largest = std::max<uint64_t>(stats_.largest, turn_.size());
+    if (host_.size() > 1) stats_.batched += host_.size();
+    for (Call *c : turn_) c->done = true;
+    turn_.clear();
     running_ = false;
     turn_done_.notify_all();
   }
@@ -76,36 +75,36 @@ Status SharedContext::submit(Call *call) {
 }
 
 // Never throws: a thread waiting on `running_` would wait for ever.
-void SharedContext::run_turn(const std::vector<Call *> &calls) {
+void SharedContext::run_turn() {
+  host_.clear();
   try {
-    frames_.clear();
-    std::vector<Call *> host;
-    for (Call *c : calls) {
+    for (Call *c : turn_) {
       if (c->device != nullptr) {
         c->status = context_->run(*c->device, *c->params, c->result);
       } else {
-        host.push_back(c);
-        frames_.push_back({*c->host, *c->params});
+        host_.push_back(c);
       }
     }
-    if (host.size() == 1) {
-      host[0]->status = context_->run(*host[0]->host, *host[0]->params, host[0]->result);
-    } else if (host.size() > 1) {
+    if (host_.size() == 1) {
+      host_[0]->status = context_->run(*host_[0]->host, *host_[0]->params, host_[0]->result);
+    } else if (host_.size() > 1) {
+      frames_.clear();
+      for (Call *c : host_) frames_.push_back({*c->host, *c->params});
       if (context_->run(frames_, &results_).ok()) {
-        for (size_t k = 0; k < host.size(); ++k) {
-          std::swap(*host[k]->result, results_[k]);
-          host[k]->status = Status::Ok();
+        for (size_t k = 0; k < host_.size(); ++k) {
+          std::swap(*host_[k]->result, results_[k]);
+          host_[k]->status = Status::Ok();
         }
       } else {
         // One frame's bad input fails a whole batch, before any work: each caller gets its own
         // frame's status.
-        for (Call *c : host) c->status = context_->run(*c->host, *c->params, c->result);
+        for (Call *c : host_) c->status = context_->run(*c->host, *c->params, c->result);
       }
     }
   } catch (const std::bad_alloc &) {
-    for (Call *c : calls) c->status = Status::Error("out of host memory for a batch of frames");
+    for (Call *c : turn_) c->status = Status::Error("out of host memory for a batch of frames");
   } catch (const std::exception &e) {
-    for (Call *c : calls) c->status = Status::Error(e.what());
+    for (Call *c : turn_) c->status = Status::Error(e.what());
   }
 }
 

@@ -54,7 +54,7 @@ class SharedContext {
  private:
   struct Call;
   Status submit(Call *call);
-  void run_turn(const std::vector<Call *> &calls);
+  void run_turn();
 
   std::unique_ptr<Context> context_;
   mutable std::mutex lock_;
@@ -62,7 +62,10 @@ class SharedContext {
   bool running_ = false;         // a thread is running a turn
   std::vector<Call *> waiting_;  // calls for the next turn
   Stats stats_;
-  // The running turn's, reused: only the thread running a turn touches them.
+  // The running turn's, reused so that a frame allocates nothing here: only the thread running a
+  // turn touches them (turn_ swaps its emptied buffer with waiting_'s).
+  std::vector<Call *> turn_;
+  std::vector<Call *> host_;
   std::vector<Frame> frames_;
   std::vector<Result> results_;
 };
