@@ -58,6 +58,8 @@ struct Workload {
   size_t batch = 0;
   // Streams rows: this many threads, each running its own sets.size() / streams sets in turn.
   size_t streams = 0;
+  // One frame a call, on one thread: what the peers time, and what --dump writes.
+  bool single_frames() const { return batch == 0 && streams == 0; }
   size_t calls() const { return batch == 0 ? sets.size() : sets.size() / batch; }
 };
 
@@ -592,7 +594,7 @@ std::string to_json(const BenchOptions &options, const Metadata &meta,
     out << ",\n  \"dump_dir\": " << json_string(meta.dump_dir) << ",\n  \"datasets\": [";
     separator = "\n";
     for (const Workload &w : workloads) {
-      for (size_t k = 0; w.batch == 0 && w.streams == 0 && k < w.sets.size(); ++k) {
+      for (size_t k = 0; w.single_frames() && k < w.sets.size(); ++k) {
         const std::string stem = w.config + "-n" + std::to_string(w.n) + "-set" + std::to_string(k);
         out << separator << "    {" << json_params(w) << ", \"set\": " << k
             << ", \"file\": " << json_string(stem + ".csv")
@@ -804,8 +806,7 @@ int benchmark(const BenchOptions &options) {
                    status.message().c_str());
       return 1;
     }
-    // The peers time frames one at a time, in one thread.
-    if (!meta.dump_dir.empty() && w.batch == 0 && w.streams == 0) {
+    if (!meta.dump_dir.empty() && w.single_frames()) {
       status = dump(meta.dump_dir, w);
       if (!status.ok()) {
         std::fprintf(stderr, "--dump: %s\n", status.message().c_str());
@@ -820,7 +821,7 @@ int benchmark(const BenchOptions &options) {
       row.push_back(measure_backend(w, Backend::kCpu, options));
     }
     if (use_cuda && w.streams == 0) row.push_back(measure_backend(w, Backend::kCuda, options));
-    if (use_opencv && w.batch == 0 && w.streams == 0 && w.params.method == Method::kGreedy &&
+    if (use_opencv && w.single_frames() && w.params.method == Method::kGreedy &&
         w.params.overlap == Overlap::kIoU && w.params.class_groups.empty()) {
       row.push_back(measure_opencv(w, options));
     }
