@@ -311,13 +311,16 @@ Cell measure_backend(const Workload &w, Backend backend, const BenchOptions &opt
 }
 
 // A streams row: thread t runs its own data sets w.sets[t * per, (t + 1) * per) in turn through
-// its own context, or through one shared by all. The threads warm up on their sets, start
-// together, and time their calls until options.repeat each or options.max_seconds.
-Cell measure_streams(const Workload &w, Backend backend, bool shared, const BenchOptions &options) {
+// its own context (shared == 0), or through `shared` contexts shared by all. The threads warm up
+// on their sets, start together, and time their calls until options.repeat each or
+// options.max_seconds.
+Cell measure_streams(const Workload &w, Backend backend, size_t shared,
+                     const BenchOptions &options) {
   Cell cell;
-  cell.backend = std::string(cudanms::to_string(backend)) + (shared ? "-shared" : "");
-  std::vector<std::unique_ptr<SharedContext>> contexts;
-  for (size_t t = 0; t < (shared ? 1 : w.streams); ++t) {
+  cell.backend = cudanms::to_string(backend);
+  if (shared > 0) cell.backend += shared == 1 ? "-shared" : "-shared-" + std::to_string(shared);
+  std::vector<std::unique_ptr<Context>> made;
+  for (size_t t = 0; t < (shared > 0 ? shared : w.streams); ++t) {
     ContextOptions context_options;
     context_options.backend = backend;
     context_options.reserve_candidates = w.n;
@@ -327,7 +330,14 @@ Cell measure_streams(const Workload &w, Backend backend, bool shared, const Benc
       cell.error = status.message();
       return cell;
     }
-    contexts.push_back(std::make_unique<SharedContext>(std::move(context)));
+    made.push_back(std::move(context));
+  }
+  std::vector<std::unique_ptr<SharedContext>> contexts;
+  if (shared > 0) {
+    contexts.push_back(std::make_unique<SharedContext>(std::move(made)));
+  } else {
+    for (auto &context : made)
+      contexts.push_back(std::make_unique<SharedContext>(std::move(context)));
   }
   const size_t per_stream = w.sets.size() / w.streams;
   std::vector<std::vector<double>> latencies(w.streams);
@@ -338,7 +348,7 @@ Cell measure_streams(const Workload &w, Backend backend, bool shared, const Benc
   size_t ready = 0;
   Clock::time_point start;
   auto stream = [&](size_t t) {
-    SharedContext &context = *contexts[shared ? 0 : t];
+    SharedContext &context = *contexts[shared > 0 ? 0 : t];
     Result result;
     auto call = [&](size_t k, bool timed) {
       const size_t set = t * per_stream + k % per_stream;
@@ -814,9 +824,13 @@ int benchmark(const BenchOptions &options) {
       }
     }
     if (w.streams > 0) {
-      if (wants(options, "cpu")) row.push_back(measure_streams(w, Backend::kCpu, false, options));
-      if (use_cuda) row.push_back(measure_streams(w, Backend::kCuda, false, options));
-      if (use_cuda) row.push_back(measure_streams(w, Backend::kCuda, true, options));
+      if (wants(options, "cpu")) row.push_back(measure_streams(w, Backend::kCpu, 0, options));
+      if (use_cuda) {
+        row.push_back(measure_streams(w, Backend::kCuda, 0, options));
+        for (size_t shared : options.shared_contexts) {
+          row.push_back(measure_streams(w, Backend::kCuda, shared, options));
+        }
+      }
     } else if (wants(options, "cpu")) {
       row.push_back(measure_backend(w, Backend::kCpu, options));
     }

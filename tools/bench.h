@@ -34,9 +34,11 @@ struct BenchOptions {
   std::vector<size_t> batch_frame_sizes = {300, 1000};
   // Streams rows: each of `streams` threads runs its own frames of each of `batch_frame_sizes`
   // sliding windows one after another (a camera stream each), greedy IoU 0.5, class-agnostic:
-  // through a context per stream, then on CUDA through one shared context (SharedContext, the
-  // element's batch-streams). Per-frame latency, and frames per second in all.
+  // through a context per stream, then on CUDA through each of `shared_contexts` contexts shared
+  // by all (SharedContext, the element's batch-streams). Per-frame latency, and frames per
+  // second in all.
   std::vector<size_t> streams = {16};
+  std::vector<size_t> shared_contexts = {1, 4};
   // Candidate files to time instead of generated data.
   std::vector<std::string> inputs;
   FileFormat input_format = FileFormat::kCsv;

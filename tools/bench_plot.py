@@ -26,6 +26,29 @@ SERIES = [
     ("torchvision-h2d-pinned", "torchvision, pinned host→GPU→host", "torchvision-h2d-pinned",
      "host"),
 ]
+# The streams rows through K > 1 shared contexts ("cuda-shared-4") follow "cuda-shared".
+SHARED_CONTEXTS = re.compile(r"cuda-shared-(\d+)$")
+
+
+def label(key):
+    m = SHARED_CONTEXTS.match(key)
+    if m:
+        return f"cudanms CUDA, {m.group(1)} contexts for all streams"
+    return next(label for k, label, _, _ in SERIES if k == key)
+
+
+def series_keys(present):
+    """The keys in `present` in the order of SERIES, each cuda-shared-K after cuda-shared."""
+    keys = []
+    for key, _, _, _ in SERIES:
+        if key in present:
+            keys.append(key)
+        if key == "cuda-shared":
+            keys += sorted((k for k in present if SHARED_CONTEXTS.match(k)),
+                           key=lambda k: int(SHARED_CONTEXTS.match(k).group(1)))
+    return keys
+
+
 STYLE = {
     "cuda": dict(color="tab:green", marker="o", linestyle="-", linewidth=2.2),
     "cuda-gpu": dict(color="tab:green", marker="o", linestyle="--", fillstyle="none"),
@@ -61,8 +84,11 @@ def collect(rows):
     for row in rows:
         if "error" in row or row.get("data") == "file":
             continue
-        for key, _, backend, latency in SERIES:
-            if row["backend"] != backend or latency not in row:
+        series = [(key, latency) for key, _, backend, latency in SERIES if row["backend"] == backend]
+        if SHARED_CONTEXTS.match(row["backend"]):
+            series.append((row["backend"], "host"))
+        for key, latency in series:
+            if latency not in row:
                 continue
             figures = row[latency]
             if figures["p50_us"] <= 0:
@@ -82,8 +108,7 @@ def fmt(us):
 
 
 def markdown_table(by_n, keys):
-    labels = {key: label for key, label, _, _ in SERIES}
-    lines = ["| N | " + " | ".join(labels[k] for k in keys) + " |",
+    lines = ["| N | " + " | ".join(label(k) for k in keys) + " |",
              "|---:|" + "---:|" * len(keys)]
     for n in sorted(by_n):
         cells = []
@@ -121,7 +146,7 @@ def targets(bench, table):
 def write_markdown(bench, torchvision, table, path):
     gpu = gpu_name(bench, torchvision)
     keys_present = {k for rows in table.values() for by_key in rows.values() for k in by_key}
-    keys = [k for k, _, _, _ in SERIES if k in keys_present]
+    keys = series_keys(keys_present)
     lines = [f"Benchmark: {gpu}, {bench['cpu']}, {bench['date'][:10]}; cudanms {bench['version']}"
              f", seed {bench['seed']}",
              ""]

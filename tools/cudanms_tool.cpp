@@ -439,7 +439,8 @@ constexpr char kBenchDescription[] =
     "                IoU 0.5, class-agnostic; p50/p99 of the whole call\n"
     "  streams-T     T threads, each running frames of --batch-sizes sliding windows in turn\n"
     "                (--streams), greedy IoU 0.5, class-agnostic: a context per thread, then\n"
-    "                (cuda-shared) one context shared by all, batching the frames that meet;\n"
+    "                (cuda-shared, cuda-shared-K) --shared-contexts contexts shared by all,\n"
+    "                batching the frames that wait;\n"
     "                p50/p99 of a frame, and frames/s in all\n"
     "  dense-*       with --dense: greedy IoU 0.5 on piles of near-identical boxes\n"
     "  FILE:...      with --input, each file as greedy, greedy per class (when it has several\n"
@@ -480,6 +481,7 @@ int run_bench(int argc, char **argv) {
   g_autofree char *batches = nullptr;
   g_autofree char *batch_sizes = nullptr;
   g_autofree char *streams = nullptr;
+  g_autofree char *shared_contexts = nullptr;
   g_auto(GStrv) inputs = nullptr;
   g_autofree char *format = nullptr;
   g_autofree char *backends = nullptr;
@@ -510,6 +512,8 @@ int run_bench(int argc, char **argv) {
        "Batch rows: candidates per frame (default 300,1000)", "LIST"},
       {"streams", 0, 0, G_OPTION_ARG_STRING, &streams,
        "Streams rows: this many threads, frames of --batch-sizes (default 16)", "LIST"},
+      {"shared-contexts", 0, 0, G_OPTION_ARG_STRING, &shared_contexts,
+       "Streams rows on CUDA: the threads share this many contexts (default 1,4)", "LIST"},
       {"dense", 0, 0, G_OPTION_ARG_NONE, &dense,
        "Also time the dense-duplicates rows: 20k identical boxes, 100 groups of 500, 5k boxes "
        "near 1e7, 10k in one cluster (greedy IoU 0.5)",
@@ -551,7 +555,8 @@ int run_bench(int argc, char **argv) {
         std::tuple{variant_sizes, &options.variant_sizes, "--variant-sizes"},
         std::tuple{batches, &options.batches, "--batches"},
         std::tuple{batch_sizes, &options.batch_frame_sizes, "--batch-sizes"},
-        std::tuple{streams, &options.streams, "--streams"}}) {
+        std::tuple{streams, &options.streams, "--streams"},
+        std::tuple{shared_contexts, &options.shared_contexts, "--shared-contexts"}}) {
     if (text != nullptr && !parse_sizes(text, list)) {
       return usage_error(std::string(option) +
                          " takes positive numbers separated by commas, not '" + text + "'");

@@ -1,5 +1,5 @@
-// SharedContext: several threads' frames through one context, batched while it runs. Which
-// calls go together is made certain with a context whose runs can be held; every result is
+// SharedContext: several threads' frames through one context or a few, batched while they run.
+// Which calls go together is made certain with a context whose runs can be held; every result is
 // checked against the CPU backend run on the frame alone.
 #include <gtest/gtest.h>
 
@@ -190,6 +190,68 @@ TEST(SharedContextWithout, AContextIsAnErrorOnEveryCall) {
   EXPECT_FALSE(shared.run(DeviceCandidatesView(), Params(), &result).ok());
 }
 
+TEST(SharedContextWithout, OneNullContextAmongSeveralIsAnErrorOnEveryCall) {
+  Status status;
+  std::vector<std::unique_ptr<Context>> contexts;
+  contexts.push_back(Context::create({Backend::kCpu}, &status));
+  contexts.push_back(nullptr);
+  SharedContext shared(std::move(contexts));
+  CandidateSet set;
+  set.add(0, 0, 10, 10, 0.5f);
+  Result result;
+  EXPECT_FALSE(shared.run(set.view(), Params(), &result).ok());
+  SharedContext none{std::vector<std::unique_ptr<Context>>()};
+  EXPECT_EQ(none.context(), nullptr);
+  EXPECT_FALSE(none.run(set.view(), Params(), &result).ok());
+}
+
+// With two contexts a call waits only while both run: the second of two calls runs at once on
+// the other context, and the calls that come while both run go together on the first freed.
+TEST(SharedContextOfTwo, CallsWaitOnlyWhileBothRun) {
+  auto first = std::make_unique<GatedContext>(), second = std::make_unique<GatedContext>();
+  GatedContext *a = first.get(), *b = second.get();
+  std::vector<std::unique_ptr<Context>> contexts;
+  contexts.push_back(std::move(first));
+  contexts.push_back(std::move(second));
+  SharedContext shared(std::move(contexts));
+  EXPECT_EQ(shared.contexts(), 2u);
+  std::mt19937_64 rng(run_seed() + 44);
+  std::vector<CandidateSet> sets;
+  std::vector<Params> params(4);
+  params[3].method = Method::kMatrix;
+  for (int k = 0; k < 4; ++k) sets.push_back(tools::sliding_window_candidates(300, rng(), 3));
+  std::vector<Status> statuses(4);
+  std::vector<Result> results(4);
+  auto call = [&](size_t k) { statuses[k] = shared.run(sets[k].view(), params[k], &results[k]); };
+  a->hold();
+  b->hold();
+  std::vector<std::thread> threads;
+  threads.emplace_back(call, 0);
+  a->await_runs(1);
+  threads.emplace_back(call, 1);
+  b->await_runs(1);
+  EXPECT_EQ(shared.waiting(), 0u);
+  threads.emplace_back(call, 2);
+  threads.emplace_back(call, 3);
+  EXPECT_TRUE(await_waiting(shared, 2));
+  a->release();
+  a->await_runs(2);
+  EXPECT_EQ(a->runs(), (std::vector<size_t>{1, 2}));
+  b->release();
+  for (std::thread &t : threads) t.join();
+  EXPECT_EQ(a->runs(), (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(b->runs(), (std::vector<size_t>{1}));
+  for (size_t k = 0; k < params.size(); ++k) {
+    ASSERT_TRUE(statuses[k].ok()) << "frame " << k << ": " << statuses[k].message();
+    EXPECT_TRUE(same_result(results[k], alone_on_cpu(sets[k], params[k]))) << "frame " << k;
+  }
+  const SharedContext::Stats stats = shared.stats();
+  EXPECT_EQ(stats.frames, 4u);
+  EXPECT_EQ(stats.turns, 3u);
+  EXPECT_EQ(stats.largest, 2u);
+  EXPECT_EQ(stats.batched, 2u);
+}
+
 TEST_F(SharedContextTest, ErrorsAreTheContextsOwn) {
   EXPECT_FALSE(shared_->run(sets_[0].view(), Params(), nullptr).ok());
   DeviceCandidatesView device;
@@ -202,12 +264,16 @@ TEST_F(SharedContextTest, ErrorsAreTheContextsOwn) {
   EXPECT_TRUE(same_result(result, alone_on_cpu(sets_[0], Params())));
 }
 
-// Threads calling at once, every method and rule: each result is its frame's alone, whatever
-// batches formed.
-void expect_threads_get_their_own_results(Backend backend, uint64_t seed) {
+// Threads calling at once, every method and rule, through `count` contexts: each result is its
+// frame's alone, whatever batches formed.
+void expect_threads_get_their_own_results(Backend backend, size_t count, uint64_t seed) {
   Status status;
-  SharedContext shared(Context::create({backend}, &status));
-  ASSERT_TRUE(status.ok()) << status.message();
+  std::vector<std::unique_ptr<Context>> contexts;
+  for (size_t k = 0; k < count; ++k) {
+    contexts.push_back(Context::create({backend}, &status));
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+  SharedContext shared(std::move(contexts));
   std::vector<RandomCase> cases;
   for_each_random_case(seed, 1, 600, [&](const RandomCase &c) { cases.push_back(c); });
   std::vector<Result> want(cases.size());
@@ -231,19 +297,24 @@ void expect_threads_get_their_own_results(Backend backend, uint64_t seed) {
   }
   const SharedContext::Stats stats = shared.stats();
   EXPECT_EQ(stats.frames, cases.size());
-  std::cout << cases.size() << " frames from " << kThreads << " threads in " << stats.turns
-            << " turns, " << stats.batched << " of them in batches, at most " << stats.largest
-            << " a turn\n";
+  std::cout << cases.size() << " frames from " << kThreads << " threads through " << count
+            << " context(s) in " << stats.turns << " turns, " << stats.batched
+            << " of them in batches, at most " << stats.largest << " a turn\n";
 }
 
 TEST(SharedContextThreads, EveryCallerGetsItsFramesResultOnTheCpu) {
-  expect_threads_get_their_own_results(Backend::kCpu, run_seed() + 42);
+  expect_threads_get_their_own_results(Backend::kCpu, 1, run_seed() + 42);
+}
+
+TEST(SharedContextThreads, EveryCallerGetsItsFramesResultThroughThreeCpuContexts) {
+  expect_threads_get_their_own_results(Backend::kCpu, 3, run_seed() + 45);
 }
 
 TEST(CudaSharedContext, EveryCallerGetsItsFramesResult) {
   std::string why;
   if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-  expect_threads_get_their_own_results(Backend::kCuda, run_seed() + 43);
+  expect_threads_get_their_own_results(Backend::kCuda, 1, run_seed() + 43);
+  expect_threads_get_their_own_results(Backend::kCuda, 3, run_seed() + 46);
 }
 
 }  // namespace

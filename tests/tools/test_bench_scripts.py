@@ -104,6 +104,24 @@ def main():
             check(code == 0, f"bench_plot.py exits 0: {code} {err}")
             check(open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", "a PNG is drawn")
 
+        # Streams rows through K shared contexts get a column each, after the one-context column.
+        streams_json = os.path.join(tmp, "streams.json")
+        rows = [{"config": "streams-16", "n": 300, "backend": backend, "differing": 0,
+                 "host": {"p50_us": p50, "p99_us": 2 * p50, "runs": 9},
+                 "frames_per_second": 1e6 / p50}
+                for backend, p50 in (("cuda-shared-4", 60.0), ("cpu", 35.0), ("cuda", 52.0),
+                                     ("cuda-shared", 178.0), ("cuda-shared-12", 55.0))]
+        json.dump({"version": "v", "date": "2026-11-24", "seed": 1, "gpu": "", "cpu": "c",
+                   "results": rows}, open(streams_json, "w"))
+        code, out, err = run([sys.executable, os.path.join(TOOLS, "bench_plot.py"), streams_json,
+                              "--png", png, "--md", md])
+        header = next((line for line in out.splitlines() if line.startswith("| N |")), "")
+        check(header == "| N | cudanms CUDA | cudanms CUDA, one context for all streams | "
+              "cudanms CUDA, 4 contexts for all streams | cudanms CUDA, 12 contexts for all "
+              "streams | cudanms CPU |", f"the streams columns in order: {header!r} {err}")
+        check("| 300 | 52.0 µs (19,231/s) | 178 µs (5,618/s) | 60.0 µs (16,667/s)" in out,
+              f"the streams cells: {out}")
+
     print("ok" if not failures else f"{len(failures)} failed")
     return 1 if failures else 0
 

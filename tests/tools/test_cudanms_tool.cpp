@@ -266,6 +266,7 @@ TEST_F(CudanmsTool, BadUsageExits2WithAMessage) {
       {{"bench", "--sizes", "300,x"}, "--sizes"},
       {{"bench", "--class-sizes", "300,"}, "--class-sizes"},
       {{"bench", "--face-sizes", "0"}, "--face-sizes"},
+      {{"bench", "--shared-contexts", "0"}, "--shared-contexts"},
       {{"bench", "--variant-sizes", "", "--diou-sizes", "x"}, "--diou-sizes"},
       {{"bench", "--repeat", "0"}, "--repeat"},
       {{"bench", "--sets", "0"}, "--sets"},
@@ -651,14 +652,15 @@ TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
 }
 
 // Streams rows: every thread's every frame checked, per-frame latency and frames/s in all; on
-// CUDA also through one shared context.
+// CUDA also through one shared context and through two.
 TEST_F(CudanmsTool, BenchStreamsRowsCheckEveryThreadsFrames) {
   const std::string json = path("bench.json");
-  const Outcome o = run_tool(
-      {"bench", "--sizes",      "",    "--class-sizes", "",  "--diou-sizes", "",  "--variant-sizes",
-       "",      "--face-sizes", "",    "--batches",     "",  "--streams",    "",  "--batch-sizes",
-       "200",   "--streams",    "1,3", "--repeat",      "5", "--sets",       "2", "--json",
-       json});
+  const Outcome o =
+      run_tool({"bench", "--sizes",           "",   "--class-sizes", "",    "--diou-sizes",
+                "",      "--variant-sizes",   "",   "--face-sizes",  "",    "--batches",
+                "",      "--streams",         "",   "--batch-sizes", "200", "--streams",
+                "1,3",   "--repeat",          "5",  "--sets",        "2",   "--json",
+                json,    "--shared-contexts", "1,2"});
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   const bool with_cuda = o.out.find("\nGPU: cuda:") != std::string::npos;
   std::map<std::string, std::vector<std::string>> backends;
@@ -668,9 +670,9 @@ TEST_F(CudanmsTool, BenchStreamsRowsCheckEveryThreadsFrames) {
     EXPECT_NE(row.p50, "-");
     EXPECT_EQ(row.n, 200u);
   }
-  const std::vector<std::string> want = with_cuda
-                                            ? std::vector<std::string>{"cpu", "cuda", "cuda-shared"}
-                                            : std::vector<std::string>{"cpu"};
+  const std::vector<std::string> want =
+      with_cuda ? std::vector<std::string>{"cpu", "cuda", "cuda-shared", "cuda-shared-2"}
+                : std::vector<std::string>{"cpu"};
   EXPECT_EQ(backends["streams-1"], want) << o.out;
   EXPECT_EQ(backends["streams-3"], want) << o.out;
   EXPECT_EQ(count_of(o.out, "frames/s in all"), 2 * want.size()) << o.out;

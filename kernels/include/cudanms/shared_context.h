@@ -4,13 +4,22 @@
 //   // on each stream's thread:
 //   status = shared->run({boxes, scores, class_ids, n}, params, &result);
 //
-// A call that finds the context idle runs at once. Calls that arrive while it runs wait, and when
-// it ends they go on together as the next batch: one Context::run of several frames, on CUDA one
-// launch sequence and one synchronisation for them all (the benchmark's batch rows: 64 frames of
-// 300 candidates cost 1.7 us a frame on an H100, one such frame alone 22 us). The thread that
-// finds the context idle runs the batch for the others ("flat combining"), so no thread is added
-// and a lone stream waits for nothing. Each caller gets the Status and Result that Context::run
-// gives its frame alone.
+// A call that finds a context idle runs at once. Calls that arrive while every context runs wait,
+// and when one ends they go on together as the next batch: one Context::run of several frames, on
+// CUDA one launch sequence and one synchronisation for them all (the benchmark's batch rows: 64
+// frames of 300 candidates cost 1.7 us a frame on an H100, one such frame alone 22 us). The thread
+// that finds a context idle runs the batch for the others ("flat combining"), so no thread is added
+// and a lone stream waits for nothing.
+//
+// Several contexts (the second constructor) run that many turns at once, so callers wait only
+// while all are busy.
+//
+// Measured (bench streams rows, H100): sharing does not pay there. Each thread's own context is
+// faster, because the contexts' CUDA streams overlap on the GPU while a shared one makes callers
+// wait for the turn before theirs. 16 threads of 300 candidates: 192k frames/s through a context
+// each; 98k, 122k, 110k and 92k through 1, 2, 4 and 8 shared contexts (32 threads of 1 000: 165k
+// against 73k to 101k). What sharing saves is GPU memory and launches, not time.
+// Each caller gets the Status and Result that Context::run gives its frame alone.
 #pragma once
 
 #include <condition_variable>
@@ -27,6 +36,9 @@ class SharedContext {
  public:
   // Takes a context from Context::create. Given none (create failed), every run() is an error.
   explicit SharedContext(std::unique_ptr<Context> context);
+  // Takes contexts from Context::create, alike (same backend and device), each running a turn.
+  // Given none, or a null one, every run() is an error.
+  explicit SharedContext(std::vector<std::unique_ptr<Context>> contexts);
   SharedContext(const SharedContext &) = delete;
   SharedContext &operator=(const SharedContext &) = delete;
 
@@ -36,11 +48,12 @@ class SharedContext {
   // batch takes host candidates only), in turn with the batches.
   Status run(const DeviceCandidatesView &candidates, const Params &params, Result *result);
 
-  // For backend(), device_name() and cuda_context(); its run() must not be called. Null where
-  // the SharedContext was given none.
-  const Context *context() const { return context_.get(); }
+  // The first context, for backend(), device_name() and cuda_context(); its run() must not be
+  // called. Null where the SharedContext was given none.
+  const Context *context() const;
+  size_t contexts() const { return lanes_.size(); }
 
-  // A turn: the calls that waited for the same end of a run, host frames as one batch.
+  // A turn: the calls that one thread runs on one context, host frames as one batch.
   struct Stats {
     uint64_t frames = 0;  // calls run
     uint64_t turns = 0;
@@ -53,21 +66,25 @@ class SharedContext {
 
  private:
   struct Call;
+  // A context and what its turn uses, reused so that a frame allocates nothing here: only the
+  // thread running the turn touches them (turn swaps its emptied buffer with waiting_'s).
+  struct Lane {
+    std::unique_ptr<Context> context;
+    bool busy = false;
+    std::vector<Call *> turn;
+    std::vector<Call *> host;
+    std::vector<Frame> frames;
+    std::vector<Result> results;
+  };
   Status submit(Call *call);
-  void run_turn();
+  static void run_turn(Lane *lane);
 
-  std::unique_ptr<Context> context_;
+  std::vector<Lane> lanes_;
+  bool usable_ = false;  // given at least one context, none null
   mutable std::mutex lock_;
   std::condition_variable turn_done_;
-  bool running_ = false;         // a thread is running a turn
-  std::vector<Call *> waiting_;  // calls for the next turn
+  std::vector<Call *> waiting_;  // calls that no turn has taken yet
   Stats stats_;
-  // The running turn's, reused so that a frame allocates nothing here: only the thread running a
-  // turn touches them (turn_ swaps its emptied buffer with waiting_'s).
-  std::vector<Call *> turn_;
-  std::vector<Call *> host_;
-  std::vector<Frame> frames_;
-  std::vector<Result> results_;
 };
 
 }  // namespace cudanms
