@@ -351,7 +351,9 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
           "Share one CUDA NMS context with the other cudanms elements that set this on the same "
           "GPU and CUDA context (one per camera stream): frames that arrive while another runs "
           "go to the GPU together, as one batch (one launch sequence, one synchronisation). A "
-          "lone frame waits for nothing. Device candidates (cudacascade's) do not batch: they run "
+          "lone frame waits for nothing. Saves GPU memory, but on an H100 it was slower than "
+          "each element's own context (README). Device candidates (cudacascade's) do not batch: "
+          "they run "
           "in place on a CUDA context of the element's own, as without it. No effect on the CPU "
           "backend",
           DEFAULT_BATCH_STREAMS, rw));

@@ -10,7 +10,9 @@ import argparse
 import csv
 import sys
 
-TO_US = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+# Older Nsight Compute writes "nsecond", newer (CUDA 13's) "ns"; both scale the unit to the value.
+TO_US = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6,
+         "ns": 1e-3, "us": 1.0, "µs": 1.0, "ms": 1e3, "s": 1e6}
 
 
 def short_name(name):
@@ -38,9 +40,12 @@ def kernel_times(lines):
     h = rows[header]
     name_at, unit_at, value_at = (h.index("Kernel Name"), h.index("Metric Unit"),
                                   h.index("Metric Value"))
-    totals = {}
+    totals, other_units = {}, set()
     for r in rows[header + 1:]:
-        if len(r) <= value_at or r[unit_at] not in TO_US:
+        if len(r) <= value_at:
+            continue
+        if r[unit_at] not in TO_US:
+            other_units.add(r[unit_at])
             continue
         try:
             us = float(r[value_at].replace(",", "")) * TO_US[r[unit_at]]
@@ -48,6 +53,9 @@ def kernel_times(lines):
             continue
         launches, total = totals.get(short_name(r[name_at]), (0, 0.0))
         totals[short_name(r[name_at])] = (launches + 1, total + us)
+    if not totals:
+        raise ValueError("no kernel time in a unit of time" +
+                         (f" (units: {', '.join(sorted(other_units))})" if other_units else ""))
     return [(k, n, total / n) for k, (n, total) in totals.items()]
 
 

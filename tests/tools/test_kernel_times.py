@@ -32,8 +32,8 @@ CSV = "\n".join([
     row(1, "void cub::CUB_300001_SM_900_NS::DeviceRadixSortOnesweepKernel<cub::Policy<(bool)0>, "
            "unsigned int>(unsigned int *, int)", "nsecond", "2,500"),
     row(2, "void cudanms::detail::(anonymous namespace)::classify_kernel"
-           "(const cudanms::detail::FrameArgs *)", "usecond", "4.50"),
-    row(3, "spatial_pairs_kernel", "msecond", "1.0"),
+           "(const cudanms::detail::FrameArgs *)", "us", "4.50"),
+    row(3, "spatial_pairs_kernel", "ms", "1.0"),
     row(4, "spatial_pairs_kernel", "usecond", "n/a-not-a-unit-row"),
 ])
 
@@ -63,6 +63,12 @@ def main():
         lines = [line for line in done.stdout.splitlines() if line.endswith("classify_kernel")]
         if not lines or lines[0].split()[:3] != ["4.00", "2", "0.8%"]:
             failures.append(f"classify_kernel's line: {lines}")
+        # A unit it does not know is an error naming it, not an empty table.
+        with open(path, "w") as f:
+            f.write("\n".join([HEADER, row(0, "classify_kernel", "furlong", "3")]) + "\n")
+        done = subprocess.run([sys.executable, SCRIPT, path], capture_output=True, text=True)
+        if done.returncode != 1 or "furlong" not in done.stderr:
+            failures.append(f"an unknown unit: {done.returncode} {done.stdout} {done.stderr}")
         with open(path, "w") as f:
             f.write("not,a,profile\n")
         done = subprocess.run([sys.executable, SCRIPT, path], capture_output=True, text=True)
