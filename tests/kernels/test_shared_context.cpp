@@ -39,10 +39,10 @@ class GatedContext : public Context {
     held_ = false;
     changed_.notify_all();
   }
-  // Waits until `count` runs have started.
-  void await_runs(size_t count) {
+  // Waits (up to a minute) until `count` runs have started.
+  bool await_runs(size_t count) {
     std::unique_lock<std::mutex> lock(lock_);
-    changed_.wait(lock, [&] { return runs_.size() >= count; });
+    return changed_.wait_for(lock, std::chrono::minutes(1), [&] { return runs_.size() >= count; });
   }
   std::vector<size_t> runs() const {
     std::lock_guard<std::mutex> guard(lock_);
@@ -117,7 +117,7 @@ class SharedContextTest : public ::testing::Test {
       statuses_[k] = shared_->run(sets_[k].view(), params[k], &results_[k]);
     };
     threads.emplace_back(call, 0);
-    gated_->await_runs(1);
+    EXPECT_TRUE(gated_->await_runs(1));
     for (size_t k = 1; k < params.size(); ++k) threads.emplace_back(call, k);
     EXPECT_TRUE(await_waiting(*shared_, params.size() - 1));
     gated_->release();
@@ -227,15 +227,15 @@ TEST(SharedContextOfTwo, CallsWaitOnlyWhileBothRun) {
   b->hold();
   std::vector<std::thread> threads;
   threads.emplace_back(call, 0);
-  a->await_runs(1);
+  EXPECT_TRUE(a->await_runs(1));
   threads.emplace_back(call, 1);
-  b->await_runs(1);
+  EXPECT_TRUE(b->await_runs(1)) << "the second call did not run at once on the other context";
   EXPECT_EQ(shared.waiting(), 0u);
   threads.emplace_back(call, 2);
   threads.emplace_back(call, 3);
   EXPECT_TRUE(await_waiting(shared, 2));
   a->release();
-  a->await_runs(2);
+  EXPECT_TRUE(a->await_runs(2));
   EXPECT_EQ(a->runs(), (std::vector<size_t>{1, 2}));
   b->release();
   for (std::thread &t : threads) t.join();
