@@ -9,7 +9,8 @@
 // CUDA one launch sequence and one synchronisation for them all (the benchmark's batch rows: 64
 // frames of 300 candidates cost 1.7 us a frame on an H100, one such frame alone 22 us). The thread
 // that finds a context idle runs the batch for the others ("flat combining"), so no thread is added
-// and a lone stream waits for nothing.
+// and a lone stream waits for nothing. Each caller gets the Status and Result that Context::run
+// gives its frame alone.
 //
 // Several contexts (the second constructor) run that many turns at once, so callers wait only
 // while all are busy.
@@ -19,7 +20,6 @@
 // wait for the turn before theirs. 16 threads of 300 candidates: 192k frames/s through a context
 // each; 98k, 122k, 110k and 92k through 1, 2, 4 and 8 shared contexts (32 threads of 1 000: 165k
 // against 73k to 101k). What sharing saves is GPU memory and launches, not time.
-// Each caller gets the Status and Result that Context::run gives its frame alone.
 #pragma once
 
 #include <condition_variable>
