@@ -67,6 +67,16 @@ Outcome run_tool(const std::vector<std::string> &args, const char *stdout_to = n
   return outcome;
 }
 
+// `bench` with every family of rows turned off, then `options`: the rows a test asks for, and
+// the rest (an option given twice takes its last value).
+std::vector<std::string> bench_only(std::vector<std::string> options) {
+  std::vector<std::string> args = {
+      "bench", "--sizes",      "", "--class-sizes", "", "--diou-sizes", "", "--variant-sizes",
+      "",      "--face-sizes", "", "--batches",     "", "--streams",    ""};
+  args.insert(args.end(), options.begin(), options.end());
+  return args;
+}
+
 std::string describe(const Outcome &o) {
   return "exit " + std::to_string(o.exit_code) + ", stderr: " + o.err;
 }
@@ -426,11 +436,10 @@ TEST_F(CudanmsTool, AnOutputThatCannotBeWrittenWhollyExits1AndIsRemoved) {
 }
 
 TEST_F(CudanmsTool, ABenchJsonThatCannotBeWrittenExits1) {
-  const Outcome o =
-      run_tool({"bench", "--variant-sizes", "", "--diou-sizes", "", "--sizes", "100",
-                "--class-sizes", "100", "--face-sizes", "100", "--sets", "1", "--max-seconds",
-                "0.05", "--backends", "cpu", "--json", path("bench.json")},
-               "/dev/null", 256);
+  const Outcome o = run_tool(
+      bench_only({"--sizes", "100", "--class-sizes", "100", "--face-sizes", "100", "--sets", "1",
+                  "--max-seconds", "0.05", "--backends", "cpu", "--json", path("bench.json")}),
+      "/dev/null", 256);
   EXPECT_EQ(o.exit_code, 1) << describe(o);
   EXPECT_NE(o.err.find("--json: "), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("File too large"), std::string::npos) << o.err;
@@ -629,10 +638,8 @@ size_t count_of(const std::string &text, const std::string &part) {
 // each (identical boxes, 100 groups, one cluster).
 TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
   const Outcome o =
-      run_tool({"bench",     "--dense", "--variant-sizes", "",    "--diou-sizes", "",
-                "--sizes",   "100",     "--class-sizes",   "100", "--face-sizes", "100",
-                "--batches", "",        "--streams",       "",    "--sets",       "1",
-                "--repeat",  "2",       "--max-seconds",   "0.05"});
+      run_tool(bench_only({"--dense", "--sizes", "100", "--class-sizes", "100", "--face-sizes",
+                           "100", "--sets", "1", "--repeat", "2", "--max-seconds", "0.05"}));
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::map<std::string, size_t> kept;
   size_t dense_rows = 0;
@@ -656,11 +663,8 @@ TEST_F(CudanmsTool, BenchDenseRowsPileNearIdenticalBoxes) {
 TEST_F(CudanmsTool, BenchStreamsRowsCheckEveryThreadsFrames) {
   const std::string json = path("bench.json");
   const Outcome o =
-      run_tool({"bench", "--sizes",           "",   "--class-sizes", "",    "--diou-sizes",
-                "",      "--variant-sizes",   "",   "--face-sizes",  "",    "--batches",
-                "",      "--streams",         "",   "--batch-sizes", "200", "--streams",
-                "1,3",   "--repeat",          "5",  "--sets",        "2",   "--json",
-                json,    "--shared-contexts", "1,2"});
+      run_tool(bench_only({"--batch-sizes", "200", "--streams", "1,3", "--repeat", "5", "--sets",
+                           "2", "--json", json, "--shared-contexts", "1,2"}));
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   const bool with_cuda = o.out.find("\nGPU: cuda:") != std::string::npos;
   std::map<std::string, std::vector<std::string>> backends;
@@ -783,9 +787,7 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
   const std::string windows = write_candidates(
       "w.csv", tools::sliding_window_candidates(700, run_seed() + 6, 3), FileFormat::kCsv);
   const Outcome o = run_tool(
-      {"bench", "--variant-sizes", "", "--diou-sizes",  "",  "--input",      faces, "--input",
-       windows, "--sizes",         "", "--class-sizes", "",  "--face-sizes", "",    "--batches",
-       "",      "--streams",       "", "--repeat",      "2", "--backends",   "cpu"});
+      bench_only({"--input", faces, "--input", windows, "--repeat", "2", "--backends", "cpu"}));
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::vector<std::string> configs;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -808,11 +810,8 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
 TEST_F(CudanmsTool, BenchBatchRowsCheckEveryFrame) {
   const std::string json = path("bench.json");
   const Outcome o =
-      run_tool({"bench", "--variant-sizes", "",       "--diou-sizes", "",   "--sizes",
-                "",      "--class-sizes",   "",       "--face-sizes", "",   "--batches",
-                "1,4",   "--batch-sizes",   "80,200", "--repeat",     "3",  "--sets",
-                "2",     "--max-seconds",   "0.05",   "--json",       json, "--dump",
-                dir_});
+      run_tool(bench_only({"--batches", "1,4", "--batch-sizes", "80,200", "--repeat", "3", "--sets",
+                           "2", "--max-seconds", "0.05", "--json", json, "--dump", dir_}));
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   std::map<std::string, size_t> rows;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -830,9 +829,8 @@ TEST_F(CudanmsTool, BenchBatchRowsCheckEveryFrame) {
 
 TEST_F(CudanmsTool, WithoutADeviceTheBenchTimesTheCpuAlone) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
-  const Outcome o = run_tool({"bench", "--variant-sizes", "", "--diou-sizes", "", "--sizes", "300",
-                              "--class-sizes", "", "--face-sizes", "", "--batches", "", "--streams",
-                              "", "--repeat", "2", "--backends", "cpu,cuda"});
+  const Outcome o =
+      run_tool(bench_only({"--sizes", "300", "--repeat", "2", "--backends", "cpu,cuda"}));
   ASSERT_EQ(o.exit_code, 0) << describe(o);
   EXPECT_NE(o.out.find("GPU: no CUDA device"), std::string::npos) << o.out;
   const std::vector<BenchRow> rows = bench_rows(o.out);
@@ -844,31 +842,10 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
   std::string why;
   if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const std::string json = path("bench.json");
-  const Outcome o = run_tool({"bench",
-                              "--variant-sizes",
-                              "",
-                              "--diou-sizes",
-                              "",
-                              "--sizes",
-                              "300,3000",
-                              "--class-sizes",
-                              "2000",
-                              "--face-sizes",
-                              "1000",
-                              "--batches",
-                              "1,8",
-                              "--batch-sizes",
-                              "500",
-                              "--streams",
-                              "",
-                              "--repeat",
-                              "5",
-                              "--backends",
-                              "cpu,cuda",
-                              "--seed",
-                              std::to_string(run_seed() % 1000000),
-                              "--json",
-                              json});
+  const Outcome o = run_tool(
+      bench_only({"--sizes", "300,3000", "--class-sizes", "2000", "--face-sizes", "1000",
+                  "--batches", "1,8", "--batch-sizes", "500", "--repeat", "5", "--backends",
+                  "cpu,cuda", "--seed", std::to_string(run_seed() % 1000000), "--json", json}));
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   size_t cuda_rows = 0;
   for (const BenchRow &row : bench_rows(o.out)) {
