@@ -353,9 +353,8 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
           "go to the GPU together, as one batch (one launch sequence, one synchronisation). A "
           "lone frame waits for nothing. Saves GPU memory, but on an H100 it was slower than "
           "each element's own context (README). Device candidates (cudacascade's) do not batch: "
-          "they run "
-          "in place on a CUDA context of the element's own, as without it. No effect on the CPU "
-          "backend",
+          "they run in place on a CUDA context of the element's own, as without it. No effect "
+          "on the CPU backend",
           DEFAULT_BATCH_STREAMS, rw));
   g_object_class_install_property(
       gobject_class, PROP_KEEP_CANDIDATES,
