@@ -34,7 +34,8 @@
 // them there and launches are sized for the most they can be. That makes a host frame's work
 // independent of its count within a power-of-two capacity: frames of up to kGraphMax candidates
 // replay one CUDA graph per capacity and method, one submission instead of six.
-// Soft and weighted frames run classify and rank, then their own stages (valued_methods.h).
+// Soft and weighted frames past kSmallFrameMax run classify and rank, then their own stages
+// (valued_methods.h).
 // Only a frame ranking more than kMaxCudaCandidates runs on the CPU, which computes the same.
 #include <cuda_runtime.h>
 
@@ -797,8 +798,8 @@ class CudaContext final : public Context {
     DeviceArray<uint32_t> d_meetings;
   };
 
-  // Soft and weighted frames: one at a time, through the staged stages (never the small-frame
-  // kernel), their kept values written by their kernels.
+  // Soft and weighted frames: one at a time (never batched), their kept values written by their
+  // kernels.
   static bool changes_values(Method method) {
     return method == Method::kSoft || method == Method::kWeighted;
   }
@@ -1173,8 +1174,15 @@ class CudaContext final : public Context {
   Status launch(const FrameArgs *frames, uint32_t count, uint32_t greedy, uint32_t capacity,
                 uint32_t most, bool sort) {
     if (capacity <= kSmallFrameMax) {
-      CUDANMS_TRY(launch_small_frames(frames, count, greedy, capacity,
-                                      small_frame_blocks(capacity, most, count, sms_), stream_));
+      const uint32_t blocks = small_frame_blocks(Method::kGreedy, capacity, most, count, sms_);
+      if (greedy > 0) {
+        CUDANMS_TRY(
+            launch_small_frames(frames, greedy, Method::kGreedy, capacity, blocks, stream_));
+      }
+      if (count > greedy) {
+        CUDANMS_TRY(launch_small_frames(frames + greedy, count - greedy, Method::kMatrix, capacity,
+                                        blocks, stream_));
+      }
       return Status::Ok();
     }
     Status status = launch_rank(frames, count, capacity, most, sort);
@@ -1248,10 +1256,17 @@ class CudaContext final : public Context {
     return b;
   }
 
-  // One soft or weighted frame: the rank stage, then Soft-NMS's selections, or greedy's pairs
-  // and settle followed by the merge (valued_methods.h).
+  // One soft or weighted frame: up to kSmallFrameMax candidates in one kernel (small_frames.cu),
+  // else the rank stage, then Soft-NMS's selections, or greedy's pairs and settle followed by the
+  // merge (valued_methods.h).
   Status launch_valued(const FrameArgs *frame, Method method, uint32_t capacity, uint32_t most,
                        bool sort) {
+    if (capacity <= kSmallFrameMax) {
+      CUDANMS_TRY(launch_small_frames(frame, 1, method, capacity,
+                                      small_frame_blocks(method, capacity, most, 1, sms_),
+                                      stream_));
+      return Status::Ok();
+    }
     Status status = launch_rank(frame, 1, capacity, most, sort);
     if (!status.ok()) return status;
     if (method == Method::kSoft) {

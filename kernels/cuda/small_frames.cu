@@ -15,11 +15,16 @@
 //             (iterated to its fixpoint, unique because suppression only goes down the ranks), and
 //             the kept ones' rows ORed into the later words' suppressed bits
 //   matrix    a rank is suppressed iff any rank suppresses it
+//   weighted  greedy's, then each rank's claim (the first written kept rank suppressing it, from
+//             the matrix) and each kept rank's mean over its claims, a warp per kept rank
 // then writes the counters and the kept indices in rank order, like the settle kernel.
+// Soft-NMS has no pairs to share out: one block ranks the frame and makes its selections
+// (small_soft_kernel).
 // Measured on an H100 (clock64 in the last block, README "Performance"): at 1 000 candidates the
 // settling warp's chain of decisions (~400 cycles a word) and the sort are most of the time.
 #include <algorithm>
 
+#include "common/decay.h"
 #include "small_frames.h"
 
 namespace cudanms::detail {
@@ -102,6 +107,73 @@ __device__ void settle_greedy(const uint32_t *mask, const uint32_t *within, uint
   }
 }
 
+// Weighted NMS: the slot of the kept rank that claims each rank of word w (the first kept rank,
+// among the `limit` written, that suppresses it; UINT32_MAX for kept and unclaimed ranks), as
+// weighted_claims_kernel finds it, by one warp: the earlier words' kept ranks in rank order, a
+// row word each, until every lane has its claim, then the rank's own word.
+template <uint32_t kStride>
+__device__ void claim_word(const uint32_t *mask, const uint32_t *within, const uint32_t *kept_words,
+                           const uint32_t *kept_before, uint32_t m, uint32_t limit, uint32_t w,
+                           uint32_t *claims) {
+  const uint32_t lane = threadIdx.x % kWarp;
+  const uint32_t i = w * kWarp + lane;
+  const uint32_t kept_here = kept_words[w];
+  bool open = i < m && ((kept_here >> lane) & 1u) == 0;
+  uint32_t claim = UINT32_MAX;
+  for (uint32_t v = 0; v < w && kept_before[v] < limit && __any_sync(kFullMask, open); ++v) {
+    uint32_t slot = kept_before[v];
+    for (uint32_t bits = kept_words[v]; bits != 0 && slot < limit; bits &= bits - 1, ++slot) {
+      const uint32_t j = v * kWarp + __ffs(bits) - 1;
+      if (open && (mask[j * kStride + w] >> lane) & 1u) {
+        claim = slot;
+        open = false;
+      }
+    }
+  }
+  const uint32_t by = open ? within[i] & kept_here : 0;  // kept ranks of its word before it
+  if (by != 0) {
+    const uint32_t b = __ffs(by) - 1;
+    const uint32_t slot = kept_before[w] + __popc(kept_here & ((1u << b) - 1));
+    if (slot < limit) claim = slot;
+  }
+  if (i < m) claims[i] = claim;
+}
+
+// Weighted NMS: the score-weighted mean of the kept rank k (output slot `slot`) and the ranks it
+// claims, by one warp: lane l finds them in word l (among the ranks k suppresses), then every
+// lane adds them up in rank order, after k itself, as the CPU backend does.
+template <uint32_t kStride>
+__device__ void merge_slot(const FrameArgs &f, const uint32_t *mask, const uint32_t *within,
+                           const uint32_t *claims, const float4 *boxes, const float *scores,
+                           const uint32_t *order, uint32_t m, uint32_t k, uint32_t slot) {
+  const uint32_t lane = threadIdx.x % kWarp;
+  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t kw = k / kWarp;
+  const uint32_t own = __ballot_sync(
+      kFullMask, kw * kWarp + lane < m && (within[kw * kWarp + lane] >> (k % kWarp)) & 1u);
+  uint32_t members = lane == kw ? own : lane > kw && lane < words ? mask[k * kStride + lane] : 0;
+  for (uint32_t bits = members; bits != 0; bits &= bits - 1) {
+    const uint32_t b = __ffs(bits) - 1;
+    if (claims[lane * kWarp + b] != slot) members &= ~(1u << b);
+  }
+  const Box kept_box = to_box(boxes[k]);
+  WeightedBox sum;
+  sum.add(kept_box, scores[k]);
+  for (uint32_t with = __ballot_sync(kFullMask, members != 0); with != 0; with &= with - 1) {
+    const uint32_t word = __ffs(with) - 1;
+    for (uint32_t bits = __shfl_sync(kFullMask, members, word); bits != 0; bits &= bits - 1) {
+      const uint32_t i = word * kWarp + __ffs(bits) - 1;
+      sum.add(to_box(boxes[i]), scores[i]);
+    }
+  }
+  if (lane == 0) {
+    const Box mean = sum.mean(kept_box);
+    f.kept_boxes[slot] = make_float4(mean.x1, mean.y1, mean.x2, mean.y2);
+    f.kept_scores[slot] = scores[k];
+    f.kept_classes[slot] = own_class(f, order[k]);
+  }
+}
+
 // The score of a rank_key (frame_args.h). Keys are distinct (indices are), so any correct sort
 // gives the same order.
 __device__ float key_of(uint64_t rank_key) {
@@ -136,6 +208,48 @@ __device__ uint64_t block_sort(uint64_t v, uint64_t *exchange) {
   return v;
 }
 
+// A frame's rules 1-3 (cudanms/nms.h), as classify_kernel and the rank stage compute them, by a
+// block of a thread per candidate: its counters, and in thread r the key of rank r (valid for
+// r < ranked).
+struct SmallRanking {
+  uint32_t raw_count, invalid, below, eligible, ranked;
+  uint64_t key;
+};
+
+template <int kThreads>
+__device__ SmallRanking rank_small_frame(const FrameArgs &f, uint64_t *exchange) {
+  const uint32_t tid = threadIdx.x;
+  SmallRanking r{};
+  r.raw_count = *f.count;
+  const uint32_t count = min(r.raw_count, f.capacity);
+  bool valid = false, low = false;
+  float score = 0.0f;
+  if (tid < count) {
+    score = f.scores[tid];
+    valid = is_valid(to_box(f.boxes[tid]), score);
+    low = valid && score < f.score_threshold;
+  }
+  const float key = valid && !low ? score + 0.0f : -INFINITY;  // -0.0 ranks as +0.0
+  r.invalid = __syncthreads_count(tid < count && !valid);
+  r.below = __syncthreads_count(low);
+  r.eligible = __syncthreads_count(valid && !low);
+  // Rule 3: descending scores, equal ones by index, the best Dmax: thread r holds rank r.
+  r.key = block_sort<kThreads>(rank_key(key, tid), exchange);
+  r.ranked = min(r.eligible, f.dmax);
+  return r;
+}
+
+// The frame's counters, by the lanes of one warp.
+__device__ void write_counters(const FrameArgs &f, const SmallRanking &r, uint32_t kept) {
+  const uint32_t lane = threadIdx.x % kWarp;
+  if (lane == kInvalid) f.out[kInvalid] = r.invalid;
+  if (lane == kBelowScore) f.out[kBelowScore] = r.below;
+  if (lane == kEligible) f.out[kEligible] = r.eligible;
+  if (lane == kKeptCount) f.out[kKeptCount] = kept;
+  if (lane == kIn) f.out[kIn] = r.raw_count;
+  if (lane == kCountOverflow) f.out[kCountOverflow] = r.raw_count > f.capacity;
+}
+
 template <Method kMethod, int kThreads>
 __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *frames) {
   constexpr uint32_t kWarps = kThreads / kWarp;
@@ -143,6 +257,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   __shared__ uint64_t s_exchange[kThreads];
   __shared__ uint32_t s_kept[kRowWords];    // per 32 ranks: the kept ones
   __shared__ uint32_t s_before[kRowWords];  // kept ranks before them
+  __shared__ uint32_t s_kept_count;         // kept indices written, at most `limit`
   __shared__ bool s_last;
   extern __shared__ float4 s_dynamic[];
   float4 *s_boxes = s_dynamic;
@@ -153,32 +268,17 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   uint32_t *s_within = s_mask + kThreads * kStride;
 
   const FrameArgs f = frames[blockIdx.z];  // a copy: the stores below cannot alias it
-  const uint32_t raw_count = *f.count;
-  const uint32_t count = min(raw_count, f.capacity);
   const uint32_t tid = threadIdx.x;
   const uint32_t lane = tid % kWarp;
   const uint32_t warp = tid / kWarp;
-
-  // Rules 1-2, as classify_kernel computes them, for candidate tid.
-  bool valid = false, low = false;
-  float score = 0.0f;
-  if (tid < count) {
-    score = f.scores[tid];
-    valid = is_valid(to_box(f.boxes[tid]), score);
-    low = valid && score < f.score_threshold;
-  }
-  const float key = valid && !low ? score + 0.0f : -INFINITY;  // -0.0 ranks as +0.0
-  const uint32_t invalid = __syncthreads_count(tid < count && !valid);
-  const uint32_t below = __syncthreads_count(low);
-  const uint32_t eligible = __syncthreads_count(valid && !low);
-  // Rule 3: descending scores, equal ones by index, the best Dmax: thread r holds rank r.
-  const uint64_t ranked = block_sort<kThreads>(rank_key(key, tid), s_exchange);
-  const uint32_t m = min(eligible, f.dmax);
+  const SmallRanking ranking = rank_small_frame<kThreads>(f, s_exchange);
+  const uint32_t m = ranking.ranked;
   if (tid < m) {
-    const auto p = static_cast<uint32_t>(ranked);
+    const auto p = static_cast<uint32_t>(ranking.key);
     s_order[tid] = p;
     s_boxes[tid] = f.boxes[p];
-    s_scores[tid] = key_of(ranked);
+    // Matrix compares keys; weighted adds up the scores as the candidates have them.
+    s_scores[tid] = kMethod == Method::kWeighted ? f.scores[p] : key_of(ranking.key);
     s_classes[tid] = class_of(f, p);
   }
   __syncthreads();
@@ -192,7 +292,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   auto suppresses = [&](uint32_t j, uint32_t i) {
     if (s_classes[j] != s_classes[i]) return false;
     const Box a = to_box(s_boxes[j]), b = to_box(s_boxes[i]);
-    return kMethod == Method::kGreedy
+    return kMethod != Method::kMatrix
                ? greedy_suppresses(f.overlap, f.threshold, a, b)
                : matrix_suppresses(f.overlap, f.threshold, a, s_scores[j], b, s_scores[i]);
   };
@@ -263,7 +363,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   if (tid < kRowWords) s_kept[tid] = 0;
   __syncthreads();
 
-  if constexpr (kMethod == Method::kGreedy) {
+  if constexpr (kMethod != Method::kMatrix) {
     if (warp == 0) settle_greedy<kStride>(s_mask, s_within, m, s_kept);
   } else {  // suppressed by any rank: a column of the matrix, or a rank of its own word
     uint32_t marked = 0;  // lane l: word l's ranks
@@ -283,27 +383,125 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
     const uint32_t here = lane < words ? __popc(s_kept[lane]) : 0;
     const uint32_t through = warp_inclusive_sum(here, lane);
     s_before[lane] = through - here;
-    const uint32_t kept = __shfl_sync(kFullMask, through, kWarp - 1);
-    if (lane == kInvalid) f.out[kInvalid] = invalid;
-    if (lane == kBelowScore) f.out[kBelowScore] = below;
-    if (lane == kEligible) f.out[kEligible] = eligible;
-    if (lane == kKeptCount) f.out[kKeptCount] = min(kept, f.limit);
-    if (lane == kIn) f.out[kIn] = raw_count;
-    if (lane == kCountOverflow) f.out[kCountOverflow] = raw_count > f.capacity;
+    const uint32_t kept = min(__shfl_sync(kFullMask, through, kWarp - 1), f.limit);
+    write_counters(f, ranking, kept);
+    if (lane == 0) s_kept_count = kept;
   }
   __syncthreads();
+  // Weighted: the exchange's keys are spent; its words hold each slot's rank and each rank's claim.
+  uint32_t *s_slot_ranks = reinterpret_cast<uint32_t *>(s_exchange);
+  uint32_t *s_claims = s_slot_ranks + kThreads;
   if (tid < m) {
     const uint32_t word = s_kept[tid / kWarp];
     const uint32_t bit = tid % kWarp;
     const uint32_t slot = s_before[tid / kWarp] + __popc(word & ((1u << bit) - 1));
-    if ((word >> bit) & 1u && slot < f.limit) f.out[kHeaderWords + slot] = s_order[tid];
+    if ((word >> bit) & 1u && slot < f.limit) {
+      f.out[kHeaderWords + slot] = s_order[tid];
+      if constexpr (kMethod == Method::kWeighted) s_slot_ranks[slot] = tid;
+    }
   }
+  if constexpr (kMethod == Method::kWeighted) {
+    for (uint32_t w = warp; w < words; w += kWarps) {
+      claim_word<kStride>(s_mask, s_within, s_kept, s_before, m, f.limit, w, s_claims);
+    }
+    __syncthreads();
+    if (tid < m) {  // what the host merges points with (merged_points)
+      f.order[tid] = s_order[tid];
+      f.clusters[tid] = s_claims[tid];
+    }
+    for (uint32_t slot = warp; slot < s_kept_count; slot += kWarps) {
+      merge_slot<kStride>(f, s_mask, s_within, s_claims, s_boxes, s_scores, s_order, m,
+                          s_slot_ranks[slot], slot);
+    }
+  }
+}
+
+// The lowest of the warp's values, in every lane.
+__device__ uint32_t warp_min(uint32_t v) {
+#if __CUDA_ARCH__ >= 800
+  return __reduce_min_sync(kFullMask, v);
+#else
+#pragma unroll
+  for (uint32_t offset = kWarp / 2; offset > 0; offset /= 2) {
+    v = min(v, __shfl_xor_sync(kFullMask, v, offset));
+  }
+  return v;
+#endif
+}
+
+// The lowest of the warp's 64-bit keys: the high words first, then the low words of those equal.
+__device__ uint64_t warp_min(uint64_t v) {
+  const auto high = static_cast<uint32_t>(v >> 32);
+  const uint32_t least = warp_min(high);
+  return uint64_t{least} << 32 | warp_min(high == least ? static_cast<uint32_t>(v) : UINT32_MAX);
+}
+
+// Soft-NMS of a small frame, in one block of a thread per candidate: thread r keeps rank r's
+// current score in a register. Each selection is the block's lowest (current score, index) key,
+// agreed with one barrier (the warps' bests double-buffered); its owner writes it out and every
+// other thread decays its own score against it, in the order soft_kernel and the CPU backend do.
+// soft_kernel keeps the scores in global memory and took ~2 us a selection (Nsight Compute).
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads) small_soft_kernel(const FrameArgs *frames) {
+  constexpr uint32_t kWarps = kThreads / kWarp;
+  constexpr uint64_t kNone = ~uint64_t{0};
+  __shared__ uint64_t s_exchange[kThreads];
+  __shared__ float4 s_boxes[kThreads];
+  __shared__ int32_t s_classes[kThreads];
+  __shared__ uint16_t s_rank_of[kThreads];  // by candidate index
+  __shared__ uint64_t s_best[2][kWarps];
+  const FrameArgs f = frames[blockIdx.z];  // a copy: the stores below cannot alias it
+  const uint32_t tid = threadIdx.x;
+  const uint32_t lane = tid % kWarp;
+  const uint32_t warp = tid / kWarp;
+  const SmallRanking ranking = rank_small_frame<kThreads>(f, s_exchange);
+  const auto p = static_cast<uint32_t>(ranking.key);
+  bool live = tid < ranking.ranked;  // not selected, and at or above the score threshold
+  float current = 0.0f;
+  Box box{};
+  int32_t cls = 0;
+  if (live) {
+    s_boxes[tid] = f.boxes[p];
+    box = to_box(s_boxes[tid]);
+    cls = class_of(f, p);
+    s_classes[tid] = cls;
+    s_rank_of[p] = static_cast<uint16_t>(tid);
+    current = f.scores[p];  // as the candidate has it, -0.0 included
+  }
+  __syncthreads();
+  uint32_t kept = 0;
+  for (uint32_t round = 0; kept < f.limit; ++round) {
+    const uint64_t best_here = warp_min(live ? rank_key(current + 0.0f, p) : kNone);
+    if (lane == 0) s_best[round % 2][warp] = best_here;
+    __syncthreads();
+    const uint64_t best = warp_min(lane < kWarps ? s_best[round % 2][lane] : kNone);
+    if (best == kNone) break;
+    const uint32_t selected = s_rank_of[static_cast<uint32_t>(best)];
+    if (tid == selected) {
+      live = false;
+      f.out[kHeaderWords + kept] = p;
+      f.kept_boxes[kept] = s_boxes[tid];
+      f.kept_scores[kept] = current;
+      f.kept_classes[kept] = own_class(f, p);
+    }
+    ++kept;
+    if (live && s_classes[selected] == cls) {
+      const float o = overlap(f.overlap, to_box(s_boxes[selected]), box);
+      current = current * soft_decay(f.soft_decay, o, f.threshold, f.sigma);
+      live = current >= f.score_threshold;
+    }
+  }
+  if (warp == 0) write_counters(f, ranking, kept);
 }
 
 template <Method kMethod, int kThreads>
 void launch_one(const FrameArgs *frames, uint32_t count, uint32_t blocks, cudaStream_t stream) {
-  small_frame_kernel<kMethod, kThreads>
-      <<<dim3(blocks, 1, count), kThreads, SmallLayout<kThreads>::kBytes, stream>>>(frames);
+  if constexpr (kMethod == Method::kSoft) {
+    small_soft_kernel<kThreads><<<dim3(1, 1, count), kThreads, 0, stream>>>(frames);
+  } else {
+    small_frame_kernel<kMethod, kThreads>
+        <<<dim3(blocks, 1, count), kThreads, SmallLayout<kThreads>::kBytes, stream>>>(frames);
+  }
 }
 
 template <Method kMethod>
@@ -334,13 +532,17 @@ cudaError_t prepare_small_frames() {
   for (const cudaError_t e :
        {allow_shared<Method::kGreedy, 256>(), allow_shared<Method::kGreedy, 512>(),
         allow_shared<Method::kGreedy, 1024>(), allow_shared<Method::kMatrix, 256>(),
-        allow_shared<Method::kMatrix, 512>(), allow_shared<Method::kMatrix, 1024>()}) {
+        allow_shared<Method::kMatrix, 512>(), allow_shared<Method::kMatrix, 1024>(),
+        allow_shared<Method::kWeighted, 256>(), allow_shared<Method::kWeighted, 512>(),
+        allow_shared<Method::kWeighted, 1024>()}) {
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
-uint32_t small_frame_blocks(uint32_t capacity, uint32_t most, uint32_t frames, int sms) {
+uint32_t small_frame_blocks(Method method, uint32_t capacity, uint32_t most, uint32_t frames,
+                            int sms) {
+  if (method == Method::kSoft) return 1;  // its selections are the block's
   // Alone, a frame gets a warp per unit of pair tests: the blocks' sorts run side by side, so
   // more blocks shorten the pair tests and cost nothing else. In a batch, the frames share the
   // GPU: about two blocks per multiprocessor in all.
@@ -350,11 +552,21 @@ uint32_t small_frame_blocks(uint32_t capacity, uint32_t most, uint32_t frames, i
   return frames == 1 ? alone : std::min(alone, share);
 }
 
-cudaError_t launch_small_frames(const FrameArgs *frames, uint32_t count, uint32_t greedy,
+cudaError_t launch_small_frames(const FrameArgs *frames, uint32_t count, Method method,
                                 uint32_t capacity, uint32_t blocks, cudaStream_t stream) {
-  if (greedy > 0) launch_method<Method::kGreedy>(frames, greedy, capacity, blocks, stream);
-  if (count > greedy) {
-    launch_method<Method::kMatrix>(frames + greedy, count - greedy, capacity, blocks, stream);
+  switch (method) {
+    case Method::kGreedy:
+      launch_method<Method::kGreedy>(frames, count, capacity, blocks, stream);
+      break;
+    case Method::kMatrix:
+      launch_method<Method::kMatrix>(frames, count, capacity, blocks, stream);
+      break;
+    case Method::kSoft:
+      launch_method<Method::kSoft>(frames, count, capacity, blocks, stream);
+      break;
+    case Method::kWeighted:
+      launch_method<Method::kWeighted>(frames, count, capacity, blocks, stream);
+      break;
   }
   return cudaGetLastError();
 }

@@ -109,6 +109,39 @@ TEST_F(CudaNms, SoftAndWeightedFramesStayExact) {
   }
 }
 
+// Soft and weighted frames of up to 1 024 candidates run in one kernel (small_frames.cu): every
+// block size and its edges, scores that tie after decaying, signed scores (-0.0 too) under a
+// negative floor, a cap on the kept ones that cuts the claims, class groups and points.
+TEST_F(CudaNms, SmallSoftAndWeightedFramesStayExact) {
+  std::mt19937_64 rng(run_seed() + 23);
+  for (size_t n : {1u, 31u, 256u, 257u, 512u, 700u, 1024u}) {
+    CandidateSet windows = tools::sliding_window_candidates(n, rng(), 4);
+    CandidateSet ties;  // boxes on a coarse grid, four score levels: equal current scores
+    CandidateSet signed_scores;
+    for (size_t i = 0; i < n; ++i) {
+      const float x = uniform_int(rng, 0, 12) * 16.0f, y = uniform_int(rng, 0, 8) * 16.0f;
+      const float side = uniform_int(rng, 2, 4) * 16.0f;
+      ties.add(x, y, x + side, y + side, uniform_int(rng, 1, 4) * 0.25f, uniform_int(rng, 0, 3));
+      const int level = uniform_int(rng, -4, 4);
+      signed_scores.add(x, y, x + side, y + side, level == 0 ? -0.0f : level * 0.2f,
+                        uniform_int(rng, 0, 3));
+    }
+    add_points(rng, 3, &ties);
+    for (const CandidateSet *set : {&windows, &ties, &signed_scores}) {
+      for (int variant = 0; variant < 6; ++variant) {
+        Params params;
+        params.method = variant < 4 ? Method::kSoft : Method::kWeighted;
+        params.soft_decay = variant % 2 == 0 ? SoftDecay::kLinear : SoftDecay::kGaussian;
+        params.overlap = variant == 3 ? Overlap::kDIoU : Overlap::kIoU;
+        params.score_threshold = set == &signed_scores ? -0.5f : variant == 1 ? 0.3f : 0.0f;
+        params.max_detections = variant == 2 || variant == 5 ? 9 : 0;
+        params.class_groups = {{0, 3}};
+        EXPECT_TRUE(same_as_cpu(*set, params)) << "n=" << n << " variant " << variant;
+      }
+    }
+  }
+}
+
 TEST_F(CudaNms, ReusesTheContextAcrossGrowingFrames) {
   std::mt19937_64 rng(run_seed() + 12);
   Params params;
