@@ -440,7 +440,8 @@ __device__ uint64_t warp_min(uint64_t v) {
 // current score in a register. Each selection is the block's lowest (current score, index) key,
 // agreed with one barrier (the warps' bests double-buffered); its owner writes it out and every
 // other thread decays its own score against it, in the order soft_kernel and the CPU backend do.
-// soft_kernel keeps the scores in global memory and took ~2 us a selection (Nsight Compute).
+// Bound by instructions: every warp takes part in every selection (H100, 1 000 candidates all
+// selected: ~1 700 cycles a selection, 145 instructions a warp).
 template <int kThreads>
 __global__ void __launch_bounds__(kThreads) small_soft_kernel(const FrameArgs *frames) {
   constexpr uint32_t kWarps = kThreads / kWarp;
@@ -486,9 +487,13 @@ __global__ void __launch_bounds__(kThreads) small_soft_kernel(const FrameArgs *f
     }
     ++kept;
     if (live && s_classes[selected] == cls) {
+      // Most boxes are apart from the selected one: an overlap of 0 decays by exactly 1 (the
+      // threshold is at least 0, and exp_nonpositive(-0) is 1), so its decay is skipped.
       const float o = overlap(f.overlap, to_box(s_boxes[selected]), box);
-      current = current * soft_decay(f.soft_decay, o, f.threshold, f.sigma);
-      live = current >= f.score_threshold;
+      if (o != 0.0f) {
+        current = current * soft_decay(f.soft_decay, o, f.threshold, f.sigma);
+        live = current >= f.score_threshold;
+      }
     }
   }
   if (warp == 0) write_counters(f, ranking, kept);
