@@ -3,7 +3,9 @@
 # initcheck) on every test binary with CUDA tests, running those tests. Prints each tool's
 # summary line per binary and exits 1 on any error, or when a run did not finish.
 #   tools/run-cuda-sanitizers.sh [build-dir] [log-dir]   (defaults build-cuda, BUILD/sanitizers)
-# TOOLS="memcheck racecheck" picks tools; racecheck is the slow one (minutes).
+# TOOLS="memcheck racecheck" picks tools; racecheck is the slow one (minutes): it runs the tests
+# at CUDANMS_TEST_SCALE=small (tests/support/test_scale.h), fewer and smaller cases through the
+# same kernels, which the other tools run at full scale.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 build=${1:-build-cuda}
@@ -39,8 +41,10 @@ for tool in ${TOOLS:-memcheck racecheck synccheck initcheck}; do
     log="$logs/$tool-$(basename "$binary").log"
     start=$(date +%s)
     # --target-processes all: test_cudanms_tool runs the tool in child processes.
-    compute-sanitizer --tool "$tool" --target-processes all --error-exitcode 99 \
-      "$build/$binary" --gtest_filter="$filter" >"$log" 2>&1
+    scale=full
+    [ "$tool" = racecheck ] && scale=small
+    CUDANMS_TEST_SCALE=$scale compute-sanitizer --tool "$tool" --target-processes all \
+      --error-exitcode 99 "$build/$binary" --gtest_filter="$filter" >"$log" 2>&1
     status=$?
     summary=$(grep -E '(ERROR|RACECHECK) SUMMARY' "$log" | tail -1)
     ran=$(grep -oE '^\[  PASSED  \] [0-9]+ tests?' "$log" | tail -1)

@@ -191,7 +191,7 @@ TEST_F(CudaDeviceCandidates, NmsInPlaceEqualsNmsOnHostCopiesOnRandomSets) {
     ++cases;
     ASSERT_TRUE(same_as_host(rc.set, rc.params, c.get())) << rc.description;
   });
-  EXPECT_GT(cases, 700u);
+  EXPECT_GT(cases, 700u / random_case_stride());
 }
 
 TEST_F(CudaDeviceCandidates, LargeFramesTakeTheSortPathAndStayEqual) {

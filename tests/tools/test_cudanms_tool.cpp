@@ -21,6 +21,7 @@
 #include "kernels/reference.h"
 #include "support/file_size_limit.h"
 #include "support/seed.h"
+#include "support/test_scale.h"
 #include "synthetic.h"
 
 namespace cudanms::testing {
@@ -843,9 +844,10 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
   if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const std::string json = path("bench.json");
   const Outcome o = run_tool(
-      bench_only({"--sizes", "300,3000", "--class-sizes", "2000", "--face-sizes", "1000",
-                  "--batches", "1,8", "--batch-sizes", "500", "--repeat", "5", "--backends",
-                  "cpu,cuda", "--seed", std::to_string(run_seed() % 1000000), "--json", json}));
+      bench_only({"--sizes", small_test_scale() ? "300,1500" : "300,3000", "--class-sizes",
+                  small_test_scale() ? "1500" : "2000", "--face-sizes", "1000", "--batches", "1,8",
+                  "--batch-sizes", "500", "--repeat", "5", "--backends", "cpu,cuda", "--seed",
+                  std::to_string(run_seed() % 1000000), "--json", json}));
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   size_t cuda_rows = 0;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -869,8 +871,9 @@ TEST_F(CudanmsTool, CudaBackendWritesTheSameBytesAsCpu) {
   for (const auto &[kind, output, classes] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
            {"sliding-window", windows, "6"}, {"faces", faces, "1"}}) {
-    const Outcome o = run_tool({"generate", "--kind", kind, "--count", "4000", "--seed",
-                                std::to_string(seed), "--classes", classes, "--output", output});
+    const Outcome o =
+        run_tool({"generate", "--kind", kind, "--count", small_test_scale() ? "1500" : "4000",
+                  "--seed", std::to_string(seed), "--classes", classes, "--output", output});
     ASSERT_EQ(o.exit_code, 0) << describe(o);
   }
   expect_backends_agree(windows, false);

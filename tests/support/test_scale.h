@@ -1,0 +1,22 @@
+// The slowest CUDA tests at a scale that compute-sanitizer's racecheck finishes in minutes:
+// CUDANMS_TEST_SCALE=small (tools/run-cuda-sanitizers.sh sets it for racecheck, under which the
+// kernels run ~100x slower) keeps every kernel and branch those tests reach, with fewer and
+// smaller cases. Every other run is at full scale.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+namespace cudanms::testing {
+
+inline bool small_test_scale() {
+  const char *scale = std::getenv("CUDANMS_TEST_SCALE");
+  return scale != nullptr && std::strcmp(scale, "small") == 0;
+}
+
+// Random cases visited: every one, or at the small scale every 7th (7 is prime to the periods of
+// the random cases' loops, so the visited ones still span every generator, method and rule).
+inline size_t random_case_stride() { return small_test_scale() ? 7 : 1; }
+
+}  // namespace cudanms::testing
