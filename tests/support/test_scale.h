@@ -15,8 +15,9 @@ inline bool small_test_scale() {
   return scale != nullptr && std::strcmp(scale, "small") == 0;
 }
 
-// Random cases visited: every one, or at the small scale every 7th (7 is prime to the periods of
-// the random cases' loops, so the visited ones still span every generator, method and rule).
-inline size_t random_case_stride() { return small_test_scale() ? 7 : 1; }
+// Random cases visited: every one, or at the small scale every 97th (prime to the periods of the
+// random cases' loops, so the visited ones still span the generators, methods and rules; every
+// 7th did not finish test_cuda_nms's 960 in 330 s of racecheck on an H100).
+inline size_t random_case_stride() { return small_test_scale() ? 97 : 1; }
 
 }  // namespace cudanms::testing
