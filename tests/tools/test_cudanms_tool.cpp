@@ -212,8 +212,12 @@ class CudanmsTool : public ::testing::Test {
 
   // The CPU and CUDA backends write the same bytes for every method and overlap.
   void expect_backends_agree(const std::string &input, bool class_agnostic) {
+    // The small test scale: IoU alone (each CUDA run starts a process under racecheck).
+    const std::vector<Overlap> overlaps =
+        small_test_scale() ? std::vector<Overlap>{Overlap::kIoU}
+                           : std::vector<Overlap>{Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS};
     for (Method method : {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted}) {
-      for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS}) {
+      for (Overlap overlap : overlaps) {
         NmsOptions options;
         options.method = method;
         options.overlap = overlap;
@@ -872,7 +876,7 @@ TEST_F(CudanmsTool, CudaBackendWritesTheSameBytesAsCpu) {
        std::vector<std::tuple<std::string, std::string, std::string>>{
            {"sliding-window", windows, "6"}, {"faces", faces, "1"}}) {
     const Outcome o =
-        run_tool({"generate", "--kind", kind, "--count", small_test_scale() ? "1500" : "4000",
+        run_tool({"generate", "--kind", kind, "--count", small_test_scale() ? "600" : "4000",
                   "--seed", std::to_string(seed), "--classes", classes, "--output", output});
     ASSERT_EQ(o.exit_code, 0) << describe(o);
   }
