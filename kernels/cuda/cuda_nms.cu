@@ -1174,7 +1174,7 @@ class CudaContext final : public Context {
   Status launch(const FrameArgs *frames, uint32_t count, uint32_t greedy, uint32_t capacity,
                 uint32_t most, bool sort) {
     if (capacity <= kSmallFrameMax) {
-      const uint32_t blocks = small_frame_blocks(Method::kGreedy, capacity, most, count, sms_);
+      const uint32_t blocks = small_frame_blocks(capacity, most, count, sms_);
       if (greedy > 0) {
         CUDANMS_TRY(
             launch_small_frames(frames, greedy, Method::kGreedy, capacity, blocks, stream_));
@@ -1263,8 +1263,7 @@ class CudaContext final : public Context {
                        bool sort) {
     if (capacity <= kSmallFrameMax) {
       CUDANMS_TRY(launch_small_frames(frame, 1, method, capacity,
-                                      small_frame_blocks(method, capacity, most, 1, sms_),
-                                      stream_));
+                                      small_frame_blocks(capacity, most, 1, sms_), stream_));
       return Status::Ok();
     }
     Status status = launch_rank(frame, 1, capacity, most, sort);

@@ -545,9 +545,7 @@ cudaError_t prepare_small_frames() {
   return cudaSuccess;
 }
 
-uint32_t small_frame_blocks(Method method, uint32_t capacity, uint32_t most, uint32_t frames,
-                            int sms) {
-  if (method == Method::kSoft) return 1;  // its selections are the block's
+uint32_t small_frame_blocks(uint32_t capacity, uint32_t most, uint32_t frames, int sms) {
   // Alone, a frame gets a warp per unit of pair tests: the blocks' sorts run side by side, so
   // more blocks shorten the pair tests and cost nothing else. In a batch, the frames share the
   // GPU: about two blocks per multiprocessor in all.
