@@ -1,5 +1,6 @@
 #include "cudanmslabels.h"
 
+#include <cudanms/bounded_file.h>
 #include <gst/cudanms/cudanmsmeta.h>
 
 ClassLabels::Table ClassLabels::parse_list(const std::string &text) {
@@ -12,22 +13,16 @@ ClassLabels::Table ClassLabels::parse_list(const std::string &text) {
 }
 
 bool ClassLabels::read_file(const std::string &path, Table *table, std::string *error) {
-  gchar *contents = nullptr;
-  GError *gerror = nullptr;
-  if (!g_file_get_contents(path.c_str(), &contents, nullptr, &gerror)) {
-    *error = gerror->message;
-    g_error_free(gerror);
-    return false;
-  }
+  std::string contents;
+  if (!cudanms::read_bounded_file(path, cudanms::kLabelsFileLimit, &contents, error)) return false;
   auto labels = std::make_shared<std::vector<const gchar *>>();
-  gchar **lines = g_strsplit(contents, "\n", -1);
+  gchar **lines = g_strsplit(contents.c_str(), "\n", -1);
   for (gchar **line = lines; *line; ++line) {
     /* A last line ending in a newline leaves an empty piece that is no label. */
     if (**line == '\0' && *(line + 1) == nullptr) break;
     labels->push_back(g_intern_string(g_strstrip(*line)));
   }
   g_strfreev(lines);
-  g_free(contents);
   *table = labels;
   return true;
 }

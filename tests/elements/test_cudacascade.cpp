@@ -8,8 +8,10 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "cudanms/bounded_file.h"
 #include "cv_support.h"
 #include "kernels/cascade_support.h"
+#include "support/unreadable_files.h"
 
 namespace cudanms::testing {
 namespace {
@@ -305,6 +307,10 @@ TEST(CudaCascadeElement, BadModelsAndBackendsAreClearErrorsAtStart) {
   init_cv_elements_once();
   EXPECT_NE(start_error("model=/nonexistent.xml").find("cannot read cascade"), std::string::npos);
   EXPECT_NE(start_error("model=/etc/hostname").find("Cannot use model"), std::string::npos);
+  // Files that could never be read whole: refused at once (OpenCV's reader would not end).
+  UnreadableFiles files(cudanms::kModelFileLimit);
+  for (const auto &[path, why] : files.cases())
+    EXPECT_NE(start_error("model=\"" + path + "\"").find(why), std::string::npos) << path;
   if (!file_exists(cascade_path(kAlt2))) GTEST_SKIP() << "opencv-data is missing";
   const std::string model = "model=\"" + cascade_path(kAlt2) + "\" ";
   EXPECT_EQ(start_error(model + "backend=cpu"), "");

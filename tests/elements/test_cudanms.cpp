@@ -13,10 +13,12 @@
 #include <random>
 #include <thread>
 
+#include "cudanms/bounded_file.h"
 #include "cudanmscontexts.h"
 #include "element_support.h"
 #include "kernels/random_sets.h"
 #include "support/seed.h"
+#include "support/unreadable_files.h"
 #include "synthetic.h"
 
 namespace cudanms::testing {
@@ -275,6 +277,22 @@ TEST_F(CudaNmsElement, AnUnreadableLabelsFileIsAnErrorAtStart) {
   const std::vector<std::string> errors = errors_at_start("labels-file", "/nonexistent/coco.names");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("/nonexistent/coco.names"), std::string::npos) << errors[0];
+}
+
+// /dev/zero used to be read forever (and a FIFO to block the open): now each refusal is at once.
+TEST_F(CudaNmsElement, ALabelsFileThatCouldNeverBeReadWholeIsAnErrorAtStart) {
+  UnreadableFiles files(cudanms::kLabelsFileLimit);
+  for (const auto &[path, why] : files.cases()) {
+    const std::vector<std::string> errors = errors_at_start("labels-file", path.c_str());
+    ASSERT_EQ(errors.size(), 1u) << path;
+    EXPECT_NE(errors[0].find(path), std::string::npos) << errors[0];
+    EXPECT_NE(errors[0].find(why), std::string::npos) << errors[0];
+    gst_bus_set_flushing(bus_, TRUE);
+    gst_object_unref(element_);
+    element_ = nullptr;
+    gst_object_unref(bus_);
+    bus_ = nullptr;
+  }
 }
 
 TEST_F(CudaNmsElement, InvalidClassGroupsAreAnErrorAtStart) {
