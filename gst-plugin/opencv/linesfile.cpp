@@ -1,6 +1,6 @@
 #include "linesfile.h"
 
-bool LinesFile::open(const std::string &location) {
+bool LinesFile::open(const std::string &location, bool append) {
   close();
   if (location.empty() || location == "-") {
     out_ = stdout;
@@ -10,7 +10,7 @@ bool LinesFile::open(const std::string &location) {
   }
   name_ = location;
   is_stdout_ = false;
-  out_ = fopen(location.c_str(), "w");
+  out_ = fopen(location.c_str(), append ? "a" : "w");
   return out_ != nullptr;
 }
 

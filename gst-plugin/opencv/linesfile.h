@@ -13,7 +13,7 @@ class LinesFile {
   LinesFile(const LinesFile &) = delete;
   LinesFile &operator=(const LinesFile &) = delete;
 
-  bool open(const std::string &location);  // replaces the file
+  bool open(const std::string &location, bool append = false);  // replaces the file, or appends
   bool write_line(const char *text, size_t length);
   bool close();  // flushes stdout, closes a file; true when nothing is open
   const std::string &name() const { return name_; }

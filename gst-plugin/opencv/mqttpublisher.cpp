@@ -91,6 +91,16 @@ void MqttPublisher::push(std::string message) {
   wake_.notify_one();
 }
 
+void MqttPublisher::set_status(std::string topic, std::string message) {
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    status_topic_ = std::move(topic);
+    status_ = std::move(message);
+    status_pending_ = true;
+  }
+  wake_.notify_one();
+}
+
 void MqttPublisher::stop(std::chrono::milliseconds flush) {
   {
     std::lock_guard<std::mutex> guard(lock_);
@@ -168,6 +178,14 @@ bool MqttPublisher::connect_once(std::unique_lock<std::mutex> &guard, std::strin
   connect.context = this;
   if (!options_.username.empty()) connect.username = options_.username.c_str();
   if (!options_.password.empty()) connect.password = options_.password.c_str();
+  MQTTAsync_willOptions will = MQTTAsync_willOptions_initializer;
+  if (!options_.will_topic.empty()) {
+    will.topicName = options_.will_topic.c_str();
+    will.message = options_.will_message.c_str();
+    will.retained = 1;
+    will.qos = 1;
+    connect.will = &will;
+  }
   MQTTAsync_SSLOptions ssl = MQTTAsync_SSLOptions_initializer;
   if (options_.tls || uri_.rfind("ssl://", 0) == 0 || uri_.rfind("mqtts://", 0) == 0) {
     if (!options_.ca_file.empty()) ssl.trustStore = options_.ca_file.c_str();
@@ -204,13 +222,42 @@ void MqttPublisher::requeue_in_flight() {
   stats_.queued = queue_.size();
 }
 
+// Sends the status, retained, QoS 1, outside the window of counted messages (a status lost
+// with the connection is sent again after the next one). False when the connection failed.
+bool MqttPublisher::send_status(std::unique_lock<std::mutex> &guard) {
+  const std::string topic = status_topic_, message = status_;
+  status_pending_ = false;
+  MQTTAsync_message m = MQTTAsync_message_initializer;
+  m.payload = const_cast<char *>(message.data());
+  m.payloadlen = static_cast<int>(message.size());
+  m.qos = 1;
+  m.retained = 1;
+  guard.unlock();
+  const int rc = MQTTAsync_sendMessage(static_cast<MQTTAsync>(client_), topic.c_str(), &m, nullptr);
+  guard.lock();
+  if (rc == MQTTASYNC_SUCCESS) return true;
+  status_pending_ = true;
+  send_failed(guard, rc);
+  return false;
+}
+
+// A send that failed: what is in flight goes back to the head of the queue, and the worker
+// reconnects.
+void MqttPublisher::send_failed(std::unique_lock<std::mutex> &guard, int rc) {
+  stats_.connected = false;
+  requeue_in_flight();
+  guard.unlock();
+  if (listener_) listener_(MqttEvent::kConnectionLost, MQTTAsync_strerror(rc));
+  guard.lock();
+}
+
 void MqttPublisher::run() {
   auto client = static_cast<MQTTAsync>(client_);
   std::chrono::milliseconds backoff = options_.min_backoff;
   bool outage_reported = false;
   std::unique_lock<std::mutex> guard(lock_);
   for (;;) {
-    if (stopping_ && ((queue_.empty() && in_flight_.empty()) ||
+    if (stopping_ && ((queue_.empty() && in_flight_.empty() && !status_pending_) ||
                       std::chrono::steady_clock::now() >= flush_deadline_)) {
       break;
     }
@@ -227,6 +274,7 @@ void MqttPublisher::run() {
       if (connect_once(guard, &reason)) {
         stats_.connected = true;
         stats_.connects++;
+        status_pending_ = !status_.empty();  // the broker may have lost it: say it again
         backoff = options_.min_backoff;
         outage_reported = false;
         guard.unlock();
@@ -251,13 +299,16 @@ void MqttPublisher::run() {
       backoff = std::min(backoff * 2, options_.max_backoff);
       continue;
     }
+    if (status_pending_) {
+      if (!send_status(guard)) continue;
+    }
     if (queue_.empty() || in_flight_.size() >= kInFlight) {
       // Wait for work or for room in the window (not merely for a stop: while flushing, Paho's
       // thread needs the lock to confirm what is in flight).
       auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
       if (stopping_) until = std::min(until, flush_deadline_);
       wake_.wait_until(guard, until, [this] {
-        return lost_ || (!queue_.empty() && in_flight_.size() < kInFlight) ||
+        return lost_ || status_pending_ || (!queue_.empty() && in_flight_.size() < kInFlight) ||
                (stopping_ && queue_.empty() && in_flight_.empty());
       });
       continue;
@@ -289,10 +340,6 @@ void MqttPublisher::run() {
     }
     // Not sent: back to the head of the queue, with the unconfirmed ones, and reconnect.
     in_flight_.emplace_back(-1, std::move(message));
-    stats_.connected = false;
-    requeue_in_flight();
-    guard.unlock();
-    if (listener_) listener_(MqttEvent::kConnectionLost, MQTTAsync_strerror(rc));
-    guard.lock();
+    send_failed(guard, rc);
   }
 }

@@ -9,7 +9,11 @@
  * those unconfirmed when the connection drops go back to the head of the queue (so a broker may
  * get one twice: MQTT's "at least once"). QoS 0 counts a message once the client wrote it to the
  * socket, and what a broker that died meanwhile never read is lost uncounted (MQTT's "at most
- * once"). No GStreamer here: the element (gstmetapublish.cpp) turns events into bus messages. */
+ * once"). A status (set_status) is one retained message that is never dropped: the latest one
+ * is sent first, and again after every reconnection, so that a broker that restarted without
+ * its retained store learns it back; the last will (MqttOptions::will_*) is the status the
+ * broker publishes for us when the connection dies without a goodbye. No GStreamer here: the
+ * element (gstmetapublish.cpp) and the camera service turn events into their own reports. */
 #pragma once
 
 #include <chrono>
@@ -35,6 +39,8 @@ struct MqttOptions {
   int keep_alive_s = 10;
   int connect_timeout_s = 2;
   std::chrono::milliseconds min_backoff{100}, max_backoff{5000};
+  // The last will, retained, QoS 1; none when will_topic is empty.
+  std::string will_topic, will_message;
 };
 
 struct MqttStats {
@@ -65,6 +71,8 @@ class MqttPublisher {
   bool start(std::string *error);
   // Queues a message; never blocks on the network.
   void push(std::string message);
+  // The retained status on `topic` (QoS 1): replaces any not yet sent, never dropped.
+  void set_status(std::string topic, std::string message);
   // Gives the worker up to `flush` to publish what is queued, then stops it; what is left is
   // counted as dropped.
   void stop(std::chrono::milliseconds flush);
@@ -80,6 +88,8 @@ class MqttPublisher {
   void run();
   bool connect_once(std::unique_lock<std::mutex> &guard, std::string *reason);
   void requeue_in_flight();  // with lock_ held
+  bool send_status(std::unique_lock<std::mutex> &guard);
+  void send_failed(std::unique_lock<std::mutex> &guard, int rc);
 
  public:  // for Paho's thread, through the callbacks in mqttpublisher.cpp
   void connected(bool ok, const std::string &reason);
@@ -97,8 +107,10 @@ class MqttPublisher {
   std::deque<std::string> queue_;
   std::deque<std::pair<int, std::string>> in_flight_;  // (token, message), oldest first
   std::set<int> confirmed_early_;  // confirmed before MQTTAsync_sendMessage returned
-  bool lost_ = false;              // Paho reported the connection lost, or a send failed
-  int connect_result_ = 0;         // 0 pending, 1 connected, -1 failed
+  std::string status_topic_, status_;
+  bool status_pending_ = false;  // set_status since the last send, or a new connection
+  bool lost_ = false;            // Paho reported the connection lost, or a send failed
+  int connect_result_ = 0;       // 0 pending, 1 connected, -1 failed
   std::string connect_reason_;
   MqttStats stats_;
   bool stopping_ = false;
