@@ -1,11 +1,46 @@
 /* cudanms-rtsp-server: serves a video file (or any URI) as H.264 over RTSP, so that the camera
  * pipeline can be tried without a camera. Prints the stream's URL on stdout when it is ready;
- * with --port 0 the system picks a free port. Runs until interrupted. */
+ * with --port 0 the system picks a free port. Runs until interrupted. --size scales the frames
+ * (a camera that comes back at another resolution); --count-file keeps the number of frames
+ * served so far in a file, exact even after SIGKILL (what the chaos soak compares with). */
+#include <errno.h>
+#include <fcntl.h>
 #include <glib-unix.h>
 #include <gst/gst.h>
 #include <gst/rtsp-server/rtsp-server.h>
 #include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
+
+static gint count_fd = -1;
+static guint64 frames_served = 0;
+
+/* On each client's streaming thread: one encoded frame into the payloader. */
+static GstPadProbeReturn count_frame(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+  (void)pad;
+  (void)info;
+  (void)data;
+  static GMutex lock;
+  g_mutex_lock(&lock);
+  char text[24];
+  const int n = g_snprintf(text, sizeof text, "%20" G_GUINT64_FORMAT "\n", ++frames_served);
+  if (pwrite(count_fd, text, (size_t)n, 0) != n)
+    g_printerr("cudanms-rtsp-server: cannot write the frame count\n");
+  g_mutex_unlock(&lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static void on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media, gpointer data) {
+  (void)factory;
+  (void)data;
+  GstElement *bin = gst_rtsp_media_get_element(media);
+  GstElement *pay = gst_bin_get_by_name(GST_BIN(bin), "pay0");
+  GstPad *sink = gst_element_get_static_pad(pay, "sink");
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, count_frame, NULL, NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pay);
+  gst_object_unref(bin);
+}
 
 static gboolean on_signal(gpointer loop) {
   g_main_loop_quit((GMainLoop *)loop);
@@ -17,6 +52,8 @@ int main(int argc, char **argv) {
   gchar *mount = NULL;
   gchar *address = NULL;
   gint bitrate = 2000;
+  gchar *size = NULL;
+  gchar *count_file = NULL;
   GOptionEntry entries[] = {
       {"port", 'p', 0, G_OPTION_ARG_INT, &port, "TCP port (0: any free port; default 8554)",
        "PORT"},
@@ -25,6 +62,9 @@ int main(int argc, char **argv) {
       {"mount", 'm', 0, G_OPTION_ARG_STRING, &mount, "Mount point (default /stream)", "PATH"},
       {"bitrate", 'b', 0, G_OPTION_ARG_INT, &bitrate, "H.264 bitrate in kbit/s (default 2000)",
        "KBPS"},
+      {"size", 's', 0, G_OPTION_ARG_STRING, &size, "Scale the frames to this size", "WxH"},
+      {"count-file", 0, 0, G_OPTION_ARG_FILENAME, &count_file,
+       "Keep the number of frames served so far (all clients) in this file", "FILE"},
       {NULL, 0, 0, G_OPTION_ARG_NONE, NULL, NULL, NULL}};
   GOptionContext *context = g_option_context_new("FILE-OR-URI");
   g_option_context_set_summary(context,
@@ -40,6 +80,18 @@ int main(int argc, char **argv) {
     return 2;
   }
   g_option_context_free(context);
+  gint width = 0, height = 0;
+  if (size && (sscanf(size, "%dx%d", &width, &height) != 2 || width <= 0 || height <= 0)) {
+    g_printerr("cudanms-rtsp-server: --size must be WxH, not %s\n", size);
+    return 2;
+  }
+  if (count_file) {
+    count_fd = open(count_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (count_fd < 0) {
+      g_printerr("cudanms-rtsp-server: cannot write %s: %s\n", count_file, g_strerror(errno));
+      return 2;
+    }
+  }
   if (!mount) mount = g_strdup("/stream");
   if (!address) address = g_strdup("0.0.0.0");
 
@@ -65,14 +117,20 @@ int main(int argc, char **argv) {
   g_free(service);
 
   GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
+  gchar *scale =
+      size ? g_strdup_printf("videoscale ! video/x-raw,width=%d,height=%d ! ", width, height)
+           : g_strdup("");
   gchar *launch = g_strdup_printf(
       "( uridecodebin uri=\"%s\" caps=\"video/x-raw(ANY)\" expose-all-streams=false ! videoconvert "
-      "! "
+      "! %s"
       "x264enc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=30 ! "
       "video/x-h264,profile=constrained-baseline ! rtph264pay name=pay0 pt=96 config-interval=1 )",
-      uri, bitrate);
+      uri, scale, bitrate);
+  g_free(scale);
   gst_rtsp_media_factory_set_launch(factory, launch);
   gst_rtsp_media_factory_set_shared(factory, FALSE);
+  if (count_fd >= 0)
+    g_signal_connect(factory, "media-configure", G_CALLBACK(on_media_configure), NULL);
   GstRTSPMountPoints *mounts = gst_rtsp_server_get_mount_points(server);
   gst_rtsp_mount_points_add_factory(mounts, mount, factory);
   g_object_unref(mounts);
@@ -98,5 +156,8 @@ int main(int argc, char **argv) {
   g_free(uri);
   g_free(mount);
   g_free(address);
+  g_free(size);
+  g_free(count_file);
+  if (count_fd >= 0) close(count_fd);
   return 0;
 }
