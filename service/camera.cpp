@@ -1,0 +1,193 @@
+#include "camera.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "log.h"
+#include "main_loop.h"
+
+namespace cudanms::service {
+namespace {
+
+constexpr gint64 kRateWindowUs = 5 * G_USEC_PER_SEC;  // frames/s over the last 5 s
+constexpr guint kFlushMs = 2000;  // what MQTT messages still queued get at a stop
+
+std::string seconds_text(double s) {
+  gchar *text = g_strdup_printf(s < 10 ? "%.1f s" : "%.0f s", s);
+  std::string out = text;
+  g_free(text);
+  return out;
+}
+
+}  // namespace
+
+const char *state_name(CameraState state) {
+  switch (state) {
+    case CameraState::kStarting:
+      return "starting";
+    case CameraState::kStreaming:
+      return "streaming";
+    case CameraState::kReconnecting:
+      return "reconnecting";
+    case CameraState::kStopped:
+      return "stopped";
+    case CameraState::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+Camera::Camera(CameraConfig config)
+    : config_(std::move(config)),
+      outputs_(std::make_shared<CameraOutputs>(config_)),
+      state_since_us_(g_get_monotonic_time()),
+      started_us_(state_since_us_) {
+  if (!config_.record_dir.empty())
+    recording_ = std::make_shared<Recording>(config_.record_dir, config_.name);
+}
+
+Camera::~Camera() {
+  if (retry_timer_) g_source_remove(retry_timer_);
+}
+
+void Camera::set_state(CameraState state, const std::string &reason, const std::string &detail) {
+  const CameraState previous = state_;
+  state_ = state;
+  state_since_us_ = g_get_monotonic_time();
+  log_line("camera %s: %s -> %s: %s%s", config_.name.c_str(), state_name(previous),
+           state_name(state), reason.c_str(), detail.empty() ? "" : (" (" + detail + ")").c_str());
+  outputs_->on_state(state_name(state), state_name(previous), reason, failures_);
+}
+
+void Camera::start() {
+  started_us_ = g_get_monotonic_time();
+  std::string error;
+  if (!outputs_->open(&error)) {
+    last_error_ = error;
+    set_state(CameraState::kFailed, error);
+    return;
+  }
+  if (!config_.enabled) {
+    set_state(CameraState::kStopped, "disabled in the config");
+    return;
+  }
+  connect();
+}
+
+void Camera::connect() {
+  if (stopping_) return;
+  if (failures_ > 0) reconnects_++;
+  if (failures_ == 0) set_state(CameraState::kStarting, "connecting");
+  Session::Events events;
+  events.first_frame = [this] {
+    failures_ = 0;
+    set_state(CameraState::kStreaming, "frames arrive");
+  };
+  events.failed = [this](const std::string &reason) { fail(reason); };
+  std::string error;
+  session_ = Session::start(config_, outputs_, recording_, std::move(events), &error);
+  if (!session_) fail(error);
+}
+
+void Camera::end_session() {
+  if (!session_) return;
+  finalising_++;
+  std::shared_ptr<Session> ending = std::move(session_);
+  ending->stop([this] {
+    finalising_--;
+    if (finalising_ > 0) return;
+    if (stopping_) {
+      finished_stopping();
+    } else if (state_ == CameraState::kReconnecting && retry_timer_ == 0) {
+      connect();  // the back-off ran out while the last connection was finalising
+    }
+  });
+}
+
+void Camera::fail(const std::string &reason) {
+  if (stopping_) return;
+  last_error_ = reason;
+  end_session();
+  failures_++;
+  if (config_.reconnect_attempts >= 0 && failures_ > config_.reconnect_attempts) {
+    set_state(CameraState::kFailed, reason,
+              config_.reconnect_attempts == 0
+                  ? "reconnect-attempts is 0"
+                  : "gave up after " + std::to_string(config_.reconnect_attempts) + " attempts");
+    return;
+  }
+  const double delay =
+      std::min(config_.reconnect_initial_s * std::pow(2.0, failures_ - 1), config_.reconnect_max_s);
+  set_state(CameraState::kReconnecting, reason,
+            "attempt " + std::to_string(failures_) + ", next in " + seconds_text(delay));
+  if (retry_timer_) g_source_remove(retry_timer_);
+  retry_timer_ = g_timeout_add(
+      static_cast<guint>(delay * 1000),
+      [](gpointer data) -> gboolean {
+        auto *camera = static_cast<Camera *>(data);
+        camera->retry_timer_ = 0;
+        if (camera->finalising_ == 0) camera->connect();
+        return G_SOURCE_REMOVE;
+      },
+      this);
+}
+
+void Camera::stop(const std::string &reason, std::function<void()> done) {
+  stopping_ = true;
+  stop_reason_ = reason;
+  stopped_ = std::move(done);
+  if (retry_timer_) {
+    g_source_remove(retry_timer_);
+    retry_timer_ = 0;
+  }
+  end_session();
+  if (finalising_ == 0) finished_stopping();
+}
+
+void Camera::finished_stopping() {
+  if (state_ != CameraState::kStopped) set_state(CameraState::kStopped, stop_reason_);
+  // Off the main loop: a broker that is away holds the MQTT flush for up to its timeout, and the
+  // cameras stopping at once should wait for it side by side, not one after another.
+  std::thread([outputs = outputs_, done = std::move(stopped_)] {
+    outputs->close(kFlushMs);
+    if (done) on_main_loop(done);
+  }).detach();
+}
+
+void Camera::tick(gint64 now_us) {
+  const FrameCounts counts = outputs_->counts();
+  frame_samples_.emplace_back(now_us, counts.frames);
+  while (frame_samples_.size() > 2 && now_us - frame_samples_[1].first >= kRateWindowUs)
+    frame_samples_.pop_front();
+  // The watchdog: a connection that delivers nothing for stall-timeout, whether it never did
+  // (a camera that accepts the connection and then says nothing) or stopped (a stalled one).
+  if (!session_ || stopping_) return;
+  const gint64 last = std::max(session_->started_us(), counts.last_frame_us);
+  const double silent = (now_us - last) / 1e6;
+  if (silent < config_.stall_timeout_s) return;
+  fail(state_ == CameraState::kStreaming
+           ? "stalled: no frame for " + seconds_text(silent)
+           : "no frame within " + seconds_text(silent) + " of connecting");
+}
+
+CameraSnapshot Camera::snapshot(gint64 now_us) const {
+  CameraSnapshot s;
+  s.name = config_.name;
+  s.enabled = config_.enabled;
+  s.state = state_;
+  s.last_error = last_error_;
+  s.state_seconds = (now_us - state_since_us_) / 1e6;
+  s.counts = outputs_->counts();
+  s.reconnects = reconnects_;
+  s.seconds_since_frame =
+      (now_us - (s.counts.last_frame_us ? s.counts.last_frame_us : started_us_)) / 1e6;
+  if (frame_samples_.size() >= 2) {
+    const auto &[t0, f0] = frame_samples_.front();
+    const auto &[t1, f1] = frame_samples_.back();
+    if (t1 > t0) s.frames_per_second = (f1 - f0) / ((t1 - t0) / 1e6);
+  }
+  return s;
+}
+
+}  // namespace cudanms::service

@@ -1,0 +1,83 @@
+// One camera of the service: its states, its connections (sessions) and their failures, the
+// reconnect back-off and the stall watchdog. Everything here runs on the main loop; a camera's
+// failure is handled here, reported as a state change, and touches no other camera.
+//
+//   starting --first frame--> streaming --error, end, stall--> reconnecting --back-off--> ...
+//   reconnecting --reconnect-attempts spent--> failed;   stop() or enabled=false --> stopped
+#pragma once
+
+#include <glib.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "config.h"
+#include "outputs.h"
+#include "session.h"
+
+namespace cudanms::service {
+
+enum class CameraState { kStarting, kStreaming, kReconnecting, kStopped, kFailed };
+const char *state_name(CameraState state);
+constexpr CameraState kAllStates[] = {CameraState::kStarting, CameraState::kStreaming,
+                                      CameraState::kReconnecting, CameraState::kStopped,
+                                      CameraState::kFailed};
+
+// What the metrics and the health endpoint show of a camera.
+struct CameraSnapshot {
+  std::string name;
+  bool enabled = true;
+  CameraState state = CameraState::kStopped;
+  std::string last_error;
+  double state_seconds = 0;  // in this state since
+  FrameCounts counts;
+  double frames_per_second = 0;    // over the last few seconds
+  double seconds_since_frame = 0;  // since the last frame, or since the camera started
+  guint64 reconnects = 0;
+};
+
+class Camera {
+ public:
+  explicit Camera(CameraConfig config);
+  ~Camera();
+  Camera(const Camera &) = delete;
+  Camera &operator=(const Camera &) = delete;
+
+  const CameraConfig &config() const { return config_; }
+  // Opens the outputs and connects; a disabled camera stays stopped.
+  void start();
+  // The recording finalised, the outputs closed, the camera stopped for `reason`: then `done`.
+  void stop(const std::string &reason, std::function<void()> done);
+  // Each second: the stall watchdog, and the frame rate's samples.
+  void tick(gint64 now_us);
+  CameraSnapshot snapshot(gint64 now_us) const;
+
+ private:
+  void connect();
+  void fail(const std::string &reason);
+  void set_state(CameraState state, const std::string &reason, const std::string &detail = "");
+  void end_session();  // stops the current session, if any
+  void finished_stopping();
+
+  const CameraConfig config_;
+  std::shared_ptr<CameraOutputs> outputs_;
+  std::shared_ptr<Recording> recording_;
+  std::shared_ptr<Session> session_;
+  CameraState state_ = CameraState::kStopped;
+  gint64 state_since_us_;
+  gint64 started_us_;
+  std::string last_error_;
+  long failures_ = 0;  // in a row, since the last frame
+  guint64 reconnects_ = 0;
+  guint retry_timer_ = 0;
+  int finalising_ = 0;  // sessions whose outputs are not final yet
+  bool stopping_ = false;
+  std::string stop_reason_;
+  std::function<void()> stopped_;
+  std::deque<std::pair<gint64, guint64>> frame_samples_;  // (time, frames), the last seconds
+};
+
+}  // namespace cudanms::service

@@ -1,0 +1,68 @@
+// The camera service's configuration: a GLib key file (INI, as deepstream-app's) with a
+// [service] group and one [camera.NAME] group per camera. Every camera key may also stand in
+// [service], as the default of every camera. Keys are named like the element properties they
+// feed (kebab-case); every writable property of cudanms is a camera key of the same name.
+// Checking collects every error before refusing, each as "FILE:GROUP:KEY: reason".
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cudanms::service {
+
+// One camera, its settings resolved ([camera.NAME] over [service] over the defaults).
+struct CameraConfig {
+  std::string name;
+  bool enabled = true;
+  std::string uri;     // from `url`: a URI (rtsp://, file://, http://), or a file's path as a URI
+  std::string source;  // or a gst-launch description of raw video (a webcam, a custom decoder)
+  std::string detector;
+  // cudanms's properties as the config gives them, by name (gpu-id also goes to the detector).
+  std::map<std::string, std::string> nms;
+  int latency_ms = 200;            // rtspsrc's jitter buffer
+  std::string protocols = "tcp";   // rtspsrc's lower transports
+  std::string json;                // JSON lines file, appended to; "" for none
+  std::string format = "cudanms";  // of the JSON lines and MQTT messages: cudanms or dlstreamer
+  std::string mqtt_topic;          // the detections' topic ("" without MQTT)
+  std::string status_topic;        // the retained state's topic ("" without MQTT)
+  std::string mqtt_address;        // the broker, from [service] ("" for none)
+  std::string record_dir;          // MP4 segments NAME-NNNNN.mp4 in it; "" for none
+  double record_segment_s = 60;
+  std::string record_encoder = "x264enc speed-preset=ultrafast tune=zerolatency key-int-max=30";
+  bool record_boxes = true;  // draw the kept boxes (boxoverlay) into the recording
+  double reconnect_initial_s = 1;
+  double reconnect_max_s = 30;
+  long reconnect_attempts = -1;  // -1: unlimited; 0: never reconnect
+  double stall_timeout_s = 10;
+
+  // Every setting as the config resolved it: two cameras with equal settings run the same way
+  // (what SIGHUP compares to decide whether a camera restarts).
+  std::map<std::string, std::string> settings;
+};
+
+struct ServiceConfig {
+  std::string metrics_address = "127.0.0.1:9358";  // "" for none
+  std::string mqtt_address;                        // "" for none
+  std::string mqtt_prefix = "cudanms";
+  std::vector<CameraConfig> cameras;
+};
+
+// Reads and checks the key file at `path` (at most kConfigFileLimit bytes). On any error: false,
+// and every error found, each "FILE:GROUP:KEY: reason" (GROUP and KEY empty where the error is
+// the file's or the group's).
+bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors);
+
+// The same from a key file's text; `name` stands for FILE in the errors.
+bool parse_config(const std::string &text, const std::string &name, ServiceConfig *config,
+                  std::vector<std::string> *errors);
+
+// The key file of the command-line form: one camera a URL (cam1, cam2, ...), the options as
+// [service] keys.
+std::string config_for_urls(const std::vector<std::string> &urls,
+                            const std::map<std::string, std::string> &service_keys);
+
+// One line a key: name, where it may stand and what it means (for --help-config).
+std::string describe_keys();
+
+}  // namespace cudanms::service

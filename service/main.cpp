@@ -1,0 +1,182 @@
+// cudanms-service: cameras run for months. Each camera runs in a pipeline of its own (source,
+// detector, cudanms, outputs); a camera that fails is reconnected with back-off on its own while
+// the others run on; one that stalls is reconnected by the watchdog. /metrics and /health show
+// every camera's state; SIGHUP re-reads the config; SIGTERM and SIGINT finalise every output.
+//
+//   cudanms-service --config cameras.conf           the cameras of a config file
+//   cudanms-service --check-config cameras.conf     check it: exit 0, or 2 with every error
+//   cudanms-service [options] URL...                one camera a URL, the options as defaults
+//
+// Exit status: 0 stopped by a signal, every output finalised; 1 the service could not start (or
+// not finalise in time); 2 a usage or config error.
+#include <glib-unix.h>
+#include <gst/gst.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "log.h"
+#include "service.h"
+
+using namespace cudanms::service;
+
+namespace {
+
+constexpr guint kShutdownSeconds = 10;  // past this, the service exits with what it finalised
+
+struct Run {
+  GMainLoop *loop = nullptr;
+  Service *service = nullptr;
+  int exit_code = 0;
+  int signals = 0;
+};
+
+gboolean on_stop_signal(gpointer data, int signal_number) {
+  auto *run = static_cast<Run *>(data);
+  if (++run->signals > 1) {
+    log_line("%s again: exiting now, without finalising", g_strsignal(signal_number));
+    _exit(128 + signal_number);
+  }
+  log_line("%s: stopping every camera and finalising the outputs (again to exit now)",
+           g_strsignal(signal_number));
+  run->service->shutdown([run] {
+    log_line("stopped");
+    g_main_loop_quit(run->loop);
+  });
+  g_timeout_add_seconds(
+      kShutdownSeconds,
+      [](gpointer data) -> gboolean {
+        auto *run = static_cast<Run *>(data);
+        log_line("not stopped after %u s: exiting with what is finalised", kShutdownSeconds);
+        run->exit_code = 1;
+        g_main_loop_quit(run->loop);
+        return G_SOURCE_REMOVE;
+      },
+      run);
+  return G_SOURCE_CONTINUE;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  gchar *config_path = nullptr, *check_path = nullptr, *detector = nullptr, *json_dir = nullptr;
+  gchar *record_dir = nullptr, *metrics = nullptr, *mqtt = nullptr;
+  gchar **sets = nullptr, **urls = nullptr;
+  gboolean list_keys = FALSE;
+  const GOptionEntry entries[] = {
+      {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path, "Run the cameras of this config",
+       "FILE"},
+      {"check-config", 0, 0, G_OPTION_ARG_FILENAME, &check_path,
+       "Check a config: exit 0, or 2 with each error as FILE:GROUP:KEY: reason", "FILE"},
+      {"keys", 0, 0, G_OPTION_ARG_NONE, &list_keys, "List the config's keys", nullptr},
+      {"detector", 0, 0, G_OPTION_ARG_STRING, &detector,
+       "With URLs: the detector (a gst-launch description)", "DESC"},
+      {"json-dir", 0, 0, G_OPTION_ARG_FILENAME, &json_dir,
+       "With URLs: JSON lines to DIR/CAMERA.jsonl", "DIR"},
+      {"record-dir", 0, 0, G_OPTION_ARG_FILENAME, &record_dir,
+       "With URLs: record MP4 segments into DIR", "DIR"},
+      {"metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics,
+       "With URLs: HOST:PORT of /metrics and /health (default 127.0.0.1:9358; \"\": none)", "ADDR"},
+      {"mqtt-address", 0, 0, G_OPTION_ARG_STRING, &mqtt, "With URLs: publish to this broker",
+       "HOST:PORT"},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets,
+       "With URLs: any other key of the config's [service] group (repeatable)", "KEY=VALUE"},
+      {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &urls, nullptr, "URL..."},
+      {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
+  GOptionContext *context = g_option_context_new("[URL...] - cameras run as a service");
+  g_option_context_set_description(
+      context,
+      "Each camera: source -> detector -> cudanms -> JSON lines, MQTT, MP4 segments. A camera "
+      "that fails or stalls reconnects with back-off by itself; the others never notice.\n"
+      "Signals: SIGHUP re-reads --config; SIGTERM/SIGINT stop every camera and finalise its "
+      "outputs (a second one exits at once).\n");
+  g_option_context_add_main_entries(context, entries, nullptr);
+  g_option_context_add_group(context, gst_init_get_option_group());
+  GError *error = nullptr;
+  if (!g_option_context_parse(context, &argc, &argv, &error)) {
+    g_printerr("cudanms-service: %s\n", error->message);
+    return 2;
+  }
+  g_option_context_free(context);
+  if (list_keys) {
+    g_print("[service] and [camera.NAME] keys:\n%s", describe_keys().c_str());
+    return 0;
+  }
+
+  ServiceConfig config;
+  std::vector<std::string> errors;
+  const int sources = (config_path != nullptr) + (check_path != nullptr) + (urls != nullptr);
+  if (sources != 1) {
+    g_printerr("cudanms-service: give --config FILE, --check-config FILE or URLs (one of them)\n");
+    return 2;
+  }
+  if (check_path) {
+    if (!load_config(check_path, &config, &errors)) {
+      for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
+      return 2;
+    }
+    size_t enabled = 0;
+    for (const CameraConfig &c : config.cameras) enabled += c.enabled;
+    g_print("%s: good: %zu cameras (%zu enabled)\n", check_path, config.cameras.size(), enabled);
+    return 0;
+  }
+  std::string path;
+  if (config_path) {
+    path = config_path;
+    if (!load_config(path, &config, &errors)) {
+      for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
+      return 2;
+    }
+  } else {
+    std::map<std::string, std::string> keys;
+    if (detector) keys["detector"] = detector;
+    if (json_dir) keys["json"] = std::string(json_dir) + "/{camera}.jsonl";
+    if (record_dir) keys["record-dir"] = record_dir;
+    if (metrics) keys["metrics-address"] = metrics;
+    if (mqtt) keys["mqtt-address"] = mqtt;
+    for (gchar **set = sets; set && *set; ++set) {
+      const gchar *equals = strchr(*set, '=');
+      if (!equals) {
+        g_printerr("cudanms-service: --set takes KEY=VALUE, not %s\n", *set);
+        return 2;
+      }
+      keys[std::string(*set, static_cast<size_t>(equals - *set))] = equals + 1;
+    }
+    std::vector<std::string> list(urls, urls + g_strv_length(urls));
+    if (!parse_config(config_for_urls(list, keys), "command line", &config, &errors)) {
+      for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
+      return 2;
+    }
+  }
+
+  Run run;
+  run.loop = g_main_loop_new(nullptr, FALSE);
+  Service service(path, std::move(config));
+  run.service = &service;
+  g_unix_signal_add(
+      SIGINT, [](gpointer data) -> gboolean { return on_stop_signal(data, SIGINT); }, &run);
+  g_unix_signal_add(
+      SIGTERM, [](gpointer data) -> gboolean { return on_stop_signal(data, SIGTERM); }, &run);
+  g_unix_signal_add(
+      SIGHUP,
+      [](gpointer data) -> gboolean {
+        static_cast<Run *>(data)->service->reload();
+        return G_SOURCE_CONTINUE;
+      },
+      &run);
+  std::string why;
+  if (!service.start(&why)) {
+    log_line("%s", why.c_str());
+    return 1;
+  }
+  g_main_loop_run(run.loop);
+  // Pipelines still stopping on their threads: leave without tearing down under them.
+  if (run.exit_code != 0) _exit(run.exit_code);
+  g_main_loop_unref(run.loop);
+  return 0;
+}

@@ -1,0 +1,277 @@
+#include "metrics.h"
+
+#include <json-glib/json-glib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace cudanms::service {
+namespace {
+
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return NAN;
+  size_t rank = static_cast<size_t>(std::ceil(q * values.size()));
+  rank = std::min(std::max<size_t>(rank, 1), values.size()) - 1;
+  std::nth_element(values.begin(), values.begin() + rank, values.end());
+  return values[rank];
+}
+
+// A label value as the exposition format quotes it.
+std::string escaped(const std::string &value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// Writes metric families: HELP and TYPE once, then a sample per camera.
+class Exposition {
+ public:
+  void family(const char *name, const char *type, const char *help) {
+    out_ << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  }
+  void sample(const std::string &name, const std::string &labels, double value) {
+    out_ << name;
+    if (!labels.empty()) out_ << "{" << labels << "}";
+    out_ << " ";
+    if (std::isnan(value)) {
+      out_ << "NaN";
+    } else if (value == std::floor(value) && std::fabs(value) < 1e15) {
+      out_ << static_cast<long long>(value);
+    } else {
+      char text[32];
+      g_ascii_formatd(text, sizeof text, "%.9g", value);
+      out_ << text;
+    }
+    out_ << "\n";
+  }
+  std::string text() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+};
+
+std::string camera_label(const CameraSnapshot &c) { return "camera=\"" + escaped(c.name) + "\""; }
+
+std::uint64_t resident_bytes() {
+  long pages = 0, resident = 0;
+  if (FILE *f = fopen("/proc/self/statm", "r")) {
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    fclose(f);
+  }
+  return static_cast<std::uint64_t>(resident) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
+                           const ProcessSnapshot &process) {
+  Exposition e;
+  // Per camera: one family a quantity, one sample a camera.
+  struct Counter {
+    const char *name, *type, *help;
+    double (*value)(const CameraSnapshot &);
+  };
+  const Counter per_camera[] = {
+      {"cudanms_camera_up", "gauge", "1 while the camera streams, else 0",
+       [](const CameraSnapshot &c) { return c.state == CameraState::kStreaming ? 1.0 : 0.0; }},
+      {"cudanms_camera_frames_total", "counter", "Frames that went through NMS",
+       [](const CameraSnapshot &c) { return double(c.counts.frames); }},
+      {"cudanms_camera_frames_per_second", "gauge", "Frames per second over the last 5 s",
+       [](const CameraSnapshot &c) { return c.frames_per_second; }},
+      {"cudanms_camera_last_frame_age_seconds", "gauge",
+       "Seconds since the camera's last frame (since its start when none came)",
+       [](const CameraSnapshot &c) { return c.seconds_since_frame; }},
+      {"cudanms_camera_state_seconds", "gauge", "Seconds the camera has been in its state",
+       [](const CameraSnapshot &c) { return c.state_seconds; }},
+      {"cudanms_camera_reconnects_total", "counter", "Connections made again after a failure",
+       [](const CameraSnapshot &c) { return double(c.reconnects); }},
+      {"cudanms_camera_candidates_total", "counter", "Candidate boxes given to NMS",
+       [](const CameraSnapshot &c) { return double(c.counts.candidates); }},
+      {"cudanms_camera_kept_boxes_total", "counter", "Boxes NMS kept",
+       [](const CameraSnapshot &c) { return double(c.counts.kept); }},
+      {"cudanms_camera_messages_published_total", "counter",
+       "MQTT messages published (QoS 1: acknowledged by the broker)",
+       [](const CameraSnapshot &c) { return double(c.counts.published); }},
+      {"cudanms_camera_messages_dropped_total", "counter",
+       "MQTT messages dropped: the queue overflowed while the broker was away, or at a stop",
+       [](const CameraSnapshot &c) { return double(c.counts.dropped); }},
+      {"cudanms_camera_json_lines_lost_total", "counter",
+       "JSON lines that could not be written (disk full, ...)",
+       [](const CameraSnapshot &c) { return double(c.counts.lines_lost); }},
+  };
+  for (const Counter &m : per_camera) {
+    e.family(m.name, m.type, m.help);
+    for (const CameraSnapshot &c : cameras) e.sample(m.name, camera_label(c), m.value(c));
+  }
+  e.family("cudanms_camera_state", "gauge",
+           "1 for the camera's state (starting, streaming, reconnecting, stopped, failed), 0 for "
+           "the others");
+  for (const CameraSnapshot &c : cameras)
+    for (CameraState s : kAllStates)
+      e.sample("cudanms_camera_state", camera_label(c) + ",state=\"" + state_name(s) + "\"",
+               c.state == s ? 1 : 0);
+  e.family("cudanms_camera_nms_latency_seconds", "summary",
+           "Wall time of NMS per frame: p50 and p99 of the last 1024 frames; sum and count of all");
+  for (const CameraSnapshot &c : cameras) {
+    for (double q : {0.5, 0.99}) {
+      gchar text[8];
+      g_ascii_formatd(text, sizeof text, "%g", q);
+      e.sample("cudanms_camera_nms_latency_seconds", camera_label(c) + ",quantile=\"" + text + "\"",
+               quantile(c.counts.recent_nms_us, q) / 1e6);
+    }
+    e.sample("cudanms_camera_nms_latency_seconds_sum", camera_label(c), c.counts.nms_sum_s);
+    e.sample("cudanms_camera_nms_latency_seconds_count", camera_label(c), double(c.counts.frames));
+  }
+
+  e.family("cudanms_uptime_seconds", "gauge", "Seconds since the service started");
+  e.sample("cudanms_uptime_seconds", "", process.uptime_s);
+  e.family("process_resident_memory_bytes", "gauge", "Resident memory of the service");
+  e.sample("process_resident_memory_bytes", "", double(process.resident_bytes));
+  if (!process.gpus.empty()) {
+    e.family("cudanms_gpu_memory_used_bytes", "gauge",
+             "GPU memory in use on the device, by every process (nvidia-smi's)");
+    for (const GpuMemory &g : process.gpus)
+      e.sample("cudanms_gpu_memory_used_bytes", "gpu=\"" + std::to_string(g.index) + "\"",
+               double(g.used));
+    e.family("cudanms_process_gpu_memory_bytes", "gauge",
+             "GPU memory the service holds on the device (where NVML lists the process)");
+    for (const GpuMemory &g : process.gpus)
+      if (g.process_known)
+        e.sample("cudanms_process_gpu_memory_bytes", "gpu=\"" + std::to_string(g.index) + "\"",
+                 double(g.process));
+  }
+  return e.text();
+}
+
+std::string render_health(const std::vector<CameraSnapshot> &cameras, double uptime_s,
+                          int *status) {
+  bool all_streaming = true;
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "uptime_seconds");
+  json_builder_add_int_value(b, static_cast<gint64>(uptime_s));
+  json_builder_set_member_name(b, "cameras");
+  json_builder_begin_object(b);
+  for (const CameraSnapshot &c : cameras) {
+    if (c.enabled && c.state != CameraState::kStreaming) all_streaming = false;
+    json_builder_set_member_name(b, c.name.c_str());
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "state");
+    json_builder_add_string_value(b, state_name(c.state));
+    json_builder_set_member_name(b, "enabled");
+    json_builder_add_boolean_value(b, c.enabled);
+    json_builder_set_member_name(b, "state_seconds");
+    json_builder_add_int_value(b, static_cast<gint64>(c.state_seconds));
+    json_builder_set_member_name(b, "last_error");
+    json_builder_add_string_value(b, c.last_error.c_str());
+    json_builder_set_member_name(b, "frames");
+    json_builder_add_int_value(b, static_cast<gint64>(c.counts.frames));
+    json_builder_set_member_name(b, "frames_per_second");
+    json_builder_add_double_value(b, c.frames_per_second);
+    json_builder_set_member_name(b, "reconnects");
+    json_builder_add_int_value(b, static_cast<gint64>(c.reconnects));
+    json_builder_end_object(b);
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "status");
+  json_builder_add_string_value(b, all_streaming ? "ok" : "degraded");
+  json_builder_end_object(b);
+  JsonNode *root = json_builder_get_root(b);
+  gchar *text = json_to_string(root, TRUE);
+  std::string out = std::string(text) + "\n";
+  g_free(text);
+  json_node_unref(root);
+  g_object_unref(b);
+  *status = all_streaming ? 200 : 503;
+  return out;
+}
+
+MetricsServer::MetricsServer(Cameras cameras)
+    : cameras_(std::move(cameras)), started_us_(g_get_monotonic_time()) {}
+
+MetricsServer::~MetricsServer() {
+  if (server_) {
+    soup_server_disconnect(server_);
+    g_object_unref(server_);
+  }
+}
+
+bool MetricsServer::listen(const std::string &address, std::string *error) {
+  if (server_) {
+    soup_server_disconnect(server_);
+    g_object_unref(server_);
+    server_ = nullptr;
+    url_.clear();
+  }
+  if (address.empty()) return true;
+  const size_t colon = address.rfind(':');
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  if (host == "localhost") host = "127.0.0.1";
+  const guint16 port = static_cast<guint16>(std::stoi(address.substr(colon + 1)));
+  server_ = soup_server_new("server-header", "cudanms-service", nullptr);
+  soup_server_add_handler(server_, "/metrics", handle, this, nullptr);
+  soup_server_add_handler(server_, "/health", handle, this, nullptr);
+  GInetAddress *ip = g_inet_address_new_from_string(host.c_str());
+  GSocketAddress *where = g_inet_socket_address_new(ip, port);
+  g_object_unref(ip);
+  GError *gerror = nullptr;
+  const gboolean ok =
+      soup_server_listen(server_, where, static_cast<SoupServerListenOptions>(0), &gerror);
+  g_object_unref(where);
+  if (!ok) {
+    *error = "cannot listen on " + address + ": " + gerror->message;
+    g_clear_error(&gerror);
+    g_object_unref(server_);
+    server_ = nullptr;
+    return false;
+  }
+  GSList *uris = soup_server_get_uris(server_);
+  if (uris) {
+    gchar *text = g_uri_to_string(static_cast<GUri *>(uris->data));
+    url_ = text;
+    g_free(text);
+    if (!url_.empty() && url_.back() == '/') url_.pop_back();
+  }
+  g_slist_free_full(uris, reinterpret_cast<GDestroyNotify>(g_uri_unref));
+  return true;
+}
+
+void MetricsServer::handle(SoupServer *, SoupServerMessage *message, const char *path, GHashTable *,
+                           gpointer data) {
+  auto *self = static_cast<MetricsServer *>(data);
+  if (g_strcmp0(soup_server_message_get_method(message), "GET") != 0) {
+    soup_server_message_set_status(message, SOUP_STATUS_METHOD_NOT_ALLOWED, nullptr);
+    return;
+  }
+  const std::vector<CameraSnapshot> cameras = self->cameras_();
+  const double uptime = (g_get_monotonic_time() - self->started_us_) / 1e6;
+  std::string body;
+  const char *type;
+  int status = 200;
+  if (g_str_equal(path, "/metrics")) {
+    ProcessSnapshot process;
+    process.uptime_s = uptime;
+    process.resident_bytes = resident_bytes();
+    process.gpus = gpu_memory();
+    body = render_metrics(cameras, process);
+    type = "text/plain; version=0.0.4; charset=utf-8";
+  } else {
+    body = render_health(cameras, uptime, &status);
+    type = "application/json";
+  }
+  soup_server_message_set_status(message, static_cast<guint>(status), nullptr);
+  soup_server_message_set_response(message, type, SOUP_MEMORY_COPY, body.data(), body.size());
+}
+
+}  // namespace cudanms::service

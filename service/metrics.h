@@ -1,0 +1,52 @@
+// The service's HTTP endpoint (libsoup 3's SoupServer, on the main loop): /metrics in the
+// Prometheus text exposition format, /health as JSON (200 when every enabled camera streams,
+// 503 otherwise). The rendering is separate from the server, so that tests read it as is.
+#pragma once
+
+#include <libsoup/soup.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "camera.h"
+#include "gpu_memory.h"
+
+namespace cudanms::service {
+
+struct ProcessSnapshot {
+  double uptime_s = 0;
+  std::uint64_t resident_bytes = 0;
+  std::vector<GpuMemory> gpus;
+};
+
+// Every metric, with its HELP and TYPE lines.
+std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
+                           const ProcessSnapshot &process);
+// The health document; `*status` 200 or 503.
+std::string render_health(const std::vector<CameraSnapshot> &cameras, double uptime_s, int *status);
+
+class MetricsServer {
+ public:
+  using Cameras = std::function<std::vector<CameraSnapshot>()>;
+  explicit MetricsServer(Cameras cameras);
+  ~MetricsServer();
+  MetricsServer(const MetricsServer &) = delete;
+  MetricsServer &operator=(const MetricsServer &) = delete;
+
+  // Listens on HOST:PORT (port 0: a free one); false with the reason.
+  bool listen(const std::string &address, std::string *error);
+  // http://HOST:PORT where it listens, "" when it does not.
+  const std::string &url() const { return url_; }
+
+ private:
+  static void handle(SoupServer *server, SoupServerMessage *message, const char *path,
+                     GHashTable *query, gpointer data);
+
+  Cameras cameras_;
+  SoupServer *server_ = nullptr;
+  std::string url_;
+  gint64 started_us_;
+};
+
+}  // namespace cudanms::service

@@ -1,0 +1,206 @@
+#include "outputs.h"
+
+#include <gst/cudanms/cudanmsmeta.h>
+#include <json-glib/json-glib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log.h"
+
+namespace cudanms::service {
+namespace {
+
+constexpr size_t kRecentLatencies = 1024;  // the window of the NMS p50/p99
+
+#ifdef CUDANMS_HAVE_MQTT
+// What subscribers of PREFIX/CAMERA/status read for each state.
+const char *mqtt_status(const std::string &state) {
+  if (state == "streaming") return "online";
+  if (state == "starting" || state == "reconnecting") return "reconnecting";
+  return "offline";
+}
+#endif
+
+}  // namespace
+
+CameraOutputs::CameraOutputs(const CameraConfig &config) : config_(config) {}
+
+CameraOutputs::~CameraOutputs() { close(0); }
+
+bool CameraOutputs::open(std::string *error) {
+  if (!config_.json.empty()) {
+    if (!file_.open(config_.json, true)) {
+      *error = "cannot open " + config_.json + ": " + g_strerror(errno);
+      return false;
+    }
+    file_open_ = true;
+  }
+#ifdef CUDANMS_HAVE_MQTT
+  if (!config_.mqtt_address.empty()) {
+    MqttOptions options;
+    options.address = config_.mqtt_address;
+    options.topic = config_.mqtt_topic;
+    options.client_id = std::string("cudanms-") + g_get_host_name() + "-" +
+                        std::to_string(getpid()) + "-" + config_.name;
+    options.will_topic = config_.status_topic;
+    options.will_message = "offline";
+    const std::string name = config_.name;
+    mqtt_ = std::make_unique<MqttPublisher>(
+        options, [name](MqttEvent event, const std::string &detail) {
+          // The publisher's own thread: a line only at the edges of a broker outage.
+          if (event == MqttEvent::kConnectFailed)
+            log_line("camera %s: cannot reach the MQTT broker: %s; retrying, messages queued",
+                     name.c_str(), detail.c_str());
+          if (event == MqttEvent::kConnectionLost)
+            log_line("camera %s: lost the MQTT broker: %s", name.c_str(), detail.c_str());
+        });
+    if (!mqtt_->start(error)) {
+      mqtt_.reset();
+      return false;
+    }
+  }
+#endif
+  return true;
+}
+
+void CameraOutputs::on_caps(GstCaps *caps) {
+  std::lock_guard<std::mutex> guard(file_lock_);
+  encoder_.on_caps(caps);
+}
+
+void CameraOutputs::on_event(GstEvent *event) {
+  std::lock_guard<std::mutex> guard(file_lock_);
+  encoder_.on_event(event);
+}
+
+void CameraOutputs::write_line(const char *text, size_t length) {
+  if (!file_open_) return;
+  if (file_.write_line(text, length)) {
+    if (write_failing_)
+      log_line("camera %s: writing %s again", config_.name.c_str(), config_.json.c_str());
+    write_failing_ = false;
+    return;
+  }
+  if (!write_failing_)
+    log_line("camera %s: cannot write %s: %s; lines are counted as lost until it can",
+             config_.name.c_str(), config_.json.c_str(), g_strerror(errno));
+  write_failing_ = true;
+  std::lock_guard<std::mutex> guard(counts_lock_);
+  counts_.lines_lost++;
+}
+
+bool CameraOutputs::writes() const {
+#ifdef CUDANMS_HAVE_MQTT
+  if (mqtt_) return true;
+#endif
+  return file_open_;
+}
+
+void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment) {
+  const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buffer);
+  if (writes()) {
+    std::lock_guard<std::mutex> guard(file_lock_);
+    const DetectionsFormat format =
+        config_.format == "dlstreamer" ? DetectionsFormat::kDlStreamer : DetectionsFormat::kCudanms;
+    gsize length = 0;
+    gchar *text = encoder_.encode(nullptr, buffer, format, config_.name, segment, &length);
+    write_line(text, length);
+#ifdef CUDANMS_HAVE_MQTT
+    if (mqtt_) mqtt_->push(std::string(text, length));
+#endif
+    g_free(text);
+  }
+  std::lock_guard<std::mutex> guard(counts_lock_);
+  counts_.frames++;
+  counts_.last_frame_us = g_get_monotonic_time();
+  if (!result) return;
+  counts_.candidates += result->candidates_in;
+  counts_.kept += result->kept;
+  const double us = result->latency_ns / 1000.0;
+  counts_.nms_sum_s += us / 1e6;
+  if (counts_.recent_nms_us.size() < kRecentLatencies) {
+    counts_.recent_nms_us.push_back(us);
+  } else {
+    counts_.recent_nms_us[next_latency_] = us;
+  }
+  next_latency_ = (next_latency_ + 1) % kRecentLatencies;
+}
+
+void CameraOutputs::on_state(const std::string &state, const std::string &previous,
+                             const std::string &reason, long attempt) {
+#ifdef CUDANMS_HAVE_MQTT
+  if (mqtt_) mqtt_->set_status(config_.status_topic, mqtt_status(state));
+#endif
+  if (!file_open_) return;
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "source");
+  json_builder_add_string_value(b, config_.name.c_str());
+  GDateTime *now = g_date_time_new_now_utc();
+  gchar *time = g_date_time_format_iso8601(now);
+  json_builder_set_member_name(b, "time");
+  json_builder_add_string_value(b, time);
+  g_free(time);
+  g_date_time_unref(now);
+  json_builder_set_member_name(b, "state");
+  json_builder_add_string_value(b, state.c_str());
+  json_builder_set_member_name(b, "previous");
+  json_builder_add_string_value(b, previous.c_str());
+  json_builder_set_member_name(b, "reason");
+  json_builder_add_string_value(b, reason.c_str());
+  json_builder_set_member_name(b, "attempt");
+  json_builder_add_int_value(b, attempt);
+  json_builder_end_object(b);
+  JsonNode *root = json_builder_get_root(b);
+  gsize length = 0;
+  gchar *text = json_to_string(root, FALSE);
+  length = strlen(text);
+  {
+    std::lock_guard<std::mutex> guard(file_lock_);
+    write_line(text, length);
+  }
+  g_free(text);
+  json_node_unref(root);
+  g_object_unref(b);
+}
+
+void CameraOutputs::close(guint flush_ms) {
+#ifdef CUDANMS_HAVE_MQTT
+  if (mqtt_) {
+    mqtt_->set_status(config_.status_topic, "offline");
+    mqtt_->stop(std::chrono::milliseconds(flush_ms));
+    const MqttStats stats = mqtt_->stats();
+    std::lock_guard<std::mutex> guard(counts_lock_);
+    counts_.published = stats.published;
+    counts_.dropped = stats.dropped;
+  }
+  mqtt_.reset();
+#else
+  (void)flush_ms;
+#endif
+  std::lock_guard<std::mutex> guard(file_lock_);
+  if (file_open_ && !file_.close())
+    log_line("camera %s: cannot close %s: %s", config_.name.c_str(), config_.json.c_str(),
+             g_strerror(errno));
+  file_open_ = false;
+}
+
+FrameCounts CameraOutputs::counts() const {
+  FrameCounts out;
+  {
+    std::lock_guard<std::mutex> guard(counts_lock_);
+    out = counts_;
+  }
+#ifdef CUDANMS_HAVE_MQTT
+  if (mqtt_) {
+    const MqttStats stats = mqtt_->stats();
+    out.published = stats.published;
+    out.dropped = stats.dropped;
+  }
+#endif
+  return out;
+}
+
+}  // namespace cudanms::service

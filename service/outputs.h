@@ -1,0 +1,71 @@
+// What a camera leaves behind, across all its connections: its JSON lines (frames and state
+// changes, in one file, appended to), its MQTT messages and retained state, and the counts
+// behind its metrics. One JSON encoder for the file and MQTT. Frames come from the camera's
+// streaming thread (the session's probe), state changes from the main loop.
+#pragma once
+
+#include <gst/gst.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "detectionsjson.h"
+#include "linesfile.h"
+#ifdef CUDANMS_HAVE_MQTT
+#include "mqttpublisher.h"
+#endif
+
+namespace cudanms::service {
+
+struct FrameCounts {
+  guint64 frames = 0, candidates = 0, kept = 0;
+  gint64 last_frame_us = 0;            // g_get_monotonic_time() of the last frame; 0: none yet
+  std::vector<double> recent_nms_us;   // the latest NMS latencies (for p50/p99)
+  double nms_sum_s = 0;                // over every frame
+  guint64 published = 0, dropped = 0;  // MQTT messages
+  guint64 lines_lost = 0;              // JSON lines that could not be written
+};
+
+class CameraOutputs {
+ public:
+  explicit CameraOutputs(const CameraConfig &config);
+  ~CameraOutputs();
+  CameraOutputs(const CameraOutputs &) = delete;
+  CameraOutputs &operator=(const CameraOutputs &) = delete;
+
+  // Opens the JSON lines file and starts the MQTT client (a broker that is down is no error:
+  // the client retries); false with the reason.
+  bool open(std::string *error);
+  // A connection's stream, on its streaming thread: the caps and events (labels) before frames.
+  void on_caps(GstCaps *caps);
+  void on_event(GstEvent *event);
+  void on_frame(GstBuffer *buffer, const GstSegment *segment);
+  // A state change, on the main loop: a JSON line and the retained MQTT status.
+  void on_state(const std::string &state, const std::string &previous, const std::string &reason,
+                long attempt);
+  // The retained status "offline", the MQTT queue flushed (at most `flush_ms`), the file closed.
+  void close(guint flush_ms);
+  FrameCounts counts() const;
+
+ private:
+  bool writes() const;                               // a file or MQTT to encode frames for
+  void write_line(const char *text, size_t length);  // with file_lock_ held
+
+  const CameraConfig config_;
+#ifdef CUDANMS_HAVE_MQTT
+  std::unique_ptr<MqttPublisher> mqtt_;
+#endif
+  mutable std::mutex file_lock_;  // the file and the encoder
+  LinesFile file_;
+  bool file_open_ = false;
+  bool write_failing_ = false;  // reported once until a line is written again
+  DetectionsStream encoder_;
+  mutable std::mutex counts_lock_;
+  FrameCounts counts_;
+  size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us
+};
+
+}  // namespace cudanms::service

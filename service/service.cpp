@@ -1,0 +1,195 @@
+#include "service.h"
+
+#include <unistd.h>
+
+#include "log.h"
+#include "session.h"
+
+namespace cudanms::service {
+namespace {
+
+constexpr guint kTickMs = 500;  // the watchdog's and the frame rate's clock
+
+}  // namespace
+
+Service::Service(std::string config_path, ServiceConfig config)
+    : config_path_(std::move(config_path)),
+      config_(std::move(config)),
+      metrics_([this] { return snapshots(); }) {}
+
+Service::~Service() {
+  if (tick_timer_) g_source_remove(tick_timer_);
+}
+
+bool Service::start(std::string *error) {
+  if (!metrics_.listen(config_.metrics_address, error)) return false;
+  if (!metrics_.url().empty())
+    log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
+             metrics_.url().c_str());
+  apply_service_settings(config_);
+  for (const CameraConfig &camera : config_.cameras) start_camera(camera);
+  tick_timer_ = g_timeout_add(
+      kTickMs,
+      [](gpointer data) -> gboolean {
+        auto *self = static_cast<Service *>(data);
+        const gint64 now = g_get_monotonic_time();
+        for (auto &[name, camera] : self->cameras_) camera->tick(now);
+        return G_SOURCE_CONTINUE;
+      },
+      this);
+  return true;
+}
+
+void Service::apply_service_settings(const ServiceConfig &config) {
+#ifdef CUDANMS_HAVE_MQTT
+  if (status_ && config.mqtt_address == config_.mqtt_address &&
+      config.mqtt_prefix == config_.mqtt_prefix)
+    return;
+  if (status_) {
+    status_->set_status(config_.mqtt_prefix + "/status", "offline");
+    status_->stop(std::chrono::milliseconds(1000));
+    status_.reset();
+  }
+  if (config.mqtt_address.empty()) return;
+  MqttOptions options;
+  options.address = config.mqtt_address;
+  options.topic = config.mqtt_prefix + "/status";
+  options.client_id =
+      std::string("cudanms-") + g_get_host_name() + "-" + std::to_string(getpid()) + "-service";
+  options.will_topic = options.topic;
+  options.will_message = "offline";
+  status_ = std::make_unique<MqttPublisher>(options, nullptr);
+  std::string error;
+  if (!status_->start(&error)) {
+    log_line("cannot publish the service's status to %s: %s", config.mqtt_address.c_str(),
+             error.c_str());
+    status_.reset();
+    return;
+  }
+  status_->set_status(options.topic, "online");
+#else
+  (void)config;
+#endif
+}
+
+void Service::start_camera(const CameraConfig &config) {
+  if (shutting_down_) return;  // a restart that a reload asked for, overtaken by the shutdown
+  auto camera = std::make_unique<Camera>(config);
+  Camera *raw = camera.get();
+  cameras_[config.name] = std::move(camera);
+  raw->start();
+}
+
+void Service::stop_camera(const std::string &name, const std::string &reason,
+                          std::function<void()> then) {
+  auto found = cameras_.find(name);
+  if (found == cameras_.end()) return;
+  Camera *camera = found->second.get();
+  stopping_.push_back(std::move(found->second));
+  cameras_.erase(found);
+  camera->stop(reason, [this, camera, then = std::move(then)] {
+    for (auto it = stopping_.begin(); it != stopping_.end(); ++it) {
+      if (it->get() != camera) continue;
+      stopping_.erase(it);
+      break;
+    }
+    if (then) then();
+    finish_shutdown();
+  });
+}
+
+void Service::reload() {
+  if (config_path_.empty()) {
+    log_line("SIGHUP: no config file to read again (the cameras came from the command line)");
+    return;
+  }
+  ServiceConfig next;
+  std::vector<std::string> errors;
+  if (!load_config(config_path_, &next, &errors)) {
+    for (const std::string &e : errors) log_line("%s", e.c_str());
+    log_line("SIGHUP: %s has %zu errors: nothing changed, the cameras run on as before",
+             config_path_.c_str(), errors.size());
+    return;
+  }
+  log_line("SIGHUP: reading %s again", config_path_.c_str());
+  if (next.metrics_address != config_.metrics_address) {
+    std::string error;
+    if (metrics_.listen(next.metrics_address, &error)) {
+      log_line("metrics now at %s/metrics", metrics_.url().c_str());
+    } else {
+      log_line("%s; no metrics until the next reload", error.c_str());
+    }
+  }
+  apply_service_settings(next);
+
+  std::map<std::string, const CameraConfig *> wanted;
+  for (const CameraConfig &c : next.cameras) wanted[c.name] = &c;
+  std::vector<std::string> names;
+  for (const auto &[name, camera] : cameras_) names.push_back(name);
+  int removed = 0, changed = 0, added = 0;
+  for (const std::string &name : names) {
+    auto found = wanted.find(name);
+    if (found == wanted.end()) {
+      stop_camera(name, "removed from the config", nullptr);
+      removed++;
+    } else if (found->second->settings != cameras_[name]->config().settings) {
+      CameraConfig config = *found->second;
+      stop_camera(name, "its settings changed: restarting",
+                  [this, config] { start_camera(config); });
+      changed++;
+    }
+  }
+  for (const CameraConfig &c : next.cameras) {
+    if (cameras_.count(c.name) || std::find(names.begin(), names.end(), c.name) != names.end())
+      continue;
+    start_camera(c);
+    added++;
+  }
+  log_line("SIGHUP: %d added, %d removed, %d restarted, %zu untouched", added, removed, changed,
+           next.cameras.size() - added - changed);
+  config_ = std::move(next);
+}
+
+void Service::shutdown(std::function<void()> done) {
+  shutting_down_ = true;
+  shut_down_ = std::move(done);
+  std::vector<std::string> names;
+  for (const auto &[name, camera] : cameras_) names.push_back(name);
+  for (const std::string &name : names) stop_camera(name, "the service stops", nullptr);
+  finish_shutdown();
+}
+
+void Service::finish_shutdown() {
+  if (!shut_down_ || !cameras_.empty() || !stopping_.empty()) return;
+  std::function<void()> done = std::move(shut_down_);
+  shut_down_ = nullptr;
+  // Every output is final; the cameras' pipelines stop on threads of their own. Once they have,
+  // the service says goodbye on MQTT.
+  g_timeout_add_full(
+      G_PRIORITY_DEFAULT, 50,
+      [](gpointer data) -> gboolean {
+        if (Session::stopping() > 0) return G_SOURCE_CONTINUE;
+        (*static_cast<std::function<void()> *>(data))();
+        return G_SOURCE_REMOVE;
+      },
+      new std::function<void()>([this, done] {
+#ifdef CUDANMS_HAVE_MQTT
+        if (status_) {
+          status_->set_status(config_.mqtt_prefix + "/status", "offline");
+          status_->stop(std::chrono::milliseconds(1000));
+          status_.reset();
+        }
+#endif
+        done();
+      }),
+      [](gpointer data) { delete static_cast<std::function<void()> *>(data); });
+}
+
+std::vector<CameraSnapshot> Service::snapshots() const {
+  const gint64 now = g_get_monotonic_time();
+  std::vector<CameraSnapshot> out;
+  for (const auto &[name, camera] : cameras_) out.push_back(camera->snapshot(now));
+  return out;
+}
+
+}  // namespace cudanms::service

@@ -1,0 +1,57 @@
+// The camera service: its cameras, the watchdog's tick, the HTTP endpoint, the service's own MQTT
+// status, a reload (SIGHUP) that touches only the cameras whose settings changed, and a
+// shutdown (SIGTERM, SIGINT) that finalises every output. Runs on the main loop.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "camera.h"
+#include "config.h"
+#include "metrics.h"
+#ifdef CUDANMS_HAVE_MQTT
+#include "mqttpublisher.h"
+#endif
+
+namespace cudanms::service {
+
+class Service {
+ public:
+  // `config_path`: re-read on reload; "" for a service from the command line (no reload).
+  Service(std::string config_path, ServiceConfig config);
+  ~Service();
+  Service(const Service &) = delete;
+  Service &operator=(const Service &) = delete;
+
+  // The HTTP endpoint, then every camera; false with the reason when the endpoint cannot listen.
+  bool start(std::string *error);
+  // Reads the config again: added cameras start, removed ones stop (their outputs finalised),
+  // changed ones restart, the others are not touched. A config with errors changes nothing.
+  void reload();
+  // Every camera stopped and finalised, then `done`.
+  void shutdown(std::function<void()> done);
+  std::vector<CameraSnapshot> snapshots() const;
+
+ private:
+  void start_camera(const CameraConfig &config);
+  void stop_camera(const std::string &name, const std::string &reason, std::function<void()> then);
+  void apply_service_settings(const ServiceConfig &config);
+  void finish_shutdown();  // once the last camera stopped
+
+  std::string config_path_;
+  ServiceConfig config_;
+  std::map<std::string, std::unique_ptr<Camera>> cameras_;
+  std::vector<std::unique_ptr<Camera>> stopping_;  // removed, finalising
+  MetricsServer metrics_;
+  guint tick_timer_ = 0;
+  bool shutting_down_ = false;
+  std::function<void()> shut_down_;  // what runs once all is stopped
+#ifdef CUDANMS_HAVE_MQTT
+  std::unique_ptr<MqttPublisher> status_;  // PREFIX/status: online, and the will "offline"
+#endif
+};
+
+}  // namespace cudanms::service

@@ -1,0 +1,283 @@
+#include "session.h"
+
+#include <gio/gio.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#include "main_loop.h"
+
+namespace cudanms::service {
+namespace {
+
+const char *const kFirstFrame = "cudanms-service-first-frame";
+std::atomic<int> stopping_sessions{0};
+
+std::string describe(const CameraConfig &c) {
+  const std::string source = c.source.empty()
+                                 ? "uridecodebin name=source uri=\"" + c.uri +
+                                       "\" caps=\"video/x-raw(ANY)\" expose-all-streams=false"
+                                 : c.source;
+  // The queue drops the oldest frame when the detector cannot keep up with the camera.
+  std::string out = source +
+                    " ! queue name=intake leaky=downstream max-size-buffers=2 max-size-time=0 "
+                    "max-size-bytes=0 ! videoconvert ! " +
+                    c.detector + " ! cudanms name=nms ! ";
+  if (c.record_dir.empty()) return out + "fakesink name=sink sync=false async=false";
+  return out + "queue max-size-buffers=60 max-size-time=0 max-size-bytes=0 ! " +
+         (c.record_boxes ? "boxoverlay ! " : "") + "videoconvert ! " + c.record_encoder +
+         " ! h264parse ! splitmuxsink name=sink";
+}
+
+// uridecodebin's source, when it is an RTSP client: the camera's latency and transports.
+void on_source_setup(GstElement *, GstElement *source, gpointer data) {
+  const auto *config = static_cast<const CameraConfig *>(data);
+  GObjectClass *klass = G_OBJECT_GET_CLASS(source);
+  if (g_object_class_find_property(klass, "latency") &&
+      g_object_class_find_property(klass, "protocols")) {
+    g_object_set(source, "latency", static_cast<guint>(config->latency_ms), NULL);
+    gst_util_set_object_arg(G_OBJECT(source), "protocols", config->protocols.c_str());
+  }
+}
+
+gchar *on_format_location(GstElement *, guint, gpointer data) {
+  return g_strdup(static_cast<Recording *>(data)->next_path().c_str());
+}
+
+// Every element of `bin` that has a property `name` gets `value` (the camera's gpu-id).
+void set_on_all(GstElement *bin, const char *name, const std::string &value) {
+  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
+  GValue item = G_VALUE_INIT;
+  while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+    GObject *element = G_OBJECT(g_value_get_object(&item));
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(element), name))
+      gst_util_set_object_arg(element, name, value.c_str());
+    g_value_reset(&item);
+  }
+  g_value_unset(&item);
+  gst_iterator_free(it);
+}
+
+// An error message as one line: the message, and the last line of the details when they add
+// what went wrong (rtspsrc: "Could not connect to server. (Connection refused)").
+std::string error_text(GstMessage *message) {
+  GError *error = nullptr;
+  gchar *debug = nullptr;
+  gst_message_parse_error(message, &error, &debug);
+  std::string text = std::string(GST_OBJECT_NAME(message->src)) + ": " + error->message;
+  if (debug) {
+    gchar **lines = g_strsplit(debug, "\n", -1);
+    const guint n = g_strv_length(lines);
+    const std::string last = n ? g_strstrip(lines[n - 1]) : "";
+    if (!last.empty() && last.size() < 200 && last.find("Gst") == std::string::npos &&
+        last.find(".c(") == std::string::npos)
+      text += " (" + last + ")";
+    g_strfreev(lines);
+  }
+  g_clear_error(&error);
+  g_free(debug);
+  return text;
+}
+
+}  // namespace
+
+Recording::Recording(std::string dir, std::string camera)
+    : dir_(std::move(dir)), camera_(std::move(camera)) {
+  int highest = -1;
+  if (GDir *d = g_dir_open(dir_.c_str(), 0, nullptr)) {
+    const std::string prefix = camera_ + "-";
+    while (const gchar *name = g_dir_read_name(d)) {
+      const std::string file = name;
+      if (file.rfind(prefix, 0) != 0 || !g_str_has_suffix(name, ".mp4")) continue;
+      char *end = nullptr;
+      const long n = std::strtol(name + prefix.size(), &end, 10);
+      if (end != name + prefix.size() && (*end == '-' || *end == '.'))
+        highest = std::max(highest, static_cast<int>(std::min<long>(n, G_MAXINT - 1)));
+    }
+    g_dir_close(d);
+  }
+  next_ = highest + 1;
+}
+
+std::string Recording::next_path() {
+  GDateTime *now = g_date_time_new_now_local();
+  gchar *time = g_date_time_format(now, "%Y%m%d-%H%M%S");
+  gchar *name = g_strdup_printf("%s-%05d-%s.mp4", camera_.c_str(), next_++, time);
+  gchar *path = g_build_filename(dir_.c_str(), name, nullptr);
+  const std::string out = path;
+  g_free(path);
+  g_free(name);
+  g_free(time);
+  g_date_time_unref(now);
+  return out;
+}
+
+std::shared_ptr<Session> Session::start(const CameraConfig &config,
+                                        std::shared_ptr<CameraOutputs> outputs,
+                                        std::shared_ptr<Recording> recording, Events events,
+                                        std::string *error) {
+  std::shared_ptr<Session> s(new Session());
+  s->camera_ = config.name;
+  s->outputs_ = std::move(outputs);
+  s->segments_ = std::move(recording);
+  s->events_ = std::move(events);
+  s->recording_ = !config.record_dir.empty();
+  gst_segment_init(&s->segment_, GST_FORMAT_TIME);
+
+  GError *parse_error = nullptr;
+  GstElement *pipeline = gst_parse_launch_full(describe(config).c_str(), nullptr,
+                                               GST_PARSE_FLAG_FATAL_ERRORS, &parse_error);
+  if (!pipeline) {
+    *error = std::string("cannot build the pipeline: ") +
+             (parse_error ? parse_error->message : "unknown error");
+    g_clear_error(&parse_error);
+    return nullptr;
+  }
+  s->pipeline_ = GST_ELEMENT(gst_object_ref_sink(pipeline));
+  gst_object_set_name(GST_OBJECT(s->pipeline_), config.name.c_str());
+  GstBin *bin = GST_BIN(s->pipeline_);
+  s->intake_ = gst_bin_get_by_name(bin, "intake");
+
+  GstElement *nms = gst_bin_get_by_name(bin, "nms");
+  for (const auto &[key, value] : config.nms)
+    gst_util_set_object_arg(G_OBJECT(nms), key.c_str(), value.c_str());
+  if (config.nms.count("gpu-id")) set_on_all(s->pipeline_, "gpu-id", config.nms.at("gpu-id"));
+  GstPad *output = gst_element_get_static_pad(nms, "src");
+  // The probe holds the session weakly: the pipeline (and so the probe) may outlive it a moment
+  // at teardown, never the other way round.
+  gst_pad_add_probe(
+      output,
+      static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
+      on_output, s.get(), nullptr);
+  gst_object_unref(output);
+  gst_object_unref(nms);
+
+  if (GstElement *source = gst_bin_get_by_name(bin, "source")) {
+    // The config outlives the session's pipeline: the camera owns both.
+    g_signal_connect_data(
+        source, "source-setup", G_CALLBACK(on_source_setup), new CameraConfig(config),
+        [](gpointer data, GClosure *) { delete static_cast<CameraConfig *>(data); },
+        static_cast<GConnectFlags>(0));
+    gst_object_unref(source);
+  }
+  if (s->recording_) {
+    GstElement *sink = gst_bin_get_by_name(bin, "sink");
+    const guint64 segment_ns = static_cast<guint64>(config.record_segment_s * GST_SECOND);
+    // Robust muxing: mp4mux rewrites the index at the file's start every second, so a segment
+    // plays up to its last second even when the service is killed.
+    GstElement *muxer = gst_element_factory_make("mp4mux", nullptr);
+    g_object_set(muxer, "reserved-max-duration", 2 * segment_ns, "reserved-moov-update-period",
+                 static_cast<guint64>(GST_SECOND), NULL);
+    // A segment ends at the first keyframe past record-segment (the encoder's key-int-max).
+    g_object_set(sink, "max-size-time", segment_ns, "use-robust-muxing", TRUE, "muxer", muxer,
+                 NULL);
+    g_signal_connect(sink, "format-location", G_CALLBACK(on_format_location), s->segments_.get());
+    gst_object_unref(sink);
+  }
+
+  GstBus *bus = gst_element_get_bus(s->pipeline_);
+  s->bus_watch_ = gst_bus_add_watch(bus, on_bus, s.get());
+  gst_object_unref(bus);
+  s->started_us_ = g_get_monotonic_time();
+  // A failure to start is an error message on the bus: the camera hears it from there.
+  gst_element_set_state(s->pipeline_, GST_STATE_PLAYING);
+  return s;
+}
+
+Session::~Session() {
+  if (bus_watch_) g_source_remove(bus_watch_);
+  if (intake_) gst_object_unref(intake_);
+  if (pipeline_) {
+    gst_element_set_state(pipeline_, GST_STATE_NULL);
+    gst_object_unref(pipeline_);
+  }
+}
+
+int Session::stopping() { return stopping_sessions.load(); }
+
+gboolean Session::on_bus(GstBus *, GstMessage *message, gpointer data) {
+  auto *s = static_cast<Session *>(data);
+  switch (GST_MESSAGE_TYPE(message)) {
+    case GST_MESSAGE_ERROR:
+      if (s->events_.failed) s->events_.failed(error_text(message));
+      break;
+    case GST_MESSAGE_EOS:
+      s->ended_ = true;  // every sink has finalised its output
+      if (s->events_.failed) s->events_.failed("the stream ended");
+      break;
+    case GST_MESSAGE_APPLICATION:
+      if (gst_message_has_name(message, kFirstFrame) && s->events_.first_frame)
+        s->events_.first_frame();
+      break;
+    default:
+      break;
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer data) {
+  auto *s = static_cast<Session *>(data);
+  if (s->detached_.load()) return GST_PAD_PROBE_OK;
+  if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    s->outputs_->on_frame(GST_PAD_PROBE_INFO_BUFFER(info), &s->segment_);
+    if (!s->first_frame_seen_.exchange(true))
+      gst_element_post_message(s->pipeline_,
+                               gst_message_new_application(GST_OBJECT(s->pipeline_),
+                                                           gst_structure_new_empty(kFirstFrame)));
+    return GST_PAD_PROBE_OK;
+  }
+  GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
+  switch (GST_EVENT_TYPE(event)) {
+    case GST_EVENT_CAPS: {
+      GstCaps *caps = nullptr;
+      gst_event_parse_caps(event, &caps);
+      s->outputs_->on_caps(caps);
+      break;
+    }
+    case GST_EVENT_SEGMENT:
+      gst_event_copy_segment(event, &s->segment_);
+      break;
+    default:
+      s->outputs_->on_event(event);
+      break;
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+void Session::stop(std::function<void()> finalised) {
+  // From here on the camera hears nothing more of this connection.
+  events_ = Events();
+  if (bus_watch_) {
+    g_source_remove(bus_watch_);
+    bus_watch_ = 0;
+  }
+  stopping_sessions++;
+  std::shared_ptr<Session> self = shared_from_this();
+  std::thread([self, finalised = std::move(finalised)]() mutable {
+    GstBus *bus = gst_element_get_bus(self->pipeline_);
+    if (self->recording_ && !self->ended_) {
+      // An end of stream where the frames come in: what is already in the pipeline is recorded,
+      // then splitmuxsink finalises its segment and the pipeline posts EOS (an EOS still on the
+      // bus, not yet seen by the camera, means it did so already).
+      GstPad *pad = gst_element_get_static_pad(self->intake_, "sink");
+      gst_pad_send_event(pad, gst_event_new_eos());
+      gst_object_unref(pad);
+      GstMessage *done = gst_bus_timed_pop_filtered(
+          bus, static_cast<GstClockTime>(kFinaliseSeconds * GST_SECOND), GST_MESSAGE_EOS);
+      if (done) gst_message_unref(done);
+    }
+    self->detached_ = true;
+    on_main_loop(std::move(finalised));
+    gst_bus_set_flushing(bus, TRUE);
+    gst_object_unref(bus);
+    gst_element_set_state(self->pipeline_, GST_STATE_NULL);
+    // The last reference goes on the main loop, with the camera's own.
+    on_main_loop([self]() mutable {
+      self.reset();
+      stopping_sessions--;
+    });
+  }).detach();
+}
+
+}  // namespace cudanms::service
