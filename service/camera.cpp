@@ -1,6 +1,7 @@
 #include "camera.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <thread>
 
@@ -42,10 +43,7 @@ Camera::Camera(CameraConfig config)
     : config_(std::move(config)),
       outputs_(std::make_shared<CameraOutputs>(config_)),
       state_since_us_(g_get_monotonic_time()),
-      started_us_(state_since_us_) {
-  if (!config_.record_dir.empty())
-    recording_ = std::make_shared<Recording>(config_.record_dir, config_.name);
-}
+      started_us_(state_since_us_) {}
 
 Camera::~Camera() {
   if (retry_timer_) g_source_remove(retry_timer_);
@@ -63,7 +61,12 @@ void Camera::set_state(CameraState state, const std::string &reason, const std::
 void Camera::start() {
   started_us_ = g_get_monotonic_time();
   std::string error;
-  if (!outputs_->open(&error)) {
+  if (!config_.record_dir.empty()) {
+    if (g_mkdir_with_parents(config_.record_dir.c_str(), 0755) != 0)
+      error = "cannot make " + config_.record_dir + ": " + g_strerror(errno);
+    recording_ = std::make_shared<Recording>(config_.record_dir, config_.name);
+  }
+  if (!error.empty() || !outputs_->open(&error)) {
     last_error_ = error;
     set_state(CameraState::kFailed, error);
     return;

@@ -183,10 +183,20 @@ std::map<std::string, GParamSpec *> settable_properties(GObjectClass *klass) {
   return out;
 }
 
+// A directory the service writes in: one that exists and is writable, or one it can make (the
+// camera makes it when it starts) in the nearest folder that exists.
 std::string check_directory(const std::string &path) {
-  if (!g_file_test(path.c_str(), G_FILE_TEST_IS_DIR)) return "no such directory: " + path;
-  if (access(path.c_str(), W_OK | X_OK) != 0)
-    return "cannot write in " + path + ": " + g_strerror(errno);
+  std::string existing = path;
+  while (!g_file_test(existing.c_str(), G_FILE_TEST_EXISTS)) {
+    gchar *parent = g_path_get_dirname(existing.c_str());
+    const bool top = existing == parent;
+    existing = parent;
+    g_free(parent);
+    if (top) break;
+  }
+  if (!g_file_test(existing.c_str(), G_FILE_TEST_IS_DIR)) return "not a directory: " + existing;
+  if (access(existing.c_str(), W_OK | X_OK) != 0)
+    return "cannot write in " + existing + ": " + g_strerror(errno);
   return "";
 }
 
@@ -554,15 +564,12 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
       }
     }
     if (!values.count("detector")) values["detector"] = kDefaultDetector;
-    if (!values.count("url") && !values.count("source")) {
-      errors->push_back(where + ": no url (or source): what does this camera show?");
-      continue;
-    }
-    if (values.count("url") && values.count("source")) {
-      errors->push_back(where + ":source: give url or source, not both");
-      continue;
-    }
-    bool good = true;
+    bool good = values.count("url") + values.count("source") == 1;
+    if (!good)
+      errors->push_back(values.count("url") ? where + ":source: give url or source, not both"
+                                            : where +
+                                                  ": no url (or source): what does this "
+                                                  "camera show?");
     for (const auto &[key, raw] : values) {
       const bool inherited = !own.count(key);
       if (inherited && bad_defaults.count(key)) {  // reported once, in [service]

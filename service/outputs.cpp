@@ -31,6 +31,9 @@ CameraOutputs::~CameraOutputs() { close(0); }
 
 bool CameraOutputs::open(std::string *error) {
   if (!config_.json.empty()) {
+    gchar *dir = g_path_get_dirname(config_.json.c_str());
+    g_mkdir_with_parents(dir, 0755);  // the config's check made sure it can be
+    g_free(dir);
     if (!file_.open(config_.json, true)) {
       *error = "cannot open " + config_.json + ": " + g_strerror(errno);
       return false;

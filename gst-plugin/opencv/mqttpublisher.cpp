@@ -38,6 +38,12 @@ void on_sent(void *context, MQTTAsync_successData *response) {
 void on_send_failed(void *context, MQTTAsync_failureData *response) {
   static_cast<MqttPublisher *>(context)->sent(response ? response->token : -1, false);
 }
+void on_status_sent(void *context, MQTTAsync_successData *) {
+  static_cast<MqttPublisher *>(context)->status_sent(true);
+}
+void on_status_failed(void *context, MQTTAsync_failureData *) {
+  static_cast<MqttPublisher *>(context)->status_sent(false);
+}
 
 }  // namespace
 
@@ -167,6 +173,18 @@ void MqttPublisher::sent(int token, bool ok) {
   wake_.notify_all();
 }
 
+void MqttPublisher::status_sent(bool ok) {
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (statuses_in_flight_ > 0) statuses_in_flight_--;
+    if (!ok) {
+      status_pending_ = true;  // the latest status, again, after the reconnection
+      lost_ = true;
+    }
+  }
+  wake_.notify_all();
+}
+
 // Starts a connection and waits for Paho's answer (at most the connect timeout and a second).
 bool MqttPublisher::connect_once(std::unique_lock<std::mutex> &guard, std::string *reason) {
   MQTTAsync_connectOptions connect = MQTTAsync_connectOptions_initializer;
@@ -210,6 +228,8 @@ bool MqttPublisher::connect_once(std::unique_lock<std::mutex> &guard, std::strin
 }
 
 void MqttPublisher::requeue_in_flight() {
+  if (statuses_in_flight_ > 0) status_pending_ = true;  // lost with the connection, perhaps
+  statuses_in_flight_ = 0;
   for (auto entry = in_flight_.rbegin(); entry != in_flight_.rend(); ++entry) {
     queue_.push_front(std::move(entry->second));
   }
@@ -232,10 +252,17 @@ bool MqttPublisher::send_status(std::unique_lock<std::mutex> &guard) {
   m.payloadlen = static_cast<int>(message.size());
   m.qos = 1;
   m.retained = 1;
+  MQTTAsync_responseOptions response = MQTTAsync_responseOptions_initializer;
+  response.onSuccess = &on_status_sent;
+  response.onFailure = &on_status_failed;
+  response.context = this;
+  statuses_in_flight_++;
   guard.unlock();
-  const int rc = MQTTAsync_sendMessage(static_cast<MQTTAsync>(client_), topic.c_str(), &m, nullptr);
+  const int rc =
+      MQTTAsync_sendMessage(static_cast<MQTTAsync>(client_), topic.c_str(), &m, &response);
   guard.lock();
   if (rc == MQTTASYNC_SUCCESS) return true;
+  statuses_in_flight_--;
   status_pending_ = true;
   send_failed(guard, rc);
   return false;
@@ -257,8 +284,9 @@ void MqttPublisher::run() {
   bool outage_reported = false;
   std::unique_lock<std::mutex> guard(lock_);
   for (;;) {
-    if (stopping_ && ((queue_.empty() && in_flight_.empty() && !status_pending_) ||
-                      std::chrono::steady_clock::now() >= flush_deadline_)) {
+    if (stopping_ &&
+        ((queue_.empty() && in_flight_.empty() && !status_pending_ && statuses_in_flight_ == 0) ||
+         std::chrono::steady_clock::now() >= flush_deadline_)) {
       break;
     }
     if (lost_ && stats_.connected) {
@@ -309,7 +337,7 @@ void MqttPublisher::run() {
       if (stopping_) until = std::min(until, flush_deadline_);
       wake_.wait_until(guard, until, [this] {
         return lost_ || status_pending_ || (!queue_.empty() && in_flight_.size() < kInFlight) ||
-               (stopping_ && queue_.empty() && in_flight_.empty());
+               (stopping_ && queue_.empty() && in_flight_.empty() && statuses_in_flight_ == 0);
       });
       continue;
     }

@@ -95,6 +95,7 @@ class MqttPublisher {
   void connected(bool ok, const std::string &reason);
   void connection_lost();
   void sent(int token, bool ok);
+  void status_sent(bool ok);
 
  private:
   MqttOptions options_;
@@ -109,6 +110,7 @@ class MqttPublisher {
   std::set<int> confirmed_early_;  // confirmed before MQTTAsync_sendMessage returned
   std::string status_topic_, status_;
   bool status_pending_ = false;  // set_status since the last send, or a new connection
+  int statuses_in_flight_ = 0;   // sent, not yet acknowledged by the broker
   bool lost_ = false;            // Paho reported the connection lost, or a send failed
   int connect_result_ = 0;       // 0 pending, 1 connected, -1 failed
   std::string connect_reason_;

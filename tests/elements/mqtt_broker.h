@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -121,16 +122,29 @@ inline std::string mosquitto_sub_binary() {
 // Debian's mosquitto_sub in a process of its own, as a real consumer is, subscribed to `topic`
 // with QoS 1; a thread keeps every message it prints (a JSON object a line; -d's lines about
 // the protocol, which tell when the subscription holds, are told apart by their first byte).
+// With `with_topics`, each message is kept as "TOPIC PAYLOAD" (-v), whatever its payload.
 // pause() stops the process (SIGSTOP): the slowest subscriber there is, until resume().
 class Subscriber {
  public:
-  Subscriber(int port, const std::string &topic) {
+  Subscriber(int port, const std::string &topic, bool with_topics = false)
+      : with_topics_(with_topics) {
     const std::string binary = mosquitto_sub_binary();
     const std::string port_text = std::to_string(port);
     // stdbuf: line-buffered output through the pipe, so that lines arrive as they are printed.
-    const char *argv[] = {
-        "stdbuf", "-oL",         binary.c_str(), "-h", "127.0.0.1", "-p",   port_text.c_str(),
-        "-t",     topic.c_str(), "-q",           "1",  "-d",        nullptr};
+    const char *argv[] = {"stdbuf",
+                          "-oL",
+                          binary.c_str(),
+                          "-h",
+                          "127.0.0.1",
+                          "-p",
+                          port_text.c_str(),
+                          "-t",
+                          topic.c_str(),
+                          "-q",
+                          "1",
+                          "-d",
+                          with_topics ? "-v" : nullptr,
+                          nullptr};
     int out = -1;
     if (!g_spawn_async_with_pipes(
             nullptr, const_cast<gchar **>(argv), nullptr,
@@ -187,12 +201,16 @@ class Subscriber {
     while ((length = getline(&line, &capacity, in)) > 0) {
       if (line[length - 1] == '\n') line[--length] = 0;
       std::lock_guard<std::mutex> guard(lock_);
-      (line[0] == '{' ? messages_ : debug_).emplace_back(line, static_cast<size_t>(length));
+      const bool message =
+          with_topics_ ? strncmp(line, "Client ", 7) != 0 && strncmp(line, "Subscribed ", 11) != 0
+                       : line[0] == '{';
+      (message ? messages_ : debug_).emplace_back(line, static_cast<size_t>(length));
     }
     free(line);
     fclose(in);
   }
 
+  bool with_topics_;
   GPid pid_ = -1;
   std::thread reader_;
   mutable std::mutex lock_;

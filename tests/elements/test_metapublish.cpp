@@ -20,6 +20,7 @@
 #include "element_support.h"
 #include "gstmetapublish.h"
 #include "mqtt_broker.h"
+#include "mqttpublisher.h"
 #include "support/seed.h"
 #include "synthetic.h"
 
@@ -355,6 +356,37 @@ TEST_F(MetaPublish, BrokerKilledAndRestartedMidStream) {
     previous = frame;
   }
   EXPECT_EQ(previous, static_cast<gint64>(frames - 1));
+}
+
+// The publisher's status (the camera service's PREFIX/CAMERA/status): retained, so that a
+// subscriber that comes later reads it; the latest one wins; and said again after a broker that
+// restarted without its retained store; the last will is the broker's to publish.
+TEST_F(MetaPublish, AStatusIsRetainedAndSaidAgainToARestartedBroker) {
+  start_broker();
+  if (mosquitto_sub_binary().empty()) GTEST_SKIP() << "no mosquitto_sub (mosquitto-clients)";
+  MqttOptions options;
+  options.address = broker_->address();
+  options.topic = "site/cam/detections";
+  options.client_id = "status-test";
+  options.will_topic = "site/cam/status";
+  options.will_message = "offline";
+  MqttPublisher publisher(options, nullptr);
+  std::string error;
+  ASSERT_TRUE(publisher.start(&error)) << error;
+  publisher.set_status("site/cam/status", "reconnecting");
+  publisher.set_status("site/cam/status", "online");
+  auto retained = [&](const char *expected) {
+    Subscriber late(broker_->port(), "site/cam/status", true);
+    return late.connected() && late.wait_for(1, std::chrono::seconds(5)) &&
+           late.messages().back() == std::string("site/cam/status ") + expected;
+  };
+  EXPECT_TRUE(retained("online"));
+  broker_->kill();  // no persistence: the retained store is gone with it
+  ASSERT_TRUE(broker_->start());
+  EXPECT_TRUE(retained("online")) << "not said again to the restarted broker";
+  publisher.set_status("site/cam/status", "offline");
+  publisher.stop(std::chrono::milliseconds(2000));
+  EXPECT_TRUE(retained("offline")) << "the last status before a stop was lost";
 }
 
 // A subscriber that reads nothing (stopped) while 200 frames go by does not slow the stream:

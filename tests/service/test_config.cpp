@@ -1,0 +1,253 @@
+// The camera service's config: defaults resolved per camera, and every class of error reported
+// as FILE:GROUP:KEY: reason, all of them in one pass. Runs against the build's plugins (the
+// cudanms and OpenCV elements' properties and pads are what the config is checked against).
+#include <gst/gst.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "cudanms/bounded_file.h"
+#include "support/unreadable_files.h"
+
+namespace cudanms::service {
+namespace {
+
+using cudanms::testing::UnreadableFiles;
+
+class Config : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gst_init(nullptr, nullptr);
+    gchar *dir = g_dir_make_tmp("cudanms-config-XXXXXX", nullptr);
+    dir_ = dir;
+    g_free(dir);
+  }
+  void TearDown() override { g_rmdir(dir_.c_str()); }
+
+  // The errors of `text`, or none when it parses.
+  std::vector<std::string> errors_of(const std::string &text, ServiceConfig *config = nullptr) {
+    ServiceConfig scratch;
+    std::vector<std::string> errors;
+    const bool ok = parse_config(text, "cams.conf", config ? config : &scratch, &errors);
+    EXPECT_EQ(ok, errors.empty());
+    return errors;
+  }
+
+  std::string dir_;
+};
+
+std::string joined(const std::vector<std::string> &lines) {
+  std::string out;
+  for (const std::string &l : lines) out += l + "\n";
+  return out;
+}
+
+TEST_F(Config, CamerasTakeTheServiceDefaultsAndTheirOwnKeys) {
+  const std::string text =
+      "[service]\n"
+      "metrics-address = 127.0.0.1:0\n"
+      "detector = cvdetect model=hog-people\n"
+      "json = " +
+      dir_ +
+      "/out/{camera}.jsonl\n"
+      "iou-threshold = 0.3\n"
+      "reconnect-max = 8\n"
+      "\n"
+      "[camera.gate]\n"
+      "url = rtsp://user:secret@127.0.0.1:8554/stream\n"
+      "\n"
+      "[camera.yard]\n"
+      "source = videotestsrc is-live=true\n"
+      "iou-threshold = 0.6\n"
+      "method = weighted\n"
+      "reconnect-attempts = 3\n"
+      "enabled = false\n";
+  ServiceConfig config;
+  ASSERT_EQ(errors_of(text, &config), std::vector<std::string>());
+  EXPECT_EQ(config.metrics_address, "127.0.0.1:0");
+  ASSERT_EQ(config.cameras.size(), 2u);
+  const CameraConfig &gate = config.cameras[0], &yard = config.cameras[1];
+  EXPECT_EQ(gate.name, "gate");
+  EXPECT_EQ(gate.uri, "rtsp://user:secret@127.0.0.1:8554/stream");
+  EXPECT_EQ(gate.detector, "cvdetect model=hog-people");
+  EXPECT_EQ(gate.json, dir_ + "/out/gate.jsonl");  // a folder to make is fine
+  EXPECT_EQ(gate.nms.at("iou-threshold"), "0.3");
+  EXPECT_EQ(gate.reconnect_initial_s, 1.0);
+  EXPECT_EQ(gate.reconnect_max_s, 8.0);
+  EXPECT_EQ(gate.reconnect_attempts, -1);
+  EXPECT_EQ(gate.stall_timeout_s, 10.0);
+  EXPECT_TRUE(gate.enabled);
+  EXPECT_TRUE(gate.mqtt_topic.empty());
+  EXPECT_EQ(yard.source, "videotestsrc is-live=true");
+  EXPECT_EQ(yard.json, dir_ + "/out/yard.jsonl");
+  EXPECT_EQ(yard.nms.at("iou-threshold"), "0.6");
+  EXPECT_EQ(yard.nms.at("method"), "weighted");
+  EXPECT_EQ(yard.reconnect_attempts, 3);
+  EXPECT_FALSE(yard.enabled);
+
+  // The same text is the same settings (a reload leaves the cameras alone); a changed default
+  // changes the settings of every camera that takes it.
+  ServiceConfig again, changed;
+  ASSERT_TRUE(errors_of(text, &again).empty());
+  EXPECT_EQ(again.cameras[0].settings, gate.settings);
+  std::string other = text;
+  other.replace(other.find("reconnect-max = 8"), 17, "reconnect-max = 9");
+  ASSERT_TRUE(errors_of(other, &changed).empty());
+  EXPECT_NE(changed.cameras[0].settings, gate.settings);
+}
+
+TEST_F(Config, MqttTopicsComeFromThePrefix) {
+  ServiceConfig config;
+  ASSERT_EQ(errors_of("[service]\nmqtt-address = 127.0.0.1:1883\nmqtt-prefix = site/cams\n"
+                      "[camera.a]\nurl = rtsp://127.0.0.1/a\n"
+                      "[camera.b]\nurl = rtsp://127.0.0.1/b\nmqtt-topic = site/special\n",
+                      &config),
+            std::vector<std::string>());
+  EXPECT_EQ(config.cameras[0].mqtt_topic, "site/cams/a");
+  EXPECT_EQ(config.cameras[0].status_topic, "site/cams/a/status");
+  EXPECT_EQ(config.cameras[1].mqtt_topic, "site/special");
+  EXPECT_EQ(config.cameras[1].status_topic, "site/cams/b/status");
+}
+
+// One config with an error of every class: each is reported, with its group and key, and
+// nothing else is.
+TEST_F(Config, EveryErrorIsReportedWithItsGroupAndKey) {
+  UnreadableFiles unreadable(kLabelsFileLimit);
+  const std::string text =
+      "[service]\n"
+      "url = rtsp://127.0.0.1/everyone\n"
+      "metrics-address = example.com:80\n"
+      "stall-timeout = 0\n"
+      "[cameras]\n"
+      "url = rtsp://127.0.0.1/x\n"
+      "[camera.a]\n"
+      "url = rtsp://127.0.0.1/a\n"
+      "colour = red\n"
+      "iou-threshold = 7\n"
+      "method = best\n"
+      "[camera.b]\n"
+      "url = rtsp://127.0.0.1/b\n"
+      "[camera.b]\n"
+      "url = rtsp://127.0.0.1/b2\n"
+      "[camera.c]\n"
+      "url = rtsp://127.0.0.1/c\n"
+      "detector = cvdetect model=/nonexistent/people.xml\n"
+      "labels-file = /dev/zero\n"
+      "[camera.d]\n"
+      "url = rtsp://127.0.0.1/d\n"
+      "metrics-address = 127.0.0.1:1\n"
+      "url = rtsp://127.0.0.1/d2\n"
+      "[camera.e]\n"
+      "detector = nosuchdetector\n"
+      "[camera.f]\n"
+      "url = /nonexistent/video.avi\n"
+      "reconnect-initial = 10\n"
+      "reconnect-max = 2\n"
+      "reconnect-attempts = some\n"
+      "enabled = yes\n"
+      "json = " +
+      dir_ +
+      "/shared.jsonl\n"
+      "[camera.g]\n"
+      "url = nosuchscheme://127.0.0.1/g\n"
+      "json = " +
+      dir_ +
+      "/shared.jsonl\n"
+      "source = videotestsrc\n"
+      "mqtt-topic = site/#\n"
+      "[camera.bad name]\n"
+      "url = rtsp://127.0.0.1/h\n";
+  std::vector<std::string> errors = errors_of(text);
+  const std::vector<std::string> expected = {
+      "cams.conf:camera.b: given twice (lines 12 and 14)",
+      "cams.conf:camera.d:url: given twice (lines 21 and 23)",
+      "cams.conf:service:url: a camera's own key: it goes in a [camera.NAME] group",
+      "cams.conf:service:metrics-address: the host must be an IP address or localhost, not "
+      "\"example.com\"",
+      "cams.conf:service:stall-timeout: must be at least 0.1 s, not 0",
+      "cams.conf:camera.a:colour: unknown key",
+      "cams.conf:camera.a:iou-threshold: is out of range: \"7\" (0 to 1)",
+      "cams.conf:camera.a:method: must be one of greedy, matrix, soft, weighted, not \"best\"",
+      "cams.conf:camera.c:detector: model \"/nonexistent/people.xml\" cannot be read: No such "
+      "file or directory",
+      "cams.conf:camera.c:labels-file: cannot read \"/dev/zero\": is not a regular file (a "
+      "device, FIFO or socket is never read)",
+      "cams.conf:camera.d:metrics-address: a [service] key",
+      "cams.conf:camera.e: no url (or source): what does this camera show?",
+      "cams.conf:camera.f:enabled: must be true or false, not \"yes\"",
+      "cams.conf:camera.f:reconnect-attempts: must be unlimited or a count of 0 or more, not "
+      "\"some\"",
+      "cams.conf:camera.f:url: no such file: /nonexistent/video.avi",
+      "cams.conf:camera.f:reconnect-max: must be at least reconnect-initial",
+      "cams.conf:camera.g:source: give url or source, not both",
+      "cams.conf:camera.g:url: no installed element reads nosuchscheme:// URIs",
+      "cams.conf:camera.g:json: camera f writes " + dir_ + "/shared.jsonl already",
+      "cams.conf:camera.g:mqtt-topic: must not hold the wildcards + or #: \"site/#\"",
+      "cams.conf:camera.e:detector: no element \"nosuchdetector\"",
+      "cams.conf:cameras: unknown group (groups are [service] and [camera.NAME])",
+      "cams.conf:camera.bad name: a camera's name is 1 to 64 letters, digits, - and _",
+  };
+  for (const std::string &e : expected) {
+    auto found = std::find(errors.begin(), errors.end(), e);
+    EXPECT_NE(found, errors.end()) << "missing: " << e << "\nall:\n" << joined(errors);
+    if (found != errors.end()) errors.erase(found);
+  }
+  EXPECT_TRUE(errors.empty()) << "unexpected:\n" << joined(errors);
+}
+
+TEST_F(Config, ASecondCameraOnTheSameJsonFileIsAnError) {
+  const std::string json = "json = " + dir_ + "/all.jsonl\n";
+  const std::vector<std::string> errors =
+      errors_of("[camera.a]\nurl = rtsp://127.0.0.1/a\n" + json +
+                "[camera.b]\nurl = rtsp://127.0.0.1/b\n" + json);
+  ASSERT_EQ(errors.size(), 1u) << joined(errors);
+  EXPECT_EQ(errors[0], "cams.conf:camera.b:json: camera a writes " + dir_ + "/all.jsonl already");
+}
+
+TEST_F(Config, MqttTopicWithoutABrokerAndNoCamerasAreErrors) {
+  EXPECT_EQ(errors_of("[camera.a]\nurl = rtsp://127.0.0.1/a\nmqtt-topic = site/a\n"),
+            std::vector<std::string>{"cams.conf:camera.a:mqtt-topic: needs mqtt-address in "
+                                     "[service]"});
+  EXPECT_EQ(errors_of("[service]\ndetector = cvdetect\n"),
+            std::vector<std::string>{"cams.conf: no camera: add a [camera.NAME] group with its "
+                                     "url"});
+}
+
+TEST_F(Config, SyntaxErrorsNameTheLine) {
+  const std::vector<std::string> errors = errors_of("[camera.a]\nurl rtsp://127.0.0.1/a\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rfind("cams.conf: ", 0), 0u) << errors[0];
+  EXPECT_NE(errors[0].find("url rtsp://127.0.0.1/a"), std::string::npos) << errors[0];
+}
+
+TEST_F(Config, AConfigThatCouldNeverBeReadWholeIsRefusedAtOnce) {
+  UnreadableFiles files(kConfigFileLimit);
+  for (const auto &[path, why] : files.cases()) {
+    ServiceConfig config;
+    std::vector<std::string> errors;
+    EXPECT_FALSE(load_config(path, &config, &errors));
+    ASSERT_EQ(errors.size(), 1u) << path;
+    EXPECT_EQ(errors[0].rfind(path + ": cannot read the config: ", 0), 0u) << errors[0];
+    EXPECT_NE(errors[0].find(why), std::string::npos) << errors[0];
+  }
+}
+
+TEST_F(Config, UrlsOfTheCommandLineAreCamerasInOrder) {
+  ServiceConfig config;
+  std::vector<std::string> errors;
+  ASSERT_TRUE(parse_config(config_for_urls({"rtsp://127.0.0.1:1/a", "rtsp://127.0.0.1:2/b"},
+                                           {{"detector", "cvdetect"}, {"metrics-address", ""}}),
+                           "command line", &config, &errors))
+      << joined(errors);
+  ASSERT_EQ(config.cameras.size(), 2u);
+  EXPECT_EQ(config.cameras[0].name, "cam1");
+  EXPECT_EQ(config.cameras[1].uri, "rtsp://127.0.0.1:2/b");
+  EXPECT_EQ(config.cameras[1].detector, "cvdetect");
+  EXPECT_EQ(config.metrics_address, "");
+}
+
+}  // namespace
+}  // namespace cudanms::service

@@ -1,0 +1,477 @@
+// The camera service end to end, as a site runs it: loopback cameras (pipelines/rtsp-server
+// serving vtest.avi at 10 frames/s) that the tests kill (SIGKILL), stop (SIGSTOP) and restart,
+// the service (pipelines/service --config), its JSON lines, MP4 segments, HTTP endpoint (read
+// with the Prometheus client's parser) and MQTT status (Debian's mosquitto). Everything on
+// 127.0.0.1; every wait bounded. Skips without opencv-doc's vtest.avi.
+#include <glib/gstdio.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "elements/mqtt_broker.h"
+#include "service_support.h"
+
+namespace cudanms::testing {
+namespace {
+
+// The settings these tests run with: a reconnect back-off of 1 s doubling to 4 s, a watchdog
+// of 3 s, and a detector that keeps up with three 384x288 cameras on two cores.
+constexpr double kReconnectMax = 4, kStallTimeout = 3;
+
+std::string camera_group(const std::string &name, const std::string &url,
+                         const std::string &extra = "") {
+  return "\n[camera." + name + "]\nurl = " + url + "\n" + extra;
+}
+
+class Service : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gst_init(nullptr, nullptr);
+    if (!g_file_test(opencv_sample("vtest.avi").c_str(), G_FILE_TEST_IS_REGULAR))
+      GTEST_SKIP() << "vtest.avi is missing: install the Debian package opencv-doc";
+  }
+
+  // The [service] group: these tests' settings, with `keys` added or replacing them.
+  std::string service_group(const std::map<std::string, std::string> &keys = {}) const {
+    std::map<std::string, std::string> all = {{"metrics-address", "127.0.0.1:0"},
+                                              {"detector", "cvdetect model=hog-people"},
+                                              {"json", dir_.path + "/{camera}.jsonl"},
+                                              {"reconnect-initial", "1"},
+                                              {"reconnect-max", "4"},
+                                              {"stall-timeout", "3"}};
+    for (const auto &[key, value] : keys) all[key] = value;
+    std::string text = "[service]\n";
+    for (const auto &[key, value] : all) text += key + " = " + value + "\n";
+    return text;
+  }
+
+  // Waits until /health says 200: every enabled camera streams.
+  static bool all_streaming(ServiceRun &service, double seconds) {
+    return eventually(seconds, [&] {
+      int status = 0;
+      service.state_of("", &status);
+      return status == 200;
+    });
+  }
+
+  static bool has_prometheus_client() {
+    const gchar *argv[] = {python(), "-c", "import prometheus_client", nullptr};
+    gint status = 1;
+    return g_spawn_sync(nullptr, const_cast<gchar **>(argv), nullptr,
+                        static_cast<GSpawnFlags>(G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
+                                                 G_SPAWN_STDERR_TO_DEV_NULL),
+                        nullptr, nullptr, nullptr, nullptr, &status, nullptr) &&
+           status == 0;
+  }
+
+  TempDir dir_;
+};
+
+// Kill one camera's server, bring it back, stop it (SIGSTOP) and let it go on (SIGCONT): that
+// camera alone goes down and comes back; the others keep their frame rate all along.
+TEST_F(Service, ACameraFailsAloneAndComesBackByItself) {
+  LoopbackCamera a(dir_, "a"), b(dir_, "b"), c(dir_, "c");
+  ASSERT_TRUE(a.start() && b.start() && c.start());
+  ServiceRun service(dir_);
+  ASSERT_TRUE(service.start(service_group() + camera_group("a", a.url()) +
+                            camera_group("b", b.url()) + camera_group("c", c.url())));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+
+  std::map<std::string, double> before = rates_over(service, {"a", "b", "c"}, 6);
+  EXPECT_GE(before["b"], 8.0) << "the cameras send 10 frames/s";
+
+  // Killed: a's server is gone mid-stream.
+  a.kill();
+  ASSERT_TRUE(eventually(5, [&] { return service.state_of("a") == "reconnecting"; }))
+      << service.log();
+  int status = 0;
+  service.state_of("a", &status);
+  EXPECT_EQ(status, 503);
+  std::map<std::string, double> during = rates_over(service, {"b", "c"}, 6);
+  for (const char *camera : {"b", "c"})
+    EXPECT_GE(during[camera], 0.95 * before[camera])
+        << camera << " slowed while a was down: " << before[camera] << " -> " << during[camera];
+  JsonObject *metrics = service.scrape("/metrics");
+  ASSERT_NE(metrics, nullptr);
+  EXPECT_GE(ServiceRun::value(metrics, "cudanms_camera_reconnects_total", "a"), 2);
+  EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_reconnects_total", "b"), 0);
+  EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_up", "a"), 0);
+
+  // Back on the same port: a's frames resume within the longest back-off and 3 s.
+  size_t frames = service.frames("a");
+  ASSERT_TRUE(a.start());
+  double since = now_s();
+  ASSERT_TRUE(eventually(kReconnectMax + 3, [&] { return service.frames("a") > frames; }))
+      << service.log();
+  RecordProperty("recovery_after_kill_s", std::to_string(now_s() - since));
+  ASSERT_TRUE(all_streaming(service, 5)) << service.log();
+
+  // Stopped: connected, silent. The watchdog fails it within stall-timeout (its tick is 0.5 s).
+  a.stop();
+  since = now_s();
+  ASSERT_TRUE(eventually(kStallTimeout + 2, [&] {
+    return service.log().find("camera a: streaming -> reconnecting: stalled") != std::string::npos;
+  })) << service.log();
+  EXPECT_LE(now_s() - since, kStallTimeout + 1);
+  during = rates_over(service, {"b", "c"}, 6);  // a's attempts meet the stopped server meanwhile
+  for (const char *camera : {"b", "c"}) EXPECT_GE(during[camera], 0.95 * before[camera]) << camera;
+
+  // SIGCONT: a streams again within the back-off, on one connection (twice the frames would
+  // mean two), and stays up.
+  frames = service.frames("a");
+  const size_t log_length = service.log().size();
+  a.resume();
+  since = now_s();
+  ASSERT_TRUE(eventually(kReconnectMax + kStallTimeout + 3, [&] {
+    return service.frames("a") > frames;
+  })) << service.log();
+  RecordProperty("recovery_after_sigcont_s", std::to_string(now_s() - since));
+  ASSERT_TRUE(eventually(5, [&] { return service.state_of("a") == "streaming"; }));
+  const std::map<std::string, double> after = rates_over(service, {"a"}, 5);
+  EXPECT_NEAR(after.at("a"), before["a"], 1.5) << "a's frame rate after SIGCONT";
+  const std::string later = service.log().substr(log_length);
+  EXPECT_EQ(later.find("camera a: streaming -> reconnecting"), std::string::npos) << later;
+  EXPECT_EQ(later.find("camera b:"), std::string::npos) << later;
+  EXPECT_EQ(later.find("camera c:"), std::string::npos) << later;
+}
+
+// Down when the service starts: retried (and counted) while the other streams; then it comes
+// back at one size, and after a restart at another: frames and boxes follow each size.
+TEST_F(Service, ACameraDownAtStartIsRetriedAndMayComeBackAtAnotherSize) {
+  LoopbackCamera u(dir_, "u"), v(dir_, "v");
+  ASSERT_TRUE(v.start());
+  const int port = free_port();
+  ServiceRun service(dir_);
+  ASSERT_TRUE(service.start(
+      service_group() + camera_group("u", "rtsp://127.0.0.1:" + std::to_string(port) + "/stream") +
+      camera_group("v", v.url())));
+  ASSERT_TRUE(eventually(10, [&] {
+    JsonObject *m = service.scrape("/metrics");
+    return m && ServiceRun::value(m, "cudanms_camera_reconnects_total", "u") >= 2;
+  })) << service.log();
+  EXPECT_EQ(service.state_of("u"), "reconnecting");
+  EXPECT_EQ(service.state_of("v"), "streaming");
+  EXPECT_GT(service.frames("v"), 20u);
+  EXPECT_EQ(service.frames("u"), 0u);
+
+  ASSERT_TRUE(u.start("384x288", port));
+  ASSERT_TRUE(eventually(kReconnectMax + 3, [&] { return service.frames("u") > 10; }))
+      << service.log();
+  u.kill();
+  ASSERT_TRUE(u.start("640x480", port));
+  ASSERT_TRUE(eventually(kReconnectMax + kStallTimeout + 3, [&] {
+    CameraLines lines;
+    service.parse_lines("u", &lines);
+    size_t big = 0;
+    for (JsonObject *f : lines.frames) big += json_object_get_int_member(f, "width") == 640;
+    return big >= 20;
+  })) << service.log();
+
+  CameraLines lines;
+  service.parse_lines("u", &lines);
+  ASSERT_EQ(lines.error, "");
+  size_t boxes[2] = {0, 0};
+  for (JsonObject *f : lines.frames) {
+    const gint64 w = json_object_get_int_member(f, "width");
+    const gint64 h = json_object_get_int_member(f, "height");
+    ASSERT_TRUE((w == 384 && h == 288) || (w == 640 && h == 480)) << w << "x" << h;
+    JsonArray *array = json_object_get_array_member(f, "boxes");
+    for (guint i = 0; i < json_array_get_length(array); ++i) {
+      JsonObject *box = json_array_get_object_element(array, i);
+      const double x = json_object_get_double_member(box, "x");
+      const double y = json_object_get_double_member(box, "y");
+      EXPECT_GE(x, 0);
+      EXPECT_GE(y, 0);
+      EXPECT_LE(x + json_object_get_double_member(box, "w"), w + 1e-3);
+      EXPECT_LE(y + json_object_get_double_member(box, "h"), h + 1e-3);
+      boxes[w == 640]++;
+    }
+  }
+  EXPECT_GT(boxes[1], 0u) << "no person found in the 640x480 frames";
+  // The gaps are in the file: the state lines say when u was away, and why.
+  bool reconnecting = false;
+  for (JsonObject *s : lines.states)
+    reconnecting |= g_str_equal(json_object_get_string_member(s, "state"), "reconnecting");
+  EXPECT_TRUE(reconnecting);
+}
+
+// SIGHUP: a removed camera stops (its last line says so), a changed one restarts, an added one
+// starts, and the camera left as it was never pauses. A config with errors changes nothing.
+TEST_F(Service, AReloadTouchesOnlyTheCamerasItChanges) {
+  LoopbackCamera a(dir_, "a"), b(dir_, "b"), c(dir_, "c"), d(dir_, "d");
+  ASSERT_TRUE(a.start() && b.start() && c.start() && d.start());
+  ServiceRun service(dir_);
+  const std::string common = service_group() + camera_group("a", a.url());
+  ASSERT_TRUE(service.start(common + camera_group("b", b.url()) + camera_group("c", c.url())));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  CameraLines a_before;
+  service.parse_lines("a", &a_before);
+
+  // a's frames, sampled every 50 ms from 2 s before the reload to 5 s after it.
+  size_t last = service.frames("a");
+  double last_change = now_s(), longest_pause = 0;
+  auto sample_a = [&](double seconds) {
+    const double end = now_s() + seconds;
+    while (now_s() < end) {
+      const size_t n = service.frames("a");
+      if (n != last) {
+        longest_pause = std::max(longest_pause, now_s() - last_change);
+        last = n;
+        last_change = now_s();
+      }
+      g_usleep(50 * 1000);
+    }
+  };
+  sample_a(2);
+  service.write_config(common + camera_group("c", c.url(), "iou-threshold = 0.45\n") +
+                       camera_group("d", d.url()));
+  service.signal(SIGHUP);
+  sample_a(5);
+  EXPECT_LT(longest_pause, 1.0) << "a paused during the reload";
+  EXPECT_NE(service.log().find("SIGHUP: 1 added, 1 removed, 1 restarted, 1 untouched"),
+            std::string::npos)
+      << service.log();
+
+  CameraLines a_after, b_lines, c_lines;
+  service.parse_lines("a", &a_after);
+  EXPECT_EQ(a_after.states.size(), a_before.states.size()) << "a changed state in the reload";
+  service.parse_lines("b", &b_lines);
+  ASSERT_FALSE(b_lines.states.empty());
+  JsonObject *b_last = b_lines.states.back();
+  EXPECT_STREQ(json_object_get_string_member(b_last, "state"), "stopped");
+  EXPECT_STREQ(json_object_get_string_member(b_last, "reason"), "removed from the config");
+  service.parse_lines("c", &c_lines);
+  bool restarted = false;
+  for (JsonObject *s : c_lines.states)
+    restarted |=
+        g_str_equal(json_object_get_string_member(s, "reason"), "its settings changed: restarting");
+  EXPECT_TRUE(restarted);
+  const size_t b_frames = service.frames("b"), c_frames = service.frames("c");
+  ASSERT_TRUE(all_streaming(service, 10)) << service.log();
+  EXPECT_EQ(service.state_of("b"), "absent");
+  EXPECT_EQ(service.state_of("d"), "streaming");
+  g_usleep(1000 * 1000);
+  EXPECT_EQ(service.frames("b"), b_frames);
+  EXPECT_GT(service.frames("c"), c_frames);
+
+  // A config with an error: every camera runs on untouched.
+  service.write_config(common + camera_group("c", c.url(), "iou-threshold = 2\n"));
+  service.signal(SIGHUP);
+  ASSERT_TRUE(eventually(5, [&] {
+    return service.log().find("has 1 errors: nothing changed") != std::string::npos;
+  })) << service.log();
+  EXPECT_NE(service.log().find("cameras.conf:camera.c:iou-threshold: is out of range"),
+            std::string::npos);
+  EXPECT_EQ(service.state_of("d"), "streaming");
+}
+
+// What /metrics says (through the Prometheus client's parser) equals what the outputs hold; a
+// stop (SIGTERM) finalises every output: each MP4 segment plays, each JSON line parses, each
+// camera's retained MQTT status ends "offline"; exit 0 within a few seconds.
+TEST_F(Service, MetricsEqualTheOutputsAndAStopFinalisesThem) {
+  if (!has_prometheus_client())
+    GTEST_SKIP() << "no prometheus_client for python3 (Debian package python3-prometheus-client)";
+  std::map<std::string, std::string> keys = {
+      {"stall-timeout", "60"}, {"record-dir", dir_.path + "/rec"}, {"record-segment", "2"}};
+  std::unique_ptr<Broker> broker;
+  std::unique_ptr<Subscriber> subscriber;
+#ifdef CUDANMS_HAVE_MQTT
+  if (!mosquitto_binary().empty() && !mosquitto_sub_binary().empty()) {
+    broker = std::make_unique<Broker>(free_port());
+    ASSERT_TRUE(broker->start());
+    subscriber = std::make_unique<Subscriber>(broker->port(), "site/#", true);
+    ASSERT_TRUE(subscriber->connected());
+    keys["mqtt-address"] = broker->address();
+    keys["mqtt-prefix"] = "site";
+  }
+#endif
+  LoopbackCamera a(dir_, "a"), b(dir_, "b");
+  ASSERT_TRUE(a.start() && b.start());
+  const std::string recordings = dir_.path + "/rec";
+  ServiceRun service(dir_);
+  // A long stall-timeout: the servers are stopped below to freeze the counts, not to fail.
+  ASSERT_TRUE(
+      service.start(service_group(keys) + camera_group("a", a.url()) + camera_group("b", b.url())));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  g_usleep(5 * 1000 * 1000);
+  a.stop();
+  b.stop();
+  g_usleep(1500 * 1000);  // what was on its way arrives
+
+  JsonObject *metrics = service.scrape("/metrics");
+  ASSERT_NE(metrics, nullptr);
+  EXPECT_EQ(json_object_get_int_member(metrics, "status"), 200);
+  for (const char *camera : {"a", "b"}) {
+    CameraLines lines;
+    service.parse_lines(camera, &lines);
+    ASSERT_EQ(lines.error, "");
+    double kept = 0, candidates = 0;
+    for (JsonObject *f : lines.frames) {
+      kept += json_object_get_int_member(f, "kept");
+      candidates += json_object_get_int_member(f, "candidates");
+    }
+    const double frames = lines.frames.size();
+    EXPECT_GT(frames, 40) << camera;
+    EXPECT_GT(kept, 0) << camera;
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_frames_total", camera), frames);
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_kept_boxes_total", camera), kept);
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_candidates_total", camera), candidates);
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_nms_latency_seconds_count", camera),
+              frames);
+    EXPECT_GT(
+        ServiceRun::value(metrics, "cudanms_camera_nms_latency_seconds,quantile=0.99", camera), 0);
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_state,state=streaming", camera), 1);
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_state,state=failed", camera), 0);
+    EXPECT_GT(ServiceRun::value(metrics, "cudanms_camera_last_frame_age_seconds", camera), 1);
+    if (broker) {
+      // QoS 0: published once written to the socket; the broker is up, so every frame was.
+      EXPECT_TRUE(eventually(3, [&] {
+        JsonObject *m = service.scrape("/metrics");
+        return m &&
+               ServiceRun::value(m, "cudanms_camera_messages_published_total", camera) == frames;
+      })) << camera;
+    }
+  }
+  EXPECT_GT(ServiceRun::value(metrics, "cudanms_uptime_seconds", ""), 5);
+  EXPECT_GT(ServiceRun::value(metrics, "process_resident_memory_bytes", ""), 1e6);
+
+  a.resume();
+  b.resume();
+  const double stop_sent = now_s();
+  service.signal(SIGTERM);
+  EXPECT_EQ(service.wait_exit(15), 0) << service.log();
+  RecordProperty("stop_seconds", std::to_string(now_s() - stop_sent));
+  EXPECT_LT(now_s() - stop_sent, 5) << "the stop took too long";
+
+  for (const char *camera : {"a", "b"}) {
+    CameraLines lines;
+    service.parse_lines(camera, &lines);
+    ASSERT_EQ(lines.error, "") << camera;
+    ASSERT_FALSE(lines.states.empty());
+    EXPECT_STREQ(json_object_get_string_member(lines.states.back(), "state"), "stopped");
+    EXPECT_STREQ(json_object_get_string_member(lines.states.back(), "reason"), "the service stops");
+    size_t segments = 0;
+    GDir *dir = g_dir_open(recordings.c_str(), 0, nullptr);
+    ASSERT_NE(dir, nullptr);
+    while (const gchar *name = g_dir_read_name(dir)) {
+      if (!g_str_has_prefix(name, (std::string(camera) + "-").c_str())) continue;
+      const std::string path = recordings + "/" + name;
+      segments++;
+      EXPECT_GT(mp4_frames(path), 0) << path << " does not play to its end";
+      const gchar *argv[] = {"gst-discoverer-1.0", path.c_str(), nullptr};
+      gint status = 1;
+      g_spawn_sync(nullptr, const_cast<gchar **>(argv), nullptr,
+                   static_cast<GSpawnFlags>(G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL |
+                                            G_SPAWN_STDERR_TO_DEV_NULL),
+                   nullptr, nullptr, nullptr, nullptr, &status, nullptr);
+      EXPECT_TRUE(g_spawn_check_wait_status(status, nullptr)) << "gst-discoverer-1.0 " << path;
+    }
+    g_dir_close(dir);
+    EXPECT_GE(segments, 2u) << camera << ": 2 s segments over more than 6 s";
+  }
+  if (broker) {
+    // The retained status says it last: the cameras and the service went offline.
+    ASSERT_TRUE(eventually(5, [&] {
+      const std::vector<std::string> m = subscriber->messages();
+      std::map<std::string, std::string> last;
+      for (const std::string &line : m) last[line.substr(0, line.find(' '))] = line;
+      return last["site/a/status"] == "site/a/status offline" &&
+             last["site/b/status"] == "site/b/status offline" &&
+             last["site/status"] == "site/status offline";
+    }));
+    const std::vector<std::string> m = subscriber->messages();
+    EXPECT_NE(std::find(m.begin(), m.end(), "site/a/status online"), m.end());
+    EXPECT_NE(std::find(m.begin(), m.end(), "site/status online"), m.end());
+  }
+}
+
+#ifdef CUDANMS_HAVE_MQTT
+// SIGKILL leaves no time for goodbyes: the broker publishes each connection's last will, so that
+// subscribers still learn that every camera and the service are offline.
+TEST_F(Service, AKilledServiceIsMarkedOfflineByTheBroker) {
+  if (mosquitto_binary().empty() || mosquitto_sub_binary().empty())
+    GTEST_SKIP() << "no mosquitto or mosquitto_sub (Debian packages mosquitto, mosquitto-clients)";
+  Broker broker(free_port());
+  ASSERT_TRUE(broker.start());
+  LoopbackCamera a(dir_, "a");
+  ASSERT_TRUE(a.start());
+  ServiceRun service(dir_);
+  ASSERT_TRUE(
+      service.start(service_group({{"mqtt-address", broker.address()}, {"mqtt-prefix", "site"}}) +
+                    camera_group("a", a.url())));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  {
+    // A subscriber that comes later reads the retained states.
+    Subscriber late(broker.port(), "site/#", true);
+    ASSERT_TRUE(late.connected());
+    ASSERT_TRUE(eventually(5, [&] { return late.messages().size() >= 2; }));
+    const std::vector<std::string> m = late.messages();
+    EXPECT_NE(std::find(m.begin(), m.end(), "site/a/status online"), m.end());
+    EXPECT_NE(std::find(m.begin(), m.end(), "site/status online"), m.end());
+  }
+  service.signal(SIGKILL);
+  service.wait_exit(5);
+  Subscriber after(broker.port(), "site/+/status", true);
+  Subscriber service_status(broker.port(), "site/status", true);
+  EXPECT_TRUE(eventually(10, [&] {
+    const std::vector<std::string> m = after.messages(), s = service_status.messages();
+    return std::find(m.begin(), m.end(), "site/a/status offline") != m.end() &&
+           std::find(s.begin(), s.end(), "site/status offline") != s.end();
+  }));
+}
+
+// A second SIGTERM does not wait: here the broker is away, so the first would give the queued
+// messages their flush timeout.
+TEST_F(Service, ASecondSignalExitsAtOnce) {
+  LoopbackCamera a(dir_, "a");
+  ASSERT_TRUE(a.start());
+  ServiceRun service(dir_);
+  ASSERT_TRUE(
+      service.start(service_group({{"mqtt-address", "127.0.0.1:" + std::to_string(free_port())}}) +
+                    camera_group("a", a.url())));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  service.signal(SIGTERM);
+  g_usleep(300 * 1000);
+  const double second = now_s();
+  service.signal(SIGTERM);
+  EXPECT_EQ(service.wait_exit(5), 128 + SIGTERM) << service.log();
+  EXPECT_LT(now_s() - second, 1.0);
+  EXPECT_NE(service.log().find("again: exiting now"), std::string::npos) << service.log();
+}
+#endif
+
+// --check-config: exit 2 and one line an error, FILE:GROUP:KEY: reason; the example config of
+// the README is good.
+TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
+  const std::string bad = dir_.file("bad.conf");
+  ASSERT_TRUE(g_file_set_contents(bad.c_str(),
+                                  "[camera.a]\nurl = rtsp://127.0.0.1:1/a\nmethod = best\n"
+                                  "labels-file = /dev/zero\n[camera.a]\nsize = 3\n",
+                                  -1, nullptr));
+  GSubprocess *check = spawn({script("service"), "--check-config", bad}, dir_.file("check.out"),
+                             dir_.file("check.err"));
+  EXPECT_EQ(wait_exit(check, 30), 2);
+  g_object_unref(check);
+  std::vector<std::string> errors = lines_of(dir_.file("check.err"));
+  std::vector<std::string> expected = {
+      bad + ":camera.a: given twice (lines 1 and 5)",
+      bad +
+          ":camera.a:labels-file: cannot read \"/dev/zero\": is not a regular file (a device, "
+          "FIFO or socket is never read)",
+      bad + ":camera.a:method: must be one of greedy, matrix, soft, weighted, not \"best\"",
+      bad + ":camera.a:size: unknown key"};
+  std::sort(errors.begin(), errors.end());
+  EXPECT_EQ(errors, expected);
+
+  const std::string example =
+      std::string(g_getenv("CUDANMS_SOURCE_ROOT")) + "/pipelines/cameras.conf";
+  check = spawn({script("service"), "--check-config", example}, dir_.file("check.out"),
+                dir_.file("check.err"));
+  EXPECT_EQ(wait_exit(check, 30), 0) << read_file(dir_.file("check.err"));
+  g_object_unref(check);
+  EXPECT_NE(read_file(dir_.file("check.out")).find("good: 3 cameras (2 enabled)"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace cudanms::testing
