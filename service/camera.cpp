@@ -39,8 +39,9 @@ const char *state_name(CameraState state) {
   return "?";
 }
 
-Camera::Camera(CameraConfig config)
+Camera::Camera(CameraConfig config, CudaContexts *contexts)
     : config_(std::move(config)),
+      contexts_(config_.share_cuda_context ? contexts : nullptr),
       outputs_(std::make_shared<CameraOutputs>(config_)),
       state_since_us_(g_get_monotonic_time()),
       started_us_(state_since_us_) {}
@@ -89,7 +90,7 @@ void Camera::connect() {
   };
   events.failed = [this](const std::string &reason) { fail(reason); };
   std::string error;
-  session_ = Session::start(config_, outputs_, recording_, std::move(events), &error);
+  session_ = Session::start(config_, outputs_, recording_, contexts_, std::move(events), &error);
   if (!session_) fail(error);
 }
 

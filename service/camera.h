@@ -41,7 +41,8 @@ struct CameraSnapshot {
 
 class Camera {
  public:
-  explicit Camera(CameraConfig config);
+  // `contexts`: the service's shared CUDA contexts (used unless cuda-context = per-camera).
+  Camera(CameraConfig config, CudaContexts *contexts);
   ~Camera();
   Camera(const Camera &) = delete;
   Camera &operator=(const Camera &) = delete;
@@ -63,6 +64,7 @@ class Camera {
   void finished_stopping();
 
   const CameraConfig config_;
+  CudaContexts *const contexts_;  // null: a context of the camera's own
   std::shared_ptr<CameraOutputs> outputs_;
   std::shared_ptr<Recording> recording_;
   std::shared_ptr<Session> session_;

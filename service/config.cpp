@@ -54,6 +54,25 @@ std::string parse_seconds(const std::string &value, double least, double *out) {
   return "";
 }
 
+// An element of `bin` that takes no input: its factory has no sink pad template.
+bool has_source_element(GstElement *bin) {
+  bool found = false;
+  GstIterator *it = gst_bin_iterate_elements(GST_BIN(bin));
+  GValue item = G_VALUE_INIT;
+  while (!found && gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+    GstElementFactory *factory = gst_element_get_factory(GST_ELEMENT(g_value_get_object(&item)));
+    bool takes_input = false;
+    for (const GList *t = factory ? gst_element_factory_get_static_pad_templates(factory) : nullptr;
+         t; t = t->next)
+      takes_input |= static_cast<GstStaticPadTemplate *>(t->data)->direction == GST_PAD_SINK;
+    found = factory && !takes_input;
+    g_value_reset(&item);
+  }
+  g_value_unset(&item);
+  gst_iterator_free(it);
+  return found;
+}
+
 // A gst-launch description, parsed as a bin: "" when it parses and has the pads asked for.
 std::string check_description(const std::string &text, bool needs_sink, bool needs_src,
                               GstElement **parsed = nullptr) {
@@ -70,9 +89,12 @@ std::string check_description(const std::string &text, bool needs_sink, bool nee
   GstPad *sink = gst_element_get_static_pad(bin, "sink");
   GstPad *src = gst_element_get_static_pad(bin, "src");
   std::string why;
-  if (needs_sink != (sink != nullptr))
-    why = needs_sink ? "must take video in (its first element has no free sink pad)"
-                     : "must be a source (its first element takes input)";
+  // A source's first element makes the video (no sink pad template: rtspsrc, v4l2src...); its
+  // next may show a free sink pad only because it links to a pad that comes later.
+  if (needs_sink && !sink)
+    why = "must take video in (its first element has no free sink pad)";
+  else if (!needs_sink && !has_source_element(bin))
+    why = "must begin with a source element (rtspsrc, v4l2src, videotestsrc...)";
   else if (needs_src && !src)
     why = "must give video out (its last element has no free source pad)";
   if (sink) gst_object_unref(sink);
@@ -379,6 +401,15 @@ const Key kKeys[] = {
        if (v.empty() || *end != '\0' || n < 0 || n > G_MAXINT)
          return "must be unlimited or a count of 0 or more, not \"" + v + "\"";
        c->reconnect_attempts = n;
+       return "";
+     }},
+    {"cuda-context", Where::kAnywhere,
+     "shared (default): one CUDA context per GPU for every camera; per-camera: one each (a "
+     "poisoned context stays with its camera, for ~0.5 GB of GPU memory a camera)",
+     [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
+       if (v != "shared" && v != "per-camera")
+         return "must be shared or per-camera, not \"" + v + "\"";
+       c->share_cuda_context = v == "shared";
        return "";
      }},
     {"stall-timeout", Where::kAnywhere,

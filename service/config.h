@@ -35,6 +35,7 @@ struct CameraConfig {
   double reconnect_max_s = 30;
   long reconnect_attempts = -1;  // -1: unlimited; 0: never reconnect
   double stall_timeout_s = 10;
+  bool share_cuda_context = true;  // cuda-context: one context per GPU for every camera
 
   // Every setting as the config resolved it: two cameras with equal settings run the same way
   // (what SIGHUP compares to decide whether a camera restarts).

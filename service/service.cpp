@@ -74,7 +74,7 @@ void Service::apply_service_settings(const ServiceConfig &config) {
 
 void Service::start_camera(const CameraConfig &config) {
   if (shutting_down_) return;  // a restart that a reload asked for, overtaken by the shutdown
-  auto camera = std::make_unique<Camera>(config);
+  auto camera = std::make_unique<Camera>(config, &cuda_contexts_);
   Camera *raw = camera.get();
   cameras_[config.name] = std::move(camera);
   raw->start();

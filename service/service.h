@@ -11,6 +11,7 @@
 
 #include "camera.h"
 #include "config.h"
+#include "cuda_contexts.h"
 #include "metrics.h"
 #ifdef CUDANMS_HAVE_MQTT
 #include "mqttpublisher.h"
@@ -43,6 +44,7 @@ class Service {
 
   std::string config_path_;
   ServiceConfig config_;
+  CudaContexts cuda_contexts_;  // declared before the cameras: destroyed after them
   std::map<std::string, std::unique_ptr<Camera>> cameras_;
   std::vector<std::unique_ptr<Camera>> stopping_;  // removed, finalising
   MetricsServer metrics_;

@@ -115,8 +115,8 @@ std::string Recording::next_path() {
 
 std::shared_ptr<Session> Session::start(const CameraConfig &config,
                                         std::shared_ptr<CameraOutputs> outputs,
-                                        std::shared_ptr<Recording> recording, Events events,
-                                        std::string *error) {
+                                        std::shared_ptr<Recording> recording,
+                                        CudaContexts *contexts, Events events, std::string *error) {
   std::shared_ptr<Session> s(new Session());
   s->camera_ = config.name;
   s->outputs_ = std::move(outputs);
@@ -142,7 +142,12 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   GstElement *nms = gst_bin_get_by_name(bin, "nms");
   for (const auto &[key, value] : config.nms)
     gst_util_set_object_arg(G_OBJECT(nms), key.c_str(), value.c_str());
-  if (config.nms.count("gpu-id")) set_on_all(s->pipeline_, "gpu-id", config.nms.at("gpu-id"));
+  guint gpu_id = 0;
+  if (config.nms.count("gpu-id")) {
+    set_on_all(s->pipeline_, "gpu-id", config.nms.at("gpu-id"));
+    gpu_id = static_cast<guint>(std::stoul(config.nms.at("gpu-id")));
+  }
+  if (contexts) contexts->share_with(s->pipeline_, gpu_id);
   GstPad *output = gst_element_get_static_pad(nms, "src");
   // The probe holds the session weakly: the pipeline (and so the probe) may outlive it a moment
   // at teardown, never the other way round.

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "config.h"
+#include "cuda_contexts.h"
 #include "outputs.h"
 
 namespace cudanms::service {
@@ -40,11 +41,12 @@ class Session : public std::enable_shared_from_this<Session> {
     std::function<void(const std::string &reason)> failed;  // an error, or the stream ended
   };
 
-  // Builds the pipeline and sets it playing; null with the reason when it cannot.
+  // Builds the pipeline and sets it playing, in the shared CUDA context of `contexts` when
+  // given; null with the reason when it cannot.
   static std::shared_ptr<Session> start(const CameraConfig &config,
                                         std::shared_ptr<CameraOutputs> outputs,
-                                        std::shared_ptr<Recording> recording, Events events,
-                                        std::string *error);
+                                        std::shared_ptr<Recording> recording,
+                                        CudaContexts *contexts, Events events, std::string *error);
   ~Session();
   Session(const Session &) = delete;
   Session &operator=(const Session &) = delete;
