@@ -13,7 +13,8 @@ packages=(meson ninja-build pkg-config g++ python3 libglib2.0-dev libgtest-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   libopencv-dev opencv-data opencv-doc libjson-glib-dev libgstrtspserver-1.0-dev
   gstreamer1.0-libav gstreamer1.0-plugins-ugly gstreamer1.0-plugins-bad clang
-  libgstreamer-plugins-bad1.0-dev libpaho-mqtt-dev mosquitto mosquitto-clients openssl)
+  libgstreamer-plugins-bad1.0-dev libpaho-mqtt-dev mosquitto mosquitto-clients openssl
+  libsoup-3.0-dev python3-prometheus-client gstreamer1.0-plugins-base-apps)
 
 install_missing() {
   local missing=()

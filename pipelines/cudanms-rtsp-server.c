@@ -2,10 +2,13 @@
  * pipeline can be tried without a camera. Prints the stream's URL on stdout when it is ready;
  * with --port 0 the system picks a free port. Runs until interrupted. --size scales the frames
  * (a camera that comes back at another resolution); --count-file keeps the number of frames
- * served so far in a file, exact even after SIGKILL (what the chaos soak compares with). */
+ * served so far in a file, exact even after SIGKILL (what the chaos soak compares with);
+ * --loop sends an H.264 file's own frames over and over, without decoding or encoding them: a
+ * camera that never ends, many of them for the price of none. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glib-unix.h>
+#include <gst/app/gstappsink.h>
 #include <gst/gst.h>
 #include <gst/rtsp-server/rtsp-server.h>
 #include <signal.h>
@@ -42,6 +45,96 @@ static void on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media
   gst_object_unref(bin);
 }
 
+/* --loop: the file's H.264 access units, read once with their times from the first one's, and
+ * the frame duration. Meant for clips without B-frames, as cameras send. */
+static GPtrArray *clip_units = NULL;
+static GstCaps *clip_caps = NULL;
+static GstClockTime clip_frame = GST_SECOND / 25;
+
+static gboolean load_clip(const gchar *uri) {
+  gchar *desc = g_strdup_printf(
+      "urisourcebin uri=\"%s\" ! parsebin ! h264parse ! "
+      "video/x-h264,stream-format=byte-stream,alignment=au ! appsink name=units sync=false",
+      uri);
+  GstElement *pipeline = gst_parse_launch(desc, NULL);
+  g_free(desc);
+  if (!pipeline) return FALSE;
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "units");
+  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  clip_units = g_ptr_array_new_with_free_func((GDestroyNotify)gst_buffer_unref);
+  GstClockTime first = GST_CLOCK_TIME_NONE;
+  GstSample *sample;
+  while ((sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), 10 * GST_SECOND))) {
+    GstBuffer *unit = gst_sample_get_buffer(sample);
+    /* The loop starts on a keyframe: what comes before the first one is dropped. */
+    if (clip_units->len > 0 || !GST_BUFFER_FLAG_IS_SET(unit, GST_BUFFER_FLAG_DELTA_UNIT)) {
+      GstBuffer *copy = gst_buffer_copy_deep(unit);
+      const GstClockTime dts = GST_BUFFER_DTS_OR_PTS(unit);
+      if (clip_units->len == 0) first = dts;
+      /* Times from the first unit's; without them, one frame after another. */
+      GST_BUFFER_DTS(copy) = GST_CLOCK_TIME_IS_VALID(dts) && GST_CLOCK_TIME_IS_VALID(first)
+                                 ? dts - first
+                                 : GST_CLOCK_TIME_NONE;
+      GST_BUFFER_PTS(copy) = GST_BUFFER_PTS_IS_VALID(unit) && GST_CLOCK_TIME_IS_VALID(first) &&
+                                     GST_BUFFER_PTS(unit) >= first
+                                 ? GST_BUFFER_PTS(unit) - first
+                                 : GST_BUFFER_DTS(copy);
+      g_ptr_array_add(clip_units, copy);
+    }
+    if (!clip_caps) {
+      clip_caps = gst_caps_copy(gst_sample_get_caps(sample));
+      gint num = 0, den = 1;
+      GstStructure *s = gst_caps_get_structure(clip_caps, 0);
+      if (gst_structure_get_fraction(s, "framerate", &num, &den) && num > 0 && den > 0)
+        clip_frame = gst_util_uint64_scale(GST_SECOND, den, num);
+    }
+    gst_sample_unref(sample);
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(sink);
+  gst_object_unref(pipeline);
+  return clip_units->len > 0;
+}
+
+typedef struct {
+  guint64 next;
+} ClipClient;
+
+/* A client's appsrc asks for more: the next frame of the loop, timed at the clip's rate. */
+static void on_need_unit(GstElement *src, guint length, gpointer data) {
+  (void)length;
+  ClipClient *client = data;
+  const guint index = client->next % clip_units->len;
+  GstBuffer *unit = gst_buffer_copy(g_ptr_array_index(clip_units, index));
+  /* Each pass of the loop one clip later; units without times one frame after another. */
+  const GstClockTime pass = (client->next / clip_units->len) * clip_units->len * clip_frame;
+  if (GST_BUFFER_DTS_IS_VALID(unit)) {
+    GST_BUFFER_DTS(unit) += pass;
+    GST_BUFFER_PTS(unit) += pass;
+  } else {
+    GST_BUFFER_PTS(unit) = GST_BUFFER_DTS(unit) = client->next * clip_frame;
+  }
+  GST_BUFFER_DURATION(unit) = clip_frame;
+  client->next++;
+  GstFlowReturn flow;
+  g_signal_emit_by_name(src, "push-buffer", unit, &flow);
+  gst_buffer_unref(unit);
+}
+
+static void on_clip_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media,
+                                    gpointer data) {
+  (void)factory;
+  (void)data;
+  GstElement *bin = gst_rtsp_media_get_element(media);
+  GstElement *src = gst_bin_get_by_name(GST_BIN(bin), "src");
+  ClipClient *client = g_new0(ClipClient, 1);
+  g_object_set_data_full(G_OBJECT(media), "cudanms-clip-client", client, g_free);
+  g_object_set(src, "caps", clip_caps, "format", GST_FORMAT_TIME, NULL);
+  g_signal_connect(src, "need-data", G_CALLBACK(on_need_unit), client);
+  gst_object_unref(src);
+  gst_object_unref(bin);
+}
+
 static gboolean on_signal(gpointer loop) {
   g_main_loop_quit((GMainLoop *)loop);
   return G_SOURCE_REMOVE;
@@ -54,6 +147,7 @@ int main(int argc, char **argv) {
   gint bitrate = 2000;
   gchar *size = NULL;
   gchar *count_file = NULL;
+  gboolean loop_clip = FALSE;
   GOptionEntry entries[] = {
       {"port", 'p', 0, G_OPTION_ARG_INT, &port, "TCP port (0: any free port; default 8554)",
        "PORT"},
@@ -65,6 +159,9 @@ int main(int argc, char **argv) {
       {"size", 's', 0, G_OPTION_ARG_STRING, &size, "Scale the frames to this size", "WxH"},
       {"count-file", 0, 0, G_OPTION_ARG_FILENAME, &count_file,
        "Keep the number of frames served so far (all clients) in this file", "FILE"},
+      {"loop", 0, 0, G_OPTION_ARG_NONE, &loop_clip,
+       "Send the H.264 file's own frames in a loop (no decoding, no encoding; not with --size)",
+       NULL},
       {NULL, 0, 0, G_OPTION_ARG_NONE, NULL, NULL, NULL}};
   GOptionContext *context = g_option_context_new("FILE-OR-URI");
   g_option_context_set_summary(context,
@@ -81,6 +178,10 @@ int main(int argc, char **argv) {
   }
   g_option_context_free(context);
   gint width = 0, height = 0;
+  if (size && loop_clip) {
+    g_printerr("cudanms-rtsp-server: --loop sends the file's frames as they are: no --size\n");
+    return 2;
+  }
   if (size && (sscanf(size, "%dx%d", &width, &height) != 2 || width <= 0 || height <= 0)) {
     g_printerr("cudanms-rtsp-server: --size must be WxH, not %s\n", size);
     return 2;
@@ -117,16 +218,28 @@ int main(int argc, char **argv) {
   g_free(service);
 
   GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
-  gchar *scale =
-      size ? g_strdup_printf("videoscale ! video/x-raw,width=%d,height=%d ! ", width, height)
-           : g_strdup("");
-  gchar *launch = g_strdup_printf(
-      "( uridecodebin uri=\"%s\" caps=\"video/x-raw(ANY)\" expose-all-streams=false ! videoconvert "
-      "! %s"
-      "x264enc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=30 ! "
-      "video/x-h264,profile=constrained-baseline ! rtph264pay name=pay0 pt=96 config-interval=1 )",
-      uri, scale, bitrate);
-  g_free(scale);
+  gchar *launch = NULL;
+  if (loop_clip) {
+    if (!load_clip(uri)) {
+      g_printerr("cudanms-rtsp-server: no H.264 frames in %s\n", argv[1]);
+      return 2;
+    }
+    launch =
+        g_strdup("( appsrc name=src ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=1 )");
+    g_signal_connect(factory, "media-configure", G_CALLBACK(on_clip_media_configure), NULL);
+  } else {
+    gchar *scale =
+        size ? g_strdup_printf("videoscale ! video/x-raw,width=%d,height=%d ! ", width, height)
+             : g_strdup("");
+    launch = g_strdup_printf(
+        "( uridecodebin uri=\"%s\" caps=\"video/x-raw(ANY)\" expose-all-streams=false ! "
+        "videoconvert ! %s"
+        "x264enc tune=zerolatency speed-preset=ultrafast bitrate=%d key-int-max=30 ! "
+        "video/x-h264,profile=constrained-baseline ! rtph264pay name=pay0 pt=96 config-interval=1 "
+        ")",
+        uri, scale, bitrate);
+    g_free(scale);
+  }
   gst_rtsp_media_factory_set_launch(factory, launch);
   gst_rtsp_media_factory_set_shared(factory, FALSE);
   if (count_fd >= 0)
@@ -159,5 +272,7 @@ int main(int argc, char **argv) {
   g_free(size);
   g_free(count_file);
   if (count_fd >= 0) close(count_fd);
+  if (clip_units) g_ptr_array_unref(clip_units);
+  if (clip_caps) gst_caps_unref(clip_caps);
   return 0;
 }
