@@ -27,6 +27,11 @@ fi
 if grep -q gl-prototypes "$_cudanms_lib/pkgconfig/gstreamer-cuda-1.0.pc" 2>/dev/null; then
   sed -i 's/, gstreamer-gl-prototypes-1.0 >=  *1.22.0//' "$_cudanms_lib/pkgconfig/gstreamer-cuda-1.0.pc"
 fi
+# libsoup-3.0.pc's private requirements (sqlite3, libpsl, nghttp2...) have no .pc files here, and
+# linking against the shared library needs none of them.
+if grep -q '^Requires.private' "$_cudanms_lib/pkgconfig/libsoup-3.0.pc" 2>/dev/null; then
+  sed -i '/^Requires.private/d; /^Libs.private/d' "$_cudanms_lib/pkgconfig/libsoup-3.0.pc"
+fi
 # The cascades (opencv-data) and the cascade tests' frames, made from the carried sample media.
 export CUDANMS_OPENCV_DATA=$_cudanms_prefix/usr/share/opencv4
 export CUDANMS_CASCADE_FRAMES=/tmp/cudanms-cascade-frames

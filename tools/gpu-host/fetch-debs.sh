@@ -2,11 +2,21 @@
 # On a Debian 12 machine with apt: downloads the Debian packages that build and run this project
 # on a CUDA host that has no GStreamer, no meson and no OpenCV C++ (e.g. an Ubuntu GPU server),
 # into DIR (default .device/debs, git-ignored). Carry DIR to the host and source
-# tools/gpu-host/env.sh there. About 50 MB.
+# tools/gpu-host/env.sh there. About 55 MB with the tests' sample media.
 #   tools/gpu-host/fetch-debs.sh [DIR]
+#   tools/gpu-host/fetch-debs.sh --service [DIR]   (default .device/debs-service) the camera
+#     service and its loopback cameras instead of the tests' media: gst-plugins-good (rtspsrc),
+#     gst-rtsp-server and libsoup 3, and only the 1080p H.264 clip; about 50 MB, so that it fits
+#     the device tool's carry with the tree
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+profile=tests
+if [ "${1:-}" = --service ]; then
+  profile=service
+  shift
+fi
 dir=${1:-.device/debs}
+[ "$profile" = service ] && dir=${1:-.device/debs-service}
 
 runtime=(libgstreamer1.0-0 gstreamer1.0-tools libgstreamer-plugins-base1.0-0
   gstreamer1.0-plugins-base libglib2.0-0 liborc-0.4-0 libunwind8 libdw1 libelf1 libffi8
@@ -33,19 +43,31 @@ cuda_gst=(gstreamer1.0-plugins-bad libgstreamer-plugins-bad1.0-0 libgstreamer-pl
   libwayland-egl1 libwayland-server0 libgbm1 libdrm2 libegl1 libx11-xcb1 libexpat1 libgl-dev
   libglx-dev libgstreamer-plugins-base1.0-dev)
 
+# The camera service (service/): RTSP client and server, libsoup 3 for its HTTP endpoint, with
+# what they load that an Ubuntu GPU image may lack.
+service=(gstreamer1.0-plugins-good libgstrtspserver-1.0-0 libgstrtspserver-1.0-dev libsoup-3.0-0
+  libsoup-3.0-dev libsoup-3.0-common libnghttp2-14 libpsl5 libbrotli1 libsqlite3-0 libunistring2
+  libidn2-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1)
+
 mkdir -p "$dir"
 cd "$dir"
-apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}" "${cuda_gst[@]}"
+if [ "$profile" = service ]; then
+  apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}" "${cuda_gst[@]}" "${service[@]}"
+else
+  apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}" "${cuda_gst[@]}"
+fi
+mkdir -p media
 # The sample media the cascade tests make their frames from (opencv-doc, which the README's
 # set-up installs); env.sh turns them into PGMs with the host's Python OpenCV.
-mkdir -p media
-cp /usr/share/doc/opencv-doc/examples/data/{Megamind.avi,vtest.avi,messi5.jpg} media/
+[ "$profile" = tests ] &&
+  cp /usr/share/doc/opencv-doc/examples/data/{Megamind.avi,vtest.avi,messi5.jpg} media/
 # A 1080p H.264 stream of real video for the many-streams benchmark (pipelines/streams): Megamind
 # scaled up, made here with x264 (gstreamer1.0-plugins-ugly); the GPU host decodes it with NVDEC.
 # Its first 60 frames only (2.6 MB; the bench preloads 30): the whole clip (11 MB) left too little
 # of the device tool's 64 MiB carry for the tree.
 if [ ! -f media/megamind_1080p.h264 ]; then
-  gst-launch-1.0 -q filesrc location=media/Megamind.avi ! decodebin ! identity eos-after=60 ! \
+  gst-launch-1.0 -q filesrc location=/usr/share/doc/opencv-doc/examples/data/Megamind.avi ! \
+    decodebin ! identity eos-after=60 ! \
     videoconvert ! videoscale ! \
     video/x-raw,width=1920,height=1080,format=I420 ! x264enc speed-preset=fast bitrate=8000 \
     key-int-max=30 ! video/x-h264,stream-format=byte-stream,profile=high ! \
