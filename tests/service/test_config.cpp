@@ -61,6 +61,7 @@ TEST_F(Config, CamerasTakeTheServiceDefaultsAndTheirOwnKeys) {
       "\n"
       "[camera.yard]\n"
       "source = videotestsrc is-live=true\n"
+      "cuda-context = per-camera\n"
       "iou-threshold = 0.6\n"
       "method = weighted\n"
       "reconnect-attempts = 3\n"
@@ -82,6 +83,8 @@ TEST_F(Config, CamerasTakeTheServiceDefaultsAndTheirOwnKeys) {
   EXPECT_TRUE(gate.enabled);
   EXPECT_TRUE(gate.mqtt_topic.empty());
   EXPECT_EQ(yard.source, "videotestsrc is-live=true");
+  EXPECT_TRUE(gate.share_cuda_context);
+  EXPECT_FALSE(yard.share_cuda_context);
   EXPECT_EQ(yard.json, dir_ + "/out/yard.jsonl");
   EXPECT_EQ(yard.nms.at("iou-threshold"), "0.6");
   EXPECT_EQ(yard.nms.at("method"), "weighted");
@@ -196,6 +199,19 @@ TEST_F(Config, EveryErrorIsReportedWithItsGroupAndKey) {
     if (found != errors.end()) errors.erase(found);
   }
   EXPECT_TRUE(errors.empty()) << "unexpected:\n" << joined(errors);
+}
+
+// A source begins with an element that takes no input; one whose pads come later (rtspsrc) is
+// followed by elements that wait for them.
+TEST_F(Config, ASourceBeginsWithASourceElement) {
+  EXPECT_EQ(errors_of("[camera.a]\nsource = rtspsrc location=rtsp://127.0.0.1:1/a ! rtph264depay "
+                      "! h264parse ! avdec_h264\n"),
+            std::vector<std::string>());
+  EXPECT_EQ(errors_of("[camera.a]\nsource = videoconvert\ncuda-context = mine\n"),
+            (std::vector<std::string>{
+                "cams.conf:camera.a:cuda-context: must be shared or per-camera, not \"mine\"",
+                "cams.conf:camera.a:source: must begin with a source element (rtspsrc, v4l2src, "
+                "videotestsrc...)"}));
 }
 
 TEST_F(Config, ASecondCameraOnTheSameJsonFileIsAnError) {
