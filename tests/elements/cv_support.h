@@ -8,12 +8,14 @@
 
 #include <string>
 
+#include "cudanms/bounded_file.h"
 #include "gstblazeface.h"
 #include "gstboxoverlay.h"
 #include "gstcudacascade.h"
 #include "gstcudanms.h"
 #include "gstcvdetect.h"
 #include "gstjsonmetawriter.h"
+#include "support/unreadable_files.h"
 
 namespace cudanms::testing {
 
@@ -50,6 +52,17 @@ inline std::string start_error(const std::string &element) {
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(pipeline);
   return text;
+}
+
+// A model that could never be read whole (/dev/zero, a FIFO, past the size limit, a folder) is
+// refused when `element` (its launch name) starts, at once, naming the file and why.
+inline void expect_unreadable_models_refused(const std::string &element) {
+  UnreadableFiles files(cudanms::kModelFileLimit);
+  for (const auto &[path, why] : files.cases()) {
+    const std::string text = start_error(element + " model=\"" + path + "\"");
+    EXPECT_NE(text.find(path), std::string::npos) << text;
+    EXPECT_NE(text.find(why), std::string::npos) << text;
+  }
 }
 
 inline std::string opencv_sample(const char *name) {

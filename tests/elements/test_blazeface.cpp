@@ -23,10 +23,8 @@
 #include <vector>
 
 #include "blazefacedecode.h"
-#include "cudanms/bounded_file.h"
 #include "cv_support.h"
 #include "support/blazeface_model.h"
-#include "support/unreadable_files.h"
 
 namespace cudanms::testing {
 namespace {
@@ -328,14 +326,8 @@ TEST_F(BlazeFace, MissingModelIsAnErrorAtStart) {
   EXPECT_NE(text.find("cannot be read: No such file or directory"), std::string::npos) << text;
 }
 
-// A model that could never be read whole is refused at once, with the reason.
 TEST_F(BlazeFace, AModelThatCouldNeverBeReadWholeIsAnErrorAtStart) {
-  UnreadableFiles files(cudanms::kModelFileLimit);
-  for (const auto &[path, why] : files.cases()) {
-    const std::string text = start_error("blazeface model=\"" + path + "\"");
-    EXPECT_NE(text.find(path), std::string::npos) << text;
-    EXPECT_NE(text.find(why), std::string::npos) << text;
-  }
+  expect_unreadable_models_refused("blazeface");
 }
 
 TEST_F(BlazeFace, InvalidModelIsAnErrorAtStart) {

@@ -15,9 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cudanms/bounded_file.h"
 #include "cv_support.h"
-#include "support/unreadable_files.h"
 
 namespace cudanms::testing {
 namespace {
@@ -228,14 +226,8 @@ TEST_F(CvDetect, MissingModelIsAnErrorAtStart) {
   EXPECT_NE(text.find("cannot be read: No such file or directory"), std::string::npos) << text;
 }
 
-// A model that could never be read whole is refused at once, with the reason.
 TEST_F(CvDetect, AModelThatCouldNeverBeReadWholeIsAnErrorAtStart) {
-  UnreadableFiles files(cudanms::kModelFileLimit);
-  for (const auto &[path, why] : files.cases()) {
-    const std::string text = start_error("cvdetect model=\"" + path + "\"");
-    EXPECT_NE(text.find(path), std::string::npos) << text;
-    EXPECT_NE(text.find(why), std::string::npos) << text;
-  }
+  expect_unreadable_models_refused("cvdetect");
 }
 
 TEST_F(CvDetect, InvalidModelIsAnErrorAtStart) {
