@@ -1,7 +1,5 @@
 #include "session.h"
 
-#include <gio/gio.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <thread>
