@@ -64,12 +64,13 @@ mkdir -p media
 # A 1080p H.264 stream of real video for the many-streams benchmark (pipelines/streams): Megamind
 # scaled up, made here with x264 (gstreamer1.0-plugins-ugly); the GPU host decodes it with NVDEC.
 # Its first 60 frames only (2.6 MB; the bench preloads 30): the whole clip (11 MB) left too little
-# of the device tool's 64 MiB carry for the tree.
+# of the device tool's 64 MiB carry for the tree. No B-frames, as cameras send: the camera
+# service's soak (run-service-soak.sh) serves it with rtsp-server --loop, frames in decoding order.
 if [ ! -f media/megamind_1080p.h264 ]; then
   gst-launch-1.0 -q filesrc location=/usr/share/doc/opencv-doc/examples/data/Megamind.avi ! \
     decodebin ! identity eos-after=60 ! \
     videoconvert ! videoscale ! \
-    video/x-raw,width=1920,height=1080,format=I420 ! x264enc speed-preset=fast bitrate=8000 \
+    video/x-raw,width=1920,height=1080,format=I420 ! x264enc speed-preset=fast bitrate=8000 bframes=0 \
     key-int-max=30 ! video/x-h264,stream-format=byte-stream,profile=high ! \
     filesink location=media/megamind_1080p.h264
 fi
