@@ -102,55 +102,36 @@ TEST(NmsOpenCv, SoftNmsEqualsOpenCvsSoftNmsBoxes) {
           ASSERT_TRUE(nms->run(set.view(), params, &result).ok());
           // Scores of OpenCV's arithmetic and of this library's can differ in the last bits,
           // so where two current scores are that close the two may select them in the other
-          // order, and then the one selected second is the one decayed by the other: the same
-          // kept candidates, the same score at every position, and the same candidate with the
-          // same score at every position but within a short run of positions that both fill
-          // with the same candidates (the swap; the decays after it commute).
-          // A candidate whose current score ends within rounding of the floor may be selected
-          // by one and not by the other; it is then the last selected (every other one is
-          // below it), so such a tail is left out of the longer list.
-          auto at_floor = [&](float score) {
-            return score_threshold > 0 && std::abs(score - score_threshold) <= 1e-5 * score_threshold;
-          };
-          while (result.kept.size() > cv_kept.size() && at_floor(result.kept_scores.back())) {
-            result.kept.pop_back();
-            result.kept_scores.pop_back();
-            ++at_the_floor;
-          }
-          while (cv_kept.size() > result.kept.size() && at_floor(cv_scores.back())) {
-            cv_kept.pop_back();
-            cv_scores.pop_back();
-            ++at_the_floor;
-          }
+          // order, and then the one selected second is the one decayed by the other, and
+          // selected later, where its decayed score falls: the same kept candidates, the same
+          // score at every position, and the same candidate at every position but for such
+          // swaps of two (the decays in between commute).
           ASSERT_EQ(result.kept.size(), cv_kept.size());
-          std::map<uint32_t, float> cv_score_of;
-          for (size_t i = 0; i < cv_kept.size(); ++i) cv_score_of[cv_kept[i]] = cv_scores[i];
           auto close = [&](float a, float b) {
             const double error = std::abs(static_cast<double>(a) - b) /
                                  std::max(1e-30, std::abs(static_cast<double>(b)));
             worst = std::max(worst, error);
             return error <= 1e-5;
           };
-          std::multiset<uint32_t> ours_in_run, theirs_in_run;
-          size_t run_start = 0;
+          std::map<uint32_t, size_t> position_of, cv_position_of;
           for (size_t i = 0; i < cv_kept.size(); ++i) {
-            ASSERT_NE(cv_score_of.find(result.kept[i]), cv_score_of.end())
-                << "kept " << result.kept[i] << ", OpenCV did not";
-            EXPECT_TRUE(close(result.kept_scores[i], cv_scores[i])) << "position " << i;
-            ours_in_run.insert(result.kept[i]);
-            theirs_in_run.insert(cv_kept[i]);
-            if (ours_in_run != theirs_in_run) continue;
-            const size_t run = i + 1 - run_start;
-            EXPECT_LE(run, 3u) << "positions " << run_start << " to " << i
-                               << " hold the same candidates in another order";
-            swapped += run > 1;
-            ours_in_run.clear();
-            theirs_in_run.clear();
-            run_start = i + 1;
+            position_of[result.kept[i]] = i;
+            cv_position_of[cv_kept[i]] = i;
           }
-          // A swap across the cut of max_detections leaves the last run open.
-          EXPECT_TRUE(ours_in_run.empty() || (top_k != 0 && cv_kept.size() == top_k))
-              << "the kept lists end in different candidates";
+          // A swap across the cut of max_detections leaves one of the two in each list only.
+          const bool cut = top_k != 0 && cv_kept.size() == top_k;
+          for (size_t i = 0; i < cv_kept.size(); ++i) {
+            EXPECT_TRUE(close(result.kept_scores[i], cv_scores[i])) << "position " << i;
+            const uint32_t ours = result.kept[i], theirs = cv_kept[i];
+            if (ours == theirs) continue;
+            const auto j = cv_position_of.find(ours);
+            const bool swap = j != cv_position_of.end()
+                                  ? result.kept[j->second] == theirs
+                                  : cut && position_of.find(theirs) == position_of.end();
+            EXPECT_TRUE(swap) << "position " << i << " holds " << ours << ", OpenCV's "
+                              << theirs << ": not a swap of the two";
+            swapped += j == cv_position_of.end() || j->second > i;
+          }
           if (::testing::Test::HasFailure()) {
             FAIL() << to_string(decay) << " sigma=" << sigma
                    << " score_threshold=" << score_threshold << " threshold=" << threshold
