@@ -5,7 +5,8 @@ CUDANMS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The meson build directory: ./build unless CUDANMS_BUILD says otherwise.
 CUDANMS_BUILD="${CUDANMS_BUILD:-$CUDANMS_ROOT/build}"
 case "$CUDANMS_BUILD" in /*) ;; *) CUDANMS_BUILD="$PWD/$CUDANMS_BUILD" ;; esac
-export GST_PLUGIN_PATH="$CUDANMS_BUILD/gst-plugin:$CUDANMS_BUILD/gst-plugin/opencv${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+# Every plugin of the build is in one folder.
+export GST_PLUGIN_PATH="$CUDANMS_BUILD/plugins${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 CUDANMS_RUN="$CUDANMS_BUILD/pipelines/cudanms-run"
 
 OPENCV_DATA=/usr/share/doc/opencv-doc/examples/data
@@ -18,8 +19,17 @@ die() {
 
 need_build() {
   [ -x "$CUDANMS_RUN" ] || die "no $CUDANMS_RUN: build first (meson setup build && ninja -C build), or set CUDANMS_BUILD"
-  [ -f "$CUDANMS_BUILD/gst-plugin/opencv/libgstcudanmsopencv.so" ] ||
-    die "the OpenCV plugin is not built in $CUDANMS_BUILD (needs libopencv-dev and libjson-glib-dev)"
+  need_plugins
+}
+
+# Every plugin the scripts use: the detectors', the overlay's and publishing's besides cudanms.
+need_plugins() {
+  local plugin
+  for plugin in libgstcudanms libgstcudanmsopencv libgstcudanmscascade libgstcudanmsoverlay \
+    libgstcudanmspublish; do
+    [ -f "$CUDANMS_BUILD/plugins/$plugin.so" ] ||
+      die "plugins/$plugin.so is not built in $CUDANMS_BUILD (see meson's plugins summary: libopencv-dev, libjson-glib-dev)"
+  done
 }
 
 # A file name or URI as a URI.

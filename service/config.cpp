@@ -512,7 +512,7 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
   if (!nms_class)
     errors->push_back(name +
                       ": the cudanms element is not installed (set GST_PLUGIN_PATH to "
-                      "the build's gst-plugin folder, or install the plugin)");
+                      "the build's plugins folder, or install the plugin)");
 
   // A camera key's value into `camera`: one of the table's, or a cudanms property.
   auto apply_camera_key = [&](const std::string &key, const std::string &value,

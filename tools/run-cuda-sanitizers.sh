@@ -19,14 +19,14 @@ targets=(
   # the spatial pairs and the whole-GPU settle), too slow under racecheck (Soft-NMS at 30k).
   "tests/kernels/test_cuda_nms|*-*LargeSlidingWindowFrames*:*LargeFramesInSpatialOrder*"
   "tests/tools/test_cudanms_tool|*.Cuda*"
-  "tests/elements/test_cudanms|CudaNmsElement.CudaPath*"
+  "tests/plugins/test_cudanms|CudaNmsElement.CudaPath*"
   # Every cascade kernel (tilted integrals included) runs in these; the real-frames test is the
   # same kernels on 30 more frames, too slow under racecheck.
   "tests/kernels/test_cuda_cascade|CudaCascade.Every*:CudaCascade.Odd*:CudaCascade.More*:CudaCascade.AMissing*:CudaCascade.DeviceCandidatesOf*"
   # Device candidates: the pool, the event ordering, NMS in place (the large frames: the same
   # kernels, too slow under racecheck); then cudacascade ! cudanms through GStreamer.
   "tests/kernels/test_device_candidates|CudaDeviceCandidates.*-*Large*:*Past*"
-  "tests/elements/test_cudacascade|CudaCascadeElement.FramesInCudaMemory*"
+  "tests/plugins/test_cudacascade|CudaCascadeElement.FramesInCudaMemory*"
 )
 # ONLY=test_cuda_cascade keeps the targets whose binary name contains it.
 if [ -n "${ONLY:-}" ]; then

@@ -8,7 +8,7 @@
 #include <csignal>
 #include <map>
 
-#include "elements/mqtt_broker.h"
+#include "support/mqtt_broker.h"
 #include "script_support.h"
 
 namespace cudanms::testing {

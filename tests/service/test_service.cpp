@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "elements/mqtt_broker.h"
+#include "support/mqtt_broker.h"
 #include "service_support.h"
 
 namespace cudanms::testing {

@@ -27,7 +27,7 @@ build=build-service
 [ -f "$build/build.ninja" ] ||
   meson setup "$build" -Dcuda=enabled -Dcuda-arch="$arch" -Dtests=disabled >/dev/null
 ninja -C "$build" service/cudanms-service pipelines/cudanms-rtsp-server \
-  gst-plugin/libgstcudanms.so gst-plugin/opencv/libgstcudanmsopencv.so
+  plugins/libgstcudanms.so plugins/libgstcudanmscascade.so
 export CUDANMS_BUILD=$PWD/$build
 [ "${BUILD_ONLY:-0}" = 1 ] && exit 0
 out=${OUT:-out}

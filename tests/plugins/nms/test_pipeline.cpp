@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "element_support.h"
+#include "plugins/element_support.h"
 #include "support/seed.h"
 #include "synthetic.h"
 

@@ -74,7 +74,7 @@ std::vector<Box> boxes_of(GstBuffer *buf, GstCudaNmsResultMeta *result,
       /* cudanms names every kept box; a result meta from elsewhere may leave labels NULL. */
       const gchar *label = result->labels ? result->labels[i] : nullptr;
       boxes.push_back({label ? std::string(label) : gst_cv_label_lookup(labels, class_id), class_id,
-                       result->scores[i], b[0], b[1], b[2] - b[0], b[3] - b[1]});
+                       result->scores[i], b[0], b[1], b[2] - b[0], b[3] - b[1], {}});
       if (result->points) {
         const size_t per = 2 * static_cast<size_t>(result->points_per_box);
         const gfloat *p = result->points + per * i;
@@ -95,7 +95,8 @@ std::vector<Box> boxes_of(GstBuffer *buf, GstCudaNmsResultMeta *result,
             double(roi->x),
             double(roi->y),
             double(roi->w),
-            double(roi->h)};
+            double(roi->h),
+            {}};
     if (GstStructure *d = gst_video_region_of_interest_meta_get_param(roi, "detection")) {
       gst_structure_get_double(d, "confidence", &box.score);
       if (gst_structure_get_int(d, "label_id", &box.class_id))

@@ -1,4 +1,4 @@
-// Shared by the OpenCV element tests: registering the elements statically, and the sample
+// Shared by the tests of the detector and output plugins: registering their elements statically, and the sample
 // videos of Debian's opencv-doc.
 #pragma once
 

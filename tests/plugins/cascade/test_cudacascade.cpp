@@ -9,7 +9,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "cudanms/bounded_file.h"
-#include "cv_support.h"
+#include "plugins/cv_support.h"
 #include "kernels/cascade_support.h"
 #include "support/unreadable_files.h"
 

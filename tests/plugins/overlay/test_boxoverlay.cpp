@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cv_support.h"
+#include "plugins/cv_support.h"
 
 namespace cudanms::testing {
 namespace {

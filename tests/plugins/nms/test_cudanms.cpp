@@ -15,7 +15,7 @@
 
 #include "cudanms/bounded_file.h"
 #include "cudanmscontexts.h"
-#include "element_support.h"
+#include "plugins/element_support.h"
 #include "kernels/random_sets.h"
 #include "support/seed.h"
 #include "support/unreadable_files.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cv_support.h"
+#include "plugins/cv_support.h"
 #include "kernels/cascade_support.h"
 #include "support/blazeface_model.h"
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "blazefacedecode.h"
-#include "cv_support.h"
+#include "plugins/cv_support.h"
 #include "support/blazeface_model.h"
 
 namespace cudanms::testing {

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "cv_support.h"
-#include "element_support.h"
+#include "plugins/cv_support.h"
+#include "plugins/element_support.h"
 #include "gstmetapublish.h"
-#include "mqtt_broker.h"
+#include "support/mqtt_broker.h"
 #include "mqttpublisher.h"
 #include "support/seed.h"
 #include "synthetic.h"

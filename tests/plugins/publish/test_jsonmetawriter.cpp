@@ -15,7 +15,7 @@
 #include <csignal>
 #include <string>
 
-#include "cv_support.h"
+#include "plugins/cv_support.h"
 
 namespace cudanms::testing {
 namespace {
