@@ -55,7 +55,7 @@ test_all() {
   meson test -C build --print-errorlogs || rc=$?
   tools/sanitize.sh build-asan || rc=$?
   local logs=(build/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt)
-  count() { cat "${logs[@]}" 2>/dev/null | grep -oE "^\[  $1 *\] [0-9]+ tests?" | awk '{s += $(NF-1)} END {print s + 0}'; }
+  count() { cat "${logs[@]}" 2>/dev/null | grep -aoE "^\[  $1 *\] [0-9]+ tests?" | awk '{s += $(NF-1)} END {print s + 0}'; }
   echo "tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
   return $rc
 }

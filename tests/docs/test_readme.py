@@ -9,8 +9,9 @@ A command that ends in & runs in the background until the end, when it gets SIGT
 end by itself (the service with 0). curl is retried for 20 s: the service it asks starts in the
 background. Every out/ path a command names must exist afterwards, not empty.
 
-Skipped, and said so: `./run.sh test` (what CI runs: .ci/run calls it, checked here); commands
-that need hardware this machine lacks: a V4L2 device, NVDEC (nvh264dec).
+Skipped, and said so: `./run.sh test` (what CI runs: .ci/run calls it, checked here) and `meson
+test` (./run.sh test runs it; from inside meson test it would rewrite the running test log);
+commands that need hardware this machine lacks: a V4L2 device, NVDEC (nvh264dec).
 """
 import os
 import re
@@ -64,6 +65,11 @@ def skip_reason(command):
         ci = open(os.path.join(SOURCE, ".ci/run"), encoding="utf-8").read()
         assert "./run.sh test" in ci, ".ci/run no longer runs ./run.sh test"
         return "what CI runs (.ci/run)"
+    if command.startswith("meson test"):
+        # Run from inside meson test, it would rewrite the log the outer one is writing.
+        run_sh = open(os.path.join(SOURCE, "run.sh"), encoding="utf-8").read()
+        assert "meson test -C build" in run_sh, "./run.sh test no longer runs meson test"
+        return "what ./run.sh test runs; not from inside meson test"
     if "/dev/video" in command and not os.path.exists(re.search(r"/dev/video\d+", command)[0]):
         return "no V4L2 device here"
     if "nvh264dec" in command and not element_exists("nvh264dec"):
