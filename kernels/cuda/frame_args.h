@@ -38,6 +38,10 @@ enum : uint32_t {
   kHeaderWords = 16  // keeps what follows 16-byte aligned
 };
 
+// A ranked candidate's status in the settle stage: placed undecided by the rank stage, final
+// once kept or suppressed.
+enum : uint8_t { kUndecided = 0, kKept = 1, kSuppressed = 2 };
+
 __device__ inline Box to_box(float4 v) { return {v.x, v.y, v.z, v.w}; }
 
 // The sum of v over the warp, in every lane.
@@ -99,6 +103,12 @@ struct FrameArgs {
   float sigma;
   bool class_agnostic;  // classes, where given, are only reported
 };
+
+// Soft-NMS and weighted NMS: the kernels write the kept candidates' values, and such a frame
+// runs on its own, never batched.
+__host__ __device__ constexpr bool changes_values(Method method) {
+  return method == Method::kSoft || method == Method::kWeighted;
+}
 
 // The class candidate p is compared by: its group's id where class groups apply.
 __device__ inline int32_t class_of(const FrameArgs &f, uint32_t p) {

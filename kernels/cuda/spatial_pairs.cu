@@ -14,7 +14,7 @@
 //   pairs   a warp per listed tile pair, spread over the GPU, tests the boxes of each tile that
 //           meet the other tile: the earlier rank of a pair suppressing the later one is
 //           appended to the later one's predecessor list (greedy) or counted (matrix), as
-//           pairs_kernel does in rank order.
+//           pairs.cu does in rank order.
 // The order within a bin is nearly rank order, and may change from run to run; the result does
 // not, as any order of the boxes gives the same pairs. A counting sort into bins replaced CUB's
 // radix sort of 32-bit Morton keys: six launches, 60 us at 10 000 on an H100 (Nsight Compute), and

@@ -42,7 +42,7 @@ constexpr uint32_t kMaxSpatialBins = 16u << (2 * kMaxSpatialGridBits);
 uint32_t spatial_grid_bits(uint32_t most);
 
 // Greedy's predecessor lists or matrix's suppressor counts of one frame (descriptor in device
-// memory) whose rank stage has run, as pairs_kernel of cuda_nms.cu writes them, on a device of
+// memory) whose rank stage has run, as pairs.cu writes them in rank order, on a device of
 // `sms` multiprocessors. The frame's header must hold zero in kMeetings, and the extent of its
 // eligible centres (the classify kernel's).
 cudaError_t launch_spatial_pairs(const FrameArgs *frame, Method method, uint32_t most, int sms,

@@ -1,6 +1,7 @@
 // Soft-NMS and weighted NMS on the rank arrays (valued_methods.h). Both give the CPU backend's
 // bits: the same operations in the same order (common/decay.h), in rank order where they add up.
 #include "common/decay.h"
+#include "output.h"
 #include "valued_methods.h"
 
 namespace cudanms::detail {
@@ -40,7 +41,7 @@ __global__ void __launch_bounds__(kSoftThreads) soft_kernel(const FrameArgs *fra
   const uint32_t lane = tid % kWarp, warp = tid / kWarp;
   float *current = f.keys;
   uint32_t *selected = f.counts;
-  if (tid < kHeaderWords && tid != kKeptCount) f.out[tid] = f.header[tid];
+  copy_counters(f);
 
   // Each rank's score as the candidate has it (-0.0 included, as the CPU backend reports it).
   Pick mine{kNone, 0};

@@ -1,5 +1,5 @@
 // The methods that change the kept candidates' values (cudanms/nms.h, rule 4): Soft-NMS and
-// weighted NMS, run after the rank stage of cuda_nms.cu on its rank arrays (valued_methods.cu).
+// weighted NMS, run after the rank stage (rank.h) on its rank arrays (valued_methods.cu).
 #pragma once
 
 #include <cuda_runtime.h>
