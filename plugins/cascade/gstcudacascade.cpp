@@ -38,10 +38,10 @@
 
 #include "cudaframe.h"
 #include "detections.h"
+#include "detectorproperties.h"
 #include "devicecandidates.h"
 #include "elementcudacontext.h"
 #include "grayframe.h"
-#include "sizes.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_cascade_debug);
 #define GST_CAT_DEFAULT gst_cuda_cascade_debug
@@ -70,11 +70,7 @@ typedef enum {
 
 #define DEFAULT_MODEL "/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt2.xml"
 #define DEFAULT_SCALE_FACTOR 1.1
-#define DEFAULT_MIN_SIZE "0x0"
-#define DEFAULT_MAX_SIZE "0x0"
 #define DEFAULT_HIT_THRESHOLD (-G_MAXDOUBLE)
-#define DEFAULT_LABEL ""
-#define DEFAULT_CLASS_ID 0
 #define DEFAULT_BACKEND GST_CUDA_CASCADE_BACKEND_AUTO
 #define DEFAULT_GPU_ID 0
 #define DEFAULT_DEVICE_CANDIDATES TRUE
@@ -109,10 +105,9 @@ namespace {
 struct Settings {
   std::string model = DEFAULT_MODEL;
   double scale_factor = DEFAULT_SCALE_FACTOR;
-  gint min_w = 0, min_h = 0, max_w = 0, max_h = 0;
+  WindowSizes sizes;
   double hit_threshold = DEFAULT_HIT_THRESHOLD;
-  std::string label = DEFAULT_LABEL;
-  gint class_id = DEFAULT_CLASS_ID;
+  DetectorClass detected;
   GstCudaCascadeBackend backend = DEFAULT_BACKEND;
   gint gpu_id = DEFAULT_GPU_ID;
   bool device_candidates = DEFAULT_DEVICE_CANDIDATES;
@@ -204,32 +199,17 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
       g_param_spec_double("scale-factor", "Scale factor",
                           "Ratio between the window sizes of consecutive scales", 1.01, 4.0,
                           DEFAULT_SCALE_FACTOR, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MIN_SIZE,
-      g_param_spec_string("min-size", "Minimum size",
-                          "Smallest window, WxH in frame pixels. 0x0: the model's window",
-                          DEFAULT_MIN_SIZE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MAX_SIZE,
-      g_param_spec_string("max-size", "Maximum size",
-                          "Largest window, WxH in frame pixels. 0x0: as large as the frame",
-                          DEFAULT_MAX_SIZE, rw));
+  WindowSizes::install(gobject_class, PROP_MIN_SIZE, PROP_MAX_SIZE,
+                       "Smallest window, WxH in frame pixels. 0x0: the model's window");
   g_object_class_install_property(
       gobject_class, PROP_HIT_THRESHOLD,
       g_param_spec_double("hit-threshold", "Hit threshold",
                           "Windows whose level weight (the last stage's sum) is below this are "
                           "not attached; the default attaches every window",
                           -G_MAXDOUBLE, G_MAXDOUBLE, DEFAULT_HIT_THRESHOLD, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_LABEL,
-      g_param_spec_string("label", "Label",
-                          "Name of the detected class, announced downstream for overlays and "
-                          "writers; empty: the model file's name",
-                          DEFAULT_LABEL, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_CLASS_ID,
-      g_param_spec_int("class-id", "Class id", "Class id of the attached candidates", 0, G_MAXINT,
-                       DEFAULT_CLASS_ID, rw));
+  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, "",
+                         "Name of the detected class, announced downstream for overlays and "
+                         "writers; empty: the model file's name");
   g_object_class_install_property(
       gobject_class, PROP_BACKEND,
       g_param_spec_enum("backend", "Backend", "Where the cascade runs",
@@ -294,61 +274,41 @@ static void gst_cuda_cascade_finalize(GObject *object) {
 static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
                                           GParamSpec *pspec) {
   GstCudaCascade *self = GST_CUDA_CASCADE(object);
+  std::lock_guard<std::mutex> guard(self->priv->lock);
+  Settings &s = self->priv->settings;
   bool bad_size = false;
-  const gchar *text = nullptr;
-  {
-    std::lock_guard<std::mutex> guard(self->priv->lock);
-    Settings &s = self->priv->settings;
-    switch (prop_id) {
-      case PROP_MODEL: {
-        const gchar *model = g_value_get_string(value);
-        s.model = model ? model : "";
-        break;
-      }
-      case PROP_SCALE_FACTOR:
-        s.scale_factor = g_value_get_double(value);
-        break;
-      case PROP_MIN_SIZE:
-      case PROP_MAX_SIZE: {
-        text = g_value_get_string(value);
-        gint w = 0, h = 0;
-        if (!gst_cv_parse_size(text, &w, &h)) {
-          bad_size = true;
-        } else if (prop_id == PROP_MIN_SIZE) {
-          s.min_w = w, s.min_h = h;
-        } else {
-          s.max_w = w, s.max_h = h;
-        }
-        break;
-      }
-      case PROP_HIT_THRESHOLD:
-        s.hit_threshold = g_value_get_double(value);
-        break;
-      case PROP_LABEL: {
-        const gchar *label = g_value_get_string(value);
-        s.label = label ? label : "";
-        break;
-      }
-      case PROP_CLASS_ID:
-        s.class_id = g_value_get_int(value);
-        break;
-      case PROP_BACKEND:
-        s.backend = static_cast<GstCudaCascadeBackend>(g_value_get_enum(value));
-        break;
-      case PROP_GPU_ID:
-        s.gpu_id = g_value_get_int(value);
-        break;
-      case PROP_DEVICE_CANDIDATES:
-        s.device_candidates = g_value_get_boolean(value);
-        break;
-      default:
-        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-        break;
+  if (s.detected.set(pspec, value)) return;
+  if (s.sizes.set(pspec, value, &bad_size)) {
+    if (bad_size) {
+      GST_WARNING_OBJECT(self, "ignoring %s=\"%s\": expected WxH, e.g. 40x40", pspec->name,
+                         g_value_get_string(value));
     }
+    return;
   }
-  if (bad_size) {
-    GST_WARNING_OBJECT(self, "ignoring %s=\"%s\": expected WxH, e.g. 40x40",
-                       g_param_spec_get_name(pspec), text ? text : "(null)");
+  switch (prop_id) {
+    case PROP_MODEL: {
+      const gchar *model = g_value_get_string(value);
+      s.model = model ? model : "";
+      break;
+    }
+    case PROP_SCALE_FACTOR:
+      s.scale_factor = g_value_get_double(value);
+      break;
+    case PROP_HIT_THRESHOLD:
+      s.hit_threshold = g_value_get_double(value);
+      break;
+    case PROP_BACKEND:
+      s.backend = static_cast<GstCudaCascadeBackend>(g_value_get_enum(value));
+      break;
+    case PROP_GPU_ID:
+      s.gpu_id = g_value_get_int(value);
+      break;
+    case PROP_DEVICE_CANDIDATES:
+      s.device_candidates = g_value_get_boolean(value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
   }
 }
 
@@ -357,6 +317,7 @@ static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue
   GstCudaCascade *self = GST_CUDA_CASCADE(object);
   std::lock_guard<std::mutex> guard(self->priv->lock);
   const Settings &s = self->priv->settings;
+  if (s.detected.get(pspec, value) || s.sizes.get(pspec, value)) return;
   switch (prop_id) {
     case PROP_MODEL:
       g_value_set_string(value, s.model.c_str());
@@ -364,20 +325,8 @@ static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue
     case PROP_SCALE_FACTOR:
       g_value_set_double(value, s.scale_factor);
       break;
-    case PROP_MIN_SIZE:
-      g_value_take_string(value, g_strdup_printf("%dx%d", s.min_w, s.min_h));
-      break;
-    case PROP_MAX_SIZE:
-      g_value_take_string(value, g_strdup_printf("%dx%d", s.max_w, s.max_h));
-      break;
     case PROP_HIT_THRESHOLD:
       g_value_set_double(value, s.hit_threshold);
-      break;
-    case PROP_LABEL:
-      g_value_set_string(value, s.label.c_str());
-      break;
-    case PROP_CLASS_ID:
-      g_value_set_int(value, s.class_id);
       break;
     case PROP_BACKEND:
       g_value_set_enum(value, s.backend);
@@ -494,8 +443,8 @@ static bool gray_of(GstCudaCascade *self, GstVideoFrame *frame, cv::Mat *gray) {
 /* Tells downstream the name of the class, once and whenever it changes. */
 static void announce_label(GstCudaCascade *self, const Settings &s) {
   GstCudaCascadePrivate *priv = self->priv;
-  priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.class_id,
-                           s.label.empty() ? priv->model->name : s.label);
+  priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.detected.class_id,
+                           s.detected.label.empty() ? priv->model->name : s.detected.label);
 }
 
 /* The frame's windows, from the GPU; a CUDA failure moves the element to the CPU twin for good
@@ -567,7 +516,7 @@ static bool detect_on_device(GstCudaCascade *self, const Settings &s, GstBuffer 
   std::shared_ptr<cudanms::DeviceCandidates> out = device_buffer(self, s, view, params);
   if (!out) return false;
   cudanms::cascade::DeviceOutput output;
-  output.class_id = s.class_id;
+  output.class_id = s.detected.class_id;
   output.min_score = s.hit_threshold;
   const cudanms::Status status = priv->detector->detect(view, params, output, out.get());
   if (!status.ok()) {
@@ -592,8 +541,8 @@ static GstFlowReturn detect_frame(GstCudaCascade *self, GstBuffer *buffer,
   announce_label(self, s);
   cudanms::cascade::DetectParams params;
   params.scale_factor = s.scale_factor;
-  params.min_width = s.min_w, params.min_height = s.min_h;
-  params.max_width = s.max_w, params.max_height = s.max_h;
+  params.min_width = s.sizes.min_width, params.min_height = s.sizes.min_height;
+  params.max_width = s.sizes.max_width, params.max_height = s.sizes.max_height;
   const gint64 start = g_get_monotonic_time();
   if (s.device_candidates && detect_on_device(self, s, buffer, view, params)) {
     GST_LOG_OBJECT(self, "windows left on the GPU in %.2f ms",
@@ -620,7 +569,7 @@ static GstFlowReturn detect_frame(GstCudaCascade *self, GstBuffer *buffer,
   const guint n = static_cast<guint>(priv->scores.size());
   GST_LOG_OBJECT(self, "%u windows in %.2f ms", n, (g_get_monotonic_time() - start) / 1000.0);
 
-  if (!gst_cv_attach_candidates(buffer, priv->boxes, priv->scores, s.class_id)) {
+  if (!gst_cv_attach_candidates(buffer, priv->boxes, priv->scores, s.detected.class_id)) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
     return GST_FLOW_ERROR;
   }

@@ -47,6 +47,7 @@
 
 #include "blazefacedecode.h"
 #include "detections.h"
+#include "detectorproperties.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_blaze_face_debug);
 #define GST_CAT_DEFAULT gst_blaze_face_debug
@@ -66,8 +67,6 @@ enum {
 
 #define DEFAULT_MODEL ""
 #define DEFAULT_SCORE_THRESHOLD 0.5
-#define DEFAULT_LABEL "face"
-#define DEFAULT_CLASS_ID 0
 
 #define VIDEO_FORMATS "{ BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
 
@@ -82,8 +81,7 @@ namespace {
 struct Settings {
   std::string model = DEFAULT_MODEL;
   double score_threshold = DEFAULT_SCORE_THRESHOLD;
-  std::string label = DEFAULT_LABEL;
-  gint class_id = DEFAULT_CLASS_ID;
+  DetectorClass detected{"face"};
 };
 
 /* The model property, or where tools/fetch-blazeface.sh keeps the model when it is empty. */
@@ -193,16 +191,9 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
                           "Anchors scoring below this (sigmoid of the logit, 0..1) are not "
                           "emitted; MediaPipe's face graphs use 0.5 to 0.75",
                           0.0, 1.0, DEFAULT_SCORE_THRESHOLD, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_LABEL,
-      g_param_spec_string("label", "Label",
-                          "Name of the detected class, announced downstream for overlays and "
-                          "writers",
-                          DEFAULT_LABEL, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_CLASS_ID,
-      g_param_spec_int("class-id", "Class id", "Class id of the emitted candidates", 0, G_MAXINT,
-                       DEFAULT_CLASS_ID, rw));
+  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, "face",
+                         "Name of the detected class, announced downstream for overlays and "
+                         "writers");
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -239,7 +230,7 @@ static void gst_blaze_face_set_property(GObject *object, guint prop_id, const GV
   GstBlazeFace *self = GST_BLAZE_FACE(object);
   std::lock_guard<std::mutex> guard(self->priv->lock);
   Settings &s = self->priv->settings;
-
+  if (s.detected.set(pspec, value)) return;
   switch (prop_id) {
     case PROP_MODEL: {
       const gchar *model = g_value_get_string(value);
@@ -248,14 +239,6 @@ static void gst_blaze_face_set_property(GObject *object, guint prop_id, const GV
     }
     case PROP_SCORE_THRESHOLD:
       s.score_threshold = g_value_get_double(value);
-      break;
-    case PROP_LABEL: {
-      const gchar *label = g_value_get_string(value);
-      s.label = label ? label : "";
-      break;
-    }
-    case PROP_CLASS_ID:
-      s.class_id = g_value_get_int(value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -268,19 +251,13 @@ static void gst_blaze_face_get_property(GObject *object, guint prop_id, GValue *
   GstBlazeFace *self = GST_BLAZE_FACE(object);
   std::lock_guard<std::mutex> guard(self->priv->lock);
   const Settings &s = self->priv->settings;
-
+  if (s.detected.get(pspec, value)) return;
   switch (prop_id) {
     case PROP_MODEL:
       g_value_set_string(value, s.model.c_str());
       break;
     case PROP_SCORE_THRESHOLD:
       g_value_set_double(value, s.score_threshold);
-      break;
-    case PROP_LABEL:
-      g_value_set_string(value, s.label.c_str());
-      break;
-    case PROP_CLASS_ID:
-      g_value_set_int(value, s.class_id);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -399,7 +376,7 @@ static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
     std::lock_guard<std::mutex> guard(priv->lock);
     s = priv->settings;
   }
-  priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.class_id, s.label);
+  priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.detected.class_id, s.detected.label);
 
   const auto start = std::chrono::steady_clock::now();
   const bf::Letterbox box =
@@ -430,7 +407,7 @@ static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 
   if (!gst_cv_attach_candidates(frame->buffer, priv->candidates.boxes, priv->candidates.scores,
-                                s.class_id, priv->candidates.keypoints, bf::kKeypoints)) {
+                                s.detected.class_id, priv->candidates.keypoints, bf::kKeypoints)) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
     return GST_FLOW_ERROR;
   }

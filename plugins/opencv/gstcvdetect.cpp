@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "detections.h"
+#include "detectorproperties.h"
 #include "grayframe.h"
 #include "labels.h"
-#include "sizes.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cv_detect_debug);
 #define GST_CAT_DEFAULT gst_cv_detect_debug
@@ -64,12 +64,8 @@ enum {
 #define DEFAULT_MODEL MODEL_HOG_PEOPLE
 #define DEFAULT_SCALE_FACTOR 1.1
 #define DEFAULT_WIN_STRIDE 8
-#define DEFAULT_MIN_SIZE "0x0"
-#define DEFAULT_MAX_SIZE "0x0"
 #define DEFAULT_HIT_THRESHOLD 0.0
 #define DEFAULT_DOWNSCALE 1.0
-#define DEFAULT_LABEL ""
-#define DEFAULT_CLASS_ID 0
 
 #define VIDEO_FORMATS "{ BGR, RGB, BGRx, BGRA, RGBx, RGBA, I420, YV12, NV12, NV21, GRAY8 }"
 
@@ -85,24 +81,14 @@ struct Settings {
   std::string model = DEFAULT_MODEL;
   double scale_factor = DEFAULT_SCALE_FACTOR;
   guint win_stride = DEFAULT_WIN_STRIDE;
-  cv::Size min_size{0, 0};
-  cv::Size max_size{0, 0};
+  WindowSizes sizes;
   double hit_threshold = DEFAULT_HIT_THRESHOLD;
   double downscale = DEFAULT_DOWNSCALE;
-  std::string label = DEFAULT_LABEL;
-  gint class_id = DEFAULT_CLASS_ID;
+  DetectorClass detected;
 };
 
-/* "WxH" with W, H >= 0. */
-bool parse_size(const gchar *text, cv::Size *size) {
-  gint w = 0, h = 0;
-  if (!gst_cv_parse_size(text, &w, &h)) return false;
-  *size = cv::Size(w, h);
-  return true;
-}
-
 std::string label_for(const Settings &s) {
-  if (!s.label.empty()) return s.label;
+  if (!s.detected.label.empty()) return s.detected.label;
   if (s.model == MODEL_HOG_PEOPLE) return "person";
   gchar *base = g_path_get_basename(s.model.c_str());
   std::string name = base;
@@ -181,17 +167,9 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
                         "Step of the sliding window in pixels of a pyramid level (HOG only; a "
                         "multiple of 8 is fastest; cascades step by 1-2 pixels themselves)",
                         1, 256, DEFAULT_WIN_STRIDE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MIN_SIZE,
-      g_param_spec_string("min-size", "Minimum size",
-                          "Smallest window, WxH in frame pixels; smaller than the model's window "
-                          "(64x128 for hog-people) upscales the frame. 0x0: the model's window",
-                          DEFAULT_MIN_SIZE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MAX_SIZE,
-      g_param_spec_string("max-size", "Maximum size",
-                          "Largest window, WxH in frame pixels. 0x0: as large as the frame",
-                          DEFAULT_MAX_SIZE, rw));
+  WindowSizes::install(gobject_class, PROP_MIN_SIZE, PROP_MAX_SIZE,
+                       "Smallest window, WxH in frame pixels; smaller than the model's window "
+                       "(64x128 for hog-people) upscales the frame. 0x0: the model's window");
   g_object_class_install_property(
       gobject_class, PROP_HIT_THRESHOLD,
       g_param_spec_double("hit-threshold", "Hit threshold",
@@ -205,16 +183,9 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
                           "speed: the smallest window becomes the model's window / downscale "
                           "(HOG: unless min-size says otherwise); boxes are in frame pixels",
                           0.05, 1.0, DEFAULT_DOWNSCALE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_LABEL,
-      g_param_spec_string("label", "Label",
-                          "Name of the detected class, announced downstream for overlays and "
-                          "writers; empty: 'person' for hog-people, else the model file's name",
-                          DEFAULT_LABEL, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_CLASS_ID,
-      g_param_spec_int("class-id", "Class id", "Class id of the emitted candidates", 0, G_MAXINT,
-                       DEFAULT_CLASS_ID, rw));
+  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, "",
+                         "Name of the detected class, announced downstream for overlays and "
+                         "writers; empty: 'person' for hog-people, else the model file's name");
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -251,7 +222,15 @@ static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GVa
   GstCvDetect *self = GST_CV_DETECT(object);
   std::lock_guard<std::mutex> guard(self->priv->lock);
   Settings &s = self->priv->settings;
-
+  bool bad_size = false;
+  if (s.detected.set(pspec, value)) return;
+  if (s.sizes.set(pspec, value, &bad_size)) {
+    if (bad_size) {
+      GST_WARNING_OBJECT(self, "ignoring %s=\"%s\": expected WxH, e.g. 64x128", pspec->name,
+                         g_value_get_string(value));
+    }
+    return;
+  }
   switch (prop_id) {
     case PROP_MODEL: {
       const gchar *model = g_value_get_string(value);
@@ -264,30 +243,11 @@ static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GVa
     case PROP_WIN_STRIDE:
       s.win_stride = g_value_get_uint(value);
       break;
-    case PROP_MIN_SIZE:
-    case PROP_MAX_SIZE: {
-      const gchar *text = g_value_get_string(value);
-      cv::Size size;
-      if (!parse_size(text ? text : DEFAULT_MIN_SIZE, &size)) {
-        GST_WARNING_OBJECT(self, "%s=\"%s\" is not WxH: ignored", pspec->name, text);
-        break;
-      }
-      (prop_id == PROP_MIN_SIZE ? s.min_size : s.max_size) = size;
-      break;
-    }
     case PROP_HIT_THRESHOLD:
       s.hit_threshold = g_value_get_double(value);
       break;
     case PROP_DOWNSCALE:
       s.downscale = g_value_get_double(value);
-      break;
-    case PROP_LABEL: {
-      const gchar *label = g_value_get_string(value);
-      s.label = label ? label : "";
-      break;
-    }
-    case PROP_CLASS_ID:
-      s.class_id = g_value_get_int(value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -300,7 +260,7 @@ static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *v
   GstCvDetect *self = GST_CV_DETECT(object);
   std::lock_guard<std::mutex> guard(self->priv->lock);
   const Settings &s = self->priv->settings;
-
+  if (s.detected.get(pspec, value) || s.sizes.get(pspec, value)) return;
   switch (prop_id) {
     case PROP_MODEL:
       g_value_set_string(value, s.model.c_str());
@@ -311,23 +271,11 @@ static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *v
     case PROP_WIN_STRIDE:
       g_value_set_uint(value, s.win_stride);
       break;
-    case PROP_MIN_SIZE:
-    case PROP_MAX_SIZE: {
-      const cv::Size &size = prop_id == PROP_MIN_SIZE ? s.min_size : s.max_size;
-      g_value_take_string(value, g_strdup_printf("%dx%d", size.width, size.height));
-      break;
-    }
     case PROP_HIT_THRESHOLD:
       g_value_set_double(value, s.hit_threshold);
       break;
     case PROP_DOWNSCALE:
       g_value_set_double(value, s.downscale);
-      break;
-    case PROP_LABEL:
-      g_value_set_string(value, s.label.c_str());
-      break;
-    case PROP_CLASS_ID:
-      g_value_set_int(value, s.class_id);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -414,12 +362,13 @@ static void detect_hog(GstCvDetect *self, const Settings &s, const cv::Mat &gray
   /* The smallest window: min-size when set (smaller than the model's window: the frame is
    * upscaled), else the model's window on the downscaled copy. */
   double s_min = 1.0 / s.downscale;
-  if (s.min_size.width > 0 || s.min_size.height > 0)
-    s_min = std::max(double(s.min_size.width) / win.width, double(s.min_size.height) / win.height);
+  if (s.sizes.min_width > 0 || s.sizes.min_height > 0)
+    s_min =
+        std::max(double(s.sizes.min_width) / win.width, double(s.sizes.min_height) / win.height);
   double s_max = std::min(double(gray.cols) / win.width, double(gray.rows) / win.height);
-  if (s.max_size.width > 0 && s.max_size.height > 0)
-    s_max = std::min(s_max, std::min(double(s.max_size.width) / win.width,
-                                     double(s.max_size.height) / win.height));
+  if (s.sizes.max_width > 0 && s.sizes.max_height > 0)
+    s_max = std::min(s_max, std::min(double(s.sizes.max_width) / win.width,
+                                     double(s.sizes.max_height) / win.height));
   std::vector<double> scales;
   for (double sc = s_min; sc <= s_max * (1 + 1e-9) && scales.size() < 256; sc *= s.scale_factor)
     scales.push_back(sc);
@@ -470,8 +419,8 @@ static void detect_cascade(GstCvDetect *self, const Settings &s, const cv::Mat &
   }
   cv::equalizeHist(priv->small, priv->small);
   const double sx = double(gray.cols) / priv->small.cols, sy = double(gray.rows) / priv->small.rows;
-  const cv::Size min_size(cvRound(s.min_size.width / sx), cvRound(s.min_size.height / sy));
-  const cv::Size max_size(cvRound(s.max_size.width / sx), cvRound(s.max_size.height / sy));
+  const cv::Size min_size(cvRound(s.sizes.min_width / sx), cvRound(s.sizes.min_height / sy));
+  const cv::Size max_size(cvRound(s.sizes.max_width / sx), cvRound(s.sizes.max_height / sy));
   std::vector<cv::Rect> objects;
   std::vector<int> levels;
   std::vector<double> weights;
@@ -490,7 +439,8 @@ static void detect_cascade(GstCvDetect *self, const Settings &s, const cv::Mat &
 
 /* Tells downstream the name of the class, once and whenever it changes. */
 static void announce_label(GstCvDetect *self, const Settings &s) {
-  self->priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.class_id, label_for(s));
+  self->priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.detected.class_id,
+                                 label_for(s));
 }
 
 static GstFlowReturn gst_cv_detect_transform_frame_ip(GstVideoFilter *filter,
@@ -524,7 +474,7 @@ static GstFlowReturn gst_cv_detect_transform_frame_ip(GstVideoFilter *filter,
       self, "%u candidates in %.1f ms", n,
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 
-  if (!gst_cv_attach_candidates(frame->buffer, priv->boxes, priv->scores, s.class_id)) {
+  if (!gst_cv_attach_candidates(frame->buffer, priv->boxes, priv->scores, s.detected.class_id)) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
     return GST_FLOW_ERROR;
   }
