@@ -33,7 +33,7 @@ bool parse_name(const char *const (&names)[N], const std::string &name, Enum *ou
 }
 
 // Indexed by the enums' values.
-const char *const kMethodNames[] = {"greedy", "matrix", "soft", "weighted"};
+const char *const kMethodNames[] = {"greedy", "matrix", "soft", "weighted", "group"};
 const char *const kSoftDecayNames[] = {"linear", "gaussian"};
 const char *const kOverlapNames[] = {"iou", "iomin", "ios", "diou"};
 const char *const kBackendNames[] = {"cpu", "cuda"};
@@ -85,6 +85,7 @@ void clear(Result *result) {
   result->kept_scores.clear();
   result->kept_class_ids.clear();
   result->kept_points.clear();
+  result->kept_neighbors.clear();
 }
 
 // A frame's candidates and parameters as run() takes them, or what is wrong with them.
@@ -170,6 +171,10 @@ Status validate(const Params &params) {
   if (params.method == Method::kSoft && params.soft_decay == SoftDecay::kGaussian &&
       !(params.sigma > 0.0f && std::isfinite(params.sigma))) {
     return Status::Error("sigma must be above 0 and finite, got " + std::to_string(params.sigma));
+  }
+  if (!(params.group_eps >= 0.0 && std::isfinite(params.group_eps))) {
+    return Status::Error("group eps must be at least 0 and finite, got " +
+                         std::to_string(params.group_eps));
   }
   std::set<int32_t> grouped;
   for (const auto &group : params.class_groups) {

@@ -10,6 +10,7 @@
 #include "common/overlap.h"
 #include "common/points.h"
 #include "common/select.h"
+#include "cpu_group.h"
 
 namespace cudanms::detail {
 namespace {
@@ -44,7 +45,11 @@ class CpuContext final : public Context {
                         &result->kept_points);
         }
         break;
+      case Method::kGroup:
+        group(params, result);
+        break;
     }
+    keep_neighboured(params, result);
     result->counts.kept = result->kept.size();
     return Status::Ok();
   }
@@ -82,24 +87,90 @@ class CpuContext final : public Context {
     return params.class_agnostic || classes_[a] == classes_[b];
   }
 
+  // Whether the methods may stop at max_detections: not when rule 5 may drop some of those.
   static bool full(const Params &params, size_t kept) {
-    return params.max_detections != 0 && kept >= params.max_detections;
+    return params.min_neighbors == 0 && params.max_detections != 0 && kept >= params.max_detections;
+  }
+
+  static bool counts_neighbours(const Params &params) { return params.min_neighbors > 0; }
+
+  // Rules 5 and 6 on the kept candidates the method found, with its counts of their neighbours
+  // in result->kept_neighbors when it counted them: every per-kept vector of the result keeps the
+  // entries of the kept candidates that stay.
+  static void keep_neighboured(const Params &params, Result *result) {
+    const size_t found = result->kept.size();
+    size_t stays = 0;
+    if (params.min_neighbors == 0 || found == 0) {
+      stays = found;
+    } else {
+      auto compact = [&](auto *values) {
+        if (values->empty()) return;
+        const size_t stride = values->size() / found;
+        size_t to = 0;
+        for (size_t k = 0; k < found; ++k) {
+          if (result->kept_neighbors[k] < params.min_neighbors) continue;
+          std::copy_n(values->begin() + k * stride, stride, values->begin() + to * stride);
+          ++to;
+        }
+        values->resize(to * stride);
+      };
+      compact(&result->kept);
+      compact(&result->kept_boxes);
+      compact(&result->kept_scores);
+      compact(&result->kept_class_ids);
+      compact(&result->kept_points);
+      compact(&result->kept_neighbors);
+      stays = result->kept.size();
+    }
+    if (params.max_detections == 0 || stays <= params.max_detections) return;
+    const size_t cap = params.max_detections;
+    auto truncate = [&](auto *values) {
+      if (!values->empty()) values->resize(values->size() / stays * cap);
+    };
+    truncate(&result->kept);
+    truncate(&result->kept_boxes);
+    truncate(&result->kept_scores);
+    truncate(&result->kept_class_ids);
+    truncate(&result->kept_points);
+    truncate(&result->kept_neighbors);
+  }
+
+  // result->kept_neighbors from the counts per rank position of the kept ones, when counted.
+  void report_neighbours(const Params &params, Result *result) const {
+    if (!counts_neighbours(params)) return;
+    for (const uint32_t p : kept_positions_) result->kept_neighbors.push_back(neighbours_[p]);
   }
 
   // Overlap > threshold >= 0 needs an intersection, so the grid of kept boxes finds every
   // candidate's possible suppressors.
+  // Counting neighbours, every kept box near a candidate is visited, not only the first.
   void greedy(const Params &params, Result *result) {
+    const bool counting = counts_neighbours(params);
     grid_.reset(boxes_);
+    start_neighbours(params);
     for (uint32_t i = 0; i < boxes_.size() && !full(params, result->kept.size()); ++i) {
-      const bool suppressed = grid_.any_near(boxes_[i], [&](uint32_t k) {
-        return same_class(params, k, i) &&
-               greedy_suppresses(params.overlap, params.threshold, boxes_[k], boxes_[i]);
+      bool suppressed = false;
+      grid_.any_near(boxes_[i], [&](uint32_t k) {
+        if (!same_class(params, k, i) ||
+            !greedy_suppresses(params.overlap, params.threshold, boxes_[k], boxes_[i])) {
+          return false;
+        }
+        suppressed = true;
+        if (counting) ++neighbours_[k];
+        return !counting;
       });
       if (!suppressed) {
         grid_.add(i, boxes_[i]);
         result->kept.push_back(selected_[i]);
+        kept_positions_.push_back(i);
       }
     }
+    report_neighbours(params, result);
+  }
+
+  void start_neighbours(const Params &params) {
+    kept_positions_.clear();
+    neighbours_.assign(counts_neighbours(params) ? boxes_.size() : 0, 0);
   }
 
   // Overlap >= threshold needs an intersection only when the threshold is above 0; at 0 every
@@ -113,7 +184,9 @@ class CpuContext final : public Context {
                                scores_[i]);
     };
     const bool near_only = params.threshold > 0.0f;
+    const bool counting = counts_neighbours(params);
     grid_.reset(boxes_);
+    start_neighbours(params);
     uint32_t score_group = 0;  // the first candidate of the score of candidate i
     for (uint32_t i = 0; i < boxes_.size() && !full(params, result->kept.size()); ++i) {
       if (scores_[i] != scores_[score_group]) {
@@ -122,13 +195,23 @@ class CpuContext final : public Context {
         score_group = i;
       }
       bool suppressed = false;
+      auto visit = [&](uint32_t j) {
+        if (!suppresses(j, i)) return false;
+        suppressed = true;
+        if (counting) ++neighbours_[j];
+        return !counting;
+      };
       if (near_only) {
-        suppressed = grid_.any_near(boxes_[i], [&](uint32_t j) { return suppresses(j, i); });
+        grid_.any_near(boxes_[i], visit);
       } else {
-        for (uint32_t j = 0; j < score_group && !suppressed; ++j) suppressed = suppresses(j, i);
+        for (uint32_t j = 0; j < score_group && !(suppressed && !counting); ++j) visit(j);
       }
-      if (!suppressed) result->kept.push_back(selected_[i]);
+      if (!suppressed) {
+        result->kept.push_back(selected_[i]);
+        kept_positions_.push_back(i);
+      }
     }
+    report_neighbours(params, result);
   }
 
   // Soft-NMS, selecting from a heap of (current score, index) entries: a decay pushes the
@@ -155,10 +238,12 @@ class CpuContext final : public Context {
       if (top.score < params.score_threshold) break;
       selected_flags_[s] = 1;
       keep(s, boxes_[s], current_[s], result);
+      uint32_t neighbours = 0;
       auto decay = [&](uint32_t j) {
         if (selected_flags_[j] || current_[j] < params.score_threshold || !same_class(params, s, j))
           return false;
         const float o = overlap(params.overlap, boxes_[s], boxes_[j]);
+        if (o > params.threshold) ++neighbours;
         const float decayed =
             current_[j] * soft_decay(params.soft_decay, o, params.threshold, params.sigma);
         if (decayed != current_[j]) {
@@ -173,6 +258,7 @@ class CpuContext final : public Context {
       } else {
         for (uint32_t j = 0; j < n; ++j) decay(j);
       }
+      if (counts_neighbours(params)) result->kept_neighbors.push_back(neighbours);
     }
   }
 
@@ -183,6 +269,7 @@ class CpuContext final : public Context {
     grid_.reset(boxes_);
     merged_.clear();
     kept_positions_.clear();
+    neighbours_.clear();  // per kept slot
     claims_.assign(boxes_.size(), UINT32_MAX);
     for (uint32_t i = 0; i < boxes_.size(); ++i) {
       uint32_t claimed_by = UINT32_MAX;  // the kept candidate's slot
@@ -197,16 +284,28 @@ class CpuContext final : public Context {
       if (claimed_by != UINT32_MAX) {
         claims_[i] = claimed_by;
         merged_[claimed_by].add(boxes_[i], scores_[i]);
+        ++neighbours_[claimed_by];
       } else if (!full(params, kept_positions_.size())) {
         grid_.add(static_cast<uint32_t>(kept_positions_.size()), boxes_[i]);
         kept_positions_.push_back(i);
         merged_.emplace_back();
         merged_.back().add(boxes_[i], scores_[i]);
+        neighbours_.push_back(0);
       }
     }
     for (size_t slot = 0; slot < kept_positions_.size(); ++slot) {
       const uint32_t k = kept_positions_[slot];
       keep(k, merged_[slot].mean(boxes_[k]), scores_[k], result);
+      if (counts_neighbours(params)) result->kept_neighbors.push_back(neighbours_[slot]);
+    }
+  }
+
+  void group(const Params &params, Result *result) {
+    grouper_.group(boxes_, classes_, params.class_agnostic, params.group_eps, params.min_neighbors,
+                   &classes_kept_);
+    for (const GroupedClass &c : classes_kept_) {
+      keep(c.position, group_box(c.rect), scores_[c.position], result);
+      result->kept_neighbors.push_back(c.members - 1);
     }
   }
 
@@ -240,8 +339,11 @@ class CpuContext final : public Context {
   std::vector<float> current_;            // soft: the decayed scores
   std::vector<uint8_t> selected_flags_;   // soft
   std::vector<WeightedBox> merged_;       // weighted: per kept candidate
-  std::vector<uint32_t> kept_positions_;  // weighted: their rank positions
+  std::vector<uint32_t> kept_positions_;  // greedy, matrix, weighted: the kept rank positions
   std::vector<uint32_t> claims_;          // weighted: per rank position, the claiming kept slot
+  std::vector<uint32_t> neighbours_;      // rule 5: per rank position (weighted: per kept slot)
+  RectGrouper grouper_;
+  std::vector<GroupedClass> classes_kept_;
 };
 
 }  // namespace

@@ -57,6 +57,10 @@ inline ::testing::AssertionResult same_result(const Result &got, const Result &w
       }
     }
   }
+  if (got.kept_neighbors != want.kept_neighbors) {
+    return ::testing::AssertionFailure() << "kept_neighbors differ: " << got.kept_neighbors.size()
+                                         << " counts, want " << want.kept_neighbors.size();
+  }
   // The points: none without points in the candidates, else the same bits.
   if (got.kept_points.size() != want.kept_points.size()) {
     return ::testing::AssertionFailure() << "kept " << got.kept_points.size()

@@ -131,7 +131,8 @@ void for_each_random_case(uint64_t seed, int sets, size_t max_size, Visit visit)
   const float thresholds[] = {0.0f, 0.3f, 0.5f, 0.7f, 1.0f};
   size_t index = 0;
   for (const Generator &g : generators()) {
-    for (Method method : {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted}) {
+    for (Method method :
+         {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted, Method::kGroup}) {
       for (Overlap overlap : {Overlap::kIoU, Overlap::kIoMin, Overlap::kIoS, Overlap::kDIoU}) {
         for (float threshold : thresholds) {
           for (bool agnostic : {false, true}) {
@@ -150,6 +151,11 @@ void for_each_random_case(uint64_t seed, int sets, size_t max_size, Visit visit)
               c.params.soft_decay =
                   uniform_int(rng, 0, 1) ? SoftDecay::kLinear : SoftDecay::kGaussian;
               c.params.sigma = uniform_int(rng, 0, 1) ? 0.5f : 0.1f;
+              // A third of the sets need neighbours (rule 5), and group's always but a fifth.
+              const bool grouping = method == Method::kGroup && uniform_int(rng, 0, 4) != 0;
+              c.params.min_neighbors =
+                  grouping || uniform_int(rng, 0, 2) == 0 ? uniform_int(rng, 1, 3) : 0;
+              c.params.group_eps = uniform_int(rng, 0, 1) ? 0.2 : 0.5;
               // A third of the sets carry 1 to 6 points per box, near it (landmarks).
               if (uniform_int(rng, 0, 2) == 0) add_points(rng, uniform_int(rng, 1, 6), &c.set);
               c.description =
@@ -160,6 +166,9 @@ void for_each_random_case(uint64_t seed, int sets, size_t max_size, Visit visit)
                   " Dmax=" + std::to_string(c.params.max_candidates) +
                   " max_detections=" + std::to_string(c.params.max_detections) +
                   " groups=" + class_groups_to_string(c.params.class_groups) +
+                  " min_neighbors=" + std::to_string(c.params.min_neighbors) +
+                  (method == Method::kGroup ? " eps=" + std::to_string(c.params.group_eps)
+                                            : std::string()) +
                   " points=" + std::to_string(c.set.points_per_candidate) +
                   (method == Method::kSoft ? std::string(" ") + to_string(c.params.soft_decay) +
                                                  " sigma=" + std::to_string(c.params.sigma)

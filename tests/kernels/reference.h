@@ -3,13 +3,17 @@
 // box it overlaps" (torchvision's form) instead of "check each box against the kept list", and
 // the paper's rule over all pairs by score instead of by rank, Soft-NMS as OpenCV's
 // softNMSBoxes loop (a linear search for the best each round, every other candidate decayed) and
-// weighted NMS as MediaPipe's clustering loop. Soft-NMS's gaussian decay shares one thing with the
+// weighted NMS as MediaPipe's clustering loop, grouping as OpenCV's groupRectangles over all
+// pairs (a breadth-first search for the classes), and neighbours (rule 5) counted from their
+// definitions after each method. Soft-NMS's gaussian decay shares one thing with the
 // library: its exp (common/decay.h), which the rules in cudanms/nms.h name as part of the
 // contract; tests check it against std::exp, and Soft-NMS against OpenCV's.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 #include "candidate_set.h"
@@ -61,6 +65,99 @@ inline float reference_overlap(Overlap kind, const float *a, const float *b) {
   return 0.0f;
 }
 
+// OpenCV's cv::groupRectangles over the ranked candidates `order` (rule 4, kGroup): every pair
+// tested, the classes found by a breadth-first search, each reported by its best-ranked member.
+template <typename SameClass, typename Finish>
+Result reference_group(const tools::CandidateSet &set, const Params &p,
+                       const std::vector<uint32_t> &order, SameClass same_class, Finish finish,
+                       Result *r) {
+  struct Rect {
+    int64_t x, y, w, h;
+  };
+  auto round_clamped = [](float v) {
+    return static_cast<int64_t>(std::nearbyint(std::min(std::max(v, -16777216.0f), 16777216.0f)));
+  };
+  const size_t n = order.size();
+  std::vector<Rect> rects;
+  for (uint32_t i : order) {
+    const float *b = &set.boxes[4 * size_t{i}];
+    const int64_t x = round_clamped(b[0]), y = round_clamped(b[1]);
+    rects.push_back({x, y, round_clamped(b[2]) - x, round_clamped(b[3]) - y});
+  }
+  auto keep_rect = [&](size_t k, const Rect &c, uint32_t members) {
+    const float box[4] = {float(c.x), float(c.y), float(c.x + c.w), float(c.y + c.h)};
+    r->kept.push_back(order[k]);
+    r->kept_boxes.insert(r->kept_boxes.end(), box, box + 4);
+    r->kept_scores.push_back(set.scores[order[k]]);
+    r->kept_class_ids.push_back(set.classes[order[k]]);
+    r->kept_neighbors.push_back(members - 1);
+  };
+  if (p.min_neighbors == 0) {
+    for (size_t k = 0; k < n; ++k) keep_rect(k, rects[k], 1);
+  } else {
+    auto similar = [&](const Rect &a, const Rect &b) {
+      const double d = p.group_eps * double(std::min(a.w, b.w) + std::min(a.h, b.h)) * 0.5;
+      return std::llabs(a.x - b.x) <= d && std::llabs(a.y - b.y) <= d &&
+             std::llabs(a.x + a.w - b.x - b.w) <= d && std::llabs(a.y + a.h - b.y - b.h) <= d;
+    };
+    std::vector<size_t> label(n, SIZE_MAX);
+    std::vector<size_t> firsts;  // each class's best-ranked member
+    for (size_t k = 0; k < n; ++k) {
+      if (label[k] != SIZE_MAX) continue;
+      label[k] = k;
+      firsts.push_back(k);
+      for (std::vector<size_t> todo = {k}; !todo.empty();) {
+        const size_t a = todo.back();
+        todo.pop_back();
+        for (size_t b = 0; b < n; ++b) {
+          if (label[b] == SIZE_MAX && same_class(order[a], order[b]) &&
+              similar(rects[a], rects[b])) {
+            label[b] = k;
+            todo.push_back(b);
+          }
+        }
+      }
+    }
+    std::vector<Rect> mean(n);
+    std::vector<uint32_t> members(n, 0);
+    for (const size_t k : firsts) {
+      int64_t sx = 0, sy = 0, sw = 0, sh = 0;
+      for (size_t m = 0; m < n; ++m) {
+        if (label[m] != k) continue;
+        ++members[k];
+        sx += rects[m].x;
+        sy += rects[m].y;
+        sw += rects[m].w;
+        sh += rects[m].h;
+      }
+      const float scale = 1.f / float(members[k]);
+      mean[k] = {
+          int64_t(std::nearbyint(float(sx) * scale)), int64_t(std::nearbyint(float(sy) * scale)),
+          int64_t(std::nearbyint(float(sw) * scale)), int64_t(std::nearbyint(float(sh) * scale))};
+    }
+    for (const size_t k : firsts) {
+      if (members[k] <= p.min_neighbors) continue;
+      bool inside = false;
+      for (const size_t j : firsts) {
+        if (j == k || members[j] <= p.min_neighbors || !same_class(order[k], order[j])) continue;
+        const Rect &r1 = mean[k], &r2 = mean[j];
+        const int64_t dx = int64_t(std::nearbyint(double(r2.w) * p.group_eps));
+        const int64_t dy = int64_t(std::nearbyint(double(r2.h) * p.group_eps));
+        inside = inside || (r1.x >= r2.x - dx && r1.y >= r2.y - dy &&
+                            r1.x + r1.w <= r2.x + r2.w + dx && r1.y + r1.h <= r2.y + r2.h + dy &&
+                            (members[j] > std::max<uint32_t>(3, members[k]) || members[k] < 3));
+      }
+      if (!inside) keep_rect(k, mean[k], members[k]);
+    }
+  }
+  const size_t point_floats = 2 * size_t{set.points_per_candidate};
+  for (uint32_t i : r->kept) {
+    r->kept_points.insert(r->kept_points.end(), set.points.data() + point_floats * i,
+                          set.points.data() + point_floats * (i + 1));
+  }
+  return finish();
+}
+
 inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
   Result r;
   const size_t n = set.size();
@@ -105,7 +202,49 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
     r.kept_scores.push_back(score);
     r.kept_class_ids.push_back(set.classes[i]);
   };
-  const size_t cap = p.max_detections != 0 ? p.max_detections : order.size();
+  // Rule 6 applies after rule 5: with min_neighbors the methods run to the end.
+  const size_t cap =
+      p.max_detections != 0 && p.min_neighbors == 0 ? p.max_detections : order.size();
+  const bool counting = p.min_neighbors > 0 || p.method == Method::kGroup;
+  auto finish = [&] {
+    if (p.min_neighbors > 0) {
+      Result all = r;
+      r.kept.clear();
+      r.kept_boxes.clear();
+      r.kept_scores.clear();
+      r.kept_class_ids.clear();
+      r.kept_points.clear();
+      r.kept_neighbors.clear();
+      const size_t per_points = all.kept.empty() ? 0 : all.kept_points.size() / all.kept.size();
+      for (size_t k = 0; k < all.kept.size(); ++k) {
+        if (all.kept_neighbors[k] < p.min_neighbors) continue;
+        r.kept.push_back(all.kept[k]);
+        if (!all.kept_boxes.empty()) {
+          r.kept_boxes.insert(r.kept_boxes.end(), &all.kept_boxes[4 * k],
+                              &all.kept_boxes[4 * k + 4]);
+          r.kept_scores.push_back(all.kept_scores[k]);
+          r.kept_class_ids.push_back(all.kept_class_ids[k]);
+        }
+        r.kept_points.insert(r.kept_points.end(), all.kept_points.begin() + per_points * k,
+                             all.kept_points.begin() + per_points * (k + 1));
+        r.kept_neighbors.push_back(all.kept_neighbors[k]);
+      }
+    }
+    const size_t most = p.max_detections != 0 ? p.max_detections : r.kept.size();
+    if (r.kept.size() > most) {
+      const size_t per_points = r.kept_points.size() / r.kept.size();
+      r.kept.resize(most);
+      if (!r.kept_boxes.empty()) {
+        r.kept_boxes.resize(4 * most);
+        r.kept_scores.resize(most);
+        r.kept_class_ids.resize(most);
+      }
+      r.kept_points.resize(per_points * most);
+      if (!r.kept_neighbors.empty()) r.kept_neighbors.resize(most);
+    }
+    r.counts.kept = r.kept.size();
+    return r;
+  };
 
   const size_t point_floats = 2 * size_t{set.points_per_candidate};
   auto points = [&](uint32_t i) { return set.points.data() + point_floats * i; };
@@ -130,10 +269,12 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
       if (best == order.size() || current[best] < p.score_threshold) break;
       selected[best] = true;
       keep_with(order[best], box(order[best]), current[best]);
+      uint32_t neighbours = 0;
       for (size_t k = 0; k < order.size(); ++k) {
         if (selected[k] || current[k] < p.score_threshold || !same_class(order[best], order[k]))
           continue;
         const float o = reference_overlap(p.overlap, box(order[best]), box(order[k]));
+        if (o > p.threshold) ++neighbours;
         float decay = 1.0f;
         if (p.soft_decay == SoftDecay::kLinear) {
           if (o > p.threshold) decay = 1.0f - o;
@@ -142,10 +283,10 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
         }
         current[k] = current[k] * decay;
       }
+      if (counting) r.kept_neighbors.push_back(neighbours);
     }
-    r.counts.kept = r.kept.size();
     keep_own_points();
-    return r;
+    return finish();
   }
 
   if (p.method == Method::kWeighted) {
@@ -174,14 +315,15 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
       }
       const float mean[4] = {x1 / total, y1 / total, x2 / total, y2 / total};
       keep_with(first, total > 0.0f ? mean : box(first), set.scores[first]);
+      if (counting) r.kept_neighbors.push_back(uint32_t(remaining.size() - rest.size() - 1));
       for (size_t v = 0; v < point_floats; ++v) {
         r.kept_points.push_back(total > 0.0f ? point_sums[v] / total : points(first)[v]);
       }
       remaining = std::move(rest);
     }
-    r.counts.kept = r.kept.size();
-    return r;
+    return finish();
   }
+  if (p.method == Method::kGroup) return reference_group(set, p, order, same_class, finish, &r);
 
   std::vector<bool> removed(order.size(), false);
   for (size_t ii = 0; ii < order.size(); ++ii) {
@@ -189,29 +331,34 @@ inline Result reference_nms(const tools::CandidateSet &set, const Params &p) {
     if (p.method == Method::kGreedy) {
       if (removed[ii]) continue;
       r.kept.push_back(i);
+      uint32_t neighbours = 0;
       for (size_t jj = ii + 1; jj < order.size(); ++jj) {
         const uint32_t j = order[jj];
         if (same_class(i, j) && reference_overlap(p.overlap, box(i), box(j)) > p.threshold) {
           removed[jj] = true;
+          ++neighbours;
         }
       }
+      if (counting) r.kept_neighbors.push_back(neighbours);
     } else {
-      bool suppressed = false;
-      for (uint32_t j : order) {
+      auto suppresses = [&](uint32_t j, uint32_t k) {
         const float *a = box(j);
-        suppressed = suppressed ||
-                     (set.scores[j] > set.scores[i] && a[2] > a[0] && a[3] > a[1] &&
-                      same_class(i, j) && reference_overlap(p.overlap, a, box(i)) >= p.threshold);
+        return set.scores[j] > set.scores[k] && a[2] > a[0] && a[3] > a[1] && same_class(k, j) &&
+               reference_overlap(p.overlap, a, box(k)) >= p.threshold;
+      };
+      bool suppressed = false;
+      for (uint32_t j : order) suppressed = suppressed || suppresses(j, i);
+      if (suppressed) continue;
+      r.kept.push_back(i);
+      if (counting) {
+        uint32_t neighbours = 0;
+        for (uint32_t k : order) neighbours += suppresses(i, k) ? 1 : 0;
+        r.kept_neighbors.push_back(neighbours);
       }
-      if (!suppressed) r.kept.push_back(i);
     }
   }
-  if (p.max_detections != 0 && r.kept.size() > p.max_detections) {
-    r.kept.resize(p.max_detections);
-  }
-  r.counts.kept = r.kept.size();
   keep_own_points();
-  return r;
+  return finish();
 }
 
 }  // namespace cudanms::testing

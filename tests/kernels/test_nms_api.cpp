@@ -35,6 +35,14 @@ TEST(Params, RejectsWhatHasNoMeaning) {
   EXPECT_FALSE(nms->run(set.view(), params, &result).ok());
   EXPECT_FALSE(nms->run({nullptr, nullptr, nullptr, 3}, Params(), &result).ok());
   EXPECT_FALSE(nms->run(set.view(), Params(), nullptr).ok());
+  for (double eps : {-0.1, double(kNaN), std::numeric_limits<double>::infinity()}) {
+    params = Params();
+    params.method = Method::kGroup;
+    params.group_eps = eps;
+    const Status s = nms->run(set.view(), params, &result);
+    EXPECT_FALSE(s.ok()) << eps;
+    EXPECT_NE(s.message().find("group eps"), std::string::npos) << s.message();
+  }
   for (float sigma : {0.0f, -1.0f, kNaN, std::numeric_limits<float>::infinity()}) {
     params = Params();
     params.method = Method::kSoft;
@@ -63,6 +71,8 @@ TEST(Params, DefaultsAreTheDocumentedOnes) {
   EXPECT_TRUE(p.class_groups.empty());
   EXPECT_EQ(p.soft_decay, SoftDecay::kGaussian);
   EXPECT_EQ(p.sigma, 0.5f);
+  EXPECT_EQ(p.min_neighbors, 0u);
+  EXPECT_EQ(p.group_eps, 0.2);
 }
 
 TEST(Params, ClassGroupsParseAndPrint) {
@@ -78,7 +88,8 @@ TEST(Params, ClassGroupsParseAndPrint) {
 }
 
 TEST(Names, RoundTrip) {
-  for (Method m : {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted}) {
+  for (Method m :
+       {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted, Method::kGroup}) {
     Method parsed;
     ASSERT_TRUE(parse_method(to_string(m), &parsed));
     EXPECT_EQ(parsed, m);

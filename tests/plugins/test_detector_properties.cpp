@@ -51,7 +51,9 @@ TEST(DetectorPropertiesDefaults, BlazefaceNamesFacesTheOthersTheirModel) {
     ASSERT_NE(element, nullptr) << factory;
     const bool blazeface = g_str_equal(factory, "blazeface");
     EXPECT_EQ(get_string(element, "label"), blazeface ? "face" : "") << factory;
-    if (!blazeface) EXPECT_EQ(get_string(element, "min-size"), "0x0") << factory;
+    if (!blazeface) {
+      EXPECT_EQ(get_string(element, "min-size"), "0x0") << factory;
+    }
     gst_object_unref(element);
   }
 }

@@ -37,12 +37,44 @@
 //       replaced by the score-weighted mean of itself and of the candidates it suppressed; a
 //       suppressed candidate belongs to the best-ranked kept one that overlaps it by more than
 //       the threshold. A kept candidate keeps its score. Result::kept_boxes holds the means.
+//     - Method::kGroup, OpenCV's cv::groupRectangles (what CascadeClassifier::detectMultiScale
+//       returns with minNeighbors = Params::min_neighbors, its level weights as scores): each
+//       candidate is the integer rectangle x = round(x1), y = round(y1), w = round(x2) - x,
+//       h = round(y2) - y (coordinates clamped to [-2^24, 2^24] first). Two rectangles are
+//       similar when, with d = eps * (min(w1, w2) + min(h1, h2)) * 0.5 in double precision
+//       (eps = Params::group_eps), |x1 - x2|, |y1 - y2|, |x1 + w1 - x2 - w2| and
+//       |y1 + h1 - y2 - h2| are all at most d. A class is a connected component of similarity
+//       (a chain of similar rectangles is one class). Its n members stand for one rectangle: the
+//       members' sums of x, y, w and h (exact integers) each times 1 / n in single precision,
+//       rounded; its kept candidate is its best-ranked member, with that member's score (the
+//       class's highest), and box (x, y, x + w, y + h). A class with n <= min_neighbors is
+//       dropped, and so is a class r1 of n1 members that another class r2 of n2 > min_neighbors
+//       holds, with dx = round(w2 * eps), dy = round(h2 * eps) in double precision:
+//       r1.x >= r2.x - dx, r1.y >= r2.y - dy, r1.x + w1 <= r2.x + w2 + dx,
+//       r1.y + h1 <= r2.y + h2 + dy, and n2 > max(3, n1) or n1 < 3. With min_neighbors 0 every
+//       candidate is a class of its own and none is dropped (OpenCV's grouping off). Rounding
+//       is to nearest, ties to even, as OpenCV's cvRound. Result::kept_boxes holds the class
+//       rectangles.
 //     Points (CandidatesView::points: a face's landmarks, a body's joints) follow their box:
 //     Result::kept_points holds each kept candidate's own, except for kWeighted, which merges
 //     them as it merges the box, with the same weights in the same order.
 //     Classes: Params::class_groups joins classes into groups whose candidates suppress one
-//     another as if of one class; a class in no group is a group of its own.
-//  5. Params::max_detections, when not 0, keeps only the first that many kept candidates.
+//     another (kGroup: are grouped together) as if of one class; a class in no group is a group
+//     of its own.
+//  5. Neighbours (Params::min_neighbors; DeepStream's minBoxes, OpenCV's minNeighbors): the
+//     candidates a kept one stands for besides itself, all of its class group:
+//     - kGreedy: the lower-ranked candidates it overlaps by more than the threshold, whether or
+//       not another kept candidate overlaps them too;
+//     - kMatrix: the candidates it suppresses (strictly lower score, overlap at least the
+//       threshold; none when its box is empty);
+//     - kSoft: the candidates not yet selected and at or above the floor when it was selected
+//       that it overlaps by more than the threshold (for the gaussian decay too);
+//     - kWeighted: the candidates merged into it;
+//     - kGroup: the other members of its class.
+//     With min_neighbors above 0, a kept candidate with fewer neighbours is dropped once NMS is
+//     done (its neighbours stay suppressed: a cluster too small goes whole), and
+//     Result::kept_neighbors holds the kept ones' counts; kGroup fills it always.
+//  6. Params::max_detections, when not 0, keeps only the first that many kept candidates.
 //
 // Soft-NMS's gaussian decay uses this library's own single-precision exp (common/decay.h, within
 // 2 ulp of the true value, 1 exactly at 0, 0 below -87), so that every backend decays alike; a
@@ -105,7 +137,7 @@ struct DeviceCandidatesView {
   void *context = nullptr;  // the CUcontext they live in: the NMS context's (Context::cuda_context)
 };
 
-enum class Method { kGreedy, kMatrix, kSoft, kWeighted };
+enum class Method { kGreedy, kMatrix, kSoft, kWeighted, kGroup };
 enum class SoftDecay { kLinear, kGaussian };
 enum class Overlap { kIoU, kIoMin, kIoS, kDIoU };
 enum class Backend { kCpu, kCuda };
@@ -123,6 +155,9 @@ struct Params {
   std::vector<std::vector<int32_t>> class_groups;
   SoftDecay soft_decay = SoftDecay::kGaussian;  // Method::kSoft only
   float sigma = 0.5f;                           // kGaussian's, above 0 (OpenCV's default)
+  // Rule 5: the neighbours a kept candidate needs; 0: none (kGroup: grouping off).
+  uint32_t min_neighbors = 0;
+  double group_eps = 0.2;  // Method::kGroup's similarity, finite and at least 0 (OpenCV's)
 };
 
 struct Counts {
@@ -145,13 +180,16 @@ struct Result {
   Backend computed_on = Backend::kCpu;
   // The kept candidates' boxes (4 floats each), scores and class ids (0 without class ids), in
   // the order of `kept`: for device candidates, as the caller has no host copy of them, and for
-  // the methods that change them (kSoft's decayed scores, kWeighted's merged boxes).
+  // the methods that change them (kSoft's decayed scores, kWeighted's and kGroup's boxes).
   std::vector<float> kept_boxes;
   std::vector<float> kept_scores;
   std::vector<int32_t> kept_class_ids;
   // For candidates with points: points_per_candidate x {x, y} per kept candidate, in the order
   // of `kept` (kWeighted's merged, rule 4). Empty otherwise.
   std::vector<float> kept_points;
+  // Each kept candidate's neighbours (rule 5), in the order of `kept`: with
+  // Params::min_neighbors above 0, and for kGroup (its class size less one). Empty otherwise.
+  std::vector<uint32_t> kept_neighbors;
 };
 
 // One frame of a batch (Context::run of several frames): its candidates and its parameters.
@@ -204,8 +242,8 @@ class Context {
   // Several frames at once, each with its own candidates and parameters: *results gets one
   // Result per frame, in order, each as run() would give. On CUDA, greedy and matrix frames of up
   // to 16 Ki candidates go in one launch sequence and one synchronisation (one settle block per
-  // frame, side by side on the GPU); larger frames, and soft and weighted ones, run one after the
-  // other. A frame with bad input
+  // frame, side by side on the GPU); larger frames, soft, weighted and group ones, and frames
+  // with min_neighbors, run one after the other. A frame with bad input
   // fails the whole call, before any work, and *results is left empty.
   Status run(const std::vector<Frame> &frames, std::vector<Result> *results);
   virtual Backend backend() const = 0;
