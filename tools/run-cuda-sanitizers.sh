@@ -19,6 +19,8 @@ targets=(
   # the spatial pairs and the whole-GPU settle), too slow under racecheck (Soft-NMS at 30k).
   "tests/kernels/test_cuda_nms|*-*LargeSlidingWindowFrames*:*LargeFramesInSpatialOrder*"
   "tests/tools/test_cudanms_tool|*.Cuda*"
+  # Rule 5's counts and compaction, and grouping: all pairs and the sweep past 8 192 ranks.
+  "tests/kernels/test_min_neighbors|*Cuda*"
   "tests/plugins/test_cudanms|CudaNmsElement.CudaPath*"
   # Every cascade kernel (tilted integrals included) runs in these; the real-frames test is the
   # same kernels on 30 more frames, too slow under racecheck.

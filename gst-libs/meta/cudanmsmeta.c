@@ -403,6 +403,7 @@ static gboolean result_meta_init(GstMeta *meta, gpointer params, GstBuffer *buff
   r->labels = NULL;
   r->points_per_box = 0;
   r->points = NULL;
+  r->members = NULL;
   return TRUE;
 }
 
@@ -414,6 +415,8 @@ static void result_meta_free(GstMeta *meta, GstBuffer *buffer) {
   g_free(r->class_ids);
   g_free(r->labels);
   g_free(r->points);
+  g_free(r->members);
+  r->members = NULL;
   r->boxes = NULL;
   r->scores = NULL;
   r->class_ids = NULL;
@@ -442,6 +445,10 @@ static GstCudaNmsResultMeta *result_meta_copy(GstBuffer *dest, const GstCudaNmsR
   gst_cuda_nms_result_meta_set_points_per_box(dst, src->points_per_box);
   if (dst->points)
     memcpy(dst->points, src->points, 2 * sizeof(gfloat) * (gsize)src->points_per_box * src->n_kept);
+  if (src->members) {
+    gst_cuda_nms_result_meta_set_members(dst);
+    if (dst->members) memcpy(dst->members, src->members, sizeof(guint) * (gsize)src->n_kept);
+  }
   return dst;
 }
 
@@ -490,6 +497,12 @@ GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, gui
     r->labels = g_new0(const gchar *, n_kept);
   }
   return r;
+}
+
+void gst_cuda_nms_result_meta_set_members(GstCudaNmsResultMeta *meta) {
+  g_return_if_fail(meta != NULL);
+  g_free(meta->members);
+  meta->members = meta->n_kept > 0 ? g_new0(guint, meta->n_kept) : NULL;
 }
 
 void gst_cuda_nms_result_meta_set_points_per_box(GstCudaNmsResultMeta *meta, guint points_per_box) {

@@ -14,7 +14,9 @@
 //             indices, in rank order, at most max_detections, into mapped host memory (output.h)
 //   D2H       device candidates only: the kept values, written by a kernel into mapped memory
 // Soft and weighted frames past kSmallFrameMax run the rank stage, then their own stages
-// (valued_methods.h). The memory of all stages is the Workspace's (workspace.h).
+// (valued_methods.h); group frames the rank stage and the grouping (group.h); and frames with
+// min_neighbors the rank stage, their method and the neighbours stage (neighbours.h). The memory
+// of all stages is the Workspace's (workspace.h).
 // The number of candidates and of ranked ones is known only on the device, so every kernel reads
 // them there and launches are sized for the most they can be. That makes a host frame's work
 // independent of its count within a power-of-two capacity: frames of up to kGraphMax candidates
@@ -37,6 +39,8 @@
 #include "cudanms/device_candidates.h"
 #include "frame_args.h"
 #include "graph_cache.h"
+#include "group.h"
+#include "neighbours.h"
 #include "output.h"
 #include "pairs.h"
 #include "rank.h"
@@ -94,11 +98,18 @@ struct GraphKey {
   uint32_t capacity, most;
   bool with_classes;
   Method method;
+  bool neighbours;  // min_neighbors above 0
   bool operator==(const GraphKey &o) const {
-    return std::tie(capacity, most, with_classes, method) ==
-           std::tie(o.capacity, o.most, o.with_classes, o.method);
+    return std::tie(capacity, most, with_classes, method, neighbours) ==
+           std::tie(o.capacity, o.most, o.with_classes, o.method, o.neighbours);
   }
 };
+
+// A frame that runs on its own, in its own launch sequence: one whose kernels write the kept
+// values, or count neighbours.
+bool runs_alone(const Params &params) {
+  return changes_values(params.method) || params.min_neighbors > 0;
+}
 
 class CudaContext final : public Context {
  public:
@@ -195,25 +206,34 @@ class CudaContext final : public Context {
       sort_buffers = ws_->sort_buffers();
     }
     const RankSortBuffers *sort = capacity > kCountingRankMax ? &sort_buffers : nullptr;
+    if (params.method == Method::kGroup) {
+      status = ws_->reserve_group(most, stream_);
+      if (!status.ok()) return status;
+    }
     auto submit = [&]() -> Status {
       CUDANMS_TRY(cudaMemcpyAsync(d, h, staged, cudaMemcpyHostToDevice, stream_));
-      return changes_values(params.method)
-                 ? launch_valued(frames, params.method, capacity, most, sort)
-                 : launch(frames, 1, greedy, capacity, most, sort);
+      return runs_alone(params) ? launch_alone(frames, params, capacity, most, sort)
+                                : launch(frames, 1, greedy, capacity, most, sort);
     };
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
-    status = capacity <= kGraphMax
-                 ? graphs_.replay(GraphKey{capacity, most, classes, params.method}, ws_->moves(),
-                                  stream_, submit)
-                 : submit();
+    const GraphKey key{capacity, most, classes, params.method, params.min_neighbors > 0};
+    status = capacity <= kGraphMax ? graphs_.replay(key, ws_->moves(), stream_, submit) : submit();
     if (status.ok()) status = finish(result);
     if (!status.ok()) return status;
     read_result(params, ws_->h_out.get(), result);
     if (changes_values(params.method)) read_kept_values(result);
+    read_kept_neighbours(params, result);
     if (params.method == Method::kWeighted && c.points_per_candidate > 0) {
       return merge_weighted_points(c, f, result);
     }
     return Status::Ok();
+  }
+
+  // Rule 5's counts, where the frame's kernels wrote them.
+  void read_kept_neighbours(const Params &params, Result *result) const {
+    if (params.min_neighbors == 0 && params.method != Method::kGroup) return;
+    const uint32_t *counts = ws_->h_kept_neighbours.get();
+    result->kept_neighbors.assign(counts, counts + result->counts.kept);
   }
 
   // kWeighted's points, merged on the host like the CPU backend's: the rank order and the
@@ -227,7 +247,17 @@ class CudaContext final : public Context {
                                   cudaMemcpyDeviceToHost, stream_));
       CUDANMS_TRY(cudaMemcpyAsync(claims_.data(), f.clusters, ranked * sizeof(uint32_t),
                                   cudaMemcpyDeviceToHost, stream_));
+      if (f.slot_moves) {  // the neighbours stage moved the kept slots the claims name
+        slot_moves_.resize(ranked);
+        CUDANMS_TRY(cudaMemcpyAsync(slot_moves_.data(), f.slot_moves, ranked * sizeof(uint32_t),
+                                    cudaMemcpyDeviceToHost, stream_));
+      }
       CUDANMS_TRY(cudaStreamSynchronize(stream_));
+      if (f.slot_moves) {
+        for (uint32_t &claim : claims_) {
+          if (claim != UINT32_MAX) claim = slot_moves_[claim];
+        }
+      }
     }
     merged_points(c, result->kept, rank_order_.data(), claims_.data(), ranked,
                   &result->kept_points);
@@ -251,7 +281,7 @@ class CudaContext final : public Context {
     std::vector<size_t> batch;
     for (size_t k = 0; k < frames.size(); ++k) {
       if (frames[k].candidates.count == 0 || frames[k].candidates.count > kGraphMax ||
-          changes_values(frames[k].params.method)) {
+          runs_alone(frames[k].params)) {
         const Status status = run_checked(frames[k].candidates, frames[k].params, &(*results)[k]);
         if (!status.ok()) return status;
       } else {
@@ -343,6 +373,7 @@ class CudaContext final : public Context {
     const size_t table_offset = args_bytes(1) + kHeaderWords * sizeof(uint32_t);
     const size_t staged = table_offset + groups.size() * sizeof(int2);
     Status status = ws_->reserve(1, n, most, staged, stream_);
+    if (status.ok() && params.method == Method::kGroup) status = ws_->reserve_group(most, stream_);
     if (!status.ok()) return status;
 
     Workspace &w = *ws_;
@@ -367,17 +398,17 @@ class CudaContext final : public Context {
     if (start_) CUDANMS_TRY(cudaEventRecord(start_, stream_));
     CUDANMS_TRY(cudaMemcpyAsync(d, h, staged, cudaMemcpyHostToDevice, stream_));
     const auto *frame = reinterpret_cast<const FrameArgs *>(d);
-    status = changes_values(params.method)
-                 ? launch_valued(frame, params.method, n, most, nullptr)
+    status = runs_alone(params)
+                 ? launch_alone(frame, params, n, most, nullptr)
                  : launch(frame, 1, params.method == Method::kGreedy ? 1 : 0, n, most, nullptr);
     if (!status.ok()) return status;
     if (!changes_values(params.method)) {
-      CUDANMS_TRY(launch_kept_values(w.d_out.get(), f.limit, f.boxes, c.scores, c.class_ids,
+      CUDANMS_TRY(launch_kept_values(w.d_out.get(), f.detections, f.boxes, c.scores, c.class_ids,
                                      w.h_kept_boxes.device(), w.h_kept_scores.device(),
                                      w.h_kept_classes.device(), stream_));
     }
     CUDANMS_TRY(cudaMemcpyAsync(w.h_out.get(), w.d_out.get(),
-                                (kHeaderWords + size_t{f.limit}) * sizeof(uint32_t),
+                                (kHeaderWords + size_t{f.detections}) * sizeof(uint32_t),
                                 cudaMemcpyDeviceToHost, stream_));
     status = finish(result);
     if (!status.ok()) return status;
@@ -389,6 +420,7 @@ class CudaContext final : public Context {
     result->counts.in = out[kIn];
     read_result(params, out, result);
     read_kept_values(result);
+    read_kept_neighbours(params, result);
     return Status::Ok();
   }
 
@@ -455,22 +487,39 @@ class CudaContext final : public Context {
     return Status::Ok();
   }
 
-  // One soft or weighted frame: up to kSmallFrameMax candidates in one kernel, else the rank
-  // stage, then Soft-NMS's selections, or greedy's pairs and settle followed by the merge.
-  Status launch_valued(const FrameArgs *frame, Method method, uint32_t capacity, uint32_t most,
-                       const RankSortBuffers *sort) {
-    if (capacity <= kSmallFrameMax) {
+  // A frame that runs alone (runs_alone): a soft or weighted one of up to kSmallFrameMax
+  // candidates in one kernel; else the rank stage, then its method's stages (Soft-NMS's
+  // selections; weighted's greedy pairs, settle and merge; the grouping; greedy's or matrix's
+  // pairs and settle) and, for rule 5, the neighbours stage.
+  Status launch_alone(const FrameArgs *frame, const Params &params, uint32_t capacity,
+                      uint32_t most, const RankSortBuffers *sort) {
+    const Method method = params.method;
+    const bool counting = counts_neighbours(method, params.min_neighbors);
+    if (capacity <= kSmallFrameMax && !counting && method != Method::kGroup) {
       CUDANMS_TRY(launch_small_frames(frame, 1, method, capacity,
                                       small_frame_blocks(capacity, most, 1, sms_), stream_));
       return Status::Ok();
     }
     CUDANMS_TRY(launch_rank(frame, 1, capacity, most, sort, stream_));
-    if (method == Method::kSoft) {
-      CUDANMS_TRY(launch_soft(frame, stream_));
-    } else {
-      CUDANMS_TRY(pairs_then_settle(frame, 1, Method::kGreedy, most));
-      CUDANMS_TRY(launch_weighted_merge(frame, most, stream_));
+    switch (method) {
+      case Method::kSoft:
+        CUDANMS_TRY(launch_soft(frame, stream_));
+        break;
+      case Method::kWeighted:
+        CUDANMS_TRY(pairs_then_settle(frame, 1, Method::kGreedy, most));
+        CUDANMS_TRY(launch_weighted_merge(frame, most, stream_));
+        break;
+      case Method::kGroup:
+        CUDANMS_TRY(
+            launch_group(frame, most, params.min_neighbors > 0, ws_->group_buffers(), stream_));
+        break;
+      case Method::kGreedy:
+      case Method::kMatrix:
+        CUDANMS_TRY(pairs_then_settle(frame, 1, method, most));
+        CUDANMS_TRY(launch_count_neighbours(frame, method, sms_, stream_));
+        break;
     }
+    if (counting) CUDANMS_TRY(launch_keep_neighboured(frame, stream_));
     return Status::Ok();
   }
 
@@ -486,9 +535,9 @@ class CudaContext final : public Context {
   bool owns_stream_ = false;
   cudaEvent_t start_ = nullptr;  // both set only with ContextOptions::time_device
   cudaEvent_t stop_ = nullptr;
-  int sms_ = 1;                                            // the device's multiprocessors
-  std::unique_ptr<Context> cpu_ = create_cpu_context({});  // frames past kMaxCudaCandidates
-  std::vector<uint32_t> rank_order_, claims_;              // weighted frames with points
+  int sms_ = 1;                                             // the device's multiprocessors
+  std::unique_ptr<Context> cpu_ = create_cpu_context({});   // frames past kMaxCudaCandidates
+  std::vector<uint32_t> rank_order_, claims_, slot_moves_;  // weighted frames with points
   std::unique_ptr<Workspace> ws_;
   GraphCache<GraphKey> graphs_{kMaxGraphs};
 };

@@ -85,7 +85,7 @@ struct FrameArgs {
   uint32_t *predecessors;  // kMaxPredecessors ranks per rank; small frames: their bit matrix
   uint32_t capacity;       // slots of boxes, scores and classes
   uint32_t dmax;
-  uint32_t limit;  // kept indices written at most
+  uint32_t limit;  // kept indices written at most (with neighbours counted, the method's all)
   float score_threshold;
   float threshold;
   Overlap overlap;
@@ -102,12 +102,26 @@ struct FrameArgs {
   SoftDecay soft_decay;
   float sigma;
   bool class_agnostic;  // classes, where given, are only reported
+  // Rule 5. For every method but kGroup (whose stages apply it themselves) the method keeps all
+  // it finds, counts each kept one's neighbours in `neighbours` (per kept slot, device memory),
+  // and the neighbours stage (neighbours.h) keeps those with enough, at most `detections`.
+  uint32_t min_neighbors;
+  uint32_t detections;        // rule 6's cap
+  uint32_t *neighbours;       // per kept slot, as the method found them
+  uint32_t *kept_neighbours;  // in output order (mapped host memory)
+  uint32_t *slot_moves;       // per kept slot, its output slot or UINT32_MAX: weighted points
+  double group_eps;
 };
 
-// Soft-NMS and weighted NMS: the kernels write the kept candidates' values, and such a frame
-// runs on its own, never batched.
+// Soft-NMS, weighted NMS and grouping: the kernels write the kept candidates' values, and such a
+// frame runs on its own, never batched.
 __host__ __device__ constexpr bool changes_values(Method method) {
-  return method == Method::kSoft || method == Method::kWeighted;
+  return method == Method::kSoft || method == Method::kWeighted || method == Method::kGroup;
+}
+
+// Whether rule 5's neighbours stage follows the method (kGroup applies the rule itself).
+__host__ __device__ constexpr bool counts_neighbours(Method method, uint32_t min_neighbors) {
+  return min_neighbors > 0 && method != Method::kGroup;
 }
 
 // The class candidate p is compared by: its group's id where class groups apply.

@@ -32,10 +32,13 @@ __device__ Pick warp_best(Pick p) {
 // Thread t owns the ranks t, t + 1024, ...: their current scores (in `keys`, free after the rank
 // stage) and selected flags (in `counts`) are read and written by it alone. Each round the block
 // agrees on the best pick (one barrier: the per-warp picks are double-buffered), its owner writes
-// it out, and every thread decays its ranks against it while finding its next best.
+// it out, and every thread decays its ranks against it while finding its next best and counting
+// the pick's neighbours (rule 5), which travel with the next round's picks.
 __global__ void __launch_bounds__(kSoftThreads) soft_kernel(const FrameArgs *frame) {
   const FrameArgs f = *frame;  // a copy: the stores below cannot alias it
   __shared__ Pick s_best[2][kSoftWarps];
+  __shared__ uint32_t s_neighbours[2][kSoftWarps];
+  const bool counting = f.neighbours != nullptr;
   const uint32_t m = ranked_count(f.header, f.dmax);
   const uint32_t tid = threadIdx.x;
   const uint32_t lane = tid % kWarp, warp = tid / kWarp;
@@ -51,10 +54,21 @@ __global__ void __launch_bounds__(kSoftThreads) soft_kernel(const FrameArgs *fra
     mine = better(mine, {rank_key(s + 0.0f, f.order[i]), i});
   }
   uint32_t kept = 0;
-  for (uint32_t round = 0; kept < f.limit; ++round) {
+  uint32_t neighbours = 0;  // of the last pick, among this thread's ranks
+  for (uint32_t round = 0;; ++round) {
     const Pick w = warp_best(mine);
-    if (lane == 0) s_best[round % 2][warp] = w;
+    const uint32_t warp_neighbours = counting ? warp_sum(neighbours) : 0;
+    if (lane == 0) {
+      s_best[round % 2][warp] = w;
+      s_neighbours[round % 2][warp] = warp_neighbours;
+    }
     __syncthreads();
+    if (counting && tid == 0 && kept > 0) {
+      uint32_t total = 0;
+      for (int k = 0; k < kSoftWarps; ++k) total += s_neighbours[round % 2][k];
+      f.neighbours[kept - 1] = total;
+    }
+    if (kept >= f.limit) break;
     Pick best{kNone, 0};
     for (int k = 0; k < kSoftWarps; ++k) best = better(best, s_best[round % 2][k]);
     if (best.key == kNone) break;
@@ -71,10 +85,12 @@ __global__ void __launch_bounds__(kSoftThreads) soft_kernel(const FrameArgs *fra
     const Box a = to_box(f.rank_boxes[r]);
     const int32_t class_a = f.rank_classes[r];
     mine = {kNone, 0};
+    neighbours = 0;
     for (uint32_t i = tid; i < m; i += kSoftThreads) {
       if (selected[i] || current[i] < f.score_threshold) continue;
       if (f.rank_classes[i] == class_a) {
         const float o = overlap(f.overlap, a, to_box(f.rank_boxes[i]));
+        neighbours += o > f.threshold;
         current[i] = current[i] * soft_decay(f.soft_decay, o, f.threshold, f.sigma);
       }
       if (current[i] >= f.score_threshold) {
@@ -82,7 +98,7 @@ __global__ void __launch_bounds__(kSoftThreads) soft_kernel(const FrameArgs *fra
       }
     }
   }
-  if (tid == 0) f.out[kKeptCount] = kept;
+  if (tid == 0) f.out[kKeptCount] = f.header[kKeptCount] = kept;
 }
 
 // Rank i is claimed by the first kept rank before it (in the settle kernel's list of at most
@@ -121,10 +137,12 @@ __global__ void __launch_bounds__(kMergeWarps *kWarp)
   const float kept_score = f.scores[f.order[k]];
   WeightedBox sum;
   sum.add(kept_box, kept_score);
+  uint32_t neighbours = 0;
   for (uint32_t first = k + 1; first < m; first += kWarp) {
     const uint32_t i = first + lane;
     const bool member = i < m && f.clusters[i] == slot;
     uint32_t members = __ballot_sync(kFullMask, member);
+    neighbours += __popc(members);
     float4 mine_box = make_float4(0, 0, 0, 0);
     float mine_score = 0.0f;
     if (member) {
@@ -144,6 +162,7 @@ __global__ void __launch_bounds__(kMergeWarps *kWarp)
     f.kept_boxes[slot] = make_float4(mean.x1, mean.y1, mean.x2, mean.y2);
     f.kept_scores[slot] = kept_score;
     f.kept_classes[slot] = own_class(f, f.order[k]);
+    if (f.neighbours) f.neighbours[slot] = neighbours;
   }
 }
 

@@ -44,6 +44,9 @@ FrameArgs Workspace::frame_args(size_t b, uint32_t C, uint32_t M, const Params &
   f.soft_decay = params.soft_decay;
   f.sigma = params.sigma;
   f.class_agnostic = params.class_agnostic;
+  f.min_neighbors = params.min_neighbors;
+  f.detections = f.limit;
+  f.group_eps = params.group_eps;
   if (params.method == Method::kWeighted) {
     f.kept_ranks = d_kept_ranks.get() + b * M;
     f.clusters = d_clusters.get() + b * M;
@@ -52,6 +55,15 @@ FrameArgs Workspace::frame_args(size_t b, uint32_t C, uint32_t M, const Params &
     f.kept_boxes = h_kept_boxes.device();
     f.kept_scores = h_kept_scores.device();
     f.kept_classes = h_kept_classes.device();
+  }
+  if (counts_neighbours(params.method, params.min_neighbors)) {
+    f.limit = most_ranked(capacity, params);  // the method keeps all it finds
+    f.kept_ranks = d_kept_ranks.get() + b * M;
+    f.neighbours = d_neighbours.get() + b * M;
+    f.slot_moves = d_slot_moves.get() + b * M;
+  }
+  if (counts_neighbours(params.method, params.min_neighbors) || params.method == Method::kGroup) {
+    f.kept_neighbours = h_kept_neighbours.device();
   }
   return f;
 }
@@ -69,6 +81,44 @@ SpatialPairsBuffers Workspace::spatial_buffers() const {
   b.tile_areas = d_tile_areas.get();
   b.meetings = d_meetings.get();
   return b;
+}
+
+GroupBuffers Workspace::group_buffers() const {
+  GroupBuffers g{};
+  const size_t M = group_capacity_;
+  g.rects = d_group_rects.get();
+  g.means = g.rects + M;
+  uint32_t *words = d_group_words.get();
+  g.parents = words;
+  g.members = words + M;
+  g.kept = words + 2 * M;
+  g.keys = words + 3 * M;
+  g.sorted_keys = words + 4 * M;
+  g.ranks = words + 5 * M;
+  g.sorted_ranks = words + 6 * M;
+  g.survivors = words + 7 * M;  // M + 1
+  g.sums = d_group_sums.get();
+  g.temp = d_group_temp.get();
+  g.temp_bytes = group_temp_bytes_;
+  return g;
+}
+
+Status Workspace::reserve_group(size_t M, cudaStream_t stream) {
+  if (M <= group_capacity_) return Status::Ok();
+  group_capacity_ = 0;
+  ++moves_;
+  Status status = d_group_rects.reserve(2 * M);
+  if (status.ok()) status = d_group_words.reserve(8 * M + 1);
+  if (status.ok()) status = d_group_sums.reserve(4 * M);
+  if (!status.ok()) return status;
+  group_temp_bytes_ = 0;
+  if (M > kGroupAllPairsMax) {
+    CUDANMS_CUDA_TRY(group_sort_temp_bytes(static_cast<uint32_t>(M), &group_temp_bytes_, stream));
+    status = d_group_temp.reserve(group_temp_bytes_);
+    if (!status.ok()) return status;
+  }
+  group_capacity_ = M;
+  return Status::Ok();
 }
 
 RankSortBuffers Workspace::sort_buffers() const {
@@ -103,6 +153,7 @@ Status Workspace::reserve(size_t frames, size_t C, size_t M, size_t staged, cuda
     step(h_kept_boxes.reserve(M));
     step(h_kept_scores.reserve(M));
     step(h_kept_classes.reserve(M));
+    step(h_kept_neighbours.reserve(M));
     if (!status.ok()) return status;
     kept_capacity_ = M;
   }
@@ -122,6 +173,8 @@ Status Workspace::reserve(size_t frames, size_t C, size_t M, size_t staged, cuda
     step(d_predecessors.reserve(ranked * kMaxPredecessors));
     step(d_kept_ranks.reserve(ranked));
     step(d_clusters.reserve(ranked));
+    step(d_neighbours.reserve(ranked));
+    step(d_slot_moves.reserve(ranked));
     if (!status.ok()) return status;
     // Zeroed once, so that no byte is ever read uninitialised (compute-sanitizer initcheck):
     // the settle kernel reads predecessor rows eight slots at a time, past a row's count too,

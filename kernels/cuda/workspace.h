@@ -12,6 +12,7 @@
 
 #include "cuda_device.h"
 #include "frame_args.h"
+#include "group.h"
 #include "rank.h"
 #include "spatial_pairs.h"
 
@@ -28,6 +29,8 @@ struct Workspace {
   Status reserve(size_t frames, size_t C, size_t M, size_t staged, cudaStream_t stream);
   // CUB's sort of one frame of n candidates: its buffers, sized on first use.
   Status reserve_sort(size_t n, cudaStream_t stream);
+  // The grouping of one frame ranking at most M: its buffers, sized on first use.
+  Status reserve_group(size_t M, cudaStream_t stream);
   // Counts the times any array moved: a CUDA graph holds the addresses it was captured with.
   uint64_t moves() const { return moves_; }
 
@@ -37,12 +40,15 @@ struct Workspace {
                        uint32_t capacity) const;
   SpatialPairsBuffers spatial_buffers() const;
   RankSortBuffers sort_buffers() const;  // for the frame in slot 0
+  GroupBuffers group_buffers() const;
 
   MappedArray<unsigned char> h_stage;  // descriptors, then the frames, as the host stages them
   MappedArray<uint32_t> h_out;         // per frame: counters, then kept indices
   MappedArray<float4> h_kept_boxes;    // soft, weighted and device candidates: the kept values
   MappedArray<float> h_kept_scores;
   MappedArray<int32_t> h_kept_classes;
+  MappedArray<uint32_t> h_kept_neighbours;  // rule 5's counts, and kGroup's
+  DeviceArray<uint32_t> d_slot_moves;       // weighted frames with neighbours and points
   DeviceArray<unsigned char> d_stage;
   DeviceArray<uint32_t> d_out;  // device candidates: the output, read by their kept values
 
@@ -58,6 +64,7 @@ struct Workspace {
   DeviceArray<uint32_t> d_predecessors;
   DeviceArray<uint32_t> d_kept_ranks;  // weighted: per rank
   DeviceArray<uint32_t> d_clusters;    // weighted: per rank
+  DeviceArray<uint32_t> d_neighbours;  // rule 5: per kept slot
   DeviceArray<float> d_sorted_keys;    // a frame past kCountingRankMax: CUB's sort
   DeviceArray<uint32_t> d_iota;
   DeviceArray<unsigned char> d_sort_temp;
@@ -70,6 +77,12 @@ struct Workspace {
   DeviceArray<float4> d_tile_bounds;
   DeviceArray<float2> d_tile_areas;
   DeviceArray<uint32_t> d_meetings;
+  // A single frame's grouping (group.h).
+  DeviceArray<int4> d_group_rects;  // rects, then means
+  DeviceArray<uint32_t>
+      d_group_words;  // parents, members, kept, keys, sorted keys, ranks, sorted ranks, survivors
+  DeviceArray<unsigned long long> d_group_sums;
+  DeviceArray<unsigned char> d_group_temp;
 
   size_t staged_capacity_ = 0;  // bytes of staged input
   size_t input_capacity_ = 0;   // key and order slots, over all frames of a batch
@@ -79,6 +92,8 @@ struct Workspace {
   size_t sort_capacity_ = 0;
   size_t sort_temp_bytes_ = 0;
   size_t spatial_capacity_ = 0;  // ranks of a single frame's spatial pair stage
+  size_t group_capacity_ = 0;    // ranks of a single frame's grouping
+  size_t group_temp_bytes_ = 0;
   uint64_t moves_ = 0;
 };
 

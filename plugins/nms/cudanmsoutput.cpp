@@ -53,6 +53,10 @@ GstCudaNmsResultMeta *gst_cuda_nms_add_result_meta(GstBuffer *buffer,
     gst_cuda_nms_result_meta_set_points_per_box(meta, view.points_per_candidate);
     std::copy(result.kept_points.begin(), result.kept_points.end(), meta->points);
   }
+  if (!result.kept_neighbors.empty()) {
+    gst_cuda_nms_result_meta_set_members(meta);
+    for (size_t i = 0; i < result.kept.size(); i++) meta->members[i] = result.kept_neighbors[i] + 1;
+  }
   meta->candidates_in = result.counts.in;
   meta->dropped_score = result.counts.below_score;
   meta->invalid = result.counts.invalid;
@@ -80,6 +84,8 @@ void gst_cuda_nms_add_roi_metas(GstBuffer *buffer, const GstCudaNmsResultMeta *r
                                                 static_cast<double>(result->scores[i]), "label_id",
                                                 G_TYPE_INT, static_cast<gint>(result->class_ids[i]),
                                                 "label", G_TYPE_STRING, result->labels[i], NULL);
+    if (result->members)
+      gst_structure_set(detection, "members", G_TYPE_UINT, result->members[i], NULL);
     if (normalize) {
       gst_structure_set(detection, "x_min", G_TYPE_DOUBLE, b[0] / static_cast<double>(width),
                         "y_min", G_TYPE_DOUBLE, b[1] / static_cast<double>(height), "x_max",

@@ -40,6 +40,11 @@ GType gst_cuda_nms_method_get_type(void) {
        "Weighted NMS (MediaPipe's face detector): greedy, each kept box the score-weighted mean "
        "of itself and the boxes it suppressed",
        "weighted"},
+      {static_cast<gint>(cudanms::Method::kGroup),
+       "Rectangle grouping (OpenCV groupRectangles, what detectMultiScale returns): similar "
+       "windows (group-eps) form classes, each the mean of its members; classes of "
+       "min-neighbors members or fewer, and classes inside larger ones, are dropped",
+       "group"},
       {0, NULL, NULL}};
   if (g_once_init_enter(&type)) {
     GType t = g_enum_register_static("GstCudaNmsMethod", values);
@@ -141,6 +146,20 @@ void CudaNmsProperties::install(GObjectClass *klass) {
       g_param_spec_double("sigma", "Soft-NMS sigma",
                           "The gaussian decay's sigma (method=soft soft-decay=gaussian)", 1e-6,
                           G_MAXFLOAT, d.sigma, rw));
+  g_object_class_install_property(
+      klass, PROP_MIN_NEIGHBORS,
+      g_param_spec_uint("min-neighbors", "Minimum neighbours",
+                        "Drop a kept box standing for fewer other candidates (DeepStream's "
+                        "minBoxes, OpenCV's minNeighbors): those it suppressed (soft: overlapped "
+                        "above iou-threshold, weighted: merged); method=group drops classes of "
+                        "this many windows or fewer, and 0 turns its grouping off",
+                        0, G_MAXUINT, d.min_neighbors, rw));
+  g_object_class_install_property(
+      klass, PROP_GROUP_EPS,
+      g_param_spec_double("group-eps", "Grouping tolerance",
+                          "How far similar windows may lie apart, as a fraction of their mean "
+                          "side (method=group, OpenCV's eps)",
+                          0.0, G_MAXFLOAT, d.group_eps, rw));
   g_object_class_install_property(
       klass, PROP_BACKEND,
       g_param_spec_enum("backend", "Backend",
@@ -295,6 +314,12 @@ bool CudaNmsProperties::set(guint prop_id, const GValue *value) {
     case PROP_SIGMA:
       s.sigma = g_value_get_double(value);
       break;
+    case PROP_MIN_NEIGHBORS:
+      s.min_neighbors = g_value_get_uint(value);
+      break;
+    case PROP_GROUP_EPS:
+      s.group_eps = g_value_get_double(value);
+      break;
     case PROP_LABELS: {
       const gchar *text = g_value_get_string(value);
       labels_text = text ? text : "";
@@ -373,6 +398,12 @@ bool CudaNmsProperties::get(guint prop_id, GValue *value) const {
     case PROP_SIGMA:
       g_value_set_double(value, s.sigma);
       break;
+    case PROP_MIN_NEIGHBORS:
+      g_value_set_uint(value, s.min_neighbors);
+      break;
+    case PROP_GROUP_EPS:
+      g_value_set_double(value, s.group_eps);
+      break;
     case PROP_LABELS_FILE:
       g_value_set_string(value, labels_file.c_str());
       break;
@@ -394,5 +425,7 @@ cudanms::Params Settings::params() const {
   params.class_groups = class_groups;
   params.soft_decay = soft_decay;
   params.sigma = static_cast<float>(sigma);
+  params.min_neighbors = min_neighbors;
+  params.group_eps = group_eps;
   return params;
 }

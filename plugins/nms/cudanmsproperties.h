@@ -22,6 +22,8 @@ enum {
   PROP_CLASS_GROUPS,
   PROP_SOFT_DECAY,
   PROP_SIGMA,
+  PROP_MIN_NEIGHBORS,
+  PROP_GROUP_EPS,
   PROP_BACKEND,
   PROP_GPU_ID,
   PROP_BATCH_STREAMS,
@@ -56,6 +58,8 @@ struct Settings {
   std::vector<std::vector<int32_t>> class_groups;
   cudanms::SoftDecay soft_decay = cudanms::SoftDecay::kGaussian;
   double sigma = 0.5;
+  guint min_neighbors = 0;
+  double group_eps = 0.2;
   GstCudaNmsBackend backend = GST_CUDA_NMS_BACKEND_AUTO;
   int gpu_id = 0;
   bool batch_streams = false;

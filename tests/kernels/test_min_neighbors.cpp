@@ -6,7 +6,11 @@
 #include <vector>
 
 #include "candidate_set.h"
+#include "compare.h"
 #include "cudanms/nms.h"
+#include "random_sets.h"
+#include "support/seed.h"
+#include "support/test_scale.h"
 
 namespace cudanms::testing {
 namespace {
@@ -117,6 +121,42 @@ TEST(MinNeighbours, GroupKeepsClassesApart) {
     ASSERT_TRUE(nms->run(set.view(), params, &result).ok());
     EXPECT_EQ(result.kept, (std::vector<uint32_t>{0})) << to_string(backend);
     EXPECT_EQ(result.kept_neighbors, (std::vector<uint32_t>{1})) << to_string(backend);
+  }
+}
+
+// The large frames' stages (the spatial pair stage past 4 096 ranks, grouping's sweep past 8 192,
+// CUB's rank sort past 16 Ki) against the CPU on sliding-window sets, the cascade-like case.
+TEST(MinNeighbours, CudaEqualsTheCpuOnLargeFrames) {
+  std::string why;
+  if (!cuda_available(&why)) GTEST_SKIP() << why;
+  Status status;
+  auto cpu = Context::create({Backend::kCpu}, &status);
+  auto cuda = Context::create({Backend::kCuda}, &status);
+  ASSERT_TRUE(status.ok()) << status.message();
+  const uint64_t seed = run_seed() + 27;
+  // At the sanitizers' small scale: the all-pairs and the sweep grouping, rank-order pairs.
+  const std::vector<size_t> sizes = small_test_scale() ? std::vector<size_t>{3000, 9000}
+                                                       : std::vector<size_t>{3000, 6000, 9000,
+                                                                             20000, 70000};
+  for (const size_t n : sizes) {
+    const CandidateSet set = tools::sliding_window_candidates(n, seed + n, 2, 1920, 1080);
+    for (Method method :
+         {Method::kGreedy, Method::kMatrix, Method::kSoft, Method::kWeighted, Method::kGroup}) {
+      if (method == Method::kSoft && n > 20000) continue;  // one block's selections: slow
+      for (const uint32_t min_neighbors : {0u, 2u}) {
+        Params params;
+        params.method = method;
+        params.min_neighbors = min_neighbors;
+        params.max_candidates = n;
+        params.max_detections = min_neighbors == 2 ? 50 : 0;
+        Result want, got;
+        ASSERT_TRUE(cpu->run(set.view(), params, &want).ok());
+        ASSERT_TRUE(cuda->run(set.view(), params, &got).ok());
+        EXPECT_TRUE(same_result(got, want)) << n << " " << to_string(method) << " min_neighbors "
+                                            << min_neighbors << " seed " << seed;
+        if (min_neighbors > 0 || method == Method::kGroup) EXPECT_FALSE(want.kept.empty());
+      }
+    }
   }
 }
 

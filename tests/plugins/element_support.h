@@ -118,7 +118,8 @@ inline void set_params(GstElement *element, const Params &p) {
   gst_util_set_object_arg(G_OBJECT(element), "overlap", to_string(p.overlap));
   gst_util_set_object_arg(G_OBJECT(element), "soft-decay", to_string(p.soft_decay));
   g_object_set(element, "sigma", double(p.sigma), "class-groups",
-               class_groups_to_string(p.class_groups).c_str(), NULL);
+               class_groups_to_string(p.class_groups).c_str(), "min-neighbors",
+               guint(p.min_neighbors), "group-eps", p.group_eps, NULL);
 }
 
 struct Roi {
@@ -128,6 +129,7 @@ struct Roi {
   int label_id;
   double x_min, y_min, x_max, y_max;
   std::string label;  // the "detection" structure's, "" without one
+  guint members = 0;  // the "detection" structure's, 0 without one
 };
 
 // The buffer's ROI metas in the order they were added.
@@ -152,6 +154,7 @@ inline std::vector<Roi> rois_of(GstBuffer *buf) {
       gst_structure_get_double(d, "y_min", &roi.y_min);
       gst_structure_get_double(d, "x_max", &roi.x_max);
       gst_structure_get_double(d, "y_max", &roi.y_max);
+      gst_structure_get_uint(d, "members", &roi.members);
     }
     rois.push_back(roi);
   }
@@ -212,10 +215,19 @@ inline ::testing::AssertionResult output_matches(GstBuffer *out, const Candidate
   // The points, bit for bit: the library's (kept or merged), or none.
   const size_t point_floats = 2 * size_t{r->points_per_box} * r->n_kept;
   if (want.kept_points.size() != point_floats ||
-      (point_floats > 0 && std::memcmp(r->points, want.kept_points.data(),
-                                       point_floats * sizeof(float)) != 0))
+      (point_floats > 0 &&
+       std::memcmp(r->points, want.kept_points.data(), point_floats * sizeof(float)) != 0))
     return ::testing::AssertionFailure() << "result points differ: " << point_floats
                                          << " floats, want " << want.kept_points.size();
+  // The members, where the library counted them: its neighbours plus the box itself.
+  if ((r->members != nullptr) != !want.kept_neighbors.empty())
+    return ::testing::AssertionFailure() << "members " << (r->members ? "given" : "missing");
+  for (size_t i = 0; r->members && i < want.kept.size(); ++i) {
+    if (r->members[i] != want.kept_neighbors[i] + 1 || rois[i].members != r->members[i])
+      return ::testing::AssertionFailure()
+             << "box " << i << " stands for " << r->members[i] << " (ROI " << rois[i].members
+             << "), want " << want.kept_neighbors[i] + 1;
+  }
   return ::testing::AssertionSuccess();
 }
 

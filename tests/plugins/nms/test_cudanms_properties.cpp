@@ -70,7 +70,8 @@ TEST_F(CudaNmsElement, PropertyDefaults) {
                                          "class-agnostic",   "backend",          "gpu-id",
                                          "keep-candidates",  "stats-interval",   "frames",
                                          "candidates-total", "detections-total", "last-latency-us",
-                                         "class-groups",     "soft-decay",       "sigma"};
+                                         "class-groups",     "soft-decay",       "sigma",
+                                         "min-neighbors",    "group-eps"};
   size_t found = 0;
   for (guint i = 0; i < n_props; ++i) {
     const std::string name = props[i]->name;

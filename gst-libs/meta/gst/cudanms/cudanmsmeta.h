@@ -211,6 +211,9 @@ typedef struct _GstCudaNmsResultMeta GstCudaNmsResultMeta;
  * @points_per_box: the points each kept box carries from its candidates, 0 for none
  * @points: @n_kept x @points_per_box x {x, y} in frame pixels (weighted NMS: merged like the
  *   box), or NULL
+ * @members: @n_kept counts of the candidates each kept box stands for, itself included (the
+ *   window class's size with method=group; with min-neighbors, one more than its neighbours), or
+ *   NULL where NMS did not count them
  *
  * What cudanms did with a frame's candidates.
  */
@@ -234,6 +237,7 @@ struct _GstCudaNmsResultMeta {
 
   guint points_per_box;
   gfloat *points;
+  guint *members;
 };
 
 GType gst_cuda_nms_result_meta_api_get_type(void);
@@ -242,6 +246,9 @@ const GstMetaInfo *gst_cuda_nms_result_meta_get_info(void);
 /* Adds a result meta with arrays for @n_kept boxes (zeroed) and zero counts; the caller fills
  * them. The buffer must be writable. */
 GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, guint n_kept);
+
+/* Gives the kept boxes their member counts (zeroed), for the caller to fill. */
+void gst_cuda_nms_result_meta_set_members(GstCudaNmsResultMeta *meta);
 
 /* Gives the kept boxes @points_per_box points each (zeroed), for the caller to fill. */
 void gst_cuda_nms_result_meta_set_points_per_box(GstCudaNmsResultMeta *meta, guint points_per_box);
