@@ -45,24 +45,26 @@ to_uri() {
 #   people: OpenCV's HOG people detector, windows 48x96 to 128x256 (vtest.avi's pedestrians are
 #           60-120 pixels tall: the frame is upscaled 1.33x for the smallest), scale step 1.1;
 #   faces:  the Haar frontal-face cascade of opencv-data on cudacascade (the GPU when one is
-#           usable, else its CPU twin), faces of 40x40 pixels and up;
+#           usable, else its CPU twin), faces of 40x40 pixels and up, its windows grouped as
+#           OpenCV's detectMultiScale groups them (method=group min-neighbors=3);
 #   dnn-faces: MediaPipe's BlazeFace (front model) through OpenCV DNN, every anchor scoring 0.5
 #           or more, merged by cudanms method=weighted as MediaPipe's own face graph merges them
 #           (the model is fetched into the cache by tools/fetch-blazeface.sh when missing);
-#   any other value: the path of a Haar/LBP cascade XML file.
+#   any other value: the path of a Haar/LBP cascade XML file, grouped like the faces.
 detect_chain() {
   local model="$1" backend="$2" iou="$3" detector method=greedy
   case "$model" in
     people) detector="cvdetect model=hog-people min-size=48x96 max-size=128x256 scale-factor=1.1 win-stride=8" ;;
     faces)
       [ -f "$HAAR_FACES" ] || die "no $HAAR_FACES: install the Debian package opencv-data"
-      detector="cudacascade name=detector model=\"$HAAR_FACES\" label=face min-size=40x40 scale-factor=1.1" ;;
+      detector="cudacascade name=detector model=\"$HAAR_FACES\" label=face min-size=40x40 scale-factor=1.1"
+      method="group min-neighbors=3" ;;
     dnn-faces)
       local onnx
       onnx="$("$CUDANMS_ROOT/tools/fetch-blazeface.sh")" || die "could not fetch the BlazeFace model"
       detector="blazeface name=detector model=\"$onnx\" score-threshold=0.5" method=weighted ;;
     *) [ -f "$model" ] || die "no model file $model"
-      detector="cvdetect model=\"$model\" scale-factor=1.1" ;;
+      detector="cvdetect model=\"$model\" scale-factor=1.1" method="group min-neighbors=3" ;;
   esac
   echo "$detector ! cudanms name=nms method=$method iou-threshold=$iou backend=$backend keep-candidates=true stats-interval=25"
 }

@@ -595,6 +595,16 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
       }
     }
     if (!values.count("detector")) values["detector"] = kDefaultDetector;
+    // A cascade's windows are grouped as detectMultiScale groups them (OpenCV's faces), unless
+    // the camera or the service names a method.
+    const std::string &detector = values["detector"];
+    const bool cascade =
+        detector.rfind("cudacascade", 0) == 0 ||
+        (detector.rfind("cvdetect", 0) == 0 && detector.find(".xml") != std::string::npos);
+    if (cascade && !values.count("method")) {
+      values["method"] = "group";
+      values.emplace("min-neighbors", "3");
+    }
     bool good = values.count("url") + values.count("source") == 1;
     if (!good)
       errors->push_back(values.count("url") ? where + ":source: give url or source, not both"

@@ -114,6 +114,12 @@ Status file_workloads(const std::string &path, const BenchOptions &options,
   w.config = name + ":greedy";
   w.params.class_agnostic = true;
   out->push_back(w);
+  w.config = name + ":group";  // a cascade's windows, grouped as detectMultiScale does
+  w.params.method = Method::kGroup;
+  w.params.min_neighbors = 3;
+  out->push_back(w);
+  w.params.method = Method::kGreedy;
+  w.params.min_neighbors = 0;
   if (std::any_of(c.begin(), c.end(), [&](int32_t id) { return id != c[0]; })) {
     w.config = name + ":greedy-per-class";
     w.params.class_agnostic = false;
@@ -528,6 +534,13 @@ int benchmark(const BenchOptions &options) {
   for (size_t n : options.face_sizes) {
     workloads.push_back(generated("matrix-faces", Data::kFaces, 1, n, matrix, options));
   }
+  Params group;
+  group.method = Method::kGroup;
+  group.min_neighbors = 3;
+  group.class_agnostic = true;
+  for (size_t n : options.group_sizes) {
+    workloads.push_back(generated("group-faces", Data::kFaces, 1, n, group, options));
+  }
   for (size_t n : options.batch_frame_sizes) {
     for (size_t frames : options.batches) {
       BenchOptions batch_options = options;
@@ -596,8 +609,10 @@ int benchmark(const BenchOptions &options) {
       row.push_back(measure_backend(w, Backend::kCpu, options));
     }
     if (use_cuda && w.streams == 0) row.push_back(measure_backend(w, Backend::kCuda, options));
-    if (use_opencv && w.single_frames() && w.params.method == Method::kGreedy &&
-        w.params.overlap == Overlap::kIoU && w.params.class_groups.empty()) {
+    const bool opencv_has_it =
+        w.params.method == Method::kGroup ||
+        (w.params.method == Method::kGreedy && w.params.overlap == Overlap::kIoU);
+    if (use_opencv && w.single_frames() && opencv_has_it && w.params.class_groups.empty()) {
       row.push_back(measure_opencv(w, options));
     }
     apply_targets(w, &row);

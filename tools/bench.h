@@ -25,6 +25,9 @@ struct BenchOptions {
   std::vector<size_t> variant_sizes = {300, 3000, 10000};
   // The paper's matrix method, IoS 0.3, on face_windows, at each of these N.
   std::vector<size_t> face_sizes = {3000};
+  // Grouping (OpenCV's groupRectangles, min_neighbors 3, eps 0.2) on face_windows, at each of
+  // these N, against cv::groupRectangles.
+  std::vector<size_t> group_sizes = {1000, 3000, 10000, 30000};
   // The "dense duplicates" rows (tools/synthetic.h dense_candidates): 20k identical boxes, 100
   // groups of 500, 5k boxes at coordinates near 1e7, 10k in one cluster; greedy IoU 0.5.
   bool dense = false;

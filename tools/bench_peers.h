@@ -26,6 +26,7 @@ std::string opencv_version();
 
 // cv::dnn::NMSBoxes over `candidates` with params' greedy IoU threshold: one call when
 // class-agnostic, otherwise NMSBoxesBatched where OpenCV has it (4.7+) or one call per class.
+// For Method::kGroup, cv::groupRectangles (class-agnostic only).
 // The boxes are converted to OpenCV's types here, once, so that run() times OpenCV alone. Null,
 // with *why set, when OpenCV is not built in or cannot do what params ask.
 std::unique_ptr<PeerNms> make_opencv_nms(const CandidateSet &candidates, const Params &params,

@@ -105,8 +105,13 @@ constexpr char kNmsDescription[] =
     "          above the threshold, or gaussian with --sigma); --score-threshold is the floor\n"
     "  weighted  greedy, each kept box the score-weighted mean of the boxes it suppressed\n"
     "          (MediaPipe's face detector)\n"
-    "soft and weighted change scores or boxes: their kept detections are printed as csv lines\n"
-    "x1,y1,x2,y2,score,class in the order they were kept.\n"
+    "  group   OpenCV's groupRectangles (what detectMultiScale returns): similar windows\n"
+    "          (--group-eps) form classes, each the mean of its members; classes of at most\n"
+    "          --min-neighbors windows are dropped (0: no grouping)\n"
+    "soft, weighted and group change scores or boxes: their kept detections are printed as csv\n"
+    "lines x1,y1,x2,y2,score,class in the order they were kept.\n"
+    "--min-neighbors N (every method): drop a kept box standing for fewer than N other\n"
+    "candidates (those it suppressed; soft: overlapped above the threshold; weighted: merged).\n"
     "Overlaps: iou (intersection over union), iomin (over the smaller area), diou (IoU less the\n"
     "centres' squared distance over the enclosing box's squared diagonal), ios (over the\n"
     "higher-scoring window's area, integer pixels, as in the paper).\n"
@@ -136,6 +141,8 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
   g_autofree char *soft_decay = nullptr;
   g_autofree char *class_groups = nullptr;
   double sigma = run->params.sigma;
+  double group_eps = run->params.group_eps;
+  gint64 min_neighbors = run->params.min_neighbors;
   double threshold = run->params.threshold;
   double score_threshold = run->params.score_threshold;
   gint64 max_candidates = run->params.max_candidates;
@@ -146,8 +153,12 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
   const GOptionEntry entries[] = {
       {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input, "Candidates to read (required)", "FILE"},
       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Input format: oro or csv", "FORMAT"},
-      {"method", 'm', 0, G_OPTION_ARG_STRING, &method, "greedy (default), matrix, soft or weighted",
-       "METHOD"},
+      {"method", 'm', 0, G_OPTION_ARG_STRING, &method,
+       "greedy (default), matrix, soft, weighted or group", "METHOD"},
+      {"min-neighbors", 'n', 0, G_OPTION_ARG_INT64, &min_neighbors,
+       "Neighbours a kept box needs (default 0: none; group: 0 is no grouping)", "N"},
+      {"group-eps", 0, 0, G_OPTION_ARG_DOUBLE, &group_eps,
+       "group's similarity tolerance (default 0.2, OpenCV's)", "EPS"},
       {"soft-decay", 0, 0, G_OPTION_ARG_STRING, &soft_decay,
        "soft's decay: gaussian (default) or linear", "DECAY"},
       {"sigma", 0, 0, G_OPTION_ARG_DOUBLE, &sigma, "soft's gaussian sigma (default 0.5)", "SIGMA"},
@@ -193,7 +204,7 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
   }
   if (method != nullptr && !parse_method(method, &run->params.method)) {
     return usage_error(std::string("unknown method '") + method +
-                       "': use greedy, matrix, soft or weighted");
+                       "': use greedy, matrix, soft, weighted or group");
   }
   if (soft_decay != nullptr && !parse_soft_decay(soft_decay, &run->params.soft_decay)) {
     return usage_error(std::string("unknown soft decay '") + soft_decay +
@@ -204,6 +215,11 @@ bool parse_nms_options(int argc, char **argv, NmsRun *run) {
                        "': use class ids like 2,7;1,3");
   }
   run->params.sigma = static_cast<float>(sigma);
+  run->params.group_eps = group_eps;
+  if (min_neighbors < 0 || min_neighbors > UINT32_MAX) {
+    return usage_error("--min-neighbors must be in [0, 2^32 - 1]");
+  }
+  run->params.min_neighbors = static_cast<uint32_t>(min_neighbors);
   if (overlap != nullptr && !parse_overlap(overlap, &run->params.overlap)) {
     return usage_error(std::string("unknown overlap '") + overlap +
                        "': use iou, iomin, ios or diou");
@@ -435,6 +451,8 @@ constexpr char kBenchDescription[] =
     "  weighted      weighted NMS IoU 0.5, class-agnostic, at --variant-sizes\n"
     "  greedy-groups per-class greedy with classes 1,2,3,5,7 as one group, at --variant-sizes\n"
     "  matrix-faces  the paper's matrix NMS, IoS 0.3, face windows, at --face-sizes\n"
+    "  group-faces   grouping (min-neighbors 3, eps 0.2), face windows, at --group-sizes,\n"
+    "                against cv::groupRectangles\n"
     "  batch-B       B frames of --batch-sizes sliding windows per call (--batches), greedy\n"
     "                IoU 0.5, class-agnostic; p50/p99 of the whole call\n"
     "  streams-T     T threads, each running frames of --batch-sizes sliding windows in turn\n"
@@ -476,6 +494,7 @@ int run_bench(int argc, char **argv) {
   g_autofree char *sizes = nullptr;
   g_autofree char *class_sizes = nullptr;
   g_autofree char *face_sizes = nullptr;
+  g_autofree char *group_sizes = nullptr;
   g_autofree char *diou_sizes = nullptr;
   g_autofree char *variant_sizes = nullptr;
   g_autofree char *batches = nullptr;
@@ -506,6 +525,8 @@ int run_bench(int argc, char **argv) {
        "Soft, weighted and class-group rows at these N (default 300,3000,10000)", "LIST"},
       {"face-sizes", 0, 0, G_OPTION_ARG_STRING, &face_sizes,
        "Matrix IoS 0.3 on face windows at these N (default 3000)", "LIST"},
+      {"group-sizes", 0, 0, G_OPTION_ARG_STRING, &group_sizes,
+       "Grouping on face windows at these N (default 1000,3000,10000,30000)", "LIST"},
       {"batches", 0, 0, G_OPTION_ARG_STRING, &batches,
        "Batch rows: this many frames per call (default 1,4,16,64)", "LIST"},
       {"batch-sizes", 0, 0, G_OPTION_ARG_STRING, &batch_sizes,
@@ -551,6 +572,7 @@ int run_bench(int argc, char **argv) {
        {std::tuple{sizes, &options.sizes, "--sizes"},
         std::tuple{class_sizes, &options.class_sizes, "--class-sizes"},
         std::tuple{face_sizes, &options.face_sizes, "--face-sizes"},
+        std::tuple{group_sizes, &options.group_sizes, "--group-sizes"},
         std::tuple{diou_sizes, &options.diou_sizes, "--diou-sizes"},
         std::tuple{variant_sizes, &options.variant_sizes, "--variant-sizes"},
         std::tuple{batches, &options.batches, "--batches"},

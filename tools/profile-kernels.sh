@@ -15,7 +15,7 @@ if [ $# -gt 0 ] && [ "$1" != -- ]; then build=$1; shift; fi
 [ "${1:-}" = -- ] && shift
 [ $# -gt 0 ] || { echo "usage: $0 [build-dir] -- BENCH-ROW-OPTIONS (e.g. --sizes 10000)" >&2; exit 2; }
 command -v ncu >/dev/null || { echo "error: no ncu (Nsight Compute) on PATH" >&2; exit 2; }
-none=(--sizes "" --class-sizes "" --diou-sizes "" --variant-sizes "" --face-sizes "" --batches ""
+none=(--sizes "" --class-sizes "" --diou-sizes "" --variant-sizes "" --face-sizes "" --group-sizes "" --batches ""
   --batch-sizes "" --streams "")
 csv="$build/kernels.csv"
 # shellcheck disable=SC2086  # NCU_ARGS is a list of options

@@ -6,8 +6,10 @@
  * detector's) as a rectangle line-width pixels thick, drawn inside the box, in the color of its
  * class, with a "label score" tag above it. The label is the "detection" structure's "label"
  * field, else the name a detector announced for its class id (cvdetect does), else the ROI type;
- * the score is the structure's "confidence". The points cudanms's result meta carries for the
- * kept boxes (e.g. blazeface's facial keypoints) are drawn as small squares in the box's color.
+ * the score is the structure's "confidence", followed by "x N" where its "members" says how many
+ * windows the box stands for (cudanms method=group, or min-neighbors). The points cudanms's result
+ * meta carries for the kept boxes (e.g. blazeface's facial keypoints) are drawn as small squares in
+ * the box's color.
  *
  * With draw-candidates=true the frame's #GstCudaNmsCandidatesMeta windows are drawn first, one
  * pixel thick in a light tint of their class color: the detector's raw output and what NMS kept,
@@ -487,6 +489,9 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
         g_snprintf(score, sizeof(score), " %.2f", confidence);
         text += score;
       }
+      guint members;  // the windows a grouped box stands for
+      if (gst_structure_get_uint(detection, "members", &members))
+        text += " x" + std::to_string(members);
     }
     const Rgb color = class_color(class_id);
     draw_outline(canvas, box, static_cast<int>(s.line_width), color);

@@ -61,6 +61,7 @@ struct Box {
   gint class_id;
   double score, x, y, w, h;
   std::vector<double> points; /* x, y, ...: the result meta's points of the box */
+  guint members = 0;          /* the candidates it stands for, where NMS counted them; else 0 */
 };
 
 /* The kept boxes of the result meta, or the ROI metas in the order they were added. */
@@ -73,13 +74,20 @@ std::vector<Box> boxes_of(GstBuffer *buf, GstCudaNmsResultMeta *result,
       const gint class_id = result->class_ids[i];
       /* cudanms names every kept box; a result meta from elsewhere may leave labels NULL. */
       const gchar *label = result->labels ? result->labels[i] : nullptr;
-      boxes.push_back({label ? std::string(label) : gst_cv_label_lookup(labels, class_id), class_id,
-                       result->scores[i], b[0], b[1], b[2] - b[0], b[3] - b[1], {}});
+      boxes.push_back({label ? std::string(label) : gst_cv_label_lookup(labels, class_id),
+                       class_id,
+                       result->scores[i],
+                       b[0],
+                       b[1],
+                       b[2] - b[0],
+                       b[3] - b[1],
+                       {}});
       if (result->points) {
         const size_t per = 2 * static_cast<size_t>(result->points_per_box);
         const gfloat *p = result->points + per * i;
         boxes.back().points.assign(p, p + per);
       }
+      if (result->members) boxes.back().members = result->members[i];
     }
     return boxes;
   }
@@ -89,19 +97,14 @@ std::vector<Box> boxes_of(GstBuffer *buf, GstCudaNmsResultMeta *result,
                                                   GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))) {
     auto *roi = reinterpret_cast<GstVideoRegionOfInterestMeta *>(meta);
     const gchar *roi_type = g_quark_to_string(roi->roi_type);
-    Box box{roi_type ? roi_type : "",
-            0,
-            1.0,
-            double(roi->x),
-            double(roi->y),
-            double(roi->w),
-            double(roi->h),
-            {}};
+    Box box{roi_type ? roi_type : "", 0, 1.0, double(roi->x), double(roi->y), double(roi->w),
+            double(roi->h),           {}};
     if (GstStructure *d = gst_video_region_of_interest_meta_get_param(roi, "detection")) {
       gst_structure_get_double(d, "confidence", &box.score);
       if (gst_structure_get_int(d, "label_id", &box.class_id))
         box.label = gst_cv_label_lookup(labels, box.class_id, roi_type);
       if (const gchar *l = gst_structure_get_string(d, "label")) box.label = l;
+      gst_structure_get_uint(d, "members", &box.members);
     }
     boxes.push_back(box);
   }
@@ -159,6 +162,7 @@ void encode_cudanms(GstObject *element, JsonBuilder *b, GstBuffer *buf,
     add_double(b, "y", box.y);
     add_double(b, "w", box.w);
     add_double(b, "h", box.h);
+    if (box.members > 0) add_int(b, "members", box.members);
     if (!box.points.empty()) {
       /* [[x, y], ...]; a point the candidates did not have (NaN) is null: JSON has no NaN. */
       json_builder_set_member_name(b, "points");
@@ -223,6 +227,7 @@ void encode_dlstreamer(JsonBuilder *b, GstBuffer *buf, const std::vector<Box> &b
     add_double(b, "confidence", box.score);
     add_string(b, "label", box.label);
     add_int(b, "label_id", box.class_id);
+    if (box.members > 0) add_int(b, "members", box.members);
     json_builder_end_object(b);
     json_builder_end_object(b);
   }

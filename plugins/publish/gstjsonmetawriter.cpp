@@ -15,6 +15,8 @@
  * without one, the boxes are the frame's #GstVideoRegionOfInterestMeta (score from their
  * "detection" structure) and candidates is the size of its #GstCudaNmsCandidatesMeta, if any.
  * Labels are the ones detectors announce (cvdetect does), else the ROI type or the class id.
+ * A box gets "members" (the candidates it stands for) where cudanms counted them: method=group,
+ * or min-neighbors above 0.
  *
  * The frames pass through untouched and are never mapped. Each line is flushed as it is
  * written, so `tail -f` follows a live stream.

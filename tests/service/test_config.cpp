@@ -90,6 +90,7 @@ TEST_F(Config, CamerasTakeTheServiceDefaultsAndTheirOwnKeys) {
   EXPECT_EQ(yard.nms.at("method"), "weighted");
   EXPECT_EQ(yard.reconnect_attempts, 3);
   EXPECT_FALSE(yard.enabled);
+  EXPECT_EQ(gate.nms.count("method"), 0u);  // HOG's windows: cudanms's default, greedy
 
   // The same text is the same settings (a reload leaves the cameras alone); a changed default
   // changes the settings of every camera that takes it.
@@ -100,6 +101,32 @@ TEST_F(Config, CamerasTakeTheServiceDefaultsAndTheirOwnKeys) {
   other.replace(other.find("reconnect-max = 8"), 17, "reconnect-max = 9");
   ASSERT_TRUE(errors_of(other, &changed).empty());
   EXPECT_NE(changed.cameras[0].settings, gate.settings);
+}
+
+// The default detector, the face cascade, and any cascade get OpenCV's grouping by default; a
+// method named in the config wins.
+TEST_F(Config, CascadesAreGroupedAsOpenCvGroupsThem) {
+  const std::string text =
+      "[camera.door]\n"
+      "source = videotestsrc is-live=true\n"
+      "\n"
+      "[camera.hall]\n"
+      "source = videotestsrc is-live=true\n"
+      "detector = cvdetect model=/usr/share/opencv4/lbpcascades/lbpcascade_frontalface.xml\n"
+      "min-neighbors = 5\n"
+      "\n"
+      "[camera.lobby]\n"
+      "source = videotestsrc is-live=true\n"
+      "method = weighted\n";
+  ServiceConfig config;
+  ASSERT_EQ(errors_of(text, &config), std::vector<std::string>());
+  ASSERT_EQ(config.cameras.size(), 3u);
+  EXPECT_EQ(config.cameras[0].nms.at("method"), "group");
+  EXPECT_EQ(config.cameras[0].nms.at("min-neighbors"), "3");
+  EXPECT_EQ(config.cameras[1].nms.at("method"), "group");
+  EXPECT_EQ(config.cameras[1].nms.at("min-neighbors"), "5");
+  EXPECT_EQ(config.cameras[2].nms.at("method"), "weighted");
+  EXPECT_EQ(config.cameras[2].nms.count("min-neighbors"), 0u);
 }
 
 TEST_F(Config, MqttTopicsComeFromThePrefix) {
@@ -173,7 +200,7 @@ TEST_F(Config, EveryErrorIsReportedWithItsGroupAndKey) {
       "cams.conf:service:stall-timeout: must be at least 0.1 s, not 0",
       "cams.conf:camera.a:colour: unknown key",
       "cams.conf:camera.a:iou-threshold: is out of range: \"7\" (0 to 1)",
-      "cams.conf:camera.a:method: must be one of greedy, matrix, soft, weighted, not \"best\"",
+      "cams.conf:camera.a:method: must be one of greedy, matrix, soft, weighted, group, not \"best\"",
       "cams.conf:camera.c:detector: model \"/nonexistent/people.xml\" cannot be read: No such "
       "file or directory",
       "cams.conf:camera.c:labels-file: cannot read \"/dev/zero\": is not a regular file (a "

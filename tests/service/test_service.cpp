@@ -462,7 +462,7 @@ TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
       bad +
           ":camera.a:labels-file: cannot read \"/dev/zero\": is not a regular file (a device, "
           "FIFO or socket is never read)",
-      bad + ":camera.a:method: must be one of greedy, matrix, soft, weighted, not \"best\"",
+      bad + ":camera.a:method: must be one of greedy, matrix, soft, weighted, group, not \"best\"",
       bad + ":camera.a:size: unknown key"};
   std::sort(errors.begin(), errors.end());
   EXPECT_EQ(errors, expected);

@@ -271,6 +271,8 @@ TEST_F(CudanmsTool, BadUsageExits2WithAMessage) {
       {{"nms", "--input", input, "--threshold", "half"}, "threshold"},
       {{"nms", "--input", input, "--max-candidates", "0"}, "--max-candidates"},
       {{"nms", "--input", input, "--max-detections", "-1"}, "--max-detections"},
+      {{"nms", "--input", input, "--min-neighbors", "-1"}, "--min-neighbors"},
+      {{"nms", "--input", input, "--method", "group", "--group-eps", "-0.5"}, "group eps"},
       {{"nms", "--input", input, "--no-such-option"}, "no-such-option"},
       {{"nms", "--input", input, "stray"}, "unexpected argument 'stray'"},
       {{"generate", "--count", "3"}, "--kind"},
@@ -327,19 +329,21 @@ TEST_F(CudanmsTool, CsvKeepsTheReferenceSubsetAndGreedyOutputIsAFixedPoint) {
 }
 
 // soft and weighted print their own values, csv, in kept order: the reference's, to the bit.
-TEST_F(CudanmsTool, SoftAndWeightedPrintTheReferencesValues) {
+TEST_F(CudanmsTool, SoftWeightedAndGroupPrintTheReferencesValues) {
   const CandidateSet set = tools::sliding_window_candidates(800, run_seed() + 3, 4);
   const std::string input = write_candidates("windows.csv", set, FileFormat::kCsv);
-  for (const char *method : {"soft", "weighted"}) {
+  for (const char *method : {"soft", "weighted", "group"}) {
     Params params;
     parse_method(method, &params.method);
     params.soft_decay = SoftDecay::kLinear;
     params.threshold = 0.4f;
     params.class_groups = {{0, 2}};
+    params.min_neighbors = 2;
+    params.group_eps = 0.3;
     const std::string output = path(std::string("kept-") + method + ".csv");
-    const Outcome o =
-        run_tool({"nms", "--input", input, "--method", method, "--soft-decay", "linear",
-                  "--threshold", "0.4", "--class-groups", "0,2", "--output", output});
+    const Outcome o = run_tool({"nms", "--input", input, "--method", method, "--soft-decay",
+                                "linear", "--threshold", "0.4", "--class-groups", "0,2",
+                                "--min-neighbors", "2", "--group-eps", "0.3", "--output", output});
     ASSERT_EQ(o.exit_code, 0) << describe(o);
     CandidateFile got;
     ASSERT_TRUE(tools::read_candidate_file(output, FileFormat::kCsv, &got).ok());

@@ -3,7 +3,10 @@
 (the GPU host's recipe has no videoio): the same frames tests/kernels/cascade_support.h builds
 where it can, made with the host's Python OpenCV.
     make-cascade-frames.py SAMPLES_DIR OUT_DIR   (SAMPLES_DIR holds Megamind.avi, vtest.avi,
-                                                   messi5.jpg from Debian's opencv-doc)"""
+                                                   messi5.jpg from Debian's opencv-doc)
+    make-cascade-frames.py --videos SAMPLES_DIR OUT_DIR
+        every frame of both videos, as OUT_DIR/Megamind_NNNN.pgm and vtest_NNNN.pgm (for
+        tests/kernels/test_group_opencv.cpp: CUDANMS_VIDEO_FRAMES=OUT_DIR)"""
 import os
 import sys
 
@@ -26,7 +29,27 @@ def video_frames(path, wanted):
     return out
 
 
+def write_videos(samples, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for name in ("Megamind", "vtest"):
+        capture = cv2.VideoCapture(os.path.join(samples, name + ".avi"))
+        index = 0
+        while True:
+            ok, frame = capture.read()
+            if not ok:
+                break
+            gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+            cv2.imwrite(os.path.join(out_dir, f"{name}_{index:04d}.pgm"), gray)
+            index += 1
+        if index == 0:
+            sys.exit(f"{name}.avi: no frames")
+        print(f"wrote {index} frames of {name}.avi into {out_dir}")
+
+
 def main():
+    if sys.argv[1] == "--videos":
+        write_videos(sys.argv[2], sys.argv[3])
+        return
     samples, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
     mega = video_frames(os.path.join(samples, "Megamind.avi"), [30, 60, 120])

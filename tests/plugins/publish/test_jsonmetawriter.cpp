@@ -1,6 +1,6 @@
 // jsonmetawriter when its file cannot be written: a full disk or a file size limit stops the
 // stream with an element error carrying the OS's reason; no JSON line is lost silently. And the
-// points of kept boxes in its lines.
+// points and members of kept boxes in its lines.
 #include <glib/gstdio.h>
 #include <gst/check/gstharness.h>
 #include <gst/cudanms/cudanmsmeta.h>
@@ -102,7 +102,7 @@ TEST_F(JsonMetaWriter, AnUnwritableLocationIsAnErrorAtStart) {
 
 // A kept box's points (blazeface's keypoints through cudanms) as [[x, y], ...]; an unknown (NaN)
 // point as null, since JSON has no NaN.
-TEST_F(JsonMetaWriter, PointsOfAKeptBox) {
+TEST_F(JsonMetaWriter, PointsAndMembersOfAKeptBox) {
   gchar *dir = g_dir_make_tmp("jsonpoints-XXXXXX", nullptr);
   const std::string path = std::string(dir) + "/lines.jsonl";
   GstHarness *h = gst_harness_new_parse(("jsonmetawriter location=\"" + path + "\"").c_str());
@@ -115,6 +115,8 @@ TEST_F(JsonMetaWriter, PointsOfAKeptBox) {
   gst_cuda_nms_result_meta_set_points_per_box(r, 2);
   const float points[] = {15.5f, 20.25f, NAN, NAN};
   std::copy(points, points + 4, r->points);
+  gst_cuda_nms_result_meta_set_members(r);
+  r->members[0] = 7;
   gst_buffer_unref(gst_harness_push_and_pull(h, buf));
   gst_harness_teardown(h);  // closes the file
 
@@ -131,6 +133,7 @@ TEST_F(JsonMetaWriter, PointsOfAKeptBox) {
   EXPECT_EQ(json_array_get_double_element(first, 0), 15.5);
   EXPECT_EQ(json_array_get_double_element(first, 1), 20.25);
   EXPECT_TRUE(JSON_NODE_HOLDS_NULL(json_array_get_element(p, 1)));
+  EXPECT_EQ(json_object_get_int_member(b, "members"), 7) << text;
   g_object_unref(parser);
   g_free(text);
   g_unlink(path.c_str());
