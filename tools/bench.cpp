@@ -29,7 +29,8 @@ using Clock = std::chrono::steady_clock;
 // backend: 20 us for small frames (up to 3k) of every method, then per size.
 double cuda_target_us(const Workload &w) {
   if (w.batch > 0) return w.batch == 64 && w.n == 1000 ? 150 : 0;  // a whole call
-  if (w.data == Data::kDense) return 0;  // compared with the CPU backend instead
+  // Dense duplicates and grouping: compared with the CPU backend instead.
+  if (w.data == Data::kDense || w.params.method == Method::kGroup) return 0;
   // The variants' rows (DIoU, soft, weighted, class groups): timed, no goal set.
   if (w.params.overlap == Overlap::kDIoU || w.params.method == Method::kSoft ||
       w.params.method == Method::kWeighted || !w.params.class_groups.empty()) {
@@ -392,8 +393,9 @@ void apply_targets(const Workload &w, std::vector<Cell> *cells) {
     cuda->target_met = cuda->host.p50 <= limit;
   }
   Cell *cpu = find("cpu");
-  // Dense duplicates: no slower than the CPU backend, and never computed there.
-  if (Cell *cuda = find("cuda"); cuda != nullptr && w.data == Data::kDense) {
+  // Dense duplicates and grouping: no slower than the CPU backend, and never computed there.
+  if (Cell *cuda = find("cuda");
+      cuda != nullptr && (w.data == Data::kDense || w.params.method == Method::kGroup)) {
     cuda->target = "<=cpu, on GPU";
     if (cpu != nullptr) {
       cuda->target_value = cpu->host.p50;

@@ -73,7 +73,7 @@ std::string split_name(const std::vector<int> &split) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  gchar *frame_path = nullptr, *json_path = nullptr, *data_dir = nullptr;
+  gchar *frame_path = nullptr, *json_path = nullptr, *data_dir = nullptr, *windows_path = nullptr;
   gchar **cascades = nullptr;
   gint repeat = 200, cpu_repeat = 10;
   gdouble scale_factor = 1.25;
@@ -91,6 +91,10 @@ int main(int argc, char **argv) {
       {"min-size", 0, 0, G_OPTION_ARG_INT, &min_size, "Smallest window side (50)", "PX"},
       {"max-size", 0, 0, G_OPTION_ARG_INT, &max_size, "Largest window side (200)", "PX"},
       {"json", 'j', 0, G_OPTION_ARG_FILENAME, &json_path, "Also write the rows as JSON", "FILE"},
+      {"windows", 'w', 0, G_OPTION_ARG_FILENAME, &windows_path,
+       "Write the first cascade's raw windows (OpenCV's) as csv x1,y1,x2,y2,score, the "
+       "candidates grouping meets (cudanms-tool bench --input FILE)",
+       "FILE"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   GOptionContext *context = g_option_context_new("- time the cascade detector against OpenCV");
   g_option_context_add_main_entries(context, entries, nullptr);
@@ -172,6 +176,18 @@ int main(int argc, char **argv) {
     const int threads = cv::getNumThreads();
     // Timed before the row is printed: the row reads what the runs found.
     const Timing all_cores = time_runs(cpu_repeat, opencv_run);
+    if (windows_path && name == names.front()) {
+      FILE *out = std::fopen(windows_path, "w");
+      for (size_t i = 0; out && i < rects.size(); ++i) {
+        const cv::Rect &r = rects[i];
+        std::fprintf(out, "%d,%d,%d,%d,%.17g\n", r.x, r.y, r.x + r.width, r.y + r.height,
+                     weights[i]);
+      }
+      if (!out || std::fclose(out) != 0) {
+        std::fprintf(stderr, "cudanms-cascade-bench: cannot write %s\n", windows_path);
+        return 1;
+      }
+    }
     row(name, "OpenCV " CV_VERSION ", " + std::to_string(threads) + " threads", all_cores, -1,
         rects.size(), true);
     cv::setNumThreads(1);

@@ -570,6 +570,8 @@ cudaError_t launch_small_frames(const FrameArgs *frames, uint32_t count, Method 
     case Method::kWeighted:
       launch_method<Method::kWeighted>(frames, count, capacity, blocks, stream);
       break;
+    case Method::kGroup:  // the grouping's own stages (group.h), never a small frame's kernel
+      return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }

@@ -36,7 +36,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         bench_json = os.path.join(tmp, "bench.json")
         code, out, err = run([tool, "bench", "--sizes", "300,1000", "--class-sizes", "400,800",
-                              "--classes", "4", "--face-sizes", "300", "--variant-sizes", "", "--diou-sizes", "300", "--batches", "", "--streams", "", "--repeat", "3", "--sets",
+                              "--classes", "4", "--face-sizes", "300", "--variant-sizes", "", "--group-sizes", "", "--diou-sizes", "300", "--batches", "", "--streams", "", "--repeat", "3", "--sets",
                               "2", "--dump", os.path.join(tmp, "data"), "--json", bench_json])
         check(code == 0, f"bench exits 0: {code} {err}")
         bench = json.load(open(bench_json))

@@ -72,8 +72,9 @@ Outcome run_tool(const std::vector<std::string> &args, const char *stdout_to = n
 // the rest (an option given twice takes its last value).
 std::vector<std::string> bench_only(std::vector<std::string> options) {
   std::vector<std::string> args = {
-      "bench", "--sizes",      "", "--class-sizes", "", "--diou-sizes", "", "--variant-sizes",
-      "",      "--face-sizes", "", "--batches",     "", "--streams",    ""};
+      "bench", "--sizes",         "", "--class-sizes", "", "--diou-sizes",
+      "",      "--variant-sizes", "", "--face-sizes",  "", "--batches",
+      "",      "--streams",       "", "--group-sizes", ""};
   args.insert(args.end(), options.begin(), options.end());
   return args;
 }
@@ -700,9 +701,9 @@ TEST_F(CudanmsTool, BenchChecksEveryRowAndDumpsWhatItChecked) {
   const std::vector<std::string> args = {
       "bench",    "--variant-sizes", "300", "--diou-sizes", "500", "--sizes",
       "300,1000", "--class-sizes",   "600", "--classes",    "5",   "--face-sizes",
-      "400",      "--batches",       "",    "--streams",    "",    "--repeat",
-      "3",        "--sets",          "2",   "--seed",       seed,  "--json",
-      json,       "--dump",          dir_};
+      "400",      "--group-sizes",   "",    "--batches",    "",    "--streams",
+      "",         "--repeat",        "3",   "--sets",       "2",   "--seed",
+      seed,       "--json",          json,  "--dump",       dir_};
   const Outcome o = run_tool(args);
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   EXPECT_NE(o.out.find("seed " + seed + " "), std::string::npos) << o.out;
@@ -804,8 +805,9 @@ TEST_F(CudanmsTool, BenchTimesCandidateFiles) {
     EXPECT_EQ(row.agrees, "yes") << row.config;
     EXPECT_EQ(row.n, row.config[0] == 'f' ? 500u : 700u) << row.config;
   }
-  EXPECT_EQ(configs, (std::vector<std::string>{"faces.oro:greedy", "faces.oro:matrix",
-                                               "w.csv:greedy", "w.csv:greedy-per-class"}))
+  EXPECT_EQ(configs,
+            (std::vector<std::string>{"faces.oro:greedy", "faces.oro:group", "faces.oro:matrix",
+                                      "w.csv:greedy", "w.csv:group", "w.csv:greedy-per-class"}))
       << o.out;
 
   const Outcome bad = run_tool({"bench", "--input", write("bad.csv", "1,2,3\n")});
@@ -851,11 +853,17 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
   std::string why;
   if (!cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
   const std::string json = path("bench.json");
-  const Outcome o = run_tool(
-      bench_only({"--sizes", small_test_scale() ? "300,1500" : "300,3000", "--class-sizes",
-                  small_test_scale() ? "1500" : "2000", "--face-sizes", "1000", "--batches", "1,8",
-                  "--batch-sizes", "500", "--repeat", "5", "--backends", "cpu,cuda", "--seed",
-                  std::to_string(run_seed() % 1000000), "--json", json}));
+  const Outcome o =
+      run_tool(bench_only({"--sizes",       small_test_scale() ? "300,1500" : "300,3000",
+                           "--class-sizes", small_test_scale() ? "1500" : "2000",
+                           "--face-sizes",  "1000",
+                           "--group-sizes", "1000",
+                           "--batches",     "1,8",
+                           "--batch-sizes", "500",
+                           "--repeat",      "5",
+                           "--backends",    "cpu,cuda",
+                           "--seed",        std::to_string(run_seed() % 1000000),
+                           "--json",        json}));
   ASSERT_EQ(o.exit_code, 0) << describe(o) << o.out;
   size_t cuda_rows = 0;
   for (const BenchRow &row : bench_rows(o.out)) {
@@ -864,9 +872,9 @@ TEST_F(CudanmsTool, CudaBenchAgreesWithTheCpuBackend) {
     ++cuda_rows;
     EXPECT_NE(row.gpu, "-") << "the GPU-only time of " << row.config << " " << row.n;
   }
-  EXPECT_EQ(cuda_rows, 6u) << o.out;  // four single-frame rows, two batch rows
+  EXPECT_EQ(cuda_rows, 7u) << o.out;  // five single-frame rows, two batch rows
   const std::string text = read(json);
-  EXPECT_EQ(count_of(text, "\"device\": {"), 6u) << text;
+  EXPECT_EQ(count_of(text, "\"device\": {"), 7u) << text;
   EXPECT_NE(text.find("\"gpu\": \"cuda:"), std::string::npos) << text;
 }
 
