@@ -96,43 +96,30 @@ class CpuContext final : public Context {
 
   // Rules 5 and 6 on the kept candidates the method found, with its counts of their neighbours
   // in result->kept_neighbors when it counted them: every per-kept vector of the result keeps the
-  // entries of the kept candidates that stay.
-  static void keep_neighboured(const Params &params, Result *result) {
+  // entries of the kept candidates that stay, at most max_detections of them.
+  void keep_neighboured(const Params &params, Result *result) {
     const size_t found = result->kept.size();
-    size_t stays = 0;
-    if (params.min_neighbors == 0 || found == 0) {
-      stays = found;
-    } else {
-      auto compact = [&](auto *values) {
-        if (values->empty()) return;
-        const size_t stride = values->size() / found;
-        size_t to = 0;
-        for (size_t k = 0; k < found; ++k) {
-          if (result->kept_neighbors[k] < params.min_neighbors) continue;
-          std::copy_n(values->begin() + k * stride, stride, values->begin() + to * stride);
-          ++to;
-        }
-        values->resize(to * stride);
-      };
-      compact(&result->kept);
-      compact(&result->kept_boxes);
-      compact(&result->kept_scores);
-      compact(&result->kept_class_ids);
-      compact(&result->kept_points);
-      compact(&result->kept_neighbors);
-      stays = result->kept.size();
+    const size_t cap = params.max_detections == 0 ? found : params.max_detections;
+    if (params.min_neighbors == 0 && found <= cap) return;
+    staying_.clear();
+    for (size_t k = 0; k < found && staying_.size() < cap; ++k) {
+      if (params.min_neighbors == 0 || result->kept_neighbors[k] >= params.min_neighbors)
+        staying_.push_back(k);
     }
-    if (params.max_detections == 0 || stays <= params.max_detections) return;
-    const size_t cap = params.max_detections;
-    auto truncate = [&](auto *values) {
-      if (!values->empty()) values->resize(values->size() / stays * cap);
+    auto compact = [&](auto *values) {
+      if (values->empty()) return;
+      const size_t stride = values->size() / found;
+      for (size_t to = 0; to < staying_.size(); ++to) {
+        std::copy_n(values->begin() + staying_[to] * stride, stride, values->begin() + to * stride);
+      }
+      values->resize(staying_.size() * stride);
     };
-    truncate(&result->kept);
-    truncate(&result->kept_boxes);
-    truncate(&result->kept_scores);
-    truncate(&result->kept_class_ids);
-    truncate(&result->kept_points);
-    truncate(&result->kept_neighbors);
+    compact(&result->kept);
+    compact(&result->kept_boxes);
+    compact(&result->kept_scores);
+    compact(&result->kept_class_ids);
+    compact(&result->kept_points);
+    compact(&result->kept_neighbors);
   }
 
   // result->kept_neighbors from the counts per rank position of the kept ones, when counted.
@@ -344,6 +331,7 @@ class CpuContext final : public Context {
   std::vector<uint32_t> neighbours_;      // rule 5: per rank position (weighted: per kept slot)
   RectGrouper grouper_;
   std::vector<GroupedClass> classes_kept_;
+  std::vector<size_t> staying_;  // rules 5 and 6: the kept slots that stay
 };
 
 }  // namespace
