@@ -1,0 +1,211 @@
+// The arithmetic of cudanms/dnn.h, compiled by the host compiler and nvcc alike so that the CPU
+// and the GPU make the same input tensor and the same candidates: pixel fetch and YUV to RGB,
+// the resampling taps, and each head's decoding of one anchor.
+#pragma once
+
+#include <math.h>  // ::floorf, ::ceilf, ::expf for host and device alike
+
+#include <cstdint>
+
+#include "common/overlap.h"  // CUDANMS_HD
+#include "cudanms/dnn.h"
+
+namespace cudanms::detail {
+
+// A frame and an input the backends can sample: an error saying what is missing.
+Status check_image(const dnn::Image &image, const dnn::InputSpec &spec);
+
+// ---- Pixels --------------------------------------------------------------------------------
+
+struct Rgb {
+  float r, g, b;
+};
+
+CUDANMS_HD float clamp255(float v) { return v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v; }
+
+// Y'CbCr to R'G'B' from the matrix's Kr and Kb (ITU-R BT.601 and BT.709), limited or full range.
+CUDANMS_HD Rgb yuv_to_rgb(float y, float u, float v, dnn::YuvMatrix matrix, bool full_range) {
+  const float kr = matrix == dnn::YuvMatrix::kBt709 ? 0.2126f : 0.299f;
+  const float kb = matrix == dnn::YuvMatrix::kBt709 ? 0.0722f : 0.114f;
+  const float kg = 1.0f - kr - kb;
+  const float ys = full_range ? 1.0f : 255.0f / 219.0f;
+  const float cs = full_range ? 1.0f : 255.0f / 224.0f;
+  const float l = (y - (full_range ? 0.0f : 16.0f)) * ys;
+  const float cb = (u - 128.0f) * cs, cr = (v - 128.0f) * cs;
+  return {clamp255(l + 2.0f * (1.0f - kr) * cr),
+          clamp255(l - (2.0f * kb * (1.0f - kb) / kg) * cb - (2.0f * kr * (1.0f - kr) / kg) * cr),
+          clamp255(l + 2.0f * (1.0f - kb) * cb)};
+}
+
+CUDANMS_HD Rgb fetch_rgb(const dnn::Image &im, int x, int y) {
+  const uint8_t *row = im.planes[0] + static_cast<int64_t>(y) * im.strides[0];
+  switch (im.format) {
+    case dnn::PixelFormat::kRGB:
+      return {float(row[3 * x]), float(row[3 * x + 1]), float(row[3 * x + 2])};
+    case dnn::PixelFormat::kBGR:
+      return {float(row[3 * x + 2]), float(row[3 * x + 1]), float(row[3 * x])};
+    case dnn::PixelFormat::kRGBx:
+      return {float(row[4 * x]), float(row[4 * x + 1]), float(row[4 * x + 2])};
+    case dnn::PixelFormat::kBGRx:
+      return {float(row[4 * x + 2]), float(row[4 * x + 1]), float(row[4 * x])};
+    case dnn::PixelFormat::kI420: {
+      const int64_t c = static_cast<int64_t>(y / 2);
+      return yuv_to_rgb(float(row[x]), float(im.planes[1][c * im.strides[1] + x / 2]),
+                        float(im.planes[2][c * im.strides[2] + x / 2]), im.matrix, im.full_range);
+    }
+    default: {  // kNV12
+      const uint8_t *uv = im.planes[1] + static_cast<int64_t>(y / 2) * im.strides[1] + (x / 2) * 2;
+      return yuv_to_rgb(float(row[x]), float(uv[0]), float(uv[1]), im.matrix, im.full_range);
+    }
+  }
+}
+
+// ---- Resampling ----------------------------------------------------------------------------
+
+// The frame pixels one input pixel reads along one axis, and their weights: the footprint's
+// coverage when the axis is scaled down, linear interpolation when it is scaled up.
+struct Taps {
+  int first = 0, last = 0;  // inclusive
+  float start = 0, end = 0; // the footprint, for coverage
+  float t = 0;              // interpolation: the weight of `last`
+  bool area = false;
+
+  // Output position o of an axis of `scaled` pixels drawn from `source` pixels.
+  CUDANMS_HD static Taps of(int o, int scaled, int source) {
+    Taps taps;
+    const float s = float(source) / float(scaled);
+    if (s > 1.0f) {
+      taps.area = true;
+      taps.start = float(o) * s;
+      taps.end = float(o + 1) * s;
+      if (taps.end > float(source)) taps.end = float(source);
+      taps.first = int(floorf(taps.start));
+      taps.last = int(ceilf(taps.end)) - 1;
+      if (taps.last < taps.first) taps.last = taps.first;
+    } else {
+      float x = (float(o) + 0.5f) * s - 0.5f;
+      if (x < 0.0f) x = 0.0f;
+      taps.first = int(floorf(x));
+      if (taps.first > source - 1) taps.first = source - 1;
+      taps.last = taps.first + 1 < source ? taps.first + 1 : taps.first;
+      taps.t = taps.last == taps.first ? 0.0f : x - float(taps.first);
+    }
+    return taps;
+  }
+  CUDANMS_HD float weight(int k) const {
+    if (area) {
+      const float lo = float(k) > start ? float(k) : start;
+      const float hi = float(k + 1) < end ? float(k + 1) : end;
+      return hi - lo;
+    }
+    if (first == last) return 1.0f;
+    return k == first ? 1.0f - t : t;
+  }
+};
+
+// Input pixel (x, y) of the tensor, RGB in 0..255 before normalisation.
+CUDANMS_HD Rgb input_pixel(const dnn::Image &im, const dnn::InputSpec &spec,
+                           const dnn::Letterbox &box, int x, int y) {
+  const int sx = x - box.pad_x, sy = y - box.pad_y;
+  if (sx < 0 || sy < 0 || sx >= box.scaled_width || sy >= box.scaled_height) {
+    return {spec.pad_value, spec.pad_value, spec.pad_value};
+  }
+  const Taps tx = Taps::of(sx, box.scaled_width, im.width);
+  const Taps ty = Taps::of(sy, box.scaled_height, im.height);
+  Rgb sum{0, 0, 0};
+  float weights_y = 0, weights_x = 0;
+  for (int k = tx.first; k <= tx.last; k++) weights_x += tx.weight(k);
+  for (int j = ty.first; j <= ty.last; j++) {
+    const float wy = ty.weight(j);
+    Rgb row{0, 0, 0};
+    for (int k = tx.first; k <= tx.last; k++) {
+      const float wx = tx.weight(k);
+      const Rgb p = fetch_rgb(im, k, j);
+      row.r += wx * p.r;
+      row.g += wx * p.g;
+      row.b += wx * p.b;
+    }
+    sum.r += wy * row.r;
+    sum.g += wy * row.g;
+    sum.b += wy * row.b;
+    weights_y += wy;
+  }
+  const float w = weights_x * weights_y;
+  return {sum.r / w, sum.g / w, sum.b / w};
+}
+
+// ---- Heads ---------------------------------------------------------------------------------
+
+// Input pixels to frame pixels, in double as the frame may be far larger than the input.
+CUDANMS_HD float to_frame_x(const dnn::Letterbox &box, float input_x) {
+  return static_cast<float>((double(input_x) - box.pad_x) * box.frame_width / box.scaled_width);
+}
+CUDANMS_HD float to_frame_y(const dnn::Letterbox &box, float input_y) {
+  return static_cast<float>((double(input_y) - box.pad_y) * box.frame_height / box.scaled_height);
+}
+
+constexpr int kBlazeFaceAnchors = 896;
+constexpr int kBlazeFaceRegressors = 16;
+constexpr int kBlazeFacePoints = 6;
+constexpr float kBlazeFaceInput = 128.0f;
+
+CUDANMS_HD dnn::Anchor blazeface_anchor(int i) {
+  // 512 anchors of stride 8 (16x16 cells, 2 each), then 384 of stride 16 (8x8 cells, 6 each).
+  const int cells = i < 512 ? 16 : 8;
+  const int cell = i < 512 ? i / 2 : (i - 512) / 6;
+  return {(float(cell % cells) + 0.5f) / float(cells), (float(cell / cells) + 0.5f) / float(cells)};
+}
+
+// Anchor i of a BlazeFace output: false when it scores below the threshold (or NaN); else its
+// box (x1, y1, x2, y2) and points in frame pixels. MediaPipe's TensorsToDetectionsCalculator
+// (sigmoid score clipped at 100, x/y/w/h scales 128, fixed anchor size).
+CUDANMS_HD bool decode_blazeface(const float *regressors, const float *logits, int i,
+                                 const dnn::Letterbox &box, float threshold, float *out_box,
+                                 float *score, float *points) {
+  float logit = logits[i];
+  logit = logit < -100.0f ? -100.0f : logit > 100.0f ? 100.0f : logit;
+  *score = 1.0f / (1.0f + expf(-logit));
+  if (!(*score >= threshold)) return false;
+  const float *r = regressors + static_cast<int64_t>(i) * kBlazeFaceRegressors;
+  const dnn::Anchor a = blazeface_anchor(i);
+  const float scale = kBlazeFaceInput;
+  const float xc = a.x_center + r[0] / scale, yc = a.y_center + r[1] / scale;
+  const float half_w = r[2] / scale / 2, half_h = r[3] / scale / 2;
+  out_box[0] = to_frame_x(box, (xc - half_w) * scale);
+  out_box[1] = to_frame_y(box, (yc - half_h) * scale);
+  out_box[2] = to_frame_x(box, (xc + half_w) * scale);
+  out_box[3] = to_frame_y(box, (yc + half_h) * scale);
+  if (points) {
+    for (int k = 0; k < kBlazeFacePoints; k++) {
+      points[2 * k] = to_frame_x(box, (a.x_center + r[4 + 2 * k] / scale) * scale);
+      points[2 * k + 1] = to_frame_y(box, (a.y_center + r[5 + 2 * k] / scale) * scale);
+    }
+  }
+  return true;
+}
+
+// Anchor i of a YOLO output [4 + classes, anchors] (one frame's): its best class, the first of
+// equal scores; false when that scores below the threshold or no class has a number.
+CUDANMS_HD bool decode_yolo(const float *out, int anchors, int classes, int i,
+                            const dnn::Letterbox &box, float threshold, float *out_box,
+                            float *score, int32_t *class_id) {
+  float best = -INFINITY;
+  int best_class = -1;
+  for (int c = 0; c < classes; c++) {
+    const float s = out[static_cast<int64_t>(4 + c) * anchors + i];
+    if (s > best) best = s, best_class = c;
+  }
+  if (best_class < 0 || !(best >= threshold)) return false;
+  const float cx = out[i], cy = out[anchors + i];
+  const float w = out[2 * static_cast<int64_t>(anchors) + i];
+  const float h = out[3 * static_cast<int64_t>(anchors) + i];
+  out_box[0] = to_frame_x(box, cx - w / 2);
+  out_box[1] = to_frame_y(box, cy - h / 2);
+  out_box[2] = to_frame_x(box, cx + w / 2);
+  out_box[3] = to_frame_y(box, cy + h / 2);
+  *score = best;
+  *class_id = best_class;
+  return true;
+}
+
+}  // namespace cudanms::detail

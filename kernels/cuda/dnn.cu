@@ -1,0 +1,149 @@
+// cudanms/dnn.h on the GPU: one launch pre-processes a batch of frames into the input tensor,
+// one launch decodes a batch's outputs into each frame's device candidates buffer. The
+// arithmetic is common/dnn_math.h's, as on the CPU.
+#include <cub/block/block_scan.cuh>
+
+#include "common/dnn_math.h"
+#include "cuda_device.h"
+
+namespace cudanms::dnn {
+namespace {
+
+using detail::kBlazeFaceAnchors;
+using detail::kBlazeFacePoints;
+using detail::kBlazeFaceRegressors;
+
+// A batch's frames, by value in the kernel's parameters (kMaxBatch x ~90 bytes).
+struct Frames {
+  Image images[kMaxBatch];
+  Letterbox boxes[kMaxBatch];
+};
+
+// One thread per input pixel of one frame (blockIdx.y): the three planes of its pixel.
+__global__ void preprocess_kernel(const Frames frames, const InputSpec spec, float *d_nchw) {
+  const int frame = blockIdx.y;
+  const int64_t plane = static_cast<int64_t>(spec.width) * spec.height;
+  const int64_t at = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (at >= plane) return;
+  const int x = static_cast<int>(at % spec.width), y = static_cast<int>(at / spec.width);
+  const detail::Rgb p =
+      detail::input_pixel(frames.images[frame], spec, frames.boxes[frame], x, y);
+  float *out = d_nchw + frame * 3 * plane + at;
+  out[0] = (p.r - spec.mean[0]) * spec.scale[0];
+  out[plane] = (p.g - spec.mean[1]) * spec.scale[1];
+  out[2 * plane] = (p.b - spec.mean[2]) * spec.scale[2];
+}
+
+struct Targets {
+  Letterbox boxes[kMaxBatch];
+  float *boxes_out[kMaxBatch];
+  float *scores[kMaxBatch];
+  int32_t *class_ids[kMaxBatch];
+  uint32_t *count[kMaxBatch];
+  float *points[kMaxBatch];  // or nullptr
+};
+
+constexpr int kDecodeThreads = 256;
+
+// One block per frame: the anchors in chunks of the block, each chunk's kept ones written in
+// anchor order after the previous chunks' (a block-wide exclusive scan of the kept flags).
+__global__ void decode_kernel(const Outputs outputs, const Targets targets, float threshold,
+                              int32_t class_id) {
+  using Scan = cub::BlockScan<int, kDecodeThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ int written;
+  const int frame = blockIdx.x;
+  const Letterbox box = targets.boxes[frame];
+  const int points_per = outputs.head == Head::kBlazeFace ? kBlazeFacePoints : 0;
+  if (threadIdx.x == 0) written = 0;
+  __syncthreads();
+  for (int base = 0; base < outputs.anchors; base += kDecodeThreads) {
+    const int i = base + threadIdx.x;
+    float b[4], score = 0, points[2 * kBlazeFacePoints];
+    int32_t cls = class_id;
+    bool kept = false;
+    if (i < outputs.anchors) {
+      if (outputs.head == Head::kBlazeFace) {
+        kept = detail::decode_blazeface(
+            outputs.tensors[0] +
+                static_cast<int64_t>(frame) * kBlazeFaceAnchors * kBlazeFaceRegressors,
+            outputs.tensors[1] + static_cast<int64_t>(frame) * kBlazeFaceAnchors, i, box,
+            threshold, b, &score, points);
+      } else {
+        kept = detail::decode_yolo(
+            outputs.tensors[0] +
+                static_cast<int64_t>(frame) * (4 + outputs.classes) * outputs.anchors,
+            outputs.anchors, outputs.classes, i, box, threshold, b, &score, &cls);
+      }
+    }
+    int slot, chunk;
+    Scan(scan).ExclusiveSum(kept ? 1 : 0, slot, chunk);
+    if (kept) {
+      const int at = written + slot;
+      reinterpret_cast<float4 *>(targets.boxes_out[frame])[at] = make_float4(b[0], b[1], b[2], b[3]);
+      targets.scores[frame][at] = score;
+      targets.class_ids[frame][at] = cls;
+      if (targets.points[frame]) {
+        for (int k = 0; k < 2 * points_per; k++) targets.points[frame][at * 2 * points_per + k] = points[k];
+      }
+    }
+    __syncthreads();  // every thread has read `written` before it moves on
+    if (threadIdx.x == 0) written += chunk;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *targets.count[frame] = static_cast<uint32_t>(written);
+}
+
+}  // namespace
+
+Status preprocess_cuda(const Image *images, int count, const InputSpec &spec, float *d_nchw,
+                       void *stream) {
+  if (count < 1 || count > kMaxBatch) {
+    return Status::Error("a batch holds 1 to " + std::to_string(kMaxBatch) + " frames");
+  }
+  Frames frames;
+  for (int i = 0; i < count; i++) {
+    Status status = detail::check_image(images[i], spec);
+    if (!status.ok()) return status;
+    frames.images[i] = images[i];
+    frames.boxes[i] = Letterbox::fit(images[i].width, images[i].height, spec);
+  }
+  const int64_t plane = static_cast<int64_t>(spec.width) * spec.height;
+  constexpr int kThreads = 256;
+  const dim3 grid(static_cast<unsigned>((plane + kThreads - 1) / kThreads), count);
+  preprocess_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(frames, spec,
+                                                                                d_nchw);
+  CUDANMS_CUDA_TRY(cudaGetLastError());
+  return Status::Ok();
+}
+
+Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
+                   DeviceCandidates *const *targets, float *const *d_points,
+                   const DecodeParams &params, void *stream) {
+  if (outputs.batch < 1 || outputs.batch > kMaxBatch) {
+    return Status::Error("a batch holds 1 to " + std::to_string(kMaxBatch) + " frames");
+  }
+  Targets t{};
+  for (int i = 0; i < outputs.batch; i++) {
+    if (!targets[i] || targets[i]->capacity() < static_cast<size_t>(outputs.anchors)) {
+      return Status::Error("a device candidates buffer must hold every anchor (" +
+                           std::to_string(outputs.anchors) + ")");
+    }
+    t.boxes[i] = letterboxes[i];
+    t.boxes_out[i] = targets[i]->boxes();
+    t.scores[i] = targets[i]->scores();
+    t.class_ids[i] = targets[i]->class_ids();
+    t.count[i] = targets[i]->count();
+    t.points[i] = d_points ? d_points[i] : nullptr;
+  }
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  decode_kernel<<<outputs.batch, kDecodeThreads, 0, s>>>(outputs, t, params.score_threshold,
+                                                         params.class_id);
+  CUDANMS_CUDA_TRY(cudaGetLastError());
+  for (int i = 0; i < outputs.batch; i++) {
+    CUDANMS_CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(targets[i]->ready()), s));
+  }
+  return Status::Ok();
+}
+
+}  // namespace cudanms::dnn

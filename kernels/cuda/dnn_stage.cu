@@ -1,0 +1,169 @@
+// dnn::CudaStage: a DNN element's stream, input tensor and staging, in one CUDA context.
+#include <string>
+#include <vector>
+
+#include "cuda_device.h"
+#include "cudanms/dnn.h"
+
+namespace cudanms::dnn {
+namespace {
+
+using detail::DeviceArray;
+using detail::DeviceBinding;
+
+int planes_of(PixelFormat format) {
+  return format == PixelFormat::kI420 ? 3 : format == PixelFormat::kNV12 ? 2 : 1;
+}
+
+// Bytes per row and rows of plane p of a frame, as the kernels read them.
+void plane_extent(const Image &image, int p, size_t *row_bytes, int *rows) {
+  const int chroma_w = (image.width + 1) / 2, chroma_h = (image.height + 1) / 2;
+  switch (image.format) {
+    case PixelFormat::kRGB:
+    case PixelFormat::kBGR:
+      *row_bytes = 3 * static_cast<size_t>(image.width), *rows = image.height;
+      return;
+    case PixelFormat::kRGBx:
+    case PixelFormat::kBGRx:
+      *row_bytes = 4 * static_cast<size_t>(image.width), *rows = image.height;
+      return;
+    case PixelFormat::kI420:
+      *row_bytes = p == 0 ? image.width : chroma_w, *rows = p == 0 ? image.height : chroma_h;
+      return;
+    default:  // kNV12
+      *row_bytes = p == 0 ? image.width : 2 * static_cast<size_t>(chroma_w);
+      *rows = p == 0 ? image.height : chroma_h;
+      return;
+  }
+}
+
+class Stage final : public CudaStage {
+ public:
+  ~Stage() override {
+    DeviceBinding::Scope scope(binding_.context());
+    buffers_.reset();
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  Status open(int device) {
+    Status status = binding_.open(device);
+    if (!status.ok()) return status;
+    CUDANMS_ENTER(binding_);
+    CUDANMS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    return Status::Ok();
+  }
+  void *stream() const override { return stream_; }
+  void *context() const override { return binding_.context(); }
+  const std::string &device_name() const override { return binding_.name(); }
+
+  Status preprocess(const Image *images, int count, bool on_device, const InputSpec &spec,
+                    float **d_input) override {
+    CUDANMS_ENTER(binding_);
+    if (count < 1 || count > kMaxBatch) return Status::Error("a batch holds 1 to 64 frames");
+    Status status = input_.reserve(static_cast<size_t>(count) * 3 * spec.width * spec.height);
+    if (!status.ok()) return status;
+    std::vector<Image> device_images(images, images + count);
+    if (!on_device) {
+      status = upload(device_images);
+      if (!status.ok()) return status;
+    }
+    status = preprocess_cuda(device_images.data(), count, spec, input_.get(), stream_);
+    if (!status.ok()) return status;
+    *d_input = input_.get();
+    return Status::Ok();
+  }
+
+  Status decode(const Outputs &outputs, const Letterbox *letterboxes,
+                DeviceCandidates *const *targets, const DecodeParams &params) override {
+    CUDANMS_ENTER(binding_);
+    return decode_cuda(outputs, letterboxes, targets, nullptr, params, stream_);
+  }
+
+  Status decode_to_host(const Outputs &outputs, const Letterbox *letterboxes,
+                        DeviceCandidates *const *scratch, const DecodeParams &params,
+                        Candidates *out) override {
+    CUDANMS_ENTER(binding_);
+    const int per = outputs.points_per_candidate();
+    const size_t frame_points = static_cast<size_t>(outputs.anchors) * 2 * per;
+    Status status = points_.reserve(std::max<size_t>(1, outputs.batch * frame_points));
+    if (!status.ok()) return status;
+    std::vector<float *> d_points(outputs.batch, nullptr);
+    for (int i = 0; i < outputs.batch && per > 0; i++) d_points[i] = points_.get() + i * frame_points;
+    status = decode_cuda(outputs, letterboxes, scratch, d_points.data(), params, stream_);
+    if (!status.ok()) return status;
+    for (int i = 0; i < outputs.batch; i++) {
+      HostCandidates host;
+      status = download(scratch[i]->view(), &host);
+      if (!status.ok()) return status;
+      Candidates &c = out[i];
+      c.clear();
+      c.points_per_candidate = per;
+      c.boxes = std::move(host.boxes);
+      c.scores = std::move(host.scores);
+      c.class_ids = std::move(host.class_ids);
+      c.points.resize(c.scores.size() * 2 * per);
+      if (!c.points.empty()) {
+        CUDANMS_CUDA_TRY(cudaMemcpyAsync(c.points.data(), d_points[i],
+                                         c.points.size() * sizeof(float),
+                                         cudaMemcpyDeviceToHost, stream_));
+      }
+    }
+    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
+
+ private:
+  // Host frames into the staging buffer, their planes packed; the images then point there.
+  Status upload(std::vector<Image> &images) {
+    size_t total = 0;
+    for (const Image &image : images) {
+      for (int p = 0; p < planes_of(image.format); p++) {
+        size_t row_bytes;
+        int rows;
+        plane_extent(image, p, &row_bytes, &rows);
+        total += (row_bytes + 255) / 256 * 256 * rows;
+      }
+    }
+    Status status = staging_.reserve(total);
+    if (!status.ok()) return status;
+    size_t at = 0;
+    for (Image &image : images) {
+      for (int p = 0; p < planes_of(image.format); p++) {
+        size_t row_bytes;
+        int rows;
+        plane_extent(image, p, &row_bytes, &rows);
+        const size_t pitch = (row_bytes + 255) / 256 * 256;
+        CUDANMS_CUDA_TRY(cudaMemcpy2DAsync(staging_.get() + at, pitch, image.planes[p],
+                                           image.strides[p], row_bytes, rows,
+                                           cudaMemcpyHostToDevice, stream_));
+        image.planes[p] = staging_.get() + at;
+        image.strides[p] = static_cast<int>(pitch);
+        at += pitch * rows;
+      }
+    }
+    return Status::Ok();
+  }
+
+  DeviceBinding binding_;
+  cudaStream_t stream_ = nullptr;
+  // Freed in the destructor, inside the binding's scope.
+  struct Buffers {
+    DeviceArray<float> input;
+    DeviceArray<uint8_t> staging;
+    DeviceArray<float> points;
+  };
+  std::unique_ptr<Buffers> buffers_ = std::make_unique<Buffers>();
+  DeviceArray<float> &input_ = buffers_->input;
+  DeviceArray<uint8_t> &staging_ = buffers_->staging;
+  DeviceArray<float> &points_ = buffers_->points;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaStage> CudaStage::create(int device, Status *status) {
+  auto stage = std::make_unique<Stage>();
+  *status = stage->open(device);
+  if (!status->ok()) return nullptr;
+  return stage;
+}
+
+}  // namespace cudanms::dnn

@@ -1,0 +1,24 @@
+// Stands in for dnn.cu when the build has no CUDA compiler.
+#include "cudanms/dnn.h"
+
+namespace cudanms::dnn {
+
+Status preprocess_cuda(const Image *, int, const InputSpec &, float *, void *) {
+  return Status::Error("cudanms was built without CUDA: no GPU pre-processing");
+}
+
+Status decode_cuda(const Outputs &, const Letterbox *, DeviceCandidates *const *, float *const *,
+                   const DecodeParams &, void *) {
+  return Status::Error("cudanms was built without CUDA: no GPU decoding");
+}
+
+}  // namespace cudanms::dnn
+
+namespace cudanms::dnn {
+
+std::unique_ptr<CudaStage> CudaStage::create(int, Status *status) {
+  *status = Status::Error("cudanms was built without CUDA");
+  return nullptr;
+}
+
+}  // namespace cudanms::dnn

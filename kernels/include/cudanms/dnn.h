@@ -1,0 +1,181 @@
+// What runs before and after a DNN detector's network, on the CPU and on the GPU: a frame (RGB
+// or YUV, host or device memory) into the network's letterboxed, normalised NCHW input tensor,
+// and the network's output tensors into NMS candidates in frame pixels. The network itself is
+// the caller's (the dnndetect element runs TorchScript with LibTorch): this library knows only
+// tensors as float arrays. Pure C++17 and CUDA; no GStreamer, no LibTorch.
+//
+//   dnn::Letterbox box = dnn::Letterbox::fit(1920, 1080, spec);
+//   dnn::preprocess(image, spec, input);                          // or preprocess_cuda, a batch
+//   ... the network: input [B, 3, H, W] -> outputs ...
+//   dnn::decode(outputs, 0, box, params, &candidates);            // or decode_cuda into buffers
+//
+// The CPU and the CUDA functions compute the same floats in the same order (no fused
+// multiply-add, as in the rest of the library): the same input tensor and the same candidates.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cudanms/device_candidates.h"
+#include "cudanms/nms.h"
+
+namespace cudanms::dnn {
+
+// Frames per call of the CUDA functions at most: one forward's batch.
+inline constexpr int kMaxBatch = 64;
+
+// ---------------------------------------------------------------------------------------------
+// Input
+// ---------------------------------------------------------------------------------------------
+
+// 8-bit frames. The x of RGBx/BGRx is any fourth byte (alpha too). I420: Y, U, V planes; NV12:
+// Y and interleaved UV; both 4:2:0, chroma of odd sizes rounded up.
+enum class PixelFormat { kRGB, kBGR, kRGBx, kBGRx, kI420, kNV12 };
+// YUV to RGB: the matrix and range of the frame's colorimetry.
+enum class YuvMatrix { kBt601, kBt709 };
+
+struct Image {
+  PixelFormat format = PixelFormat::kRGB;
+  int width = 0, height = 0;
+  const uint8_t *planes[3] = {nullptr, nullptr, nullptr};
+  int strides[3] = {0, 0, 0};  // bytes per row of each plane
+  YuvMatrix matrix = YuvMatrix::kBt601;
+  bool full_range = false;  // YUV 0..255 rather than 16..235 (Y) / 16..240 (UV)
+};
+
+// The network's input and how a frame becomes it.
+struct InputSpec {
+  int width = 0, height = 0;  // of the input tensor
+  // true: scaled by one factor to fit, centred, the rest padded (aspect kept); false: stretched.
+  bool letterbox = true;
+  // Each RGB channel's value is (pixel - mean[c]) * scale[c], pixel in 0..255; padding is a
+  // pixel of pad_value in every channel.
+  float mean[3] = {0, 0, 0};
+  float scale[3] = {1, 1, 1};
+  float pad_value = 0;
+};
+
+// Where a frame sits in the input tensor, and the way back to frame pixels.
+struct Letterbox {
+  int frame_width = 0, frame_height = 0;
+  int scaled_width = 0, scaled_height = 0;  // the frame's size inside the input
+  int pad_x = 0, pad_y = 0;                 // its top-left corner there
+
+  static Letterbox fit(int frame_width, int frame_height, const InputSpec &spec);
+  // A position in input pixels as frame pixels.
+  float frame_x(float input_x) const;
+  float frame_y(float input_y) const;
+};
+
+// How each input pixel is sampled, on both backends: an axis scaled down averages the frame's
+// pixels its footprint covers (weighted by coverage, OpenCV's INTER_AREA); an axis scaled up
+// interpolates linearly between the two nearest pixel centres (INTER_LINEAR). YUV pixels are
+// converted to RGB (clamped to 0..255) before they are averaged.
+//
+// One frame into its [3, spec.height, spec.width] slice of an NCHW float tensor, RGB planes.
+Status preprocess(const Image &image, const InputSpec &spec, float *chw);
+// count frames in device memory (in the current CUDA context) into d_nchw[i * 3 * H * W], on
+// stream (a cudaStream_t; nullptr: the legacy default stream). Asynchronous.
+Status preprocess_cuda(const Image *images, int count, const InputSpec &spec, float *d_nchw,
+                       void *stream);
+
+// ---------------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------------
+
+// What the network's outputs mean.
+enum class Head {
+  // MediaPipe's BlazeFace front model as tools/blazeface-to-torchscript.py writes it: tensor 0
+  // the regressors [B, 896, 16] (box x, y, w, h, then six keypoints, in input pixels of 128,
+  // from the anchor), tensor 1 the logits [B, 896, 1]. Score: sigmoid of the logit clipped to
+  // +-100. One class (DecodeParams::class_id); six points per candidate.
+  kBlazeFace,
+  // Ultralytics YOLO v8/v11 (yolo export format=torchscript): tensor 0 [B, 4 + classes, anchors],
+  // per anchor the box's centre x, y, width, height in input pixels, then each class's score.
+  // A candidate per anchor: its best class (the first of equals) and that class's score.
+  kYolo,
+};
+
+// The outputs of one forward, as contiguous float arrays (host memory for decode, device memory
+// for decode_cuda). The shapes are checked by Outputs::check.
+struct Outputs {
+  Head head = Head::kYolo;
+  const float *tensors[2] = {nullptr, nullptr};
+  int batch = 0;
+  int anchors = 0;
+  int classes = 0;  // kYolo; 1 for kBlazeFace
+  // From the tensors' shapes (tensor 0's, then tensor 1's): an error saying what was expected.
+  static Status describe(Head head, const std::vector<std::vector<int64_t>> &shapes,
+                         Outputs *out);
+  int points_per_candidate() const;  // 6 for kBlazeFace, 0 otherwise
+};
+
+struct DecodeParams {
+  float score_threshold = 0.5f;  // candidates scoring below it (or NaN) are dropped
+  int32_t class_id = 0;          // kBlazeFace's class; kYolo's are the class indices
+};
+
+// One frame's candidates in frame pixels, in anchor order.
+struct Candidates {
+  std::vector<float> boxes;  // x1, y1, x2, y2 per candidate
+  std::vector<float> scores;
+  std::vector<int32_t> class_ids;
+  std::vector<float> points;  // points_per_candidate x {x, y} per candidate
+  int points_per_candidate = 0;
+  void clear();
+  size_t size() const { return scores.size(); }
+  CandidatesView view() const;
+};
+
+// Frame `image` of the batch (host tensors) into *out (cleared first).
+Status decode(const Outputs &outputs, int image, const Letterbox &letterbox,
+              const DecodeParams &params, Candidates *out);
+
+// Every frame of the batch (device tensors) into its device candidates buffer, in anchor order
+// (a buffer's capacity must hold outputs.anchors), points into d_points[i] (capacity x
+// points_per_candidate x 2 floats) where given; each buffer's ready event is recorded on stream
+// after it is written. Asynchronous.
+Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
+                   DeviceCandidates *const *targets, float *const *d_points,
+                   const DecodeParams &params, void *stream);
+
+// BlazeFace front's 896 anchors' centres in [0, 1] of the input (MediaPipe's SsdAnchorsCalculator
+// with its face graph's options): 16x16 cells x 2, then 8x8 cells x 6, row by row.
+struct Anchor {
+  float x_center, y_center;
+};
+const std::vector<Anchor> &blazeface_anchors();
+
+}  // namespace cudanms::dnn
+
+namespace cudanms::dnn {
+
+// The GPU half of a DNN detector, for one element: its CUDA stream, the input tensor, the
+// staging of frames that arrive in host memory, and the downloads of candidates that carry
+// points. Bound to the CUDA context current on the creating thread when it is on the device
+// (e.g. the pipeline's GstCudaContext), else the device's primary context.
+class CudaStage {
+ public:
+  static std::unique_ptr<CudaStage> create(int device, Status *status);
+  virtual ~CudaStage() = default;
+  virtual void *stream() const = 0;   // a cudaStream_t: the network runs on it too
+  virtual void *context() const = 0;  // the CUcontext
+  virtual const std::string &device_name() const = 0;
+
+  // The batch's frames into the input tensor: frames on_device are read where they are, others
+  // are copied to the device first. The tensor stays valid until the next call.
+  virtual Status preprocess(const Image *images, int count, bool on_device,
+                            const InputSpec &spec, float **d_input) = 0;
+  // The batch's outputs (device tensors) into each frame's device candidates buffer.
+  virtual Status decode(const Outputs &outputs, const Letterbox *letterboxes,
+                        DeviceCandidates *const *targets, const DecodeParams &params) = 0;
+  // The same into host candidates with their points (heads with points: the points do not fit
+  // a device candidates buffer), through `scratch` buffers; waits for the stream.
+  virtual Status decode_to_host(const Outputs &outputs, const Letterbox *letterboxes,
+                                DeviceCandidates *const *scratch, const DecodeParams &params,
+                                Candidates *out) = 0;
+};
+
+}  // namespace cudanms::dnn

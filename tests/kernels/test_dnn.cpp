@@ -1,0 +1,382 @@
+// cudanms/dnn.h: the input tensor and the decoding checked by hand-worked values, and the CUDA
+// functions against the CPU's on random frames and outputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "cudanms/dnn.h"
+
+#ifdef CUDANMS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace dnn = cudanms::dnn;
+
+namespace {
+
+dnn::Image rgb_image(const std::vector<uint8_t> &pixels, int width, int height) {
+  dnn::Image image;
+  image.format = dnn::PixelFormat::kRGB;
+  image.width = width;
+  image.height = height;
+  image.planes[0] = pixels.data();
+  image.strides[0] = 3 * width;
+  return image;
+}
+
+dnn::InputSpec spec_of(int width, int height, bool letterbox = true) {
+  dnn::InputSpec spec;
+  spec.width = width;
+  spec.height = height;
+  spec.letterbox = letterbox;
+  return spec;
+}
+
+}  // namespace
+
+TEST(DnnInput, AreaAveragesTheFootprint) {
+  // 4x2 frame into 2x1, stretched: each input pixel is the mean of a 2x2 block.
+  const std::vector<uint8_t> px = {0,  0, 0, 10, 20, 30, 100, 0, 0, 100, 0, 0,
+                                   20, 0, 0, 30, 40, 50, 0,   0, 0, 40,  0, 0};
+  std::vector<float> out(3 * 2);
+  ASSERT_TRUE(dnn::preprocess(rgb_image(px, 4, 2), spec_of(2, 1, false), out.data()).ok());
+  EXPECT_FLOAT_EQ(out[0], (0 + 10 + 20 + 30) / 4.0f);   // R, left
+  EXPECT_FLOAT_EQ(out[1], (100 + 100 + 0 + 40) / 4.0f); // R, right
+  EXPECT_FLOAT_EQ(out[2], (0 + 20 + 0 + 40) / 4.0f);    // G, left
+  EXPECT_FLOAT_EQ(out[4], (0 + 30 + 0 + 50) / 4.0f);    // B, left
+}
+
+TEST(DnnInput, FractionalFootprintsWeighCoverage) {
+  // 3 pixels into 2: the middle one counts half for each.
+  const std::vector<uint8_t> px = {30, 0, 0, 60, 0, 0, 90, 0, 0};
+  std::vector<float> out(3 * 2);
+  ASSERT_TRUE(dnn::preprocess(rgb_image(px, 3, 1), spec_of(2, 1, false), out.data()).ok());
+  EXPECT_FLOAT_EQ(out[0], (30 * 1.0f + 60 * 0.5f) / 1.5f);
+  EXPECT_FLOAT_EQ(out[1], (60 * 0.5f + 90 * 1.0f) / 1.5f);
+}
+
+TEST(DnnInput, UpscalingInterpolates) {
+  // 2 pixels into 4: centres at -0.25, 0.25, 0.75, 1.25 of the frame's pixels.
+  const std::vector<uint8_t> px = {0, 0, 0, 100, 0, 0};
+  std::vector<float> out(3 * 4);
+  ASSERT_TRUE(dnn::preprocess(rgb_image(px, 2, 1), spec_of(4, 1, false), out.data()).ok());
+  EXPECT_FLOAT_EQ(out[0], 0.0f);
+  EXPECT_FLOAT_EQ(out[1], 25.0f);
+  EXPECT_FLOAT_EQ(out[2], 75.0f);
+  EXPECT_FLOAT_EQ(out[3], 100.0f);
+}
+
+TEST(DnnInput, LetterboxPadsAndNormalises) {
+  // A 4x2 frame in a 4x4 input: rows 0 and 3 padding, the frame in rows 1-2.
+  std::vector<uint8_t> px(4 * 2 * 3, 200);
+  dnn::InputSpec spec = spec_of(4, 4);
+  spec.pad_value = 114;
+  for (int c = 0; c < 3; c++) spec.mean[c] = 100, spec.scale[c] = 0.5f;
+  const dnn::Letterbox box = dnn::Letterbox::fit(4, 2, spec);
+  EXPECT_EQ(box.scaled_width, 4);
+  EXPECT_EQ(box.scaled_height, 2);
+  EXPECT_EQ(box.pad_y, 1);
+  std::vector<float> out(3 * 16);
+  ASSERT_TRUE(dnn::preprocess(rgb_image(px, 4, 2), spec, out.data()).ok());
+  for (int c = 0; c < 3; c++) {
+    for (int x = 0; x < 4; x++) {
+      EXPECT_FLOAT_EQ(out[c * 16 + 0 * 4 + x], (114 - 100) * 0.5f);
+      EXPECT_FLOAT_EQ(out[c * 16 + 1 * 4 + x], (200 - 100) * 0.5f);
+      EXPECT_FLOAT_EQ(out[c * 16 + 3 * 4 + x], (114 - 100) * 0.5f);
+    }
+  }
+  EXPECT_FLOAT_EQ(box.frame_x(2.0f), 2.0f);
+  EXPECT_FLOAT_EQ(box.frame_y(1.0f), 0.0f);
+}
+
+TEST(DnnInput, YuvMatchesTheStandardMatrices) {
+  // One 2x2 I420 frame of a single colour: Y 81, U 90, V 240 is BT.601 limited-range red.
+  const std::vector<uint8_t> y(4, 81), u(1, 90), v(1, 240);
+  dnn::Image image;
+  image.format = dnn::PixelFormat::kI420;
+  image.width = image.height = 2;
+  image.planes[0] = y.data(), image.planes[1] = u.data(), image.planes[2] = v.data();
+  image.strides[0] = 2, image.strides[1] = image.strides[2] = 1;
+  std::vector<float> out(3);
+  ASSERT_TRUE(dnn::preprocess(image, spec_of(1, 1, false), out.data()).ok());
+  EXPECT_NEAR(out[0], 255.0f, 1.0f);
+  EXPECT_NEAR(out[1], 0.0f, 1.0f);
+  EXPECT_NEAR(out[2], 0.0f, 1.0f);
+  // The same bytes as NV12, full range BT.709: R = Y + 1.5748 (V - 128).
+  const std::vector<uint8_t> uv = {90, 240};
+  image.format = dnn::PixelFormat::kNV12;
+  image.planes[1] = uv.data();
+  image.strides[1] = 2;
+  image.matrix = dnn::YuvMatrix::kBt709;
+  image.full_range = true;
+  ASSERT_TRUE(dnn::preprocess(image, spec_of(1, 1, false), out.data()).ok());
+  EXPECT_NEAR(out[0], std::min(255.0f, 81 + 1.5748f * 112), 0.01f);
+  EXPECT_NEAR(out[2], std::max(0.0f, 81 + 1.8556f * -38), 0.01f);
+}
+
+TEST(DnnInput, BadFramesAreErrors) {
+  std::vector<float> out(3);
+  dnn::Image empty;
+  EXPECT_FALSE(dnn::preprocess(empty, spec_of(1, 1), out.data()).ok());
+  const std::vector<uint8_t> px(3, 0);
+  EXPECT_FALSE(dnn::preprocess(rgb_image(px, 1, 1), spec_of(0, 1), out.data()).ok());
+  dnn::Image no_chroma = rgb_image(px, 1, 1);
+  no_chroma.format = dnn::PixelFormat::kNV12;
+  EXPECT_FALSE(dnn::preprocess(no_chroma, spec_of(1, 1), out.data()).ok());
+}
+
+TEST(DnnOutputs, ShapesAreChecked) {
+  dnn::Outputs out;
+  EXPECT_TRUE(dnn::Outputs::describe(dnn::Head::kYolo, {{2, 84, 8400}}, &out).ok());
+  EXPECT_EQ(out.batch, 2);
+  EXPECT_EQ(out.classes, 80);
+  EXPECT_EQ(out.anchors, 8400);
+  EXPECT_FALSE(dnn::Outputs::describe(dnn::Head::kYolo, {{2, 4, 8400}}, &out).ok());
+  EXPECT_FALSE(dnn::Outputs::describe(dnn::Head::kYolo, {}, &out).ok());
+  EXPECT_TRUE(dnn::Outputs::describe(dnn::Head::kBlazeFace, {{3, 896, 16}, {3, 896, 1}}, &out).ok());
+  EXPECT_EQ(out.points_per_candidate(), 6);
+  const cudanms::Status wrong =
+      dnn::Outputs::describe(dnn::Head::kBlazeFace, {{1, 896, 1}, {1, 896, 16}}, &out);
+  EXPECT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.message().find("[1x896x1], [1x896x16]"), std::string::npos) << wrong.message();
+}
+
+TEST(DnnDecode, YoloBoxesClassesAndThreshold) {
+  // 3 anchors, 2 classes, a 640x640 input holding a 1280x640 frame (scale 0.5, pad_y 160).
+  const int anchors = 3, classes = 2;
+  std::vector<float> out((4 + classes) * anchors, 0.0f);
+  auto set = [&](int row, int a, float v) { out[row * anchors + a] = v; };
+  set(0, 0, 320), set(1, 0, 320), set(2, 0, 100), set(3, 0, 50);  // centre box
+  set(4, 0, 0.2f), set(5, 0, 0.9f);                                // class 1
+  set(0, 1, 10), set(1, 1, 170), set(2, 1, 20), set(3, 1, 20);
+  set(4, 1, 0.6f), set(5, 1, 0.6f);  // equal: the first class
+  set(4, 2, 0.1f), set(5, 2, 0.3f);  // below 0.5
+  dnn::InputSpec spec = spec_of(640, 640);
+  const dnn::Letterbox box = dnn::Letterbox::fit(1280, 640, spec);
+  EXPECT_EQ(box.pad_y, 160);
+  dnn::Outputs outputs;
+  ASSERT_TRUE(dnn::Outputs::describe(dnn::Head::kYolo, {{1, 4 + classes, anchors}}, &outputs).ok());
+  outputs.tensors[0] = out.data();
+  dnn::Candidates c;
+  ASSERT_TRUE(dnn::decode(outputs, 0, box, {0.5f, 7}, &c).ok());
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.class_ids[0], 1);
+  EXPECT_FLOAT_EQ(c.scores[0], 0.9f);
+  const float expected0[4] = {540, 270, 740, 370};  // (270..370 input) x 2, y (295..345 - 160) x 2
+  for (int k = 0; k < 4; k++) EXPECT_FLOAT_EQ(c.boxes[k], expected0[k]) << k;
+  EXPECT_EQ(c.class_ids[1], 0);
+  EXPECT_FLOAT_EQ(c.boxes[4], 0.0f);
+  EXPECT_FLOAT_EQ(c.boxes[5], 0.0f);
+  EXPECT_FLOAT_EQ(c.boxes[6], 40.0f);
+  EXPECT_FLOAT_EQ(c.boxes[7], 40.0f);
+  EXPECT_TRUE(c.points.empty());
+  EXPECT_FALSE(dnn::decode(outputs, 1, box, {0.5f, 0}, &c).ok());
+}
+
+TEST(DnnDecode, YoloNaNScoresAreDropped) {
+  std::vector<float> out(5, 0.0f);
+  out[4] = NAN;
+  dnn::Outputs outputs;
+  ASSERT_TRUE(dnn::Outputs::describe(dnn::Head::kYolo, {{1, 5, 1}}, &outputs).ok());
+  outputs.tensors[0] = out.data();
+  dnn::Candidates c;
+  ASSERT_TRUE(dnn::decode(outputs, 0, dnn::Letterbox::fit(8, 8, spec_of(8, 8)), {0.0f, 0}, &c).ok());
+  EXPECT_EQ(c.size(), 0u);
+}
+
+TEST(DnnDecode, BlazeFaceAnchorBoxAndKeypoints) {
+  // Anchor 213: cell 106 of the 16x16 grid (x 10, y 6): centre (10.5/16, 6.5/16).
+  std::vector<float> regressors(896 * 16, 0.0f), logits(896, -10.0f);
+  logits[213] = 2.0f;
+  float *r = &regressors[213 * 16];
+  r[0] = 4, r[1] = -8, r[2] = 32, r[3] = 16;  // centre offset and size, input pixels
+  r[4] = 1, r[5] = 2;                          // first keypoint offset
+  const dnn::Letterbox box = dnn::Letterbox::fit(128, 128, spec_of(128, 128));
+  dnn::Outputs outputs;
+  ASSERT_TRUE(
+      dnn::Outputs::describe(dnn::Head::kBlazeFace, {{1, 896, 16}, {1, 896, 1}}, &outputs).ok());
+  outputs.tensors[0] = regressors.data();
+  outputs.tensors[1] = logits.data();
+  dnn::Candidates c;
+  ASSERT_TRUE(dnn::decode(outputs, 0, box, {0.5f, 3}, &c).ok());
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NEAR(c.scores[0], 1.0f / (1.0f + std::exp(-2.0f)), 1e-6f);
+  EXPECT_EQ(c.class_ids[0], 3);
+  const float cx = 10.5f * 8 + 4, cy = 6.5f * 8 - 8;
+  EXPECT_NEAR(c.boxes[0], cx - 16, 1e-4f);
+  EXPECT_NEAR(c.boxes[1], cy - 8, 1e-4f);
+  EXPECT_NEAR(c.boxes[2], cx + 16, 1e-4f);
+  EXPECT_NEAR(c.boxes[3], cy + 8, 1e-4f);
+  ASSERT_EQ(c.points.size(), 12u);
+  EXPECT_NEAR(c.points[0], 10.5f * 8 + 1, 1e-4f);
+  EXPECT_NEAR(c.points[1], 6.5f * 8 + 2, 1e-4f);
+  EXPECT_EQ(dnn::blazeface_anchors().size(), 896u);
+  EXPECT_FLOAT_EQ(dnn::blazeface_anchors()[895].x_center, 7.5f / 8);
+}
+
+#ifdef CUDANMS_HAVE_CUDA
+
+namespace {
+
+template <typename T>
+T *to_device(const std::vector<T> &host) {
+  T *d = nullptr;
+  if (cudaMalloc(&d, host.size() * sizeof(T)) != cudaSuccess) return nullptr;
+  cudaMemcpy(d, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
+  return d;
+}
+
+}  // namespace
+
+class CudaDnn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cudanms::cuda_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    cudanms::Status status;
+    stage_ = dnn::CudaStage::create(0, &status);
+    ASSERT_TRUE(stage_) << status.message();
+  }
+  std::unique_ptr<dnn::CudaStage> stage_;
+};
+
+// Random frames of every format and size, down- and upscaled, letterboxed or stretched: the
+// GPU's input tensor equals the CPU's, from host memory (staged) and from device memory.
+TEST_F(CudaDnn, InputEqualsTheCpus) {
+  const unsigned seed = std::random_device()();
+  std::mt19937 rng(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const dnn::PixelFormat formats[] = {dnn::PixelFormat::kRGB,  dnn::PixelFormat::kBGR,
+                                      dnn::PixelFormat::kRGBx, dnn::PixelFormat::kBGRx,
+                                      dnn::PixelFormat::kI420, dnn::PixelFormat::kNV12};
+  for (int round = 0; round < 24; round++) {
+    const dnn::PixelFormat format = formats[round % 6];
+    const int width = 1 + rng() % 700, height = 1 + rng() % 500;
+    dnn::InputSpec spec = spec_of(16 + rng() % 300, 16 + rng() % 300, rng() % 2);
+    spec.mean[1] = 10, spec.scale[2] = 0.25f, spec.pad_value = 114;
+    const bool yuv = format == dnn::PixelFormat::kI420 || format == dnn::PixelFormat::kNV12;
+    const int bpp = format == dnn::PixelFormat::kRGB || format == dnn::PixelFormat::kBGR ? 3 : 4;
+    const int cw = (width + 1) / 2, ch = (height + 1) / 2;
+    std::vector<std::vector<uint8_t>> planes;
+    dnn::Image image;
+    image.format = format;
+    image.width = width, image.height = height;
+    image.matrix = rng() % 2 ? dnn::YuvMatrix::kBt709 : dnn::YuvMatrix::kBt601;
+    image.full_range = rng() % 2;
+    const int n = format == dnn::PixelFormat::kI420 ? 3 : yuv ? 2 : 1;
+    for (int p = 0; p < n; p++) {
+      const int stride = (p == 0 ? (yuv ? width : width * bpp) : (n == 2 ? 2 * cw : cw)) + 7;
+      const int rows = p == 0 ? height : ch;
+      planes.emplace_back(static_cast<size_t>(stride) * rows);
+      for (uint8_t &b : planes.back()) b = static_cast<uint8_t>(rng());
+      image.planes[p] = planes.back().data();
+      image.strides[p] = stride;
+    }
+    std::vector<float> cpu(3 * spec.width * spec.height);
+    ASSERT_TRUE(dnn::preprocess(image, spec, cpu.data()).ok());
+    float *d_input = nullptr;
+    ASSERT_TRUE(stage_->preprocess(&image, 1, false, spec, &d_input).ok());
+    std::vector<float> gpu(cpu.size());
+    ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(stage_->stream())), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(gpu.data(), d_input, gpu.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < cpu.size(); i++) ASSERT_EQ(cpu[i], gpu[i]) << "round " << round << " at " << i;
+    // The same frame already in device memory.
+    std::vector<uint8_t *> d_planes;
+    dnn::Image on_device = image;
+    for (int p = 0; p < n; p++) {
+      d_planes.push_back(to_device(planes[p]));
+      on_device.planes[p] = d_planes.back();
+    }
+    ASSERT_TRUE(stage_->preprocess(&on_device, 1, true, spec, &d_input).ok());
+    ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(stage_->stream())), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(gpu.data(), d_input, gpu.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < cpu.size(); i++) ASSERT_EQ(cpu[i], gpu[i]) << "round " << round << " at " << i;
+    for (uint8_t *d : d_planes) cudaFree(d);
+  }
+}
+
+// Random outputs of both heads, a batch of frames of different sizes: the GPU's candidates are
+// the CPU's, in the same order (BlazeFace's scores within expf's ulps).
+TEST_F(CudaDnn, DecodeEqualsTheCpus) {
+  const unsigned seed = std::random_device()();
+  std::mt19937 rng(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  cudanms::Status status;
+  for (dnn::Head head : {dnn::Head::kYolo, dnn::Head::kBlazeFace}) {
+    const int batch = 5, classes = head == dnn::Head::kYolo ? 7 : 1;
+    const int anchors = head == dnn::Head::kYolo ? 2100 : 896;
+    std::vector<std::vector<int64_t>> shapes;
+    std::vector<float> t0, t1;
+    if (head == dnn::Head::kYolo) {
+      shapes = {{batch, 4 + classes, anchors}};
+      t0.resize(static_cast<size_t>(batch) * (4 + classes) * anchors);
+      for (size_t i = 0; i < t0.size(); i++)
+        t0[i] = (i / anchors) % (4 + classes) < 4 ? unit(rng) * 640 : unit(rng) * 0.8f;
+    } else {
+      shapes = {{batch, 896, 16}, {batch, 896, 1}};
+      t0.resize(batch * 896 * 16), t1.resize(batch * 896);
+      for (float &v : t0) v = normal(rng) * 5;
+      for (float &v : t1) v = normal(rng);
+    }
+    dnn::Outputs host;
+    ASSERT_TRUE(dnn::Outputs::describe(head, shapes, &host).ok());
+    host.tensors[0] = t0.data();
+    host.tensors[1] = t1.empty() ? nullptr : t1.data();
+    dnn::Outputs device = host;
+    float *d0 = to_device(t0), *d1 = t1.empty() ? nullptr : to_device(t1);
+    device.tensors[0] = d0, device.tensors[1] = d1;
+    dnn::InputSpec spec = spec_of(head == dnn::Head::kYolo ? 640 : 128, head == dnn::Head::kYolo ? 640 : 128);
+    std::vector<dnn::Letterbox> boxes;
+    for (int i = 0; i < batch; i++) boxes.push_back(dnn::Letterbox::fit(100 + rng() % 2000, 100 + rng() % 2000, spec));
+    cudanms::DeviceCandidatesPoolOptions options;
+    options.capacity = anchors;
+    options.max_buffers = batch;
+    auto pool = cudanms::DeviceCandidatesPool::create(options, &status);
+    ASSERT_TRUE(pool) << status.message();
+    std::vector<std::shared_ptr<cudanms::DeviceCandidates>> held;
+    std::vector<cudanms::DeviceCandidates *> targets;
+    for (int i = 0; i < batch; i++) {
+      held.push_back(pool->acquire(&status));
+      targets.push_back(held.back().get());
+    }
+    const dnn::DecodeParams params{0.5f, 2};
+    std::vector<dnn::Candidates> gpu(batch);
+    ASSERT_TRUE(stage_->decode_to_host(device, boxes.data(), targets.data(), params, gpu.data()).ok());
+    ASSERT_TRUE(stage_->decode(device, boxes.data(), targets.data(), params).ok());
+    size_t total = 0;
+    for (int i = 0; i < batch; i++) {
+      dnn::Candidates cpu;
+      ASSERT_TRUE(dnn::decode(host, i, boxes[i], params, &cpu).ok());
+      cudanms::HostCandidates on_device;
+      ASSERT_TRUE(targets[i]->download(&on_device).ok());
+      for (const dnn::Candidates *g : {&gpu[i]}) {
+        ASSERT_EQ(g->size(), cpu.size()) << "frame " << i;
+        ASSERT_EQ(on_device.scores.size(), cpu.size()) << "frame " << i;
+        EXPECT_EQ(g->boxes, cpu.boxes);
+        EXPECT_EQ(on_device.boxes, cpu.boxes);
+        EXPECT_EQ(g->class_ids, cpu.class_ids);
+        EXPECT_EQ(on_device.class_ids, cpu.class_ids);
+        EXPECT_EQ(g->points, cpu.points);
+        for (size_t k = 0; k < cpu.size(); k++) {
+          EXPECT_NEAR(g->scores[k], cpu.scores[k], 2e-7f);
+          EXPECT_NEAR(on_device.scores[k], cpu.scores[k], 2e-7f);
+        }
+      }
+      total += cpu.size();
+    }
+    EXPECT_GT(total, 0u);
+    cudaFree(d0);
+    cudaFree(d1);
+  }
+}
+
+#else
+
+TEST(CudaDnn, NeedsACudaBuild) { GTEST_SKIP() << "cudanms was built without CUDA"; }
+
+#endif
