@@ -1,27 +1,30 @@
-/* The luma plane of a frame in GstCudaMemory (from cudaupload, nvh264dec...), mapped for the
- * cascade to read in place on the GPU: no download, no upload. */
+/* A frame in GstCudaMemory (from cudaupload, nvh264dec...) mapped for CUDA reads in place: the
+ * device address of each plane, no download, no upload. */
 #pragma once
 
 #include <gst/gst.h>
 #include <gst/video/video.h>
 
-#include "cudanms/cascade.h"
-
-class CudaLumaPlane {
+class CudaFrame {
  public:
-  CudaLumaPlane() = default;
-  ~CudaLumaPlane();
-  CudaLumaPlane(const CudaLumaPlane &) = delete;
-  CudaLumaPlane &operator=(const CudaLumaPlane &) = delete;
+  CudaFrame() = default;
+  ~CudaFrame();
+  CudaFrame(const CudaFrame &) = delete;
+  CudaFrame &operator=(const CudaFrame &) = delete;
 
-  /* Maps plane 0 for CUDA reads when the buffer is one GstCudaMemory of @cuda_context (a
-   * CUcontext) in a format whose first plane is the luma (GRAY8, I420, YV12, NV12, NV21).
-   * False otherwise (and always without gstreamer-cuda): the caller reads the frame on the host. */
+  /* Maps the frame for CUDA reads when the buffer is one GstCudaMemory of @cuda_context (a
+   * CUcontext). False otherwise (and always without gstreamer-cuda): the caller reads the frame
+   * on the host. */
   bool map(GstBuffer *buffer, void *cuda_context);
-  const cudanms::cascade::GrayView &view() const { return view_; }
+  GstVideoFormat format() const { return GST_VIDEO_INFO_FORMAT(&info_); }
+  int width() const { return GST_VIDEO_INFO_WIDTH(&info_); }
+  int height() const { return GST_VIDEO_INFO_HEIGHT(&info_); }
+  const guint8 *plane(int p) const { return map_.data + GST_VIDEO_INFO_PLANE_OFFSET(&info_, p); }
+  int stride(int p) const { return GST_VIDEO_INFO_PLANE_STRIDE(&info_, p); }
+  const GstVideoInfo &info() const { return info_; }
 
  private:
   GstMemory *memory_ = nullptr;
-  GstMapInfo info_ = GST_MAP_INFO_INIT;
-  cudanms::cascade::GrayView view_;
+  GstMapInfo map_ = GST_MAP_INFO_INIT;
+  GstVideoInfo info_{};
 };

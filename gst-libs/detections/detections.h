@@ -27,3 +27,9 @@ gboolean gst_cv_attach_candidates(GstBuffer *buffer, const std::vector<float> &b
                                   const std::vector<float> &scores, gint class_id,
                                   const std::vector<float> &points = {},
                                   guint points_per_candidate = 0);
+/* The same with each candidate's own class id. */
+gboolean gst_cv_attach_candidates_of_classes(GstBuffer *buffer, const std::vector<float> &boxes,
+                                             const std::vector<float> &scores,
+                                             const std::vector<gint32> &class_ids,
+                                             const std::vector<float> &points = {},
+                                             guint points_per_candidate = 0);

@@ -588,6 +588,20 @@ static GstFlowReturn gst_cuda_cascade_transform_frame_ip(GstVideoFilter *filter,
   return ret == GST_FLOW_CUSTOM_SUCCESS ? GST_FLOW_ERROR : ret;
 }
 
+/* Formats whose first plane is the luma, which the cascade reads as it is. */
+static bool luma_first(GstVideoFormat format) {
+  switch (format) {
+    case GST_VIDEO_FORMAT_GRAY8:
+    case GST_VIDEO_FORMAT_I420:
+    case GST_VIDEO_FORMAT_YV12:
+    case GST_VIDEO_FORMAT_NV12:
+    case GST_VIDEO_FORMAT_NV21:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /* Frames in GstCudaMemory of the detector's CUDA context: the luma plane read where it is. Other
  * frames are mapped for reading only (GstVideoFilter would map them writable, copying frames
  * that other buffers share, e.g. after a tee). */
@@ -599,9 +613,13 @@ static GstFlowReturn gst_cuda_cascade_transform_ip(GstBaseTransform *trans, GstB
     return GST_FLOW_NOT_NEGOTIATED;
   }
   {
-    CudaLumaPlane plane;
-    if (self->priv->detector && plane.map(buffer, self->priv->detector->cuda_context())) {
-      const GstFlowReturn ret = detect_frame(self, buffer, plane.view());
+    CudaFrame device_frame;
+    if (self->priv->detector && device_frame.map(buffer, self->priv->detector->cuda_context()) &&
+        luma_first(device_frame.format())) {
+      const cudanms::cascade::GrayView view{device_frame.plane(0), device_frame.width(),
+                                            device_frame.height(),
+                                            static_cast<size_t>(device_frame.stride(0)), true};
+      const GstFlowReturn ret = detect_frame(self, buffer, view);
       if (ret == GST_FLOW_OK) {
         std::lock_guard<std::mutex> guard(self->priv->lock);
         self->priv->frames_in_gpu_memory++;
