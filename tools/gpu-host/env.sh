@@ -39,6 +39,11 @@ if [ ! -f "$CUDANMS_CASCADE_FRAMES/messi5.pgm" ] && [ -d "$_cudanms_debs/media" 
   python3 "$(dirname "${BASH_SOURCE[0]}")/make-cascade-frames.py" "$_cudanms_debs/media" \
     "$CUDANMS_CASCADE_FRAMES" || echo "warning: no cascade frames (needs Python OpenCV)" >&2
 fi
+# BlazeFace's ONNX, carried in media/, where tools/fetch-blazeface.sh would have put it.
+_cudanms_bf=${XDG_CACHE_HOME:-$HOME/.cache}/cudanms/blazeface-1.2.0
+if [ -f "$_cudanms_debs/media/face_detection_front_128x128_barracuda.onnx" ] && [ ! -f "$_cudanms_bf/face_detection_front_128x128_barracuda.onnx" ]; then
+  mkdir -p "$_cudanms_bf" && cp "$_cudanms_debs/media/face_detection_front_128x128_barracuda.onnx" "$_cudanms_bf/"
+fi
 export PATH="$_cudanms_prefix/usr/bin:/usr/local/cuda/bin:$PATH"
 export PKG_CONFIG=$_cudanms_prefix/usr/bin/pkgconf
 export PKG_CONFIG_SYSROOT_DIR=$_cudanms_prefix
@@ -49,4 +54,4 @@ export GST_PLUGIN_SCANNER=$_cudanms_lib/gstreamer1.0/gstreamer-1.0/gst-plugin-sc
 export GST_REGISTRY=/tmp/cudanms-gst-registry.bin
 # meson and the commands it records run from the .deb with the host's python3.
 export PYTHONPATH=$_cudanms_prefix/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
-unset _cudanms_debs _cudanms_prefix _cudanms_lib _f
+unset _cudanms_debs _cudanms_prefix _cudanms_lib _cudanms_bf _f

@@ -61,6 +61,9 @@ mkdir -p media
 # set-up installs); env.sh turns them into PGMs with the host's Python OpenCV.
 [ "$profile" = tests ] &&
   cp /usr/share/doc/opencv-doc/examples/data/{Megamind.avi,vtest.avi,messi5.jpg} media/
+# BlazeFace's ONNX (the GPU host has no npm): env.sh puts it in the cache, and run-cuda-suite.sh
+# converts it to TorchScript with the host's PyTorch for dnndetect.
+[ "$profile" = tests ] && cp "$("$OLDPWD"/tools/fetch-blazeface.sh)" media/
 # A 1080p H.264 stream of real video for the many-streams benchmark (pipelines/streams): Megamind
 # scaled up, made here with x264 (gstreamer1.0-plugins-ugly); the GPU host decodes it with NVDEC.
 # Its first 60 frames only (2.6 MB; the bench preloads 30): the whole clip (11 MB) left too little

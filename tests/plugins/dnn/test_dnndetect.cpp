@@ -1,0 +1,262 @@
+// dnndetect: the converted BlazeFace against OpenCV DNN on the ONNX it came from, the element's
+// kept faces against the blazeface element's on Megamind.avi, a tiny random YOLO decoded against
+// a decoder written here, and bad settings as errors at start. The BlazeFace tests need the
+// models of the README's set-up (tools/fetch-blazeface.sh, tools/blazeface-to-torchscript.py);
+// the YOLO test makes its model with Debian's python3-torch. Each skips, visibly, without.
+#include <glib/gstdio.h>
+#include <gst/check/gstharness.h>
+#include <gst/cudanms/cudanmsmeta.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <opencv2/dnn.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cudanms/dnn.h"
+#include "gstdnndetect.h"
+#include "plugins/cv_support.h"
+#include "plugins/video_frames.h"
+#include "support/blazeface_model.h"
+#include "torchmodel.h"
+
+namespace cudanms::testing {
+namespace {
+
+using Box = std::array<float, 4>;
+
+std::string torchscript_blazeface() {
+  gchar *path = g_build_filename(g_get_user_cache_dir(), "cudanms", "blazeface-1.2.0",
+                                 "face_detection_front_128x128.torchscript.pt", nullptr);
+  std::string result = path;
+  g_free(path);
+  return result;
+}
+
+#define SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE()                                               \
+  do {                                                                                     \
+    SKIP_WITHOUT_BLAZEFACE_MODEL();                                                        \
+    if (!g_file_test(torchscript_blazeface().c_str(), G_FILE_TEST_IS_REGULAR))             \
+      GTEST_SKIP() << torchscript_blazeface()                                              \
+                   << " is missing: run tools/blazeface-to-torchscript.py (the README's "  \
+                      "set-up does)";                                                      \
+  } while (0)
+
+float iou(const Box &a, const Box &b) {
+  const float w = std::max(0.0f, std::min(a[2], b[2]) - std::max(a[0], b[0]));
+  const float h = std::max(0.0f, std::min(a[3], b[3]) - std::max(a[1], b[1]));
+  const float inter = w * h;
+  return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter);
+}
+
+std::vector<Box> kept_boxes(GstBuffer *buffer) {
+  std::vector<Box> out;
+  const GstCudaNmsResultMeta *r = gst_buffer_get_cuda_nms_result_meta(buffer);
+  if (!r) return out;
+  for (guint i = 0; i < r->n_kept; i++)
+    out.push_back({r->boxes[4 * i], r->boxes[4 * i + 1], r->boxes[4 * i + 2], r->boxes[4 * i + 3]});
+  return out;
+}
+
+// A tiny YOLO TorchScript (tests/plugins/dnn/make-tiny-yolo.py) of this input size and classes;
+// empty when Debian's python3-torch cannot make it.
+std::string tiny_yolo(int input_size, int classes) {
+  const std::string model = std::string(g_get_tmp_dir()) + "/cudanms-tiny-yolo-" +
+                            std::to_string(getpid()) + ".pt";
+  const std::string make = "/usr/bin/python3 " + std::string(CUDANMS_SOURCE_DIR) +
+                           "/tests/plugins/dnn/make-tiny-yolo.py " + model + " " +
+                           std::to_string(input_size) + " " + std::to_string(classes);
+  return std::system(make.c_str()) == 0 ? model : "";
+}
+
+class DnnDetect : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    init_cv_elements_once();
+    static const bool registered = GST_ELEMENT_REGISTER(dnndetect, nullptr);
+    ASSERT_TRUE(registered);
+  }
+};
+
+// The TorchScript the converter writes computes what OpenCV DNN computes from the ONNX, on real
+// frames letterboxed into the input: every output within 1e-3 of its magnitude (float sums of
+// 37 layers in another order).
+TEST_F(DnnDetect, ConvertedBlazeFaceEqualsOpenCvDnnOnTheOnnx) {
+  SKIP_WITHOUT_FILE(opencv_sample("Megamind.avi"), "opencv-doc");
+  SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE();
+  std::string why;
+  std::unique_ptr<TorchModel> model = TorchModel::load(torchscript_blazeface(), -1, &why);
+  ASSERT_TRUE(model) << why;
+  cv::dnn::Net net = cv::dnn::readNetFromONNX(blazeface_model());
+  const std::vector<std::string> names = net.getUnconnectedOutLayersNames();
+  dnn::InputSpec spec;
+  spec.width = spec.height = 128;
+  for (int c = 0; c < 3; c++) spec.mean[c] = 127.5f, spec.scale[c] = 1 / 127.5f;
+  double worst = 0, worst_relative = 0;
+  auto compare = [&](float ours, float theirs) {
+    const double diff = std::abs(double(ours) - theirs);
+    worst = std::max(worst, diff);
+    worst_relative = std::max(worst_relative, diff / std::max(1.0, std::abs(double(theirs))));
+  };
+  for (const cv::Mat &frame : megamind_frames(60)) {
+    dnn::Image image;
+    image.format = dnn::PixelFormat::kBGR;
+    image.width = frame.cols, image.height = frame.rows;
+    image.planes[0] = frame.data;
+    image.strides[0] = static_cast<int>(frame.step[0]);
+    std::vector<float> chw(3 * 128 * 128);
+    ASSERT_TRUE(dnn::preprocess(image, spec, chw.data()).ok());
+    ASSERT_TRUE(model->forward(chw.data(), 1, 128, 128, nullptr, &why)) << why;
+    // OpenCV's network takes the same pixels as NHWC.
+    const int shape[] = {1, 128, 128, 3};
+    cv::Mat nhwc(4, shape, CV_32F);
+    for (int i = 0; i < 128 * 128; i++)
+      for (int c = 0; c < 3; c++) nhwc.ptr<float>()[3 * i + c] = chw[c * 128 * 128 + i];
+    net.setInput(nhwc);
+    std::vector<cv::Mat> outs;
+    net.forward(outs, names);
+    // OpenCV's four heads, concatenated as the converter does: stride 8 first.
+    std::array<const cv::Mat *, 2> regressors{}, logits{};
+    for (const cv::Mat &o : outs) {
+      const int head = o.size[1] == 512 ? 0 : 1;
+      (o.size[2] == 16 ? regressors : logits)[head] = &o;
+    }
+    ASSERT_TRUE(regressors[0] && regressors[1] && logits[0] && logits[1]);
+    ASSERT_EQ(model->shape(0), (std::vector<int64_t>{1, 896, 16}));
+    ASSERT_EQ(model->shape(1), (std::vector<int64_t>{1, 896, 1}));
+    for (int i = 0; i < 896; i++) {
+      const int head = i < 512 ? 0 : 1, at = i < 512 ? i : i - 512;
+      for (int k = 0; k < 16; k++)
+        compare(model->output(0)[16 * i + k], regressors[head]->ptr<float>()[16 * at + k]);
+      compare(model->output(1)[i], logits[head]->ptr<float>()[at]);
+    }
+  }
+  std::printf("TorchScript vs OpenCV DNN, 60 frames x 896 anchors x 17 values: max |diff| %.3g, "
+              "relative to max(1, |value|) %.3g\n",
+              worst, worst_relative);
+  EXPECT_LT(worst_relative, 1e-3);
+}
+
+// The element on every frame of Megamind.avi's first 150 against the blazeface element (OpenCV
+// DNN, its own resize), both merged by cudanms method=weighted: the same faces, IoU >= 0.99.
+TEST_F(DnnDetect, KeptFacesEqualTheBlazeFaceElementsOnMegamind) {
+  SKIP_WITHOUT_FILE(opencv_sample("Megamind.avi"), "opencv-doc");
+  SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE();
+  const std::vector<cv::Mat> frames = megamind_frames(150);
+  ASSERT_EQ(frames.size(), 150u);
+  const std::string nms = " ! cudanms backend=cpu method=weighted iou-threshold=0.3";
+  GstHarness *ours = harness_for("dnndetect backend=cpu" + nms, frames[0]);
+  GstHarness *theirs = harness_for("blazeface" + nms, frames[0]);
+  size_t faces = 0;
+  float worst = 1;
+  for (size_t i = 0; i < frames.size(); i++) {
+    GstBuffer *a = gst_harness_push_and_pull(ours, buffer_of(frames[i]));
+    GstBuffer *b = gst_harness_push_and_pull(theirs, buffer_of(frames[i]));
+    ASSERT_TRUE(a && b);
+    const std::vector<Box> mine = kept_boxes(a), reference = kept_boxes(b);
+    ASSERT_EQ(mine.size(), reference.size()) << "frame " << i;
+    for (const Box &r : reference) {
+      float best = 0;
+      for (const Box &m : mine) best = std::max(best, iou(m, r));
+      worst = std::min(worst, best);
+      EXPECT_GE(best, 0.99f) << "frame " << i;
+    }
+    faces += reference.size();
+    gst_buffer_unref(a);
+    gst_buffer_unref(b);
+  }
+  std::printf("dnndetect vs blazeface, 150 frames: %zu faces, lowest IoU %.4f\n", faces, worst);
+  EXPECT_GT(faces, 100u);
+  gst_harness_teardown(ours);
+  gst_harness_teardown(theirs);
+}
+
+// A tiny YOLO with random weights on a random frame: the element's candidates are those a decoder
+// written here finds in the network's own outputs for the same input.
+TEST_F(DnnDetect, YoloCandidatesAreTheOutputsDecoded) {
+  const std::string model = tiny_yolo(96, 5);
+  if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
+  const int width = 160, height = 120;
+  std::mt19937 rng(11);
+  cv::Mat frame(height, width, CV_8UC3);
+  for (size_t i = 0; i < frame.total() * 3; i++) frame.data[i] = static_cast<uint8_t>(rng());
+
+  GstHarness *h = harness_for("dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
+                              "score-threshold=0.6 model=" + model,
+                              frame, "RGB");
+  GstBuffer *out = gst_harness_push_and_pull(h, buffer_of(frame));
+  ASSERT_NE(out, nullptr);
+  const GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(out);
+  ASSERT_NE(c, nullptr);
+
+  // The reference: the same input (letterboxed, /255, grey 114 padding), the network, then
+  // Ultralytics' layout read by hand.
+  dnn::InputSpec spec;
+  spec.width = spec.height = 96;
+  for (int k = 0; k < 3; k++) spec.scale[k] = 1 / 255.0f;
+  spec.pad_value = 114;
+  dnn::Image image;
+  image.width = width, image.height = height;
+  image.planes[0] = frame.data, image.strides[0] = 3 * width;
+  std::vector<float> input(3 * 96 * 96);
+  ASSERT_TRUE(dnn::preprocess(image, spec, input.data()).ok());
+  std::string why;
+  auto net = TorchModel::load(model, -1, &why);
+  ASSERT_TRUE(net) << why;
+  ASSERT_TRUE(net->forward(input.data(), 1, 96, 96, nullptr, &why)) << why;
+  ASSERT_EQ(net->shape(0), (std::vector<int64_t>{1, 9, 144}));
+  const float *y = net->output(0);
+  const float scale = 96.0f / 160.0f;  // 160x120 -> 96x72, pad_y 12
+  std::vector<float> boxes, scores;
+  std::vector<int32_t> classes;
+  for (int a = 0; a < 144; a++) {
+    int best = 0;
+    for (int k = 1; k < 5; k++)
+      if (y[(4 + k) * 144 + a] > y[(4 + best) * 144 + a]) best = k;
+    const float score = y[(4 + best) * 144 + a];
+    if (score < 0.6f) continue;
+    const float cx = y[a], cy = y[144 + a], w = y[288 + a], hh = y[432 + a];
+    boxes.insert(boxes.end(), {(cx - w / 2) / scale, (cy - hh / 2 - 12) / scale,
+                               (cx + w / 2) / scale, (cy + hh / 2 - 12) / scale});
+    scores.push_back(score);
+    classes.push_back(best);
+  }
+  ASSERT_GT(scores.size(), 3u) << "the tiny network should give some candidates";
+  ASSERT_EQ(c->n, scores.size());
+  for (guint i = 0; i < c->n; i++) {
+    EXPECT_EQ(c->class_ids[i], classes[i]) << i;
+    EXPECT_FLOAT_EQ(c->scores[i], scores[i]) << i;
+    for (int k = 0; k < 4; k++) EXPECT_NEAR(c->boxes[4 * i + k], boxes[4 * i + k], 1e-3f) << i;
+  }
+  EXPECT_EQ(c->points_per_candidate, 0u);
+  gst_buffer_unref(out);
+  gst_harness_teardown(h);
+  g_unlink(model.c_str());
+}
+
+TEST_F(DnnDetect, BadSettingsAreErrorsAtStart) {
+  EXPECT_NE(start_error("dnndetect decoder=yolo").find("No model"), std::string::npos);
+  EXPECT_NE(start_error("dnndetect model=/nonexistent/model.pt").find("cannot be read"),
+            std::string::npos);
+  EXPECT_NE(start_error("dnndetect decoder=yolo model=" + std::string(CUDANMS_SOURCE_DIR) +
+                        "/README.md")
+                .find("not a TorchScript network"),
+            std::string::npos);
+  EXPECT_NE(start_error("dnndetect mean=1,2").find("Invalid input settings"), std::string::npos);
+  expect_unreadable_models_refused("dnndetect decoder=yolo");
+}
+
+// A network of the wrong decoder is refused at start, by its output shapes.
+TEST_F(DnnDetect, AModelOfAnotherDecoderIsAnErrorAtStart) {
+  const std::string model = tiny_yolo(128, 3);
+  if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
+  const std::string error = start_error("dnndetect decoder=blazeface model=" + model);
+  EXPECT_NE(error.find("does not fit decoder blazeface"), std::string::npos) << error;
+  g_unlink(model.c_str());
+}
+
+}  // namespace
+}  // namespace cudanms::testing
