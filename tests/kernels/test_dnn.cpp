@@ -226,6 +226,9 @@ T *to_device(const std::vector<T> &host) {
   T *d = nullptr;
   if (cudaMalloc(&d, host.size() * sizeof(T)) != cudaSuccess) return nullptr;
   cudaMemcpy(d, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
+  // A copy from pageable memory may return before its DMA lands; the stage's stream does not
+  // wait for the legacy stream.
+  cudaDeviceSynchronize();
   return d;
 }
 
