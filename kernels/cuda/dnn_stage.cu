@@ -59,16 +59,16 @@ class Stage final : public CudaStage {
                     float **d_input) override {
     CUDANMS_ENTER(binding_);
     if (count < 1 || count > kMaxBatch) return Status::Error("a batch holds 1 to 64 frames");
-    Status status = input_.reserve(static_cast<size_t>(count) * 3 * spec.width * spec.height);
+    Status status = buffers_->input.reserve(static_cast<size_t>(count) * 3 * spec.width * spec.height);
     if (!status.ok()) return status;
     std::vector<Image> device_images(images, images + count);
     if (!on_device) {
       status = upload(device_images);
       if (!status.ok()) return status;
     }
-    status = preprocess_cuda(device_images.data(), count, spec, input_.get(), stream_);
+    status = preprocess_cuda(device_images.data(), count, spec, buffers_->input.get(), stream_);
     if (!status.ok()) return status;
-    *d_input = input_.get();
+    *d_input = buffers_->input.get();
     return Status::Ok();
   }
 
@@ -84,10 +84,10 @@ class Stage final : public CudaStage {
     CUDANMS_ENTER(binding_);
     const int per = outputs.points_per_candidate();
     const size_t frame_points = static_cast<size_t>(outputs.anchors) * 2 * per;
-    Status status = points_.reserve(std::max<size_t>(1, outputs.batch * frame_points));
+    Status status = buffers_->points.reserve(std::max<size_t>(1, outputs.batch * frame_points));
     if (!status.ok()) return status;
     std::vector<float *> d_points(outputs.batch, nullptr);
-    for (int i = 0; i < outputs.batch && per > 0; i++) d_points[i] = points_.get() + i * frame_points;
+    for (int i = 0; i < outputs.batch && per > 0; i++) d_points[i] = buffers_->points.get() + i * frame_points;
     status = decode_cuda(outputs, letterboxes, scratch, d_points.data(), params, stream_);
     if (!status.ok()) return status;
     for (int i = 0; i < outputs.batch; i++) {
@@ -123,7 +123,7 @@ class Stage final : public CudaStage {
         total += (row_bytes + 255) / 256 * 256 * rows;
       }
     }
-    Status status = staging_.reserve(total);
+    Status status = buffers_->staging.reserve(total);
     if (!status.ok()) return status;
     size_t at = 0;
     for (Image &image : images) {
@@ -132,10 +132,10 @@ class Stage final : public CudaStage {
         int rows;
         plane_extent(image, p, &row_bytes, &rows);
         const size_t pitch = (row_bytes + 255) / 256 * 256;
-        CUDANMS_CUDA_TRY(cudaMemcpy2DAsync(staging_.get() + at, pitch, image.planes[p],
+        CUDANMS_CUDA_TRY(cudaMemcpy2DAsync(buffers_->staging.get() + at, pitch, image.planes[p],
                                            image.strides[p], row_bytes, rows,
                                            cudaMemcpyHostToDevice, stream_));
-        image.planes[p] = staging_.get() + at;
+        image.planes[p] = buffers_->staging.get() + at;
         image.strides[p] = static_cast<int>(pitch);
         at += pitch * rows;
       }
@@ -152,9 +152,6 @@ class Stage final : public CudaStage {
     DeviceArray<float> points;
   };
   std::unique_ptr<Buffers> buffers_ = std::make_unique<Buffers>();
-  DeviceArray<float> &input_ = buffers_->input;
-  DeviceArray<uint8_t> &staging_ = buffers_->staging;
-  DeviceArray<float> &points_ = buffers_->points;
 };
 
 }  // namespace

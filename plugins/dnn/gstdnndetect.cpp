@@ -50,6 +50,7 @@
 #include "detections.h"
 #include "detectorproperties.h"
 #include "devicecandidates.h"
+#include "dnnimage.h"
 #include "elementcudacontext.h"
 #include "torchmodel.h"
 
@@ -189,30 +190,6 @@ std::string model_path(const Settings &s) {
   std::string result = path;
   g_free(path);
   return result;
-}
-
-/* A frame's pixels as the library reads them; false for a format it does not know. */
-bool image_of(GstVideoFormat format, int width, int height, const GstVideoColorimetry &colorimetry,
-              const guint8 *const *planes, const int *strides, dnn::Image *image) {
-  *image = dnn::Image();
-  switch (format) {
-    case GST_VIDEO_FORMAT_RGB: image->format = dnn::PixelFormat::kRGB; break;
-    case GST_VIDEO_FORMAT_BGR: image->format = dnn::PixelFormat::kBGR; break;
-    case GST_VIDEO_FORMAT_RGBx:
-    case GST_VIDEO_FORMAT_RGBA: image->format = dnn::PixelFormat::kRGBx; break;
-    case GST_VIDEO_FORMAT_BGRx:
-    case GST_VIDEO_FORMAT_BGRA: image->format = dnn::PixelFormat::kBGRx; break;
-    case GST_VIDEO_FORMAT_I420: image->format = dnn::PixelFormat::kI420; break;
-    case GST_VIDEO_FORMAT_NV12: image->format = dnn::PixelFormat::kNV12; break;
-    default: return false;
-  }
-  image->width = width;
-  image->height = height;
-  for (int p = 0; p < 3; p++) image->planes[p] = planes[p], image->strides[p] = strides[p];
-  image->matrix = colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_BT709 ? dnn::YuvMatrix::kBt709
-                                                                      : dnn::YuvMatrix::kBt601;
-  image->full_range = colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
-  return true;
 }
 
 }  // namespace
@@ -620,7 +597,7 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
       const guint8 *planes[3] = {blank.data(), nullptr, nullptr};
       const int strides[3] = {3 * 4, 0, 0};
       dnn::Image image;
-      image_of(GST_VIDEO_FORMAT_RGB, 4, 4, GstVideoColorimetry{}, planes, strides, &image);
+      gst_cv_dnn_image_of(GST_VIDEO_FORMAT_RGB, 4, 4, GstVideoColorimetry{}, planes, strides, &image);
       const cudanms::Status status = priv->stage->preprocess(&image, 1, false, priv->spec, &d_input);
       if (!status.ok()) why = status.message();
       ran = status.ok() && forward(self, d_input, &outputs, &why);
@@ -784,7 +761,7 @@ static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuf
   if (priv->stage && device_frame.map(buffer, priv->stage->context())) {
     const guint8 *planes[3] = {device_frame.plane(0), device_frame.plane(1), device_frame.plane(2)};
     const int strides[3] = {device_frame.stride(0), device_frame.stride(1), device_frame.stride(2)};
-    if (!image_of(device_frame.format(), device_frame.width(), device_frame.height(),
+    if (!gst_cv_dnn_image_of(device_frame.format(), device_frame.width(), device_frame.height(),
                   device_frame.info().colorimetry, planes, strides, &image)) {
       GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Unsupported format in GPU memory"), (NULL));
       return GST_FLOW_ERROR;
@@ -803,16 +780,7 @@ static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuf
       GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not read the frame"), (NULL));
       return GST_FLOW_ERROR;
     }
-    const guint8 *planes[3];
-    int strides[3];
-    for (int p = 0; p < 3; p++) {
-      const bool has = p < static_cast<int>(GST_VIDEO_FRAME_N_PLANES(&frame));
-      planes[p] = has ? static_cast<const guint8 *>(GST_VIDEO_FRAME_PLANE_DATA(&frame, p)) : nullptr;
-      strides[p] = has ? GST_VIDEO_FRAME_PLANE_STRIDE(&frame, p) : 0;
-    }
-    const bool known = image_of(GST_VIDEO_FRAME_FORMAT(&frame), GST_VIDEO_FRAME_WIDTH(&frame),
-                                GST_VIDEO_FRAME_HEIGHT(&frame), filter->in_info.colorimetry, planes,
-                                strides, &image);
+    const bool known = gst_cv_dnn_image_of_frame(&frame, &image);
     if (!known) {
       status = cudanms::Status::Error("unsupported format");
     } else if (priv->stage) {

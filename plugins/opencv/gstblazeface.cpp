@@ -49,6 +49,7 @@
 #include "blazefacedecode.h"
 #include "detections.h"
 #include "detectorproperties.h"
+#include "dnnimage.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_blaze_face_debug);
 #define GST_CAT_DEFAULT gst_blaze_face_debug
@@ -335,18 +336,8 @@ static gboolean gst_blaze_face_stop(GstBaseTransform *trans) {
  * sampled as dnndetect samples them (cudanms/dnn.h), so that the two elements see one input. */
 static cudanms::Status letterbox_into_input(GstBlazeFacePrivate *priv, GstVideoFrame *frame) {
   cudanms::dnn::Image image;
-  switch (GST_VIDEO_FRAME_FORMAT(frame)) {
-    case GST_VIDEO_FORMAT_BGR: image.format = cudanms::dnn::PixelFormat::kBGR; break;
-    case GST_VIDEO_FORMAT_BGRx:
-    case GST_VIDEO_FORMAT_BGRA: image.format = cudanms::dnn::PixelFormat::kBGRx; break;
-    case GST_VIDEO_FORMAT_RGBx:
-    case GST_VIDEO_FORMAT_RGBA: image.format = cudanms::dnn::PixelFormat::kRGBx; break;
-    default: image.format = cudanms::dnn::PixelFormat::kRGB; break;
-  }
-  image.width = GST_VIDEO_FRAME_WIDTH(frame);
-  image.height = GST_VIDEO_FRAME_HEIGHT(frame);
-  image.planes[0] = static_cast<const uint8_t *>(GST_VIDEO_FRAME_PLANE_DATA(frame, 0));
-  image.strides[0] = GST_VIDEO_FRAME_PLANE_STRIDE(frame, 0);
+  if (!gst_cv_dnn_image_of_frame(frame, &image))
+    return cudanms::Status::Error("unsupported format");
   cudanms::dnn::InputSpec spec;
   spec.width = spec.height = bf::kInputSize;
   for (int c = 0; c < 3; c++) spec.mean[c] = 127.5f, spec.scale[c] = 1.0f / 127.5f;
