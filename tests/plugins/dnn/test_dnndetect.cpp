@@ -324,9 +324,15 @@ TEST_F(CudaDnnDetect, YoloDeviceCandidatesKeepTheCpusBoxes) {
   ASSERT_EQ(mine.size(), reference.size());
   EXPECT_GT(mine.size(), 0u);
   for (size_t k = 0; k < mine.size(); k++) EXPECT_GE(iou(mine[k], reference[k]), 0.9999f);
-  const GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(a);
+  // cudanms drops the candidates meta once it has kept; the detector alone shows where they are.
+  GstHarness *detector = harness_for("dnndetect backend=cuda " + yolo, frame, "RGB");
+  GstBuffer *d = gst_harness_push_and_pull(detector, buffer_of(frame));
+  ASSERT_NE(d, nullptr);
+  const GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(d);
   ASSERT_NE(c, nullptr);
   EXPECT_NE(c->device, nullptr) << "the GPU's candidates should stay in GPU memory";
+  gst_buffer_unref(d);
+  gst_harness_teardown(detector);
   gst_buffer_unref(a);
   gst_buffer_unref(b);
   gst_harness_teardown(gpu);
