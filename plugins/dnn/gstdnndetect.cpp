@@ -18,9 +18,11 @@
  * The frame is scaled into the network's input (letterboxed by default: scaled to fit, centred,
  * padded), normalised per channel as (pixel - mean) * scale, and the boxes mapped back to frame
  * pixels. With the CUDA backend (the default where LibTorch and the GPU can run the network) the
- * pre-processing, the network and the decoding run on the GPU in the pipeline's CUDA context, and
- * frames in GPU memory (memory:CUDAMemory NV12/I420, from nvh264dec or cudaupload) are read in
- * place; candidates without points stay in GPU memory for cudanms (device-candidates).
+ * pre-processing, the network and the decoding run on the GPU, on one stream in the device's
+ * primary CUDA context (LibTorch's). Frames in GPU memory of that context (memory:CUDAMemory
+ * NV12/I420) are read in place, others are mapped on the host; candidates without points stay in
+ * GPU memory (device-candidates), which cudanms reads in place when it shares the context and
+ * downloads once otherwise.
  *
  * ## Example launch line
  * |[
@@ -51,7 +53,6 @@
 #include "detectorproperties.h"
 #include "devicecandidates.h"
 #include "dnnimage.h"
-#include "elementcudacontext.h"
 #include "torchmodel.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_dnn_detect_debug);
@@ -207,7 +208,6 @@ struct GstDnnDetectPrivate {
   std::vector<std::string> labels; /* yolo: the labels file's, by class id */
   std::unique_ptr<TorchModel> model;
   std::unique_ptr<dnn::CudaStage> stage; /* with the CUDA backend */
-  ElementCudaContext cuda;
   std::shared_ptr<cudanms::DeviceCandidatesPool> pool;
   std::vector<float> input; /* the CPU backend's input tensor */
   dnn::Candidates candidates;
@@ -266,9 +266,6 @@ static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *
 static gboolean gst_dnn_detect_start(GstBaseTransform *trans);
 static gboolean gst_dnn_detect_stop(GstBaseTransform *trans);
 static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuffer *buffer);
-static void gst_dnn_detect_set_context(GstElement *element, GstContext *context);
-static gboolean gst_dnn_detect_query(GstBaseTransform *trans, GstPadDirection direction,
-                                     GstQuery *query);
 
 static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
@@ -374,8 +371,6 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   trans_class->start = GST_DEBUG_FUNCPTR(gst_dnn_detect_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_dnn_detect_stop);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_dnn_detect_transform_ip);
-  trans_class->query = GST_DEBUG_FUNCPTR(gst_dnn_detect_query);
-  element_class->set_context = GST_DEBUG_FUNCPTR(gst_dnn_detect_set_context);
 
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_DECODER, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_BACKEND, static_cast<GstPluginAPIFlags>(0));
@@ -494,8 +489,9 @@ static bool read_labels(const std::string &path, std::vector<std::string> *label
   return true;
 }
 
-/* The CUDA backend: the stage and the model in the pipeline's CUDA context; false (with *why)
- * when it cannot be used. */
+/* The CUDA backend: the stage and the model in the device's primary context, LibTorch's (its
+ * cuDNN and cuBLAS handles belong to that context: a stream of another context fails in them);
+ * false (with *why) when it cannot be used. */
 static bool open_cuda(GstDnnDetect *self, const Settings &s, const std::string &path,
                       std::string *why) {
   GstDnnDetectPrivate *priv = self->priv;
@@ -507,8 +503,6 @@ static bool open_cuda(GstDnnDetect *self, const Settings &s, const std::string &
     *why = "this LibTorch has no CUDA for device " + std::to_string(s.gpu_id);
     return false;
   }
-  priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id);
-  ElementCudaContext::Scope scope(priv->cuda);
   cudanms::Status status;
   priv->stage = dnn::CudaStage::create(s.gpu_id, &status);
   if (!priv->stage) {
@@ -590,7 +584,6 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
   dnn::Outputs outputs;
   bool ran;
   {
-    ElementCudaContext::Scope scope(priv->cuda);
     float *d_input = nullptr;
     if (priv->stage) {
       const std::vector<guint8> blank(3 * 16);
@@ -625,13 +618,9 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
 
 static gboolean gst_dnn_detect_stop(GstBaseTransform *trans) {
   GstDnnDetectPrivate *priv = GST_DNN_DETECT(trans)->priv;
-  {
-    ElementCudaContext::Scope scope(priv->cuda);
-    priv->pool.reset(); /* buffers still downstream keep it until they go */
-    priv->model.reset();
-    priv->stage.reset();
-  }
-  priv->cuda.reset();
+  priv->pool.reset(); /* buffers still downstream keep it until they go */
+  priv->model.reset();
+  priv->stage.reset();
   set_device(GST_DNN_DETECT(trans), "");
   return TRUE;
 }
@@ -687,7 +676,6 @@ static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(GstDnnDetect *se
 static cudanms::Status detect_cuda(GstDnnDetect *self, const Settings &s, GstBuffer *buffer,
                                    const dnn::Image &image, bool on_device) {
   GstDnnDetectPrivate *priv = self->priv;
-  ElementCudaContext::Scope scope(priv->cuda);
   float *d_input = nullptr;
   cudanms::Status status = priv->stage->preprocess(&image, 1, on_device, priv->spec, &d_input);
   if (!status.ok()) return status;
@@ -796,24 +784,4 @@ static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuf
   }
   GST_LOG_OBJECT(self, "frame detected in %.2f ms", (g_get_monotonic_time() - start) / 1000.0);
   return GST_FLOW_OK;
-}
-
-/* The pipeline's CUDA context, handed over by the application or a neighbour... */
-static void gst_dnn_detect_set_context(GstElement *element, GstContext *context) {
-  GstDnnDetect *self = GST_DNN_DETECT(element);
-  int gpu_id;
-  {
-    std::lock_guard<std::mutex> guard(self->priv->lock);
-    gpu_id = self->priv->settings.gpu_id;
-  }
-  self->priv->cuda.set_context(element, context, gpu_id);
-  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
-}
-
-/* ...and shared with neighbours asking for it. */
-static gboolean gst_dnn_detect_query(GstBaseTransform *trans, GstPadDirection direction,
-                                     GstQuery *query) {
-  GstDnnDetect *self = GST_DNN_DETECT(trans);
-  if (self->priv->cuda.handle_query(GST_ELEMENT(self), query)) return TRUE;
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
 }
