@@ -65,10 +65,8 @@ inline void expect_unreadable_models_refused(const std::string &element) {
   }
 }
 
-// Debian's opencv-doc samples, or CUDANMS_OPENCV_SAMPLES's copies (the GPU host's media/).
 inline std::string opencv_sample(const char *name) {
-  const char *dir = g_getenv("CUDANMS_OPENCV_SAMPLES");
-  return std::string(dir ? dir : "/usr/share/doc/opencv-doc/examples/data") + "/" + name;
+  return std::string("/usr/share/doc/opencv-doc/examples/data/") + name;
 }
 
 }  // namespace cudanms::testing

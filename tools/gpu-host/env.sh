@@ -35,8 +35,6 @@ fi
 # The cascades (opencv-data) and the cascade tests' frames, made from the carried sample media.
 export CUDANMS_OPENCV_DATA=$_cudanms_prefix/usr/share/opencv4
 export CUDANMS_CASCADE_FRAMES=/tmp/cudanms-cascade-frames
-# The element tests' sample videos (opencv-doc's), as carried.
-[ -d "$_cudanms_debs/media" ] && export CUDANMS_OPENCV_SAMPLES=$(cd "$_cudanms_debs/media" && pwd)
 if [ ! -f "$CUDANMS_CASCADE_FRAMES/messi5.pgm" ] && [ -d "$_cudanms_debs/media" ]; then
   python3 "$(dirname "${BASH_SOURCE[0]}")/make-cascade-frames.py" "$_cudanms_debs/media" \
     "$CUDANMS_CASCADE_FRAMES" || echo "warning: no cascade frames (needs Python OpenCV)" >&2
