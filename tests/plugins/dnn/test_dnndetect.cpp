@@ -96,13 +96,15 @@ TEST_F(DnnDetect, ConvertedBlazeFaceEqualsOpenCvDnnOnTheOnnx) {
   dnn::InputSpec spec;
   spec.width = spec.height = 128;
   for (int c = 0; c < 3; c++) spec.mean[c] = 127.5f, spec.scale[c] = 1 / 127.5f;
+  const std::vector<cv::Mat> frames = megamind_frames(60);
+  ASSERT_EQ(frames.size(), 60u);
   double worst = 0, worst_relative = 0;
   auto compare = [&](float ours, float theirs) {
     const double diff = std::abs(double(ours) - theirs);
     worst = std::max(worst, diff);
     worst_relative = std::max(worst_relative, diff / std::max(1.0, std::abs(double(theirs))));
   };
-  for (const cv::Mat &frame : megamind_frames(60)) {
+  for (const cv::Mat &frame : frames) {
     dnn::Image image;
     image.format = dnn::PixelFormat::kBGR;
     image.width = frame.cols, image.height = frame.rows;
