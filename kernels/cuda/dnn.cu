@@ -41,19 +41,22 @@ struct Targets {
   int32_t *class_ids[kMaxBatch];
   uint32_t *count[kMaxBatch];
   float *points[kMaxBatch];  // or nullptr
+  float threshold[kMaxBatch];
+  int32_t class_id[kMaxBatch];
 };
 
 constexpr int kDecodeThreads = 256;
 
 // One block per frame: the anchors in chunks of the block, each chunk's kept ones written in
 // anchor order after the previous chunks' (a block-wide exclusive scan of the kept flags).
-__global__ void decode_kernel(const Outputs outputs, const Targets targets, float threshold,
-                              int32_t class_id) {
+__global__ void decode_kernel(const Outputs outputs, const Targets targets) {
   using Scan = cub::BlockScan<int, kDecodeThreads>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ int written;
   const int frame = blockIdx.x;
   const Letterbox box = targets.boxes[frame];
+  const float threshold = targets.threshold[frame];
+  const int32_t class_id = targets.class_id[frame];
   const int points_per = outputs.head == Head::kBlazeFace ? kBlazeFacePoints : 0;
   if (threadIdx.x == 0) written = 0;
   __syncthreads();
@@ -119,7 +122,7 @@ Status preprocess_cuda(const Image *images, int count, const InputSpec &spec, fl
 
 Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
                    DeviceCandidates *const *targets, float *const *d_points,
-                   const DecodeParams &params, void *stream) {
+                   const DecodeParams *params, void *stream) {
   if (outputs.batch < 1 || outputs.batch > kMaxBatch) {
     return Status::Error("a batch holds 1 to " + std::to_string(kMaxBatch) + " frames");
   }
@@ -135,10 +138,11 @@ Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
     t.class_ids[i] = targets[i]->class_ids();
     t.count[i] = targets[i]->count();
     t.points[i] = d_points ? d_points[i] : nullptr;
+    t.threshold[i] = params[i].score_threshold;
+    t.class_id[i] = params[i].class_id;
   }
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  decode_kernel<<<outputs.batch, kDecodeThreads, 0, s>>>(outputs, t, params.score_threshold,
-                                                         params.class_id);
+  decode_kernel<<<outputs.batch, kDecodeThreads, 0, s>>>(outputs, t);
   CUDANMS_CUDA_TRY(cudaGetLastError());
   for (int i = 0; i < outputs.batch; i++) {
     CUDANMS_CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(targets[i]->ready()), s));

@@ -1,6 +1,6 @@
 // dnn::CudaStage: a DNN element's stream, input tensor and staging, in one CUDA context.
+#include <algorithm>
 #include <string>
-#include <vector>
 
 #include "cuda_device.h"
 #include "cudanms/dnn.h"
@@ -55,78 +55,82 @@ class Stage final : public CudaStage {
   void *context() const override { return binding_.context(); }
   const std::string &device_name() const override { return binding_.name(); }
 
-  Status preprocess(const Image *images, int count, bool on_device, const InputSpec &spec,
+  Status preprocess(const Image *images, const bool *on_device, int count, const InputSpec &spec,
                     float **d_input) override {
     CUDANMS_ENTER(binding_);
     if (count < 1 || count > kMaxBatch) return Status::Error("a batch holds 1 to 64 frames");
     Status status = buffers_->input.reserve(static_cast<size_t>(count) * 3 * spec.width * spec.height);
     if (!status.ok()) return status;
-    std::vector<Image> device_images(images, images + count);
-    if (!on_device) {
-      status = upload(device_images);
-      if (!status.ok()) return status;
-    }
-    status = preprocess_cuda(device_images.data(), count, spec, buffers_->input.get(), stream_);
+    Image device_images[kMaxBatch];
+    std::copy(images, images + count, device_images);
+    status = upload(device_images, on_device, count);
+    if (!status.ok()) return status;
+    status = preprocess_cuda(device_images, count, spec, buffers_->input.get(), stream_);
     if (!status.ok()) return status;
     *d_input = buffers_->input.get();
     return Status::Ok();
   }
 
   Status decode(const Outputs &outputs, const Letterbox *letterboxes,
-                DeviceCandidates *const *targets, const DecodeParams &params) override {
+                DeviceCandidates *const *targets, const DecodeParams *params,
+                Candidates *const *host) override {
     CUDANMS_ENTER(binding_);
-    return decode_cuda(outputs, letterboxes, targets, nullptr, params, stream_);
-  }
-
-  Status decode_to_host(const Outputs &outputs, const Letterbox *letterboxes,
-                        DeviceCandidates *const *scratch, const DecodeParams &params,
-                        Candidates *out) override {
-    CUDANMS_ENTER(binding_);
+    if (outputs.batch < 1 || outputs.batch > kMaxBatch) return Status::Error("a batch holds 1 to 64 frames");
     const int per = outputs.points_per_candidate();
     const size_t frame_points = static_cast<size_t>(outputs.anchors) * 2 * per;
-    Status status = buffers_->points.reserve(std::max<size_t>(1, outputs.batch * frame_points));
-    if (!status.ok()) return status;
-    std::vector<float *> d_points(outputs.batch, nullptr);
-    for (int i = 0; i < outputs.batch && per > 0; i++) d_points[i] = buffers_->points.get() + i * frame_points;
-    status = decode_cuda(outputs, letterboxes, scratch, d_points.data(), params, stream_);
-    if (!status.ok()) return status;
-    for (int i = 0; i < outputs.batch; i++) {
-      HostCandidates host;
-      status = download(scratch[i]->view(), &host);
+    float *d_points[kMaxBatch] = {};
+    if (per > 0) {
+      Status status = buffers_->points.reserve(outputs.batch * frame_points);
       if (!status.ok()) return status;
-      Candidates &c = out[i];
+      for (int i = 0; i < outputs.batch; i++) d_points[i] = buffers_->points.get() + i * frame_points;
+    }
+    Status status = decode_cuda(outputs, letterboxes, targets, d_points, params, stream_);
+    if (!status.ok()) return status;
+    bool downloaded = false;
+    for (int i = 0; i < outputs.batch; i++) {
+      if (!host || !host[i]) continue;
+      HostCandidates found;
+      status = download(targets[i]->view(), &found);
+      if (!status.ok()) return status;
+      Candidates &c = *host[i];
       c.clear();
       c.points_per_candidate = per;
-      c.boxes = std::move(host.boxes);
-      c.scores = std::move(host.scores);
-      c.class_ids = std::move(host.class_ids);
+      c.boxes = std::move(found.boxes);
+      c.scores = std::move(found.scores);
+      c.class_ids = std::move(found.class_ids);
       c.points.resize(c.scores.size() * 2 * per);
       if (!c.points.empty()) {
         CUDANMS_CUDA_TRY(cudaMemcpyAsync(c.points.data(), d_points[i],
                                          c.points.size() * sizeof(float),
                                          cudaMemcpyDeviceToHost, stream_));
       }
+      downloaded = true;
     }
-    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    if (downloaded) CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
     return Status::Ok();
   }
 
  private:
-  // Host frames into the staging buffer, their planes packed; the images then point there.
-  Status upload(std::vector<Image> &images) {
+  // Frames in host memory into the staging buffer, their planes packed; those images then point
+  // there.
+  Status upload(Image *images, const bool *on_device, int count) {
     size_t total = 0;
-    for (const Image &image : images) {
-      for (int p = 0; p < planes_of(image.format); p++) {
+    for (int i = 0; i < count; i++) {
+      if (on_device[i]) continue;
+      for (int p = 0; p < planes_of(images[i].format); p++) {
         size_t row_bytes;
         int rows;
-        plane_extent(image, p, &row_bytes, &rows);
+        plane_extent(images[i], p, &row_bytes, &rows);
         total += (row_bytes + 255) / 256 * 256 * rows;
       }
     }
+    if (total == 0) return Status::Ok();
     Status status = buffers_->staging.reserve(total);
     if (!status.ok()) return status;
     size_t at = 0;
-    for (Image &image : images) {
+    for (int i = 0; i < count; i++) {
+      if (on_device[i]) continue;
+      Image &image = images[i];
       for (int p = 0; p < planes_of(image.format); p++) {
         size_t row_bytes;
         int rows;

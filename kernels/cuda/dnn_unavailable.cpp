@@ -8,7 +8,7 @@ Status preprocess_cuda(const Image *, int, const InputSpec &, float *, void *) {
 }
 
 Status decode_cuda(const Outputs &, const Letterbox *, DeviceCandidates *const *, float *const *,
-                   const DecodeParams &, void *) {
+                   const DecodeParams *, void *) {
   return Status::Error("cudanms was built without CUDA: no GPU decoding");
 }
 

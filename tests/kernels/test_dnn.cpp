@@ -281,7 +281,8 @@ TEST_F(CudaDnn, InputEqualsTheCpus) {
     std::vector<float> cpu(3 * spec.width * spec.height);
     ASSERT_TRUE(dnn::preprocess(image, spec, cpu.data()).ok());
     float *d_input = nullptr;
-    ASSERT_TRUE(stage_->preprocess(&image, 1, false, spec, &d_input).ok());
+    const bool in_host_memory = false;
+    ASSERT_TRUE(stage_->preprocess(&image, &in_host_memory, 1, spec, &d_input).ok());
     std::vector<float> gpu(cpu.size());
     ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(stage_->stream())), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(gpu.data(), d_input, gpu.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -293,7 +294,8 @@ TEST_F(CudaDnn, InputEqualsTheCpus) {
       d_planes.push_back(to_device(planes[p]));
       on_device.planes[p] = d_planes.back();
     }
-    ASSERT_TRUE(stage_->preprocess(&on_device, 1, true, spec, &d_input).ok());
+    const bool in_device_memory = true;
+    ASSERT_TRUE(stage_->preprocess(&on_device, &in_device_memory, 1, spec, &d_input).ok());
     ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(stage_->stream())), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(gpu.data(), d_input, gpu.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     for (size_t i = 0; i < cpu.size(); i++) ASSERT_EQ(cpu[i], gpu[i]) << "round " << round << " at " << i;
@@ -347,14 +349,22 @@ TEST_F(CudaDnn, DecodeEqualsTheCpus) {
       held.push_back(pool->acquire(&status));
       targets.push_back(held.back().get());
     }
-    const dnn::DecodeParams params{0.5f, 2};
+    // Each frame its own threshold and class, as frames of several elements batched together.
+    std::vector<dnn::DecodeParams> params;
+    for (int i = 0; i < batch; i++) params.push_back({0.3f + 0.1f * i, 2 + i});
     std::vector<dnn::Candidates> gpu(batch);
-    ASSERT_TRUE(stage_->decode_to_host(device, boxes.data(), targets.data(), params, gpu.data()).ok());
-    ASSERT_TRUE(stage_->decode(device, boxes.data(), targets.data(), params).ok());
+    std::vector<dnn::Candidates *> to_host;
+    for (dnn::Candidates &c : gpu) to_host.push_back(&c);
+    to_host[1] = nullptr;  // left on the device only
+    ASSERT_TRUE(stage_->decode(device, boxes.data(), targets.data(), params.data(), to_host.data()).ok());
+    EXPECT_EQ(gpu[1].size(), 0u);
+    std::vector<dnn::Candidates *> only_1(batch, nullptr);
+    only_1[1] = &gpu[1];
+    ASSERT_TRUE(stage_->decode(device, boxes.data(), targets.data(), params.data(), only_1.data()).ok());
     size_t total = 0;
     for (int i = 0; i < batch; i++) {
       dnn::Candidates cpu;
-      ASSERT_TRUE(dnn::decode(host, i, boxes[i], params, &cpu).ok());
+      ASSERT_TRUE(dnn::decode(host, i, boxes[i], params[i], &cpu).ok());
       cudanms::HostCandidates on_device;
       ASSERT_TRUE(targets[i]->download(&on_device).ok());
       for (const dnn::Candidates *g : {&gpu[i]}) {

@@ -135,11 +135,12 @@ Status decode(const Outputs &outputs, int image, const Letterbox &letterbox,
 
 // Every frame of the batch (device tensors) into its device candidates buffer, in anchor order
 // (a buffer's capacity must hold outputs.anchors), points into d_points[i] (capacity x
-// points_per_candidate x 2 floats) where given; each buffer's ready event is recorded on stream
-// after it is written. Asynchronous.
+// points_per_candidate x 2 floats) where given, with frame i's params[i] (frames of one batch
+// may come from elements with different thresholds); each buffer's ready event is recorded on
+// stream after it is written. Asynchronous.
 Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
                    DeviceCandidates *const *targets, float *const *d_points,
-                   const DecodeParams &params, void *stream);
+                   const DecodeParams *params, void *stream);
 
 // BlazeFace front's 896 anchors' centres in [0, 1] of the input (MediaPipe's SsdAnchorsCalculator
 // with its face graph's options): 16x16 cells x 2, then 8x8 cells x 6, row by row.
@@ -164,18 +165,17 @@ class CudaStage {
   virtual void *context() const = 0;  // the CUcontext
   virtual const std::string &device_name() const = 0;
 
-  // The batch's frames into the input tensor: frames on_device are read where they are, others
-  // are copied to the device first. The tensor stays valid until the next call.
-  virtual Status preprocess(const Image *images, int count, bool on_device,
+  // The batch's frames into the input tensor: frames with on_device[i] are read where they are,
+  // the others are copied to the device first. The tensor stays valid until the next call.
+  virtual Status preprocess(const Image *images, const bool *on_device, int count,
                             const InputSpec &spec, float **d_input) = 0;
-  // The batch's outputs (device tensors) into each frame's device candidates buffer.
+  // The batch's outputs (device tensors) into each frame's device candidates buffer (params[i]
+  // for frame i). Where host[i] is given, frame i's candidates are also downloaded into it with
+  // their points (a device candidates buffer holds no points); then the call waits for the
+  // stream, else it is asynchronous.
   virtual Status decode(const Outputs &outputs, const Letterbox *letterboxes,
-                        DeviceCandidates *const *targets, const DecodeParams &params) = 0;
-  // The same into host candidates with their points (heads with points: the points do not fit
-  // a device candidates buffer), through `scratch` buffers; waits for the stream.
-  virtual Status decode_to_host(const Outputs &outputs, const Letterbox *letterboxes,
-                                DeviceCandidates *const *scratch, const DecodeParams &params,
-                                Candidates *out) = 0;
+                        DeviceCandidates *const *targets, const DecodeParams *params,
+                        Candidates *const *host) = 0;
 };
 
 }  // namespace cudanms::dnn
