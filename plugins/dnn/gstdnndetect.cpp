@@ -53,6 +53,7 @@
 #include "detectorproperties.h"
 #include "devicecandidates.h"
 #include "dnnimage.h"
+#include "dnnbatchgroup.h"
 #include "torchmodel.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_dnn_detect_debug);
@@ -77,7 +78,11 @@ enum {
   PROP_GPU_ID,
   PROP_DEVICE,
   PROP_DEVICE_CANDIDATES,
+  PROP_BATCH_SIZE,
+  PROP_BATCH_TIMEOUT,
+  PROP_BATCH_GROUP,
   PROP_FRAMES_IN_GPU_MEMORY,
+  PROP_MEAN_BATCH,
 };
 
 typedef enum {
@@ -105,6 +110,9 @@ typedef enum {
 #define DEFAULT_BACKEND GST_DNN_DETECT_BACKEND_AUTO
 #define DEFAULT_GPU_ID 0
 #define DEFAULT_DEVICE_CANDIDATES TRUE
+#define DEFAULT_BATCH_SIZE 1
+#define DEFAULT_BATCH_TIMEOUT 20000
+#define DEFAULT_BATCH_GROUP ""
 
 /* Device candidates buffers in flight per element at most (frames between dnndetect and the
  * element that frees their meta). */
@@ -141,6 +149,9 @@ struct Settings {
   GstDnnDetectBackend backend = DEFAULT_BACKEND;
   gint gpu_id = DEFAULT_GPU_ID;
   bool device_candidates = DEFAULT_DEVICE_CANDIDATES;
+  int batch_size = DEFAULT_BATCH_SIZE;
+  guint batch_timeout = DEFAULT_BATCH_TIMEOUT;
+  std::string batch_group = DEFAULT_BATCH_GROUP;
 };
 
 /* "v" or "r,g,b" into three values; false for anything else. */
@@ -196,20 +207,18 @@ std::string model_path(const Settings &s) {
 }  // namespace
 
 struct GstDnnDetectPrivate {
-  std::mutex lock; /* guards settings, device and frames_in_gpu_memory */
+  std::mutex lock; /* guards settings, device and the counters */
   Settings settings;
   std::string device; /* where the network runs, once started */
-  guint64 frames_in_gpu_memory = 0;
+  guint64 frames = 0, frames_in_gpu_memory = 0;
+  guint64 batched_frames = 0; /* the sum, over frames, of the frames in their forward */
 
   /* Streaming thread (and start/stop) only. */
   dnn::InputSpec spec;
   dnn::Head head = dnn::Head::kBlazeFace;
-  int anchors = 0;
   std::vector<std::string> labels; /* yolo: the labels file's, by class id */
-  std::unique_ptr<TorchModel> model;
-  std::unique_ptr<dnn::CudaStage> stage; /* with the CUDA backend */
+  std::unique_ptr<DnnBatchGroup::Member> network;
   std::shared_ptr<cudanms::DeviceCandidatesPool> pool;
-  std::vector<float> input; /* the CPU backend's input tensor */
   dnn::Candidates candidates;
   std::vector<GstCvLabelAnnouncer> announcers;
   bool warned_pool_full = false;
@@ -349,6 +358,25 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
           "use in place; false, and for decoders with points: host memory each frame",
           DEFAULT_DEVICE_CANDIDATES, rw_ready));
   g_object_class_install_property(
+      gobject_class, PROP_BATCH_SIZE,
+      g_param_spec_int("batch-size", "Batch size",
+                       "Frames per forward at most: dnndetect instances of one process with the "
+                       "same batch-group, model, decoder, input, backend, gpu-id, batch-size and "
+                       "batch-timeout run their frames (e.g. one per camera) through one forward. "
+                       "A batch runs when it is full, when every instance has a frame in it, or "
+                       "batch-timeout after its first frame; 1: no batching, no waiting",
+                       1, dnn::kMaxBatch, DEFAULT_BATCH_SIZE, rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_BATCH_TIMEOUT,
+      g_param_spec_uint("batch-timeout", "Batch timeout",
+                        "The longest a frame waits for other instances' frames, in microseconds",
+                        0, G_MAXINT, DEFAULT_BATCH_TIMEOUT, rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_BATCH_GROUP,
+      g_param_spec_string("batch-group", "Batch group",
+                          "Instances batch together only with instances of the same group name",
+                          DEFAULT_BATCH_GROUP, rw_ready));
+  g_object_class_install_property(
       gobject_class, PROP_DEVICE,
       g_param_spec_string("device", "Device",
                           "Where the network runs once started, e.g. \"cuda:0 (NVIDIA H100 80GB "
@@ -359,6 +387,11 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
       g_param_spec_uint64("frames-in-gpu-memory", "Frames in GPU memory",
                           "Frames since start read in place in GPU memory, with no download", 0,
                           G_MAXUINT64, 0, ro));
+  g_object_class_install_property(
+      gobject_class, PROP_MEAN_BATCH,
+      g_param_spec_double("mean-batch", "Mean batch",
+                          "Frames per forward since start, averaged over this instance's frames "
+                          "(1 without batching)", 0.0, dnn::kMaxBatch, 0.0, ro));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -416,6 +449,9 @@ static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GV
     case PROP_BACKEND: s.backend = static_cast<GstDnnDetectBackend>(g_value_get_enum(value)); break;
     case PROP_GPU_ID: s.gpu_id = g_value_get_int(value); break;
     case PROP_DEVICE_CANDIDATES: s.device_candidates = g_value_get_boolean(value); break;
+    case PROP_BATCH_SIZE: s.batch_size = g_value_get_int(value); break;
+    case PROP_BATCH_TIMEOUT: s.batch_timeout = g_value_get_uint(value); break;
+    case PROP_BATCH_GROUP: set_string(&s.batch_group, value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
@@ -440,7 +476,15 @@ static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *
     case PROP_GPU_ID: g_value_set_int(value, s.gpu_id); break;
     case PROP_DEVICE: g_value_set_string(value, self->priv->device.c_str()); break;
     case PROP_DEVICE_CANDIDATES: g_value_set_boolean(value, s.device_candidates); break;
+    case PROP_BATCH_SIZE: g_value_set_int(value, s.batch_size); break;
+    case PROP_BATCH_TIMEOUT: g_value_set_uint(value, s.batch_timeout); break;
+    case PROP_BATCH_GROUP: g_value_set_string(value, s.batch_group.c_str()); break;
     case PROP_FRAMES_IN_GPU_MEMORY: g_value_set_uint64(value, self->priv->frames_in_gpu_memory); break;
+    case PROP_MEAN_BATCH:
+      g_value_set_double(value, self->priv->frames ? static_cast<double>(self->priv->batched_frames) /
+                                                         self->priv->frames
+                                                   : 0.0);
+      break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
   }
 }
@@ -452,26 +496,6 @@ static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *
 static void set_device(GstDnnDetect *self, const std::string &device) {
   std::lock_guard<std::mutex> guard(self->priv->lock);
   self->priv->device = device;
-}
-
-/* Runs the network on a batch of one in priv->input (CPU) or d_input (CUDA); *outputs then
- * describes its outputs. */
-static bool forward(GstDnnDetect *self, float *d_input, dnn::Outputs *outputs, std::string *why) {
-  GstDnnDetectPrivate *priv = self->priv;
-  float *input = priv->stage ? d_input : priv->input.data();
-  void *stream = priv->stage ? priv->stage->stream() : nullptr;
-  if (!priv->model->forward(input, 1, priv->spec.height, priv->spec.width, stream, why))
-    return false;
-  std::vector<std::vector<int64_t>> shapes;
-  for (size_t i = 0; i < priv->model->outputs(); i++) shapes.push_back(priv->model->shape(i));
-  const cudanms::Status status = dnn::Outputs::describe(priv->head, shapes, outputs);
-  if (!status.ok()) {
-    *why = status.message();
-    return false;
-  }
-  for (size_t i = 0; i < 2 && i < priv->model->outputs(); i++)
-    outputs->tensors[i] = priv->model->output(i);
-  return true;
 }
 
 /* Reads the labels file: one name per line, blank lines naming nothing. */
@@ -489,29 +513,49 @@ static bool read_labels(const std::string &path, std::vector<std::string> *label
   return true;
 }
 
-/* The CUDA backend: the stage and the model in the device's primary context, LibTorch's (its
- * cuDNN and cuBLAS handles belong to that context: a stream of another context fails in them);
- * false (with *why) when it cannot be used. */
-static bool open_cuda(GstDnnDetect *self, const Settings &s, const std::string &path,
-                      std::string *why) {
+/* The element's network in its batch group: on CUDA device s.gpu_id, where the backend allows
+ * and it can, else on the CPU (warned for backend=auto). */
+static bool join_batch_group(GstDnnDetect *self, const Settings &s, const std::string &path) {
   GstDnnDetectPrivate *priv = self->priv;
-  if (!cudanms::cuda_available()) {
-    *why = "no usable CUDA device (or cudanms built without CUDA)";
+  DnnBatchGroup::Options options;
+  options.name = s.batch_group;
+  options.batch_size = s.batch_size;
+  options.timeout_us = s.batch_timeout;
+  options.config.model_path = path;
+  options.config.head = priv->head;
+  options.config.spec = priv->spec;
+  std::string why, detail;
+  if (s.backend != GST_DNN_DETECT_BACKEND_CPU) {
+    if (!cudanms::cuda_available()) {
+      why = "no usable CUDA device (or cudanms built without CUDA)";
+    } else if (!TorchModel::cuda_usable(s.gpu_id)) {
+      why = "this LibTorch has no CUDA for device " + std::to_string(s.gpu_id);
+    } else {
+      options.config.device = s.gpu_id;
+      priv->network = DnnBatchGroup::join(options, &why, &detail);
+      if (!priv->network) why = "model \"" + path + "\" " + why + ": " + detail;
+    }
+    if (!priv->network && s.backend == GST_DNN_DETECT_BACKEND_CUDA) {
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE,
+                        ("backend=cuda but CUDA device %d cannot run the network", s.gpu_id),
+                        ("%s", why.c_str()));
+      return false;
+    }
+    if (!priv->network) {
+      GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ_WRITE,
+                          ("The network runs on the CPU: CUDA cannot be used"), ("%s", why.c_str()));
+    }
+  }
+  if (!priv->network) {
+    options.config.device = -1;
+    priv->network = DnnBatchGroup::join(options, &why, &detail);
+  }
+  if (!priv->network) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Model \"%s\" %s", path.c_str(), why.c_str()),
+                      ("%s", detail.c_str()));
     return false;
   }
-  if (!TorchModel::cuda_usable(s.gpu_id)) {
-    *why = "this LibTorch has no CUDA for device " + std::to_string(s.gpu_id);
-    return false;
-  }
-  cudanms::Status status;
-  priv->stage = dnn::CudaStage::create(s.gpu_id, &status);
-  if (!priv->stage) {
-    *why = status.message();
-    return false;
-  }
-  priv->model = TorchModel::load(path, s.gpu_id, why);
-  if (!priv->model) priv->stage.reset();
-  return priv->model != nullptr;
+  return true;
 }
 
 static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
@@ -521,10 +565,9 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
   {
     std::lock_guard<std::mutex> guard(priv->lock);
     s = priv->settings;
-    priv->frames_in_gpu_memory = 0;
+    priv->frames = priv->frames_in_gpu_memory = priv->batched_frames = 0;
   }
-  priv->model.reset();
-  priv->stage.reset();
+  priv->network.reset();
   priv->pool.reset();
   priv->announcers.clear();
   priv->warned_pool_full = false;
@@ -557,70 +600,19 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
     return FALSE;
   }
 
-  if (s.backend != GST_DNN_DETECT_BACKEND_CPU && !open_cuda(self, s, path, &why)) {
-    if (s.backend == GST_DNN_DETECT_BACKEND_CUDA) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE,
-                        ("backend=cuda but CUDA device %d cannot run the network", s.gpu_id),
-                        ("%s", why.c_str()));
-      return FALSE;
-    }
-    GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ_WRITE,
-                        ("The network runs on the CPU: CUDA cannot be used"), ("%s", why.c_str()));
-  }
-  if (!priv->model) {
-    priv->model = TorchModel::load(path, -1, &why);
-    priv->input.assign(3 * static_cast<size_t>(priv->spec.width) * priv->spec.height, 0.0f);
-  }
-  if (!priv->model) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                      ("Model file \"%s\" is not a TorchScript network LibTorch can load",
-                       path.c_str()),
-                      ("%s", why.c_str()));
-    return FALSE;
-  }
-
-  /* A dry run on a blank input checks, at start and not on the first frame, that the network
-   * takes this input and gives the decoder's outputs. */
-  dnn::Outputs outputs;
-  bool ran;
-  {
-    float *d_input = nullptr;
-    if (priv->stage) {
-      const std::vector<guint8> blank(3 * 16);
-      const guint8 *planes[3] = {blank.data(), nullptr, nullptr};
-      const int strides[3] = {3 * 4, 0, 0};
-      dnn::Image image;
-      gst_cv_dnn_image_of(GST_VIDEO_FORMAT_RGB, 4, 4, GstVideoColorimetry{}, planes, strides, &image);
-      const cudanms::Status status = priv->stage->preprocess(&image, 1, false, priv->spec, &d_input);
-      if (!status.ok()) why = status.message();
-      ran = status.ok() && forward(self, d_input, &outputs, &why);
-    } else {
-      ran = forward(self, nullptr, &outputs, &why);
-    }
-  }
-  if (!ran) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                      ("Model \"%s\" does not fit decoder %s with a %dx%d input", path.c_str(),
-                       s.decoder == GST_DNN_DETECT_DECODER_BLAZEFACE ? "blazeface" : "yolo",
-                       priv->spec.width, priv->spec.height),
-                      ("%s", why.c_str()));
-    priv->model.reset();
-    priv->stage.reset();
-    return FALSE;
-  }
-  priv->anchors = outputs.anchors;
-  set_device(self, priv->stage ? priv->stage->device_name() : "cpu");
-  GST_INFO_OBJECT(self, "model %s: %d anchors, %d classes, input %dx%d, on %s", path.c_str(),
-                  outputs.anchors, outputs.classes, priv->spec.width, priv->spec.height,
-                  priv->stage ? priv->stage->device_name().c_str() : "cpu");
+  if (!join_batch_group(self, s, path)) return FALSE;
+  const DnnDetector &detector = priv->network->detector();
+  set_device(self, detector.device_name());
+  GST_INFO_OBJECT(self, "model %s: %d anchors, %d classes, input %dx%d, on %s, batches of %d",
+                  path.c_str(), detector.anchors(), detector.classes(), priv->spec.width,
+                  priv->spec.height, detector.device_name().c_str(), s.batch_size);
   return TRUE;
 }
 
 static gboolean gst_dnn_detect_stop(GstBaseTransform *trans) {
   GstDnnDetectPrivate *priv = GST_DNN_DETECT(trans)->priv;
   priv->pool.reset(); /* buffers still downstream keep it until they go */
-  priv->model.reset();
-  priv->stage.reset();
+  priv->network.reset();
   set_device(GST_DNN_DETECT(trans), "");
   return TRUE;
 }
@@ -654,7 +646,7 @@ static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(GstDnnDetect *se
   if (!priv->pool) {
     cudanms::DeviceCandidatesPoolOptions options;
     options.device = s.gpu_id;
-    options.capacity = static_cast<size_t>(priv->anchors);
+    options.capacity = static_cast<size_t>(priv->network->detector().anchors());
     options.max_buffers = DEVICE_CANDIDATES_BUFFERS;
     priv->pool = cudanms::DeviceCandidatesPool::create(options, &status);
     if (!priv->pool) {
@@ -672,32 +664,37 @@ static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(GstDnnDetect *se
   return buffer;
 }
 
-/* The frame on the GPU: pre-processing, network and decoding on the stage's stream. */
-static cudanms::Status detect_cuda(GstDnnDetect *self, const Settings &s, GstBuffer *buffer,
-                                   const dnn::Image &image, bool on_device) {
+/* The frame through the network (in a batch with other elements' frames where the group has
+ * them), its candidates attached: left in GPU memory where they can be (CUDA, device-candidates,
+ * a head without points, no candidates meta already on the buffer), else in host memory. */
+static cudanms::Status detect(GstDnnDetect *self, const Settings &s, GstBuffer *buffer,
+                              const dnn::Image &image, bool on_device) {
   GstDnnDetectPrivate *priv = self->priv;
-  float *d_input = nullptr;
-  cudanms::Status status = priv->stage->preprocess(&image, 1, on_device, priv->spec, &d_input);
+  const DnnDetector &detector = priv->network->detector();
+  DnnJob job;
+  job.image = image;
+  job.on_device = on_device;
+  job.params = dnn::DecodeParams{static_cast<float>(s.score_threshold), s.detected.class_id};
+  job.host = &priv->candidates;
+  std::shared_ptr<cudanms::DeviceCandidates> out;
+  if (detector.on_cuda() && s.device_candidates && detector.points_per_candidate() == 0 &&
+      !gst_buffer_get_cuda_nms_candidates_meta(buffer)) {
+    out = device_buffer(self, s);
+    job.device_out = out.get();
+  }
+  cudanms::Status status = priv->network->detect(&job);
   if (!status.ok()) return status;
-  dnn::Outputs outputs;
-  std::string why;
-  if (!forward(self, d_input, &outputs, &why)) return cudanms::Status::Error(why);
-  const dnn::Letterbox box = dnn::Letterbox::fit(image.width, image.height, priv->spec);
-  const dnn::DecodeParams params{static_cast<float>(s.score_threshold), s.detected.class_id};
-  std::shared_ptr<cudanms::DeviceCandidates> out = device_buffer(self, s);
-  if (!out) return cudanms::Status::Error("no device candidates buffer");
-  cudanms::DeviceCandidates *target = out.get();
-  const bool keep_on_device = s.device_candidates && outputs.points_per_candidate() == 0 &&
-                              !gst_buffer_get_cuda_nms_candidates_meta(buffer);
-  if (keep_on_device) {
-    status = priv->stage->decode(outputs, &box, &target, params);
-    if (!status.ok()) return status;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    priv->frames++;
+    priv->batched_frames += job.batch;
+    if (on_device) priv->frames_in_gpu_memory++;
+  }
+  if (out) {
     if (!gst_cv_attach_device_candidates(buffer, std::move(out), s.gpu_id))
       return cudanms::Status::Error("could not attach the device candidates");
     return cudanms::Status::Ok();
   }
-  status = priv->stage->decode_to_host(outputs, &box, &target, params, &priv->candidates);
-  if (!status.ok()) return status;
   if (!gst_cv_attach_candidates_of_classes(buffer, priv->candidates.boxes, priv->candidates.scores,
                                            priv->candidates.class_ids, priv->candidates.points,
                                            priv->candidates.points_per_candidate))
@@ -705,27 +702,7 @@ static cudanms::Status detect_cuda(GstDnnDetect *self, const Settings &s, GstBuf
   return cudanms::Status::Ok();
 }
 
-/* The frame on the CPU. */
-static cudanms::Status detect_cpu(GstDnnDetect *self, const Settings &s, GstBuffer *buffer,
-                                  const dnn::Image &image) {
-  GstDnnDetectPrivate *priv = self->priv;
-  cudanms::Status status = dnn::preprocess(image, priv->spec, priv->input.data());
-  if (!status.ok()) return status;
-  dnn::Outputs outputs;
-  std::string why;
-  if (!forward(self, nullptr, &outputs, &why)) return cudanms::Status::Error(why);
-  const dnn::Letterbox box = dnn::Letterbox::fit(image.width, image.height, priv->spec);
-  const dnn::DecodeParams params{static_cast<float>(s.score_threshold), s.detected.class_id};
-  status = dnn::decode(outputs, 0, box, params, &priv->candidates);
-  if (!status.ok()) return status;
-  if (!gst_cv_attach_candidates_of_classes(buffer, priv->candidates.boxes, priv->candidates.scores,
-                                           priv->candidates.class_ids, priv->candidates.points,
-                                           priv->candidates.points_per_candidate))
-    return cudanms::Status::Error("could not add the candidates meta");
-  return cudanms::Status::Ok();
-}
-
-/* Frames in GstCudaMemory of the element's CUDA context are read where they are; others are
+/* Frames in GstCudaMemory of the network's CUDA context are read where they are; others are
  * mapped for reading only (GstVideoFilter would map them writable, copying frames that other
  * buffers share, e.g. after a tee). */
 static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuffer *buffer) {
@@ -746,19 +723,16 @@ static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuf
   dnn::Image image;
   cudanms::Status status;
   CudaFrame device_frame;
-  if (priv->stage && device_frame.map(buffer, priv->stage->context())) {
+  void *context = priv->network->detector().context();
+  if (context && device_frame.map(buffer, context)) {
     const guint8 *planes[3] = {device_frame.plane(0), device_frame.plane(1), device_frame.plane(2)};
     const int strides[3] = {device_frame.stride(0), device_frame.stride(1), device_frame.stride(2)};
     if (!gst_cv_dnn_image_of(device_frame.format(), device_frame.width(), device_frame.height(),
-                  device_frame.info().colorimetry, planes, strides, &image)) {
+                             device_frame.info().colorimetry, planes, strides, &image)) {
       GST_ELEMENT_ERROR(self, STREAM, FORMAT, ("Unsupported format in GPU memory"), (NULL));
       return GST_FLOW_ERROR;
     }
-    status = detect_cuda(self, s, buffer, image, true);
-    if (status.ok()) {
-      std::lock_guard<std::mutex> guard(priv->lock);
-      priv->frames_in_gpu_memory++;
-    }
+    status = detect(self, s, buffer, image, true);
   } else {
     GstVideoFrame frame;
     /* NO_REF: the buffer stays writable for the meta. */
@@ -768,14 +742,9 @@ static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuf
       GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not read the frame"), (NULL));
       return GST_FLOW_ERROR;
     }
-    const bool known = gst_cv_dnn_image_of_frame(&frame, &image);
-    if (!known) {
-      status = cudanms::Status::Error("unsupported format");
-    } else if (priv->stage) {
-      status = detect_cuda(self, s, buffer, image, false);
-    } else {
-      status = detect_cpu(self, s, buffer, image);
-    }
+    status = gst_cv_dnn_image_of_frame(&frame, &image)
+                 ? detect(self, s, buffer, image, false)
+                 : cudanms::Status::Error("unsupported format");
     gst_video_frame_unmap(&frame);
   }
   if (!status.ok()) {

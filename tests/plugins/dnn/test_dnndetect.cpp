@@ -14,6 +14,7 @@
 #include <opencv2/dnn.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cudanms/dnn.h"
@@ -71,6 +72,95 @@ std::string tiny_yolo(int input_size, int classes) {
   // Debian's PyTorch here; the PyTorch on PATH on the GPU host, whose LibTorch loads it.
   const std::string make = "/usr/bin/python3 " + args + " 2>/dev/null || python3 " + args;
   return std::system(make.c_str()) == 0 ? model : "";
+}
+
+// One frame's candidates as the meta holds them in host memory.
+struct HostCandidates {
+  std::vector<float> boxes, scores;
+  std::vector<int32_t> classes;
+};
+
+HostCandidates candidates_of(GstBuffer *buffer) {
+  HostCandidates out;
+  const GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(buffer);
+  EXPECT_NE(c, nullptr);
+  if (!c) return out;
+  EXPECT_EQ(c->device, nullptr) << "expected host candidates";
+  out.boxes.assign(c->boxes, c->boxes + 4 * c->n);
+  out.scores.assign(c->scores, c->scores + c->n);
+  out.classes.assign(c->class_ids, c->class_ids + c->n);
+  return out;
+}
+
+// streams[s][f]: frame f of camera s, random pixels, each camera its own size.
+std::vector<std::vector<cv::Mat>> random_streams(int streams, int frames, unsigned seed) {
+  std::mt19937 rng(seed);
+  const cv::Size sizes[] = {{160, 120}, {200, 90}, {96, 96}, {320, 180}, {64, 128}};
+  std::vector<std::vector<cv::Mat>> out(streams);
+  for (int s = 0; s < streams; s++) {
+    for (int f = 0; f < frames; f++) {
+      cv::Mat frame(sizes[s % 5], CV_8UC3);
+      for (size_t i = 0; i < frame.total() * 3; i++) frame.data[i] = static_cast<uint8_t>(rng());
+      out[s].push_back(frame);
+    }
+  }
+  return out;
+}
+
+// Each camera through its own `element` harness, frame f of every camera pushed at once from a
+// thread per camera, as the streaming threads of a multi-camera pipeline would: the buffers out
+// ([camera][frame]) and each element's mean-batch.
+std::vector<std::vector<GstBuffer *>> run_cameras(const std::string &element,
+                                                  const std::vector<std::vector<cv::Mat>> &cameras,
+                                                  std::vector<double> *mean_batch = nullptr) {
+  std::vector<GstHarness *> harnesses;
+  for (const auto &frames : cameras) harnesses.push_back(harness_for(element, frames[0], "RGB"));
+  std::vector<std::vector<GstBuffer *>> out(cameras.size());
+  for (size_t f = 0; f < cameras[0].size(); f++) {
+    std::vector<std::thread> threads;
+    for (size_t c = 0; c < cameras.size(); c++) {
+      threads.emplace_back([&, c] {
+        out[c].push_back(gst_harness_push_and_pull(harnesses[c], buffer_of(cameras[c][f])));
+      });
+    }
+    for (std::thread &t : threads) t.join();
+  }
+  for (GstHarness *h : harnesses) {
+    if (mean_batch) {
+      GstElement *detector = gst_harness_find_element(h, "dnndetect");
+      double mean = 0;
+      g_object_get(detector, "mean-batch", &mean, nullptr);
+      mean_batch->push_back(mean);
+      gst_object_unref(detector);
+    }
+    gst_harness_teardown(h);
+  }
+  return out;
+}
+
+void unref_all(std::vector<std::vector<GstBuffer *>> *buffers) {
+  for (auto &camera : *buffers)
+    for (GstBuffer *b : camera)
+      if (b) gst_buffer_unref(b);
+}
+
+// Camera by camera, the batched candidates are the unbatched ones: the same count and classes,
+// boxes and scores within float noise (a batch may take other kernels than a single frame).
+void expect_same_candidates(const std::vector<std::vector<GstBuffer *>> &batched,
+                            const std::vector<std::vector<GstBuffer *>> &alone) {
+  size_t total = 0;
+  for (size_t c = 0; c < batched.size(); c++) {
+    for (size_t f = 0; f < batched[c].size(); f++) {
+      ASSERT_TRUE(batched[c][f] && alone[c][f]) << "camera " << c << " frame " << f;
+      const HostCandidates a = candidates_of(batched[c][f]), b = candidates_of(alone[c][f]);
+      ASSERT_EQ(a.scores.size(), b.scores.size()) << "camera " << c << " frame " << f;
+      EXPECT_EQ(a.classes, b.classes) << "camera " << c << " frame " << f;
+      for (size_t i = 0; i < a.scores.size(); i++) EXPECT_NEAR(a.scores[i], b.scores[i], 1e-5f);
+      for (size_t i = 0; i < a.boxes.size(); i++) EXPECT_NEAR(a.boxes[i], b.boxes[i], 1e-3f);
+      total += a.scores.size();
+    }
+  }
+  EXPECT_GT(total, 0u) << "the tiny network should give some candidates";
 }
 
 class DnnDetect : public ::testing::Test {
@@ -252,6 +342,57 @@ TEST_F(DnnDetect, BadSettingsAreErrorsAtStart) {
   expect_unreadable_models_refused("dnndetect decoder=yolo");
 }
 
+// Four cameras' elements in one batch group run each round's four frames in one forward
+// (mean-batch 4), and every camera gets the candidates it gets alone.
+TEST_F(DnnDetect, CamerasBatchedGetTheirOwnCandidates) {
+  const std::string model = tiny_yolo(96, 5);
+  if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
+  const auto cameras = random_streams(4, 3, 21);
+  const std::string yolo = "dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
+                           "score-threshold=0.6 model=" + model;
+  std::vector<double> mean_batch;
+  auto batched = run_cameras(yolo + " batch-size=4 batch-timeout=10000000 batch-group=cpu4",
+                             cameras, &mean_batch);
+  auto alone = run_cameras(yolo, cameras);
+  expect_same_candidates(batched, alone);
+  for (double mean : mean_batch) EXPECT_DOUBLE_EQ(mean, 4.0);
+  unref_all(&batched);
+  unref_all(&alone);
+  g_unlink(model.c_str());
+}
+
+// A batch waits no longer than batch-timeout for a camera that sends nothing, then runs without
+// it; a batch-size above the cameras runs once every camera's frame is in.
+TEST_F(DnnDetect, ABatchWaitsAtMostItsTimeout) {
+  const std::string model = tiny_yolo(96, 5);
+  if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
+  const auto cameras = random_streams(2, 2, 3);
+  const std::string yolo = "dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
+                           "score-threshold=0.6 batch-group=timeout model=" + model;
+  GstHarness *silent = harness_for(yolo + " batch-size=2 batch-timeout=200000", cameras[1][0], "RGB");
+  GstHarness *h = harness_for(yolo + " batch-size=2 batch-timeout=200000", cameras[0][0], "RGB");
+  const gint64 start = g_get_monotonic_time();
+  GstBuffer *out = gst_harness_push_and_pull(h, buffer_of(cameras[0][0]));
+  EXPECT_GE(g_get_monotonic_time() - start, 200000) << "it should have waited for the other camera";
+  ASSERT_NE(out, nullptr);
+  EXPECT_NE(gst_buffer_get_cuda_nms_candidates_meta(out), nullptr);
+  gst_buffer_unref(out);
+  GstElement *detector = gst_harness_find_element(h, "dnndetect");
+  double mean = 0;
+  g_object_get(detector, "mean-batch", &mean, nullptr);
+  EXPECT_DOUBLE_EQ(mean, 1.0);
+  gst_object_unref(detector);
+  gst_harness_teardown(h);
+  gst_harness_teardown(silent);
+
+  // Two cameras, batches of up to 8: each round runs as soon as both frames are in.
+  std::vector<double> mean_batch;
+  auto batched = run_cameras(yolo + " batch-size=8 batch-timeout=10000000", cameras, &mean_batch);
+  for (double m : mean_batch) EXPECT_DOUBLE_EQ(m, 2.0);
+  unref_all(&batched);
+  g_unlink(model.c_str());
+}
+
 // A network of the wrong decoder is refused at start, by its output shapes.
 TEST_F(DnnDetect, AModelOfAnotherDecoderIsAnErrorAtStart) {
   const std::string model = tiny_yolo(128, 3);
@@ -339,6 +480,41 @@ TEST_F(CudaDnnDetect, YoloDeviceCandidatesKeepTheCpusBoxes) {
   gst_buffer_unref(b);
   gst_harness_teardown(gpu);
   gst_harness_teardown(cpu);
+  g_unlink(model.c_str());
+}
+
+// On the GPU, five cameras in batches of up to 5 get the candidates they get alone, downloaded
+// (device-candidates=false) and left on the GPU for cudanms alike.
+TEST_F(CudaDnnDetect, CamerasBatchedGetTheirOwnCandidates) {
+  const std::string model = tiny_yolo(96, 5);
+  if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
+  const auto cameras = random_streams(5, 4, 8);
+  const std::string yolo = "dnndetect backend=cuda decoder=yolo input-width=96 input-height=96 "
+                           "score-threshold=0.6 model=" + model;
+  const std::string batch = " batch-size=5 batch-timeout=10000000 batch-group=cuda5";
+  std::vector<double> mean_batch;
+  auto batched = run_cameras(yolo + " device-candidates=false" + batch, cameras, &mean_batch);
+  auto alone = run_cameras(yolo + " device-candidates=false", cameras);
+  expect_same_candidates(batched, alone);
+  for (double mean : mean_batch) EXPECT_DOUBLE_EQ(mean, 5.0);
+  unref_all(&batched);
+  unref_all(&alone);
+
+  auto kept_batched = run_cameras(yolo + batch + " ! cudanms backend=cuda", cameras);
+  auto kept_cpu = run_cameras("dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
+                              "score-threshold=0.6 model=" + model + " ! cudanms backend=cpu",
+                              cameras);
+  for (size_t c = 0; c < cameras.size(); c++) {
+    for (size_t f = 0; f < cameras[c].size(); f++) {
+      ASSERT_TRUE(kept_batched[c][f] && kept_cpu[c][f]);
+      const std::vector<Box> mine = kept_boxes(kept_batched[c][f]);
+      const std::vector<Box> reference = kept_boxes(kept_cpu[c][f]);
+      ASSERT_EQ(mine.size(), reference.size()) << "camera " << c << " frame " << f;
+      for (size_t k = 0; k < mine.size(); k++) EXPECT_GE(iou(mine[k], reference[k]), 0.9999f);
+    }
+  }
+  unref_all(&kept_batched);
+  unref_all(&kept_cpu);
   g_unlink(model.c_str());
 }
 

@@ -1,0 +1,105 @@
+#include "dnnbatchgroup.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+using cudanms::Status;
+
+namespace {
+
+std::mutex registry_lock;
+/* The running groups of batch-size > 1, by their options; a group goes when its last member does. */
+std::map<std::string, std::weak_ptr<DnnBatchGroup>> &registry() {
+  static auto *groups = new std::map<std::string, std::weak_ptr<DnnBatchGroup>>();
+  return *groups;
+}
+
+std::string key_of(const DnnBatchGroup::Options &options) {
+  return options.name + '\n' + std::to_string(options.batch_size) + ' ' +
+         std::to_string(options.timeout_us) + '\n' + options.config.key();
+}
+
+}  // namespace
+
+std::unique_ptr<DnnBatchGroup::Member> DnnBatchGroup::join(const Options &options,
+                                                           std::string *why,
+                                                           std::string *detail) {
+  std::shared_ptr<DnnBatchGroup> group;
+  std::lock_guard<std::mutex> guard(registry_lock);
+  const std::string key = key_of(options);
+  if (options.batch_size > 1) {
+    for (auto it = registry().begin(); it != registry().end();)
+      it = it->second.expired() ? registry().erase(it) : std::next(it);
+    auto found = registry().find(key);
+    if (found != registry().end()) group = found->second.lock();
+  }
+  if (!group) {
+    std::unique_ptr<DnnDetector> detector = DnnDetector::open(options.config, why, detail);
+    if (!detector) return nullptr;
+    group.reset(new DnnBatchGroup(options, std::move(detector)));
+    if (options.batch_size > 1) registry()[key] = group;
+  }
+  {
+    std::lock_guard<std::mutex> members(group->lock_);
+    group->members_++;
+  }
+  return std::unique_ptr<Member>(new Member(std::move(group)));
+}
+
+DnnBatchGroup::DnnBatchGroup(const Options &options, std::unique_ptr<DnnDetector> detector)
+    : options_(options), detector_(std::move(detector)) {}
+
+DnnBatchGroup::~DnnBatchGroup() = default;
+
+DnnBatchGroup::Member::~Member() { group_->leave(); }
+
+Status DnnBatchGroup::Member::detect(DnnJob *job) { return group_->detect(job); }
+
+const DnnDetector &DnnBatchGroup::Member::detector() const { return *group_->detector_; }
+
+void DnnBatchGroup::leave() {
+  std::lock_guard<std::mutex> guard(lock_);
+  members_--;
+  changed_.notify_all(); /* a batch waiting for every member may be complete now */
+}
+
+size_t DnnBatchGroup::full() const {
+  const int limit = std::min({options_.batch_size, std::max(1, members_), cudanms::dnn::kMaxBatch});
+  return static_cast<size_t>(limit);
+}
+
+Status DnnBatchGroup::detect(DnnJob *job) {
+  Waiting me;
+  me.job = job;
+  std::unique_lock<std::mutex> lock(lock_);
+  /* A full batch not yet taken by its leader: this frame starts the next one. */
+  changed_.wait(lock, [&] { return pending_.size() < full(); });
+  const bool leader = pending_.empty();
+  pending_.push_back(&me);
+  if (!leader) {
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return me.done; });
+    return me.status;
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(options_.timeout_us);
+  changed_.wait_until(lock, deadline, [&] { return pending_.size() >= full(); });
+  std::vector<Waiting *> batch;
+  batch.swap(pending_);
+  changed_.notify_all(); /* frames held back by the full batch may start the next */
+  lock.unlock();
+
+  DnnJob *jobs[cudanms::dnn::kMaxBatch];
+  for (size_t i = 0; i < batch.size(); i++) jobs[i] = batch[i]->job;
+  Status status;
+  {
+    std::lock_guard<std::mutex> run(run_lock_);
+    status = detector_->run(jobs, static_cast<int>(batch.size()));
+  }
+
+  lock.lock();
+  for (Waiting *w : batch) w->status = status, w->done = true;
+  changed_.notify_all();
+  return me.status;
+}

@@ -1,0 +1,75 @@
+/* Batching across cameras: dnndetect elements of one process with the same batch group and
+ * network settings share one DnnDetector, and their frames run through one forward.
+ *
+ * Each element's streaming thread hands in its frame and waits. The first frame of a batch
+ * waits for more, until batch-size frames are in, or a frame from every member (no further frame
+ * can come: each member waits on its own), or the timeout after it came; then its thread runs
+ * the batch and every frame's candidates go back to its own element. One batch runs at a time;
+ * the next one fills meanwhile. No GStreamer.
+ *
+ *   auto member = DnnBatchGroup::join(options, &why);   // in start(); leaves when destroyed
+ *   member->detect(&job);                               // in transform_ip(), per frame
+ */
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dnndetector.h"
+
+class DnnBatchGroup {
+ public:
+  struct Options {
+    std::string name; /* instances batch together only within one name */
+    DnnDetectorConfig config;
+    int batch_size = 1;        /* 1: the element's own detector, no waiting */
+    int64_t timeout_us = 0;    /* the longest a frame waits for others */
+  };
+
+  class Member {
+   public:
+    ~Member();
+    Member(const Member &) = delete;
+    Member &operator=(const Member &) = delete;
+    /* Runs the job's frame in a batch; returns once its candidates are written. */
+    cudanms::Status detect(DnnJob *job);
+    const DnnDetector &detector() const;
+
+   private:
+    friend class DnnBatchGroup;
+    explicit Member(std::shared_ptr<DnnBatchGroup> group) : group_(std::move(group)) {}
+    std::shared_ptr<DnnBatchGroup> group_;
+  };
+
+  /* A member of the group these options name: the running group with equal options, or a new
+   * one (its detector opened now: nullptr with DnnDetector::open's *why and *detail when that
+   * fails). */
+  static std::unique_ptr<Member> join(const Options &options, std::string *why,
+                                      std::string *detail);
+
+  ~DnnBatchGroup();
+
+ private:
+  struct Waiting {
+    DnnJob *job = nullptr;
+    bool done = false;
+    cudanms::Status status;
+  };
+
+  DnnBatchGroup(const Options &options, std::unique_ptr<DnnDetector> detector);
+  cudanms::Status detect(DnnJob *job);
+  size_t full() const; /* under lock_ */
+  void leave();
+
+  const Options options_;
+  const std::unique_ptr<DnnDetector> detector_;
+  std::mutex run_lock_; /* one batch at a time on the detector */
+  std::mutex lock_;     /* guards what follows */
+  std::condition_variable changed_;
+  std::vector<Waiting *> pending_; /* the batch filling up */
+  int members_ = 0;
+};

@@ -1,0 +1,163 @@
+#include "dnndetector.h"
+
+#include <sstream>
+
+namespace dnn = cudanms::dnn;
+using cudanms::Status;
+
+std::string DnnDetectorConfig::key() const {
+  std::ostringstream key;
+  key << model_path << '\n' << static_cast<int>(head) << ' ' << device << ' ' << spec.width << 'x'
+      << spec.height << ' ' << spec.letterbox << ' ' << spec.pad_value;
+  for (int c = 0; c < 3; c++) key << ' ' << spec.mean[c] << '/' << spec.scale[c];
+  return key.str();
+}
+
+DnnDetector::~DnnDetector() = default;
+
+std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, std::string *why,
+                                               std::string *detail) {
+  std::unique_ptr<DnnDetector> detector(new DnnDetector());
+  detector->config_ = config;
+  if (config.device >= 0) {
+    /* LibTorch's cuDNN and cuBLAS handles belong to the primary context: the stage's stream must
+     * be of that context too. */
+    Status status;
+    detector->stage_ = dnn::CudaStage::create(config.device, &status);
+    if (!detector->stage_) {
+      *why = "cannot run on CUDA device " + std::to_string(config.device);
+      *detail = status.message();
+      return nullptr;
+    }
+  }
+  detector->model_ = TorchModel::load(config.model_path, config.device, detail);
+  if (!detector->model_) {
+    *why = "is not a TorchScript network LibTorch can load";
+    return nullptr;
+  }
+
+  /* A dry run on a blank frame checks, when the element starts and not on its first frame, that
+   * the network takes this input and gives the head's outputs. */
+  const std::vector<uint8_t> blank(3 * 16);
+  DnnJob job;
+  job.image.format = dnn::PixelFormat::kRGB;
+  job.image.width = job.image.height = 4;
+  job.image.planes[0] = blank.data();
+  job.image.strides[0] = 3 * 4;
+  dnn::Candidates ignored;
+  job.host = &ignored;
+  DnnJob *jobs[] = {&job};
+  const Status status = detector->run(jobs, 1);
+  if (!status.ok()) {
+    *why = std::string("does not fit decoder ") +
+           (config.head == dnn::Head::kBlazeFace ? "blazeface" : "yolo") + " with a " +
+           std::to_string(config.spec.width) + "x" + std::to_string(config.spec.height) +
+           " input";
+    *detail = status.message();
+    return nullptr;
+  }
+  return detector;
+}
+
+int DnnDetector::points_per_candidate() const {
+  dnn::Outputs outputs;
+  outputs.head = config_.head;
+  return outputs.points_per_candidate();
+}
+
+void *DnnDetector::context() const { return stage_ ? stage_->context() : nullptr; }
+
+std::string DnnDetector::device_name() const { return stage_ ? stage_->device_name() : "cpu"; }
+
+/* Runs the network on `count` frames in `input` (host or device memory, as the model's); then
+ * *outputs describes its output tensors. */
+Status DnnDetector::forward(float *input, int count, dnn::Outputs *outputs) {
+  std::string why;
+  const dnn::InputSpec &spec = config_.spec;
+  if (!model_->forward(input, count, spec.height, spec.width, stage_ ? stage_->stream() : nullptr,
+                       &why))
+    return Status::Error(why);
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < model_->outputs(); i++) shapes.push_back(model_->shape(i));
+  Status status = dnn::Outputs::describe(config_.head, shapes, outputs);
+  if (!status.ok()) return status;
+  if (outputs->batch != count) {
+    return Status::Error("the network gave " + std::to_string(outputs->batch) + " results for " +
+                         std::to_string(count) + " frames: its batch dimension must follow the "
+                         "input's");
+  }
+  for (size_t i = 0; i < 2 && i < model_->outputs(); i++) outputs->tensors[i] = model_->output(i);
+  anchors_ = outputs->anchors;
+  classes_ = outputs->classes;
+  return Status::Ok();
+}
+
+Status DnnDetector::run(DnnJob *const *jobs, int count) {
+  if (count < 1 || count > dnn::kMaxBatch)
+    return Status::Error("a batch holds 1 to " + std::to_string(dnn::kMaxBatch) + " frames");
+  for (int i = 0; i < count; i++) jobs[i]->batch = count;
+  return stage_ ? run_cuda(jobs, count) : run_cpu(jobs, count);
+}
+
+Status DnnDetector::run_cuda(DnnJob *const *jobs, int count) {
+  dnn::Image images[dnn::kMaxBatch];
+  bool on_device[dnn::kMaxBatch];
+  for (int i = 0; i < count; i++) images[i] = jobs[i]->image, on_device[i] = jobs[i]->on_device;
+  float *d_input = nullptr;
+  Status status = stage_->preprocess(images, on_device, count, config_.spec, &d_input);
+  if (!status.ok()) return status;
+  dnn::Outputs outputs;
+  status = forward(d_input, count, &outputs);
+  if (!status.ok()) return status;
+
+  dnn::Letterbox boxes[dnn::kMaxBatch];
+  dnn::DecodeParams params[dnn::kMaxBatch];
+  cudanms::DeviceCandidates *targets[dnn::kMaxBatch];
+  dnn::Candidates *host[dnn::kMaxBatch];
+  size_t scratch_used = 0;
+  for (int i = 0; i < count; i++) {
+    const DnnJob &job = *jobs[i];
+    boxes[i] = dnn::Letterbox::fit(job.image.width, job.image.height, config_.spec);
+    params[i] = job.params;
+    host[i] = job.device_out ? nullptr : job.host;
+    targets[i] = job.device_out;
+    if (targets[i]) continue;
+    if (!scratch_pool_) {
+      cudanms::DeviceCandidatesPoolOptions options;
+      options.device = config_.device;
+      options.capacity = static_cast<size_t>(anchors_);
+      options.max_buffers = dnn::kMaxBatch;
+      scratch_pool_ = cudanms::DeviceCandidatesPool::create(options, &status);
+      if (!scratch_pool_) return status;
+    }
+    if (scratch_used == scratch_.size()) {
+      std::shared_ptr<cudanms::DeviceCandidates> buffer = scratch_pool_->acquire(&status);
+      if (!buffer) return status.ok() ? Status::Error("no scratch candidates buffer") : status;
+      scratch_.push_back(std::move(buffer));
+    }
+    targets[i] = scratch_[scratch_used++].get();
+  }
+  return stage_->decode(outputs, boxes, targets, params, host);
+}
+
+Status DnnDetector::run_cpu(DnnJob *const *jobs, int count) {
+  const dnn::InputSpec &spec = config_.spec;
+  const size_t frame_floats = 3 * static_cast<size_t>(spec.width) * spec.height;
+  input_.resize(frame_floats * count);
+  for (int i = 0; i < count; i++) {
+    if (jobs[i]->on_device) return Status::Error("the CPU backend cannot read device memory");
+    Status status = dnn::preprocess(jobs[i]->image, spec, input_.data() + i * frame_floats);
+    if (!status.ok()) return status;
+  }
+  dnn::Outputs outputs;
+  Status status = forward(input_.data(), count, &outputs);
+  if (!status.ok()) return status;
+  for (int i = 0; i < count; i++) {
+    const DnnJob &job = *jobs[i];
+    if (!job.host) return Status::Error("the CPU backend gives candidates in host memory only");
+    const dnn::Letterbox box = dnn::Letterbox::fit(job.image.width, job.image.height, spec);
+    status = dnn::decode(outputs, i, box, job.params, job.host);
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
+}

@@ -1,0 +1,79 @@
+/* The network of one dnndetect element, or of several sharing a batch group: the TorchScript
+ * model and, on CUDA, the stage (stream, input tensor, staging) around it, run on a batch of
+ * frames from any elements. No GStreamer, no LibTorch (torchmodel.h hides it).
+ *
+ *   auto detector = DnnDetector::open(config, &why);   // loads, then a dry run on a blank frame
+ *   DnnJob a{...}, b{...};                             // frames of two cameras
+ *   DnnJob *jobs[] = {&a, &b};
+ *   detector->run(jobs, 2);                            // one forward; each job its candidates
+ */
+#pragma once
+
+#include <cudanms/dnn.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "torchmodel.h"
+
+struct DnnDetectorConfig {
+  std::string model_path;
+  cudanms::dnn::Head head = cudanms::dnn::Head::kBlazeFace;
+  cudanms::dnn::InputSpec spec;
+  int device = -1; /* a CUDA device, or -1: the CPU */
+
+  /* Equal for configurations one detector can serve. */
+  std::string key() const;
+};
+
+/* One frame of a batch: what its element gives, and where its candidates go. */
+struct DnnJob {
+  cudanms::dnn::Image image;
+  bool on_device = false; /* the planes are device memory of the detector's context() */
+  cudanms::dnn::DecodeParams params;
+  /* CUDA: the frame's candidates stay in this buffer (capacity >= anchors()), unless it is
+   * nullptr; then, and on the CPU, they go to *host. */
+  cudanms::DeviceCandidates *device_out = nullptr;
+  cudanms::dnn::Candidates *host = nullptr;
+  int batch = 0; /* set by run(): the frames its forward held */
+};
+
+class DnnDetector {
+ public:
+  /* The model on the CUDA device (the device's primary context, LibTorch's) or the CPU, checked
+   * by a dry run on a blank frame: nullptr when it cannot load or its outputs do not fit the head
+   * and input, with *why, e.g. "is not a TorchScript network LibTorch can load", and the cause
+   * in *detail. */
+  static std::unique_ptr<DnnDetector> open(const DnnDetectorConfig &config, std::string *why,
+                                           std::string *detail);
+  ~DnnDetector();
+
+  /* Pre-processing, one forward, decoding for up to cudanms::dnn::kMaxBatch frames. On CUDA it
+   * returns once the host candidates are downloaded; device candidates are ready at their event. */
+  cudanms::Status run(DnnJob *const *jobs, int count);
+
+  const DnnDetectorConfig &config() const { return config_; }
+  int anchors() const { return anchors_; }
+  int classes() const { return classes_; }
+  int points_per_candidate() const;
+  bool on_cuda() const { return stage_ != nullptr; }
+  /* Where frames in device memory must be (a CUcontext); nullptr on the CPU. */
+  void *context() const;
+  std::string device_name() const;
+
+ private:
+  DnnDetector() = default;
+  cudanms::Status forward(float *input, int count, cudanms::dnn::Outputs *outputs);
+  cudanms::Status run_cuda(DnnJob *const *jobs, int count);
+  cudanms::Status run_cpu(DnnJob *const *jobs, int count);
+
+  DnnDetectorConfig config_;
+  int anchors_ = 0, classes_ = 0;
+  std::unique_ptr<cudanms::dnn::CudaStage> stage_; /* before model_: its stream outlives it */
+  std::unique_ptr<TorchModel> model_;
+  std::vector<float> input_; /* the CPU's input tensor */
+  /* CUDA: buffers for frames whose candidates go to the host. */
+  std::shared_ptr<cudanms::DeviceCandidatesPool> scratch_pool_;
+  std::vector<std::shared_ptr<cudanms::DeviceCandidates>> scratch_;
+};
