@@ -1,0 +1,371 @@
+// cudanms-dnn-bench: the DNN detector's chain on the GPU, stage by stage, for batches of frames
+// of several cameras: pre-processing (frame to letterboxed input tensor), the network
+// (TorchScript, LibTorch), decoding (outputs to candidates) and NMS (cudanms, one batched call).
+// Each stage is timed alone (the stream synchronised around it, p50 over the runs), then the
+// whole chain with no synchronisation inside (p50/p99 host-visible latency per batch, frames/s).
+// Frames are 1080p NV12 already in GPU memory (the NVDEC case), and the same frames in host
+// memory, uploaded by the chain. Before timing, the batch's candidates and kept boxes are checked
+// against the same frames run one by one on the CPU (LibTorch's CPU backend, cudanms's CPU NMS).
+//   cudanms-dnn-bench --model FACE.pt [--frames RAW.bgr] [--batches 1,8,32,64] [--runs N]
+// --frames: raw 1920x1080 BGR frames, one after another (e.g. Megamind written by the GPU host's
+// OpenCV); else frames of random blocks. Prints a Markdown table; --json writes the rows.
+#include <cuda_runtime.h>
+#include <glib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_version.h"
+#include "cudanms/dnn.h"
+#include "cudanms/nms.h"
+#include "dnndetector.h"
+#include "torchmodel.h"
+
+namespace {
+
+namespace dnn = cudanms::dnn;
+using Clock = std::chrono::steady_clock;
+constexpr int kWidth = 1920, kHeight = 1080;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+}
+
+// BGR to NV12 with BT.601 limited range (what a decoder of a typical camera gives).
+std::vector<uint8_t> nv12_of_bgr(const uint8_t *bgr) {
+  std::vector<uint8_t> out(kWidth * kHeight * 3 / 2);
+  uint8_t *uv = out.data() + kWidth * kHeight;
+  for (int y = 0; y < kHeight; y++) {
+    for (int x = 0; x < kWidth; x++) {
+      const uint8_t *p = bgr + 3 * (static_cast<size_t>(y) * kWidth + x);
+      const float b = p[0], g = p[1], r = p[2];
+      out[y * kWidth + x] = static_cast<uint8_t>(std::lround(16 + 0.257f * r + 0.504f * g + 0.098f * b));
+      if (y % 2 == 0 && x % 2 == 0) {
+        uv[(y / 2) * kWidth + x] = static_cast<uint8_t>(std::lround(128 - 0.148f * r - 0.291f * g + 0.439f * b));
+        uv[(y / 2) * kWidth + x + 1] = static_cast<uint8_t>(std::lround(128 + 0.439f * r - 0.368f * g - 0.071f * b));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<uint8_t>> load_frames(const char *path, int count) {
+  std::vector<std::vector<uint8_t>> frames;
+  std::vector<uint8_t> bgr(static_cast<size_t>(kWidth) * kHeight * 3);
+  if (path) {
+    std::ifstream in(path, std::ios::binary);
+    while (static_cast<int>(frames.size()) < count &&
+           in.read(reinterpret_cast<char *>(bgr.data()), bgr.size()))
+      frames.push_back(nv12_of_bgr(bgr.data()));
+    if (frames.empty()) g_printerr("warning: no frame in %s: random frames\n", path);
+  }
+  std::mt19937 rng(7);
+  while (static_cast<int>(frames.size()) < count) {  // random 32x32 blocks
+    for (int by = 0; by < kHeight; by += 32)
+      for (int bx = 0; bx < kWidth; bx += 32) {
+        const uint8_t c[3] = {static_cast<uint8_t>(rng()), static_cast<uint8_t>(rng()), static_cast<uint8_t>(rng())};
+        for (int y = by; y < std::min(kHeight, by + 32); y++)
+          for (int x = bx; x < std::min(kWidth, bx + 32); x++)
+            for (int k = 0; k < 3; k++) bgr[3 * (static_cast<size_t>(y) * kWidth + x) + k] = c[k];
+      }
+    frames.push_back(nv12_of_bgr(bgr.data()));
+  }
+  // Where there are fewer frames than cameras, cameras repeat them.
+  for (size_t i = 0; frames.size() < static_cast<size_t>(count); i++) frames.push_back(frames[i]);
+  return frames;
+}
+
+dnn::Image nv12_image(const uint8_t *data) {
+  dnn::Image image;
+  image.format = dnn::PixelFormat::kNV12;
+  image.width = kWidth, image.height = kHeight;
+  image.planes[0] = data, image.strides[0] = kWidth;
+  image.planes[1] = data + kWidth * kHeight, image.strides[1] = kWidth;
+  return image;
+}
+
+#define CHECK(what)                                                               \
+  do {                                                                            \
+    const cudanms::Status s_ = (what);                                            \
+    if (!s_.ok()) {                                                               \
+      g_printerr("error: %s: %s\n", #what, s_.message().c_str());                 \
+      return false;                                                               \
+    }                                                                             \
+  } while (0)
+
+struct Row {
+  int batch = 0;
+  bool host_frames = false;
+  double preprocess = 0, network = 0, decode = 0, nms = 0;  // p50 ms per batch, each alone
+  double chain_p50 = 0, chain_p99 = 0;                      // ms per batch, no sync inside
+  double candidates = 0, kept = 0;                          // per frame
+  size_t disagreements = 0;
+};
+
+struct Bench {
+  cudanms::dnn::Head head = dnn::Head::kBlazeFace;
+  dnn::InputSpec spec;
+  cudanms::Params nms_params;
+  std::unique_ptr<dnn::CudaStage> stage;
+  std::unique_ptr<TorchModel> model;
+  std::unique_ptr<TorchModel> cpu_model;
+  std::unique_ptr<cudanms::Context> nms, cpu_nms;
+  std::shared_ptr<cudanms::DeviceCandidatesPool> pool;
+  std::vector<std::shared_ptr<cudanms::DeviceCandidates>> buffers;
+
+  bool forward(float *d_input, int count, dnn::Outputs *outputs) {
+    std::string why;
+    if (!model->forward(d_input, count, spec.height, spec.width, stage->stream(), &why)) {
+      g_printerr("error: the network: %s\n", why.c_str());
+      return false;
+    }
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < model->outputs(); i++) shapes.push_back(model->shape(i));
+    CHECK(dnn::Outputs::describe(head, shapes, outputs));
+    for (size_t i = 0; i < 2 && i < model->outputs(); i++) outputs->tensors[i] = model->output(i);
+    return true;
+  }
+
+  // One batch through the chain; with `timed`, each stage synchronised and timed into *row.
+  bool chain(const std::vector<dnn::Image> &images, bool on_device, std::vector<dnn::Candidates> *found,
+             std::vector<cudanms::Result> *kept, double stage_ms[4]) {
+    const int n = static_cast<int>(images.size());
+    auto sync = [&] { return cudaStreamSynchronize(static_cast<cudaStream_t>(stage->stream())) == cudaSuccess; };
+    Clock::time_point t = Clock::now();
+    bool where[dnn::kMaxBatch];
+    std::fill(where, where + n, on_device);
+    float *d_input = nullptr;
+    CHECK(stage->preprocess(images.data(), where, n, spec, &d_input));
+    if (stage_ms) sync(), stage_ms[0] = ms_since(t), t = Clock::now();
+    dnn::Outputs outputs;
+    if (!forward(d_input, n, &outputs)) return false;
+    if (stage_ms) sync(), stage_ms[1] = ms_since(t), t = Clock::now();
+    std::vector<dnn::Letterbox> boxes;
+    std::vector<dnn::DecodeParams> params(n, dnn::DecodeParams{0.5f, 0});
+    std::vector<cudanms::DeviceCandidates *> targets;
+    std::vector<dnn::Candidates *> host;
+    found->resize(n);
+    for (int i = 0; i < n; i++) {
+      boxes.push_back(dnn::Letterbox::fit(images[i].width, images[i].height, spec));
+      targets.push_back(buffers[i].get());
+      host.push_back(&(*found)[i]);
+    }
+    CHECK(stage->decode(outputs, boxes.data(), targets.data(), params.data(), host.data()));
+    if (stage_ms) sync(), stage_ms[2] = ms_since(t), t = Clock::now();
+    std::vector<cudanms::Frame> frames;
+    for (const dnn::Candidates &c : *found) frames.push_back({c.view(), nms_params});
+    CHECK(nms->run(frames, kept));
+    if (stage_ms) stage_ms[3] = ms_since(t);
+    return true;
+  }
+
+  // The same frames one by one on the CPU: the reference.
+  bool reference(const std::vector<std::vector<uint8_t>> &frames, int n,
+                 std::vector<dnn::Candidates> *found, std::vector<cudanms::Result> *kept) {
+    found->assign(n, dnn::Candidates());
+    kept->assign(n, cudanms::Result());
+    std::vector<float> input(3 * static_cast<size_t>(spec.width) * spec.height);
+    for (int i = 0; i < n; i++) {
+      const dnn::Image image = nv12_image(frames[i].data());
+      CHECK(dnn::preprocess(image, spec, input.data()));
+      std::string why;
+      if (!cpu_model->forward(input.data(), 1, spec.height, spec.width, nullptr, &why)) {
+        g_printerr("error: the CPU network: %s\n", why.c_str());
+        return false;
+      }
+      std::vector<std::vector<int64_t>> shapes;
+      for (size_t k = 0; k < cpu_model->outputs(); k++) shapes.push_back(cpu_model->shape(k));
+      dnn::Outputs outputs;
+      CHECK(dnn::Outputs::describe(head, shapes, &outputs));
+      for (size_t k = 0; k < 2 && k < cpu_model->outputs(); k++) outputs.tensors[k] = cpu_model->output(k);
+      CHECK(dnn::decode(outputs, 0, dnn::Letterbox::fit(kWidth, kHeight, spec), dnn::DecodeParams{0.5f, 0}, &(*found)[i]));
+      CHECK(cpu_nms->run((*found)[i].view(), nms_params, &(*kept)[i]));
+    }
+    return true;
+  }
+};
+
+// Kept boxes of two runs agree: the same count, each box within 0.5 px (the GPU's and the CPU's
+// networks sum in other orders).
+size_t disagreements(const std::vector<cudanms::Result> &a, const std::vector<cudanms::Result> &b) {
+  size_t bad = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    if (a[i].kept_boxes.size() != b[i].kept_boxes.size()) {
+      bad++;
+      continue;
+    }
+    for (size_t k = 0; k < a[i].kept_boxes.size(); k++) {
+      if (std::fabs(a[i].kept_boxes[k] - b[i].kept_boxes[k]) > 0.5f) {
+        bad++;
+        break;
+      }
+    }
+  }
+  return bad;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  gchar *model_path = nullptr, *frames_path = nullptr, *batches_text = nullptr, *json_path = nullptr;
+  gint runs = 100, device = 0;
+  GOptionEntry entries[] = {
+      {"model", 0, 0, G_OPTION_ARG_FILENAME, &model_path, "BlazeFace TorchScript (tools/blazeface-to-torchscript.py)", "FILE"},
+      {"frames", 0, 0, G_OPTION_ARG_FILENAME, &frames_path, "Raw 1920x1080 BGR frames", "FILE"},
+      {"batches", 0, 0, G_OPTION_ARG_STRING, &batches_text, "Batch sizes (default 1,8,32,64)", "LIST"},
+      {"runs", 0, 0, G_OPTION_ARG_INT, &runs, "Timed runs per row (default 100)", "N"},
+      {"device", 0, 0, G_OPTION_ARG_INT, &device, "CUDA device (default 0)", "N"},
+      {"json", 0, 0, G_OPTION_ARG_FILENAME, &json_path, "Write the rows as JSON", "FILE"},
+      {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
+  GOptionContext *options = g_option_context_new("- the DNN detector's chain on the GPU, per stage");
+  g_option_context_add_main_entries(options, entries, nullptr);
+  GError *error = nullptr;
+  if (!g_option_context_parse(options, &argc, &argv, &error) || !model_path || runs < 1) {
+    g_printerr("%s\n", error ? error->message : "--model is needed, --runs at least 1");
+    return 2;
+  }
+  g_option_context_free(options);
+  std::vector<int> batches;
+  gchar **items = g_strsplit(batches_text ? batches_text : "1,8,32,64", ",", -1);
+  for (gchar **it = items; *it; it++) {
+    const int b = atoi(*it);
+    if (b < 1 || b > dnn::kMaxBatch) {
+      g_printerr("error: a batch holds 1 to %d frames, not \"%s\"\n", dnn::kMaxBatch, *it);
+      return 2;
+    }
+    batches.push_back(b);
+  }
+  g_strfreev(items);
+  if (batches.empty()) {
+    g_printerr("error: --batches names no batch\n");
+    return 2;
+  }
+  const int most = *std::max_element(batches.begin(), batches.end());
+
+  Bench bench;
+  bench.spec.width = bench.spec.height = 128;
+  for (int c = 0; c < 3; c++) bench.spec.mean[c] = 127.5f, bench.spec.scale[c] = 1 / 127.5f;
+  bench.nms_params.method = cudanms::Method::kWeighted;
+  bench.nms_params.threshold = 0.3f;
+  cudanms::Status status;
+  std::string why;
+  bench.stage = dnn::CudaStage::create(device, &status);
+  if (!bench.stage) {
+    g_printerr("error: no CUDA stage: %s\n", status.message().c_str());
+    return 1;
+  }
+  bench.model = TorchModel::load(model_path, device, &why);
+  bench.cpu_model = TorchModel::load(model_path, -1, &why);
+  if (!bench.model || !bench.cpu_model) {
+    g_printerr("error: %s: %s\n", model_path, why.c_str());
+    return 1;
+  }
+  cudanms::ContextOptions nms_options;
+  nms_options.backend = cudanms::Backend::kCuda;
+  nms_options.device = device;
+  bench.nms = cudanms::Context::create(nms_options, &status);
+  bench.cpu_nms = cudanms::Context::create(cudanms::ContextOptions(), &status);
+  cudanms::DeviceCandidatesPoolOptions pool_options;
+  pool_options.device = device;
+  pool_options.capacity = 896;
+  pool_options.max_buffers = dnn::kMaxBatch;
+  bench.pool = cudanms::DeviceCandidatesPool::create(pool_options, &status);
+  if (!bench.nms || !bench.cpu_nms || !bench.pool) {
+    g_printerr("error: %s\n", status.message().c_str());
+    return 1;
+  }
+  for (int i = 0; i < most; i++) bench.buffers.push_back(bench.pool->acquire(&status));
+
+  const std::vector<std::vector<uint8_t>> frames = load_frames(frames_path, most);
+  std::vector<uint8_t *> d_frames(most);
+  for (int i = 0; i < most; i++) {
+    if (cudaMalloc(&d_frames[i], frames[i].size()) != cudaSuccess ||
+        cudaMemcpy(d_frames[i], frames[i].data(), frames[i].size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+      g_printerr("error: cannot preload the frames\n");
+      return 1;
+    }
+  }
+  std::vector<dnn::Candidates> reference_found;
+  std::vector<cudanms::Result> reference_kept;
+  if (!bench.reference(frames, most, &reference_found, &reference_kept)) return 1;
+
+  std::vector<Row> rows;
+  for (int batch : batches) {
+    for (bool host_frames : {false, true}) {
+      std::vector<dnn::Image> images;
+      for (int i = 0; i < batch; i++)
+        images.push_back(nv12_image(host_frames ? frames[i].data() : d_frames[i]));
+      Row row;
+      row.batch = batch, row.host_frames = host_frames;
+      std::vector<dnn::Candidates> found;
+      std::vector<cudanms::Result> kept;
+      if (!bench.chain(images, !host_frames, &found, &kept, nullptr)) return 1;
+      row.disagreements = disagreements(kept, std::vector<cudanms::Result>(reference_kept.begin(), reference_kept.begin() + batch));
+      for (int i = 0; i < batch; i++) row.candidates += found[i].size(), row.kept += kept[i].kept.size();
+      row.candidates /= batch, row.kept /= batch;
+      std::vector<double> stages[4], whole;
+      for (int r = 0; r < runs; r++) {
+        double ms[4];
+        if (!bench.chain(images, !host_frames, &found, &kept, ms)) return 1;
+        for (int k = 0; k < 4; k++) stages[k].push_back(ms[k]);
+      }
+      for (int r = 0; r < runs; r++) {
+        const Clock::time_point t0 = Clock::now();
+        if (!bench.chain(images, !host_frames, &found, &kept, nullptr)) return 1;
+        whole.push_back(ms_since(t0));
+      }
+      row.preprocess = percentile(stages[0], 0.5), row.network = percentile(stages[1], 0.5);
+      row.decode = percentile(stages[2], 0.5), row.nms = percentile(stages[3], 0.5);
+      row.chain_p50 = percentile(whole, 0.5), row.chain_p99 = percentile(whole, 0.99);
+      rows.push_back(row);
+    }
+  }
+
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, device);
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  std::printf("DNN chain: BlazeFace front 128x128 (TorchScript, LibTorch), 1920x1080 NV12 frames (%s), "
+              "weighted NMS IoU 0.3 (cudanms CUDA); %s, driver %d, cudanms %s; p50 of %d runs\n\n",
+              frames_path ? frames_path : "random blocks", prop.name, driver, CUDANMS_BENCH_VERSION, runs);
+  std::printf("| batch | frames in | pre-processing (ms) | network (ms) | decoding (ms) | NMS (ms) | "
+              "chain p50 / p99 (ms) | frames/s | ms per frame | pre+dec+NMS share | candidates / kept per frame | vs CPU |\n");
+  std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  size_t bad = 0;
+  for (const Row &r : rows) {
+    const double stages = r.preprocess + r.network + r.decode + r.nms;
+    std::printf("| %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f | %.0f | %.3f | %.0f%% | %.1f / %.1f | %s |\n",
+                r.batch, r.host_frames ? "host memory" : "GPU memory", r.preprocess, r.network, r.decode, r.nms,
+                r.chain_p50, r.chain_p99, 1000.0 * r.batch / r.chain_p50, r.chain_p50 / r.batch,
+                100.0 * (stages - r.network) / stages, r.candidates, r.kept,
+                r.disagreements ? (std::to_string(r.disagreements) + " frames differ").c_str() : "same kept");
+    bad += r.disagreements;
+  }
+  if (json_path) {
+    std::ofstream out(json_path);
+    out << "{\"gpu\": \"" << prop.name << "\", \"driver\": " << driver << ", \"version\": \""
+        << CUDANMS_BENCH_VERSION << "\", \"rows\": [";
+    for (size_t i = 0; i < rows.size(); i++) {
+      const Row &r = rows[i];
+      out << (i ? ", " : "") << "{\"batch\": " << r.batch << ", \"host_frames\": " << (r.host_frames ? "true" : "false")
+          << ", \"preprocess_ms\": " << r.preprocess << ", \"network_ms\": " << r.network << ", \"decode_ms\": "
+          << r.decode << ", \"nms_ms\": " << r.nms << ", \"chain_p50_ms\": " << r.chain_p50
+          << ", \"chain_p99_ms\": " << r.chain_p99 << ", \"disagreements\": " << r.disagreements << "}";
+    }
+    out << "]}\n";
+  }
+  for (uint8_t *d : d_frames) cudaFree(d);
+  g_free(model_path), g_free(frames_path), g_free(batches_text), g_free(json_path);
+  return bad ? 1 : 0;
+}
