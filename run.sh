@@ -38,7 +38,9 @@ fetch_models() {
   local onnx
   onnx=$(tools/fetch-blazeface.sh)
   local torchscript="${onnx%/*}/face_detection_front_128x128.torchscript.pt"
-  [ -f "$torchscript" ] || /usr/bin/python3 tools/blazeface-to-torchscript.py "$onnx" "$torchscript" >/dev/null
+  # Again when the converter changed since (a model it made before may not run on a GPU).
+  [ "$torchscript" -nt tools/blazeface-to-torchscript.py ] ||
+    /usr/bin/python3 tools/blazeface-to-torchscript.py "$onnx" "$torchscript" >/dev/null
 }
 
 build() {

@@ -85,13 +85,20 @@ class OnnxGraph(torch.nn.Module):
                     raise SystemExit("MaxPool with padding is not supported")
                 out = F.max_pool2d(args[0], attrs["kernel_shape"], attrs["strides"])
             elif op == "ConstantOfShape":
-                # Zero channels to concatenate: their batch follows the input's.
-                shape = list(args[0])
+                # Constant channels that a Concat appends: kept as (channels, value) and made by
+                # padding there. A created tensor would carry the tracing machine's device as a
+                # constant of the trace, and fail on any other.
                 value = attrs.get("value")
                 fill = float(onnx.numpy_helper.to_array(value).reshape(-1)[0]) if value else 0.0
-                out = torch.full([batch] + shape[1:], fill, dtype=nchw.dtype, device=nchw.device)
+                out = (int(list(args[0])[1]), fill)
             elif op == "Concat":
-                out = torch.cat(args, dim=attrs["axis"])
+                if len(args) == 2 and isinstance(args[1], tuple) and attrs["axis"] == 1:
+                    channels, fill = args[1]
+                    out = F.pad(args[0], (0, 0, 0, 0, 0, channels), value=fill)
+                elif any(isinstance(a, tuple) for a in args):
+                    raise SystemExit("ConstantOfShape only as the channels a Concat appends")
+                else:
+                    out = torch.cat(args, dim=attrs["axis"])
             elif op == "Reshape":
                 shape = list(args[1])
                 out = args[0].reshape([batch] + shape[1:])
@@ -132,6 +139,10 @@ def main():
             for a, b in zip(alone, together):
                 if not torch.allclose(a[0], b[i], atol=1e-4):
                     raise SystemExit("the traced model does not batch")
+        # Every tensor must live where the input does (the CPU or a GPU): nothing may name the
+        # tracing machine's device.
+        if '"cpu"' in str(traced.inlined_graph):
+            raise SystemExit("the traced model names the CPU device: it would not run on a GPU")
     traced.save(target + ".partial")
     import os
     os.replace(target + ".partial", target)

@@ -34,7 +34,7 @@ torch_dir=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))
 if [ -n "$torch_dir" ] && [ "$torch_dir" != None ]; then
   torch_args="-Dtorch-dir=$torch_dir"
   onnx=$(tools/fetch-blazeface.sh 2>/dev/null || true)
-  if [ -n "$onnx" ] && [ ! -f "${onnx%/*}/face_detection_front_128x128.torchscript.pt" ]; then
+  if [ -n "$onnx" ] && ! [ "${onnx%/*}/face_detection_front_128x128.torchscript.pt" -nt tools/blazeface-to-torchscript.py ]; then
     python3 tools/blazeface-to-torchscript.py "$onnx" "${onnx%/*}/face_detection_front_128x128.torchscript.pt" || true
   fi
 fi

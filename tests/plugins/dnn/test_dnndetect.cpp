@@ -518,5 +518,31 @@ TEST_F(CudaDnnDetect, CamerasBatchedGetTheirOwnCandidates) {
   g_unlink(model.c_str());
 }
 
+// BlazeFace on the GPU, three cameras batched: every anchor's candidate (score-threshold 0) is
+// the CPU's one by one, within the GPU's float noise (cuDNN may use TF32: boxes within 1.5
+// pixels of 1080p-sized frames, scores within 2e-3). Needs no video, unlike the Megamind test.
+TEST_F(CudaDnnDetect, BlazeFaceCamerasBatchedEqualTheCpu) {
+  SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE();
+  const auto cameras = random_streams(3, 2, 4);
+  const std::string face = "dnndetect decoder=blazeface score-threshold=0";
+  std::vector<double> mean_batch;
+  auto gpu = run_cameras(face + " backend=cuda batch-size=3 batch-timeout=10000000 batch-group=bf",
+                         cameras, &mean_batch);
+  auto cpu = run_cameras(face + " backend=cpu", cameras);
+  for (double mean : mean_batch) EXPECT_DOUBLE_EQ(mean, 3.0);
+  for (size_t c = 0; c < cameras.size(); c++) {
+    for (size_t f = 0; f < cameras[c].size(); f++) {
+      ASSERT_TRUE(gpu[c][f] && cpu[c][f]);
+      const HostCandidates a = candidates_of(gpu[c][f]), b = candidates_of(cpu[c][f]);
+      ASSERT_EQ(a.scores.size(), 896u) << "camera " << c << " frame " << f;
+      ASSERT_EQ(b.scores.size(), 896u);
+      for (size_t i = 0; i < a.scores.size(); i++) ASSERT_NEAR(a.scores[i], b.scores[i], 2e-3f) << i;
+      for (size_t i = 0; i < a.boxes.size(); i++) ASSERT_NEAR(a.boxes[i], b.boxes[i], 1.5f) << i;
+    }
+  }
+  unref_all(&gpu);
+  unref_all(&cpu);
+}
+
 }  // namespace
 }  // namespace cudanms::testing
