@@ -1,5 +1,6 @@
 // dnn::CudaStage: a DNN element's stream, input tensor and staging, in one CUDA context.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "cuda_device.h"
@@ -10,6 +11,7 @@ namespace {
 
 using detail::DeviceArray;
 using detail::DeviceBinding;
+using detail::MappedArray;
 
 int planes_of(PixelFormat format) {
   return format == PixelFormat::kI420 ? 3 : format == PixelFormat::kNV12 ? 2 : 1;
@@ -85,32 +87,70 @@ class Stage final : public CudaStage {
       for (int i = 0; i < outputs.batch; i++) d_points[i] = buffers_->points.get() + i * frame_points;
     }
     Status status = decode_cuda(outputs, letterboxes, targets, d_points, params, stream_);
-    if (!status.ok()) return status;
-    bool downloaded = false;
-    for (int i = 0; i < outputs.batch; i++) {
-      if (!host || !host[i]) continue;
-      HostCandidates found;
-      status = download(targets[i]->view(), &found);
-      if (!status.ok()) return status;
-      Candidates &c = *host[i];
-      c.clear();
-      c.points_per_candidate = per;
-      c.boxes = std::move(found.boxes);
-      c.scores = std::move(found.scores);
-      c.class_ids = std::move(found.class_ids);
-      c.points.resize(c.scores.size() * 2 * per);
-      if (!c.points.empty()) {
-        CUDANMS_CUDA_TRY(cudaMemcpyAsync(c.points.data(), d_points[i],
-                                         c.points.size() * sizeof(float),
-                                         cudaMemcpyDeviceToHost, stream_));
-      }
-      downloaded = true;
-    }
-    if (downloaded) CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
-    return Status::Ok();
+    if (!status.ok() || !host) return status;
+    return download(outputs, targets, d_points, host);
   }
 
  private:
+  // The candidates of the frames with host[i] into them: their counts in one synchronisation,
+  // then exactly what they hold in another, through pinned memory (per-frame copies to pageable
+  // memory would each wait for the stream).
+  Status download(const Outputs &outputs, DeviceCandidates *const *targets,
+                  float *const *d_points, Candidates *const *host) {
+    const int per = outputs.points_per_candidate();
+    const size_t floats_per = 4 + 1 + 1 + 2 * static_cast<size_t>(per);  // box, score, class, points
+    Status status = buffers_->counts.reserve(outputs.batch);
+    if (!status.ok()) return status;
+    int wanted = 0;
+    for (int i = 0; i < outputs.batch; i++) {
+      if (!host[i]) continue;
+      CUDANMS_CUDA_TRY(cudaMemcpyAsync(buffers_->counts.get() + i, targets[i]->count(),
+                                       sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_));
+      wanted++;
+    }
+    if (wanted == 0) return Status::Ok();
+    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    size_t total = 0;
+    for (int i = 0; i < outputs.batch; i++) {
+      if (!host[i]) continue;
+      const uint32_t n = buffers_->counts.get()[i];
+      if (n > targets[i]->capacity()) return Status::Error("decoded more candidates than the buffer holds");
+      total += n;
+    }
+    status = buffers_->host.reserve(std::max<size_t>(1, total * floats_per));
+    if (!status.ok()) return status;
+    float *at = buffers_->host.get();
+    auto copy = [&](float *to, const void *from, size_t n) -> Status {
+      if (n > 0) CUDANMS_CUDA_TRY(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+      return Status::Ok();
+    };
+    for (int i = 0; i < outputs.batch; i++) {
+      if (!host[i]) continue;
+      const size_t n = buffers_->counts.get()[i];
+      for (const Status &s : {copy(at, targets[i]->boxes(), 4 * n), copy(at + 4 * n, targets[i]->scores(), n),
+                              copy(at + 5 * n, targets[i]->class_ids(), n),
+                              copy(at + 6 * n, d_points[i], 2 * per * n)})
+        if (!s.ok()) return s;
+      at += floats_per * n;
+    }
+    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    at = buffers_->host.get();
+    for (int i = 0; i < outputs.batch; i++) {
+      if (!host[i]) continue;
+      const size_t n = buffers_->counts.get()[i];
+      Candidates &c = *host[i];
+      c.clear();
+      c.points_per_candidate = per;
+      c.boxes.assign(at, at + 4 * n);
+      c.scores.assign(at + 4 * n, at + 5 * n);
+      c.class_ids.resize(n);
+      std::memcpy(c.class_ids.data(), at + 5 * n, n * sizeof(int32_t));
+      c.points.assign(at + 6 * n, at + 6 * n + 2 * per * n);
+      at += floats_per * n;
+    }
+    return Status::Ok();
+  }
+
   // Frames in host memory into the staging buffer, their planes packed; those images then point
   // there.
   Status upload(Image *images, const bool *on_device, int count) {
@@ -154,6 +194,8 @@ class Stage final : public CudaStage {
     DeviceArray<float> input;
     DeviceArray<uint8_t> staging;
     DeviceArray<float> points;
+    MappedArray<uint32_t> counts;  // per frame, then
+    MappedArray<float> host;       // the frames' candidates, one after another
   };
   std::unique_ptr<Buffers> buffers_ = std::make_unique<Buffers>();
 };

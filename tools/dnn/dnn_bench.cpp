@@ -108,6 +108,7 @@ struct Row {
   int batch = 0;
   bool host_frames = false;
   double preprocess = 0, network = 0, decode = 0, nms = 0;  // p50 ms per batch, each alone
+  double cpu_nms = 0;  // the same NMS on cudanms's CPU backend, p50 ms per batch
   double chain_p50 = 0, chain_p99 = 0;                      // ms per batch, no sync inside
   double candidates = 0, kept = 0;                          // per frame
   size_t disagreements = 0;
@@ -320,6 +321,15 @@ int main(int argc, char **argv) {
         if (!bench.chain(images, !host_frames, &found, &kept, ms)) return 1;
         for (int k = 0; k < 4; k++) stages[k].push_back(ms[k]);
       }
+      std::vector<double> cpu_nms;
+      std::vector<cudanms::Frame> nms_frames;
+      for (const dnn::Candidates &c : found) nms_frames.push_back({c.view(), bench.nms_params});
+      for (int r = 0; r < runs; r++) {
+        const Clock::time_point t0 = Clock::now();
+        if (!bench.cpu_nms->run(nms_frames, &kept).ok()) return 1;
+        cpu_nms.push_back(ms_since(t0));
+      }
+      row.cpu_nms = percentile(cpu_nms, 0.5);
       for (int r = 0; r < runs; r++) {
         const Clock::time_point t0 = Clock::now();
         if (!bench.chain(images, !host_frames, &found, &kept, nullptr)) return 1;
@@ -339,14 +349,14 @@ int main(int argc, char **argv) {
   std::printf("DNN chain: BlazeFace front 128x128 (TorchScript, LibTorch), 1920x1080 NV12 frames (%s), "
               "weighted NMS IoU 0.3 (cudanms CUDA); %s, driver %d, cudanms %s; p50 of %d runs\n\n",
               frames_path ? frames_path : "random blocks", prop.name, driver, CUDANMS_BENCH_VERSION, runs);
-  std::printf("| batch | frames in | pre-processing (ms) | network (ms) | decoding (ms) | NMS (ms) | "
+  std::printf("| batch | frames in | pre-processing (ms) | network (ms) | decoding (ms) | NMS (ms) | NMS on the CPU (ms) | "
               "chain p50 / p99 (ms) | frames/s | ms per frame | pre+dec+NMS share | candidates / kept per frame | vs CPU |\n");
-  std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   size_t bad = 0;
   for (const Row &r : rows) {
     const double stages = r.preprocess + r.network + r.decode + r.nms;
-    std::printf("| %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f | %.0f | %.3f | %.0f%% | %.1f / %.1f | %s |\n",
-                r.batch, r.host_frames ? "host memory" : "GPU memory", r.preprocess, r.network, r.decode, r.nms,
+    std::printf("| %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f | %.0f | %.3f | %.0f%% | %.1f / %.1f | %s |\n",
+                r.batch, r.host_frames ? "host memory" : "GPU memory", r.preprocess, r.network, r.decode, r.nms, r.cpu_nms,
                 r.chain_p50, r.chain_p99, 1000.0 * r.batch / r.chain_p50, r.chain_p50 / r.batch,
                 100.0 * (stages - r.network) / stages, r.candidates, r.kept,
                 r.disagreements ? (std::to_string(r.disagreements) + " frames differ").c_str() : "same kept");
@@ -360,7 +370,7 @@ int main(int argc, char **argv) {
       const Row &r = rows[i];
       out << (i ? ", " : "") << "{\"batch\": " << r.batch << ", \"host_frames\": " << (r.host_frames ? "true" : "false")
           << ", \"preprocess_ms\": " << r.preprocess << ", \"network_ms\": " << r.network << ", \"decode_ms\": "
-          << r.decode << ", \"nms_ms\": " << r.nms << ", \"chain_p50_ms\": " << r.chain_p50
+          << r.decode << ", \"nms_ms\": " << r.nms << ", \"cpu_nms_ms\": " << r.cpu_nms << ", \"chain_p50_ms\": " << r.chain_p50
           << ", \"chain_p99_ms\": " << r.chain_p99 << ", \"disagreements\": " << r.disagreements << "}";
     }
     out << "]}\n";

@@ -520,7 +520,8 @@ TEST_F(CudaDnnDetect, CamerasBatchedGetTheirOwnCandidates) {
 
 // BlazeFace on the GPU, three cameras batched: every anchor's candidate (score-threshold 0) is
 // the CPU's one by one, within the GPU's float noise (cuDNN may use TF32: boxes within 1.5
-// pixels of 1080p-sized frames, scores within 2e-3). Needs no video, unlike the Megamind test.
+// pixels plus 2e-3 of their value, as noise regresses some anchors far outside the frame; scores
+// within 2e-3). Needs no video, unlike the Megamind test.
 TEST_F(CudaDnnDetect, BlazeFaceCamerasBatchedEqualTheCpu) {
   SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE();
   const auto cameras = random_streams(3, 2, 4);
@@ -537,7 +538,8 @@ TEST_F(CudaDnnDetect, BlazeFaceCamerasBatchedEqualTheCpu) {
       ASSERT_EQ(a.scores.size(), 896u) << "camera " << c << " frame " << f;
       ASSERT_EQ(b.scores.size(), 896u);
       for (size_t i = 0; i < a.scores.size(); i++) ASSERT_NEAR(a.scores[i], b.scores[i], 2e-3f) << i;
-      for (size_t i = 0; i < a.boxes.size(); i++) ASSERT_NEAR(a.boxes[i], b.boxes[i], 1.5f) << i;
+      for (size_t i = 0; i < a.boxes.size(); i++)
+        ASSERT_NEAR(a.boxes[i], b.boxes[i], 1.5f + 2e-3f * std::fabs(b.boxes[i])) << i;
     }
   }
   unref_all(&gpu);
