@@ -2,6 +2,9 @@
 
 #include <gst/cudanms/cudanmsmeta.h>
 
+GST_DEBUG_CATEGORY_STATIC(gst_cv_device_candidates_debug);
+#define GST_CAT_DEFAULT gst_cv_device_candidates_debug
+
 namespace {
 
 using Held = std::shared_ptr<cudanms::DeviceCandidates>;
@@ -43,4 +46,44 @@ gboolean gst_cv_attach_device_candidates(GstBuffer *buffer, Held candidates, gin
   dc->user_data = new Held(std::move(candidates));
   dc->release = release;
   return gst_cuda_nms_candidates_meta_set_device(meta, dc);
+}
+
+/* Buffers in flight per element at most: the pool's memory bound. */
+#define DEVICE_CANDIDATES_BUFFERS 8
+
+std::shared_ptr<cudanms::DeviceCandidates> GstCvDeviceCandidatesPool::acquire(GstElement *element,
+                                                                               gint device,
+                                                                               size_t capacity) {
+  GST_DEBUG_CATEGORY_INIT(gst_cv_device_candidates_debug, "cvdevicecandidates", 0,
+                          "Device candidates of the detectors");
+  cudanms::Status status;
+  if (!pool_ || pool_->capacity() < capacity) {
+    cudanms::DeviceCandidatesPoolOptions options;
+    options.device = device;
+    options.capacity = capacity;
+    options.max_buffers = DEVICE_CANDIDATES_BUFFERS;
+    pool_ = cudanms::DeviceCandidatesPool::create(options, &status);
+    if (!pool_) {
+      GST_WARNING_OBJECT(element, "no device candidates pool: %s", status.message().c_str());
+      return nullptr;
+    }
+    GST_INFO_OBJECT(element, "device candidates: up to %d buffers of %zu candidates, %.1f MiB at most",
+                    DEVICE_CANDIDATES_BUFFERS, capacity,
+                    DEVICE_CANDIDATES_BUFFERS * (capacity * 24.0 + 4) / (1 << 20));
+  }
+  std::shared_ptr<cudanms::DeviceCandidates> buffer = pool_->acquire(&status);
+  if (!buffer && !warned_full_) {
+    GST_WARNING_OBJECT(element,
+                       "all %d device candidates buffers are downstream%s%s: this frame's "
+                       "candidates go in host memory",
+                       DEVICE_CANDIDATES_BUFFERS, status.ok() ? "" : ": ",
+                       status.message().c_str());
+    warned_full_ = true;
+  }
+  return buffer;
+}
+
+void GstCvDeviceCandidatesPool::reset() {
+  pool_.reset();
+  warned_full_ = false;
 }

@@ -79,7 +79,6 @@ typedef enum {
  * element that frees their meta), and the windows one holds at most (1.5 MiB): far more than a
  * face cascade's raw windows on a 4K frame. A frame finding more makes cudanms fail loudly (its
  * count is kept whole); device-candidates=false has no such bound. */
-#define DEVICE_CANDIDATES_BUFFERS 8
 #define DEVICE_CANDIDATES_MAX_WINDOWS (64u * 1024)
 
 #define VIDEO_FORMATS "{ GRAY8, I420, YV12, NV12, NV21, BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
@@ -129,8 +128,7 @@ struct GstCudaCascadePrivate {
   std::vector<float> boxes, scores;
   GstCvLabelAnnouncer announcer;
   ElementCudaContext cuda; /* the pipeline's CUDA context, where there is one */
-  std::shared_ptr<cudanms::DeviceCandidatesPool> pool; /* sized for the current frames */
-  bool warned_pool_full = false;
+  GstCvDeviceCandidatesPool pool; /* sized for the current frames */
 };
 
 struct _GstCudaCascade {
@@ -368,7 +366,6 @@ static gboolean gst_cuda_cascade_start(GstBaseTransform *trans) {
   }
   priv->detector.reset();
   priv->pool.reset();
-  priv->warned_pool_full = false;
   {
     std::lock_guard<std::mutex> guard(priv->lock);
     priv->frames_in_gpu_memory = 0;
@@ -475,32 +472,8 @@ static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(
   const size_t most = std::min<size_t>(priv->detector->max_windows(view.width, view.height, params),
                                        DEVICE_CANDIDATES_MAX_WINDOWS);
   if (most == 0) return nullptr;
-  cudanms::Status status;
-  if (!priv->pool || priv->pool->capacity() < most) {
-    cudanms::DeviceCandidatesPoolOptions options;
-    options.device = s.gpu_id;
-    options.capacity = most;
-    options.max_buffers = DEVICE_CANDIDATES_BUFFERS;
-    ElementCudaContext::Scope scope(priv->cuda); /* the detector's context */
-    priv->pool = cudanms::DeviceCandidatesPool::create(options, &status);
-    if (!priv->pool) {
-      GST_WARNING_OBJECT(self, "no device candidates pool: %s", status.message().c_str());
-      return nullptr;
-    }
-    GST_INFO_OBJECT(self, "device candidates: up to %d buffers of %zu windows, %.1f MiB at most",
-                    DEVICE_CANDIDATES_BUFFERS, most,
-                    DEVICE_CANDIDATES_BUFFERS * (most * 24.0 + 4) / (1 << 20));
-  }
-  std::shared_ptr<cudanms::DeviceCandidates> buffer = priv->pool->acquire(&status);
-  if (!buffer && !priv->warned_pool_full) {
-    GST_WARNING_OBJECT(self,
-                       "all %d device candidates buffers are downstream%s%s: this frame's "
-                       "candidates go in host memory",
-                       DEVICE_CANDIDATES_BUFFERS, status.ok() ? "" : ": ",
-                       status.message().c_str());
-    priv->warned_pool_full = true;
-  }
-  return buffer;
+  ElementCudaContext::Scope scope(priv->cuda); /* the detector's context */
+  return priv->pool.acquire(GST_ELEMENT(self), s.gpu_id, most);
 }
 
 /* The frame's windows into GPU memory, attached for cudanms to use in place. False when the

@@ -114,9 +114,6 @@ typedef enum {
 #define DEFAULT_BATCH_TIMEOUT 20000
 #define DEFAULT_BATCH_GROUP ""
 
-/* Device candidates buffers in flight per element at most (frames between dnndetect and the
- * element that frees their meta). */
-#define DEVICE_CANDIDATES_BUFFERS 8
 /* The largest input the element accepts, per side. */
 #define MAX_INPUT_SIZE 4096
 
@@ -218,10 +215,9 @@ struct GstDnnDetectPrivate {
   dnn::Head head = dnn::Head::kBlazeFace;
   std::vector<std::string> labels; /* yolo: the labels file's, by class id */
   std::unique_ptr<DnnBatchGroup::Member> network;
-  std::shared_ptr<cudanms::DeviceCandidatesPool> pool;
+  GstCvDeviceCandidatesPool pool;
   dnn::Candidates candidates;
   std::vector<GstCvLabelAnnouncer> announcers;
-  bool warned_pool_full = false;
 };
 
 struct _GstDnnDetect {
@@ -570,7 +566,6 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
   priv->network.reset();
   priv->pool.reset();
   priv->announcers.clear();
-  priv->warned_pool_full = false;
   priv->head = s.decoder == GST_DNN_DETECT_DECODER_BLAZEFACE ? dnn::Head::kBlazeFace
                                                               : dnn::Head::kYolo;
   std::string why;
@@ -637,32 +632,6 @@ static void announce_labels(GstDnnDetect *self, const Settings &s) {
   }
 }
 
-/* A buffer of the device candidates pool (made for the network's anchors), or nullptr when
- * every buffer is downstream. */
-static std::shared_ptr<cudanms::DeviceCandidates> device_buffer(GstDnnDetect *self,
-                                                                const Settings &s) {
-  GstDnnDetectPrivate *priv = self->priv;
-  cudanms::Status status;
-  if (!priv->pool) {
-    cudanms::DeviceCandidatesPoolOptions options;
-    options.device = s.gpu_id;
-    options.capacity = static_cast<size_t>(priv->network->detector().anchors());
-    options.max_buffers = DEVICE_CANDIDATES_BUFFERS;
-    priv->pool = cudanms::DeviceCandidatesPool::create(options, &status);
-    if (!priv->pool) {
-      GST_WARNING_OBJECT(self, "no device candidates pool: %s", status.message().c_str());
-      return nullptr;
-    }
-  }
-  std::shared_ptr<cudanms::DeviceCandidates> buffer = priv->pool->acquire(&status);
-  if (!buffer && !priv->warned_pool_full) {
-    GST_WARNING_OBJECT(self, "all %d device candidates buffers are downstream%s%s",
-                       DEVICE_CANDIDATES_BUFFERS, status.ok() ? "" : ": ",
-                       status.message().c_str());
-    priv->warned_pool_full = true;
-  }
-  return buffer;
-}
 
 /* The frame through the network (in a batch with other elements' frames where the group has
  * them), its candidates attached: left in GPU memory where they can be (CUDA, device-candidates,
@@ -679,7 +648,7 @@ static cudanms::Status detect(GstDnnDetect *self, const Settings &s, GstBuffer *
   std::shared_ptr<cudanms::DeviceCandidates> out;
   if (detector.on_cuda() && s.device_candidates && detector.points_per_candidate() == 0 &&
       !gst_buffer_get_cuda_nms_candidates_meta(buffer)) {
-    out = device_buffer(self, s);
+    out = priv->pool.acquire(GST_ELEMENT(self), s.gpu_id, detector.anchors());
     job.device_out = out.get();
   }
   cudanms::Status status = priv->network->detect(&job);
