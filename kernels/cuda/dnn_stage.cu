@@ -56,6 +56,11 @@ class Stage final : public CudaStage {
   void *stream() const override { return stream_; }
   void *context() const override { return binding_.context(); }
   const std::string &device_name() const override { return binding_.name(); }
+  Status synchronize() override {
+    CUDANMS_ENTER(binding_);
+    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::Ok();
+  }
 
   Status preprocess(const Image *images, const bool *on_device, int count, const InputSpec &spec,
                     float **d_input) override {
@@ -127,10 +132,11 @@ class Stage final : public CudaStage {
     for (int i = 0; i < outputs.batch; i++) {
       if (!host[i]) continue;
       const size_t n = buffers_->counts.get()[i];
-      for (const Status &s : {copy(at, targets[i]->boxes(), 4 * n), copy(at + 4 * n, targets[i]->scores(), n),
-                              copy(at + 5 * n, targets[i]->class_ids(), n),
-                              copy(at + 6 * n, d_points[i], 2 * per * n)})
-        if (!s.ok()) return s;
+      status = copy(at, targets[i]->boxes(), 4 * n);
+      if (status.ok()) status = copy(at + 4 * n, targets[i]->scores(), n);
+      if (status.ok()) status = copy(at + 5 * n, targets[i]->class_ids(), n);
+      if (status.ok()) status = copy(at + 6 * n, d_points[i], 2 * per * n);
+      if (!status.ok()) return status;
       at += floats_per * n;
     }
     CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));

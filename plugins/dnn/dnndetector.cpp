@@ -1,9 +1,29 @@
 #include "dnndetector.h"
 
+#include <chrono>
 #include <sstream>
 
 namespace dnn = cudanms::dnn;
 using cudanms::Status;
+
+namespace {
+
+/* With times: waits for the stage (on CUDA), then times->*stage_ms is the time since *since,
+ * and *since now. */
+Status lap(DnnStageTimes *times, dnn::CudaStage *stage, std::chrono::steady_clock::time_point *since,
+           double DnnStageTimes::*stage_ms) {
+  if (!times) return Status::Ok();
+  if (stage) {
+    Status status = stage->synchronize();
+    if (!status.ok()) return status;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  times->*stage_ms = std::chrono::duration<double, std::milli>(now - *since).count();
+  *since = now;
+  return Status::Ok();
+}
+
+}  // namespace
 
 std::string DnnDetectorConfig::key() const {
   std::ostringstream key;
@@ -87,27 +107,29 @@ Status DnnDetector::forward(float *input, int count, dnn::Outputs *outputs) {
                          "input's");
   }
   for (size_t i = 0; i < 2 && i < model_->outputs(); i++) outputs->tensors[i] = model_->output(i);
-  anchors_ = outputs->anchors;
-  classes_ = outputs->classes;
+  if (anchors_ == 0) anchors_ = outputs->anchors, classes_ = outputs->classes;  /* open()'s run */
   return Status::Ok();
 }
 
-Status DnnDetector::run(DnnJob *const *jobs, int count) {
+Status DnnDetector::run(DnnJob *const *jobs, int count, DnnStageTimes *times) {
   if (count < 1 || count > dnn::kMaxBatch)
     return Status::Error("a batch holds 1 to " + std::to_string(dnn::kMaxBatch) + " frames");
   for (int i = 0; i < count; i++) jobs[i]->batch = count;
-  return stage_ ? run_cuda(jobs, count) : run_cpu(jobs, count);
+  return stage_ ? run_cuda(jobs, count, times) : run_cpu(jobs, count, times);
 }
 
-Status DnnDetector::run_cuda(DnnJob *const *jobs, int count) {
+Status DnnDetector::run_cuda(DnnJob *const *jobs, int count, DnnStageTimes *times) {
+  auto since = std::chrono::steady_clock::now();
   dnn::Image images[dnn::kMaxBatch];
   bool on_device[dnn::kMaxBatch];
   for (int i = 0; i < count; i++) images[i] = jobs[i]->image, on_device[i] = jobs[i]->on_device;
   float *d_input = nullptr;
   Status status = stage_->preprocess(images, on_device, count, config_.spec, &d_input);
+  if (status.ok()) status = lap(times, stage_.get(), &since, &DnnStageTimes::preprocess_ms);
   if (!status.ok()) return status;
   dnn::Outputs outputs;
   status = forward(d_input, count, &outputs);
+  if (status.ok()) status = lap(times, stage_.get(), &since, &DnnStageTimes::network_ms);
   if (!status.ok()) return status;
 
   dnn::Letterbox boxes[dnn::kMaxBatch];
@@ -137,10 +159,13 @@ Status DnnDetector::run_cuda(DnnJob *const *jobs, int count) {
     }
     targets[i] = scratch_[scratch_used++].get();
   }
-  return stage_->decode(outputs, boxes, targets, params, host);
+  status = stage_->decode(outputs, boxes, targets, params, host);
+  if (status.ok()) status = lap(times, stage_.get(), &since, &DnnStageTimes::decode_ms);
+  return status;
 }
 
-Status DnnDetector::run_cpu(DnnJob *const *jobs, int count) {
+Status DnnDetector::run_cpu(DnnJob *const *jobs, int count, DnnStageTimes *times) {
+  auto since = std::chrono::steady_clock::now();
   const dnn::InputSpec &spec = config_.spec;
   const size_t frame_floats = 3 * static_cast<size_t>(spec.width) * spec.height;
   input_.resize(frame_floats * count);
@@ -149,8 +174,10 @@ Status DnnDetector::run_cpu(DnnJob *const *jobs, int count) {
     Status status = dnn::preprocess(jobs[i]->image, spec, input_.data() + i * frame_floats);
     if (!status.ok()) return status;
   }
+  Status status = lap(times, nullptr, &since, &DnnStageTimes::preprocess_ms);
   dnn::Outputs outputs;
-  Status status = forward(input_.data(), count, &outputs);
+  if (status.ok()) status = forward(input_.data(), count, &outputs);
+  if (status.ok()) status = lap(times, nullptr, &since, &DnnStageTimes::network_ms);
   if (!status.ok()) return status;
   for (int i = 0; i < count; i++) {
     const DnnJob &job = *jobs[i];
@@ -159,5 +186,5 @@ Status DnnDetector::run_cpu(DnnJob *const *jobs, int count) {
     status = dnn::decode(outputs, i, box, job.params, job.host);
     if (!status.ok()) return status;
   }
-  return Status::Ok();
+  return lap(times, nullptr, &since, &DnnStageTimes::decode_ms);
 }

@@ -39,6 +39,11 @@ struct DnnJob {
   int batch = 0; /* set by run(): the frames its forward held */
 };
 
+/* Each stage of a batch timed alone, the stream synchronised around it (benchmarks). */
+struct DnnStageTimes {
+  double preprocess_ms = 0, network_ms = 0, decode_ms = 0;
+};
+
 class DnnDetector {
  public:
   /* The model on the CUDA device (the device's primary context, LibTorch's) or the CPU, checked
@@ -50,8 +55,9 @@ class DnnDetector {
   ~DnnDetector();
 
   /* Pre-processing, one forward, decoding for up to cudanms::dnn::kMaxBatch frames. On CUDA it
-   * returns once the host candidates are downloaded; device candidates are ready at their event. */
-  cudanms::Status run(DnnJob *const *jobs, int count);
+   * returns once the host candidates are downloaded; device candidates are ready at their event.
+   * With `times`, each stage is waited for and timed (slower: for benchmarks). */
+  cudanms::Status run(DnnJob *const *jobs, int count, DnnStageTimes *times = nullptr);
 
   const DnnDetectorConfig &config() const { return config_; }
   int anchors() const { return anchors_; }
@@ -65,11 +71,11 @@ class DnnDetector {
  private:
   DnnDetector() = default;
   cudanms::Status forward(float *input, int count, cudanms::dnn::Outputs *outputs);
-  cudanms::Status run_cuda(DnnJob *const *jobs, int count);
-  cudanms::Status run_cpu(DnnJob *const *jobs, int count);
+  cudanms::Status run_cuda(DnnJob *const *jobs, int count, DnnStageTimes *times);
+  cudanms::Status run_cpu(DnnJob *const *jobs, int count, DnnStageTimes *times);
 
   DnnDetectorConfig config_;
-  int anchors_ = 0, classes_ = 0;
+  int anchors_ = 0, classes_ = 0; /* the dry run's; read by elements while batches run */
   std::unique_ptr<cudanms::dnn::CudaStage> stage_; /* before model_: its stream outlives it */
   std::unique_ptr<TorchModel> model_;
   std::vector<float> input_; /* the CPU's input tensor */

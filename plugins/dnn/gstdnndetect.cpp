@@ -24,6 +24,10 @@
  * GPU memory (device-candidates), which cudanms reads in place when it shares the context and
  * downloads once otherwise.
  *
+ * Instances of one process with the same batch-size (above 1), batch-group and network settings
+ * run their frames, e.g. one per camera, through one forward: a batch runs when it is full, when
+ * every instance has a frame in it, or batch-timeout after its first frame.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! dnndetect ! \

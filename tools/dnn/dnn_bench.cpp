@@ -25,7 +25,6 @@
 #include "cudanms/dnn.h"
 #include "cudanms/nms.h"
 #include "dnndetector.h"
-#include "torchmodel.h"
 
 namespace {
 
@@ -115,59 +114,33 @@ struct Row {
 };
 
 struct Bench {
-  cudanms::dnn::Head head = dnn::Head::kBlazeFace;
-  dnn::InputSpec spec;
   cudanms::Params nms_params;
-  std::unique_ptr<dnn::CudaStage> stage;
-  std::unique_ptr<TorchModel> model;
-  std::unique_ptr<TorchModel> cpu_model;
+  std::unique_ptr<DnnDetector> gpu, cpu;  // the dnndetect element's own network
   std::unique_ptr<cudanms::Context> nms, cpu_nms;
-  std::shared_ptr<cudanms::DeviceCandidatesPool> pool;
-  std::vector<std::shared_ptr<cudanms::DeviceCandidates>> buffers;
 
-  bool forward(float *d_input, int count, dnn::Outputs *outputs) {
-    std::string why;
-    if (!model->forward(d_input, count, spec.height, spec.width, stage->stream(), &why)) {
-      g_printerr("error: the network: %s\n", why.c_str());
-      return false;
-    }
-    std::vector<std::vector<int64_t>> shapes;
-    for (size_t i = 0; i < model->outputs(); i++) shapes.push_back(model->shape(i));
-    CHECK(dnn::Outputs::describe(head, shapes, outputs));
-    for (size_t i = 0; i < 2 && i < model->outputs(); i++) outputs->tensors[i] = model->output(i);
-    return true;
-  }
-
-  // One batch through the chain; with `timed`, each stage synchronised and timed into *row.
+  // One batch through the chain; with stage_ms, each stage synchronised and timed into it.
   bool chain(const std::vector<dnn::Image> &images, bool on_device, std::vector<dnn::Candidates> *found,
              std::vector<cudanms::Result> *kept, double stage_ms[4]) {
     const int n = static_cast<int>(images.size());
-    auto sync = [&] { return cudaStreamSynchronize(static_cast<cudaStream_t>(stage->stream())) == cudaSuccess; };
-    Clock::time_point t = Clock::now();
-    bool where[dnn::kMaxBatch];
-    std::fill(where, where + n, on_device);
-    float *d_input = nullptr;
-    CHECK(stage->preprocess(images.data(), where, n, spec, &d_input));
-    if (stage_ms) sync(), stage_ms[0] = ms_since(t), t = Clock::now();
-    dnn::Outputs outputs;
-    if (!forward(d_input, n, &outputs)) return false;
-    if (stage_ms) sync(), stage_ms[1] = ms_since(t), t = Clock::now();
-    std::vector<dnn::Letterbox> boxes;
-    std::vector<dnn::DecodeParams> params(n, dnn::DecodeParams{0.5f, 0});
-    std::vector<cudanms::DeviceCandidates *> targets;
-    std::vector<dnn::Candidates *> host;
     found->resize(n);
+    std::vector<DnnJob> jobs(n);
+    DnnJob *batch[dnn::kMaxBatch];
     for (int i = 0; i < n; i++) {
-      boxes.push_back(dnn::Letterbox::fit(images[i].width, images[i].height, spec));
-      targets.push_back(buffers[i].get());
-      host.push_back(&(*found)[i]);
+      jobs[i].image = images[i];
+      jobs[i].on_device = on_device;
+      jobs[i].host = &(*found)[i];
+      batch[i] = &jobs[i];
     }
-    CHECK(stage->decode(outputs, boxes.data(), targets.data(), params.data(), host.data()));
-    if (stage_ms) sync(), stage_ms[2] = ms_since(t), t = Clock::now();
+    DnnStageTimes times;
+    CHECK(gpu->run(batch, n, stage_ms ? &times : nullptr));
+    const Clock::time_point t = Clock::now();
     std::vector<cudanms::Frame> frames;
     for (const dnn::Candidates &c : *found) frames.push_back({c.view(), nms_params});
     CHECK(nms->run(frames, kept));
-    if (stage_ms) stage_ms[3] = ms_since(t);
+    if (stage_ms) {
+      stage_ms[0] = times.preprocess_ms, stage_ms[1] = times.network_ms;
+      stage_ms[2] = times.decode_ms, stage_ms[3] = ms_since(t);
+    }
     return true;
   }
 
@@ -176,21 +149,12 @@ struct Bench {
                  std::vector<dnn::Candidates> *found, std::vector<cudanms::Result> *kept) {
     found->assign(n, dnn::Candidates());
     kept->assign(n, cudanms::Result());
-    std::vector<float> input(3 * static_cast<size_t>(spec.width) * spec.height);
     for (int i = 0; i < n; i++) {
-      const dnn::Image image = nv12_image(frames[i].data());
-      CHECK(dnn::preprocess(image, spec, input.data()));
-      std::string why;
-      if (!cpu_model->forward(input.data(), 1, spec.height, spec.width, nullptr, &why)) {
-        g_printerr("error: the CPU network: %s\n", why.c_str());
-        return false;
-      }
-      std::vector<std::vector<int64_t>> shapes;
-      for (size_t k = 0; k < cpu_model->outputs(); k++) shapes.push_back(cpu_model->shape(k));
-      dnn::Outputs outputs;
-      CHECK(dnn::Outputs::describe(head, shapes, &outputs));
-      for (size_t k = 0; k < 2 && k < cpu_model->outputs(); k++) outputs.tensors[k] = cpu_model->output(k);
-      CHECK(dnn::decode(outputs, 0, dnn::Letterbox::fit(kWidth, kHeight, spec), dnn::DecodeParams{0.5f, 0}, &(*found)[i]));
+      DnnJob job;
+      job.image = nv12_image(frames[i].data());
+      job.host = &(*found)[i];
+      DnnJob *one[] = {&job};
+      CHECK(cpu->run(one, 1));
       CHECK(cpu_nms->run((*found)[i].view(), nms_params, &(*kept)[i]));
     }
     return true;
@@ -255,38 +219,32 @@ int main(int argc, char **argv) {
   const int most = *std::max_element(batches.begin(), batches.end());
 
   Bench bench;
-  bench.spec.width = bench.spec.height = 128;
-  for (int c = 0; c < 3; c++) bench.spec.mean[c] = 127.5f, bench.spec.scale[c] = 1 / 127.5f;
+  DnnDetectorConfig config;
+  config.model_path = model_path;
+  config.head = dnn::Head::kBlazeFace;
+  config.spec.width = config.spec.height = 128;
+  for (int c = 0; c < 3; c++) config.spec.mean[c] = 127.5f, config.spec.scale[c] = 1 / 127.5f;
   bench.nms_params.method = cudanms::Method::kWeighted;
   bench.nms_params.threshold = 0.3f;
+  std::string why, detail;
+  config.device = device;
+  bench.gpu = DnnDetector::open(config, &why, &detail);
+  config.device = -1;
+  if (bench.gpu) bench.cpu = DnnDetector::open(config, &why, &detail);
+  if (!bench.gpu || !bench.cpu) {
+    g_printerr("error: model %s %s: %s\n", model_path, why.c_str(), detail.c_str());
+    return 1;
+  }
   cudanms::Status status;
-  std::string why;
-  bench.stage = dnn::CudaStage::create(device, &status);
-  if (!bench.stage) {
-    g_printerr("error: no CUDA stage: %s\n", status.message().c_str());
-    return 1;
-  }
-  bench.model = TorchModel::load(model_path, device, &why);
-  bench.cpu_model = TorchModel::load(model_path, -1, &why);
-  if (!bench.model || !bench.cpu_model) {
-    g_printerr("error: %s: %s\n", model_path, why.c_str());
-    return 1;
-  }
   cudanms::ContextOptions nms_options;
   nms_options.backend = cudanms::Backend::kCuda;
   nms_options.device = device;
   bench.nms = cudanms::Context::create(nms_options, &status);
-  bench.cpu_nms = cudanms::Context::create(cudanms::ContextOptions(), &status);
-  cudanms::DeviceCandidatesPoolOptions pool_options;
-  pool_options.device = device;
-  pool_options.capacity = 896;
-  pool_options.max_buffers = dnn::kMaxBatch;
-  bench.pool = cudanms::DeviceCandidatesPool::create(pool_options, &status);
-  if (!bench.nms || !bench.cpu_nms || !bench.pool) {
+  if (bench.nms) bench.cpu_nms = cudanms::Context::create(cudanms::ContextOptions(), &status);
+  if (!bench.nms || !bench.cpu_nms) {
     g_printerr("error: %s\n", status.message().c_str());
     return 1;
   }
-  for (int i = 0; i < most; i++) bench.buffers.push_back(bench.pool->acquire(&status));
 
   const std::vector<std::vector<uint8_t>> frames = load_frames(frames_path, most);
   std::vector<uint8_t *> d_frames(most);

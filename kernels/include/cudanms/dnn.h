@@ -164,6 +164,8 @@ class CudaStage {
   virtual void *stream() const = 0;   // a cudaStream_t: the network runs on it too
   virtual void *context() const = 0;  // the CUcontext
   virtual const std::string &device_name() const = 0;
+  // Waits for the work queued on the stream (benchmarks time a stage with it).
+  virtual Status synchronize() = 0;
 
   // The batch's frames into the input tensor: frames with on_device[i] are read where they are,
   // the others are copied to the device first. The tensor stays valid until the next call.
