@@ -1,10 +1,6 @@
 #include "cuda_contexts.h"
 
-#ifdef CUDANMS_HAVE_GST_CUDA
-#include <gst/cuda/gstcudacontext.h>
-#include <gst/cuda/gstcudaloader.h>
-#include <gst/cuda/gstcudautils.h>
-#endif
+#include "elementcudacontext.h"
 
 namespace cudanms::service {
 
@@ -14,22 +10,10 @@ CudaContexts::~CudaContexts() {
 }
 
 void CudaContexts::share_with(GstElement *pipeline, guint gpu_id) {
-#ifdef CUDANMS_HAVE_GST_CUDA
   auto found = contexts_.find(gpu_id);
-  if (found == contexts_.end()) {
-    GstContext *context = nullptr;
-    GstCudaContext *cuda = gst_cuda_load_library() ? gst_cuda_context_new(gpu_id) : nullptr;
-    if (cuda) {
-      context = gst_context_new_cuda_context(cuda);
-      gst_object_unref(cuda);
-    }
-    found = contexts_.emplace(gpu_id, context).first;
-  }
+  if (found == contexts_.end())
+    found = contexts_.emplace(gpu_id, gst_cv_cuda_primary_context_new(gpu_id)).first;
   if (found->second) gst_element_set_context(pipeline, found->second);
-#else
-  (void)pipeline;
-  (void)gpu_id;
-#endif
 }
 
 }  // namespace cudanms::service

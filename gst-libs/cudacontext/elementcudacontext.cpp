@@ -1,21 +1,114 @@
 #include "elementcudacontext.h"
 
 #ifdef CUDANMS_HAVE_GST_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <gst/cuda/gstcudacontext.h>
 #include <gst/cuda/gstcudaloader.h>
 #include <gst/cuda/gstcudautils.h>
+
+#include <map>
 #endif
 
 #ifdef CUDANMS_HAVE_GST_CUDA
 
+namespace {
+
+/* The driver's calls through the runtime, as kernels/ fetches them: only the static runtime is
+ * linked, so that the plugins load on machines without the driver. */
+template <typename Fn>
+bool driver_call(const char *name, Fn **fn) {
+  void *p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return false;
+  *fn = reinterpret_cast<Fn *>(p);
+  return true;
+}
+
+/* A new reference to the one GstCudaContext of device gpu_id's primary context, or nullptr.
+ * Made once and kept, with the primary context retained, for the life of the process, as the
+ * CUDA runtime keeps it. */
+GstCudaContext *primary_cuda_context(int gpu_id) {
+  static std::mutex lock;
+  static std::map<int, GstCudaContext *> made;
+  if (gpu_id < 0 || !gst_cuda_load_library()) return nullptr;
+  std::lock_guard<std::mutex> guard(lock);
+  auto found = made.find(gpu_id);
+  if (found != made.end()) return GST_CUDA_CONTEXT(gst_object_ref(found->second));
+  CUresult (*device_get)(CUdevice *, int) = nullptr;
+  CUresult (*retain)(CUcontext *, CUdevice) = nullptr;
+  CUdevice device = 0;
+  CUcontext handle = nullptr;
+  if (!driver_call("cuDeviceGet", &device_get) ||
+      !driver_call("cuDevicePrimaryCtxRetain", &retain) ||
+      device_get(&device, gpu_id) != CUDA_SUCCESS || retain(&handle, device) != CUDA_SUCCESS)
+    return nullptr;
+  GstCudaContext *context = gst_cuda_context_new_wrapped(handle, device);
+  if (!context) return nullptr;
+  gst_object_ref_sink(context);
+  made.emplace(gpu_id, context);
+  return GST_CUDA_CONTEXT(gst_object_ref(context));
+}
+
+struct PeerQuery {
+  GstQuery *query;
+  bool answered = false;
+};
+
+gboolean ask_peer(GstElement *, GstPad *pad, gpointer data) {
+  auto *ask = static_cast<PeerQuery *>(data);
+  ask->answered = gst_pad_peer_query(pad, ask->query);
+  return !ask->answered; /* on to the next pad until one answers */
+}
+
+}  // namespace
+
+GstContext *gst_cv_cuda_primary_context_new(int gpu_id) {
+  GstCudaContext *cuda = primary_cuda_context(gpu_id);
+  if (!cuda) return nullptr;
+  GstContext *context = gst_context_new_cuda_context(cuda);
+  gst_object_unref(cuda);
+  return context;
+}
+
+/* gstreamer-cuda's gst_cuda_ensure_element_context() but for the context it makes: downstream's,
+ * upstream's, then the bin's or the application's (need-context), each answer arriving through
+ * set_context() on this thread (hence the recursive lock); else the primary one, announced. */
 bool ElementCudaContext::ensure(GstElement *element, int gpu_id) {
   /* Without the driver, gstreamer-cuda 1.22 aborts in cuInit rather than failing: ask first. */
   if (!gst_cuda_load_library()) return false;
-  /* It queries neighbours and the application, whose answer comes back through set_context() on
-   * this thread, into the same pointer (hence the recursive lock); else it makes a context. */
   std::lock_guard<std::recursive_mutex> guard(lock_);
-  auto **context = reinterpret_cast<GstCudaContext **>(&context_);
-  return gst_cuda_ensure_element_context(element, gpu_id, context);
+  if (context_) return true;
+  GstQuery *query = gst_query_new_context(GST_CUDA_CONTEXT_TYPE);
+  for (auto foreach_pad : {gst_element_foreach_src_pad, gst_element_foreach_sink_pad}) {
+    PeerQuery ask{query};
+    foreach_pad(element, ask_peer, &ask);
+    GstContext *found = nullptr;
+    if (ask.answered) gst_query_parse_context(query, &found);
+    if (found) gst_element_set_context(element, found);
+    if (context_) break;
+  }
+  gst_query_unref(query);
+  if (!context_) {
+    gst_element_post_message(
+        element, gst_message_new_need_context(GST_OBJECT(element), GST_CUDA_CONTEXT_TYPE));
+  }
+  if (context_) return true;
+
+  GstCudaContext *made = primary_cuda_context(gpu_id);
+  if (!made) {
+    GST_WARNING_OBJECT(element, "no primary CUDA context on device %d: a new context", gpu_id);
+    auto **context = reinterpret_cast<GstCudaContext **>(&context_);
+    return gst_cuda_ensure_element_context(element, gpu_id, context);
+  }
+  context_ = GST_OBJECT(made);
+  GstContext *announced = gst_context_new_cuda_context(made);
+  gst_element_set_context(element, announced);
+  gst_element_post_message(element, gst_message_new_have_context(GST_OBJECT(element), announced));
+  return true;
 }
 
 void ElementCudaContext::reset() {
@@ -60,6 +153,7 @@ ElementCudaContext::Scope::~Scope() {
 
 #else
 
+GstContext *gst_cv_cuda_primary_context_new(int) { return nullptr; }
 bool ElementCudaContext::ensure(GstElement *, int) { return false; }
 void ElementCudaContext::reset() {}
 void ElementCudaContext::set_context(GstElement *, GstContext *, int) {}

@@ -56,8 +56,9 @@
 #include "detections.h"
 #include "detectorproperties.h"
 #include "devicecandidates.h"
-#include "dnnimage.h"
 #include "dnnbatchgroup.h"
+#include "dnnimage.h"
+#include "elementcudacontext.h"
 #include "torchmodel.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_dnn_detect_debug);
@@ -219,6 +220,7 @@ struct GstDnnDetectPrivate {
   dnn::Head head = dnn::Head::kBlazeFace;
   std::vector<std::string> labels; /* yolo: the labels file's, by class id */
   std::unique_ptr<DnnBatchGroup::Member> network;
+  ElementCudaContext cuda; /* the pipeline's, the network's (primary) one where it can be */
   GstCvDeviceCandidatesPool pool;
   dnn::Candidates candidates;
   std::vector<GstCvLabelAnnouncer> announcers;
@@ -275,6 +277,9 @@ static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *
 static gboolean gst_dnn_detect_start(GstBaseTransform *trans);
 static gboolean gst_dnn_detect_stop(GstBaseTransform *trans);
 static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuffer *buffer);
+static void gst_dnn_detect_set_context(GstElement *element, GstContext *context);
+static gboolean gst_dnn_detect_query(GstBaseTransform *trans, GstPadDirection direction,
+                                     GstQuery *query);
 
 static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
@@ -404,6 +409,8 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   trans_class->start = GST_DEBUG_FUNCPTR(gst_dnn_detect_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_dnn_detect_stop);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_dnn_detect_transform_ip);
+  trans_class->query = GST_DEBUG_FUNCPTR(gst_dnn_detect_query);
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_dnn_detect_set_context);
 
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_DECODER, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_BACKEND, static_cast<GstPluginAPIFlags>(0));
@@ -558,6 +565,20 @@ static bool join_batch_group(GstDnnDetect *self, const Settings &s, const std::s
   return true;
 }
 
+/* On the GPU, the pipeline shares the network's CUDA context (the device's primary one, where
+ * LibTorch runs) with nvh264dec, cudaupload and cudanms, unless one was there first: then frames
+ * in its memory are mapped on the host and cudanms downloads the candidates, correct but slower. */
+static void share_cuda_context(GstDnnDetect *self, const Settings &s,
+                               const DnnDetector &detector) {
+  GstDnnDetectPrivate *priv = self->priv;
+  if (!detector.on_cuda() || !priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id)) return;
+  if (priv->cuda.handle() != detector.context()) {
+    GST_INFO_OBJECT(self,
+                    "the pipeline's CUDA context is not the device's primary one, the network's: "
+                    "frames in its memory are copied");
+  }
+}
+
 static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
   GstDnnDetect *self = GST_DNN_DETECT(trans);
   GstDnnDetectPrivate *priv = self->priv;
@@ -602,6 +623,7 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
   if (!join_batch_group(self, s, path)) return FALSE;
   const DnnDetector &detector = priv->network->detector();
   set_device(self, detector.device_name());
+  share_cuda_context(self, s, detector);
   GST_INFO_OBJECT(self, "model %s: %d anchors, %d classes, input %dx%d, on %s, batches of %d",
                   path.c_str(), detector.anchors(), detector.classes(), priv->spec.width,
                   priv->spec.height, detector.device_name().c_str(), s.batch_size);
@@ -612,6 +634,7 @@ static gboolean gst_dnn_detect_stop(GstBaseTransform *trans) {
   GstDnnDetectPrivate *priv = GST_DNN_DETECT(trans)->priv;
   priv->pool.reset(); /* buffers still downstream keep it until they go */
   priv->network.reset();
+  priv->cuda.reset();
   set_device(GST_DNN_DETECT(trans), "");
   return TRUE;
 }
@@ -726,4 +749,24 @@ static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuf
   }
   GST_LOG_OBJECT(self, "frame detected in %.2f ms", (g_get_monotonic_time() - start) / 1000.0);
   return GST_FLOW_OK;
+}
+
+/* The pipeline's CUDA context, handed over by the application or a neighbour... */
+static void gst_dnn_detect_set_context(GstElement *element, GstContext *context) {
+  GstDnnDetect *self = GST_DNN_DETECT(element);
+  int gpu_id;
+  {
+    std::lock_guard<std::mutex> guard(self->priv->lock);
+    gpu_id = self->priv->settings.gpu_id;
+  }
+  self->priv->cuda.set_context(element, context, gpu_id);
+  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
+}
+
+/* ...and shared with neighbours asking for it. */
+static gboolean gst_dnn_detect_query(GstBaseTransform *trans, GstPadDirection direction,
+                                     GstQuery *query) {
+  GstDnnDetect *self = GST_DNN_DETECT(trans);
+  if (self->priv->cuda.handle_query(GST_ELEMENT(self), query)) return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
 }

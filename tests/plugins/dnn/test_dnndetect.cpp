@@ -483,6 +483,55 @@ TEST_F(CudaDnnDetect, YoloDeviceCandidatesKeepTheCpusBoxes) {
   g_unlink(model.c_str());
 }
 
+// Frames in GPU memory (cudaupload, as nvh264dec leaves them) to cudanms's kept boxes without
+// leaving the GPU: the pipeline shares the network's CUDA context (the device's primary one), so
+// dnndetect reads every frame in place and cudanms its candidates in place (never downloaded);
+// the kept boxes are those of the same NV12 frames on the CPU.
+TEST_F(CudaDnnDetect, FramesAndCandidatesStayOnTheGpuFromCudaUploadToCudanms) {
+  GstElementFactory *upload = gst_element_factory_find("cudaupload");
+  if (!upload) GTEST_SKIP() << "no cudaupload: gst-plugins-bad's nvcodec plugin is missing";
+  gst_object_unref(upload);
+  const std::string model = tiny_yolo(96, 5);
+  if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
+  const std::string yolo = "decoder=yolo input-width=96 input-height=96 score-threshold=0.6 model=" + model;
+  const std::string nv12 = "videoconvert ! video/x-raw,format=NV12 ! ";
+  GstHarness *gpu = harness_for(nv12 + "cudaupload ! video/x-raw(memory:CUDAMemory) ! dnndetect name=d backend=cuda " + yolo +
+                                    " ! cudanms backend=cuda keep-candidates=true",
+                                cv::Mat(120, 160, CV_8UC3), "RGB");
+  GstHarness *cpu = harness_for(nv12 + "dnndetect backend=cpu " + yolo + " ! cudanms backend=cpu",
+                                cv::Mat(120, 160, CV_8UC3), "RGB");
+  std::mt19937 rng(11);
+  const int n = 6;
+  size_t kept = 0;
+  for (int f = 0; f < n; f++) {
+    cv::Mat frame(120, 160, CV_8UC3);
+    for (size_t i = 0; i < frame.total() * 3; i++) frame.data[i] = static_cast<uint8_t>(rng());
+    GstBuffer *a = gst_harness_push_and_pull(gpu, buffer_of(frame));
+    GstBuffer *b = gst_harness_push_and_pull(cpu, buffer_of(frame));
+    ASSERT_TRUE(a && b);
+    const GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(a);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c->device != nullptr && !c->mapped && c->downloads == 0)
+        << "frame " << f << ": the candidates left the GPU";
+    const std::vector<Box> mine = kept_boxes(a), reference = kept_boxes(b);
+    ASSERT_EQ(mine.size(), reference.size()) << "frame " << f;
+    for (size_t k = 0; k < mine.size(); k++) EXPECT_GE(iou(mine[k], reference[k]), 0.999f);
+    kept += mine.size();
+    gst_buffer_unref(a);
+    gst_buffer_unref(b);
+  }
+  EXPECT_GT(kept, 0u);
+  GstElement *detector = gst_bin_get_by_name(GST_BIN(gpu->element), "d");
+  ASSERT_NE(detector, nullptr);
+  guint64 in_gpu_memory = 0;
+  g_object_get(detector, "frames-in-gpu-memory", &in_gpu_memory, NULL);
+  EXPECT_EQ(in_gpu_memory, static_cast<guint64>(n)) << "frames were copied to the host";
+  gst_object_unref(detector);
+  gst_harness_teardown(gpu);
+  gst_harness_teardown(cpu);
+  g_unlink(model.c_str());
+}
+
 // On the GPU, five cameras in batches of up to 5 get the candidates they get alone, downloaded
 // (device-candidates=false) and left on the GPU for cudanms alike.
 TEST_F(CudaDnnDetect, CamerasBatchedGetTheirOwnCandidates) {
