@@ -8,6 +8,11 @@
 //                                            FILE's first --preload-frames frames decoded once and
 //                                            scaled to --size; N streams push them in a loop, as
 //                                            fast as the chain takes them: decode excluded
+//                                            (--preload-gpu: uploaded once, in GPU memory)
+//   cudanms-streams --nvdec SOURCE...        H.264 sources decoded by NVDEC into GPU memory
+//
+// With --preload-gpu or --nvdec the pipelines share the device's primary CUDA context (the CUDA
+// runtime's and LibTorch's), so the frames are read where NVDEC or the upload left them.
 //
 // Every --progress seconds: frames/s per stream and in total. At the end, one summary: frames/s
 // per stream and in total, each element's time per frame (p50/p99, measured on the stream's
@@ -28,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "elementcudacontext.h"
+
 #ifdef CUDANMS_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -39,6 +46,8 @@ struct Options {
   gint streams = 1;
   gint64 frames = -1;  // per stream: with --preload 300 when not given; 0: until they end
   gint preload_frames = 30;
+  gboolean preload_gpu = FALSE;  // the preloaded frames in GPU memory (NV12, cudaupload)
+  gboolean nvdec = FALSE;        // sources decoded by nvh264dec into GPU memory
   gchar *size = nullptr;
   gchar *detector = nullptr;
   gchar *nms = nullptr;
@@ -72,6 +81,7 @@ struct Stream {
   int index = 0;
   std::string camera_id;
   guint64 published = 0, dropped = 0;  // --publish: metapublish's counts at the end
+  double mean_batch = 0;                // a batching detector's (dnndetect) frames per forward
   std::atomic<guint64> frames{0};
   gint64 first_us = 0, last_us = 0;
   gint64 element_start_us[2] = {0, 0};
@@ -91,6 +101,8 @@ struct App {
   GMainLoop *loop = nullptr;
   std::vector<std::unique_ptr<Stream>> streams;
   std::vector<GstBuffer *> preloaded;
+  GstCaps *preloaded_caps = nullptr;
+  GstContext *cuda_context = nullptr;  // --preload-gpu, --nvdec: the primary context, shared
   int exit_code = 0;
   gint64 started_us = 0;
   size_t gpu_used_before = 0;   // the device's used memory before the pipeline
@@ -169,19 +181,25 @@ bool preload(App *app, std::string *error) {
     g_free(uri);
     return false;
   }
+  // In GPU memory as NV12, the layout NVDEC hands over.
+  const bool gpu = app->options.preload_gpu;
   gchar *desc = g_strdup_printf(
       "uridecodebin uri=\"%s\" ! videoconvert ! videoscale ! "
-      "video/x-raw,format=I420,width=%d,height=%d ! appsink name=frames sync=false",
-      uri, width, height);
+      "video/x-raw,format=%s,width=%d,height=%d %s ! appsink name=frames sync=false",
+      uri, gpu ? "NV12" : "I420", width, height,
+      gpu ? "! cudaupload ! video/x-raw(memory:CUDAMemory)" : "");
   g_free(uri);
   GError *err = nullptr;
-  GstElement *pipeline = gst_parse_launch(desc, &err);
+  GstElement *pipeline = gst_parse_launch_full(desc, nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &err);
   g_free(desc);
-  if (!pipeline) {
-    *error = err ? err->message : "cannot build the decoding pipeline";
+  if (!pipeline || err) {
+    *error = std::string(err ? err->message : "cannot build the decoding pipeline") +
+             (gpu ? " (--preload-gpu needs gst-plugins-bad's nvcodec: cudaupload)" : "");
     g_clear_error(&err);
+    if (pipeline) gst_object_unref(pipeline);
     return false;
   }
+  if (app->cuda_context) gst_element_set_context(pipeline, app->cuda_context);
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "frames");
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstBus *bus = gst_element_get_bus(pipeline);
@@ -200,9 +218,15 @@ bool preload(App *app, std::string *error) {
       if (gst_app_sink_is_eos(GST_APP_SINK(sink))) break;
       continue;
     }
-    // A deep copy: the decoder's pool gets its memory back.
-    app->preloaded.push_back(gst_buffer_copy_deep(gst_sample_get_buffer(sample)));
+    // A deep copy (in GPU memory too): the decoder's or the upload's pool gets its memory back.
+    GstBuffer *copy = gst_buffer_copy_deep(gst_sample_get_buffer(sample));
+    if (!app->preloaded_caps) app->preloaded_caps = gst_caps_ref(gst_sample_get_caps(sample));
     gst_sample_unref(sample);
+    if (!copy) {
+      decode_error = "a frame could not be copied";
+      break;
+    }
+    app->preloaded.push_back(copy);
   }
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(bus);
@@ -252,7 +276,10 @@ std::string branch(const App &app, int i, const char *source) {
     head = "appsrc name=src" + n + " format=time is-live=false";
   } else {
     gchar *uri = gst_uri_is_valid(source) ? g_strdup(source) : gst_filename_to_uri(source, nullptr);
-    head = std::string("uridecodebin uri=\"") + (uri ? uri : source) + "\" ! videoconvert";
+    const std::string quoted = std::string("uri=\"") + (uri ? uri : source) + "\"";
+    // --nvdec: H.264 parsed out of whatever carries it, decoded into GPU memory.
+    head = app.options.nvdec ? "urisourcebin " + quoted + " ! parsebin ! nvh264dec"
+                             : "uridecodebin " + quoted + " ! videoconvert";
     g_free(uri);
     // --frames with sources: each stream ends after that many (a camera never ends by itself);
     // identity's eos-after counts the buffer it ends on.
@@ -343,6 +370,8 @@ void summarize(App *app) {
   const size_t used = app->gpu_used_running;
   const double memory_mib = (used - std::min(used, app->gpu_used_before)) / (1024.0 * 1024.0);
   const int n = static_cast<int>(app->streams.size());
+  double mean_batch = 0;
+  for (const auto &s : app->streams) mean_batch += n ? s->mean_batch / n : 0;
   // Every figure once, by its JSON name; the text lines below pick them from here.
   const std::vector<std::pair<const char *, double>> figures = {
       {"streams", n},
@@ -362,7 +391,8 @@ void summarize(App *app) {
       {"gpu_memory_mib", memory_mib},
       {"published", static_cast<double>(published)},
       {"dropped", static_cast<double>(dropped)},
-      {"messages_per_s", wall > 0 ? published / wall : 0}};
+      {"messages_per_s", wall > 0 ? published / wall : 0},
+      {"detector_mean_batch", mean_batch}};
   auto fig = [&figures](size_t i) { return figures[i].second; };
   g_print("streams %d  frames %" G_GUINT64_FORMAT "  total %.1f fps  per stream %.1f..%.1f fps\n",
           n, frames, fig(2), fig(3), fig(4));
@@ -372,6 +402,7 @@ void summarize(App *app) {
       fig(5), fig(6), fig(7), fig(8), fig(9), fig(10), fig(11), fig(12));
   g_print("NMS share %.2f%% of the chain's time  GPU memory %.0f MiB (%.1f MiB per stream)\n",
           fig(13), fig(14), n ? fig(14) / n : 0);
+  if (fig(18) > 0) g_print("detector: %.2f frames per forward on average\n", fig(18));
   if (app->options.publish) {
     g_print("published to %s: %.0f messages (%.1f/s), dropped %.0f\n", app->options.publish,
             fig(15), fig(17), fig(16));
@@ -407,6 +438,11 @@ int main(int argc, char **argv) {
        "F"},
       {"preload-frames", 0, 0, G_OPTION_ARG_INT, &o.preload_frames,
        "How many frames to decode for --preload (default 30)", "K"},
+      {"preload-gpu", 0, 0, G_OPTION_ARG_NONE, &o.preload_gpu,
+       "Upload the --preload frames once into GPU memory (NV12, cudaupload): upload excluded too",
+       nullptr},
+      {"nvdec", 0, 0, G_OPTION_ARG_NONE, &o.nvdec,
+       "Decode the H.264 SOURCEs on NVDEC into GPU memory (nvh264dec)", nullptr},
       {"size", 0, 0, G_OPTION_ARG_STRING, &o.size, "Frame size with --preload (default 1920x1080)",
        "WxH"},
       {"detector", 0, 0, G_OPTION_ARG_STRING, &o.detector,
@@ -473,6 +509,17 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int n = o.preload ? o.streams : n_sources;
+  if ((o.preload_gpu && !o.preload) || (o.nvdec && o.preload)) {
+    g_printerr("--preload-gpu goes with --preload, --nvdec with SOURCEs\n");
+    return 2;
+  }
+  if (o.preload_gpu || o.nvdec) {
+    app.cuda_context = gst_cv_cuda_primary_context_new(0);
+    if (!app.cuda_context) {
+      g_printerr("--preload-gpu and --nvdec need a CUDA device and gstreamer-cuda\n");
+      return 2;
+    }
+  }
 
   if (o.preload) {
     std::string why;
@@ -490,6 +537,7 @@ int main(int argc, char **argv) {
     g_printerr("cannot build the pipeline: %s\n", error ? error->message : "");
     return 2;
   }
+  if (app.cuda_context) gst_element_set_context(app.pipeline, app.cuda_context);
   for (int i = 0; i < n; ++i) {
     auto stream = std::make_unique<Stream>();
     stream->index = i;
@@ -505,11 +553,8 @@ int main(int argc, char **argv) {
     gst_object_unref(nms);
     if (o.preload) {
       GstElement *src = gst_bin_get_by_name(GST_BIN(app.pipeline), ("src" + id).c_str());
-      int width = 1920, height = 1080;
-      sscanf(o.size, "%dx%d", &width, &height);
-      GstCaps *frame_caps = gst_caps_new_simple(
-          "video/x-raw", "format", G_TYPE_STRING, "I420", "width", G_TYPE_INT, width, "height",
-          G_TYPE_INT, height, "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
+      GstCaps *frame_caps = gst_caps_copy(app.preloaded_caps);
+      gst_caps_set_simple(frame_caps, "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
       gst_app_src_set_caps(GST_APP_SRC(src), frame_caps);
       gst_caps_unref(frame_caps);
       stream->source = &app.preloaded;
@@ -536,6 +581,13 @@ int main(int argc, char **argv) {
   } else {
     g_main_loop_run(app.loop);
   }
+  for (auto &s : app.streams) {
+    GstElement *detector =
+        gst_bin_get_by_name(GST_BIN(app.pipeline), ("detector" + std::to_string(s->index)).c_str());
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(detector), "mean-batch"))
+      g_object_get(detector, "mean-batch", &s->mean_batch, NULL);
+    gst_object_unref(detector);
+  }
   gst_element_set_state(app.pipeline, GST_STATE_NULL);  // metapublish flushes its queue here
   for (auto &s : app.streams) {
     GstElement *pub =
@@ -548,6 +600,8 @@ int main(int argc, char **argv) {
   gst_object_unref(app.pipeline);
   g_main_loop_unref(app.loop);
   for (GstBuffer *b : app.preloaded) gst_buffer_unref(b);
+  if (app.preloaded_caps) gst_caps_unref(app.preloaded_caps);
+  if (app.cuda_context) gst_context_unref(app.cuda_context);
   g_strfreev(sources);
   return app.exit_code;
 }

@@ -1,6 +1,7 @@
 // pipelines/streams as a user runs it: N streams of vtest.avi's frames in one process, the summary
 // and its JSON; bad input is a usage error.
 #include "script_support.h"
+#include "support/blazeface_model.h"
 
 namespace cudanms::testing {
 namespace {
@@ -80,6 +81,35 @@ TEST(Streams, HostCandidatesWithBatchStreamsDeliverEveryFrame) {
   g_object_unref(parser);
 }
 
+// BlazeFace through dnndetect on the CPU, batched across the streams, as the GPU benchmark runs
+// it: every frame delivered, and each forward took one frame of each of the four streams (each
+// stream waits for its own frame, so no batch can run short before its long timeout).
+TEST(Streams, DnnDetectRunsTheStreamsFramesInOneForward) {
+  SKIP_WITHOUT_VTEST();
+  SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE();
+  const char *build = g_getenv("CUDANMS_BUILD");
+  if (!g_file_test((std::string(build ? build : "build") + "/plugins/libgstcudanmsdnn.so").c_str(),
+                   G_FILE_TEST_EXISTS))
+    GTEST_SKIP() << "no dnndetect: built without LibTorch";
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(run_preloaded(dir,
+                          {"--streams", "4", "--frames", "5", "--preload-frames", "3",
+                           "--detector",
+                           "dnndetect backend=cpu batch-size=4 batch-timeout=30000000",
+                           "--nms", "cudanms method=weighted iou-threshold=0.3"},
+                          &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("streams 4  frames 20  total "), std::string::npos) << out;
+  EXPECT_NE(out.find("detector: 4.00 frames per forward"), std::string::npos) << out;
+  JsonParser *parser = json_parser_new();
+  JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
+  ASSERT_NE(summary, nullptr);
+  EXPECT_DOUBLE_EQ(json_object_get_double_member(summary, "detector_mean_batch"), 4.0);
+  g_object_unref(parser);
+}
+
 TEST(Streams, FileSourcesRunToTheirEnd) {
   SKIP_WITHOUT_VTEST();
   TempDir dir;
@@ -103,7 +133,9 @@ TEST(Streams, BadInputIsAUsageError) {
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--size", "big"},
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--streams", "0"},
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--host-candidates",
-            "--detector", "cvdetect"}}) {
+            "--detector", "cvdetect"},
+           {script("streams"), "--preload-gpu", opencv_sample("vtest.avi")},
+           {script("streams"), "--nvdec", "--preload", opencv_sample("vtest.avi")}}) {
     GSubprocess *run = spawn(argv, dir.file("out"), dir.file("err"));
     EXPECT_EQ(wait_exit(run, 120), 2) << argv.back() << ": " << read_file(dir.file("err"));
     g_object_unref(run);

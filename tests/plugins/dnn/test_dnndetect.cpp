@@ -29,23 +29,6 @@ namespace {
 
 using Box = std::array<float, 4>;
 
-std::string torchscript_blazeface() {
-  gchar *path = g_build_filename(g_get_user_cache_dir(), "cudanms", "blazeface-1.2.0",
-                                 "face_detection_front_128x128.torchscript.pt", nullptr);
-  std::string result = path;
-  g_free(path);
-  return result;
-}
-
-#define SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE()                                               \
-  do {                                                                                     \
-    SKIP_WITHOUT_BLAZEFACE_MODEL();                                                        \
-    if (!g_file_test(torchscript_blazeface().c_str(), G_FILE_TEST_IS_REGULAR))             \
-      GTEST_SKIP() << torchscript_blazeface()                                              \
-                   << " is missing: run tools/blazeface-to-torchscript.py (the README's "  \
-                      "set-up does)";                                                      \
-  } while (0)
-
 float iou(const Box &a, const Box &b) {
   const float w = std::max(0.0f, std::min(a[2], b[2]) - std::max(a[0], b[0]));
   const float h = std::max(0.0f, std::min(a[3], b[3]) - std::max(a[1], b[1]));
