@@ -40,11 +40,10 @@ std::unique_ptr<DnnBatchGroup::Member> DnnBatchGroup::join(const Options &option
     group.reset(new DnnBatchGroup(options, std::move(detector)));
     if (options.batch_size > 1) registry()[key] = group;
   }
-  {
-    std::lock_guard<std::mutex> members(group->lock_);
-    group->members_++;
-  }
-  return std::unique_ptr<Member>(new Member(std::move(group)));
+  DnnBatchGroup *joined = group.get();
+  std::unique_ptr<Member> member(new Member(std::move(group)));
+  joined->enter(member.get());
+  return member;
 }
 
 DnnBatchGroup::DnnBatchGroup(const Options &options, std::unique_ptr<DnnDetector> detector)
@@ -52,27 +51,37 @@ DnnBatchGroup::DnnBatchGroup(const Options &options, std::unique_ptr<DnnDetector
 
 DnnBatchGroup::~DnnBatchGroup() = default;
 
-DnnBatchGroup::Member::~Member() { group_->leave(); }
+DnnBatchGroup::Member::~Member() { group_->leave(this); }
 
-Status DnnBatchGroup::Member::detect(DnnJob *job) { return group_->detect(job); }
+Status DnnBatchGroup::Member::detect(DnnJob *job) { return group_->detect(this, job); }
 
 const DnnDetector &DnnBatchGroup::Member::detector() const { return *group_->detector_; }
 
-void DnnBatchGroup::leave() {
+void DnnBatchGroup::enter(const Member *member) {
   std::lock_guard<std::mutex> guard(lock_);
-  members_--;
+  quiet_[member] = false;
+  live_++;
+}
+
+void DnnBatchGroup::leave(const Member *member) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (!quiet_[member]) live_--;
+  quiet_.erase(member);
   changed_.notify_all(); /* a batch waiting for every member may be complete now */
 }
 
 size_t DnnBatchGroup::full() const {
-  const int limit = std::min({options_.batch_size, std::max(1, members_), cudanms::dnn::kMaxBatch});
+  const int limit = std::min({options_.batch_size, std::max(1, live_), cudanms::dnn::kMaxBatch});
   return static_cast<size_t>(limit);
 }
 
-Status DnnBatchGroup::detect(DnnJob *job) {
+Status DnnBatchGroup::detect(const Member *member, DnnJob *job) {
   Waiting me;
+  me.member = member;
   me.job = job;
   std::unique_lock<std::mutex> lock(lock_);
+  bool &quiet = quiet_[member];
+  if (quiet) quiet = false, live_++; /* back: waited for again */
   /* A full batch not yet taken by its leader: this frame starts the next one. */
   changed_.wait(lock, [&] { return pending_.size() < full(); });
   const bool leader = pending_.empty();
@@ -84,7 +93,13 @@ Status DnnBatchGroup::detect(DnnJob *job) {
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::microseconds(options_.timeout_us);
-  changed_.wait_until(lock, deadline, [&] { return pending_.size() >= full(); });
+  if (!changed_.wait_until(lock, deadline, [&] { return pending_.size() >= full(); })) {
+    for (auto &[other, other_quiet] : quiet_) {
+      const bool in_batch = std::any_of(pending_.begin(), pending_.end(),
+                                        [&](const Waiting *w) { return w->member == other; });
+      if (!in_batch && !other_quiet) other_quiet = true, live_--;
+    }
+  }
   std::vector<Waiting *> batch;
   batch.swap(pending_);
   changed_.notify_all(); /* frames held back by the full batch may start the next */

@@ -2,10 +2,12 @@
  * network settings share one DnnDetector, and their frames run through one forward.
  *
  * Each element's streaming thread hands in its frame and waits. The first frame of a batch
- * waits for more, until batch-size frames are in, or a frame from every member (no further frame
- * can come: each member waits on its own), or the timeout after it came; then its thread runs
- * the batch and every frame's candidates go back to its own element. One batch runs at a time;
- * the next one fills meanwhile. No GStreamer.
+ * waits for more, until batch-size frames are in, or a frame from every live member (no further
+ * frame can come: each member waits on its own), or the timeout after it came; then its thread
+ * runs the batch and every frame's candidates go back to its own element. One batch runs at a
+ * time; the next one fills meanwhile. A member without a frame in a batch that timed out (a
+ * camera gone quiet) is not waited for again until its next frame: it costs the others one
+ * timeout, not one per batch. No GStreamer.
  *
  *   auto member = DnnBatchGroup::join(options, &why);   // in start(); leaves when destroyed
  *   member->detect(&job);                               // in transform_ip(), per frame
@@ -14,6 +16,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,15 +58,17 @@ class DnnBatchGroup {
 
  private:
   struct Waiting {
+    const Member *member = nullptr;
     DnnJob *job = nullptr;
     bool done = false;
     cudanms::Status status;
   };
 
   DnnBatchGroup(const Options &options, std::unique_ptr<DnnDetector> detector);
-  cudanms::Status detect(DnnJob *job);
+  cudanms::Status detect(const Member *member, DnnJob *job);
   size_t full() const; /* under lock_ */
-  void leave();
+  void enter(const Member *member);
+  void leave(const Member *member);
 
   const Options options_;
   const std::unique_ptr<DnnDetector> detector_;
@@ -71,5 +76,6 @@ class DnnBatchGroup {
   std::mutex lock_;     /* guards what follows */
   std::condition_variable changed_;
   std::vector<Waiting *> pending_; /* the batch filling up */
-  int members_ = 0;
+  std::map<const Member *, bool> quiet_; /* every member: absent from the last timed-out batch */
+  int live_ = 0;                         /* members not quiet */
 };
