@@ -19,10 +19,11 @@
  * padded), normalised per channel as (pixel - mean) * scale, and the boxes mapped back to frame
  * pixels. With the CUDA backend (the default where LibTorch and the GPU can run the network) the
  * pre-processing, the network and the decoding run on the GPU, on one stream in the device's
- * primary CUDA context (LibTorch's). Frames in GPU memory of that context (memory:CUDAMemory
- * NV12/I420) are read in place, others are mapped on the host; candidates without points stay in
- * GPU memory (device-candidates), which cudanms reads in place when it shares the context and
- * downloads once otherwise.
+ * primary CUDA context (LibTorch's), which the element offers the pipeline as its CUDA context,
+ * so that nvh264dec, cudaupload and cudanms work in it too. Frames in GPU memory of that context
+ * (memory:CUDAMemory NV12/I420) are read in place, others are mapped on the host; candidates
+ * without points stay in GPU memory (device-candidates), which cudanms reads in place when it
+ * shares the context and downloads once otherwise.
  *
  * Instances of one process with the same batch-size (above 1), batch-group and network settings
  * run their frames, e.g. one per camera, through one forward: a batch runs when it is full, when
