@@ -47,9 +47,19 @@ std::unique_ptr<DnnBatchGroup::Member> DnnBatchGroup::join(const Options &option
 }
 
 DnnBatchGroup::DnnBatchGroup(const Options &options, std::unique_ptr<DnnDetector> detector)
-    : options_(options), detector_(std::move(detector)) {}
+    : options_(options), detector_(std::move(detector)) {
+  if (options_.batch_size > 1) runner_ = std::thread([this] { run_batches(); });
+}
 
-DnnBatchGroup::~DnnBatchGroup() = default;
+DnnBatchGroup::~DnnBatchGroup() {
+  if (!runner_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  runner_.join();
+}
 
 DnnBatchGroup::Member::~Member() { group_->leave(this); }
 
@@ -102,19 +112,36 @@ Status DnnBatchGroup::detect(const Member *member, DnnJob *job) {
   }
   std::vector<Waiting *> batch;
   batch.swap(pending_);
-  changed_.notify_all(); /* frames held back by the full batch may start the next */
-  lock.unlock();
+  if (runner_.joinable()) {
+    ready_.push_back(std::move(batch));
+  } else {
+    lock.unlock();
+    run(batch);
+    lock.lock();
+  }
+  changed_.notify_all(); /* the runner, and frames held back by the full batch */
+  changed_.wait(lock, [&] { return me.done; });
+  return me.status;
+}
 
+void DnnBatchGroup::run(const std::vector<Waiting *> &batch) {
   DnnJob *jobs[cudanms::dnn::kMaxBatch];
   for (size_t i = 0; i < batch.size(); i++) jobs[i] = batch[i]->job;
-  Status status;
-  {
-    std::lock_guard<std::mutex> run(run_lock_);
-    status = detector_->run(jobs, static_cast<int>(batch.size()));
-  }
-
-  lock.lock();
+  const Status status = detector_->run(jobs, static_cast<int>(batch.size()));
+  std::lock_guard<std::mutex> guard(lock_);
   for (Waiting *w : batch) w->status = status, w->done = true;
-  changed_.notify_all();
-  return me.status;
+}
+
+void DnnBatchGroup::run_batches() {
+  std::unique_lock<std::mutex> lock(lock_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+    if (ready_.empty()) return; /* stopping, nothing left */
+    std::vector<Waiting *> batch = std::move(ready_.front());
+    ready_.pop_front();
+    lock.unlock();
+    run(batch);
+    lock.lock();
+    changed_.notify_all();
+  }
 }

@@ -3,9 +3,11 @@
  *
  * Each element's streaming thread hands in its frame and waits. The first frame of a batch
  * waits for more, until batch-size frames are in, or a frame from every live member (no further
- * frame can come: each member waits on its own), or the timeout after it came; then its thread
- * runs the batch and every frame's candidates go back to its own element. One batch runs at a
- * time; the next one fills meanwhile. A member without a frame in a batch that timed out (a
+ * frame can come: each member waits on its own), or the timeout after it came; then the group's
+ * runner thread runs the batch and every frame's candidates go back to its own element. One
+ * batch runs at a time; the next one fills meanwhile. The network always runs on that one
+ * thread: LibTorch makes cuDNN and cuBLAS handles per thread, ~50 ms each time a new thread runs
+ * it, which a different streaming thread leading each batch paid again and again. A member without a frame in a batch that timed out (a
  * camera gone quiet) is not waited for again until its next frame: it costs the others one
  * timeout, not one per batch. No GStreamer.
  *
@@ -16,10 +18,12 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dnndetector.h"
@@ -66,16 +70,20 @@ class DnnBatchGroup {
 
   DnnBatchGroup(const Options &options, std::unique_ptr<DnnDetector> detector);
   cudanms::Status detect(const Member *member, DnnJob *job);
+  void run(const std::vector<Waiting *> &batch); /* then each frame's status, done */
+  void run_batches();                            /* the runner thread */
   size_t full() const; /* under lock_ */
   void enter(const Member *member);
   void leave(const Member *member);
 
   const Options options_;
   const std::unique_ptr<DnnDetector> detector_;
-  std::mutex run_lock_; /* one batch at a time on the detector */
-  std::mutex lock_;     /* guards what follows */
+  std::mutex lock_; /* guards what follows */
   std::condition_variable changed_;
   std::vector<Waiting *> pending_; /* the batch filling up */
   std::map<const Member *, bool> quiet_; /* every member: absent from the last timed-out batch */
   int live_ = 0;                         /* members not quiet */
+  std::deque<std::vector<Waiting *>> ready_; /* batches for the runner */
+  bool stopping_ = false;
+  std::thread runner_; /* batch-size > 1; else the frame's own thread runs it */
 };
