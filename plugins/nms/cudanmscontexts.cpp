@@ -38,6 +38,7 @@ std::shared_ptr<cudanms::SharedContext> gst_cuda_nms_shared_context(
 void ElementNms::reset(bool cuda_too) {
   nms_.reset();
   in_place_.reset();
+  small_frames_.reset();
   if (cuda_too) cuda_.reset();
 }
 
@@ -78,6 +79,7 @@ gboolean ElementNms::ensure(GstElement *self, const Settings &s) {
 
   nms_.reset();
   in_place_.reset();
+  small_frames_.reset();
   nms_shared_ = false;
   context_generation_ = s.backend_generation;
 
@@ -113,15 +115,35 @@ gboolean ElementNms::ensure(GstElement *self, const Settings &s) {
 
 gboolean ElementNms::run(GstElement *self, const Settings &s, const cudanms::CandidatesView &view,
                          gint64 *latency_ns) {
+  last_backend_ = nms_->context()->backend();
+  if (view.count == 0) {
+    /* cleared, not reassigned: their memory serves the next frame */
+    result_.kept.clear();
+    result_.kept_boxes.clear();
+    result_.kept_scores.clear();
+    result_.kept_class_ids.clear();
+    result_.kept_points.clear();
+    result_.counts = cudanms::Counts();
+    result_.device_time_us = 0;
+    *latency_ns = 0;
+    return TRUE;
+  }
   const cudanms::Params params = s.params();
   for (;;) {
+    cudanms::SharedContext *nms = nms_.get();
+    if (s.backend == GST_CUDA_NMS_BACKEND_AUTO && view.count <= kCpuFrameCandidates &&
+        nms_->context()->backend() == cudanms::Backend::kCuda) {
+      if (!small_frames_) small_frames_ = create_cpu_context(self);
+      if (small_frames_) nms = small_frames_.get();
+    }
+    last_backend_ = nms->context()->backend();
     const auto start = std::chrono::steady_clock::now();
-    const cudanms::Status status = nms_->run(view, params, &result_);
+    const cudanms::Status status = nms->run(view, params, &result_);
     *latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - start)
                       .count();
     if (status.ok()) return TRUE;
-    const cudanms::Context &context = *nms_->context();
+    const cudanms::Context &context = *nms->context();
     if (context.backend() != cudanms::Backend::kCuda) {
       GST_ELEMENT_ERROR(self, CORE, FAILED, ("Non-maximum suppression failed"),
                         ("%s", status.message().c_str()));
@@ -165,7 +187,9 @@ bool ElementNms::run_in_place(GstElement *self, const Settings &s,
                               const cudanms::DeviceCandidatesView &device,
                               cudanms::CandidatesView *view, gint64 *latency_ns) {
   const auto start = std::chrono::steady_clock::now();
-  const cudanms::Status status = in_place_context(self, s)->run(device, s.params(), &result_);
+  cudanms::SharedContext *nms = in_place_context(self, s);
+  last_backend_ = nms->context()->backend();
+  const cudanms::Status status = nms->run(device, s.params(), &result_);
   *latency_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count();

@@ -29,6 +29,12 @@ std::shared_ptr<cudanms::SharedContext> gst_cuda_nms_shared_context(
     const cudanms::ContextOptions &options, void *cuda_context, const NmsContextFactory &create,
     cudanms::Status *status);
 
+/* With backend=auto, frames of at most this many host candidates run on the CPU twin (the same
+ * kept set): on an H100 a frame's GPU round trip (upload, launches, one synchronisation) takes
+ * ~40 us, where the CPU needs ~1 us for BlazeFace's 6 candidates. Device candidates stay on the
+ * GPU whatever their number. */
+constexpr size_t kCpuFrameCandidates = 64;
+
 /* One element's NMS: streaming thread, start and stop only. Errors and warnings are posted on
  * the element; a FALSE return means an error was posted. */
 class ElementNms {
@@ -41,7 +47,8 @@ class ElementNms {
   void reset(bool cuda_too);
 
   /* NMS of host candidates into result(); a failing CUDA context is replaced by a CPU one (one
-   * warning) and the frame rerun. */
+   * warning) and the frame rerun. A frame of no candidates keeps nothing; one of at most
+   * kCpuFrameCandidates runs on the CPU with backend=auto. */
   gboolean run(GstElement *element, const Settings &s, const cudanms::CandidatesView &view,
                gint64 *latency_ns);
   /* NMS on device candidates where they are: the kept values come back with result(), and
@@ -53,9 +60,10 @@ class ElementNms {
 
   /* The last frame's result, reused frame after frame. */
   cudanms::Result &result() { return result_; }
-  /* Where NMS runs, once ensure() succeeded: its CUcontext (nullptr on the CPU) and backend. */
+  /* Where NMS runs, once ensure() succeeded: its CUcontext (nullptr on the CPU)... */
   void *cuda_context() const { return nms_->context()->cuda_context(); }
-  const gchar *backend_name() const { return cudanms::to_string(nms_->context()->backend()); }
+  /* ...and where the last frame ran. */
+  const gchar *backend_name() const { return cudanms::to_string(last_backend_); }
   ElementCudaContext &cuda() { return cuda_; }
 
  private:
@@ -71,6 +79,8 @@ class ElementNms {
   /* With a shared context: the element's own CUDA context for device candidates, made at the
    * first (in_place_context). */
   std::shared_ptr<cudanms::SharedContext> in_place_;
+  std::shared_ptr<cudanms::SharedContext> small_frames_; /* the CPU twin, made at the first */
+  cudanms::Backend last_backend_ = cudanms::Backend::kCpu;
   guint64 context_generation_ = 0;
   ElementCudaContext cuda_; /* the pipeline's CUDA context, where there is one */
   cudanms::Result result_;

@@ -313,17 +313,7 @@ static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffe
       return GST_FLOW_ERROR;
     }
     view = priv->intake.gather(buf);
-    if (view.count > 0) {
-      if (!priv->nms.run(GST_ELEMENT(self), s, view, &latency_ns)) return GST_FLOW_ERROR;
-    } else {
-      /* cleared, not reassigned: their memory serves the next frame */
-      r.kept.clear();
-      r.kept_boxes.clear();
-      r.kept_scores.clear();
-      r.kept_class_ids.clear();
-      r.kept_points.clear();
-      r.counts = cudanms::Counts();
-    }
+    if (!priv->nms.run(GST_ELEMENT(self), s, view, &latency_ns)) return GST_FLOW_ERROR;
   }
   const cudanms::Counts &counts = r.counts;
   GST_LOG_OBJECT(self,
