@@ -15,6 +15,8 @@ struct ContextCalls {
   CUresult (*push)(CUcontext) = nullptr;
   CUresult (*pop)(CUcontext *) = nullptr;
   CUresult (*get_device)(CUdevice *) = nullptr;
+  CUresult (*device_get)(CUdevice *, int) = nullptr;
+  CUresult (*retain_primary)(CUcontext *, CUdevice) = nullptr;
   bool ok = false;
 };
 
@@ -35,7 +37,9 @@ const ContextCalls &context_calls() {
     };
     calls.ok = fetch("cuCtxGetCurrent", &calls.get_current) &&
                fetch("cuCtxPushCurrent", &calls.push) && fetch("cuCtxPopCurrent", &calls.pop) &&
-               fetch("cuCtxGetDevice", &calls.get_device);
+               fetch("cuCtxGetDevice", &calls.get_device) &&
+               fetch("cuDeviceGet", &calls.device_get) &&
+               fetch("cuDevicePrimaryCtxRetain", &calls.retain_primary);
   });
   return calls;
 }
@@ -61,9 +65,12 @@ Status DeviceBinding::open(int device) {
   if (current != nullptr) {
     CUdevice on = -1;
     if (calls.get_device(&on) != CUDA_SUCCESS) return Status::Error("cuCtxGetDevice failed");
-    if (on != device) {
-      return Status::Error("the current CUDA context is on device " + std::to_string(on) +
-                           ", not on the requested device " + std::to_string(device));
+    CUdevice wanted = -1;
+    if (on != device && (calls.device_get(&wanted, device) != CUDA_SUCCESS ||
+                         calls.retain_primary(&current, wanted) != CUDA_SUCCESS)) {
+      return Status::Error("the primary context of CUDA device " + std::to_string(device) +
+                           " cannot be retained (device " + std::to_string(on) +
+                           "'s context is current)");
     }
   } else {
     // The runtime makes the device's primary context current.

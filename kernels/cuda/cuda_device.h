@@ -29,8 +29,10 @@ Status cuda_status(const char *what, cudaError_t error);
 
 class DeviceBinding {
  public:
-  // Binds to the current context when it is on `device`, else to the device's primary context;
-  // a current context on another device is an error.
+  // Binds to the current context when it is on `device`, else to the device's primary context.
+  // A current context on another device (one thread that sets up elements of several GPUs, as
+  // an application starting one pipeline a GPU does) is left as it is: the binding takes
+  // `device`'s primary context, retained for the life of the process as the runtime keeps it.
   Status open(int device);
 
   // The bound context current on this thread until the scope ends (then the previous one again).
