@@ -518,7 +518,11 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
   auto apply_camera_key = [&](const std::string &key, const std::string &value,
                               CameraConfig *camera) -> std::string {
     if (const Key *k = find_key(key)) return k->apply(value, camera, &out);
-    const std::string why = check_property(nms_properties.at(key), value);
+    // Unknown also where the config itself implies it (a cascade's method) and no cudanms
+    // element was found to say what it means.
+    const auto property = nms_properties.find(key);
+    if (property == nms_properties.end()) return std::string("unknown key");
+    const std::string why = check_property(property->second, value);
     if (why.empty()) camera->nms[key] = value;
     if (why.empty() && key == "labels-file") {
       std::string contents, unreadable;

@@ -477,5 +477,24 @@ TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
             std::string::npos);
 }
 
+// The service's program without the plugins (no GST_PLUGIN_PATH, an empty system path) refuses
+// a config with its reasons, not a crash: the cascade's implied method= used to look up a cudanms property
+// that was not there.
+TEST_F(Service, ACheckWithoutThePluginsRefusesTheConfig) {
+  const std::string example =
+      std::string(g_getenv("CUDANMS_SOURCE_ROOT")) + "/pipelines/cameras.conf";
+  const std::string registry = dir_.file("empty-registry.bin");
+  GSubprocess *p =
+      spawn({"env", "GST_PLUGIN_PATH=", "GST_PLUGIN_SYSTEM_PATH=", "GST_REGISTRY=" + registry,
+             std::string(g_getenv("CUDANMS_BUILD")) + "/service/cudanms-service", "--check-config",
+             example},
+            dir_.file("bare.out"), dir_.file("bare.err"));
+  EXPECT_EQ(wait_exit(p, 30), 2);
+  g_object_unref(p);
+  EXPECT_NE(read_file(dir_.file("bare.err")).find("the cudanms element is not installed"),
+            std::string::npos)
+      << read_file(dir_.file("bare.err"));
+}
+
 }  // namespace
 }  // namespace cudanms::testing
