@@ -155,7 +155,9 @@ TEST(MinNeighbours, CudaEqualsTheCpuOnLargeFrames) {
         ASSERT_TRUE(cuda->run(set.view(), params, &got).ok());
         EXPECT_TRUE(same_result(got, want)) << n << " " << to_string(method) << " min_neighbors "
                                             << min_neighbors << " seed " << seed;
-        if (min_neighbors > 0 || method == Method::kGroup) EXPECT_FALSE(want.kept.empty());
+        if (min_neighbors > 0 || method == Method::kGroup) {
+          EXPECT_FALSE(want.kept.empty());
+        }
       }
     }
   }
