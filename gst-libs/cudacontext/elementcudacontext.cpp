@@ -35,6 +35,9 @@ GstCudaContext *primary_cuda_context(int gpu_id) {
   static std::mutex lock;
   static std::map<int, GstCudaContext *> made;
   if (gpu_id < 0 || !gst_cuda_load_library()) return nullptr;
+  /* A device that is not there is no driver error (compute-sanitizer reports those). */
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || gpu_id >= count) return nullptr;
   std::lock_guard<std::mutex> guard(lock);
   auto found = made.find(gpu_id);
   if (found != made.end()) return GST_CUDA_CONTEXT(gst_object_ref(found->second));
