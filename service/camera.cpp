@@ -39,9 +39,11 @@ const char *state_name(CameraState state) {
   return "?";
 }
 
-Camera::Camera(CameraConfig config, CudaContexts *contexts)
+Camera::Camera(CameraConfig config, CudaContexts *contexts,
+               std::function<void(const std::string &reason)> gpu_failed)
     : config_(std::move(config)),
       contexts_(config_.share_cuda_context ? contexts : nullptr),
+      gpu_failed_(std::move(gpu_failed)),
       outputs_(std::make_shared<CameraOutputs>(config_)),
       state_since_us_(g_get_monotonic_time()),
       started_us_(state_since_us_) {}
@@ -89,6 +91,9 @@ void Camera::connect() {
     set_state(CameraState::kStreaming, "frames arrive");
   };
   events.failed = [this](const std::string &reason) { fail(reason); };
+  events.gpu_failed = [this](const std::string &reason) {
+    if (gpu_failed_) gpu_failed_(reason);
+  };
   std::string error;
   session_ = Session::start(config_, outputs_, recording_, contexts_, std::move(events), &error);
   if (!session_) fail(error);
@@ -161,8 +166,8 @@ void Camera::finished_stopping() {
 
 void Camera::tick(gint64 now_us) {
   const FrameCounts counts = outputs_->counts();
-  frame_samples_.emplace_back(now_us, counts.frames);
-  while (frame_samples_.size() > 2 && now_us - frame_samples_[1].first >= kRateWindowUs)
+  frame_samples_.push_back({now_us, counts.frames, counts.chain_sum_s});
+  while (frame_samples_.size() > 2 && now_us - frame_samples_[1].time_us >= kRateWindowUs)
     frame_samples_.pop_front();
   // The watchdog: a connection that delivers nothing for stall-timeout, whether it never did
   // (a camera that accepts the connection and then says nothing) or stopped (a stalled one).
@@ -187,10 +192,15 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
   s.seconds_since_frame =
       (now_us - (s.counts.last_frame_us ? s.counts.last_frame_us : started_us_)) / 1e6;
   if (frame_samples_.size() >= 2) {
-    const auto &[t0, f0] = frame_samples_.front();
-    const auto &[t1, f1] = frame_samples_.back();
-    if (t1 > t0) s.frames_per_second = (f1 - f0) / ((t1 - t0) / 1e6);
+    const Sample &first = frame_samples_.front(), &last = frame_samples_.back();
+    const double seconds = (last.time_us - first.time_us) / 1e6;
+    if (seconds > 0) {
+      s.frames_per_second = (last.frames - first.frames) / seconds;
+      s.load = (last.chain_s - first.chain_s) / seconds;
+    }
   }
+  if (!config_.on_cpu && config_.nms.count("gpu-id"))
+    s.gpu = static_cast<int>(std::stoul(config_.nms.at("gpu-id")));
   return s;
 }
 

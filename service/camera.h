@@ -37,12 +37,18 @@ struct CameraSnapshot {
   double frames_per_second = 0;    // over the last few seconds
   double seconds_since_frame = 0;  // since the last frame, or since the camera started
   guint64 reconnects = 0;
+  int gpu = -1;  // the GPU it is placed on; -1: the CPU
+  // What the camera costs its GPU: seconds of the detector's and cudanms's work per second (its
+  // frames/s times their time per frame), over the last few seconds.
+  double load = 0;
 };
 
 class Camera {
  public:
   // `contexts`: the service's shared CUDA contexts (used unless cuda-context = per-camera).
-  Camera(CameraConfig config, CudaContexts *contexts);
+  // `gpu_failed`: an element of the camera gave up on its GPU (on the main loop).
+  Camera(CameraConfig config, CudaContexts *contexts,
+         std::function<void(const std::string &reason)> gpu_failed = nullptr);
   ~Camera();
   Camera(const Camera &) = delete;
   Camera &operator=(const Camera &) = delete;
@@ -65,6 +71,7 @@ class Camera {
 
   const CameraConfig config_;
   CudaContexts *const contexts_;  // null: a context of the camera's own
+  std::function<void(const std::string &reason)> gpu_failed_;
   std::shared_ptr<CameraOutputs> outputs_;
   std::shared_ptr<Recording> recording_;
   std::shared_ptr<Session> session_;
@@ -79,7 +86,12 @@ class Camera {
   bool stopping_ = false;
   std::string stop_reason_;
   std::function<void()> stopped_;
-  std::deque<std::pair<gint64, guint64>> frame_samples_;  // (time, frames), the last seconds
+  struct Sample {
+    gint64 time_us;
+    guint64 frames;
+    double chain_s;
+  };
+  std::deque<Sample> frame_samples_;  // the last seconds
 };
 
 }  // namespace cudanms::service

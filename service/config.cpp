@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <cudanms/bounded_file.h>
+#include <cudanms/nms.h>
 #include <gio/gio.h>
 #include <gst/gst.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+
+#include "placement.h"
 
 namespace cudanms::service {
 namespace {
@@ -276,6 +279,23 @@ const Key kKeys[] = {
        if (why.empty()) s->mqtt_prefix = v;
        return why;
      }},
+    {"gpus", Where::kService,
+     "the GPUs cameras are placed on, each on the least loaded one: all (default; those "
+     "CUDA_VISIBLE_DEVICES shows), none (the CPU) or indices, 0,2,3; a camera's gpu-id fixes "
+     "its own",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       std::string why;
+       parse_gpu_list(v, &s->gpus, &s->all_gpus, &why);
+       return why;
+     }},
+    {"gpu-failure", Where::kService,
+     "when a GPU fails (CUDA errors): move its cameras to the least loaded GPU left (move, "
+     "default; the CPU when none is left) or run them on the cpu",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       if (v != "move" && v != "cpu") return "must be move or cpu, not \"" + v + "\"";
+       s->gpu_failure = v;
+       return "";
+     }},
     // A camera's, or every camera's default in [service].
     {"url", Where::kCamera, "the camera: rtsp://user:password@host/path, file:///..., or a path",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
@@ -495,8 +515,18 @@ std::map<std::string, std::string> group_values(GKeyFile *file, const char *grou
 }  // namespace
 
 bool parse_config(const std::string &text, const std::string &name, ServiceConfig *config,
-                  std::vector<std::string> *errors) {
+                  std::vector<std::string> *errors, int visible_gpus) {
   const size_t errors_before = errors->size();
+  const unsigned visible =
+      static_cast<unsigned>(visible_gpus >= 0 ? visible_gpus : cudanms::cuda_device_count());
+  // "" when this process sees GPU `value` (a gpu-id or an index of gpus).
+  auto missing_gpu = [visible](unsigned long gpu) -> std::string {
+    if (gpu < visible) return "";
+    return "GPU " + std::to_string(gpu) + " does not exist (" +
+           (visible ? std::to_string(visible) + " visible: 0 to " + std::to_string(visible - 1)
+                    : std::string("no CUDA device visible")) +
+           ")";
+  };
   find_repeats(text, name, errors);
   GKeyFile *file = g_key_file_new();
   GError *error = nullptr;
@@ -563,6 +593,7 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
       CameraConfig scratch;
       why = k && k->where == Where::kService ? k->apply(value, &scratch, &out)
                                              : apply_camera_key(key, value, &scratch);
+      if (why.empty() && key == "gpu-id") why = missing_gpu(std::stoul(value));
       if (!why.empty()) {
         errors->push_back(where + ":" + key + ": " + why);
         bad_defaults.insert(key);
@@ -631,6 +662,13 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
       }
       camera.settings[key] = value;
     }
+    if (own.count("gpu-id") && camera.nms.count("gpu-id")) {
+      const std::string why = missing_gpu(std::stoul(camera.nms.at("gpu-id")));
+      if (!why.empty()) {
+        errors->push_back(where + ":gpu-id: " + why);
+        good = false;
+      }
+    }
     if (camera.reconnect_max_s < camera.reconnect_initial_s) {
       errors->push_back(where + ":reconnect-max: must be at least reconnect-initial");
       good = false;
@@ -646,6 +684,13 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
     if (good) out.cameras.push_back(std::move(camera));
   }
   g_strfreev(groups);
+  if (out.all_gpus) {
+    for (unsigned gpu = 0; gpu < visible; ++gpu) out.gpus.push_back(gpu);
+  } else {
+    for (unsigned gpu : out.gpus)
+      if (const std::string why = missing_gpu(gpu); !why.empty())
+        errors->push_back(name + ":service:gpus: " + why);
+  }
   if (n_groups == 0 || (n_groups == 1 && g_key_file_has_group(file, "service")))
     errors->push_back(name + ": no camera: add a [camera.NAME] group with its url");
 
@@ -671,13 +716,14 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
   return true;
 }
 
-bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors) {
+bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors,
+                 int visible_gpus) {
   std::string text, why;
   if (!read_bounded_file(path, kConfigFileLimit, &text, &why)) {
     errors->push_back(path + ": cannot read the config: " + why);
     return false;
   }
-  return parse_config(text, path, config, errors);
+  return parse_config(text, path, config, errors, visible_gpus);
 }
 
 std::string config_for_urls(const std::vector<std::string> &urls,

@@ -36,6 +36,9 @@ struct CameraConfig {
   long reconnect_attempts = -1;  // -1: unlimited; 0: never reconnect
   double stall_timeout_s = 10;
   bool share_cuda_context = true;  // cuda-context: one context per GPU for every camera
+  // Set by the service, not the config: the camera's GPU failed and it runs on the CPU
+  // (backend=cpu on every element that has one).
+  bool on_cpu = false;
 
   // Every setting as the config resolved it: two cameras with equal settings run the same way
   // (what SIGHUP compares to decide whether a camera restarts).
@@ -46,17 +49,26 @@ struct ServiceConfig {
   std::string metrics_address = "127.0.0.1:9358";  // "" for none
   std::string mqtt_address;                        // "" for none
   std::string mqtt_prefix = "cudanms";
+  // The GPUs cameras are placed on (`gpus`; every visible one by default); empty: the CPU. A
+  // camera's own gpu-id fixes its GPU instead.
+  std::vector<unsigned> gpus;
+  bool all_gpus = true;  // `gpus = all`: resolved against the visible GPUs
+  // A GPU's failure: "move" its cameras to the least loaded GPU left (the CPU when none is), or
+  // run them on the "cpu".
+  std::string gpu_failure = "move";
   std::vector<CameraConfig> cameras;
 };
 
 // Reads and checks the key file at `path` (at most kConfigFileLimit bytes). On any error: false,
 // and every error found, each "FILE:GROUP:KEY: reason" (GROUP and KEY empty where the error is
-// the file's or the group's).
-bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors);
+// the file's or the group's). GPU indices (gpus, gpu-id) are checked against `visible_gpus`
+// (-1: the CUDA devices this process sees, CUDA_VISIBLE_DEVICES applied).
+bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors,
+                 int visible_gpus = -1);
 
 // The same from a key file's text; `name` stands for FILE in the errors.
 bool parse_config(const std::string &text, const std::string &name, ServiceConfig *config,
-                  std::vector<std::string> *errors);
+                  std::vector<std::string> *errors, int visible_gpus = -1);
 
 // The key file of the command-line form: one camera a URL (cam1, cam2, ...), the options as
 // [service] keys.

@@ -133,6 +133,44 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
     e.sample("cudanms_camera_nms_latency_seconds_count", camera_label(c), double(c.counts.frames));
   }
 
+  e.family("cudanms_camera_gpu", "gauge", "The GPU the camera is placed on (-1: the CPU)");
+  for (const CameraSnapshot &c : cameras) e.sample("cudanms_camera_gpu", camera_label(c), c.gpu);
+  e.family("cudanms_camera_load", "gauge",
+           "Seconds of the detector's and cudanms's work per second (last 5 s): what the camera "
+           "costs its GPU");
+  for (const CameraSnapshot &c : cameras) e.sample("cudanms_camera_load", camera_label(c), c.load);
+
+  // Per GPU of the placement: its cameras' sums, and whether it failed.
+  struct GpuFigures {
+    double cameras = 0, fps = 0, load = 0, failed = 0;
+  };
+  std::map<unsigned, GpuFigures> per_gpu;
+  for (const auto &[gpu, failed] : process.placement_gpus) per_gpu[gpu].failed = failed;
+  for (const CameraSnapshot &c : cameras) {
+    if (c.gpu < 0) continue;
+    GpuFigures &g = per_gpu[static_cast<unsigned>(c.gpu)];
+    g.cameras++;
+    g.fps += c.frames_per_second;
+    g.load += c.load;
+  }
+  const struct {
+    const char *name, *help;
+    double GpuFigures::*value;
+  } per_gpu_families[] = {
+      {"cudanms_gpu_cameras", "Cameras placed on the GPU", &GpuFigures::cameras},
+      {"cudanms_gpu_frames_per_second", "Frames per second of the GPU's cameras (last 5 s)",
+       &GpuFigures::fps},
+      {"cudanms_gpu_load", "Seconds of detector and cudanms work per second on the GPU (last 5 s)",
+       &GpuFigures::load},
+      {"cudanms_gpu_failed", "1 when a CUDA failure took the GPU out of the placement",
+       &GpuFigures::failed},
+  };
+  for (const auto &f : per_gpu_families) {
+    e.family(f.name, "gauge", f.help);
+    for (const auto &[gpu, figures] : per_gpu)
+      e.sample(f.name, "gpu=\"" + std::to_string(gpu) + "\"", figures.*(f.value));
+  }
+
   e.family("cudanms_uptime_seconds", "gauge", "Seconds since the service started");
   e.sample("cudanms_uptime_seconds", "", process.uptime_s);
   e.family("process_resident_memory_bytes", "gauge", "Resident memory of the service");
@@ -196,8 +234,8 @@ std::string render_health(const std::vector<CameraSnapshot> &cameras, double upt
   return out;
 }
 
-MetricsServer::MetricsServer(Cameras cameras)
-    : cameras_(std::move(cameras)), started_us_(g_get_monotonic_time()) {}
+MetricsServer::MetricsServer(Cameras cameras, Gpus gpus)
+    : cameras_(std::move(cameras)), gpus_(std::move(gpus)), started_us_(g_get_monotonic_time()) {}
 
 MetricsServer::~MetricsServer() {
   if (server_) {
@@ -264,6 +302,7 @@ void MetricsServer::handle(SoupServer *, SoupServerMessage *message, const char 
     process.uptime_s = uptime;
     process.resident_bytes = resident_bytes();
     process.gpus = gpu_memory();
+    process.placement_gpus = self->gpus_();
     body = render_metrics(cameras, process);
     type = "text/plain; version=0.0.4; charset=utf-8";
   } else {

@@ -6,6 +6,7 @@
 #include <libsoup/soup.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct ProcessSnapshot {
   double uptime_s = 0;
   std::uint64_t resident_bytes = 0;
   std::vector<GpuMemory> gpus;
+  std::map<unsigned, bool> placement_gpus;  // the GPUs cameras may run on: failed or not
 };
 
 // Every metric, with its HELP and TYPE lines.
@@ -29,7 +31,8 @@ std::string render_health(const std::vector<CameraSnapshot> &cameras, double upt
 class MetricsServer {
  public:
   using Cameras = std::function<std::vector<CameraSnapshot>()>;
-  explicit MetricsServer(Cameras cameras);
+  using Gpus = std::function<std::map<unsigned, bool>()>;  // ProcessSnapshot::placement_gpus
+  MetricsServer(Cameras cameras, Gpus gpus);
   ~MetricsServer();
   MetricsServer(const MetricsServer &) = delete;
   MetricsServer &operator=(const MetricsServer &) = delete;
@@ -44,6 +47,7 @@ class MetricsServer {
                      GHashTable *query, gpointer data);
 
   Cameras cameras_;
+  Gpus gpus_;
   SoupServer *server_ = nullptr;
   std::string url_;
   gint64 started_us_;

@@ -101,7 +101,7 @@ bool CameraOutputs::writes() const {
   return file_open_;
 }
 
-void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment) {
+void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment, double chain_s) {
   const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buffer);
   if (writes()) {
     std::lock_guard<std::mutex> guard(file_lock_);
@@ -118,6 +118,7 @@ void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment) {
   std::lock_guard<std::mutex> guard(counts_lock_);
   counts_.frames++;
   counts_.last_frame_us = g_get_monotonic_time();
+  counts_.chain_sum_s += chain_s;
   if (!result) return;
   counts_.candidates += result->candidates_in;
   counts_.kept += result->kept;

@@ -25,6 +25,7 @@ struct FrameCounts {
   gint64 last_frame_us = 0;            // g_get_monotonic_time() of the last frame; 0: none yet
   std::vector<double> recent_nms_us;   // the latest NMS latencies (for p50/p99)
   double nms_sum_s = 0;                // over every frame
+  double chain_sum_s = 0;  // the detector's and cudanms's wall time, over every frame
   guint64 published = 0, dropped = 0;  // MQTT messages
   guint64 lines_lost = 0;              // JSON lines that could not be written
 };
@@ -42,7 +43,8 @@ class CameraOutputs {
   // A connection's stream, on its streaming thread: the caps and events (labels) before frames.
   void on_caps(GstCaps *caps);
   void on_event(GstEvent *event);
-  void on_frame(GstBuffer *buffer, const GstSegment *segment);
+  // `chain_s`: the frame's time from the intake queue to cudanms's output (0: not measured).
+  void on_frame(GstBuffer *buffer, const GstSegment *segment, double chain_s);
   // A state change, on the main loop: a JSON line and the retained MQTT status.
   void on_state(const std::string &state, const std::string &previous, const std::string &reason,
                 long attempt);

@@ -15,7 +15,14 @@ constexpr guint kTickMs = 500;  // the watchdog's and the frame rate's clock
 Service::Service(std::string config_path, ServiceConfig config)
     : config_path_(std::move(config_path)),
       config_(std::move(config)),
-      metrics_([this] { return snapshots(); }) {}
+      placement_(config_.gpus),
+      metrics_([this] { return snapshots(); },
+               [this] {
+                 std::map<unsigned, bool> gpus;
+                 for (const auto &[gpu, load] : placement_.loads())
+                   gpus[gpu] = placement_.failed(gpu);
+                 return gpus;
+               }) {}
 
 Service::~Service() {
   if (tick_timer_) g_source_remove(tick_timer_);
@@ -33,7 +40,10 @@ bool Service::start(std::string *error) {
       [](gpointer data) -> gboolean {
         auto *self = static_cast<Service *>(data);
         const gint64 now = g_get_monotonic_time();
-        for (auto &[name, camera] : self->cameras_) camera->tick(now);
+        for (auto &[name, camera] : self->cameras_) {
+          camera->tick(now);
+          self->placement_.set_load(name, camera->snapshot(now).load);
+        }
         return G_SOURCE_CONTINUE;
       },
       this);
@@ -72,9 +82,58 @@ void Service::apply_service_settings(const ServiceConfig &config) {
 #endif
 }
 
+CameraConfig Service::placed(const CameraConfig &config) {
+  CameraConfig out = config;
+  if (on_cpu_.count(config.name)) {
+    out.on_cpu = true;
+    return out;
+  }
+  const auto fixed = config.nms.find("gpu-id");
+  if (fixed != config.nms.end()) {
+    const unsigned gpu = static_cast<unsigned>(std::stoul(fixed->second));
+    if (!placement_.failed(gpu)) {
+      placement_.pin(config.name, gpu);
+      return out;
+    }
+  }
+  if (!config.enabled) return out;
+  const int gpu = placement_.place(config.name);
+  if (gpu >= 0) {
+    out.nms["gpu-id"] = std::to_string(gpu);
+  } else if (!config_.gpus.empty()) {
+    out.on_cpu = true;  // every GPU it could use has failed
+  }
+  return out;
+}
+
+void Service::gpu_failed(const std::string &name, const std::string &reason) {
+  const auto found = cameras_.find(name);
+  if (found == cameras_.end()) return;
+  const CameraSnapshot camera = found->second->snapshot(g_get_monotonic_time());
+  if (camera.gpu < 0 || placement_.failed(static_cast<unsigned>(camera.gpu))) return;
+  const unsigned gpu = static_cast<unsigned>(camera.gpu);
+  std::vector<std::string> moved = placement_.fail(gpu);
+  const bool to_cpu = config_.gpu_failure == "cpu";
+  log_line("GPU %u failed (camera %s: %s): %zu cameras %s", gpu, name.c_str(), reason.c_str(),
+           moved.size(), to_cpu ? "go on on the CPU" : "move to the GPUs left");
+  for (const std::string &m : moved) {
+    if (to_cpu) on_cpu_.insert(m);
+    const auto running = cameras_.find(m);
+    if (running == cameras_.end()) continue;
+    CameraConfig unplaced = running->second->config();
+    for (const CameraConfig &c : config_.cameras)
+      if (c.name == m) unplaced = c;  // without the gpu-id the placement gave it
+    stop_camera(m, "GPU " + std::to_string(gpu) + " failed: restarting elsewhere",
+                [this, unplaced] { start_camera(unplaced); });
+  }
+}
+
 void Service::start_camera(const CameraConfig &config) {
   if (shutting_down_) return;  // a restart that a reload asked for, overtaken by the shutdown
-  auto camera = std::make_unique<Camera>(config, &cuda_contexts_);
+  const std::string name = config.name;
+  auto camera = std::make_unique<Camera>(
+      placed(config), &cuda_contexts_,
+      [this, name](const std::string &reason) { gpu_failed(name, reason); });
   Camera *raw = camera.get();
   cameras_[config.name] = std::move(camera);
   raw->start();
@@ -130,6 +189,8 @@ void Service::reload() {
   for (const std::string &name : names) {
     auto found = wanted.find(name);
     if (found == wanted.end()) {
+      placement_.release(name);
+      on_cpu_.erase(name);
       stop_camera(name, "removed from the config", nullptr);
       removed++;
     } else if (found->second->settings != cameras_[name]->config().settings) {

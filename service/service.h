@@ -1,11 +1,14 @@
-// The camera service: its cameras, the watchdog's tick, the HTTP endpoint, the service's own MQTT
-// status, a reload (SIGHUP) that touches only the cameras whose settings changed, and a
-// shutdown (SIGTERM, SIGINT) that finalises every output. Runs on the main loop.
+// The camera service: its cameras, their GPUs (placement.h), the watchdog's tick, the HTTP
+// endpoint, the service's own MQTT status, a reload (SIGHUP) that touches only the cameras whose
+// settings changed, and a shutdown (SIGTERM, SIGINT) that finalises every output. A GPU that
+// fails (an element's CUDA failure) takes no other GPU's camera with it: its own cameras restart
+// on the least loaded GPU left, or on the CPU (gpu-failure). Runs on the main loop.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,7 @@
 #include "config.h"
 #include "cuda_contexts.h"
 #include "metrics.h"
+#include "placement.h"
 #ifdef CUDANMS_HAVE_MQTT
 #include "mqttpublisher.h"
 #endif
@@ -41,10 +45,15 @@ class Service {
   void stop_camera(const std::string &name, const std::string &reason, std::function<void()> then);
   void apply_service_settings(const ServiceConfig &config);
   void finish_shutdown();  // once the last camera stopped
+  // The config of `config`'s camera as it runs: on its GPU (gpu-id), or on the CPU.
+  CameraConfig placed(const CameraConfig &config);
+  void gpu_failed(const std::string &camera, const std::string &reason);
 
   std::string config_path_;
   ServiceConfig config_;
   CudaContexts cuda_contexts_;  // declared before the cameras: destroyed after them
+  Placement placement_;
+  std::set<std::string> on_cpu_;  // cameras whose GPU failed, run on the CPU
   std::map<std::string, std::unique_ptr<Camera>> cameras_;
   std::vector<std::unique_ptr<Camera>> stopping_;  // removed, finalising
   MetricsServer metrics_;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "main_loop.h"
+#include "nvdec.h"
 
 namespace cudanms::service {
 namespace {
@@ -39,6 +41,19 @@ void on_source_setup(GstElement *, GstElement *source, gpointer data) {
   }
 }
 
+// decodebin's answer to a decoder it may try (its GstAutoplugSelectResult).
+enum { kAutoplugTry = 0, kAutoplugSkip = 2 };
+
+// uridecodebin offers a decoder: an NVDEC element of another GPU than the camera's is skipped,
+// so that the next one down (each GPU's a rank below the first's) decodes on the camera's GPU
+// and no frame crosses GPUs; a camera on the CPU (its GPU failed) decodes on the CPU.
+int on_autoplug_select(GstElement *, GstPad *, GstCaps *, GstElementFactory *factory,
+                       gpointer data) {
+  const int gpu = GPOINTER_TO_INT(data);
+  const int device = gst_cv_nvdec_device(factory);
+  return device >= 0 && device != gpu ? kAutoplugSkip : kAutoplugTry;
+}
+
 gchar *on_format_location(GstElement *, guint, gpointer data) {
   return g_strdup(static_cast<Recording *>(data)->next_path().c_str());
 }
@@ -55,6 +70,42 @@ void set_on_all(GstElement *bin, const char *name, const std::string &value) {
   }
   g_value_unset(&item);
   gst_iterator_free(it);
+}
+
+// Every element of `bin` whose enum property `name` has the value `nick` gets it (backend=cpu
+// on the detector and cudanms when the camera's GPU failed).
+void set_enum_on_all(GstElement *bin, const char *name, const char *nick) {
+  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
+  GValue item = G_VALUE_INIT;
+  while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+    GObject *element = G_OBJECT(g_value_get_object(&item));
+    GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), name);
+    if (pspec && G_IS_PARAM_SPEC_ENUM(pspec) &&
+        g_enum_get_value_by_nick(G_PARAM_SPEC_ENUM(pspec)->enum_class, nick))
+      gst_util_set_object_arg(element, name, nick);
+    g_value_reset(&item);
+  }
+  g_value_unset(&item);
+  gst_iterator_free(it);
+}
+
+// A warning of an element that gave up on CUDA and runs on on the CPU (cudanms, cudacascade:
+// RESOURCE FAILED, "CUDA ... failed"): the GPU under it is no longer to be trusted.
+bool is_cuda_failure(GstMessage *message) {
+  GError *error = nullptr;
+  gst_message_parse_warning(message, &error, nullptr);
+  const bool cuda = error->domain == GST_RESOURCE_ERROR && error->code == GST_RESOURCE_ERROR_FAILED &&
+                    strstr(error->message, "CUDA") && strstr(error->message, "failed");
+  g_clear_error(&error);
+  return cuda;
+}
+
+std::string warning_text(GstMessage *message) {
+  GError *error = nullptr;
+  gst_message_parse_warning(message, &error, nullptr);
+  const std::string text = std::string(GST_OBJECT_NAME(message->src)) + ": " + error->message;
+  g_clear_error(&error);
+  return text;
 }
 
 // An error message as one line: the message, and the last line of the details when they add
@@ -145,7 +196,14 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
     set_on_all(s->pipeline_, "gpu-id", config.nms.at("gpu-id"));
     gpu_id = static_cast<guint>(std::stoul(config.nms.at("gpu-id")));
   }
-  if (contexts) contexts->share_with(s->pipeline_, gpu_id);
+  if (config.on_cpu) {
+    set_enum_on_all(s->pipeline_, "backend", "cpu");
+  } else if (contexts) {
+    contexts->share_with(s->pipeline_, gpu_id);
+  }
+  GstPad *intake = gst_element_get_static_pad(s->intake_, "src");
+  gst_pad_add_probe(intake, GST_PAD_PROBE_TYPE_BUFFER, on_intake, s.get(), nullptr);
+  gst_object_unref(intake);
   GstPad *output = gst_element_get_static_pad(nms, "src");
   // The probe holds the session weakly: the pipeline (and so the probe) may outlive it a moment
   // at teardown, never the other way round.
@@ -157,6 +215,8 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   gst_object_unref(nms);
 
   if (GstElement *source = gst_bin_get_by_name(bin, "source")) {
+    g_signal_connect(source, "autoplug-select", G_CALLBACK(on_autoplug_select),
+                     GINT_TO_POINTER(config.on_cpu ? -1 : static_cast<int>(gpu_id)));
     // The config outlives the session's pipeline: the camera owns both.
     g_signal_connect_data(
         source, "source-setup", G_CALLBACK(on_source_setup), new CameraConfig(config),
@@ -205,6 +265,10 @@ gboolean Session::on_bus(GstBus *, GstMessage *message, gpointer data) {
     case GST_MESSAGE_ERROR:
       if (s->events_.failed) s->events_.failed(error_text(message));
       break;
+    case GST_MESSAGE_WARNING:
+      if (is_cuda_failure(message) && s->events_.gpu_failed)
+        s->events_.gpu_failed(warning_text(message));
+      break;
     case GST_MESSAGE_EOS:
       s->ended_ = true;  // every sink has finalised its output
       if (s->events_.failed) s->events_.failed("the stream ended");
@@ -219,11 +283,19 @@ gboolean Session::on_bus(GstBus *, GstMessage *message, gpointer data) {
   return G_SOURCE_CONTINUE;
 }
 
+// The detector and cudanms run on the intake queue's streaming thread, up to the output probe.
+GstPadProbeReturn Session::on_intake(GstPad *, GstPadProbeInfo *, gpointer data) {
+  static_cast<Session *>(data)->chain_start_us_ = g_get_monotonic_time();
+  return GST_PAD_PROBE_OK;
+}
+
 GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer data) {
   auto *s = static_cast<Session *>(data);
   if (s->detached_.load()) return GST_PAD_PROBE_OK;
   if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
-    s->outputs_->on_frame(GST_PAD_PROBE_INFO_BUFFER(info), &s->segment_);
+    const double chain_s =
+        s->chain_start_us_ ? (g_get_monotonic_time() - s->chain_start_us_) / 1e6 : 0.0;
+    s->outputs_->on_frame(GST_PAD_PROBE_INFO_BUFFER(info), &s->segment_, chain_s);
     if (!s->first_frame_seen_.exchange(true))
       gst_element_post_message(s->pipeline_,
                                gst_message_new_application(GST_OBJECT(s->pipeline_),

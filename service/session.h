@@ -39,6 +39,8 @@ class Session : public std::enable_shared_from_this<Session> {
   struct Events {
     std::function<void()> first_frame;
     std::function<void(const std::string &reason)> failed;  // an error, or the stream ended
+    // An element gave up on its GPU (a CUDA failure; it runs on on the CPU).
+    std::function<void(const std::string &reason)> gpu_failed;
   };
 
   // Builds the pipeline and sets it playing, in the shared CUDA context of `contexts` when
@@ -66,6 +68,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Session() = default;
   static gboolean on_bus(GstBus *bus, GstMessage *message, gpointer data);
   static GstPadProbeReturn on_output(GstPad *pad, GstPadProbeInfo *info, gpointer data);
+  static GstPadProbeReturn on_intake(GstPad *pad, GstPadProbeInfo *info, gpointer data);
 
   std::string camera_;
   GstElement *pipeline_ = nullptr;
@@ -80,6 +83,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<bool> first_frame_seen_{false};
   std::atomic<bool> detached_{false};  // finalised: frames no longer reach the outputs
   GstSegment segment_;                 // the stream's, on the streaming thread
+  gint64 chain_start_us_ = 0;          // the frame leaving the intake queue, same thread
 };
 
 }  // namespace cudanms::service

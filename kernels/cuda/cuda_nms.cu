@@ -567,4 +567,9 @@ bool cuda_available(std::string *why) {
   return true;
 }
 
+int cuda_device_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
 }  // namespace cudanms

@@ -8,6 +8,8 @@ bool cuda_available(std::string *why) {
   return false;
 }
 
+int cuda_device_count() { return 0; }
+
 namespace detail {
 
 std::unique_ptr<Context> create_cuda_context(const ContextOptions &, Status *status) {

@@ -28,10 +28,13 @@ class Config : public ::testing::Test {
   void TearDown() override { g_rmdir(dir_.c_str()); }
 
   // The errors of `text`, or none when it parses.
-  std::vector<std::string> errors_of(const std::string &text, ServiceConfig *config = nullptr) {
+  // Checked as on a machine that sees `visible_gpus` GPUs (none by default).
+  std::vector<std::string> errors_of(const std::string &text, ServiceConfig *config = nullptr,
+                                     int visible_gpus = 0) {
     ServiceConfig scratch;
     std::vector<std::string> errors;
-    const bool ok = parse_config(text, "cams.conf", config ? config : &scratch, &errors);
+    const bool ok =
+        parse_config(text, "cams.conf", config ? config : &scratch, &errors, visible_gpus);
     EXPECT_EQ(ok, errors.empty());
     return errors;
   }
@@ -257,6 +260,39 @@ TEST_F(Config, MqttTopicWithoutABrokerAndNoCamerasAreErrors) {
   EXPECT_EQ(errors_of("[service]\ndetector = cvdetect\n"),
             std::vector<std::string>{"cams.conf: no camera: add a [camera.NAME] group with its "
                                      "url"});
+}
+
+TEST_F(Config, GpusAreTheVisibleOnesUnlessTheConfigNamesSome) {
+  const std::string camera = "[camera.a]\nurl = rtsp://127.0.0.1/a\n";
+  ServiceConfig config;
+  ASSERT_EQ(errors_of(camera, &config, 4), std::vector<std::string>{});
+  EXPECT_EQ(config.gpus, (std::vector<unsigned>{0, 1, 2, 3}));
+  EXPECT_EQ(config.gpu_failure, "move");
+  ASSERT_EQ(errors_of(camera, &config, 0), std::vector<std::string>{});
+  EXPECT_TRUE(config.gpus.empty());  // no GPU: every camera on the CPU
+  ASSERT_EQ(errors_of("[service]\ngpus = 2,0\ngpu-failure = cpu\n" + camera, &config, 4),
+            std::vector<std::string>{});
+  EXPECT_EQ(config.gpus, (std::vector<unsigned>{2, 0}));
+  EXPECT_EQ(config.gpu_failure, "cpu");
+  ASSERT_EQ(errors_of("[service]\ngpus = none\n" + camera, &config, 4),
+            std::vector<std::string>{});
+  EXPECT_TRUE(config.gpus.empty());
+}
+
+TEST_F(Config, AGpuThatDoesNotExistIsAnError) {
+  EXPECT_EQ(errors_of("[service]\ngpus = 0,3\ngpu-failure = sideways\n"
+                      "[camera.a]\nurl = rtsp://127.0.0.1/a\ngpu-id = 2\n"
+                      "[camera.b]\nurl = rtsp://127.0.0.1/b\ngpu-id = 1\n",
+                      nullptr, 2),
+            (std::vector<std::string>{
+                "cams.conf:service:gpu-failure: must be move or cpu, not \"sideways\"",
+                "cams.conf:camera.a:gpu-id: GPU 2 does not exist (2 visible: 0 to 1)",
+                "cams.conf:service:gpus: GPU 3 does not exist (2 visible: 0 to 1)"}));
+  EXPECT_EQ(errors_of("[service]\ngpu-id = 0\ngpus = 1,1\n[camera.a]\nurl = rtsp://127.0.0.1/a\n"),
+            (std::vector<std::string>{
+                "cams.conf:service:gpu-id: GPU 0 does not exist (no CUDA device visible)",
+                "cams.conf:service:gpus: must be all, none or GPU indices once each (0,2,3), not "
+                "\"1,1\""}));
 }
 
 TEST_F(Config, SyntaxErrorsNameTheLine) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "cudanms/nms.h"
 #include "support/mqtt_broker.h"
 #include "service_support.h"
 
@@ -327,6 +328,12 @@ TEST_F(Service, MetricsEqualTheOutputsAndAStopFinalisesThem) {
     EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_state,state=streaming", camera), 1);
     EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_state,state=failed", camera), 0);
     EXPECT_GT(ServiceRun::value(metrics, "cudanms_camera_last_frame_age_seconds", camera), 1);
+    // Placed on the first GPU where there is one (the two cameras: GPU 0 and 1 where there are
+    // two), else on the CPU; detector and NMS time measured either way.
+    const int gpus = cudanms::cuda_device_count();
+    const int placed_on = gpus == 0 ? -1 : (std::string(camera) == "b" && gpus > 1 ? 1 : 0);
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_gpu", camera), placed_on);
+    EXPECT_GT(ServiceRun::value(metrics, "cudanms_camera_load", camera), 0);
     if (broker) {
       // QoS 0: published once written to the socket; the broker is up, so every frame was.
       EXPECT_TRUE(eventually(3, [&] {
@@ -494,6 +501,36 @@ TEST_F(Service, ACheckWithoutThePluginsRefusesTheConfig) {
   EXPECT_NE(read_file(dir_.file("bare.err")).find("the cudanms element is not installed"),
             std::string::npos)
       << read_file(dir_.file("bare.err"));
+}
+
+// The service sees the GPUs CUDA_VISIBLE_DEVICES shows: with it empty there are none, and a
+// config that names one is refused before any camera starts, by --check-config as by --config.
+TEST_F(Service, AGpuTheServiceCannotSeeIsAConfigError) {
+  const std::string conf = dir_.file("gpus.conf");
+  ASSERT_TRUE(g_file_set_contents(
+      conf.c_str(), "[service]\ngpus = 0,1\n[camera.a]\nurl = rtsp://127.0.0.1:1/a\ngpu-id = 1\n",
+      -1, nullptr));
+  const gchar *was = g_getenv("CUDA_VISIBLE_DEVICES");
+  const std::string visible_before = was ? was : "";
+  g_setenv("CUDA_VISIBLE_DEVICES", "", TRUE);
+  for (const char *mode : {"--check-config", "--config"}) {
+    GSubprocess *p =
+        spawn({script("service"), mode, conf}, dir_.file("gpus.out"), dir_.file("gpus.err"));
+    EXPECT_EQ(wait_exit(p, 30), 2) << mode;
+    g_object_unref(p);
+    std::vector<std::string> errors = lines_of(dir_.file("gpus.err"));
+    std::sort(errors.begin(), errors.end());
+    EXPECT_EQ(errors, (std::vector<std::string>{
+                          conf + ":camera.a:gpu-id: GPU 1 does not exist (no CUDA device visible)",
+                          conf + ":service:gpus: GPU 0 does not exist (no CUDA device visible)",
+                          conf + ":service:gpus: GPU 1 does not exist (no CUDA device visible)"}))
+        << mode;
+  }
+  if (was) {
+    g_setenv("CUDA_VISIBLE_DEVICES", visible_before.c_str(), TRUE);
+  } else {
+    g_unsetenv("CUDA_VISIBLE_DEVICES");
+  }
 }
 
 }  // namespace

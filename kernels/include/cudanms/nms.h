@@ -272,6 +272,9 @@ class Context {
 // True when the CUDA backend is compiled in and a CUDA device can be used; otherwise false,
 // and *why (if given) says what is missing.
 bool cuda_available(std::string *why = nullptr);
+// The CUDA devices this process may use (CUDA_VISIBLE_DEVICES applied): 0 without the CUDA
+// backend, a driver or a device.
+int cuda_device_count();
 
 // Names as used by the tool and the element properties ("greedy", "iou", "cuda", ...).
 const char *to_string(Method method);
