@@ -1,6 +1,8 @@
-// cudanms-streams: many video streams through "cudacascade ! cudanms" on one GPU, in one process.
-// Each stream is a branch of one pipeline with its own streaming thread, so the streams' GPU work
-// interleaves on the elements' own CUDA streams.
+// cudanms-streams: many video streams through "cudacascade ! cudanms" on the GPUs of a host, in
+// one process. Each stream is a branch of one pipeline with its own streaming thread, so the
+// streams' GPU work interleaves on the elements' own CUDA streams. --gpus spreads the streams over
+// several GPUs, stream i on the (i mod G)-th: every element of its chain (NVDEC, detector, NMS)
+// and its preloaded frames on that GPU, so that no frame crosses GPUs.
 //
 //   cudanms-streams [options] SOURCE...      one stream per file or URI (rtsp://, file://, ...),
 //                                            decoded as it comes (uridecodebin)
@@ -17,7 +19,8 @@
 // Every --progress seconds: frames/s per stream and in total. At the end, one summary: frames/s
 // per stream and in total, each element's time per frame (p50/p99, measured on the stream's
 // thread from the element's sink pad to its src pad), the NMS element's share of the per-frame
-// time, and the GPU memory the process holds. --json FILE writes the summary as JSON.
+// time, and the GPU memory the process holds; with --gpus the same per GPU. --json FILE writes
+// the summary as JSON.
 // Exit status: 0 done, 1 pipeline error, 2 usage.
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
@@ -28,12 +31,15 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "cudanms/nms.h"
 #include "elementcudacontext.h"
+#include "nvdec.h"
 
 #ifdef CUDANMS_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -48,6 +54,7 @@ struct Options {
   gint preload_frames = 30;
   gboolean preload_gpu = FALSE;  // the preloaded frames in GPU memory (NV12, cudaupload)
   gboolean nvdec = FALSE;        // sources decoded by nvh264dec into GPU memory
+  gchar *gpus = nullptr;         // "all" or indices: the streams spread over these GPUs
   gchar *size = nullptr;
   gchar *detector = nullptr;
   gchar *nms = nullptr;
@@ -79,6 +86,7 @@ const char *kDefaultNms = "cudanms iou-threshold=0.3";
 // for progress through the atomic frame count).
 struct Stream {
   int index = 0;
+  int gpu = -1;  // --gpus: the GPU its chain runs on
   std::string camera_id;
   guint64 published = 0, dropped = 0;  // --publish: metapublish's counts at the end
   double mean_batch = 0;                // a batching detector's (dnndetect) frames per forward
@@ -100,13 +108,16 @@ struct App {
   GstElement *pipeline = nullptr;
   GMainLoop *loop = nullptr;
   std::vector<std::unique_ptr<Stream>> streams;
-  std::vector<GstBuffer *> preloaded;
+  std::vector<unsigned> gpus;  // the GPUs the streams run on (--gpus; else GPU 0)
+  // --preload: the frames, per GPU with --preload-gpu (each GPU reads its own copy).
+  std::map<unsigned, std::vector<GstBuffer *>> preloaded;
   GstCaps *preloaded_caps = nullptr;
-  GstContext *cuda_context = nullptr;  // --preload-gpu, --nvdec: the primary context, shared
+  // --preload-gpu, --nvdec, --gpus: each GPU's primary context, shared by its streams.
+  std::map<unsigned, GstContext *> cuda_contexts;
   int exit_code = 0;
   gint64 started_us = 0;
-  size_t gpu_used_before = 0;   // the device's used memory before the pipeline
-  size_t gpu_used_running = 0;  // the most seen while it ran
+  std::map<unsigned, size_t> gpu_used_before;   // each device's used memory before the pipeline
+  std::map<unsigned, size_t> gpu_used_running;  // the most seen while it ran
 };
 
 double percentile(std::vector<double> values, double p) {
@@ -117,12 +128,53 @@ double percentile(std::vector<double> values, double p) {
   return values[rank];
 }
 
-size_t gpu_memory_used() {
+size_t gpu_memory_used(unsigned gpu) {
 #ifdef CUDANMS_HAVE_CUDA
   size_t free_bytes = 0, total = 0;
-  if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess) return total - free_bytes;
+  if (cudaSetDevice(static_cast<int>(gpu)) == cudaSuccess &&
+      cudaMemGetInfo(&free_bytes, &total) == cudaSuccess)
+    return total - free_bytes;
+#else
+  (void)gpu;
 #endif
   return 0;
+}
+
+void sample_gpu_memory(App *app) {
+  for (unsigned gpu : app->gpus)
+    app->gpu_used_running[gpu] = std::max(app->gpu_used_running[gpu], gpu_memory_used(gpu));
+}
+
+// --gpus: "all" (every GPU CUDA shows) or indices; false with the reason.
+bool parse_gpus(const char *text, std::vector<unsigned> *gpus, std::string *why) {
+  const int visible = cudanms::cuda_device_count();
+  if (g_str_equal(text, "all")) {
+    for (int g = 0; g < visible; ++g) gpus->push_back(static_cast<unsigned>(g));
+  } else {
+    gchar **parts = g_strsplit(text, ",", -1);
+    for (gchar **p = parts; *p; ++p) {
+      char *end = nullptr;
+      const gint64 g = g_ascii_strtoll(g_strstrip(*p), &end, 10);
+      if (!**p || *end || g < 0 || g >= visible ||
+          std::find(gpus->begin(), gpus->end(), static_cast<unsigned>(g)) != gpus->end()) {
+        *why = std::string("--gpus \"") + text + "\": all, or indices of the " +
+               std::to_string(visible) + " visible GPUs, each once";
+        g_strfreev(parts);
+        return false;
+      }
+      gpus->push_back(static_cast<unsigned>(g));
+    }
+    g_strfreev(parts);
+  }
+  if (gpus->empty()) *why = "--gpus: no CUDA device visible";
+  return !gpus->empty();
+}
+
+// The NVDEC H.264 decoder of `gpu` (nvh264dec on the first: also where the plugin does not say
+// which GPU its decoders use).
+std::string nvdec_for(unsigned gpu) {
+  const std::string name = gst_cv_nvdec_for("h264", static_cast<int>(gpu));
+  return name.empty() && gpu == 0 ? "nvh264dec" : name;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -171,7 +223,7 @@ void watch(GstElement *element, Stream *stream, int which) {
 // ---------------------------------------------------------------------------------------------
 // --preload: the frames, decoded once.
 
-bool preload(App *app, std::string *error) {
+bool preload(App *app, unsigned gpu_index, std::string *error) {
   gchar *uri = gst_uri_is_valid(app->options.preload)
                    ? g_strdup(app->options.preload)
                    : gst_filename_to_uri(app->options.preload, nullptr);
@@ -199,12 +251,13 @@ bool preload(App *app, std::string *error) {
     if (pipeline) gst_object_unref(pipeline);
     return false;
   }
-  if (app->cuda_context) gst_element_set_context(pipeline, app->cuda_context);
+  if (gpu) gst_element_set_context(pipeline, app->cuda_contexts.at(gpu_index));
+  std::vector<GstBuffer *> &frames = app->preloaded[gpu_index];
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "frames");
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstBus *bus = gst_element_get_bus(pipeline);
   std::string decode_error;
-  while (static_cast<int>(app->preloaded.size()) < app->options.preload_frames) {
+  while (static_cast<int>(frames.size()) < app->options.preload_frames) {
     GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), GST_SECOND / 10);
     if (!sample) {
       if (GstMessage *m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
@@ -226,13 +279,13 @@ bool preload(App *app, std::string *error) {
       decode_error = "a frame could not be copied";
       break;
     }
-    app->preloaded.push_back(copy);
+    frames.push_back(copy);
   }
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(bus);
   gst_object_unref(sink);
   gst_object_unref(pipeline);
-  if (app->preloaded.empty()) {
+  if (frames.empty()) {
     *error = std::string("no frame could be decoded from ") + app->options.preload +
              (decode_error.empty() ? "" : ": " + decode_error);
     return false;
@@ -269,6 +322,11 @@ std::string camera_id(const Options &o, int i) {
   return "stream-" + std::to_string(i);
 }
 
+// Stream i's GPU: the (i mod G)-th of --gpus (GPU 0 without).
+unsigned gpu_of(const App &app, int i) {
+  return app.gpus.empty() ? 0 : app.gpus[static_cast<size_t>(i) % app.gpus.size()];
+}
+
 std::string branch(const App &app, int i, const char *source) {
   const std::string n = std::to_string(i);
   std::string head;
@@ -278,8 +336,10 @@ std::string branch(const App &app, int i, const char *source) {
     gchar *uri = gst_uri_is_valid(source) ? g_strdup(source) : gst_filename_to_uri(source, nullptr);
     const std::string quoted = std::string("uri=\"") + (uri ? uri : source) + "\"";
     // --nvdec: H.264 parsed out of whatever carries it, decoded into GPU memory.
-    head = app.options.nvdec ? "urisourcebin " + quoted + " ! parsebin ! nvh264dec"
-                             : "uridecodebin " + quoted + " ! videoconvert";
+    head = app.options.nvdec
+               ? "urisourcebin " + quoted + " ! parsebin ! " + nvdec_for(gpu_of(app, i)) +
+                     " name=dec" + n
+               : "uridecodebin " + quoted + " ! videoconvert";
     g_free(uri);
     // --frames with sources: each stream ends after that many (a camera never ends by itself);
     // identity's eos-after counts the buffer it ends on.
@@ -315,7 +375,7 @@ gboolean on_bus(GstBus *, GstMessage *message, gpointer data) {
       break;
     }
     case GST_MESSAGE_EOS:
-      app->gpu_used_running = std::max(app->gpu_used_running, gpu_memory_used());
+      sample_gpu_memory(app);
       g_main_loop_quit(app->loop);
       break;
     default:
@@ -326,7 +386,7 @@ gboolean on_bus(GstBus *, GstMessage *message, gpointer data) {
 
 gboolean on_progress(gpointer data) {
   auto *app = static_cast<App *>(data);
-  app->gpu_used_running = std::max(app->gpu_used_running, gpu_memory_used());
+  sample_gpu_memory(app);
   const double elapsed = (g_get_monotonic_time() - app->started_us) / 1e6;
   guint64 total = 0;
   g_print("%6.1f s ", elapsed);
@@ -337,6 +397,41 @@ gboolean on_progress(gpointer data) {
   }
   g_print("  total %.1f fps (%" G_GUINT64_FORMAT " frames)\n", total / elapsed, total);
   return G_SOURCE_CONTINUE;
+}
+
+// One GPU's streams (--gpus): their frames/s from their first frame to their last, their
+// elements' time per frame, and the memory the process added on the device.
+struct GpuFigures {
+  unsigned gpu = 0;
+  int streams = 0;
+  guint64 frames = 0;
+  double fps = 0, detector_p50_us = 0, nms_p50_us = 0, memory_mib = 0;
+};
+
+double memory_mib(const App &app, unsigned gpu) {
+  const auto running = app.gpu_used_running.find(gpu), before = app.gpu_used_before.find(gpu);
+  if (running == app.gpu_used_running.end() || before == app.gpu_used_before.end()) return 0;
+  return (running->second - std::min(running->second, before->second)) / (1024.0 * 1024.0);
+}
+
+GpuFigures gpu_figures(const App &app, unsigned gpu) {
+  GpuFigures g;
+  g.gpu = gpu;
+  std::vector<double> detector, nms;
+  gint64 first = G_MAXINT64, last = 0;
+  for (const auto &s : app.streams) {
+    if (s->gpu != static_cast<int>(gpu)) continue;
+    g.streams++;
+    g.frames += s->frames;
+    detector.insert(detector.end(), s->element_us[0].begin(), s->element_us[0].end());
+    nms.insert(nms.end(), s->element_us[1].begin(), s->element_us[1].end());
+    if (s->frames > 0) first = std::min(first, s->first_us), last = std::max(last, s->last_us);
+  }
+  if (last > first) g.fps = (g.frames - 1) / ((last - first) / 1e6);
+  g.detector_p50_us = percentile(detector, 0.5);
+  g.nms_p50_us = percentile(nms, 0.5);
+  g.memory_mib = memory_mib(app, gpu);
+  return g;
 }
 
 void summarize(App *app) {
@@ -367,8 +462,8 @@ void summarize(App *app) {
   for (double v : chain) chain_sum += v;
   for (double v : nms_gpu) gpu_sum += v;
   const double share = chain_sum > 0 && !nms_gpu.empty() ? 100.0 * gpu_sum / chain_sum : 0;
-  const size_t used = app->gpu_used_running;
-  const double memory_mib = (used - std::min(used, app->gpu_used_before)) / (1024.0 * 1024.0);
+  double memory = 0;
+  for (unsigned gpu : app->gpus) memory += memory_mib(*app, gpu);
   const int n = static_cast<int>(app->streams.size());
   double mean_batch = 0;
   for (const auto &s : app->streams) mean_batch += n ? s->mean_batch / n : 0;
@@ -388,7 +483,7 @@ void summarize(App *app) {
       {"nms_gpu_p50_us", percentile(nms_gpu, 0.5)},
       {"nms_gpu_p99_us", percentile(nms_gpu, 0.99)},
       {"nms_share_percent", share},
-      {"gpu_memory_mib", memory_mib},
+      {"gpu_memory_mib", memory},
       {"published", static_cast<double>(published)},
       {"dropped", static_cast<double>(dropped)},
       {"messages_per_s", wall > 0 ? published / wall : 0},
@@ -403,6 +498,13 @@ void summarize(App *app) {
   g_print("NMS share %.2f%% of the chain's time  GPU memory %.0f MiB (%.1f MiB per stream)\n",
           fig(13), fig(14), n ? fig(14) / n : 0);
   if (fig(18) > 0) g_print("detector: %.2f frames per forward on average\n", fig(18));
+  std::vector<GpuFigures> per_gpu;
+  if (app->options.gpus)
+    for (unsigned gpu : app->gpus) per_gpu.push_back(gpu_figures(*app, gpu));
+  for (const GpuFigures &g : per_gpu)
+    g_print("GPU %u: %d streams  %.1f fps  detector p50 %.0f us  cudanms p50 %.0f us  memory %.0f "
+            "MiB\n",
+            g.gpu, g.streams, g.fps, g.detector_p50_us, g.nms_p50_us, g.memory_mib);
   if (app->options.publish) {
     g_print("published to %s: %.0f messages (%.1f/s), dropped %.0f\n", app->options.publish,
             fig(15), fig(17), fig(16));
@@ -419,6 +521,19 @@ void summarize(App *app) {
   }
   for (size_t i = 0; i < figures.size(); ++i)
     fprintf(f, "%s\"%s\": %.10g", i ? ", " : "{", figures[i].first, figures[i].second);
+  if (!per_gpu.empty()) {
+    fprintf(f, ", \"per_gpu\": [");
+    for (size_t i = 0; i < per_gpu.size(); ++i) {
+      const GpuFigures &g = per_gpu[i];
+      fprintf(f,
+              "%s{\"gpu\": %u, \"streams\": %d, \"frames\": %" G_GUINT64_FORMAT
+              ", \"fps\": %.10g, \"detector_p50_us\": %.10g, \"nms_p50_us\": %.10g, "
+              "\"gpu_memory_mib\": %.10g}",
+              i ? ", " : "", g.gpu, g.streams, g.frames, g.fps, g.detector_p50_us, g.nms_p50_us,
+              g.memory_mib);
+    }
+    fprintf(f, "]");
+  }
   fprintf(f, "}\n");
   fclose(f);
 }
@@ -443,6 +558,10 @@ int main(int argc, char **argv) {
        nullptr},
       {"nvdec", 0, 0, G_OPTION_ARG_NONE, &o.nvdec,
        "Decode the H.264 SOURCEs on NVDEC into GPU memory (nvh264dec)", nullptr},
+      {"gpus", 0, 0, G_OPTION_ARG_STRING, &o.gpus,
+       "Spread the streams over these GPUs, stream i on the (i mod G)-th: all, or indices 0,1 "
+       "(default: GPU 0)",
+       "LIST"},
       {"size", 0, 0, G_OPTION_ARG_STRING, &o.size, "Frame size with --preload (default 1920x1080)",
        "WxH"},
       {"detector", 0, 0, G_OPTION_ARG_STRING, &o.detector,
@@ -476,7 +595,7 @@ int main(int argc, char **argv) {
       {"qos", 0, 0, G_OPTION_ARG_INT, &o.qos, "MQTT QoS with --publish: 0 or 1 (default 0)", "Q"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &sources, nullptr, "SOURCE..."},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext *context = g_option_context_new("[SOURCE...] - many streams on one GPU");
+  GOptionContext *context = g_option_context_new("[SOURCE...] - many streams on the GPUs");
   g_option_context_add_main_entries(context, entries, nullptr);
   g_option_context_add_group(context, gst_init_get_option_group());
   GError *error = nullptr;
@@ -513,22 +632,38 @@ int main(int argc, char **argv) {
     g_printerr("--preload-gpu goes with --preload, --nvdec with SOURCEs\n");
     return 2;
   }
-  if (o.preload_gpu || o.nvdec) {
-    app.cuda_context = gst_cv_cuda_primary_context_new(0);
-    if (!app.cuda_context) {
-      g_printerr("--preload-gpu and --nvdec need a CUDA device and gstreamer-cuda\n");
+  std::string why;
+  if (o.gpus && !parse_gpus(o.gpus, &app.gpus, &why)) {
+    g_printerr("%s\n", why.c_str());
+    return 2;
+  }
+  if (!o.gpus) app.gpus = {0};
+  for (unsigned gpu : o.nvdec ? app.gpus : std::vector<unsigned>{}) {
+    if (nvdec_for(gpu).empty()) {
+      g_printerr("--nvdec: no NVDEC H.264 decoder for GPU %u (gst-plugins-bad's nvcodec)\n", gpu);
       return 2;
+    }
+  }
+  if (o.preload_gpu || o.nvdec || o.gpus) {
+    for (unsigned gpu : app.gpus) {
+      app.cuda_contexts[gpu] = gst_cv_cuda_primary_context_new(static_cast<int>(gpu));
+      if (!app.cuda_contexts[gpu]) {
+        g_printerr("--preload-gpu, --nvdec and --gpus need a CUDA device and gstreamer-cuda\n");
+        return 2;
+      }
     }
   }
 
   if (o.preload) {
-    std::string why;
-    if (!preload(&app, &why)) {
-      g_printerr("%s\n", why.c_str());
-      return 2;
+    for (unsigned gpu : app.gpus) {
+      if (!preload(&app, gpu, &why)) {
+        g_printerr("%s\n", why.c_str());
+        return 2;
+      }
+      if (!o.preload_gpu) break;  // host memory: one copy serves every GPU
     }
   }
-  app.gpu_used_before = gpu_memory_used();
+  for (unsigned gpu : app.gpus) app.gpu_used_before[gpu] = gpu_memory_used(gpu);
   std::string desc;
   for (int i = 0; i < n; ++i) desc += branch(app, i, o.preload ? nullptr : sources[i]);
   // Strict: an element that is not there (a plugin not found) is an error, not a gap.
@@ -537,27 +672,35 @@ int main(int argc, char **argv) {
     g_printerr("cannot build the pipeline: %s\n", error ? error->message : "");
     return 2;
   }
-  if (app.cuda_context) gst_element_set_context(app.pipeline, app.cuda_context);
   for (int i = 0; i < n; ++i) {
     auto stream = std::make_unique<Stream>();
     stream->index = i;
+    stream->gpu = static_cast<int>(gpu_of(app, i));
     stream->camera_id = camera_id(o, i);
     const std::string id = std::to_string(i);
     GstElement *detector = gst_bin_get_by_name(GST_BIN(app.pipeline), ("detector" + id).c_str());
     GstElement *nms = gst_bin_get_by_name(GST_BIN(app.pipeline), ("nms" + id).c_str());
+    GstElement *decoder = gst_bin_get_by_name(GST_BIN(app.pipeline), ("dec" + id).c_str());
     watch(detector, stream.get(), 0);
     watch(nms, stream.get(), 1);
     if (g_object_class_find_property(G_OBJECT_GET_CLASS(nms), "time-gpu"))
       g_object_set(nms, "time-gpu", TRUE, NULL);
-    gst_object_unref(detector);
-    gst_object_unref(nms);
+    // The stream's chain on its GPU, in that GPU's primary context.
+    for (GstElement *element : {decoder, detector, nms}) {
+      if (!element) continue;
+      if (o.gpus && g_object_class_find_property(G_OBJECT_GET_CLASS(element), "gpu-id"))
+        g_object_set(element, "gpu-id", stream->gpu, NULL);
+      const auto context = app.cuda_contexts.find(static_cast<unsigned>(stream->gpu));
+      if (context != app.cuda_contexts.end()) gst_element_set_context(element, context->second);
+      gst_object_unref(element);
+    }
     if (o.preload) {
       GstElement *src = gst_bin_get_by_name(GST_BIN(app.pipeline), ("src" + id).c_str());
       GstCaps *frame_caps = gst_caps_copy(app.preloaded_caps);
       gst_caps_set_simple(frame_caps, "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
       gst_app_src_set_caps(GST_APP_SRC(src), frame_caps);
       gst_caps_unref(frame_caps);
-      stream->source = &app.preloaded;
+      stream->source = &app.preloaded[o.preload_gpu ? static_cast<unsigned>(stream->gpu) : 0];
       stream->limit = static_cast<guint64>(o.frames);
       stream->duration = GST_SECOND / 30;
       GstAppSrcCallbacks callbacks = {};
@@ -599,9 +742,10 @@ int main(int argc, char **argv) {
   if (app.exit_code == 0) summarize(&app);
   gst_object_unref(app.pipeline);
   g_main_loop_unref(app.loop);
-  for (GstBuffer *b : app.preloaded) gst_buffer_unref(b);
+  for (auto &[gpu, frames] : app.preloaded)
+    for (GstBuffer *b : frames) gst_buffer_unref(b);
   if (app.preloaded_caps) gst_caps_unref(app.preloaded_caps);
-  if (app.cuda_context) gst_context_unref(app.cuda_context);
+  for (auto &[gpu, context] : app.cuda_contexts) gst_context_unref(context);
   g_strfreev(sources);
   return app.exit_code;
 }

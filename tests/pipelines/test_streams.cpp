@@ -135,10 +135,18 @@ TEST(Streams, BadInputIsAUsageError) {
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--host-candidates",
             "--detector", "cvdetect"},
            {script("streams"), "--preload-gpu", opencv_sample("vtest.avi")},
-           {script("streams"), "--nvdec", "--preload", opencv_sample("vtest.avi")}}) {
+           {script("streams"), "--nvdec", "--preload", opencv_sample("vtest.avi")},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--gpus", "0,0"},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--gpus", "99"},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--gpus", "first"}}) {
     GSubprocess *run = spawn(argv, dir.file("out"), dir.file("err"));
     EXPECT_EQ(wait_exit(run, 120), 2) << argv.back() << ": " << read_file(dir.file("err"));
     g_object_unref(run);
+    if (argv.size() > 2 && argv[argv.size() - 2] == "--gpus") {
+      const std::string why = "--gpus \"" + argv.back() + "\": all, or indices of the ";
+      EXPECT_NE(read_file(dir.file("err")).find(why), std::string::npos)
+          << read_file(dir.file("err"));
+    }
   }
 }
 
