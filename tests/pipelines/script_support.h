@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/file_size_limit.h"
+#include "support/opencv_samples.h"
 
 namespace cudanms::testing {
 
@@ -20,10 +21,6 @@ namespace cudanms::testing {
 inline std::string script(const char *name) {
   const char *root = g_getenv("CUDANMS_SOURCE_ROOT");
   return std::string(root ? root : ".") + "/pipelines/" + name;
-}
-
-inline std::string opencv_sample(const char *name) {
-  return std::string("/usr/share/doc/opencv-doc/examples/data/") + name;
 }
 
 #define SKIP_WITHOUT_VTEST()                                                         \

@@ -15,6 +15,7 @@
 #include "gstcudanms.h"
 #include "gstcvdetect.h"
 #include "gstjsonmetawriter.h"
+#include "support/opencv_samples.h"
 #include "support/unreadable_files.h"
 
 namespace cudanms::testing {
@@ -63,10 +64,6 @@ inline void expect_unreadable_models_refused(const std::string &element) {
     EXPECT_NE(text.find(path), std::string::npos) << text;
     EXPECT_NE(text.find(why), std::string::npos) << text;
   }
-}
-
-inline std::string opencv_sample(const char *name) {
-  return std::string("/usr/share/doc/opencv-doc/examples/data/") + name;
 }
 
 }  // namespace cudanms::testing

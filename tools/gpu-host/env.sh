@@ -39,6 +39,8 @@ if [ ! -f "$CUDANMS_CASCADE_FRAMES/messi5.pgm" ] && [ -d "$_cudanms_debs/media" 
   python3 "$(dirname "${BASH_SOURCE[0]}")/make-cascade-frames.py" "$_cudanms_debs/media" \
     "$CUDANMS_CASCADE_FRAMES" || echo "warning: no cascade frames (needs Python OpenCV)" >&2
 fi
+# OpenCV's sample videos for the tests that read them (no opencv-doc here): the carried media/.
+[ -d "$_cudanms_debs/media" ] && export CUDANMS_OPENCV_SAMPLES=$(cd "$_cudanms_debs/media" && pwd)
 # BlazeFace's ONNX, carried in media/, where tools/fetch-blazeface.sh would have put it.
 _cudanms_bf=${XDG_CACHE_HOME:-$HOME/.cache}/cudanms/blazeface-1.2.0
 if [ -f "$_cudanms_debs/media/face_detection_front_128x128_barracuda.onnx" ] && [ ! -f "$_cudanms_bf/face_detection_front_128x128_barracuda.onnx" ]; then
