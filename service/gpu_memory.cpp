@@ -1,7 +1,10 @@
 #include "gpu_memory.h"
 
+#include <cudanms/nms.h>
 #include <dlfcn.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 namespace cudanms::service {
 namespace {
@@ -25,6 +28,7 @@ struct Nvml {
   int (*handle)(unsigned, nvmlDevice_t *) = nullptr;
   int (*memory)(nvmlDevice_t, nvmlMemory_t *) = nullptr;
   int (*processes)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *) = nullptr;
+  int (*uuid)(nvmlDevice_t, char *, unsigned) = nullptr;
   bool ready = false;
 };
 
@@ -41,6 +45,8 @@ const Nvml &nvml() {
         dlsym(lib, "nvmlDeviceGetMemoryInfo"));
     n.processes = reinterpret_cast<int (*)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *)>(
         dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
+    n.uuid = reinterpret_cast<int (*)(nvmlDevice_t, char *, unsigned)>(
+        dlsym(lib, "nvmlDeviceGetUUID"));
     n.ready = n.init && n.count && n.handle && n.memory && n.init() == kNvmlSuccess;
     return n;
   }();
@@ -49,17 +55,37 @@ const Nvml &nvml() {
 
 }  // namespace
 
+int cuda_index_of(const std::string &uuid, const std::vector<std::string> &cuda_uuids) {
+  for (size_t i = 0; i < cuda_uuids.size(); ++i)
+    if (!uuid.empty() && cuda_uuids[i] == uuid) return static_cast<int>(i);
+  return -1;
+}
+
 std::vector<GpuMemory> gpu_memory() {
   std::vector<GpuMemory> out;
   const Nvml &n = nvml();
   unsigned count = 0;
   if (!n.ready || n.count(&count) != kNvmlSuccess) return out;
+  static const std::vector<std::string> cuda_uuids = [] {
+    std::vector<std::string> uuids;
+    for (int d = 0; d < cudanms::cuda_device_count(); ++d)
+      uuids.push_back(cudanms::cuda_device_uuid(d));
+    return uuids;
+  }();
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t device = nullptr;
     nvmlMemory_t memory{};
     if (n.handle(i, &device) != kNvmlSuccess || n.memory(device, &memory) != kNvmlSuccess) continue;
     GpuMemory gpu;
     gpu.index = i;
+    if (!cuda_uuids.empty()) {
+      char uuid[96] = "";
+      const int cuda = n.uuid && n.uuid(device, uuid, sizeof uuid) == kNvmlSuccess
+                           ? cuda_index_of(uuid, cuda_uuids)
+                           : -1;
+      if (cuda < 0) continue;  // hidden from this process (CUDA_VISIBLE_DEVICES)
+      gpu.index = static_cast<unsigned>(cuda);
+    }
     gpu.used = memory.used;
     gpu.total = memory.total;
     if (n.processes) {
@@ -79,6 +105,8 @@ std::vector<GpuMemory> gpu_memory() {
     }
     out.push_back(gpu);
   }
+  std::sort(out.begin(), out.end(),
+            [](const GpuMemory &a, const GpuMemory &b) { return a.index < b.index; });
   return out;
 }
 

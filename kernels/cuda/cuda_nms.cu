@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -570,6 +571,19 @@ bool cuda_available(std::string *why) {
 int cuda_device_count() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+std::string cuda_device_uuid(int device) {
+  cudaDeviceProp prop{};
+  if (device < 0 || device >= cuda_device_count() ||
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+    return "";
+  const auto *b = reinterpret_cast<const unsigned char *>(prop.uuid.bytes);
+  char text[48];
+  snprintf(text, sizeof text,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return text;
 }
 
 }  // namespace cudanms

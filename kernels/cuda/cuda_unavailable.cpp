@@ -10,6 +10,8 @@ bool cuda_available(std::string *why) {
 
 int cuda_device_count() { return 0; }
 
+std::string cuda_device_uuid(int) { return ""; }
+
 namespace detail {
 
 std::unique_ptr<Context> create_cuda_context(const ContextOptions &, Status *status) {

@@ -275,6 +275,10 @@ bool cuda_available(std::string *why = nullptr);
 // The CUDA devices this process may use (CUDA_VISIBLE_DEVICES applied): 0 without the CUDA
 // backend, a driver or a device.
 int cuda_device_count();
+// CUDA device `device`'s UUID as NVML and nvidia-smi write it ("GPU-8d3f2a1c-..."): what ties
+// the two numberings together when CUDA_VISIBLE_DEVICES reorders or hides devices. "" when
+// there is no such device.
+std::string cuda_device_uuid(int device);
 
 // Names as used by the tool and the element properties ("greedy", "iou", "cuda", ...).
 const char *to_string(Method method);
