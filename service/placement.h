@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cudanms::service {
@@ -22,6 +23,8 @@ class Placement {
   // The GPU of `camera`, placing it when it has none (or had a pinned one); -1 when no usable GPU
   // is left.
   int place(const std::string &camera);
+  // The GPUs new placements may use from now on (a reload's gpus); placed cameras stay.
+  void set_gpus(std::vector<unsigned> gpus) { gpus_ = std::move(gpus); }
   // A camera whose GPU the config fixes (gpu-id): counted on that GPU, never moved.
   void pin(const std::string &camera, unsigned gpu);
   // The camera is gone (removed from the config): its GPU forgets it.

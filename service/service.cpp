@@ -180,6 +180,7 @@ void Service::reload() {
     }
   }
   apply_service_settings(next);
+  if (next.gpus != config_.gpus) placement_.set_gpus(next.gpus);
 
   std::map<std::string, const CameraConfig *> wanted;
   for (const CameraConfig &c : next.cameras) wanted[c.name] = &c;

@@ -79,6 +79,16 @@ TEST(Placement, AFailedGpuHandsBackItsCamerasAndTakesNoMore) {
   EXPECT_EQ(placement.loads().size(), 3u);
 }
 
+TEST(Placement, ANewGpuListPlacesTheCamerasThatStartAfterIt) {
+  Placement placement({0, 1});
+  EXPECT_EQ(placement.place("a"), 0);
+  EXPECT_EQ(placement.place("b"), 1);
+  placement.set_gpus({2});
+  EXPECT_EQ(placement.place("c"), 2);
+  EXPECT_EQ(placement.place("a"), 0);  // placed before: stays
+  EXPECT_EQ(placement.loads().count(1), 1u);
+}
+
 TEST(Placement, NoGpusPlaceNothing) {
   Placement placement;
   EXPECT_EQ(placement.place("a"), -1);
