@@ -42,6 +42,15 @@ std::string parse_bool(const std::string &value, bool *out) {
   return "must be true or false, not \"" + value + "\"";
 }
 
+// The CUDA devices this process sees; CUDANMS_TEST_GPU_COUNT pretends to that many instead, for
+// the service's tests of placement and GPU failures on machines without GPUs (the elements then
+// run on the CPU whatever their gpu-id).
+int visible_gpu_count() {
+  const char *pretend = g_getenv("CUDANMS_TEST_GPU_COUNT");
+  if (pretend && *pretend) return static_cast<int>(g_ascii_strtoll(pretend, nullptr, 10));
+  return cudanms::cuda_device_count();
+}
+
 // A number of seconds of at least `least`.
 std::string parse_seconds(const std::string &value, double least, double *out) {
   char *end = nullptr;
@@ -518,7 +527,7 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
                   std::vector<std::string> *errors, int visible_gpus) {
   const size_t errors_before = errors->size();
   const unsigned visible =
-      static_cast<unsigned>(visible_gpus >= 0 ? visible_gpus : cudanms::cuda_device_count());
+      static_cast<unsigned>(visible_gpus >= 0 ? visible_gpus : visible_gpu_count());
   // "" when this process sees GPU `value` (a gpu-id or an index of gpus).
   auto missing_gpu = [visible](unsigned long gpu) -> std::string {
     if (gpu < visible) return "";

@@ -140,6 +140,55 @@ TEST_F(Service, ACameraFailsAloneAndComesBackByItself) {
   EXPECT_EQ(later.find("camera c:"), std::string::npos) << later;
 }
 
+// Two GPUs (pretended: CI has none), cameras a and c placed on GPU 0, b on GPU 1; after 20
+// frames GPU 1 "fails" under b (gpufault posts cudanms's CUDA-failure warning). b alone restarts:
+// on GPU 0 with gpu-failure = move, on the CPU with gpu-failure = cpu; a and c are not touched.
+TEST_F(Service, AFailedGpuMovesOnlyItsCameras) {
+  LoopbackCamera a(dir_, "a"), b(dir_, "b"), c(dir_, "c");
+  ASSERT_TRUE(a.start() && b.start() && c.start());
+  g_setenv("CUDANMS_TEST_GPU_COUNT", "2", TRUE);
+  for (const char *policy : {"move", "cpu"}) {
+    g_remove(dir_.file("service.err").c_str());  // the last run's log names its port
+    ServiceRun service(dir_);
+    ASSERT_TRUE(service.start(
+        service_group({{"detector", "cvdetect model=hog-people ! gpufault fail-on-gpu=1 after=20"},
+                       {"gpu-failure", policy}}) +
+        camera_group("a", a.url()) + camera_group("b", b.url()) + camera_group("c", c.url())));
+    ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+    ASSERT_TRUE(eventually(20, [&] {
+      return service.log().find("GPU 1 failed (camera b: ") != std::string::npos;
+    })) << service.log();
+    const size_t frames_a = service.frames("a"), frames_c = service.frames("c");
+    ASSERT_TRUE(eventually(15, [&] {
+      JsonObject *m = service.scrape("/metrics");
+      return m && ServiceRun::value(m, "cudanms_camera_up", "b") == 1 &&
+             ServiceRun::value(m, "cudanms_camera_gpu", "b") ==
+                 (std::string(policy) == "move" ? 0 : -1);
+    })) << policy << "\n" << service.log();
+    JsonObject *metrics = service.scrape("/metrics");
+    ASSERT_NE(metrics, nullptr);
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_gpu", "a"), 0) << policy;
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_gpu", "c"), 0) << policy;
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_gpu_failed,gpu=1", ""), 1) << policy;
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_gpu_failed,gpu=0", ""), 0) << policy;
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_gpu_cameras,gpu=0", ""),
+              std::string(policy) == "move" ? 3 : 2)
+        << policy;
+    // a and c streamed on all along, on one connection each.
+    EXPECT_TRUE(eventually(5, [&] {
+      return service.frames("a") > frames_a && service.frames("c") > frames_c;
+    }));
+    const std::string log = service.log();
+    for (const char *camera : {"a", "c"}) {
+      EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_reconnects_total", camera), 0);
+      EXPECT_EQ(log.find(std::string("camera ") + camera + ": streaming ->"), std::string::npos)
+          << log;
+    }
+    EXPECT_NE(log.find("camera b: streaming -> stopped: GPU 1 failed"), std::string::npos) << log;
+  }
+  g_unsetenv("CUDANMS_TEST_GPU_COUNT");
+}
+
 // Down when the service starts: retried (and counted) while the other streams; then it comes
 // back at one size, and after a restart at another: frames and boxes follow each size.
 TEST_F(Service, ACameraDownAtStartIsRetriedAndMayComeBackAtAnotherSize) {
