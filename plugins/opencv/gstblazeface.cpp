@@ -46,7 +46,6 @@
 #include <string>
 #include <vector>
 
-#include "blazefacedecode.h"
 #include "detections.h"
 #include "detectorproperties.h"
 #include "dnnimage.h"
@@ -54,7 +53,14 @@
 GST_DEBUG_CATEGORY_STATIC(gst_blaze_face_debug);
 #define GST_CAT_DEFAULT gst_blaze_face_debug
 
-namespace bf = cudanms::blazeface;
+namespace dnn = cudanms::dnn;
+
+/* The front model's square input; its regressors per anchor: a box (x, y, w, h), then six
+ * keypoints (x, y); its anchors: 512 in the first head (stride 8), the rest in the second. */
+constexpr int kInputSize = 128;
+constexpr int kKeypoints = 6;
+constexpr int kRegressors = 4 + 2 * kKeypoints;
+constexpr int kFirstHeadAnchors = 512;
 
 enum {
   PROP_0,
@@ -105,15 +111,15 @@ struct Heads {
 
 /* Finds the heads by their shapes, whatever the order and names the conversion gave them. */
 bool find_heads(const std::vector<cv::Mat> &outputs, Heads *heads, std::string *why) {
-  const std::vector<bf::Anchor> &anchors = bf::front_anchors();
-  const int head_sizes[2] = {512, static_cast<int>(anchors.size()) - 512};
+  const int head_sizes[2] = {kFirstHeadAnchors,
+                             static_cast<int>(dnn::blazeface_anchors().size()) - kFirstHeadAnchors};
   *heads = Heads();
   for (const cv::Mat &out : outputs) {
     if (out.dims != 3 || out.size[0] != 1 || out.type() != CV_32F) continue;
     for (int h = 0; h < 2; h++) {
       if (out.size[1] != head_sizes[h]) continue;
       if (out.size[2] == 1) heads->logits[h] = &out;
-      if (out.size[2] == bf::kRegressors) heads->regressors[h] = &out;
+      if (out.size[2] == kRegressors) heads->regressors[h] = &out;
     }
   }
   for (int h = 0; h < 2; h++) {
@@ -139,7 +145,9 @@ struct GstBlazeFacePrivate {
   std::vector<float> chw; /* the 128x128 input as dnndetect makes it, NCHW */
   cv::Mat input;          /* the same as OpenCV's network takes it, NHWC */
   std::vector<cv::Mat> outputs;
-  bf::Candidates candidates;
+  /* The two heads end to end, as dnndetect's network gives them: [896, 16] and [896, 1]. */
+  std::vector<float> regressors, logits;
+  dnn::Candidates candidates;
   GstCvLabelAnnouncer announcer;
 };
 
@@ -272,7 +280,7 @@ static void gst_blaze_face_get_property(GObject *object, guint prop_id, GValue *
 
 /* Runs the network on priv->input into priv->outputs. */
 static void infer(GstBlazeFacePrivate *priv) {
-  const int shape[] = {1, bf::kInputSize, bf::kInputSize, 3};
+  const int shape[] = {1, kInputSize, kInputSize, 3};
   priv->net->setInput(cv::Mat(4, shape, CV_32F, priv->input.data));
   priv->net->forward(priv->outputs, priv->output_names);
 }
@@ -304,7 +312,7 @@ static gboolean gst_blaze_face_start(GstBaseTransform *trans) {
   try {
     priv->net = std::make_unique<cv::dnn::Net>(cv::dnn::readNetFromONNX(model));
     priv->output_names = priv->net->getUnconnectedOutLayersNames();
-    priv->input = cv::Mat(bf::kInputSize, bf::kInputSize, CV_32FC3, cv::Scalar::all(-1.0));
+    priv->input = cv::Mat(kInputSize, kInputSize, CV_32FC3, cv::Scalar::all(-1.0));
     infer(priv);
     Heads heads;
     if (!find_heads(priv->outputs, &heads, &why)) priv->net.reset();
@@ -334,14 +342,19 @@ static gboolean gst_blaze_face_stop(GstBaseTransform *trans) {
 /* The frame letterboxed into priv->input: RGB, scaled to fit, centred, padding black, as floats
  * in [-1, 1] (MediaPipe's image-to-tensor conversion for this model), NHWC. The pixels are
  * sampled as dnndetect samples them (cudanms/dnn.h), so that the two elements see one input. */
+static dnn::InputSpec input_spec() {
+  dnn::InputSpec spec;
+  spec.width = spec.height = kInputSize;
+  for (int c = 0; c < 3; c++) spec.mean[c] = 127.5f, spec.scale[c] = 1.0f / 127.5f;
+  return spec;
+}
+
 static cudanms::Status letterbox_into_input(GstBlazeFacePrivate *priv, GstVideoFrame *frame) {
   cudanms::dnn::Image image;
   if (!gst_cv_dnn_image_of_frame(frame, &image))
     return cudanms::Status::Error("unsupported format");
-  cudanms::dnn::InputSpec spec;
-  spec.width = spec.height = bf::kInputSize;
-  for (int c = 0; c < 3; c++) spec.mean[c] = 127.5f, spec.scale[c] = 1.0f / 127.5f;
-  constexpr int kPlane = bf::kInputSize * bf::kInputSize;
+  const dnn::InputSpec spec = input_spec();
+  constexpr int kPlane = kInputSize * kInputSize;
   priv->chw.resize(3 * kPlane);
   const cudanms::Status status = cudanms::dnn::preprocess(image, spec, priv->chw.data());
   if (!status.ok()) return status;
@@ -363,9 +376,8 @@ static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
   priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.detected.class_id, s.detected.label);
 
   const auto start = std::chrono::steady_clock::now();
-  const bf::Letterbox box =
-      bf::Letterbox::fit(GST_VIDEO_FRAME_WIDTH(frame), GST_VIDEO_FRAME_HEIGHT(frame));
-  priv->candidates.clear();
+  const dnn::Letterbox box =
+      dnn::Letterbox::fit(GST_VIDEO_FRAME_WIDTH(frame), GST_VIDEO_FRAME_HEIGHT(frame), input_spec());
   const cudanms::Status prepared = letterbox_into_input(priv, frame);
   if (!prepared.ok()) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the frame"),
@@ -384,19 +396,34 @@ static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
     GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("Unexpected network output"), ("%s", why.c_str()));
     return GST_FLOW_ERROR;
   }
-  const bf::Anchor *anchors = bf::front_anchors().data();
+  priv->regressors.clear();
+  priv->logits.clear();
   for (int h = 0; h < 2; h++) {
     const size_t n = heads.logits[h]->size[1];
-    bf::decode(heads.logits[h]->ptr<float>(), heads.regressors[h]->ptr<float>(), anchors, n,
-               static_cast<float>(s.score_threshold), box, &priv->candidates);
-    anchors += n;
+    const float *r = heads.regressors[h]->ptr<float>(), *l = heads.logits[h]->ptr<float>();
+    priv->regressors.insert(priv->regressors.end(), r, r + n * kRegressors);
+    priv->logits.insert(priv->logits.end(), l, l + n);
+  }
+  dnn::Outputs outputs;
+  outputs.head = dnn::Head::kBlazeFace;
+  outputs.tensors[0] = priv->regressors.data();
+  outputs.tensors[1] = priv->logits.data();
+  outputs.batch = 1;
+  outputs.anchors = static_cast<int>(priv->logits.size());
+  outputs.classes = 1;
+  const dnn::DecodeParams params{static_cast<float>(s.score_threshold), s.detected.class_id};
+  const cudanms::Status decoded = dnn::decode(outputs, 0, box, params, &priv->candidates);
+  if (!decoded.ok()) {
+    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("Cannot decode the network's output"),
+                      ("%s", decoded.message().c_str()));
+    return GST_FLOW_ERROR;
   }
   GST_LOG_OBJECT(
       self, "%zu candidates in %.2f ms", priv->candidates.size(),
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 
   if (!gst_cv_attach_candidates(frame->buffer, priv->candidates.boxes, priv->candidates.scores,
-                                s.detected.class_id, priv->candidates.keypoints, bf::kKeypoints)) {
+                                s.detected.class_id, priv->candidates.points, kKeypoints)) {
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
     return GST_FLOW_ERROR;
   }

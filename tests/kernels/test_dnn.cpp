@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -215,6 +216,110 @@ TEST(DnnDecode, BlazeFaceAnchorBoxAndKeypoints) {
   EXPECT_NEAR(c.points[1], 6.5f * 8 + 2, 1e-4f);
   EXPECT_EQ(dnn::blazeface_anchors().size(), 896u);
   EXPECT_FLOAT_EQ(dnn::blazeface_anchors()[895].x_center, 7.5f / 8);
+}
+
+TEST(DnnDecode, BlazeFaceAnchorsAreMediaPipesTwoGrids) {
+  const std::vector<dnn::Anchor> &a = dnn::blazeface_anchors();
+  ASSERT_EQ(a.size(), 896u);
+  // Stride 8: a 16x16 grid, two anchors a cell, row by row.
+  EXPECT_FLOAT_EQ(a[0].x_center, 0.5f / 16);
+  EXPECT_FLOAT_EQ(a[0].y_center, 0.5f / 16);
+  EXPECT_FLOAT_EQ(a[1].x_center, 0.5f / 16);
+  EXPECT_FLOAT_EQ(a[2].x_center, 1.5f / 16);
+  EXPECT_FLOAT_EQ(a[32].x_center, 0.5f / 16);  // the second row
+  EXPECT_FLOAT_EQ(a[32].y_center, 1.5f / 16);
+  EXPECT_FLOAT_EQ(a[511].x_center, 15.5f / 16);
+  EXPECT_FLOAT_EQ(a[511].y_center, 15.5f / 16);
+  // Stride 16 (three layers merged): an 8x8 grid, six anchors a cell.
+  for (int k = 512; k < 518; k++) {
+    EXPECT_FLOAT_EQ(a[k].x_center, 0.5f / 8);
+    EXPECT_FLOAT_EQ(a[k].y_center, 0.5f / 8);
+  }
+  EXPECT_FLOAT_EQ(a[518].x_center, 1.5f / 8);
+  EXPECT_FLOAT_EQ(a[895].x_center, 7.5f / 8);
+  EXPECT_FLOAT_EQ(a[895].y_center, 7.5f / 8);
+}
+
+TEST(DnnInput, LetterboxFitsAndCentres) {
+  // Megamind.avi's 720x528 into 128x128: scaled by 128/720 to 128x93.87, rounded to 94, 17 rows
+  // above.
+  const dnn::Letterbox l = dnn::Letterbox::fit(720, 528, spec_of(128, 128));
+  EXPECT_EQ(l.scaled_width, 128);
+  EXPECT_EQ(l.scaled_height, 94);
+  EXPECT_EQ(l.pad_x, 0);
+  EXPECT_EQ(l.pad_y, 17);
+  EXPECT_FLOAT_EQ(l.frame_x(64.0f), 360.0f);
+  EXPECT_FLOAT_EQ(l.frame_y(17.0f), 0.0f);
+  EXPECT_FLOAT_EQ(l.frame_y(111.0f), 528.0f);
+  // A tall frame pads the sides; a 1-pixel-high one still has a row.
+  const dnn::Letterbox tall = dnn::Letterbox::fit(100, 400, spec_of(128, 128));
+  EXPECT_EQ(tall.scaled_width, 32);
+  EXPECT_EQ(tall.pad_x, 48);
+  EXPECT_EQ(tall.pad_y, 0);
+  EXPECT_EQ(dnn::Letterbox::fit(10000, 1, spec_of(128, 128)).scaled_height, 1);
+}
+
+// BlazeFace's outputs for one frame: every anchor's logit `rest`, its regressors 0.
+struct BlazeFaceOutputs {
+  explicit BlazeFaceOutputs(float rest) : regressors(896 * 16, 0.0f), logits(896, rest) {
+    EXPECT_TRUE(
+        dnn::Outputs::describe(dnn::Head::kBlazeFace, {{1, 896, 16}, {1, 896, 1}}, &outputs).ok());
+    outputs.tensors[0] = regressors.data();
+    outputs.tensors[1] = logits.data();
+  }
+  std::vector<float> regressors, logits;
+  dnn::Outputs outputs;
+};
+
+// One anchor of the first head worked by hand, on a 720x528 frame (the letterbox above).
+TEST(DnnDecode, BlazeFaceAnchorOnALetterboxedFrame) {
+  BlazeFaceOutputs o(-5.0f);  // sigmoid(-5) = 0.0067: below any useful threshold
+  // Anchor 213: cell 106 of the 16x16 grid, row 6, column 10, centre (10.5/16, 6.5/16) =
+  // (84, 52) input pixels. Offsets are in input pixels: centre (88, 50), size 40x44.
+  o.logits[213] = 2.0f;
+  float *r = &o.regressors[213 * 16];
+  r[0] = 4, r[1] = -2, r[2] = 40, r[3] = 44;
+  r[4] = -10, r[5] = -8;  // keypoint 0 (right eye) at (74, 44) input pixels
+  r[14] = 20, r[15] = 0;  // keypoint 5 (left ear tragion) at (104, 52)
+  const dnn::Letterbox l = dnn::Letterbox::fit(720, 528, spec_of(128, 128));
+  dnn::Candidates out;
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, {0.5f, 0}, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  // x: 88 -+ 20 = 68..108 input pixels, times 720/128 = 5.625: 382.5..607.5.
+  // y: 50 -+ 22 = 28..72, less the 17 rows of padding: 11..55, times 528/94: 61.787..308.936.
+  EXPECT_FLOAT_EQ(out.boxes[0], 382.5f);
+  EXPECT_FLOAT_EQ(out.boxes[1], 11.0f * 528 / 94);
+  EXPECT_FLOAT_EQ(out.boxes[2], 607.5f);
+  EXPECT_FLOAT_EQ(out.boxes[3], 55.0f * 528 / 94);
+  EXPECT_FLOAT_EQ(out.scores[0], 1.0f / (1.0f + std::exp(-2.0f)));  // 0.8808
+  // Keypoints offset from the anchor's centre (84, 52) like the box's: (74, 44 - 17) and
+  // (104, 52 - 17) letterbox pixels; the four between sit on the anchor's centre.
+  ASSERT_EQ(out.points.size(), 12u);
+  EXPECT_FLOAT_EQ(out.points[0], 74 * 5.625f);
+  EXPECT_FLOAT_EQ(out.points[1], 27.0f * 528 / 94);
+  EXPECT_FLOAT_EQ(out.points[2], 84 * 5.625f);
+  EXPECT_FLOAT_EQ(out.points[3], 35.0f * 528 / 94);
+  EXPECT_FLOAT_EQ(out.points[10], 104 * 5.625f);
+  EXPECT_FLOAT_EQ(out.points[11], 35.0f * 528 / 94);
+}
+
+TEST(DnnDecode, BlazeFaceThresholdClippingAndNaN) {
+  BlazeFaceOutputs o(std::numeric_limits<float>::quiet_NaN());  // NaN never passes
+  const float given[] = {0.0f, -0.01f, 1000.0f, -1000.0f, std::numeric_limits<float>::quiet_NaN(),
+                         0.01f};
+  for (int i = 0; i < 6; i++) o.logits[i] = given[i];
+  const dnn::Letterbox l = dnn::Letterbox::fit(128, 128, spec_of(128, 128));
+  dnn::Candidates out;
+  // At least the threshold is kept (0.5 exactly at logit 0); a clipped logit of 1000 scores 1.
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, {0.5f, 0}, &out).ok());
+  ASSERT_EQ(out.scores, (std::vector<float>{0.5f, 1.0f, 1.0f / (1.0f + std::exp(-0.01f))}));
+  EXPECT_EQ(out.boxes.size(), 12u);
+  // Threshold 0 keeps all but NaN (-1000 clips to -100: a score of 3.7e-44); threshold 1 only
+  // the clipped 1000.
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, {0.0f, 0}, &out).ok());
+  EXPECT_EQ(out.size(), 5u);
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, {1.0f, 0}, &out).ok());
+  EXPECT_EQ(out.size(), 1u);
 }
 
 #ifdef CUDANMS_HAVE_CUDA

@@ -1,5 +1,6 @@
-// blazeface: MediaPipe's anchors and decoding against hand-computed values, and the element on
-// real video (Debian opencv-doc's Megamind.avi): its raw anchors, merged by cudanms
+// blazeface, the element on real video (Debian opencv-doc's Megamind.avi; its anchors and
+// decoding are the DNN library's, checked by hand in tests/kernels/test_dnn.cpp): its raw
+// anchors, merged by cudanms
 // method=weighted, give a box on every face the Haar cascade finds on the same frame. Also: the
 // formats it takes, and a missing or invalid model as an error at start. The model comes from
 // tools/fetch-blazeface.sh (the README's set-up runs it); without it those tests skip.
@@ -14,15 +15,12 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cmath>
-#include <limits>
 #include <memory>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/objdetect.hpp>
 #include <string>
 #include <vector>
 
-#include "blazefacedecode.h"
 #include "plugins/cv_support.h"
 #include "plugins/video_frames.h"
 #include "support/blazeface_model.h"
@@ -30,7 +28,6 @@
 namespace cudanms::testing {
 namespace {
 
-namespace bf = cudanms::blazeface;
 using Box = std::array<float, 4>;
 
 float iou(const Box &a, const Box &b) {
@@ -38,102 +35,6 @@ float iou(const Box &a, const Box &b) {
   const float h = std::max(0.0f, std::min(a[3], b[3]) - std::max(a[1], b[1]));
   const float inter = w * h;
   return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter);
-}
-
-TEST(BlazeFaceAnchors, AreMediaPipesTwoGrids) {
-  const std::vector<bf::Anchor> &a = bf::front_anchors();
-  ASSERT_EQ(a.size(), 896u);
-  // Stride 8: a 16x16 grid, two anchors a cell, row by row.
-  EXPECT_FLOAT_EQ(a[0].x_center, 0.5f / 16);
-  EXPECT_FLOAT_EQ(a[0].y_center, 0.5f / 16);
-  EXPECT_FLOAT_EQ(a[1].x_center, 0.5f / 16);
-  EXPECT_FLOAT_EQ(a[2].x_center, 1.5f / 16);
-  EXPECT_FLOAT_EQ(a[32].x_center, 0.5f / 16);  // the second row
-  EXPECT_FLOAT_EQ(a[32].y_center, 1.5f / 16);
-  EXPECT_FLOAT_EQ(a[511].x_center, 15.5f / 16);
-  EXPECT_FLOAT_EQ(a[511].y_center, 15.5f / 16);
-  // Stride 16 (three layers merged): an 8x8 grid, six anchors a cell.
-  for (int k = 512; k < 518; k++) {
-    EXPECT_FLOAT_EQ(a[k].x_center, 0.5f / 8);
-    EXPECT_FLOAT_EQ(a[k].y_center, 0.5f / 8);
-  }
-  EXPECT_FLOAT_EQ(a[518].x_center, 1.5f / 8);
-  EXPECT_FLOAT_EQ(a[895].x_center, 7.5f / 8);
-  EXPECT_FLOAT_EQ(a[895].y_center, 7.5f / 8);
-}
-
-TEST(BlazeFaceLetterbox, FitsAndCentres) {
-  // Megamind.avi's 720x528: scaled by 128/720 to 128x93.87, rounded to 94, 17 rows above.
-  const bf::Letterbox l = bf::Letterbox::fit(720, 528);
-  EXPECT_EQ(l.scaled_width, 128);
-  EXPECT_EQ(l.scaled_height, 94);
-  EXPECT_EQ(l.pad_x, 0);
-  EXPECT_EQ(l.pad_y, 17);
-  EXPECT_FLOAT_EQ(l.frame_x(0.5f), 360.0f);
-  EXPECT_FLOAT_EQ(l.frame_y(17.0f / 128), 0.0f);
-  EXPECT_FLOAT_EQ(l.frame_y(111.0f / 128), 528.0f);
-  // A tall frame pads the sides; a 1-pixel-high one still has a row.
-  const bf::Letterbox tall = bf::Letterbox::fit(100, 400);
-  EXPECT_EQ(tall.scaled_width, 32);
-  EXPECT_EQ(tall.pad_x, 48);
-  EXPECT_EQ(tall.pad_y, 0);
-  EXPECT_EQ(bf::Letterbox::fit(10000, 1).scaled_height, 1);
-}
-
-// One anchor of the first head worked by hand, on a 720x528 frame (the letterbox above).
-TEST(BlazeFaceDecode, HandComputedAnchor) {
-  std::vector<float> logits(512, -5.0f);  // sigmoid(-5) = 0.0067: below any useful threshold
-  std::vector<float> regressors(512 * bf::kRegressors, 0.0f);
-  // Anchor 213: cell 106 of the 16x16 grid, row 6, column 10, centre (10.5/16, 6.5/16) =
-  // (84, 52) input pixels. Offsets are in input pixels: centre (88, 50), size 40x44.
-  logits[213] = 2.0f;
-  float *r = &regressors[213 * bf::kRegressors];
-  r[0] = 4, r[1] = -2, r[2] = 40, r[3] = 44;
-  r[4] = -10, r[5] = -8;  // keypoint 0 (right eye) at (74, 44) input pixels
-  r[14] = 20, r[15] = 0;  // keypoint 5 (left ear tragion) at (104, 52)
-  const bf::Letterbox l = bf::Letterbox::fit(720, 528);
-  bf::Candidates out;
-  bf::decode(logits.data(), regressors.data(), bf::front_anchors().data(), 512, 0.5f, l, &out);
-  ASSERT_EQ(out.size(), 1u);
-  // x: 88 -+ 20 = 68..108 input pixels, times 720/128 = 5.625: 382.5..607.5.
-  // y: 50 -+ 22 = 28..72, less the 17 rows of padding: 11..55, times 528/94: 61.787..308.936.
-  EXPECT_FLOAT_EQ(out.boxes[0], 382.5f);
-  EXPECT_FLOAT_EQ(out.boxes[1], 11.0f * 528 / 94);
-  EXPECT_FLOAT_EQ(out.boxes[2], 607.5f);
-  EXPECT_FLOAT_EQ(out.boxes[3], 55.0f * 528 / 94);
-  EXPECT_FLOAT_EQ(out.scores[0], 1.0f / (1.0f + std::exp(-2.0f)));  // 0.8808
-  // Keypoints offset from the anchor's centre (84, 52) like the box's: (74, 44 - 17) and
-  // (104, 52 - 17) letterbox pixels; the four between sit on the anchor's centre.
-  ASSERT_EQ(out.keypoints.size(), 12u);
-  EXPECT_FLOAT_EQ(out.keypoints[0], 74 * 5.625f);
-  EXPECT_FLOAT_EQ(out.keypoints[1], 27.0f * 528 / 94);
-  EXPECT_FLOAT_EQ(out.keypoints[2], 84 * 5.625f);
-  EXPECT_FLOAT_EQ(out.keypoints[3], 35.0f * 528 / 94);
-  EXPECT_FLOAT_EQ(out.keypoints[10], 104 * 5.625f);
-  EXPECT_FLOAT_EQ(out.keypoints[11], 35.0f * 528 / 94);
-}
-
-TEST(BlazeFaceDecode, ThresholdClippingAndNaN) {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> logits = {0.0f, -0.01f, 1000.0f, -1000.0f, nan, 0.01f};
-  const std::vector<float> regressors(logits.size() * bf::kRegressors, 1.0f);
-  const bf::Letterbox l = bf::Letterbox::fit(128, 128);
-  bf::Candidates out;
-  bf::decode(logits.data(), regressors.data(), bf::front_anchors().data(), logits.size(), 0.5f, l,
-             &out);
-  // At least the threshold is kept (0.5 exactly at logit 0); a clipped logit of 1000 scores 1;
-  // NaN never passes.
-  ASSERT_EQ(out.scores, (std::vector<float>{0.5f, 1.0f, 1.0f / (1.0f + std::exp(-0.01f))}));
-  EXPECT_EQ(out.boxes.size(), 12u);
-  // Threshold 0 keeps all but NaN; threshold 1 only the clipped 1000.
-  out.clear();
-  bf::decode(logits.data(), regressors.data(), bf::front_anchors().data(), logits.size(), 0.0f, l,
-             &out);
-  EXPECT_EQ(out.size(), 5u);
-  out.clear();
-  bf::decode(logits.data(), regressors.data(), bf::front_anchors().data(), logits.size(), 1.0f, l,
-             &out);
-  EXPECT_EQ(out.size(), 1u);
 }
 
 class BlazeFace : public ::testing::Test {
