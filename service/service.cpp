@@ -84,23 +84,21 @@ void Service::apply_service_settings(const ServiceConfig &config) {
 
 CameraConfig Service::placed(const CameraConfig &config) {
   CameraConfig out = config;
+  if (!config.enabled) return out;
   if (on_cpu_.count(config.name)) {
     out.on_cpu = true;
     return out;
   }
   const auto fixed = config.nms.find("gpu-id");
-  if (fixed != config.nms.end()) {
-    const unsigned gpu = static_cast<unsigned>(std::stoul(fixed->second));
-    if (!placement_.failed(gpu)) {
-      placement_.pin(config.name, gpu);
-      return out;
-    }
+  const bool pinned = fixed != config.nms.end();
+  if (pinned && !placement_.failed(static_cast<unsigned>(std::stoul(fixed->second)))) {
+    placement_.pin(config.name, static_cast<unsigned>(std::stoul(fixed->second)));
+    return out;
   }
-  if (!config.enabled) return out;
   const int gpu = placement_.place(config.name);
   if (gpu >= 0) {
     out.nms["gpu-id"] = std::to_string(gpu);
-  } else if (!config_.gpus.empty()) {
+  } else if (pinned || !config_.gpus.empty()) {
     out.on_cpu = true;  // every GPU it could use has failed
   }
   return out;
