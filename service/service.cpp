@@ -95,6 +95,10 @@ CameraConfig Service::placed(const CameraConfig &config) {
     placement_.pin(config.name, static_cast<unsigned>(std::stoul(fixed->second)));
     return out;
   }
+  if (!pinned && !config_.all_gpus && config_.gpus.empty()) {
+    out.on_cpu = true;  // gpus = none
+    return out;
+  }
   const int gpu = placement_.place(config.name);
   if (gpu >= 0) {
     out.nms["gpu-id"] = std::to_string(gpu);
