@@ -105,6 +105,9 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
       {"cudanms_camera_messages_dropped_total", "counter",
        "MQTT messages dropped: the queue overflowed while the broker was away, or at a stop",
        [](const CameraSnapshot &c) { return double(c.counts.dropped); }},
+      {"cudanms_camera_chain_seconds_total", "counter",
+       "Wall time of the detector and cudanms, from the intake queue to cudanms's output",
+       [](const CameraSnapshot &c) { return c.counts.chain_sum_s; }},
       {"cudanms_camera_json_lines_lost_total", "counter",
        "JSON lines that could not be written (disk full, ...)",
        [](const CameraSnapshot &c) { return double(c.counts.lines_lost); }},
@@ -142,7 +145,7 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
 
   // Per GPU of the placement: its cameras' sums, and whether it failed.
   struct GpuFigures {
-    double cameras = 0, fps = 0, load = 0, failed = 0;
+    double cameras = 0, fps = 0, load = 0, failed = 0, nms_s = 0, chain_s = 0;
   };
   std::map<unsigned, GpuFigures> per_gpu;
   for (const auto &[gpu, failed] : process.placement_gpus) per_gpu[gpu].failed = failed;
@@ -152,21 +155,28 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
     g.cameras++;
     g.fps += c.frames_per_second;
     g.load += c.load;
+    g.nms_s += c.counts.nms_sum_s;
+    g.chain_s += c.counts.chain_sum_s;
   }
   const struct {
-    const char *name, *help;
+    const char *name, *type, *help;
     double GpuFigures::*value;
   } per_gpu_families[] = {
-      {"cudanms_gpu_cameras", "Cameras placed on the GPU", &GpuFigures::cameras},
-      {"cudanms_gpu_frames_per_second", "Frames per second of the GPU's cameras (last 5 s)",
-       &GpuFigures::fps},
-      {"cudanms_gpu_load", "Seconds of detector and cudanms work per second on the GPU (last 5 s)",
-       &GpuFigures::load},
-      {"cudanms_gpu_failed", "1 when a CUDA failure took the GPU out of the placement",
+      {"cudanms_gpu_cameras", "gauge", "Cameras placed on the GPU", &GpuFigures::cameras},
+      {"cudanms_gpu_frames_per_second", "gauge",
+       "Frames per second of the GPU's cameras (last 5 s)", &GpuFigures::fps},
+      {"cudanms_gpu_load", "gauge",
+       "Seconds of detector and cudanms work per second on the GPU (last 5 s)", &GpuFigures::load},
+      {"cudanms_gpu_nms_seconds_total", "counter",
+       "Wall time of NMS of the GPU's cameras (their connections since they were placed there)",
+       &GpuFigures::nms_s},
+      {"cudanms_gpu_chain_seconds_total", "counter",
+       "Wall time of the detector and cudanms of the GPU's cameras", &GpuFigures::chain_s},
+      {"cudanms_gpu_failed", "gauge", "1 when a CUDA failure took the GPU out of the placement",
        &GpuFigures::failed},
   };
   for (const auto &f : per_gpu_families) {
-    e.family(f.name, "gauge", f.help);
+    e.family(f.name, f.type, f.help);
     for (const auto &[gpu, figures] : per_gpu)
       e.sample(f.name, "gpu=\"" + std::to_string(gpu) + "\"", figures.*(f.value));
   }

@@ -174,6 +174,9 @@ TEST_F(Service, AFailedGpuMovesOnlyItsCameras) {
     EXPECT_EQ(ServiceRun::value(metrics, "cudanms_gpu_cameras,gpu=0", ""),
               std::string(policy) == "move" ? 3 : 2)
         << policy;
+    EXPECT_GT(ServiceRun::value(metrics, "cudanms_gpu_chain_seconds_total,gpu=0", ""),
+              ServiceRun::value(metrics, "cudanms_gpu_nms_seconds_total,gpu=0", ""))
+        << policy;
     // a and c streamed on all along, on one connection each.
     EXPECT_TRUE(eventually(5, [&] {
       return service.frames("a") > frames_a && service.frames("c") > frames_c;
@@ -383,6 +386,9 @@ TEST_F(Service, MetricsEqualTheOutputsAndAStopFinalisesThem) {
     const int placed_on = gpus == 0 ? -1 : (std::string(camera) == "b" && gpus > 1 ? 1 : 0);
     EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_gpu", camera), placed_on);
     EXPECT_GT(ServiceRun::value(metrics, "cudanms_camera_load", camera), 0);
+    // The detector's and NMS's time together: more than NMS's alone.
+    EXPECT_GT(ServiceRun::value(metrics, "cudanms_camera_chain_seconds_total", camera),
+              ServiceRun::value(metrics, "cudanms_camera_nms_latency_seconds_sum", camera));
     if (broker) {
       // QoS 0: published once written to the socket; the broker is up, so every frame was.
       EXPECT_TRUE(eventually(3, [&] {
