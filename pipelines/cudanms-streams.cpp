@@ -89,7 +89,7 @@ struct Stream {
   int gpu = -1;  // --gpus: the GPU its chain runs on
   std::string camera_id;
   guint64 published = 0, dropped = 0;  // --publish: metapublish's counts at the end
-  double mean_batch = 0;                // a batching detector's (dnndetect) frames per forward
+  double mean_batch = 0;               // a batching detector's (dnndetect) frames per forward
   std::atomic<guint64> frames{0};
   gint64 first_us = 0, last_us = 0;
   gint64 element_start_us[2] = {0, 0};
@@ -336,10 +336,9 @@ std::string branch(const App &app, int i, const char *source) {
     gchar *uri = gst_uri_is_valid(source) ? g_strdup(source) : gst_filename_to_uri(source, nullptr);
     const std::string quoted = std::string("uri=\"") + (uri ? uri : source) + "\"";
     // --nvdec: H.264 parsed out of whatever carries it, decoded into GPU memory.
-    head = app.options.nvdec
-               ? "urisourcebin " + quoted + " ! parsebin ! " + nvdec_for(gpu_of(app, i)) +
-                     " name=dec" + n
-               : "uridecodebin " + quoted + " ! videoconvert";
+    head = app.options.nvdec ? "urisourcebin " + quoted + " ! parsebin ! " +
+                                   nvdec_for(gpu_of(app, i)) + " name=dec" + n
+                             : "uridecodebin " + quoted + " ! videoconvert";
     g_free(uri);
     // --frames with sources: each stream ends after that many (a camera never ends by itself);
     // identity's eos-after counts the buffer it ends on.
@@ -502,9 +501,10 @@ void summarize(App *app) {
   if (app->options.gpus)
     for (unsigned gpu : app->gpus) per_gpu.push_back(gpu_figures(*app, gpu));
   for (const GpuFigures &g : per_gpu)
-    g_print("GPU %u: %d streams  %.1f fps  detector p50 %.0f us  cudanms p50 %.0f us  memory %.0f "
-            "MiB\n",
-            g.gpu, g.streams, g.fps, g.detector_p50_us, g.nms_p50_us, g.memory_mib);
+    g_print(
+        "GPU %u: %d streams  %.1f fps  detector p50 %.0f us  cudanms p50 %.0f us  memory %.0f "
+        "MiB\n",
+        g.gpu, g.streams, g.fps, g.detector_p50_us, g.nms_p50_us, g.memory_mib);
   if (app->options.publish) {
     g_print("published to %s: %.0f messages (%.1f/s), dropped %.0f\n", app->options.publish,
             fig(15), fig(17), fig(16));

@@ -4,8 +4,9 @@
 // own: ~0.5 GB of GPU memory each on an H100. The service hands every camera's pipeline the same
 // GstCudaContext (gst_element_set_context), as an application does for pipelines that share a
 // GPU: the device's primary context, the CUDA runtime's and LibTorch's, so that dnndetect's
-// network reads NVDEC's frames in place. cuda-context = per-camera keeps one a camera: a fault that poisons a CUDA context then
-// stays with its camera, for 0.5 GB a camera. Without gstreamer-cuda-1.0 this does nothing.
+// network reads NVDEC's frames in place. cuda-context = per-camera keeps one a camera: a fault that
+// poisons a CUDA context then stays with its camera, for 0.5 GB a camera. Without
+// gstreamer-cuda-1.0 this does nothing.
 #pragma once
 
 #include <gst/gst.h>

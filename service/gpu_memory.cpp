@@ -45,8 +45,8 @@ const Nvml &nvml() {
         dlsym(lib, "nvmlDeviceGetMemoryInfo"));
     n.processes = reinterpret_cast<int (*)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *)>(
         dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3"));
-    n.uuid = reinterpret_cast<int (*)(nvmlDevice_t, char *, unsigned)>(
-        dlsym(lib, "nvmlDeviceGetUUID"));
+    n.uuid =
+        reinterpret_cast<int (*)(nvmlDevice_t, char *, unsigned)>(dlsym(lib, "nvmlDeviceGetUUID"));
     n.ready = n.init && n.count && n.handle && n.memory && n.init() == kNvmlSuccess;
     return n;
   }();

@@ -25,7 +25,7 @@ struct FrameCounts {
   gint64 last_frame_us = 0;            // g_get_monotonic_time() of the last frame; 0: none yet
   std::vector<double> recent_nms_us;   // the latest NMS latencies (for p50/p99)
   double nms_sum_s = 0;                // over every frame
-  double chain_sum_s = 0;  // the detector's and cudanms's wall time, over every frame
+  double chain_sum_s = 0;              // the detector's and cudanms's wall time, over every frame
   guint64 published = 0, dropped = 0;  // MQTT messages
   guint64 lines_lost = 0;              // JSON lines that could not be written
 };

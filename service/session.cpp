@@ -94,8 +94,9 @@ void set_enum_on_all(GstElement *bin, const char *name, const char *nick) {
 bool is_cuda_failure(GstMessage *message) {
   GError *error = nullptr;
   gst_message_parse_warning(message, &error, nullptr);
-  const bool cuda = error->domain == GST_RESOURCE_ERROR && error->code == GST_RESOURCE_ERROR_FAILED &&
-                    strstr(error->message, "CUDA") && strstr(error->message, "failed");
+  const bool cuda = error->domain == GST_RESOURCE_ERROR &&
+                    error->code == GST_RESOURCE_ERROR_FAILED && strstr(error->message, "CUDA") &&
+                    strstr(error->message, "failed");
   g_clear_error(&error);
   return cuda;
 }
@@ -215,8 +216,9 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   gst_object_unref(nms);
 
   if (GstElement *source = gst_bin_get_by_name(bin, "source")) {
-    g_signal_connect(source, "autoplug-select", G_CALLBACK(on_autoplug_select),
-                     GINT_TO_POINTER(config.on_cpu ? -1 : static_cast<int>(gpu_id)));
+    if (g_signal_lookup("autoplug-select", G_OBJECT_TYPE(source)))  // uridecodebin's
+      g_signal_connect(source, "autoplug-select", G_CALLBACK(on_autoplug_select),
+                       GINT_TO_POINTER(config.on_cpu ? -1 : static_cast<int>(gpu_id)));
     // The config outlives the session's pipeline: the camera owns both.
     g_signal_connect_data(
         source, "source-setup", G_CALLBACK(on_source_setup), new CameraConfig(config),

@@ -48,8 +48,7 @@ std::string gst_cv_nvdec_for(const std::string &codec, int gpu) {
   for (GList *f = factories; f && found.empty(); f = f->next) {
     auto *factory = GST_ELEMENT_FACTORY(f->data);
     const gchar *name = gst_plugin_feature_get_name(GST_PLUGIN_FEATURE(factory));
-    if (g_str_has_prefix(name, prefix.c_str()) && gst_cv_nvdec_device(factory) == gpu)
-      found = name;
+    if (g_str_has_prefix(name, prefix.c_str()) && gst_cv_nvdec_device(factory) == gpu) found = name;
   }
   gst_plugin_feature_list_free(factories);
   return found;

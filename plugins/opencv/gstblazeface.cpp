@@ -376,8 +376,8 @@ static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
   priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.detected.class_id, s.detected.label);
 
   const auto start = std::chrono::steady_clock::now();
-  const dnn::Letterbox box =
-      dnn::Letterbox::fit(GST_VIDEO_FRAME_WIDTH(frame), GST_VIDEO_FRAME_HEIGHT(frame), input_spec());
+  const dnn::Letterbox box = dnn::Letterbox::fit(GST_VIDEO_FRAME_WIDTH(frame),
+                                                 GST_VIDEO_FRAME_HEIGHT(frame), input_spec());
   const cudanms::Status prepared = letterbox_into_input(priv, frame);
   if (!prepared.ok()) {
     GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the frame"),

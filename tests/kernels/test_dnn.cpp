@@ -44,10 +44,10 @@ TEST(DnnInput, AreaAveragesTheFootprint) {
                                    20, 0, 0, 30, 40, 50, 0,   0, 0, 40,  0, 0};
   std::vector<float> out(3 * 2);
   ASSERT_TRUE(dnn::preprocess(rgb_image(px, 4, 2), spec_of(2, 1, false), out.data()).ok());
-  EXPECT_FLOAT_EQ(out[0], (0 + 10 + 20 + 30) / 4.0f);   // R, left
-  EXPECT_FLOAT_EQ(out[1], (100 + 100 + 0 + 40) / 4.0f); // R, right
-  EXPECT_FLOAT_EQ(out[2], (0 + 20 + 0 + 40) / 4.0f);    // G, left
-  EXPECT_FLOAT_EQ(out[4], (0 + 30 + 0 + 50) / 4.0f);    // B, left
+  EXPECT_FLOAT_EQ(out[0], (0 + 10 + 20 + 30) / 4.0f);    // R, left
+  EXPECT_FLOAT_EQ(out[1], (100 + 100 + 0 + 40) / 4.0f);  // R, right
+  EXPECT_FLOAT_EQ(out[2], (0 + 20 + 0 + 40) / 4.0f);     // G, left
+  EXPECT_FLOAT_EQ(out[4], (0 + 30 + 0 + 50) / 4.0f);     // B, left
 }
 
 TEST(DnnInput, FractionalFootprintsWeighCoverage) {
@@ -137,7 +137,8 @@ TEST(DnnOutputs, ShapesAreChecked) {
   EXPECT_EQ(out.anchors, 8400);
   EXPECT_FALSE(dnn::Outputs::describe(dnn::Head::kYolo, {{2, 4, 8400}}, &out).ok());
   EXPECT_FALSE(dnn::Outputs::describe(dnn::Head::kYolo, {}, &out).ok());
-  EXPECT_TRUE(dnn::Outputs::describe(dnn::Head::kBlazeFace, {{3, 896, 16}, {3, 896, 1}}, &out).ok());
+  EXPECT_TRUE(
+      dnn::Outputs::describe(dnn::Head::kBlazeFace, {{3, 896, 16}, {3, 896, 1}}, &out).ok());
   EXPECT_EQ(out.points_per_candidate(), 6);
   const cudanms::Status wrong =
       dnn::Outputs::describe(dnn::Head::kBlazeFace, {{1, 896, 1}, {1, 896, 16}}, &out);
@@ -151,7 +152,7 @@ TEST(DnnDecode, YoloBoxesClassesAndThreshold) {
   std::vector<float> out((4 + classes) * anchors, 0.0f);
   auto set = [&](int row, int a, float v) { out[row * anchors + a] = v; };
   set(0, 0, 320), set(1, 0, 320), set(2, 0, 100), set(3, 0, 50);  // centre box
-  set(4, 0, 0.2f), set(5, 0, 0.9f);                                // class 1
+  set(4, 0, 0.2f), set(5, 0, 0.9f);                               // class 1
   set(0, 1, 10), set(1, 1, 170), set(2, 1, 20), set(3, 1, 20);
   set(4, 1, 0.6f), set(5, 1, 0.6f);  // equal: the first class
   set(4, 2, 0.1f), set(5, 2, 0.3f);  // below 0.5
@@ -184,7 +185,8 @@ TEST(DnnDecode, YoloNaNScoresAreDropped) {
   ASSERT_TRUE(dnn::Outputs::describe(dnn::Head::kYolo, {{1, 5, 1}}, &outputs).ok());
   outputs.tensors[0] = out.data();
   dnn::Candidates c;
-  ASSERT_TRUE(dnn::decode(outputs, 0, dnn::Letterbox::fit(8, 8, spec_of(8, 8)), {0.0f, 0}, &c).ok());
+  ASSERT_TRUE(
+      dnn::decode(outputs, 0, dnn::Letterbox::fit(8, 8, spec_of(8, 8)), {0.0f, 0}, &c).ok());
   EXPECT_EQ(c.size(), 0u);
 }
 
@@ -194,7 +196,7 @@ TEST(DnnDecode, BlazeFaceAnchorBoxAndKeypoints) {
   logits[213] = 2.0f;
   float *r = &regressors[213 * 16];
   r[0] = 4, r[1] = -8, r[2] = 32, r[3] = 16;  // centre offset and size, input pixels
-  r[4] = 1, r[5] = 2;                          // first keypoint offset
+  r[4] = 1, r[5] = 2;                         // first keypoint offset
   const dnn::Letterbox box = dnn::Letterbox::fit(128, 128, spec_of(128, 128));
   dnn::Outputs outputs;
   ASSERT_TRUE(
@@ -391,7 +393,8 @@ TEST_F(CudaDnn, InputEqualsTheCpus) {
     std::vector<float> gpu(cpu.size());
     ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(stage_->stream())), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(gpu.data(), d_input, gpu.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < cpu.size(); i++) ASSERT_EQ(cpu[i], gpu[i]) << "round " << round << " at " << i;
+    for (size_t i = 0; i < cpu.size(); i++)
+      ASSERT_EQ(cpu[i], gpu[i]) << "round " << round << " at " << i;
     // The same frame already in device memory.
     std::vector<uint8_t *> d_planes;
     dnn::Image on_device = image;
@@ -403,7 +406,8 @@ TEST_F(CudaDnn, InputEqualsTheCpus) {
     ASSERT_TRUE(stage_->preprocess(&on_device, &in_device_memory, 1, spec, &d_input).ok());
     ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(stage_->stream())), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(gpu.data(), d_input, gpu.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (size_t i = 0; i < cpu.size(); i++) ASSERT_EQ(cpu[i], gpu[i]) << "round " << round << " at " << i;
+    for (size_t i = 0; i < cpu.size(); i++)
+      ASSERT_EQ(cpu[i], gpu[i]) << "round " << round << " at " << i;
     for (uint8_t *d : d_planes) cudaFree(d);
   }
 }
@@ -440,9 +444,11 @@ TEST_F(CudaDnn, DecodeEqualsTheCpus) {
     dnn::Outputs device = host;
     float *d0 = to_device(t0), *d1 = t1.empty() ? nullptr : to_device(t1);
     device.tensors[0] = d0, device.tensors[1] = d1;
-    dnn::InputSpec spec = spec_of(head == dnn::Head::kYolo ? 640 : 128, head == dnn::Head::kYolo ? 640 : 128);
+    dnn::InputSpec spec =
+        spec_of(head == dnn::Head::kYolo ? 640 : 128, head == dnn::Head::kYolo ? 640 : 128);
     std::vector<dnn::Letterbox> boxes;
-    for (int i = 0; i < batch; i++) boxes.push_back(dnn::Letterbox::fit(100 + rng() % 2000, 100 + rng() % 2000, spec));
+    for (int i = 0; i < batch; i++)
+      boxes.push_back(dnn::Letterbox::fit(100 + rng() % 2000, 100 + rng() % 2000, spec));
     cudanms::DeviceCandidatesPoolOptions options;
     options.capacity = anchors;
     options.max_buffers = batch;
@@ -461,11 +467,13 @@ TEST_F(CudaDnn, DecodeEqualsTheCpus) {
     std::vector<dnn::Candidates *> to_host;
     for (dnn::Candidates &c : gpu) to_host.push_back(&c);
     to_host[1] = nullptr;  // left on the device only
-    ASSERT_TRUE(stage_->decode(device, boxes.data(), targets.data(), params.data(), to_host.data()).ok());
+    ASSERT_TRUE(
+        stage_->decode(device, boxes.data(), targets.data(), params.data(), to_host.data()).ok());
     EXPECT_EQ(gpu[1].size(), 0u);
     std::vector<dnn::Candidates *> only_1(batch, nullptr);
     only_1[1] = &gpu[1];
-    ASSERT_TRUE(stage_->decode(device, boxes.data(), targets.data(), params.data(), only_1.data()).ok());
+    ASSERT_TRUE(
+        stage_->decode(device, boxes.data(), targets.data(), params.data(), only_1.data()).ok());
     size_t total = 0;
     for (int i = 0; i < batch; i++) {
       dnn::Candidates cpu;

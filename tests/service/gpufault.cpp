@@ -79,8 +79,8 @@ static void gst_gpu_fault_class_init(GstGpuFaultClass *klass) {
       g_param_spec_int("gpu-id", "GPU id", "The GPU it runs on", 0, G_MAXINT, 0, rw));
   g_object_class_install_property(
       object_class, PROP_FAIL_ON_GPU,
-      g_param_spec_int("fail-on-gpu", "Fail on GPU", "The GPU that fails (-1: none)", -1,
-                       G_MAXINT, -1, rw));
+      g_param_spec_int("fail-on-gpu", "Fail on GPU", "The GPU that fails (-1: none)", -1, G_MAXINT,
+                       -1, rw));
   g_object_class_install_property(
       object_class, PROP_AFTER,
       g_param_spec_uint("after", "After", "Frames before it fails", 0, G_MAXUINT, 10, rw));
@@ -89,8 +89,8 @@ static void gst_gpu_fault_class_init(GstGpuFaultClass *klass) {
                                         "Posts a CUDA failure's warning on a chosen GPU",
                                         "cudanms");
   GstCaps *any = gst_caps_new_any();
-  gst_element_class_add_pad_template(element_class,
-                                     gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, any));
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, any));
   gst_element_class_add_pad_template(element_class,
                                      gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, any));
   gst_caps_unref(any);

@@ -203,7 +203,8 @@ TEST_F(Config, EveryErrorIsReportedWithItsGroupAndKey) {
       "cams.conf:service:stall-timeout: must be at least 0.1 s, not 0",
       "cams.conf:camera.a:colour: unknown key",
       "cams.conf:camera.a:iou-threshold: is out of range: \"7\" (0 to 1)",
-      "cams.conf:camera.a:method: must be one of greedy, matrix, soft, weighted, group, not \"best\"",
+      "cams.conf:camera.a:method: must be one of greedy, matrix, soft, weighted, group, not "
+      "\"best\"",
       "cams.conf:camera.c:detector: model \"/nonexistent/people.xml\" cannot be read: No such "
       "file or directory",
       "cams.conf:camera.c:labels-file: cannot read \"/dev/zero\": is not a regular file (a "
@@ -274,8 +275,7 @@ TEST_F(Config, GpusAreTheVisibleOnesUnlessTheConfigNamesSome) {
             std::vector<std::string>{});
   EXPECT_EQ(config.gpus, (std::vector<unsigned>{2, 0}));
   EXPECT_EQ(config.gpu_failure, "cpu");
-  ASSERT_EQ(errors_of("[service]\ngpus = none\n" + camera, &config, 4),
-            std::vector<std::string>{});
+  ASSERT_EQ(errors_of("[service]\ngpus = none\n" + camera, &config, 4), std::vector<std::string>{});
   EXPECT_TRUE(config.gpus.empty());
 }
 

@@ -109,8 +109,8 @@ TEST(GpuList, AllNoneOrIndicesOnceEach) {
   EXPECT_EQ(gpus, (std::vector<unsigned>{0, 2, 3}));
   for (const char *bad : {"", "1,1", "-1", "0,", "gpu0", "1.5", "99999999999999999999", "2048"}) {
     EXPECT_FALSE(parse_gpu_list(bad, &gpus, &all, &why)) << bad;
-    EXPECT_EQ(why, std::string("must be all, none or GPU indices once each (0,2,3), not \"") +
-                       bad + "\"");
+    EXPECT_EQ(why, std::string("must be all, none or GPU indices once each (0,2,3), not \"") + bad +
+                       "\"");
     EXPECT_TRUE(gpus.empty());
   }
 }

@@ -10,8 +10,8 @@
 #include <cstdio>
 
 #include "cudanms/nms.h"
-#include "support/mqtt_broker.h"
 #include "service_support.h"
+#include "support/mqtt_broker.h"
 
 namespace cudanms::testing {
 namespace {
@@ -159,12 +159,13 @@ TEST_F(Service, AFailedGpuMovesOnlyItsCameras) {
       return service.log().find("GPU 1 failed (camera b: ") != std::string::npos;
     })) << service.log();
     const size_t frames_a = service.frames("a"), frames_c = service.frames("c");
-    ASSERT_TRUE(eventually(15, [&] {
+    const double b_placed_on = std::string(policy) == "move" ? 0 : -1;
+    auto b_restarted = [&] {
       JsonObject *m = service.scrape("/metrics");
       return m && ServiceRun::value(m, "cudanms_camera_up", "b") == 1 &&
-             ServiceRun::value(m, "cudanms_camera_gpu", "b") ==
-                 (std::string(policy) == "move" ? 0 : -1);
-    })) << policy << "\n" << service.log();
+             ServiceRun::value(m, "cudanms_camera_gpu", "b") == b_placed_on;
+    };
+    ASSERT_TRUE(eventually(15, b_restarted)) << policy << "\n" << service.log();
     JsonObject *metrics = service.scrape("/metrics");
     ASSERT_NE(metrics, nullptr);
     EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_gpu", "a"), 0) << policy;
@@ -178,9 +179,8 @@ TEST_F(Service, AFailedGpuMovesOnlyItsCameras) {
               ServiceRun::value(metrics, "cudanms_gpu_nms_seconds_total,gpu=0", ""))
         << policy;
     // a and c streamed on all along, on one connection each.
-    EXPECT_TRUE(eventually(5, [&] {
-      return service.frames("a") > frames_a && service.frames("c") > frames_c;
-    }));
+    EXPECT_TRUE(eventually(
+        5, [&] { return service.frames("a") > frames_a && service.frames("c") > frames_c; }));
     const std::string log = service.log();
     for (const char *camera : {"a", "c"}) {
       EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_reconnects_total", camera), 0);
@@ -540,8 +540,8 @@ TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
 }
 
 // The service's program without the plugins (no GST_PLUGIN_PATH, an empty system path) refuses
-// a config with its reasons, not a crash: the cascade's implied method= used to look up a cudanms property
-// that was not there.
+// a config with its reasons, not a crash: the cascade's implied method= used to look up a cudanms
+// property that was not there.
 TEST_F(Service, ACheckWithoutThePluginsRefusesTheConfig) {
   const std::string example =
       std::string(g_getenv("CUDANMS_SOURCE_ROOT")) + "/pipelines/cameras.conf";
