@@ -10,7 +10,10 @@ encoded once with gst-launch-1.0 and x264enc; --file FILE --loop sends your own 
 Faults (--faults random, the default): every 30-60 s one camera, at random, has its server
 killed (SIGKILL) and restarted on the same port 5-20 s later, or stopped (SIGSTOP) and let go on
 (SIGCONT) 5-20 s later. --faults burst: every --burst-every seconds, --burst cameras killed at
-once for --down seconds (the others' frame rate is compared before and during).
+once for --down seconds (the others' frame rate is compared before and during). --faults gpu:
+the same, the cameras killed being all those the service placed on one GPU (each GPU in turn,
+from cudanms_camera_gpu): the other GPUs' cameras should keep their rate (goal: within 5%).
+--gpus sets the service's gpus key.
 
 Figures: crashes of the service (goal 0); its RSS after the first minute, at the end and the
 slope (goal flat); reconnects; the recovery time after each server returned, p50/p99, and each
@@ -169,7 +172,8 @@ def main():
     parser.add_argument("--source", default="",
                         help="a source description for every camera, URL standing for its URL "
                              "(e.g. rtspsrc location=URL ! rtph264depay ! h264parse ! nvh264dec)")
-    parser.add_argument("--faults", choices=["random", "burst"], default="random")
+    parser.add_argument("--faults", choices=["random", "burst", "gpu"], default="random")
+    parser.add_argument("--gpus", help="the service's gpus key (default: all)")
     parser.add_argument("--burst", type=int, default=4)
     parser.add_argument("--burst-every", type=float, default=60)
     parser.add_argument("--down", type=float, default=20)
@@ -202,6 +206,8 @@ def main():
     with open(config, "w") as f:
         f.write("[service]\nmetrics-address = 127.0.0.1:0\ndetector = %s\njson = %s/{camera}.jsonl\n"
                 % (args.detector, work))
+        if args.gpus:
+            f.write("gpus = %s\n" % args.gpus)
         for camera in cameras:
             if args.source:
                 f.write("\n[camera.%s]\nsource = %s\n" %
@@ -284,16 +290,25 @@ def main():
             if not idle(max(0.0, args.burst_every - args.down - 10)):
                 crashed = True
                 break
-            victims = rng.sample(cameras, args.burst)
-            others = [c for c in cameras if c not in victims]
             m0 = service.metrics()
             t0 = time.monotonic()
+            gpu = None
+            if args.faults == "gpu":
+                placed = {c.name: m0.get(("cudanms_camera_gpu", c.name, ""), -1) for c in cameras}
+                used = sorted(set(g for g in placed.values() if g >= 0))
+                if not used:
+                    sys.exit("--faults gpu: the service placed no camera on a GPU")
+                gpu = int(used[len(bursts) % len(used)])
+                victims = [c for c in cameras if placed[c.name] == gpu]
+            else:
+                victims = rng.sample(cameras, args.burst)
+            others = [c for c in cameras if c not in victims]
             idle(10)
             m1 = service.metrics()
             t1 = time.monotonic()
-            print("%6.1f min: kill %s for %.0f s" % ((t1 - started) / 60,
-                                                      " ".join(c.name for c in victims), args.down),
-                  flush=True)
+            print("%6.1f min: kill %s%s for %.0f s" %
+                  ((t1 - started) / 60, " ".join(c.name for c in victims),
+                   "" if gpu is None else " (GPU %d's)" % gpu, args.down), flush=True)
             for c in victims:
                 c.kill()
             if not idle(args.down):
@@ -309,7 +324,8 @@ def main():
             during = {c.name: (service.frames(c.name, m2) - service.frames(c.name, m1)) / (t2 - t1)
                       for c in others}
             worst = min(during[n] / before[n] for n in before if before[n] > 0)
-            bursts.append({"killed": [c.name for c in victims], "others_worst_ratio": worst,
+            bursts.append({"killed": [c.name for c in victims], "gpu": gpu,
+                           "others_worst_ratio": worst,
                            "others_fps_before": sum(before.values()),
                            "others_fps_during": sum(during.values())})
             print("  the other %d: %.1f frames/s before, %.1f during (worst camera at %.1f%%)" %

@@ -4,6 +4,9 @@
 # (default 16) of the 1080p H.264 clip sent in a loop from the host's loopback, each decoded on
 # NVDEC (nvh264dec) and searched for faces by cudacascade on the GPU, cudanms after it; every
 # 60 s, 4 of them killed for 20 s (the others' frame rate compared before and during).
+# FAULTS=gpu, on a host of several GPUs: the service places the cameras over every GPU, each
+# given by its URL (uridecodebin picks its GPU's NVDEC), and every 60 s all the cameras of one
+# GPU are killed for 20 s, the other GPUs' cameras compared (the goal: within 5 %).
 #   tools/gpu-host/run-service-soak.sh [MINUTES] [CAMERAS]      (default 5 and 16)
 # Without GStreamer or meson here it uses the packages of tools/gpu-host/fetch-debs.sh --service
 # (CUDANMS_DEBS, default .device/debs-service). Writes $OUT/service-soak.json (OUT default out).
@@ -33,8 +36,12 @@ export CUDANMS_BUILD=$PWD/$build
 out=${OUT:-out}
 mkdir -p "$out"
 data=${CUDANMS_OPENCV_DATA:-/usr/share/opencv4}
-python3 tools/chaos-soak.py --minutes "$minutes" --cameras "$cameras" --faults burst --burst 4 \
+faults=${FAULTS:-burst}
+# One GPU: the camera's own decoder named; several: each camera's URL, decoded on its GPU.
+source="rtspsrc location=URL protocols=tcp latency=200 ! rtph264depay ! h264parse ! nvh264dec"
+[ "$faults" = gpu ] && source=""
+python3 tools/chaos-soak.py --minutes "$minutes" --cameras "$cameras" --faults "$faults" --burst 4 \
   --down 20 --burst-every 60 --loop --file "$debs/media/megamind_1080p.h264" \
-  --source "${SOURCE:-rtspsrc location=URL protocols=tcp latency=200 ! rtph264depay ! h264parse ! nvh264dec}" \
+  --source "${SOURCE-$source}" \
   --detector "cudacascade model=$data/haarcascades/haarcascade_frontalface_default.xml min-size=50x50 max-size=200x200 scale-factor=1.25" \
   --json "$out/service-soak.json" --work "$out/service-soak"
