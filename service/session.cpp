@@ -215,10 +215,11 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   gst_object_unref(output);
   gst_object_unref(nms);
 
-  if (GstElement *source = gst_bin_get_by_name(bin, "source")) {
-    if (g_signal_lookup("autoplug-select", G_OBJECT_TYPE(source)))  // uridecodebin's
-      g_signal_connect(source, "autoplug-select", G_CALLBACK(on_autoplug_select),
-                       GINT_TO_POINTER(config.on_cpu ? -1 : static_cast<int>(gpu_id)));
+  // A camera's URL: the uridecodebin that describe() names "source" (a camera's own source
+  // description may name any of its elements so).
+  if (GstElement *source = config.source.empty() ? gst_bin_get_by_name(bin, "source") : nullptr) {
+    g_signal_connect(source, "autoplug-select", G_CALLBACK(on_autoplug_select),
+                     GINT_TO_POINTER(config.on_cpu ? -1 : static_cast<int>(gpu_id)));
     // The config outlives the session's pipeline: the camera owns both.
     g_signal_connect_data(
         source, "source-setup", G_CALLBACK(on_source_setup), new CameraConfig(config),

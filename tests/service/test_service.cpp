@@ -140,6 +140,17 @@ TEST_F(Service, ACameraFailsAloneAndComesBackByItself) {
   EXPECT_EQ(later.find("camera c:"), std::string::npos) << later;
 }
 
+// A camera's own source description may name an element "source", as describe() names a URL
+// camera's uridecodebin: the service connects uridecodebin's signals to uridecodebin only.
+TEST_F(Service, ASourceDescriptionMayNameAnElementSource) {
+  ServiceRun service(dir_);
+  ASSERT_TRUE(service.start(service_group() +
+                            "\n[camera.test]\nsource = videotestsrc name=source is-live=true ! "
+                            "video/x-raw,width=320,height=240,framerate=10/1\n"));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  EXPECT_EQ(service.log().find("is invalid for instance"), std::string::npos) << service.log();
+}
+
 // Two GPUs (pretended: CI has none), cameras a and c placed on GPU 0, b on GPU 1; after 20
 // frames GPU 1 "fails" under b (gpufault posts cudanms's CUDA-failure warning). b alone restarts:
 // on GPU 0 with gpu-failure = move, on the CPU with gpu-failure = cpu; a and c are not touched.
