@@ -92,6 +92,15 @@ std::string check_description(const std::string &text, bool needs_sink, bool nee
   GError *error = nullptr;
   GstElement *bin = gst_parse_bin_from_description_full(text.c_str(), TRUE, nullptr,
                                                         GST_PARSE_FLAG_FATAL_ERRORS, &error);
+  if (!bin && needs_src) {
+    // It may end in caps (v4l2src ! video/x-raw,width=640,height=480), which gst-launch's
+    // grammar takes only between two elements, as they are in the camera's pipeline.
+    GError *again = nullptr;
+    bin = gst_parse_bin_from_description_full((text + " ! identity").c_str(), TRUE, nullptr,
+                                              GST_PARSE_FLAG_FATAL_ERRORS, &again);
+    g_clear_error(&again);
+    if (bin) g_clear_error(&error);
+  }
   if (!bin) {
     std::string why = error ? error->message : "cannot be parsed";
     g_clear_error(&error);

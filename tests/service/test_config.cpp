@@ -238,6 +238,9 @@ TEST_F(Config, ASourceBeginsWithASourceElement) {
   EXPECT_EQ(errors_of("[camera.a]\nsource = rtspsrc location=rtsp://127.0.0.1:1/a ! rtph264depay "
                       "! h264parse ! avdec_h264\n"),
             std::vector<std::string>());
+  // Ending in caps, as a webcam's mode is given.
+  EXPECT_EQ(errors_of("[camera.a]\nsource = videotestsrc ! video/x-raw,width=320,height=240\n"),
+            std::vector<std::string>());
   EXPECT_EQ(errors_of("[camera.a]\nsource = videoconvert\ncuda-context = mine\n"),
             (std::vector<std::string>{
                 "cams.conf:camera.a:cuda-context: must be shared or per-camera, not \"mine\"",
