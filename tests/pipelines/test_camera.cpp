@@ -87,7 +87,7 @@ TEST_F(Camera, ServerStoppedMidStreamEndsCleanlyAfterReconnecting) {
   guint64 candidates, kept;
   EXPECT_TRUE(json_lines_parse(lines, &candidates, &kept));
   EXPECT_GE(kept, 10u);
-  EXPECT_EQ(mp4_frames(dir_.file("camera.mp4")), int(lines.size()));
+  EXPECT_EQ(mp4_frames(dir_.file("camera.mp4")), int(lines.size())) << err;
 }
 
 }  // namespace
