@@ -58,31 +58,18 @@ gchar *on_format_location(GstElement *, guint, gpointer data) {
   return g_strdup(static_cast<Recording *>(data)->next_path().c_str());
 }
 
-// Every element of `bin` that has a property `name` gets `value` (the camera's gpu-id).
+// Every element of `bin` that has a property `name` gets `value` (the camera's gpu-id; backend=cpu
+// when its GPU failed): an enum property only where `value` is one of its values.
 void set_on_all(GstElement *bin, const char *name, const std::string &value) {
   GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
   GValue item = G_VALUE_INIT;
   while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
     GObject *element = G_OBJECT(g_value_get_object(&item));
-    if (g_object_class_find_property(G_OBJECT_GET_CLASS(element), name))
-      gst_util_set_object_arg(element, name, value.c_str());
-    g_value_reset(&item);
-  }
-  g_value_unset(&item);
-  gst_iterator_free(it);
-}
-
-// Every element of `bin` whose enum property `name` has the value `nick` gets it (backend=cpu
-// on the detector and cudanms when the camera's GPU failed).
-void set_enum_on_all(GstElement *bin, const char *name, const char *nick) {
-  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
-  GValue item = G_VALUE_INIT;
-  while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
-    GObject *element = G_OBJECT(g_value_get_object(&item));
     GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), name);
-    if (pspec && G_IS_PARAM_SPEC_ENUM(pspec) &&
-        g_enum_get_value_by_nick(G_PARAM_SPEC_ENUM(pspec)->enum_class, nick))
-      gst_util_set_object_arg(element, name, nick);
+    const bool takes_it =
+        pspec && (!G_IS_PARAM_SPEC_ENUM(pspec) ||
+                  g_enum_get_value_by_nick(G_PARAM_SPEC_ENUM(pspec)->enum_class, value.c_str()));
+    if (takes_it) gst_util_set_object_arg(element, name, value.c_str());
     g_value_reset(&item);
   }
   g_value_unset(&item);
@@ -198,7 +185,7 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
     gpu_id = static_cast<guint>(std::stoul(config.nms.at("gpu-id")));
   }
   if (config.on_cpu) {
-    set_enum_on_all(s->pipeline_, "backend", "cpu");
+    set_on_all(s->pipeline_, "backend", "cpu");
   } else if (contexts) {
     contexts->share_with(s->pipeline_, gpu_id);
   }
