@@ -194,14 +194,23 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
   if (frame_samples_.size() >= 2) {
     const Sample &first = frame_samples_.front(), &last = frame_samples_.back();
     const double seconds = (last.time_us - first.time_us) / 1e6;
-    if (seconds > 0) {
-      s.frames_per_second = (last.frames - first.frames) / seconds;
-      s.load = (last.chain_s - first.chain_s) / seconds;
-    }
+    if (seconds > 0) s.frames_per_second = (last.frames - first.frames) / seconds;
   }
-  if (!config_.on_cpu && config_.nms.count("gpu-id"))
-    s.gpu = static_cast<int>(std::stoul(config_.nms.at("gpu-id")));
+  s.load = load();
+  s.gpu = gpu();
   return s;
+}
+
+int Camera::gpu() const {
+  const auto id = config_.nms.find("gpu-id");
+  return config_.on_cpu || id == config_.nms.end() ? -1 : static_cast<int>(std::stoul(id->second));
+}
+
+double Camera::load() const {
+  if (frame_samples_.size() < 2) return 0;
+  const Sample &first = frame_samples_.front(), &last = frame_samples_.back();
+  const double seconds = (last.time_us - first.time_us) / 1e6;
+  return seconds > 0 ? (last.chain_s - first.chain_s) / seconds : 0;
 }
 
 }  // namespace cudanms::service

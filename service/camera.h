@@ -61,6 +61,9 @@ class Camera {
   // Each second: the stall watchdog, and the frame rate's samples.
   void tick(gint64 now_us);
   CameraSnapshot snapshot(gint64 now_us) const;
+  // The snapshot's gpu and load alone (the placement asks each tick).
+  int gpu() const;
+  double load() const;
 
  private:
   void connect();

@@ -42,7 +42,7 @@ bool Service::start(std::string *error) {
         const gint64 now = g_get_monotonic_time();
         for (auto &[name, camera] : self->cameras_) {
           camera->tick(now);
-          self->placement_.set_load(name, camera->snapshot(now).load);
+          self->placement_.set_load(name, camera->load());
         }
         return G_SOURCE_CONTINUE;
       },
@@ -111,9 +111,9 @@ CameraConfig Service::placed(const CameraConfig &config) {
 void Service::gpu_failed(const std::string &name, const std::string &reason) {
   const auto found = cameras_.find(name);
   if (found == cameras_.end()) return;
-  const CameraSnapshot camera = found->second->snapshot(g_get_monotonic_time());
-  if (camera.gpu < 0 || placement_.failed(static_cast<unsigned>(camera.gpu))) return;
-  const unsigned gpu = static_cast<unsigned>(camera.gpu);
+  const int placed_on = found->second->gpu();
+  if (placed_on < 0 || placement_.failed(static_cast<unsigned>(placed_on))) return;
+  const unsigned gpu = static_cast<unsigned>(placed_on);
   std::vector<std::string> moved = placement_.fail(gpu);
   const bool to_cpu = config_.gpu_failure == "cpu";
   log_line("GPU %u failed (camera %s: %s): %zu cameras %s", gpu, name.c_str(), reason.c_str(),
