@@ -39,6 +39,7 @@
 
 #include "cudanms/nms.h"
 #include "elementcudacontext.h"
+#include "gpulist.h"
 #include "nvdec.h"
 
 #ifdef CUDANMS_HAVE_CUDA
@@ -145,27 +146,19 @@ void sample_gpu_memory(App *app) {
     app->gpu_used_running[gpu] = std::max(app->gpu_used_running[gpu], gpu_memory_used(gpu));
 }
 
-// --gpus: "all" (every GPU CUDA shows) or indices; false with the reason.
+// --gpus: "all" (every GPU CUDA shows) or indices of visible GPUs; false with the reason.
 bool parse_gpus(const char *text, std::vector<unsigned> *gpus, std::string *why) {
-  const int visible = cudanms::cuda_device_count();
-  if (g_str_equal(text, "all")) {
-    for (int g = 0; g < visible; ++g) gpus->push_back(static_cast<unsigned>(g));
-  } else {
-    gchar **parts = g_strsplit(text, ",", -1);
-    for (gchar **p = parts; *p; ++p) {
-      char *end = nullptr;
-      const gint64 g = g_ascii_strtoll(g_strstrip(*p), &end, 10);
-      if (!**p || *end || g < 0 || g >= visible ||
-          std::find(gpus->begin(), gpus->end(), static_cast<unsigned>(g)) != gpus->end()) {
-        *why = std::string("--gpus \"") + text + "\": all, or indices of the " +
-               std::to_string(visible) + " visible GPUs, each once";
-        g_strfreev(parts);
-        return false;
-      }
-      gpus->push_back(static_cast<unsigned>(g));
-    }
-    g_strfreev(parts);
+  const unsigned visible = static_cast<unsigned>(cudanms::cuda_device_count());
+  bool all = false;
+  std::string unused;
+  bool good = gst_cv_parse_gpu_list(text, gpus, &all, &unused) && (all || !gpus->empty());
+  for (unsigned gpu : *gpus) good &= gpu < visible;
+  if (!good) {
+    *why = std::string("--gpus \"") + text + "\": all, or indices of the " +
+           std::to_string(visible) + " visible GPUs, each once";
+    return false;
   }
+  for (unsigned gpu = 0; all && gpu < visible; ++gpu) gpus->push_back(gpu);
   if (gpus->empty()) *why = "--gpus: no CUDA device visible";
   return !gpus->empty();
 }
@@ -324,7 +317,7 @@ std::string camera_id(const Options &o, int i) {
 
 // Stream i's GPU: the (i mod G)-th of --gpus (GPU 0 without).
 unsigned gpu_of(const App &app, int i) {
-  return app.gpus.empty() ? 0 : app.gpus[static_cast<size_t>(i) % app.gpus.size()];
+  return app.gpus[static_cast<size_t>(i) % app.gpus.size()];
 }
 
 std::string branch(const App &app, int i, const char *source) {
@@ -638,8 +631,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (!o.gpus) app.gpus = {0};
-  for (unsigned gpu : o.nvdec ? app.gpus : std::vector<unsigned>{}) {
-    if (nvdec_for(gpu).empty()) {
+  for (unsigned gpu : app.gpus) {
+    if (o.nvdec && nvdec_for(gpu).empty()) {
       g_printerr("--nvdec: no NVDEC H.264 decoder for GPU %u (gst-plugins-bad's nvcodec)\n", gpu);
       return 2;
     }

@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "placement.h"
+#include "gpulist.h"
 
 namespace cudanms::service {
 namespace {
@@ -303,7 +303,7 @@ const Key kKeys[] = {
      "its own",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
        std::string why;
-       parse_gpu_list(v, &s->gpus, &s->all_gpus, &why);
+       gst_cv_parse_gpu_list(v, &s->gpus, &s->all_gpus, &why);
        return why;
      }},
     {"gpu-failure", Where::kService,

@@ -55,9 +55,4 @@ class Placement {
   std::map<std::string, Placed> cameras_;
 };
 
-// The config's `gpus`: "all" (every visible GPU), "none" (the CPU) or indices "0,2,3". False
-// with the reason when the text is none of them; *all says "all" was given.
-bool parse_gpu_list(const std::string &text, std::vector<unsigned> *gpus, bool *all,
-                    std::string *why);
-
 }  // namespace cudanms::service
