@@ -48,10 +48,11 @@ std::vector<Box> kept_boxes(GstBuffer *buffer) {
 // A tiny YOLO TorchScript (tests/plugins/dnn/make-tiny-yolo.py) of this input size and classes;
 // empty when Debian's python3-torch cannot make it.
 std::string tiny_yolo(int input_size, int classes) {
-  const std::string model = std::string(g_get_tmp_dir()) + "/cudanms-tiny-yolo-" +
-                            std::to_string(getpid()) + ".pt";
-  const std::string args = std::string(CUDANMS_SOURCE_DIR) + "/tests/plugins/dnn/make-tiny-yolo.py " +
-                           model + " " + std::to_string(input_size) + " " + std::to_string(classes);
+  const std::string model =
+      std::string(g_get_tmp_dir()) + "/cudanms-tiny-yolo-" + std::to_string(getpid()) + ".pt";
+  const std::string args = std::string(CUDANMS_SOURCE_DIR) +
+                           "/tests/plugins/dnn/make-tiny-yolo.py " + model + " " +
+                           std::to_string(input_size) + " " + std::to_string(classes);
   // Debian's PyTorch here; the PyTorch on PATH on the GPU host, whose LibTorch loads it.
   const std::string make = "/usr/bin/python3 " + args + " 2>/dev/null || python3 " + args;
   return std::system(make.c_str()) == 0 ? model : "";
@@ -210,9 +211,10 @@ TEST_F(DnnDetect, ConvertedBlazeFaceEqualsOpenCvDnnOnTheOnnx) {
       compare(model->output(1)[i], logits[head]->ptr<float>()[at]);
     }
   }
-  std::printf("TorchScript vs OpenCV DNN, 60 frames x 896 anchors x 17 values: max |diff| %.3g, "
-              "relative to max(1, |value|) %.3g\n",
-              worst, worst_relative);
+  std::printf(
+      "TorchScript vs OpenCV DNN, 60 frames x 896 anchors x 17 values: max |diff| %.3g, "
+      "relative to max(1, |value|) %.3g\n",
+      worst, worst_relative);
   EXPECT_LT(worst_relative, 1e-3);
 }
 
@@ -260,9 +262,11 @@ TEST_F(DnnDetect, YoloCandidatesAreTheOutputsDecoded) {
   cv::Mat frame(height, width, CV_8UC3);
   for (size_t i = 0; i < frame.total() * 3; i++) frame.data[i] = static_cast<uint8_t>(rng());
 
-  GstHarness *h = harness_for("dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
-                              "score-threshold=0.6 model=" + model,
-                              frame, "RGB");
+  GstHarness *h = harness_for(
+      "dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
+      "score-threshold=0.6 model=" +
+          model,
+      frame, "RGB");
   GstBuffer *out = gst_harness_push_and_pull(h, buffer_of(frame));
   ASSERT_NE(out, nullptr);
   const GstCudaNmsCandidatesMeta *c = gst_buffer_get_cuda_nms_candidates_meta(out);
@@ -317,10 +321,10 @@ TEST_F(DnnDetect, BadSettingsAreErrorsAtStart) {
   EXPECT_NE(start_error("dnndetect decoder=yolo").find("No model"), std::string::npos);
   EXPECT_NE(start_error("dnndetect model=/nonexistent/model.pt").find("cannot be read"),
             std::string::npos);
-  EXPECT_NE(start_error("dnndetect decoder=yolo model=" + std::string(CUDANMS_SOURCE_DIR) +
-                        "/README.md")
-                .find("not a TorchScript network"),
-            std::string::npos);
+  EXPECT_NE(
+      start_error("dnndetect decoder=yolo model=" + std::string(CUDANMS_SOURCE_DIR) + "/README.md")
+          .find("not a TorchScript network"),
+      std::string::npos);
   EXPECT_NE(start_error("dnndetect mean=1,2").find("Invalid input settings"), std::string::npos);
   expect_unreadable_models_refused("dnndetect decoder=yolo");
 }
@@ -331,8 +335,10 @@ TEST_F(DnnDetect, CamerasBatchedGetTheirOwnCandidates) {
   const std::string model = tiny_yolo(96, 5);
   if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
   const auto cameras = random_streams(4, 3, 21);
-  const std::string yolo = "dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
-                           "score-threshold=0.6 model=" + model;
+  const std::string yolo =
+      "dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
+      "score-threshold=0.6 model=" +
+      model;
   std::vector<double> mean_batch;
   auto batched = run_cameras(yolo + " batch-size=4 batch-timeout=10000000 batch-group=cpu4",
                              cameras, &mean_batch);
@@ -350,9 +356,12 @@ TEST_F(DnnDetect, ABatchWaitsAtMostItsTimeout) {
   const std::string model = tiny_yolo(96, 5);
   if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
   const auto cameras = random_streams(2, 2, 3);
-  const std::string yolo = "dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
-                           "score-threshold=0.6 batch-group=timeout model=" + model;
-  GstHarness *silent = harness_for(yolo + " batch-size=2 batch-timeout=200000", cameras[1][0], "RGB");
+  const std::string yolo =
+      "dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
+      "score-threshold=0.6 batch-group=timeout model=" +
+      model;
+  GstHarness *silent =
+      harness_for(yolo + " batch-size=2 batch-timeout=200000", cameras[1][0], "RGB");
   GstHarness *h = harness_for(yolo + " batch-size=2 batch-timeout=200000", cameras[0][0], "RGB");
   const gint64 start = g_get_monotonic_time();
   GstBuffer *out = gst_harness_push_and_pull(h, buffer_of(cameras[0][0]));
@@ -450,9 +459,12 @@ TEST_F(CudaDnnDetect, YoloDeviceCandidatesKeepTheCpusBoxes) {
   std::mt19937 rng(5);
   cv::Mat frame(120, 160, CV_8UC3);
   for (size_t i = 0; i < frame.total() * 3; i++) frame.data[i] = static_cast<uint8_t>(rng());
-  const std::string yolo = "decoder=yolo input-width=96 input-height=96 score-threshold=0.6 model=" + model;
-  GstHarness *gpu = harness_for("dnndetect backend=cuda " + yolo + " ! cudanms backend=cuda", frame, "RGB");
-  GstHarness *cpu = harness_for("dnndetect backend=cpu " + yolo + " ! cudanms backend=cpu", frame, "RGB");
+  const std::string yolo =
+      "decoder=yolo input-width=96 input-height=96 score-threshold=0.6 model=" + model;
+  GstHarness *gpu =
+      harness_for("dnndetect backend=cuda " + yolo + " ! cudanms backend=cuda", frame, "RGB");
+  GstHarness *cpu =
+      harness_for("dnndetect backend=cpu " + yolo + " ! cudanms backend=cpu", frame, "RGB");
   GstBuffer *a = gst_harness_push_and_pull(gpu, buffer_of(frame));
   GstBuffer *b = gst_harness_push_and_pull(cpu, buffer_of(frame));
   ASSERT_TRUE(a && b);
@@ -486,11 +498,13 @@ TEST_F(CudaDnnDetect, FramesAndCandidatesStayOnTheGpuFromCudaUploadToCudanms) {
   gst_object_unref(upload);
   const std::string model = tiny_yolo(96, 5);
   if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
-  const std::string yolo = "decoder=yolo input-width=96 input-height=96 score-threshold=0.6 model=" + model;
+  const std::string yolo =
+      "decoder=yolo input-width=96 input-height=96 score-threshold=0.6 model=" + model;
   const std::string nv12 = "videoconvert ! video/x-raw,format=NV12 ! ";
-  GstHarness *gpu = harness_for(nv12 + "cudaupload ! video/x-raw(memory:CUDAMemory) ! dnndetect name=d backend=cuda " + yolo +
-                                    " ! cudanms backend=cuda keep-candidates=true",
-                                cv::Mat(120, 160, CV_8UC3), "RGB");
+  GstHarness *gpu = harness_for(
+      nv12 + "cudaupload ! video/x-raw(memory:CUDAMemory) ! dnndetect name=d backend=cuda " + yolo +
+          " ! cudanms backend=cuda keep-candidates=true",
+      cv::Mat(120, 160, CV_8UC3), "RGB");
   GstHarness *cpu = harness_for(nv12 + "dnndetect backend=cpu " + yolo + " ! cudanms backend=cpu",
                                 cv::Mat(120, 160, CV_8UC3), "RGB");
   std::mt19937 rng(11);
@@ -531,8 +545,10 @@ TEST_F(CudaDnnDetect, CamerasBatchedGetTheirOwnCandidates) {
   const std::string model = tiny_yolo(96, 5);
   if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
   const auto cameras = random_streams(5, 4, 8);
-  const std::string yolo = "dnndetect backend=cuda decoder=yolo input-width=96 input-height=96 "
-                           "score-threshold=0.6 model=" + model;
+  const std::string yolo =
+      "dnndetect backend=cuda decoder=yolo input-width=96 input-height=96 "
+      "score-threshold=0.6 model=" +
+      model;
   const std::string batch = " batch-size=5 batch-timeout=10000000 batch-group=cuda5";
   std::vector<double> mean_batch;
   auto batched = run_cameras(yolo + " device-candidates=false" + batch, cameras, &mean_batch);
@@ -543,9 +559,11 @@ TEST_F(CudaDnnDetect, CamerasBatchedGetTheirOwnCandidates) {
   unref_all(&alone);
 
   auto kept_batched = run_cameras(yolo + batch + " ! cudanms backend=cuda", cameras);
-  auto kept_cpu = run_cameras("dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
-                              "score-threshold=0.6 model=" + model + " ! cudanms backend=cpu",
-                              cameras);
+  auto kept_cpu = run_cameras(
+      "dnndetect backend=cpu decoder=yolo input-width=96 input-height=96 "
+      "score-threshold=0.6 model=" +
+          model + " ! cudanms backend=cpu",
+      cameras);
   for (size_t c = 0; c < cameras.size(); c++) {
     for (size_t f = 0; f < cameras[c].size(); f++) {
       ASSERT_TRUE(kept_batched[c][f] && kept_cpu[c][f]);
@@ -579,7 +597,8 @@ TEST_F(CudaDnnDetect, BlazeFaceCamerasBatchedEqualTheCpu) {
       const HostCandidates a = candidates_of(gpu[c][f]), b = candidates_of(cpu[c][f]);
       ASSERT_EQ(a.scores.size(), 896u) << "camera " << c << " frame " << f;
       ASSERT_EQ(b.scores.size(), 896u);
-      for (size_t i = 0; i < a.scores.size(); i++) ASSERT_NEAR(a.scores[i], b.scores[i], 2e-3f) << i;
+      for (size_t i = 0; i < a.scores.size(); i++)
+        ASSERT_NEAR(a.scores[i], b.scores[i], 2e-3f) << i;
       for (size_t i = 0; i < a.boxes.size(); i++)
         ASSERT_NEAR(a.boxes[i], b.boxes[i], 1.5f + 2e-3f * std::fabs(b.boxes[i])) << i;
     }
