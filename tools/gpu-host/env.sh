@@ -5,8 +5,11 @@
 # tools/run-cuda-suite.sh builds and tests there as on Debian.
 _cudanms_debs=${1:-.device/debs}
 _cudanms_prefix=/opt/deb
-if [ ! -x "$_cudanms_prefix/usr/bin/pkgconf" ]; then
+# Once per set of packages: the tests' and the service's (fetch-debs.sh --service) go side by side.
+_cudanms_unpacked=$_cudanms_prefix/.unpacked-$(basename "$_cudanms_debs")
+if [ ! -f "$_cudanms_unpacked" ]; then
   for _f in "$_cudanms_debs"/*.deb; do dpkg -x "$_f" "$_cudanms_prefix"; done
+  touch "$_cudanms_unpacked"
 fi
 _cudanms_lib=$_cudanms_prefix/usr/lib/x86_64-linux-gnu
 # Debian ships opencv4.pc in libopencv-dev, which pulls every module; these four are enough.
@@ -39,8 +42,17 @@ if [ ! -f "$CUDANMS_CASCADE_FRAMES/messi5.pgm" ] && [ -d "$_cudanms_debs/media" 
   python3 "$(dirname "${BASH_SOURCE[0]}")/make-cascade-frames.py" "$_cudanms_debs/media" \
     "$CUDANMS_CASCADE_FRAMES" || echo "warning: no cascade frames (needs Python OpenCV)" >&2
 fi
-# OpenCV's sample videos for the tests that read them (no opencv-doc here): the carried media/.
-[ -d "$_cudanms_debs/media" ] && export CUDANMS_OPENCV_SAMPLES=$(cd "$_cudanms_debs/media" && pwd)
+# OpenCV's sample videos for the tests that read them (no opencv-doc here): the carried media/,
+# its AVIs as Y4M where these packages cannot play AVI (no gst-plugins-good, no gst-libav: they
+# would not fit the carry).
+if [ -d "$_cudanms_debs/media" ]; then
+  export CUDANMS_OPENCV_SAMPLES=$(cd "$_cudanms_debs/media" && pwd)
+  if [ ! -f "$_cudanms_lib/gstreamer-1.0/libgstavi.so" ] &&
+    python3 "$(dirname "${BASH_SOURCE[0]}")/samples-as-y4m.py" "$_cudanms_debs/media" \
+      /tmp/cudanms-samples >/dev/null; then
+    export CUDANMS_OPENCV_SAMPLES=/tmp/cudanms-samples
+  fi
+fi
 # BlazeFace's ONNX, carried in media/, where tools/fetch-blazeface.sh would have put it.
 _cudanms_bf=${XDG_CACHE_HOME:-$HOME/.cache}/cudanms/blazeface-1.2.0
 if [ -f "$_cudanms_debs/media/face_detection_front_128x128_barracuda.onnx" ] && [ ! -f "$_cudanms_bf/face_detection_front_128x128_barracuda.onnx" ]; then
@@ -56,4 +68,4 @@ export GST_PLUGIN_SCANNER=$_cudanms_lib/gstreamer1.0/gstreamer-1.0/gst-plugin-sc
 export GST_REGISTRY=/tmp/cudanms-gst-registry.bin
 # meson and the commands it records run from the .deb with the host's python3.
 export PYTHONPATH=$_cudanms_prefix/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
-unset _cudanms_debs _cudanms_prefix _cudanms_lib _cudanms_bf _f
+unset _cudanms_debs _cudanms_prefix _cudanms_lib _cudanms_bf _cudanms_unpacked _f

@@ -427,6 +427,7 @@ TEST_F(CudaDnnDetect, BlazeFaceOnTheGpuEqualsTheCpu) {
   SKIP_WITHOUT_FILE(opencv_sample("Megamind.avi"), "opencv-doc");
   SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE();
   const std::vector<cv::Mat> frames = megamind_frames(100);
+  ASSERT_EQ(frames.size(), 100u) << "Megamind.avi did not decode";
   const std::string nms = " ! cudanms backend=cpu method=weighted iou-threshold=0.3";
   GstHarness *gpu = harness_for("dnndetect backend=cuda" + nms, frames[0]);
   GstHarness *cpu = harness_for("dnndetect backend=cpu" + nms, frames[0]);

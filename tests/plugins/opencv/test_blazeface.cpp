@@ -145,7 +145,9 @@ TEST_F(BlazeFace, KeptBoxOnTheHaarFaceOfMegamind) {
 TEST_F(BlazeFace, AcceptsTheRgbFormats) {
   SKIP_WITHOUT_FILE(opencv_sample("Megamind.avi"), "opencv-doc");
   SKIP_WITHOUT_BLAZEFACE_MODEL();
-  const cv::Mat bgr = megamind_frames(101).back();
+  const std::vector<cv::Mat> frames = megamind_frames(101);
+  ASSERT_EQ(frames.size(), 101u) << "Megamind.avi did not decode";
+  const cv::Mat bgr = frames.back();
   const std::pair<const char *, int> formats[] = {{"BGR", -1},
                                                   {"RGB", cv::COLOR_BGR2RGB},
                                                   {"BGRx", cv::COLOR_BGR2BGRA},
