@@ -38,8 +38,8 @@ using ::cudanms::detail::MappedArray;
 struct DeviceLevel {
   int32_t width, height, step, cols, rows;
   // This level's first item in running totals over all levels: image rows (the row scans), grid
-  // rows (the walk), integral columns 1..width (the column scans).
-  int32_t first_row, first_grid_row, first_column;
+  // rows (the walk).
+  int32_t first_row, first_grid_row;
   int32_t x_taps, y_taps;
   int64_t origin;
   int64_t first_window;
@@ -178,27 +178,57 @@ __global__ void integral_rows(const DeviceLevel *levels, int level_count, int to
   }
 }
 
-// One warp per integral column of every level: 32 rows at a time, a warp scan down the column
-// (a thread per column would leave the GPU with a few thousand threads, each a chain of
-// dependent loads).
-__global__ void integral_columns(const DeviceLevel *levels, int level_count, int total_columns,
-                                 int stride, int32_t *sum, int32_t *sqsum) {
-  const int column = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (column >= total_columns) return;
-  const DeviceLevel level =
-      levels[find_level(levels, level_count, &DeviceLevel::first_column, column)];
-  const int64_t at = level.origin + stride + 1 + (column - level.first_column);
-  uint32_t carry = 0, carry_sq = 0;
-  for (int y0 = 0; y0 < level.height; y0 += 32) {
-    const int y = y0 + lane;
-    const int64_t p = at + static_cast<int64_t>(y) * stride;
-    const bool inside = y < level.height;
-    const uint32_t s = running_sum(inside ? static_cast<uint32_t>(sum[p]) : 0, lane, &carry);
-    if (inside) sum[p] = static_cast<int32_t>(s);
-    if (sqsum) {
-      const uint32_t q = running_sum(inside ? static_cast<uint32_t>(sqsum[p]) : 0, lane, &carry_sq);
-      if (inside) sqsum[p] = static_cast<int32_t>(q);
+// The column pass: a block per 32 adjacent integral columns of one level (blockIdx.z), its warps
+// one above the other down bands of kBandRows rows. Each lane sums kRowsPerLane rows of its
+// column in registers, the warps' totals are added up in shared memory: every load and store is
+// a warp's 32 adjacent columns (coalesced), each value read and written once. (A warp per column
+// read 32 rows of one column per load: 32 sectors for 128 useful bytes.)
+constexpr int kColumnTile = 32;
+constexpr int kColumnWarps = 16;
+constexpr int kRowsPerLane = 8;
+constexpr int kBandRows = kColumnWarps * kRowsPerLane;
+
+__global__ void __launch_bounds__(kColumnTile *kColumnWarps)
+    integral_columns(const DeviceLevel *levels, int stride, int32_t *sum, int32_t *sqsum) {
+  __shared__ uint32_t totals[2][kColumnWarps][kColumnTile + 1];  // +1: no bank conflicts
+  const DeviceLevel level = levels[blockIdx.z];
+  if (static_cast<int>(blockIdx.x) * kColumnTile >= level.width) return;  // the whole block
+  const int lane = threadIdx.x, warp = threadIdx.y;
+  const int x = blockIdx.x * kColumnTile + lane;
+  const bool column_inside = x < level.width;
+  const int64_t top = level.origin + stride + 1 + x;  // integral row 1 of column x + 1
+  uint32_t carry = 0, carry_sq = 0;                   // the bands above
+  for (int band = 0; band < level.height; band += kBandRows) {
+    const int y0 = band + warp * kRowsPerLane;
+    uint32_t s[kRowsPerLane], q[kRowsPerLane];
+    uint32_t run = 0, run_sq = 0;
+#pragma unroll
+    for (int k = 0; k < kRowsPerLane; ++k) {
+      const bool inside = column_inside && y0 + k < level.height;
+      const int64_t p = top + static_cast<int64_t>(y0 + k) * stride;
+      run += inside ? static_cast<uint32_t>(sum[p]) : 0u;
+      s[k] = run;
+      if (sqsum) {
+        run_sq += inside ? static_cast<uint32_t>(sqsum[p]) : 0u;
+        q[k] = run_sq;
+      }
+    }
+    totals[0][warp][lane] = run;
+    totals[1][warp][lane] = run_sq;
+    __syncthreads();
+    uint32_t above = carry, above_sq = carry_sq;
+    for (int w = 0; w < kColumnWarps; ++w) {
+      if (w == warp) above = carry, above_sq = carry_sq;  // what the warps above this one add
+      carry += totals[0][w][lane];
+      carry_sq += totals[1][w][lane];
+    }
+    __syncthreads();  // the totals are read before the next band writes them
+#pragma unroll
+    for (int k = 0; k < kRowsPerLane; ++k) {
+      if (!column_inside || y0 + k >= level.height) continue;
+      const int64_t p = top + static_cast<int64_t>(y0 + k) * stride;
+      sum[p] = static_cast<int32_t>(s[k] + above);
+      if (sqsum) sqsum[p] = static_cast<int32_t>(q[k] + above_sq);
     }
   }
 }
@@ -276,9 +306,17 @@ __global__ void first_segment(CascadeView c, const DeviceLevel *levels, int leve
   }
 }
 
-// One warp per grid row: OpenCV's walk along the row (a first-stage failure skips the next
-// window) decides which alive windows it reaches; those join the queue. 32 windows at a time:
-// the statuses as ballots, the walk over their bits in one lane.
+// OpenCV's walk along a row, one window at a time, is a map of the state "the walk lands on this
+// window" to the state at the next: not landed -> lands; landed -> lands unless the window failed
+// the first stage. Such a map of {0, 1} is two bits (bit b: where state b goes), and the maps of
+// consecutive windows compose (associatively) into the map over all of them: a warp scan.
+__device__ uint32_t walk_step(uint32_t map, uint32_t state) { return (map >> state) & 1u; }
+__device__ uint32_t walk_compose(uint32_t later, uint32_t earlier) {
+  return walk_step(later, walk_step(earlier, 0)) | walk_step(later, walk_step(earlier, 1)) << 1;
+}
+
+// One warp per grid row: the walk decides which alive windows it reaches; those join the queue.
+// 32 windows at a time, a lane each: the statuses as ballots, the walk as a scan of their maps.
 __global__ void walk_rows(const DeviceLevel *levels, int level_count, int grid_rows,
                           const uint8_t *status, const float *norms, QueueEntry *queue,
                           uint32_t *queue_count, unsigned long long *reached_count) {
@@ -289,23 +327,24 @@ __global__ void walk_rows(const DeviceLevel *levels, int level_count, int grid_r
   const DeviceLevel level = levels[li];
   const int row = r - level.first_grid_row;
   const int64_t first = level.first_window + static_cast<int64_t>(row) * level.cols;
-  bool reached = true;  // whether the walk lands on the next window
+  uint32_t lands = 1;  // whether the walk lands on the chunk's first window
   uint32_t reached_total = 0;
   for (int col0 = 0; col0 < level.cols; col0 += 32) {
     const int col = col0 + lane;
-    const uint8_t s = col < level.cols ? status[first + col] : 0;
-    const uint32_t moves_on = __ballot_sync(kFullMask, s != 0);
-    const uint32_t alive = __ballot_sync(kFullMask, s == 2);
-    uint32_t reached_bits = 0;
-    if (lane == 0) {
-      const int n = min(32, level.cols - col0);
-      for (int j = 0; j < n; ++j) {
-        if (reached) reached_bits |= 1u << j;
-        reached = !reached || ((moves_on >> j) & 1u);
-      }
+    const bool inside = col < level.cols;
+    const uint8_t s = inside ? status[first + col] : 0;
+    uint32_t map = 1u | (s != 0 ? 2u : 0u);  // this window's step
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const uint32_t earlier = __shfl_up_sync(kFullMask, map, d);
+      if (lane >= d) map = walk_compose(map, earlier);
     }
-    reached_bits = __shfl_sync(kFullMask, reached_bits, 0);
-    reached = __shfl_sync(kFullMask, reached, 0);
+    const uint32_t lands_next = walk_step(map, lands);  // on window col + 1
+    uint32_t lands_here = __shfl_up_sync(kFullMask, lands_next, 1);
+    if (lane == 0) lands_here = lands;
+    const uint32_t reached_bits = __ballot_sync(kFullMask, inside && lands_here);
+    const uint32_t alive = __ballot_sync(kFullMask, s == 2);
+    lands = __shfl_sync(kFullMask, lands_next, 31);
     reached_total += __popc(reached_bits);
     const uint32_t joining = reached_bits & alive;
     if (joining == 0) continue;
@@ -583,19 +622,19 @@ class CudaDetector final : public Detector {
     if (geo.levels.empty()) return Status::Ok();
 
     std::vector<DeviceLevel> levels;
-    int rows = 0, grid_rows = 0, columns = 0;
+    int rows = 0, grid_rows = 0;
     for (const Level &l : geo.levels) {
       DeviceLevel d{};
       d.width = l.width, d.height = l.height, d.step = l.step, d.cols = l.cols, d.rows = l.rows;
-      d.first_row = rows, d.first_grid_row = grid_rows, d.first_column = columns;
+      d.first_row = rows, d.first_grid_row = grid_rows;
       d.x_taps = static_cast<int32_t>(l.x_taps), d.y_taps = static_cast<int32_t>(l.y_taps);
       d.origin = static_cast<int64_t>(l.origin);
       d.first_window = static_cast<int64_t>(l.first_window);
       d.factor = l.factor, d.out_width = l.out_width, d.out_height = l.out_height;
-      rows += l.height, grid_rows += l.rows, columns += l.width;
+      rows += l.height, grid_rows += l.rows;
       levels.push_back(d);
     }
-    total_rows_ = rows, total_grid_rows_ = grid_rows, total_columns_ = columns;
+    total_rows_ = rows, total_grid_rows_ = grid_rows;
     const FeatureTables tables = make_feature_tables(*model_, geo.stride);
     const bool haar = model_->feature_type == FeatureType::kHaar;
     const size_t plane = geo.plane_size;
@@ -663,8 +702,9 @@ class CudaDetector final : public Detector {
     integral_rows<<<blocks_for(total_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
         w_->levels.get(), levels, total_rows_, w_->resized.get(), g.stride, w_->sum.get(), sq);
     CASCADE_TRY(cudaGetLastError());
-    integral_columns<<<blocks_for(total_columns_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        w_->levels.get(), levels, total_columns_, g.stride, w_->sum.get(), sq);
+    integral_columns<<<dim3((widest.width + kColumnTile - 1) / kColumnTile, 1, levels),
+                       dim3(kColumnTile, kColumnWarps), 0, stream_>>>(w_->levels.get(), g.stride,
+                                                                      w_->sum.get(), sq);
     CASCADE_TRY(cudaGetLastError());
     if (model_->has_tilted_features) {
       Status status = tilted_integrals();
@@ -764,7 +804,7 @@ class CudaDetector final : public Detector {
   std::vector<int> bounds_;           // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;
-  int total_rows_ = 0, total_grid_rows_ = 0, total_columns_ = 0;
+  int total_rows_ = 0, total_grid_rows_ = 0;
   CascadeView view_{};
 
   // The device memory, freed inside the detector's context.
