@@ -1,5 +1,7 @@
 // The device candidates pool: one device allocation and one event per buffer, made while fewer
 // than max_buffers exist and recycled through a free list after that.
+#include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -20,17 +22,26 @@ struct Layout {
   size_t scores, class_ids, count, bytes;
 };
 
+// A download copies this many candidates with the count, in one round trip: a frame of as many
+// or fewer (a cascade's or BlazeFace's few faces) needs no second one.
+constexpr size_t kStagedCandidates = 64;
+
 class Buffer final : public DeviceCandidates {
  public:
   Buffer(size_t capacity, void *context) : capacity_(capacity), context_(context) {}
   ~Buffer() override {
     cudaFree(memory_);
     if (ready_) cudaEventDestroy(ready_);
+    if (stream_) cudaStreamDestroy(stream_);
   }
   Status allocate() {
-    CUDANMS_CUDA_TRY(cudaMalloc(&memory_, Layout(capacity_).bytes));
+    const size_t bytes = Layout(capacity_).bytes;
+    CUDANMS_CUDA_TRY(cudaMalloc(&memory_, bytes));
+    // Zeroed once: a download's fixed-size first copy reads past the count of a small frame.
+    CUDANMS_CUDA_TRY(cudaMemset(memory_, 0, bytes));
     CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-    return Status::Ok();
+    CUDANMS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    return staged_.reserve(Layout(std::min(capacity_, kStagedCandidates)).bytes);
   }
   float *boxes() const override { return reinterpret_cast<float *>(memory_); }
   float *scores() const override { return reinterpret_cast<float *>(at(Layout(capacity_).scores)); }
@@ -44,12 +55,45 @@ class Buffer final : public DeviceCandidates {
   void *ready() const override { return ready_; }
   void *context() const override { return context_; }
 
+  // The count and the first candidates into pinned memory after the ready event, one
+  // synchronisation; only a larger frame then copies all of them.
+  Status download(HostCandidates *out) const override {
+    *out = HostCandidates();
+    DeviceBinding::Scope scope(context_);
+    if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
+    const size_t n_staged = std::min(capacity_, kStagedCandidates);
+    const Layout staged(n_staged), full(capacity_);
+    unsigned char *host = staged_.get();
+    CUDANMS_CUDA_TRY(cudaStreamWaitEvent(stream_, ready_, 0));
+    CUDANMS_CUDA_TRY(cudaMemcpyAsync(host + staged.count, at(full.count), sizeof(uint32_t),
+                                     cudaMemcpyDeviceToHost, stream_));
+    CUDANMS_CUDA_TRY(
+        cudaMemcpyAsync(host, memory_, staged.scores, cudaMemcpyDeviceToHost, stream_));
+    CUDANMS_CUDA_TRY(cudaMemcpyAsync(host + staged.scores, at(full.scores),
+                                     n_staged * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    CUDANMS_CUDA_TRY(cudaMemcpyAsync(host + staged.class_ids, at(full.class_ids),
+                                     n_staged * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    uint32_t n = 0;
+    std::memcpy(&n, host + staged.count, sizeof n);
+    if (n > n_staged) return cudanms::download(view(), out);  // it reports a count past capacity
+    const auto *boxes = reinterpret_cast<const float *>(host);
+    const auto *scores = reinterpret_cast<const float *>(host + staged.scores);
+    const auto *class_ids = reinterpret_cast<const int32_t *>(host + staged.class_ids);
+    out->boxes.assign(boxes, boxes + 4 * size_t{n});
+    out->scores.assign(scores, scores + n);
+    out->class_ids.assign(class_ids, class_ids + n);
+    return Status::Ok();
+  }
+
  private:
   unsigned char *at(size_t offset) const { return static_cast<unsigned char *>(memory_) + offset; }
   size_t capacity_;
   void *context_;
   void *memory_ = nullptr;
   cudaEvent_t ready_ = nullptr;
+  cudaStream_t stream_ = nullptr;      // the downloads' copies
+  MappedArray<unsigned char> staged_;  // pinned: the first copy of a download
 };
 
 class Pool final : public DeviceCandidatesPool, public std::enable_shared_from_this<Pool> {
@@ -127,21 +171,32 @@ std::shared_ptr<DeviceCandidatesPool> DeviceCandidatesPool::create(
   return pool;
 }
 
+Status device_count(const DeviceCandidatesView &view, uint32_t *count) {
+  *count = 0;
+  if (view.capacity == 0) return Status::Ok();
+  if (view.count == nullptr) return Status::Error("device candidates have no count");
+  detail::DeviceBinding::Scope scope(view.context);
+  if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
+  if (view.ready) CUDANMS_CUDA_TRY(cudaEventSynchronize(static_cast<cudaEvent_t>(view.ready)));
+  CUDANMS_CUDA_TRY(cudaMemcpy(count, view.count, sizeof *count, cudaMemcpyDeviceToHost));
+  if (*count > view.capacity) {
+    return Status::Error("the producer counted " + std::to_string(*count) +
+                         " candidates in a buffer of " + std::to_string(view.capacity));
+  }
+  return Status::Ok();
+}
+
 Status download(const DeviceCandidatesView &view, HostCandidates *out) {
   *out = HostCandidates();
   if (view.capacity == 0) return Status::Ok();
   if (view.count == nullptr || view.boxes == nullptr || view.scores == nullptr) {
     return Status::Error("device candidates have no boxes, scores or count");
   }
+  uint32_t n = 0;
+  const Status counted = device_count(view, &n);
+  if (!counted.ok()) return counted;
   detail::DeviceBinding::Scope scope(view.context);
   if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
-  if (view.ready) CUDANMS_CUDA_TRY(cudaEventSynchronize(static_cast<cudaEvent_t>(view.ready)));
-  uint32_t n = 0;
-  CUDANMS_CUDA_TRY(cudaMemcpy(&n, view.count, sizeof n, cudaMemcpyDeviceToHost));
-  if (n > view.capacity) {
-    return Status::Error("the producer counted " + std::to_string(n) +
-                         " candidates in a buffer of " + std::to_string(view.capacity));
-  }
   out->boxes.resize(4 * size_t{n});
   out->scores.resize(n);
   out->class_ids.assign(n, 0);

@@ -168,18 +168,28 @@ TEST_F(CudaDeviceCandidates, PoolsOfNothingAreStatuses) {
   EXPECT_NE(status.message().find("does not exist"), std::string::npos) << status.message();
 }
 
+// Up to 64 candidates come back with the count in one copy, more in a second: both are what the
+// producer wrote, and nothing past the count (fill() leaves other candidates there).
 TEST_F(CudaDeviceCandidates, ADownloadIsWhatTheProducerWrote) {
   auto p = pool(300);
   Status status;
   auto c = p->acquire(&status);
   std::mt19937_64 rng(run_seed() + 40);
-  const CandidateSet set = generators()[0].make(rng, 257, 5);
-  fill(set, c.get(), 257);
-  HostCandidates host;
-  ASSERT_TRUE(c->download(&host).ok());
-  EXPECT_EQ(host.boxes, set.boxes);
-  EXPECT_EQ(host.scores, set.scores);
-  EXPECT_EQ(host.class_ids, set.classes);
+  for (const size_t n : {0, 1, 63, 64, 65, 257, 300}) {
+    const CandidateSet set = generators()[0].make(rng, n, 5);
+    fill(set, c.get(), static_cast<uint32_t>(n));
+    uint32_t counted = 1234;
+    ASSERT_TRUE(device_count(c->view(), &counted).ok());
+    EXPECT_EQ(counted, n);
+    HostCandidates host;
+    ASSERT_TRUE(c->download(&host).ok()) << n;
+    EXPECT_EQ(host.boxes, set.boxes) << n;
+    EXPECT_EQ(host.scores, set.scores) << n;
+    EXPECT_EQ(host.class_ids, set.classes) << n;
+    HostCandidates plain;  // the free function, without the pool's staging
+    ASSERT_TRUE(download(c->view(), &plain).ok()) << n;
+    EXPECT_EQ(plain.boxes, set.boxes) << n;
+  }
 }
 
 TEST_F(CudaDeviceCandidates, NmsInPlaceEqualsNmsOnHostCopiesOnRandomSets) {

@@ -33,6 +33,10 @@ struct HostCandidates {
 // the one copy a consumer that needs host boxes makes. A count above the capacity is an error.
 Status download(const DeviceCandidatesView &view, HostCandidates *out);
 
+// Waits for the view's ready event, then copies its count (one word) to *count: what a consumer
+// reads to choose where a frame's NMS runs before it moves any candidate.
+Status device_count(const DeviceCandidatesView &view, uint32_t *count);
+
 // One pooled buffer. Its memory is valid while a reference is held; its contents once its ready
 // event has completed.
 class DeviceCandidates {
@@ -48,7 +52,8 @@ class DeviceCandidates {
   DeviceCandidatesView view() const {
     return {boxes(), scores(), class_ids(), count(), capacity(), ready(), context()};
   }
-  Status download(HostCandidates *out) const { return cudanms::download(view(), out); }
+  // cudanms::download of view(); a pooled buffer brings a small frame back in one round trip.
+  virtual Status download(HostCandidates *out) const { return cudanms::download(view(), out); }
 };
 
 struct DeviceCandidatesPoolOptions {
