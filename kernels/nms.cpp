@@ -17,6 +17,7 @@
 #include "common/points.h"
 #include "cpu/cpu_nms.h"
 #include "cuda/cuda_nms.h"
+#include "cudanms/device_candidates.h"
 
 namespace cudanms {
 namespace {
@@ -315,6 +316,10 @@ Status Context::run(const DeviceCandidatesView &c, const Params &params, Result 
                                    std::to_string(c.capacity) + "-candidate device frame");
   if (!status.ok()) clear(result);
   return status;
+}
+
+Status Context::device_count(const DeviceCandidatesView &candidates, uint32_t *count) const {
+  return cudanms::device_count(candidates, count);
 }
 
 Status Context::run_device_checked(const DeviceCandidatesView &, const Params &, Result *) {

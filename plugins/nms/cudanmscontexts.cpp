@@ -188,6 +188,12 @@ bool ElementNms::run_in_place(GstElement *self, const Settings &s,
                               cudanms::CandidatesView *view, gint64 *latency_ns) {
   const auto start = std::chrono::steady_clock::now();
   cudanms::SharedContext *nms = in_place_context(self, s);
+  if (s.backend == GST_CUDA_NMS_BACKEND_AUTO &&
+      nms->context()->backend() == cudanms::Backend::kCuda) {
+    uint32_t count = 0;
+    const cudanms::Status counted = nms->context()->device_count(device, &count);
+    if (!counted.ok() || count <= kCpuFrameCandidates) return false;  // the host path says why
+  }
   last_backend_ = nms->context()->backend();
   const cudanms::Status status = nms->run(device, s.params(), &result_);
   *latency_ns =

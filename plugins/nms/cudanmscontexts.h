@@ -29,10 +29,11 @@ std::shared_ptr<cudanms::SharedContext> gst_cuda_nms_shared_context(
     const cudanms::ContextOptions &options, void *cuda_context, const NmsContextFactory &create,
     cudanms::Status *status);
 
-/* With backend=auto, frames of at most this many host candidates run on the CPU twin (the same
- * kept set): on an H100 a frame's GPU round trip (upload, launches, one synchronisation) takes
- * ~40 us, where the CPU needs ~1 us for BlazeFace's 6 candidates. Device candidates stay on the
- * GPU whatever their number. */
+/* With backend=auto, frames of at most this many candidates run on the CPU twin (the same kept
+ * set): on an H100 a frame's GPU round trip (upload, launches, one synchronisation) takes ~40 us,
+ * where the CPU needs ~1 us for BlazeFace's 6 candidates. Device candidates are counted first
+ * (one word copied) and only so few are downloaded: their NMS on the GPU costs the GPU that the
+ * detectors of many cameras share ~30 us a frame, a download none. */
 constexpr size_t kCpuFrameCandidates = 64;
 
 /* One element's NMS: streaming thread, start and stop only. Errors and warnings are posted on
@@ -52,8 +53,9 @@ class ElementNms {
   gboolean run(GstElement *element, const Settings &s, const cudanms::CandidatesView &view,
                gint64 *latency_ns);
   /* NMS on device candidates where they are: the kept values come back with result(), and
-   * *view points at them, the result's indices renumbered to match. False on failure: the
-   * caller downloads them and runs NMS on the host path. */
+   * *view points at them, the result's indices renumbered to match. False on failure, and with
+   * backend=auto for a frame of at most kCpuFrameCandidates: the caller downloads them and runs
+   * NMS on the host path. */
   bool run_in_place(GstElement *element, const Settings &s,
                     const cudanms::DeviceCandidatesView &device, cudanms::CandidatesView *view,
                     gint64 *latency_ns);

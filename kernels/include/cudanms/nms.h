@@ -246,6 +246,9 @@ class Context {
   // with min_neighbors, run one after the other. A frame with bad input
   // fails the whole call, before any work, and *results is left empty.
   Status run(const std::vector<Frame> &frames, std::vector<Result> *results);
+  // Waits for device candidates' ready event and copies their count (one word) to the host:
+  // what a consumer reads to pick where a frame's NMS runs before it moves a candidate.
+  virtual Status device_count(const DeviceCandidatesView &candidates, uint32_t *count) const;
   virtual Backend backend() const = 0;
   // The CUcontext a CUDA context works in (the one current when it was created, else the device's
   // primary context); nullptr on the CPU.

@@ -89,6 +89,10 @@ class FakeCudaContext : public Context {
   Backend backend() const override { return Backend::kCuda; }
   std::string device_name() const override { return "cuda:fake"; }
   void *cuda_context() const override { return &device; }
+  Status device_count(const DeviceCandidatesView &c, uint32_t *count) const override {
+    *count = *c.count;
+    return Status::Ok();
+  }
 
  private:
   Status run_device_checked(const DeviceCandidatesView &c, const Params &p, Result *r) override {
@@ -129,6 +133,24 @@ std::atomic<int> FakeCudaContext::created{0};
 std::atomic<int> FakeCudaContext::runs{0};
 std::atomic<int> FakeCudaContext::batched{0};
 std::atomic<int> FakeCudaContext::run_delay_us{0};
+
+// A buffer whose candidates meta holds `set` as device candidates of the fake contexts'
+// "device" (host memory), downloaded by download_set.
+GstBuffer *device_buffer(const CandidateSet &set, const guint32 *count) {
+  GstBuffer *in = gst_buffer_new();
+  GstCudaNmsDeviceCandidates *dc = gst_cuda_nms_device_candidates_new();
+  dc->cuda_context = &FakeCudaContext::device;
+  dc->boxes = set.boxes.data();
+  dc->scores = set.scores.data();
+  dc->class_ids = set.classes.data();
+  dc->count = count;
+  dc->capacity = *count;
+  dc->download = download_set;
+  dc->user_data = const_cast<CandidateSet *>(&set);
+  EXPECT_TRUE(
+      gst_cuda_nms_candidates_meta_set_device(gst_buffer_add_cuda_nms_candidates_meta(in, 0), dc));
+  return in;
+}
 
 class FakeCuda : public CudaNmsElement {
  protected:
@@ -268,21 +290,7 @@ TEST_F(FakeCuda, BatchStreamsRunDeviceCandidatesOnTheElementsOwnContext) {
       tools::sliding_window_candidates(300, rng(), 3, kWidth, kHeight), kWidth, kHeight);
   const guint32 count = static_cast<guint32>(set.size());
   const Result want = library_result(set, Params());
-  auto device_frame = [&] {
-    GstBuffer *in = gst_buffer_new();
-    GstCudaNmsDeviceCandidates *dc = gst_cuda_nms_device_candidates_new();
-    dc->cuda_context = &FakeCudaContext::device;
-    dc->boxes = set.boxes.data();
-    dc->scores = set.scores.data();
-    dc->class_ids = set.classes.data();
-    dc->count = &count;
-    dc->capacity = count;
-    dc->download = download_set;
-    dc->user_data = const_cast<CandidateSet *>(&set);
-    EXPECT_TRUE(gst_cuda_nms_candidates_meta_set_device(
-        gst_buffer_add_cuda_nms_candidates_meta(in, 0), dc));
-    return in;
-  };
+  auto device_frame = [&] { return device_buffer(set, &count); };
   start("backend=cuda batch-streams=true keep-candidates=true");
   EXPECT_EQ(FakeCudaContext::created, 1);
   for (int round = 0; round < 2; ++round) {
@@ -304,6 +312,35 @@ TEST_F(FakeCuda, BatchStreamsRunDeviceCandidatesOnTheElementsOwnContext) {
   EXPECT_EQ(FakeCudaContext::last_device_runner, 3);
   gst_buffer_unref(process(packed_buffer(set)));
   EXPECT_EQ(FakeCudaContext::last_host_runner, 3);
+  EXPECT_EQ(pop_messages(GST_MESSAGE_WARNING), 0u);
+}
+
+// backend=auto counts device candidates first (one word) and downloads a frame of at most
+// kCpuFrameCandidates for the CPU twin, which costs the GPU nothing; larger frames stay in place.
+// backend=cuda runs every frame in place.
+TEST_F(FakeCuda, AutoDownloadsFewDeviceCandidatesForTheCpuAndRunsManyInPlace) {
+  std::mt19937_64 rng(run_seed() + 118);
+  start("backend=auto keep-candidates=true");
+  for (const size_t n : {size_t{1}, kCpuFrameCandidates, kCpuFrameCandidates + 1, size_t{300}}) {
+    const CandidateSet set = integer_boxes_in_frame(
+        tools::sliding_window_candidates(n, rng(), 3, kWidth, kHeight), kWidth, kHeight);
+    const guint32 count = static_cast<guint32>(set.size());
+    GstBuffer *out = process(device_buffer(set, &count));
+    ASSERT_NE(out, nullptr);
+    EXPECT_TRUE(output_matches(out, set, library_result(set, Params()), kWidth, kHeight)) << n;
+    const bool few = count <= kCpuFrameCandidates;
+    EXPECT_STREQ(gst_buffer_get_cuda_nms_result_meta(out)->backend, few ? "cpu" : "cuda") << n;
+    EXPECT_EQ(gst_buffer_get_cuda_nms_candidates_meta(out)->downloads, few ? 1u : 0u) << n;
+    gst_buffer_unref(out);
+  }
+  gst_util_set_object_arg(G_OBJECT(element_), "backend", "cuda");
+  const CandidateSet set = integer_boxes_in_frame(
+      tools::sliding_window_candidates(5, rng(), 3, kWidth, kHeight), kWidth, kHeight);
+  const guint32 count = static_cast<guint32>(set.size());
+  GstBuffer *out = process(device_buffer(set, &count));
+  EXPECT_STREQ(gst_buffer_get_cuda_nms_result_meta(out)->backend, "cuda");
+  EXPECT_EQ(gst_buffer_get_cuda_nms_candidates_meta(out)->downloads, 0u);
+  gst_buffer_unref(out);
   EXPECT_EQ(pop_messages(GST_MESSAGE_WARNING), 0u);
 }
 
