@@ -37,10 +37,12 @@ class Buffer final : public DeviceCandidates {
   Status allocate() {
     const size_t bytes = Layout(capacity_).bytes;
     CUDANMS_CUDA_TRY(cudaMalloc(&memory_, bytes));
-    // Zeroed once: a download's fixed-size first copy reads past the count of a small frame.
-    CUDANMS_CUDA_TRY(cudaMemset(memory_, 0, bytes));
     CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
     CUDANMS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // Zeroed once, as a download's fixed-size first copy reads past a small frame's count; and
+    // finished here, before a producer's stream (which need not wait for this one) writes it.
+    CUDANMS_CUDA_TRY(cudaMemsetAsync(memory_, 0, bytes, stream_));
+    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
     return staged_.reserve(Layout(std::min(capacity_, kStagedCandidates)).bytes);
   }
   float *boxes() const override { return reinterpret_cast<float *>(memory_); }
