@@ -7,11 +7,9 @@
 // mapped host memory and one synchronisation (a second copy only when a frame returns more
 // windows than any before it and past the mapped buffer).
 #include <cuda_runtime.h>
-#include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
 #include <cstring>
-#include <cub/device/device_select.cuh>
 #include <string>
 
 #include "common/cascade_eval.h"
@@ -72,13 +70,15 @@ __device__ int find_level(const DeviceLevel *levels, int count, T DeviceLevel::*
   return lo;
 }
 
-// Detection into device candidates: the last segment marks each window that passes, by its index
-// in the grid of all levels, instead of appending it, so that a compaction returns the windows in
-// detect()'s order (scale, row, column) without a sort.
-constexpr uint8_t kFinal = 3;  // a status past first_segment's 0, 1, 2
+// Detection into device candidates: the last segment appends each window that passes, by its
+// index in the grid of all levels, and emit_candidates puts them in detect()'s order (scale, row,
+// column: the index's) by ranking them, so that NMS breaks ties as on the host path.
+struct Final {
+  uint32_t index;  // in the grid of all levels: fewer than geometry_fits' 2^28 plane pixels
+  float score;
+};
 struct Finals {
-  uint8_t *status = nullptr;  // null: not detecting into device candidates
-  float *scores = nullptr;    // the window's score, as a float (the norms, no longer needed)
+  Final *list = nullptr;  // null: not detecting into device candidates
   int image_width = 0, image_height = 0;
   double min_score = 0;
 };
@@ -95,38 +95,50 @@ __device__ bool window_box(const DeviceLevel &level, int x, int y, int image_wid
   return x2 > x1 && y2 > y1;
 }
 
-__device__ void mark_final(const Finals &f, const DeviceLevel &level, int x, int y, double score) {
+__device__ void append_final(const Finals &f, const DeviceLevel &level, int x, int y, double score,
+                             uint32_t *count) {
   float4 box;
   if (!window_box(level, x, y, f.image_width, f.image_height, &box) || score < f.min_score) return;
   const int64_t i =
       level.first_window + static_cast<int64_t>(y / level.step) * level.cols + x / level.step;
-  f.status[i] = kFinal;
-  f.scores[i] = static_cast<float>(score);
+  f.list[atomicAdd(count, 1u)] = Final{static_cast<uint32_t>(i), static_cast<float>(score)};
 }
 
-struct IsFinal {
-  const uint8_t *status;
-  __device__ bool operator()(uint32_t i) const { return status[i] == kFinal; }
-};
+// The appended windows as candidates at their rank by grid index (their place in detect()'s
+// order), those ranked below the capacity; the count, above it or not, reaches the consumer,
+// which reports an excess. A window's rank is counted against every other, tile by tile in shared
+// memory: a frame's few dozen windows take one block (a CUB select over the ~900 K statuses of a
+// 1080p frame took ~10 us and a launch more); thousands cost O(n^2) but stay exact.
+constexpr int kRankTile = 1024;
 
-// The selected windows (grid indices, in order) as candidates, up to the capacity; a count above
-// it reaches the consumer, which reports it.
-__global__ void emit_candidates(const uint32_t *selected, const uint32_t *count, uint32_t capacity,
-                                const DeviceLevel *levels, int level_count, Finals f,
-                                int32_t class_id, float4 *boxes, float *scores,
-                                int32_t *class_ids) {
-  const uint32_t n = min(*count, capacity);
-  for (uint32_t k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
-    const uint32_t i = selected[k];
+__global__ void emit_candidates(const Final *list, const uint32_t *listed, uint32_t capacity,
+                                const DeviceLevel *levels, int level_count, int image_width,
+                                int image_height, int32_t class_id, float4 *boxes, float *scores,
+                                int32_t *class_ids, uint32_t *count) {
+  __shared__ uint32_t tile[kRankTile];
+  const uint32_t n = *listed;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *count = n;
+  for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
+    const uint32_t k = base + threadIdx.x;
+    const Final mine = k < n ? list[k] : Final{0, 0};
+    uint32_t rank = 0;
+    for (uint32_t t0 = 0; t0 < n; t0 += kRankTile) {
+      const uint32_t m = min(static_cast<uint32_t>(kRankTile), n - t0);
+      __syncthreads();  // the tile before is read
+      for (uint32_t j = threadIdx.x; j < m; j += blockDim.x) tile[j] = list[t0 + j].index;
+      __syncthreads();
+      for (uint32_t j = 0; j < m; ++j) rank += tile[j] < mine.index;
+    }
+    if (k >= n || rank >= capacity) continue;
     const DeviceLevel level =
-        levels[find_level(levels, level_count, &DeviceLevel::first_window, i)];
-    const int g = static_cast<int>(i - level.first_window);
+        levels[find_level(levels, level_count, &DeviceLevel::first_window, mine.index)];
+    const int g = static_cast<int>(mine.index - level.first_window);
     float4 box;
-    window_box(level, (g % level.cols) * level.step, (g / level.cols) * level.step, f.image_width,
-               f.image_height, &box);
-    boxes[k] = box;
-    scores[k] = f.scores[i];
-    class_ids[k] = class_id;
+    window_box(level, (g % level.cols) * level.step, (g / level.cols) * level.step, image_width,
+               image_height, &box);
+    boxes[rank] = box;
+    scores[rank] = mine.score;
+    class_ids[rank] = class_id;
   }
 }
 
@@ -394,8 +406,8 @@ __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int strid
       __syncwarp(mask);
     }
     if (!alive || sub != 0) continue;
-    if (finals.status) {
-      mark_final(finals, levels[e.level], e.x, e.y, weight);
+    if (finals.list) {
+      append_final(finals, levels[e.level], e.x, e.y, weight, window_count);
     } else if (windows) {
       windows[atomicAdd(window_count, 1u)] = OutWindow{e.level, e.x, e.y, 0, weight};
     } else {
@@ -534,21 +546,16 @@ class CudaDetector final : public Detector {
       size_t stride = 0;
       status = upload(image, &pixels, &stride);
       if (status.ok()) {
-        const Finals finals{w_->status.get(), w_->norms.get(), image.width, image.height,
-                            output.min_score};
+        const Finals finals{w_->finals.get(), image.width, image.height, output.min_score};
         status = launch(pixels, stride, finals);
       }
       if (!status.ok()) return status;
-      size_t temp_bytes = w_->select_temp.size();
-      CASCADE_TRY(cub::DeviceSelect::If(w_->select_temp.get(), temp_bytes,
-                                        thrust::counting_iterator<uint32_t>(0), w_->selected.get(),
-                                        out->count(), static_cast<int64_t>(g.windows),
-                                        IsFinal{w_->status.get()}, stream_));
-      const Finals finals{w_->status.get(), w_->norms.get(), image.width, image.height, 0};
-      emit_candidates<<<static_cast<unsigned>(sm_count_) * 4, kThreads, 0, stream_>>>(
-          w_->selected.get(), out->count(), static_cast<uint32_t>(out->capacity()),
-          w_->levels.get(), static_cast<int>(g.levels.size()), finals, output.class_id,
-          reinterpret_cast<float4 *>(out->boxes()), out->scores(), out->class_ids());
+      const size_t segments = bounds_.size() - 1;
+      emit_candidates<<<static_cast<unsigned>(sm_count_), kThreads, 0, stream_>>>(
+          w_->finals.get(), w_->counts.get() + segments, static_cast<uint32_t>(out->capacity()),
+          w_->levels.get(), static_cast<int>(g.levels.size()), image.width, image.height,
+          output.class_id, reinterpret_cast<float4 *>(out->boxes()), out->scores(),
+          out->class_ids(), out->count());
       CASCADE_TRY(cudaGetLastError());
       // The caller may reuse device pixels once detect() returns: wait for their one reader.
       if (image.on_device) CASCADE_TRY(cudaEventSynchronize(image_read_));
@@ -660,14 +667,7 @@ class CudaDetector final : public Detector {
     if (status.ok()) status = w_->queue_a.reserve(geo.windows);
     if (status.ok()) status = w_->queue_b.reserve(geo.windows);
     if (status.ok()) status = w_->windows.reserve(geo.windows);
-    if (status.ok()) status = w_->selected.reserve(geo.windows);
-    if (status.ok()) {
-      size_t temp_bytes = 0;
-      CASCADE_TRY(cub::DeviceSelect::If(
-          nullptr, temp_bytes, thrust::counting_iterator<uint32_t>(0), w_->selected.get(),
-          w_->counts.get(), static_cast<int64_t>(geo.windows), IsFinal{w_->status.get()}, stream_));
-      status = w_->select_temp.reserve(temp_bytes);
-    }
+    if (status.ok()) status = w_->finals.reserve(geo.windows);
     if (!status.ok()) {
       geometry_ = Geometry{};
       return status;
@@ -685,7 +685,7 @@ class CudaDetector final : public Detector {
     return Status::Ok();
   }
 
-  // The launches of a frame; with finals, the last segment marks windows for device candidates.
+  // The launches of a frame; with finals, the last segment lists windows for device candidates.
   Status launch(const uint8_t *image, size_t image_stride, const Finals &finals) {
     const Geometry &g = geometry_;
     const int levels = static_cast<int>(g.levels.size());
@@ -748,7 +748,7 @@ class CudaDetector final : public Detector {
       CASCADE_TRY(cudaGetLastError());
       std::swap(in, out);
     }
-    if (finals.status) return Status::Ok();  // detect_device_checked compacts them
+    if (finals.list) return Status::Ok();  // detect_device_checked orders them
     publish<<<64, kThreads, 0, stream_>>>(
         w_->counts.get(), static_cast<int>(segments + 1), w_->reached.get(), w_->windows.get(),
         static_cast<uint32_t>(w_->h_windows.size()), w_->h_counts.device(), w_->h_reached.device(),
@@ -825,8 +825,7 @@ class CudaDetector final : public Detector {
     DeviceArray<float> norms;
     DeviceArray<QueueEntry> queue_a, queue_b;
     DeviceArray<OutWindow> windows;
-    DeviceArray<uint32_t> selected;  // device candidates: the marked windows' grid indices
-    DeviceArray<unsigned char> select_temp;
+    DeviceArray<Final> finals;  // device candidates: the windows that pass, unordered
     MappedArray<uint8_t> h_image;
     MappedArray<uint32_t> h_counts;
     MappedArray<unsigned long long> h_reached;

@@ -157,10 +157,8 @@ TEST(CudaCascade, OddFramesAndSizeChangesOnOneDetector) {
   }
 }
 
-// A one-stage cascade every window passes: more windows than the mapped buffer the first
-// synchronisation brings back (16 Ki), so the detector grows it and copies the rest.
-TEST(CudaCascade, MoreWindowsThanEverBeforeComeBackWhole) {
-  SKIP_WITHOUT_CUDA();
+// A one-stage LBP cascade that every window passes.
+std::shared_ptr<const Model> all_pass_model() {
   const std::string xml =
       "<?xml version=\"1.0\"?><opencv_storage><cascade><stageType>BOOST</stageType>"
       "<featureType>LBP</featureType><height>8</height><width>8</width>"
@@ -171,13 +169,22 @@ TEST(CudaCascade, MoreWindowsThanEverBeforeComeBackWhole) {
       "</cascade></opencv_storage>";
   char path[] = "/tmp/cudanms-all-pass-XXXXXX";
   const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(write(fd, xml.data(), xml.size()), static_cast<ssize_t>(xml.size()));
+  if (fd < 0) return nullptr;
+  const bool written = write(fd, xml.data(), xml.size()) == static_cast<ssize_t>(xml.size());
   close(fd);
   Status status;
-  auto model = Model::load(path, &status);
+  auto model = written ? Model::load(path, &status) : nullptr;
   unlink(path);
-  ASSERT_TRUE(model) << status.message();
+  return model;
+}
+
+// More windows than the mapped buffer the first synchronisation brings back (16 Ki), so the
+// detector grows it and copies the rest.
+TEST(CudaCascade, MoreWindowsThanEverBeforeComeBackWhole) {
+  SKIP_WITHOUT_CUDA();
+  auto model = all_pass_model();
+  ASSERT_TRUE(model);
+  Status status;
   auto cpu = Detector::create(model, {}, &status);
   DetectorOptions options;
   options.backend = Backend::kCuda;
@@ -388,6 +395,53 @@ TEST(CudaCascade, DeviceCandidatesOfEmptyFramesAndSmallBuffers) {
   auto cpu = Detector::create(model, {}, &status);
   status = cpu->detect(view_of(frames[1].gray), params, cascade::DeviceOutput{}, out.get());
   EXPECT_FALSE(status.ok());
+}
+
+// Device candidates are ranked into detect()'s order tile by tile (1 024 windows a tile): with
+// every window passing, thousands of them come out in order, and a buffer smaller than them keeps
+// the first ones in that order.
+TEST(CudaCascade, DeviceCandidatesOfAnAllPassCascadeAreInDetectOrder) {
+  SKIP_WITHOUT_CUDA();
+  auto model = all_pass_model();
+  ASSERT_TRUE(model);
+  Status status;
+  DetectorOptions options;
+  options.backend = Backend::kCuda;
+  auto cuda = Detector::create(model, options, &status);
+  ASSERT_TRUE(cuda) << status.message();
+  cv::Mat gray(64, 80, CV_8UC1);
+  cv::randu(gray, 0, 256);
+  cascade::DetectParams params;
+  params.scale_factor = 1.5;
+  std::vector<Window> windows;
+  ASSERT_TRUE(cuda->detect(view_of(gray), params, &windows).ok());
+  ASSERT_GT(windows.size(), 2u * 1024) << "the windows should fill several rank tiles";
+  const HostCandidates all = as_candidates(windows, -1e300, 3);
+  for (const size_t capacity : {cuda->max_windows(gray.cols, gray.rows, params), size_t{1500}}) {
+    DeviceCandidatesPoolOptions pool_options;
+    pool_options.capacity = capacity;
+    auto out = DeviceCandidatesPool::create(pool_options, &status)->acquire(&status);
+    ASSERT_TRUE(out) << status.message();
+    ASSERT_TRUE(cuda->detect(view_of(gray), params, cascade::DeviceOutput{3}, out.get()).ok());
+    if (capacity < windows.size()) {
+      // The count says how many there were; the buffer holds the first `capacity` in order.
+      uint32_t count = 0;
+      std::vector<float> boxes(4 * capacity), scores(capacity);
+      ASSERT_EQ(cudaEventSynchronize(static_cast<cudaEvent_t>(out->ready())), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(&count, out->count(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(count, windows.size());
+      ASSERT_EQ(cudaMemcpy(boxes.data(), out->boxes(), boxes.size() * 4, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(scores.data(), out->scores(), scores.size() * 4, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      EXPECT_TRUE(std::equal(boxes.begin(), boxes.end(), all.boxes.begin()));
+      EXPECT_TRUE(std::equal(scores.begin(), scores.end(), all.scores.begin()));
+    } else {
+      HostCandidates got;
+      ASSERT_TRUE(out->download(&got).ok());
+      expect_same_candidates(all, got, "all-pass cascade");
+    }
+  }
 }
 
 #endif  // CUDANMS_HAVE_CUDA
