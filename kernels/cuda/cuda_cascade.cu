@@ -327,34 +327,59 @@ __device__ uint32_t walk_compose(uint32_t later, uint32_t earlier) {
   return walk_step(later, walk_step(earlier, 0)) | walk_step(later, walk_step(earlier, 1)) << 1;
 }
 
-// One warp per grid row: the walk decides which alive windows it reaches; those join the queue.
-// 32 windows at a time, a lane each: the statuses as ballots, the walk as a scan of their maps.
-__global__ void walk_rows(const DeviceLevel *levels, int level_count, int grid_rows,
-                          const uint8_t *status, const float *norms, QueueEntry *queue,
-                          uint32_t *queue_count, unsigned long long *reached_count) {
-  const int r = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (r >= grid_rows) return;
+// The map of OpenCV's walk over 32 windows from `col0`, a lane each: lane j's map takes the
+// state at col0 to the state at col0 + j + 1. Windows past the row map to themselves.
+__device__ uint32_t walk_scan(const uint8_t *row_status, int cols, int col0, int lane,
+                              uint8_t *status) {
+  const int col = col0 + lane;
+  *status = col < cols ? row_status[col] : 0;
+  uint32_t map = col >= cols ? 2u : 1u | (*status != 0 ? 2u : 0u);  // 2: the identity
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const uint32_t earlier = __shfl_up_sync(kFullMask, map, d);
+    if (lane >= d) map = walk_compose(map, earlier);
+  }
+  return map;
+}
+
+// A block per grid row, its warps over consecutive stretches of the row's windows, 32 at a time:
+// each warp first composes its stretch into one map, the maps of the warps before it give the
+// state it starts in, then it walks its stretch again and queues the alive windows the walk
+// reaches (the statuses as ballots). A warp per row walked a 1080p row's ~30 chunks in a chain.
+constexpr int kWalkWarps = 8;
+
+__global__ void __launch_bounds__(kWalkWarps * 32)
+    walk_rows(const DeviceLevel *levels, int level_count, const uint8_t *status, const float *norms,
+              QueueEntry *queue, uint32_t *queue_count, unsigned long long *reached_count) {
+  __shared__ uint32_t stretch_maps[kWalkWarps];
+  const int r = blockIdx.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int li = find_level(levels, level_count, &DeviceLevel::first_grid_row, r);
   const DeviceLevel level = levels[li];
   const int row = r - level.first_grid_row;
   const int64_t first = level.first_window + static_cast<int64_t>(row) * level.cols;
-  uint32_t lands = 1;  // whether the walk lands on the chunk's first window
+  const uint8_t *row_status = status + first;
+  const int chunks = (level.cols + 31) / 32;
+  const int per_warp = (chunks + kWalkWarps - 1) / kWalkWarps;
+  const int chunk_begin = min(chunks, warp * per_warp);
+  const int chunk_end = min(chunks, chunk_begin + per_warp);
+  uint8_t s;
+  uint32_t stretch = 2u;  // the identity
+  for (int c = chunk_begin; c < chunk_end; ++c)
+    stretch = walk_compose(
+        __shfl_sync(kFullMask, walk_scan(row_status, level.cols, c * 32, lane, &s), 31), stretch);
+  if (lane == 0) stretch_maps[warp] = stretch;
+  __syncthreads();
+  uint32_t lands = 1;  // whether the walk lands on the stretch's first window
+  for (int w = 0; w < warp; ++w) lands = walk_step(stretch_maps[w], lands);
   uint32_t reached_total = 0;
-  for (int col0 = 0; col0 < level.cols; col0 += 32) {
-    const int col = col0 + lane;
-    const bool inside = col < level.cols;
-    const uint8_t s = inside ? status[first + col] : 0;
-    uint32_t map = 1u | (s != 0 ? 2u : 0u);  // this window's step
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const uint32_t earlier = __shfl_up_sync(kFullMask, map, d);
-      if (lane >= d) map = walk_compose(map, earlier);
-    }
+  for (int c = chunk_begin; c < chunk_end; ++c) {
+    const int col = c * 32 + lane;
+    const uint32_t map = walk_scan(row_status, level.cols, c * 32, lane, &s);
     const uint32_t lands_next = walk_step(map, lands);  // on window col + 1
     uint32_t lands_here = __shfl_up_sync(kFullMask, lands_next, 1);
     if (lane == 0) lands_here = lands;
-    const uint32_t reached_bits = __ballot_sync(kFullMask, inside && lands_here);
+    const uint32_t reached_bits = __ballot_sync(kFullMask, col < level.cols && lands_here);
     const uint32_t alive = __ballot_sync(kFullMask, s == 2);
     lands = __shfl_sync(kFullMask, lands_next, 31);
     reached_total += __popc(reached_bits);
@@ -368,7 +393,8 @@ __global__ void walk_rows(const DeviceLevel *levels, int level_count, int grid_r
           QueueEntry{li, col * level.step, row * level.step, norms[first + col]};
     }
   }
-  if (lane == 0) atomicAdd(reached_count, static_cast<unsigned long long>(reached_total));
+  if (lane == 0 && reached_total)
+    atomicAdd(reached_count, static_cast<unsigned long long>(reached_total));
 }
 
 // Stages [first, end) over the queue, a group of G lanes per window: the lanes walk a stage's
@@ -722,9 +748,9 @@ class CudaDetector final : public Detector {
         view_, w_->levels.get(), levels, static_cast<int64_t>(g.windows), g.stride, w_->sum.get(),
         sq, tilted, bounds_[1], w_->status.get(), w_->norms.get());
     CASCADE_TRY(cudaGetLastError());
-    walk_rows<<<blocks_for(total_grid_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        w_->levels.get(), levels, total_grid_rows_, w_->status.get(), w_->norms.get(),
-        w_->queue_a.get(), w_->counts.get(), w_->reached.get());
+    walk_rows<<<static_cast<unsigned>(total_grid_rows_), kWalkWarps * 32, 0, stream_>>>(
+        w_->levels.get(), levels, w_->status.get(), w_->norms.get(), w_->queue_a.get(),
+        w_->counts.get(), w_->reached.get());
     CASCADE_TRY(cudaGetLastError());
     // With one segment, the queue holds windows that passed every stage: running the last stage
     // again gives their score.
