@@ -58,8 +58,10 @@ class Buffer final : public DeviceCandidates {
   void *context() const override { return context_; }
 
   // The count and the first candidates into pinned memory after the ready event, one
-  // synchronisation; only a larger frame then copies all of them.
+  // synchronisation; only a larger frame then copies all of them. The staging is the buffer's:
+  // consumers on two branches of a tee take turns.
   Status download(HostCandidates *out) const override {
+    std::lock_guard<std::mutex> lock(download_mutex_);
     *out = HostCandidates();
     DeviceBinding::Scope scope(context_);
     if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
@@ -96,6 +98,7 @@ class Buffer final : public DeviceCandidates {
   cudaEvent_t ready_ = nullptr;
   cudaStream_t stream_ = nullptr;      // the downloads' copies
   MappedArray<unsigned char> staged_;  // pinned: the first copy of a download
+  mutable std::mutex download_mutex_;
 };
 
 class Pool final : public DeviceCandidatesPool, public std::enable_shared_from_this<Pool> {
