@@ -2,7 +2,8 @@
 # The benchmark, on a CUDA host after the build: cudanms-tool bench with its data sets dumped, so
 # that torchvision (tools/bench_torchvision.py) times the same candidates; the cascade detector
 # against OpenCV's (cudanms-cascade-bench, OUT-DIR/cascade.md); many streams through
-# cudacascade ! cudanms on one GPU (pipelines/streams, OUT-DIR/streams.md); then the merged NMS table
+# cudacascade ! cudanms on one GPU (pipelines/streams, OUT-DIR/streams.md); BlazeFace streams through
+# dnndetect against OpenCV DNN's blazeface on every core (OUT-DIR/dnn-streams.md); then the merged NMS table
 # docs/benchmark.md and the plot docs/benchmark.png (tools/bench_plot.py), copied into OUT-DIR
 # with the JSON of the runs. Prints the merged table last.
 #   tools/run-benchmark.sh [build-dir] [out-dir]    (defaults: build-cuda, ${OUT:-out}/benchmark)
@@ -85,6 +86,41 @@ PY
   cat "$out/streams.md"
 else
   echo "no cudanms-streams in $build or no 1080p media: no streams rows"
+fi
+
+echo "== BlazeFace streams: dnndetect against OpenCV DNN on the CPU ($out/dnn-streams.md)"
+# DNN_STREAMS streams (default 32) of the same media: dnndetect batching them all (frames in GPU
+# memory where there is a GPU), then the OpenCV DNN element, one network a stream, on every core.
+if [ -f "$build/plugins/libgstcudanmsdnn.so" ] && [ -n "$media" ]; then
+  n=${DNN_STREAMS:-32}
+  gpu_frames=""
+  nvidia-smi -L >/dev/null 2>&1 && gpu_frames=--preload-gpu
+  {
+    echo "| chain | streams | total frames/s | per stream frames/s | chain p50 / p99 (us) | detector p50 (us) | cudanms p50 (us) |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+  } >"$out/dnn-streams.md"
+  dnn_streams() {  # label, json, streams' options...
+    local label=$1 json=$2
+    shift 2
+    CUDANMS_BUILD="$build" pipelines/streams --preload "$media" --streams "$n" \
+      --frames "${STREAMS_FRAMES:-600}" --progress 0 --json "$json" "$@" || { rc=1; return; }
+    python3 - "$json" "$label" >>"$out/dnn-streams.md" <<'PY' || rc=1
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"| {sys.argv[2]} | {s['streams']} | {s['total_fps']:.0f} | {s['min_stream_fps']:.0f}..{s['max_stream_fps']:.0f} "
+      f"| {s['chain_p50_us']:.0f} / {s['chain_p99_us']:.0f} | {s['detector_p50_us']:.0f} | {s['nms_p50_us']:.0f} |")
+PY
+  }
+  # shellcheck disable=SC2086  # $gpu_frames: an option, or nothing
+  dnn_streams "dnndetect (LibTorch${gpu_frames:+, frames in GPU memory}), batch $n" \
+    "$out/dnn-streams-dnndetect.json" $gpu_frames \
+    --detector "dnndetect batch-size=$n batch-timeout=20000" \
+    --nms "cudanms method=weighted iou-threshold=0.3"
+  dnn_streams "videoconvert ! blazeface (OpenCV DNN, CPU)" "$out/dnn-streams-opencv.json" \
+    --detector "videoconvert ! blazeface" --nms "cudanms method=weighted iou-threshold=0.3 backend=cpu"
+  cat "$out/dnn-streams.md"
+else
+  echo "no dnn plugin in $build or no 1080p media: no BlazeFace stream rows"
 fi
 
 echo "== docs/benchmark.md, docs/benchmark.png"
