@@ -52,8 +52,8 @@ gboolean gst_cv_attach_device_candidates(GstBuffer *buffer, Held candidates, gin
 #define DEVICE_CANDIDATES_BUFFERS 8
 
 std::shared_ptr<cudanms::DeviceCandidates> GstCvDeviceCandidatesPool::acquire(GstElement *element,
-                                                                               gint device,
-                                                                               size_t capacity) {
+                                                                              gint device,
+                                                                              size_t capacity) {
   GST_DEBUG_CATEGORY_INIT(gst_cv_device_candidates_debug, "cvdevicecandidates", 0,
                           "Device candidates of the detectors");
   cudanms::Status status;
@@ -67,7 +67,8 @@ std::shared_ptr<cudanms::DeviceCandidates> GstCvDeviceCandidatesPool::acquire(Gs
       GST_WARNING_OBJECT(element, "no device candidates pool: %s", status.message().c_str());
       return nullptr;
     }
-    GST_INFO_OBJECT(element, "device candidates: up to %d buffers of %zu candidates, %.1f MiB at most",
+    GST_INFO_OBJECT(element,
+                    "device candidates: up to %d buffers of %zu candidates, %.1f MiB at most",
                     DEVICE_CANDIDATES_BUFFERS, capacity,
                     DEVICE_CANDIDATES_BUFFERS * (capacity * 24.0 + 4) / (1 << 20));
   }

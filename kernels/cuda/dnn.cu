@@ -26,8 +26,7 @@ __global__ void preprocess_kernel(const Frames frames, const InputSpec spec, flo
   const int64_t at = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (at >= plane) return;
   const int x = static_cast<int>(at % spec.width), y = static_cast<int>(at / spec.width);
-  const detail::Rgb p =
-      detail::input_pixel(frames.images[frame], spec, frames.boxes[frame], x, y);
+  const detail::Rgb p = detail::input_pixel(frames.images[frame], spec, frames.boxes[frame], x, y);
   float *out = d_nchw + frame * 3 * plane + at;
   out[0] = (p.r - spec.mean[0]) * spec.scale[0];
   out[plane] = (p.g - spec.mean[1]) * spec.scale[1];
@@ -70,24 +69,26 @@ __global__ void decode_kernel(const Outputs outputs, const Targets targets) {
         kept = detail::decode_blazeface(
             outputs.tensors[0] +
                 static_cast<int64_t>(frame) * kBlazeFaceAnchors * kBlazeFaceRegressors,
-            outputs.tensors[1] + static_cast<int64_t>(frame) * kBlazeFaceAnchors, i, box,
-            threshold, b, &score, points);
+            outputs.tensors[1] + static_cast<int64_t>(frame) * kBlazeFaceAnchors, i, box, threshold,
+            b, &score, points);
       } else {
-        kept = detail::decode_yolo(
-            outputs.tensors[0] +
-                static_cast<int64_t>(frame) * (4 + outputs.classes) * outputs.anchors,
-            outputs.anchors, outputs.classes, i, box, threshold, b, &score, &cls);
+        kept = detail::decode_yolo(outputs.tensors[0] + static_cast<int64_t>(frame) *
+                                                            (4 + outputs.classes) * outputs.anchors,
+                                   outputs.anchors, outputs.classes, i, box, threshold, b, &score,
+                                   &cls);
       }
     }
     int slot, chunk;
     Scan(scan).ExclusiveSum(kept ? 1 : 0, slot, chunk);
     if (kept) {
       const int at = written + slot;
-      reinterpret_cast<float4 *>(targets.boxes_out[frame])[at] = make_float4(b[0], b[1], b[2], b[3]);
+      reinterpret_cast<float4 *>(targets.boxes_out[frame])[at] =
+          make_float4(b[0], b[1], b[2], b[3]);
       targets.scores[frame][at] = score;
       targets.class_ids[frame][at] = cls;
       if (targets.points[frame]) {
-        for (int k = 0; k < 2 * points_per; k++) targets.points[frame][at * 2 * points_per + k] = points[k];
+        for (int k = 0; k < 2 * points_per; k++)
+          targets.points[frame][at * 2 * points_per + k] = points[k];
       }
     }
     __syncthreads();  // every thread has read `written` before it moves on
@@ -114,8 +115,7 @@ Status preprocess_cuda(const Image *images, int count, const InputSpec &spec, fl
   const int64_t plane = static_cast<int64_t>(spec.width) * spec.height;
   constexpr int kThreads = 256;
   const dim3 grid(static_cast<unsigned>((plane + kThreads - 1) / kThreads), count);
-  preprocess_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(frames, spec,
-                                                                                d_nchw);
+  preprocess_kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(frames, spec, d_nchw);
   CUDANMS_CUDA_TRY(cudaGetLastError());
   return Status::Ok();
 }

@@ -10,8 +10,8 @@ namespace {
 
 /* With times: waits for the stage (on CUDA), then times->*stage_ms is the time since *since,
  * and *since now. */
-Status lap(DnnStageTimes *times, dnn::CudaStage *stage, std::chrono::steady_clock::time_point *since,
-           double DnnStageTimes::*stage_ms) {
+Status lap(DnnStageTimes *times, dnn::CudaStage *stage,
+           std::chrono::steady_clock::time_point *since, double DnnStageTimes::*stage_ms) {
   if (!times) return Status::Ok();
   if (stage) {
     Status status = stage->synchronize();
@@ -27,8 +27,9 @@ Status lap(DnnStageTimes *times, dnn::CudaStage *stage, std::chrono::steady_cloc
 
 std::string DnnDetectorConfig::key() const {
   std::ostringstream key;
-  key << model_path << '\n' << static_cast<int>(head) << ' ' << device << ' ' << spec.width << 'x'
-      << spec.height << ' ' << spec.letterbox << ' ' << spec.pad_value;
+  key << model_path << '\n'
+      << static_cast<int>(head) << ' ' << device << ' ' << spec.width << 'x' << spec.height << ' '
+      << spec.letterbox << ' ' << spec.pad_value;
   for (int c = 0; c < 3; c++) key << ' ' << spec.mean[c] << '/' << spec.scale[c];
   return key.str();
 }
@@ -71,8 +72,7 @@ std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, 
   if (!status.ok()) {
     *why = std::string("does not fit decoder ") +
            (config.head == dnn::Head::kBlazeFace ? "blazeface" : "yolo") + " with a " +
-           std::to_string(config.spec.width) + "x" + std::to_string(config.spec.height) +
-           " input";
+           std::to_string(config.spec.width) + "x" + std::to_string(config.spec.height) + " input";
     *detail = status.message();
     return nullptr;
   }
@@ -103,11 +103,12 @@ Status DnnDetector::forward(float *input, int count, dnn::Outputs *outputs) {
   if (!status.ok()) return status;
   if (outputs->batch != count) {
     return Status::Error("the network gave " + std::to_string(outputs->batch) + " results for " +
-                         std::to_string(count) + " frames: its batch dimension must follow the "
+                         std::to_string(count) +
+                         " frames: its batch dimension must follow the "
                          "input's");
   }
   for (size_t i = 0; i < 2 && i < model_->outputs(); i++) outputs->tensors[i] = model_->output(i);
-  if (anchors_ == 0) anchors_ = outputs->anchors, classes_ = outputs->classes;  /* open()'s run */
+  if (anchors_ == 0) anchors_ = outputs->anchors, classes_ = outputs->classes; /* open()'s run */
   return Status::Ok();
 }
 

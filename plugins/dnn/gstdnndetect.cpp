@@ -125,7 +125,8 @@ typedef enum {
 
 #define VIDEO_FORMATS "{ RGB, BGR, RGBx, BGRx, RGBA, BGRA, I420, NV12 }"
 #ifdef CUDANMS_HAVE_GST_CUDA
-#define CUDA_MEMORY_CAPS "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES("memory:CUDAMemory", "{ I420, NV12 }")
+#define CUDA_MEMORY_CAPS \
+  "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES("memory:CUDAMemory", "{ I420, NV12 }")
 #else
 #define CUDA_MEMORY_CAPS ""
 #endif
@@ -375,8 +376,8 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   g_object_class_install_property(
       gobject_class, PROP_BATCH_TIMEOUT,
       g_param_spec_uint("batch-timeout", "Batch timeout",
-                        "The longest a frame waits for other instances' frames, in microseconds",
-                        0, G_MAXINT, DEFAULT_BATCH_TIMEOUT, rw_ready));
+                        "The longest a frame waits for other instances' frames, in microseconds", 0,
+                        G_MAXINT, DEFAULT_BATCH_TIMEOUT, rw_ready));
   g_object_class_install_property(
       gobject_class, PROP_BATCH_GROUP,
       g_param_spec_string("batch-group", "Batch group",
@@ -397,7 +398,8 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
       gobject_class, PROP_MEAN_BATCH,
       g_param_spec_double("mean-batch", "Mean batch",
                           "Frames per forward since start, averaged over this instance's frames "
-                          "(1 without batching)", 0.0, dnn::kMaxBatch, 0.0, ro));
+                          "(1 without batching)",
+                          0.0, dnn::kMaxBatch, 0.0, ro));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -445,22 +447,54 @@ static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GV
   Settings &s = self->priv->settings;
   if (s.detected.set(pspec, value)) return;
   switch (prop_id) {
-    case PROP_MODEL: set_string(&s.model, value); break;
-    case PROP_DECODER: s.decoder = static_cast<GstDnnDetectDecoder>(g_value_get_enum(value)); break;
-    case PROP_INPUT_WIDTH: s.input_width = g_value_get_int(value); break;
-    case PROP_INPUT_HEIGHT: s.input_height = g_value_get_int(value); break;
-    case PROP_LETTERBOX: s.letterbox = g_value_get_boolean(value); break;
-    case PROP_MEAN: set_string(&s.mean, value); break;
-    case PROP_SCALE: set_string(&s.scale, value); break;
-    case PROP_SCORE_THRESHOLD: s.score_threshold = g_value_get_double(value); break;
-    case PROP_LABELS_FILE: set_string(&s.labels_file, value); break;
-    case PROP_BACKEND: s.backend = static_cast<GstDnnDetectBackend>(g_value_get_enum(value)); break;
-    case PROP_GPU_ID: s.gpu_id = g_value_get_int(value); break;
-    case PROP_DEVICE_CANDIDATES: s.device_candidates = g_value_get_boolean(value); break;
-    case PROP_BATCH_SIZE: s.batch_size = g_value_get_int(value); break;
-    case PROP_BATCH_TIMEOUT: s.batch_timeout = g_value_get_uint(value); break;
-    case PROP_BATCH_GROUP: set_string(&s.batch_group, value); break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+    case PROP_MODEL:
+      set_string(&s.model, value);
+      break;
+    case PROP_DECODER:
+      s.decoder = static_cast<GstDnnDetectDecoder>(g_value_get_enum(value));
+      break;
+    case PROP_INPUT_WIDTH:
+      s.input_width = g_value_get_int(value);
+      break;
+    case PROP_INPUT_HEIGHT:
+      s.input_height = g_value_get_int(value);
+      break;
+    case PROP_LETTERBOX:
+      s.letterbox = g_value_get_boolean(value);
+      break;
+    case PROP_MEAN:
+      set_string(&s.mean, value);
+      break;
+    case PROP_SCALE:
+      set_string(&s.scale, value);
+      break;
+    case PROP_SCORE_THRESHOLD:
+      s.score_threshold = g_value_get_double(value);
+      break;
+    case PROP_LABELS_FILE:
+      set_string(&s.labels_file, value);
+      break;
+    case PROP_BACKEND:
+      s.backend = static_cast<GstDnnDetectBackend>(g_value_get_enum(value));
+      break;
+    case PROP_GPU_ID:
+      s.gpu_id = g_value_get_int(value);
+      break;
+    case PROP_DEVICE_CANDIDATES:
+      s.device_candidates = g_value_get_boolean(value);
+      break;
+    case PROP_BATCH_SIZE:
+      s.batch_size = g_value_get_int(value);
+      break;
+    case PROP_BATCH_TIMEOUT:
+      s.batch_timeout = g_value_get_uint(value);
+      break;
+    case PROP_BATCH_GROUP:
+      set_string(&s.batch_group, value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
   }
 }
 
@@ -471,29 +505,66 @@ static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *
   const Settings &s = self->priv->settings;
   if (s.detected.get(pspec, value)) return;
   switch (prop_id) {
-    case PROP_MODEL: g_value_set_string(value, s.model.c_str()); break;
-    case PROP_DECODER: g_value_set_enum(value, s.decoder); break;
-    case PROP_INPUT_WIDTH: g_value_set_int(value, s.input_width); break;
-    case PROP_INPUT_HEIGHT: g_value_set_int(value, s.input_height); break;
-    case PROP_LETTERBOX: g_value_set_boolean(value, s.letterbox); break;
-    case PROP_MEAN: g_value_set_string(value, s.mean.c_str()); break;
-    case PROP_SCALE: g_value_set_string(value, s.scale.c_str()); break;
-    case PROP_SCORE_THRESHOLD: g_value_set_double(value, s.score_threshold); break;
-    case PROP_LABELS_FILE: g_value_set_string(value, s.labels_file.c_str()); break;
-    case PROP_BACKEND: g_value_set_enum(value, s.backend); break;
-    case PROP_GPU_ID: g_value_set_int(value, s.gpu_id); break;
-    case PROP_DEVICE: g_value_set_string(value, self->priv->device.c_str()); break;
-    case PROP_DEVICE_CANDIDATES: g_value_set_boolean(value, s.device_candidates); break;
-    case PROP_BATCH_SIZE: g_value_set_int(value, s.batch_size); break;
-    case PROP_BATCH_TIMEOUT: g_value_set_uint(value, s.batch_timeout); break;
-    case PROP_BATCH_GROUP: g_value_set_string(value, s.batch_group.c_str()); break;
-    case PROP_FRAMES_IN_GPU_MEMORY: g_value_set_uint64(value, self->priv->frames_in_gpu_memory); break;
-    case PROP_MEAN_BATCH:
-      g_value_set_double(value, self->priv->frames ? static_cast<double>(self->priv->batched_frames) /
-                                                         self->priv->frames
-                                                   : 0.0);
+    case PROP_MODEL:
+      g_value_set_string(value, s.model.c_str());
       break;
-    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec); break;
+    case PROP_DECODER:
+      g_value_set_enum(value, s.decoder);
+      break;
+    case PROP_INPUT_WIDTH:
+      g_value_set_int(value, s.input_width);
+      break;
+    case PROP_INPUT_HEIGHT:
+      g_value_set_int(value, s.input_height);
+      break;
+    case PROP_LETTERBOX:
+      g_value_set_boolean(value, s.letterbox);
+      break;
+    case PROP_MEAN:
+      g_value_set_string(value, s.mean.c_str());
+      break;
+    case PROP_SCALE:
+      g_value_set_string(value, s.scale.c_str());
+      break;
+    case PROP_SCORE_THRESHOLD:
+      g_value_set_double(value, s.score_threshold);
+      break;
+    case PROP_LABELS_FILE:
+      g_value_set_string(value, s.labels_file.c_str());
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum(value, s.backend);
+      break;
+    case PROP_GPU_ID:
+      g_value_set_int(value, s.gpu_id);
+      break;
+    case PROP_DEVICE:
+      g_value_set_string(value, self->priv->device.c_str());
+      break;
+    case PROP_DEVICE_CANDIDATES:
+      g_value_set_boolean(value, s.device_candidates);
+      break;
+    case PROP_BATCH_SIZE:
+      g_value_set_int(value, s.batch_size);
+      break;
+    case PROP_BATCH_TIMEOUT:
+      g_value_set_uint(value, s.batch_timeout);
+      break;
+    case PROP_BATCH_GROUP:
+      g_value_set_string(value, s.batch_group.c_str());
+      break;
+    case PROP_FRAMES_IN_GPU_MEMORY:
+      g_value_set_uint64(value, self->priv->frames_in_gpu_memory);
+      break;
+    case PROP_MEAN_BATCH:
+      g_value_set_double(value,
+                         self->priv->frames
+                             ? static_cast<double>(self->priv->batched_frames) / self->priv->frames
+                             : 0.0);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
   }
 }
 
@@ -551,7 +622,8 @@ static bool join_batch_group(GstDnnDetect *self, const Settings &s, const std::s
     }
     if (!priv->network) {
       GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ_WRITE,
-                          ("The network runs on the CPU: CUDA cannot be used"), ("%s", why.c_str()));
+                          ("The network runs on the CPU: CUDA cannot be used"),
+                          ("%s", why.c_str()));
     }
   }
   if (!priv->network) {
@@ -569,8 +641,7 @@ static bool join_batch_group(GstDnnDetect *self, const Settings &s, const std::s
 /* On the GPU, the pipeline shares the network's CUDA context (the device's primary one, where
  * LibTorch runs) with nvh264dec, cudaupload and cudanms, unless one was there first: then frames
  * in its memory are mapped on the host and cudanms downloads the candidates, correct but slower. */
-static void share_cuda_context(GstDnnDetect *self, const Settings &s,
-                               const DnnDetector &detector) {
+static void share_cuda_context(GstDnnDetect *self, const Settings &s, const DnnDetector &detector) {
   GstDnnDetectPrivate *priv = self->priv;
   if (!detector.on_cuda() || !priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id)) return;
   if (priv->cuda.handle() != detector.context()) {
@@ -592,8 +663,8 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
   priv->network.reset();
   priv->pool.reset();
   priv->announcers.clear();
-  priv->head = s.decoder == GST_DNN_DETECT_DECODER_BLAZEFACE ? dnn::Head::kBlazeFace
-                                                              : dnn::Head::kYolo;
+  priv->head =
+      s.decoder == GST_DNN_DETECT_DECODER_BLAZEFACE ? dnn::Head::kBlazeFace : dnn::Head::kYolo;
   std::string why;
   if (!input_spec(s, &priv->spec, &why)) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid input settings"), ("%s", why.c_str()));
@@ -659,7 +730,6 @@ static void announce_labels(GstDnnDetect *self, const Settings &s) {
       priv->announcers[c].announce(pad, static_cast<gint>(c), priv->labels[c]);
   }
 }
-
 
 /* The frame through the network (in a batch with other elements' frames where the group has
  * them), its candidates attached: left in GPU memory where they can be (CUDA, device-candidates,
@@ -733,9 +803,9 @@ static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuf
   } else {
     GstVideoFrame frame;
     /* NO_REF: the buffer stays writable for the meta. */
-    if (!gst_video_frame_map(&frame, &filter->in_info, buffer,
-                             static_cast<GstMapFlags>(GST_MAP_READ |
-                                                      GST_VIDEO_FRAME_MAP_FLAG_NO_REF))) {
+    if (!gst_video_frame_map(
+            &frame, &filter->in_info, buffer,
+            static_cast<GstMapFlags>(GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF))) {
       GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not read the frame"), (NULL));
       return GST_FLOW_ERROR;
     }

@@ -22,14 +22,15 @@ class Model final : public TorchModel {
 #ifdef CUDANMS_TORCH_CUDA
       std::unique_ptr<c10::cuda::CUDAStreamGuard> on_stream;
       if (device_.is_cuda()) {
-        on_stream = std::make_unique<c10::cuda::CUDAStreamGuard>(c10::cuda::getStreamFromExternal(
-            static_cast<cudaStream_t>(stream), device_.index()));
+        on_stream = std::make_unique<c10::cuda::CUDAStreamGuard>(
+            c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device_.index()));
       }
 #else
       (void)stream;
 #endif
-      const at::Tensor in = torch::from_blob(input, {batch, 3, height, width},
-                                             torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+      const at::Tensor in =
+          torch::from_blob(input, {batch, 3, height, width},
+                           torch::TensorOptions().dtype(torch::kFloat32).device(device_));
       collect(module_.forward({in}));
       return true;
     } catch (const std::exception &e) {
@@ -93,8 +94,8 @@ std::unique_ptr<TorchModel> TorchModel::load(const std::string &path, int device
     return nullptr;
   }
   try {
-    const torch::Device where = device >= 0 ? torch::Device(torch::kCUDA, device)
-                                            : torch::Device(torch::kCPU);
+    const torch::Device where =
+        device >= 0 ? torch::Device(torch::kCUDA, device) : torch::Device(torch::kCPU);
     torch::jit::Module module = torch::jit::load(path, where);
     module.eval();
     return std::make_unique<Model>(std::move(module), where);

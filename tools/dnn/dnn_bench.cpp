@@ -49,10 +49,13 @@ std::vector<uint8_t> nv12_of_bgr(const uint8_t *bgr) {
     for (int x = 0; x < kWidth; x++) {
       const uint8_t *p = bgr + 3 * (static_cast<size_t>(y) * kWidth + x);
       const float b = p[0], g = p[1], r = p[2];
-      out[y * kWidth + x] = static_cast<uint8_t>(std::lround(16 + 0.257f * r + 0.504f * g + 0.098f * b));
+      out[y * kWidth + x] =
+          static_cast<uint8_t>(std::lround(16 + 0.257f * r + 0.504f * g + 0.098f * b));
       if (y % 2 == 0 && x % 2 == 0) {
-        uv[(y / 2) * kWidth + x] = static_cast<uint8_t>(std::lround(128 - 0.148f * r - 0.291f * g + 0.439f * b));
-        uv[(y / 2) * kWidth + x + 1] = static_cast<uint8_t>(std::lround(128 + 0.439f * r - 0.368f * g - 0.071f * b));
+        uv[(y / 2) * kWidth + x] =
+            static_cast<uint8_t>(std::lround(128 - 0.148f * r - 0.291f * g + 0.439f * b));
+        uv[(y / 2) * kWidth + x + 1] =
+            static_cast<uint8_t>(std::lround(128 + 0.439f * r - 0.368f * g - 0.071f * b));
       }
     }
   }
@@ -73,7 +76,8 @@ std::vector<std::vector<uint8_t>> load_frames(const char *path, int count) {
   while (static_cast<int>(frames.size()) < count) {  // random 32x32 blocks
     for (int by = 0; by < kHeight; by += 32)
       for (int bx = 0; bx < kWidth; bx += 32) {
-        const uint8_t c[3] = {static_cast<uint8_t>(rng()), static_cast<uint8_t>(rng()), static_cast<uint8_t>(rng())};
+        const uint8_t c[3] = {static_cast<uint8_t>(rng()), static_cast<uint8_t>(rng()),
+                              static_cast<uint8_t>(rng())};
         for (int y = by; y < std::min(kHeight, by + 32); y++)
           for (int x = bx; x < std::min(kWidth, bx + 32); x++)
             for (int k = 0; k < 3; k++) bgr[3 * (static_cast<size_t>(y) * kWidth + x) + k] = c[k];
@@ -94,22 +98,22 @@ dnn::Image nv12_image(const uint8_t *data) {
   return image;
 }
 
-#define CHECK(what)                                                               \
-  do {                                                                            \
-    const cudanms::Status s_ = (what);                                            \
-    if (!s_.ok()) {                                                               \
-      g_printerr("error: %s: %s\n", #what, s_.message().c_str());                 \
-      return false;                                                               \
-    }                                                                             \
+#define CHECK(what)                                               \
+  do {                                                            \
+    const cudanms::Status s_ = (what);                            \
+    if (!s_.ok()) {                                               \
+      g_printerr("error: %s: %s\n", #what, s_.message().c_str()); \
+      return false;                                               \
+    }                                                             \
   } while (0)
 
 struct Row {
   int batch = 0;
   bool host_frames = false;
   double preprocess = 0, network = 0, decode = 0, nms = 0;  // p50 ms per batch, each alone
-  double cpu_nms = 0;  // the same NMS on cudanms's CPU backend, p50 ms per batch
-  double chain_p50 = 0, chain_p99 = 0;                      // ms per batch, no sync inside
-  double candidates = 0, kept = 0;                          // per frame
+  double cpu_nms = 0;                   // the same NMS on cudanms's CPU backend, p50 ms per batch
+  double chain_p50 = 0, chain_p99 = 0;  // ms per batch, no sync inside
+  double candidates = 0, kept = 0;      // per frame
   size_t disagreements = 0;
 };
 
@@ -119,8 +123,9 @@ struct Bench {
   std::unique_ptr<cudanms::Context> nms, cpu_nms;
 
   // One batch through the chain; with stage_ms, each stage synchronised and timed into it.
-  bool chain(const std::vector<dnn::Image> &images, bool on_device, std::vector<dnn::Candidates> *found,
-             std::vector<cudanms::Result> *kept, double stage_ms[4]) {
+  bool chain(const std::vector<dnn::Image> &images, bool on_device,
+             std::vector<dnn::Candidates> *found, std::vector<cudanms::Result> *kept,
+             double stage_ms[4]) {
     const int n = static_cast<int>(images.size());
     found->resize(n);
     std::vector<DnnJob> jobs(n);
@@ -183,17 +188,21 @@ size_t disagreements(const std::vector<cudanms::Result> &a, const std::vector<cu
 }  // namespace
 
 int main(int argc, char **argv) {
-  gchar *model_path = nullptr, *frames_path = nullptr, *batches_text = nullptr, *json_path = nullptr;
+  gchar *model_path = nullptr, *frames_path = nullptr, *batches_text = nullptr,
+        *json_path = nullptr;
   gint runs = 100, device = 0;
   GOptionEntry entries[] = {
-      {"model", 0, 0, G_OPTION_ARG_FILENAME, &model_path, "BlazeFace TorchScript (tools/blazeface-to-torchscript.py)", "FILE"},
+      {"model", 0, 0, G_OPTION_ARG_FILENAME, &model_path,
+       "BlazeFace TorchScript (tools/blazeface-to-torchscript.py)", "FILE"},
       {"frames", 0, 0, G_OPTION_ARG_FILENAME, &frames_path, "Raw 1920x1080 BGR frames", "FILE"},
-      {"batches", 0, 0, G_OPTION_ARG_STRING, &batches_text, "Batch sizes (default 1,8,32,64)", "LIST"},
+      {"batches", 0, 0, G_OPTION_ARG_STRING, &batches_text, "Batch sizes (default 1,8,32,64)",
+       "LIST"},
       {"runs", 0, 0, G_OPTION_ARG_INT, &runs, "Timed runs per row (default 100)", "N"},
       {"device", 0, 0, G_OPTION_ARG_INT, &device, "CUDA device (default 0)", "N"},
       {"json", 0, 0, G_OPTION_ARG_FILENAME, &json_path, "Write the rows as JSON", "FILE"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext *options = g_option_context_new("- the DNN detector's chain on the GPU, per stage");
+  GOptionContext *options =
+      g_option_context_new("- the DNN detector's chain on the GPU, per stage");
   g_option_context_add_main_entries(options, entries, nullptr);
   GError *error = nullptr;
   if (!g_option_context_parse(options, &argc, &argv, &error) || !model_path || runs < 1) {
@@ -250,7 +259,8 @@ int main(int argc, char **argv) {
   std::vector<uint8_t *> d_frames(most);
   for (int i = 0; i < most; i++) {
     if (cudaMalloc(&d_frames[i], frames[i].size()) != cudaSuccess ||
-        cudaMemcpy(d_frames[i], frames[i].data(), frames[i].size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaMemcpy(d_frames[i], frames[i].data(), frames[i].size(), cudaMemcpyHostToDevice) !=
+            cudaSuccess) {
       g_printerr("error: cannot preload the frames\n");
       return 1;
     }
@@ -270,8 +280,11 @@ int main(int argc, char **argv) {
       std::vector<dnn::Candidates> found;
       std::vector<cudanms::Result> kept;
       if (!bench.chain(images, !host_frames, &found, &kept, nullptr)) return 1;
-      row.disagreements = disagreements(kept, std::vector<cudanms::Result>(reference_kept.begin(), reference_kept.begin() + batch));
-      for (int i = 0; i < batch; i++) row.candidates += found[i].size(), row.kept += kept[i].kept.size();
+      row.disagreements = disagreements(
+          kept,
+          std::vector<cudanms::Result>(reference_kept.begin(), reference_kept.begin() + batch));
+      for (int i = 0; i < batch; i++)
+        row.candidates += found[i].size(), row.kept += kept[i].kept.size();
       row.candidates /= batch, row.kept /= batch;
       std::vector<double> stages[4], whole;
       for (int r = 0; r < runs; r++) {
@@ -304,20 +317,27 @@ int main(int argc, char **argv) {
   cudaGetDeviceProperties(&prop, device);
   int driver = 0;
   cudaDriverGetVersion(&driver);
-  std::printf("DNN chain: BlazeFace front 128x128 (TorchScript, LibTorch), 1920x1080 NV12 frames (%s), "
-              "weighted NMS IoU 0.3 (cudanms CUDA); %s, driver %d, cudanms %s; p50 of %d runs\n\n",
-              frames_path ? frames_path : "random blocks", prop.name, driver, CUDANMS_BENCH_VERSION, runs);
-  std::printf("| batch | frames in | pre-processing (ms) | network (ms) | decoding (ms) | NMS (ms) | NMS on the CPU (ms) | "
-              "chain p50 / p99 (ms) | frames/s | ms per frame | pre+dec+NMS share | candidates / kept per frame | vs CPU |\n");
+  std::printf(
+      "DNN chain: BlazeFace front 128x128 (TorchScript, LibTorch), 1920x1080 NV12 frames (%s), "
+      "weighted NMS IoU 0.3 (cudanms CUDA); %s, driver %d, cudanms %s; p50 of %d runs\n\n",
+      frames_path ? frames_path : "random blocks", prop.name, driver, CUDANMS_BENCH_VERSION, runs);
+  std::printf(
+      "| batch | frames in | pre-processing (ms) | network (ms) | decoding (ms) | NMS (ms) | NMS "
+      "on the CPU (ms) | "
+      "chain p50 / p99 (ms) | frames/s | ms per frame | pre+dec+NMS share | candidates / kept per "
+      "frame | vs CPU |\n");
   std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   size_t bad = 0;
   for (const Row &r : rows) {
     const double stages = r.preprocess + r.network + r.decode + r.nms;
-    std::printf("| %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f | %.0f | %.3f | %.0f%% | %.1f / %.1f | %s |\n",
-                r.batch, r.host_frames ? "host memory" : "GPU memory", r.preprocess, r.network, r.decode, r.nms, r.cpu_nms,
-                r.chain_p50, r.chain_p99, 1000.0 * r.batch / r.chain_p50, r.chain_p50 / r.batch,
-                100.0 * (stages - r.network) / stages, r.candidates, r.kept,
-                r.disagreements ? (std::to_string(r.disagreements) + " frames differ").c_str() : "same kept");
+    std::printf(
+        "| %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f | %.0f | %.3f | %.0f%% | %.1f "
+        "/ %.1f | %s |\n",
+        r.batch, r.host_frames ? "host memory" : "GPU memory", r.preprocess, r.network, r.decode,
+        r.nms, r.cpu_nms, r.chain_p50, r.chain_p99, 1000.0 * r.batch / r.chain_p50,
+        r.chain_p50 / r.batch, 100.0 * (stages - r.network) / stages, r.candidates, r.kept,
+        r.disagreements ? (std::to_string(r.disagreements) + " frames differ").c_str()
+                        : "same kept");
     bad += r.disagreements;
   }
   if (json_path) {
@@ -326,10 +346,13 @@ int main(int argc, char **argv) {
         << CUDANMS_BENCH_VERSION << "\", \"rows\": [";
     for (size_t i = 0; i < rows.size(); i++) {
       const Row &r = rows[i];
-      out << (i ? ", " : "") << "{\"batch\": " << r.batch << ", \"host_frames\": " << (r.host_frames ? "true" : "false")
-          << ", \"preprocess_ms\": " << r.preprocess << ", \"network_ms\": " << r.network << ", \"decode_ms\": "
-          << r.decode << ", \"nms_ms\": " << r.nms << ", \"cpu_nms_ms\": " << r.cpu_nms << ", \"chain_p50_ms\": " << r.chain_p50
-          << ", \"chain_p99_ms\": " << r.chain_p99 << ", \"disagreements\": " << r.disagreements << "}";
+      out << (i ? ", " : "") << "{\"batch\": " << r.batch
+          << ", \"host_frames\": " << (r.host_frames ? "true" : "false")
+          << ", \"preprocess_ms\": " << r.preprocess << ", \"network_ms\": " << r.network
+          << ", \"decode_ms\": " << r.decode << ", \"nms_ms\": " << r.nms
+          << ", \"cpu_nms_ms\": " << r.cpu_nms << ", \"chain_p50_ms\": " << r.chain_p50
+          << ", \"chain_p99_ms\": " << r.chain_p99 << ", \"disagreements\": " << r.disagreements
+          << "}";
     }
     out << "]}\n";
   }
