@@ -29,7 +29,7 @@ std::string DnnDetectorConfig::key() const {
   std::ostringstream key;
   key << model_path << '\n'
       << static_cast<int>(head) << ' ' << device << ' ' << spec.width << 'x' << spec.height << ' '
-      << spec.letterbox << ' ' << spec.pad_value;
+      << spec.letterbox << ' ' << spec.pad_value << ' ' << cuda_graphs;
   for (int c = 0; c < 3; c++) key << ' ' << spec.mean[c] << '/' << spec.scale[c];
   return key.str();
 }
@@ -51,7 +51,7 @@ std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, 
       return nullptr;
     }
   }
-  detector->model_ = TorchModel::load(config.model_path, config.device, detail);
+  detector->model_ = TorchModel::load(config.model_path, config.device, detail, config.cuda_graphs);
   if (!detector->model_) {
     *why = "is not a TorchScript network LibTorch can load";
     return nullptr;
@@ -88,6 +88,8 @@ int DnnDetector::points_per_candidate() const {
 void *DnnDetector::context() const { return stage_ ? stage_->context() : nullptr; }
 
 std::string DnnDetector::device_name() const { return stage_ ? stage_->device_name() : "cpu"; }
+
+std::string DnnDetector::graph_problem() const { return model_->graph_problem(); }
 
 /* Runs the network on `count` frames in `input` (host or device memory, as the model's); then
  * *outputs describes its output tensors. */
@@ -129,9 +131,12 @@ Status DnnDetector::run_cuda(DnnJob *const *jobs, int count, DnnStageTimes *time
   if (status.ok()) status = lap(times, stage_.get(), &since, &DnnStageTimes::preprocess_ms);
   if (!status.ok()) return status;
   dnn::Outputs outputs;
+  const size_t replays = model_->graph_replays();
   status = forward(d_input, count, &outputs);
   if (status.ok()) status = lap(times, stage_.get(), &since, &DnnStageTimes::network_ms);
   if (!status.ok()) return status;
+  const bool graphed = model_->graph_replays() != replays;
+  for (int i = 0; i < count; i++) jobs[i]->graphed = graphed;
 
   dnn::Letterbox boxes[dnn::kMaxBatch];
   dnn::DecodeParams params[dnn::kMaxBatch];

@@ -21,7 +21,8 @@ struct DnnDetectorConfig {
   std::string model_path;
   cudanms::dnn::Head head = cudanms::dnn::Head::kBlazeFace;
   cudanms::dnn::InputSpec spec;
-  int device = -1; /* a CUDA device, or -1: the CPU */
+  int device = -1;         /* a CUDA device, or -1: the CPU */
+  bool cuda_graphs = true; /* on CUDA, replay the network as CUDA graphs (TorchModel::load) */
 
   /* Equal for configurations one detector can serve. */
   std::string key() const;
@@ -36,7 +37,8 @@ struct DnnJob {
    * nullptr; then, and on the CPU, they go to *host. */
   cudanms::DeviceCandidates *device_out = nullptr;
   cudanms::dnn::Candidates *host = nullptr;
-  int batch = 0; /* set by run(): the frames its forward held */
+  int batch = 0;        /* set by run(): the frames its forward held */
+  bool graphed = false; /* set by run(): whether its forward replayed a CUDA graph */
 };
 
 /* Each stage of a batch timed alone, the stream synchronised around it (benchmarks). */
@@ -67,6 +69,8 @@ class DnnDetector {
   /* Where frames in device memory must be (a CUcontext); nullptr on the CPU. */
   void *context() const;
   std::string device_name() const;
+  /* Why the network cannot run as a CUDA graph; empty while it can (or on the CPU). */
+  std::string graph_problem() const;
 
  private:
   DnnDetector() = default;

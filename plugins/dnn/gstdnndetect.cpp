@@ -84,11 +84,13 @@ enum {
   PROP_GPU_ID,
   PROP_DEVICE,
   PROP_DEVICE_CANDIDATES,
+  PROP_CUDA_GRAPHS,
   PROP_BATCH_SIZE,
   PROP_BATCH_TIMEOUT,
   PROP_BATCH_GROUP,
   PROP_FRAMES_IN_GPU_MEMORY,
   PROP_MEAN_BATCH,
+  PROP_GRAPHED_FRAMES,
 };
 
 typedef enum {
@@ -116,6 +118,7 @@ typedef enum {
 #define DEFAULT_BACKEND GST_DNN_DETECT_BACKEND_AUTO
 #define DEFAULT_GPU_ID 0
 #define DEFAULT_DEVICE_CANDIDATES TRUE
+#define DEFAULT_CUDA_GRAPHS TRUE
 #define DEFAULT_BATCH_SIZE 1
 #define DEFAULT_BATCH_TIMEOUT 20000
 #define DEFAULT_BATCH_GROUP ""
@@ -153,6 +156,7 @@ struct Settings {
   GstDnnDetectBackend backend = DEFAULT_BACKEND;
   gint gpu_id = DEFAULT_GPU_ID;
   bool device_candidates = DEFAULT_DEVICE_CANDIDATES;
+  bool cuda_graphs = DEFAULT_CUDA_GRAPHS;
   int batch_size = DEFAULT_BATCH_SIZE;
   guint batch_timeout = DEFAULT_BATCH_TIMEOUT;
   std::string batch_group = DEFAULT_BATCH_GROUP;
@@ -216,6 +220,7 @@ struct GstDnnDetectPrivate {
   std::string device; /* where the network runs, once started */
   guint64 frames = 0, frames_in_gpu_memory = 0;
   guint64 batched_frames = 0; /* the sum, over frames, of the frames in their forward */
+  guint64 graphed_frames = 0;
 
   /* Streaming thread (and start/stop) only. */
   dnn::InputSpec spec;
@@ -224,6 +229,7 @@ struct GstDnnDetectPrivate {
   std::unique_ptr<DnnBatchGroup::Member> network;
   ElementCudaContext cuda; /* the pipeline's, the network's (primary) one where it can be */
   GstCvDeviceCandidatesPool pool;
+  bool graph_problem_told = false;
   dnn::Candidates candidates;
   std::vector<GstCvLabelAnnouncer> announcers;
 };
@@ -365,6 +371,14 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
           "use in place; false, and for decoders with points: host memory each frame",
           DEFAULT_DEVICE_CANDIDATES, rw_ready));
   g_object_class_install_property(
+      gobject_class, PROP_CUDA_GRAPHS,
+      g_param_spec_boolean(
+          "cuda-graphs", "CUDA graphs",
+          "With the CUDA backend, replay the network as a CUDA graph (one per power-of-two "
+          "batch, a batch padded up to it, captured on its fourth forward) instead of launching "
+          "its operators one by one; a network that cannot be captured runs uncaptured, warned",
+          DEFAULT_CUDA_GRAPHS, rw_ready));
+  g_object_class_install_property(
       gobject_class, PROP_BATCH_SIZE,
       g_param_spec_int("batch-size", "Batch size",
                        "Frames per forward at most: dnndetect instances of one process with the "
@@ -400,6 +414,11 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
                           "Frames per forward since start, averaged over this instance's frames "
                           "(1 without batching)",
                           0.0, dnn::kMaxBatch, 0.0, ro));
+  g_object_class_install_property(
+      gobject_class, PROP_GRAPHED_FRAMES,
+      g_param_spec_uint64("graphed-frames", "Graphed frames",
+                          "Frames since start whose forward replayed a CUDA graph", 0, G_MAXUINT64,
+                          0, ro));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -483,6 +502,9 @@ static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GV
     case PROP_DEVICE_CANDIDATES:
       s.device_candidates = g_value_get_boolean(value);
       break;
+    case PROP_CUDA_GRAPHS:
+      s.cuda_graphs = g_value_get_boolean(value);
+      break;
     case PROP_BATCH_SIZE:
       s.batch_size = g_value_get_int(value);
       break;
@@ -544,6 +566,12 @@ static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *
     case PROP_DEVICE_CANDIDATES:
       g_value_set_boolean(value, s.device_candidates);
       break;
+    case PROP_CUDA_GRAPHS:
+      g_value_set_boolean(value, s.cuda_graphs);
+      break;
+    case PROP_GRAPHED_FRAMES:
+      g_value_set_uint64(value, self->priv->graphed_frames);
+      break;
     case PROP_BATCH_SIZE:
       g_value_set_int(value, s.batch_size);
       break;
@@ -603,6 +631,7 @@ static bool join_batch_group(GstDnnDetect *self, const Settings &s, const std::s
   options.config.model_path = path;
   options.config.head = priv->head;
   options.config.spec = priv->spec;
+  options.config.cuda_graphs = s.cuda_graphs;
   std::string why, detail;
   if (s.backend != GST_DNN_DETECT_BACKEND_CPU) {
     if (!cudanms::cuda_available()) {
@@ -659,7 +688,9 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
     std::lock_guard<std::mutex> guard(priv->lock);
     s = priv->settings;
     priv->frames = priv->frames_in_gpu_memory = priv->batched_frames = 0;
+    priv->graphed_frames = 0;
   }
+  priv->graph_problem_told = false;
   priv->network.reset();
   priv->pool.reset();
   priv->announcers.clear();
@@ -756,6 +787,17 @@ static cudanms::Status detect(GstDnnDetect *self, const Settings &s, GstBuffer *
     priv->frames++;
     priv->batched_frames += job.batch;
     if (on_device) priv->frames_in_gpu_memory++;
+    if (job.graphed) priv->graphed_frames++;
+  }
+  if (detector.on_cuda() && s.cuda_graphs && !job.graphed && !priv->graph_problem_told) {
+    const std::string problem = detector.graph_problem();
+    if (!problem.empty()) {
+      priv->graph_problem_told = true;
+      GST_ELEMENT_WARNING(self, LIBRARY, FAILED,
+                          ("The network cannot run as a CUDA graph: its operators are launched "
+                           "one by one (slower)"),
+                          ("%s", problem.c_str()));
+    }
   }
   if (out) {
     if (!gst_cv_attach_device_candidates(buffer, std::move(out), s.gpu_id))

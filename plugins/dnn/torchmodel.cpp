@@ -2,18 +2,58 @@
 
 #include <torch/script.h>
 
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #ifdef CUDANMS_TORCH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
 #include <torch/cuda.h>
 #endif
 
 namespace {
 
+/* The network's result: a tensor, or a tuple or list of them (in order), as contiguous floats. */
+std::vector<at::Tensor> float_outputs(const torch::jit::IValue &result) {
+  std::vector<at::Tensor> found;
+  if (result.isTensor()) {
+    found.push_back(result.toTensor());
+  } else if (result.isTuple()) {
+    for (const auto &v : result.toTupleRef().elements())
+      if (v.isTensor()) found.push_back(v.toTensor());
+  } else if (result.isTensorList()) {
+    for (const at::Tensor &t : result.toTensorVector()) found.push_back(t);
+  } else if (result.isList()) {
+    for (const auto &v : result.toListRef())
+      if (v.isTensor()) found.push_back(v.toTensor());
+  }
+  for (at::Tensor &t : found) t = t.to(torch::kFloat32).contiguous();
+  return found;
+}
+
+#ifdef CUDANMS_TORCH_CUDA
+/* The interpreter's runs of a padded batch size before its capture: the profiling executor
+ * profiles the first and optimises after, and cuDNN picks its kernels; all before the capture. */
+constexpr int kInterpretedBeforeCapture = 3;
+
+/* One padded input shape's network as a CUDA graph: the graph reads `input` and writes `outputs`
+ * where the capture put them, on every replay. */
+struct Graphed {
+  at::Tensor input;
+  std::vector<at::Tensor> outputs;
+  int interpreted = 0;
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+};
+#endif
+
 class Model final : public TorchModel {
  public:
-  Model(torch::jit::Module module, torch::Device device)
-      : module_(std::move(module)), device_(device) {}
+  Model(torch::jit::Module module, torch::Device device, bool graphs)
+      : module_(std::move(module)), device_(device), graphs_(graphs && device.is_cuda()) {}
 
   bool forward(float *input, int batch, int height, int width, void *stream,
                std::string *error) override {
@@ -31,7 +71,10 @@ class Model final : public TorchModel {
       const at::Tensor in =
           torch::from_blob(input, {batch, 3, height, width},
                            torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-      collect(module_.forward({in}));
+#ifdef CUDANMS_TORCH_CUDA
+      if (graphs_ && forward_graphed(in)) return true;
+#endif
+      keep(float_outputs(module_.forward({in})));
       return true;
     } catch (const std::exception &e) {
       *error = e.what();
@@ -42,32 +85,107 @@ class Model final : public TorchModel {
   const float *output(size_t i) const override { return tensors_[i].data_ptr<float>(); }
   const std::vector<int64_t> &shape(size_t i) const override { return shapes_[i]; }
   bool on_cuda() const override { return device_.is_cuda(); }
+  size_t graph_replays() const override { return replays_; }
+  std::string graph_problem() const override {
+    std::lock_guard<std::mutex> guard(problem_lock_);
+    return graph_problem_;
+  }
 
  private:
-  /* The network's result: a tensor, or a tuple or list of them (in order), as contiguous floats. */
-  void collect(const torch::jit::IValue &result) {
+  /* The outputs; with `frames`, each one's first `frames` (a padded batch's own). */
+  void keep(std::vector<at::Tensor> outputs, int64_t frames = -1) {
     tensors_.clear();
     shapes_.clear();
-    std::vector<at::Tensor> found;
-    if (result.isTensor()) {
-      found.push_back(result.toTensor());
-    } else if (result.isTuple()) {
-      for (const auto &v : result.toTupleRef().elements())
-        if (v.isTensor()) found.push_back(v.toTensor());
-    } else if (result.isTensorList()) {
-      for (const at::Tensor &t : result.toTensorVector()) found.push_back(t);
-    } else if (result.isList()) {
-      for (const auto &v : result.toListRef())
-        if (v.isTensor()) found.push_back(v.toTensor());
-    }
-    for (const at::Tensor &t : found) {
-      tensors_.push_back(t.to(torch::kFloat32).contiguous());
+    for (at::Tensor &t : outputs) {
+      if (frames >= 0) t = t.narrow(0, 0, frames);
       shapes_.emplace_back(t.sizes().begin(), t.sizes().end());
+      tensors_.push_back(std::move(t));
     }
   }
 
+#ifdef CUDANMS_TORCH_CUDA
+  /* The batch through its padded shape's graph; false once the network proved it cannot be
+   * captured (then the interpreter runs it). */
+  bool forward_graphed(const at::Tensor &in) {
+    const int64_t batch = in.size(0);
+    int64_t padded = 1;
+    while (padded < batch) padded *= 2;
+    Graphed &g = graphed_[std::make_tuple(padded, in.size(2), in.size(3))];
+    if (!g.input.defined()) {
+      g.input = torch::zeros({padded, in.size(1), in.size(2), in.size(3)}, in.options());
+    }
+    g.input.narrow(0, 0, batch).copy_(in, /*non_blocking=*/true);
+    if (!g.graph) {
+      if (g.interpreted < kInterpretedBeforeCapture) {
+        g.interpreted++;
+        std::vector<at::Tensor> outputs = float_outputs(module_.forward({g.input}));
+        if (!batch_major(outputs, padded)) return give_up_graphs(kNotBatchMajor);
+        keep(std::move(outputs), batch);
+        return true;
+      }
+      if (!capture(&g, padded)) return false;
+    }
+    g.graph->replay();
+    replays_++;
+    keep(g.outputs, batch);
+    return true;
+  }
+
+  static constexpr const char *kNotBatchMajor =
+      "an output's first dimension is not the batch, so frames cannot be padded";
+  static bool batch_major(const std::vector<at::Tensor> &outputs, int64_t batch) {
+    for (const at::Tensor &t : outputs)
+      if (t.dim() == 0 || t.size(0) != batch) return false;
+    return true;
+  }
+
+  /* No graph from now on: the interpreter runs every forward. */
+  bool give_up_graphs(const std::string &problem) {
+    (void)cudaGetLastError(); /* a failed capture's error is its stream's, not sticky */
+    graphs_ = false;
+    graphed_.clear();
+    std::lock_guard<std::mutex> guard(problem_lock_);
+    graph_problem_ = problem;
+    return false;
+  }
+
+  /* Captures the network on the padded input, on this thread's stream only (thread-local mode:
+   * other threads' CUDA calls do not break it). On failure no graph is used again. */
+  bool capture(Graphed *g, int64_t padded) {
+    auto graph = std::make_unique<at::cuda::CUDAGraph>();
+    std::vector<at::Tensor> outputs;
+    std::string problem;
+    try {
+      graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      try {
+        outputs = float_outputs(module_.forward({g->input}));
+      } catch (...) {
+        try {
+          graph->capture_end(); /* ends the stream's capture and the allocator's pool */
+        } catch (const std::exception &) {
+        }
+        throw;
+      }
+      graph->capture_end();
+      if (!batch_major(outputs, padded)) problem = kNotBatchMajor;
+    } catch (const std::exception &e) {
+      problem = std::string("the capture failed: ") + e.what();
+    }
+    if (!problem.empty()) return give_up_graphs(problem);
+    g->outputs = std::move(outputs);
+    g->graph = std::move(graph);
+    return true;
+  }
+
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Graphed> graphed_; /* by padded batch, h, w */
+#endif
+
   torch::jit::Module module_;
   torch::Device device_;
+  bool graphs_;
+  std::atomic<size_t> replays_{0};  /* read from other threads */
+  mutable std::mutex problem_lock_; /* graph_problem_ is read from other threads */
+  std::string graph_problem_;
   std::vector<at::Tensor> tensors_;
   std::vector<std::vector<int64_t>> shapes_;
 };
@@ -88,7 +206,7 @@ bool TorchModel::cuda_usable(int device) {
 }
 
 std::unique_ptr<TorchModel> TorchModel::load(const std::string &path, int device,
-                                             std::string *error) {
+                                             std::string *error, bool graphs) {
   if (device >= 0 && !cuda_usable(device)) {
     *error = "this LibTorch cannot run networks on CUDA device " + std::to_string(device);
     return nullptr;
@@ -98,7 +216,7 @@ std::unique_ptr<TorchModel> TorchModel::load(const std::string &path, int device
         device >= 0 ? torch::Device(torch::kCUDA, device) : torch::Device(torch::kCPU);
     torch::jit::Module module = torch::jit::load(path, where);
     module.eval();
-    return std::make_unique<Model>(std::move(module), where);
+    return std::make_unique<Model>(std::move(module), where, graphs);
   } catch (const std::exception &e) {
     *error = e.what();
     return nullptr;

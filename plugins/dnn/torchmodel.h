@@ -9,8 +9,11 @@
 
 class TorchModel {
  public:
-  /* device < 0: the CPU; else that CUDA device (an error where LibTorch has no CUDA). */
-  static std::unique_ptr<TorchModel> load(const std::string &path, int device, std::string *error);
+  /* device < 0: the CPU; else that CUDA device (an error where LibTorch has no CUDA). On CUDA
+   * with @graphs, forwards of a batch size seen before replay a CUDA graph of the network (see
+   * forward()); without, every forward runs the TorchScript interpreter. */
+  static std::unique_ptr<TorchModel> load(const std::string &path, int device, std::string *error,
+                                          bool graphs = true);
   /* Whether this LibTorch can run networks on CUDA device @device. */
   static bool cuda_usable(int device);
   virtual ~TorchModel() = default;
@@ -18,11 +21,19 @@ class TorchModel {
   /* Runs the network on @input, a [batch, 3, height, width] float tensor in the model's memory
    * (host memory on the CPU; device memory on CUDA, where it runs on @stream, a cudaStream_t,
    * asynchronously). The outputs stay valid until the next forward: output(i) points at tensor
-   * i's floats, contiguous, in the same memory; shape(i) is its shape. */
+   * i's floats, contiguous, in the same memory; shape(i) is its shape.
+   * With graphs, a batch runs in the graph of the next power of two (its frames first, the rest
+   * of the graph's input left as it was: the frames of a detector do not mix); each padded size
+   * is captured on its fourth forward, after the interpreter has profiled and optimised it. A
+   * network that cannot be captured (it synchronises, copies to the host) runs in the
+   * interpreter from then on, and graph_problem() says why. */
   virtual bool forward(float *input, int batch, int height, int width, void *stream,
                        std::string *error) = 0;
   virtual size_t outputs() const = 0;
   virtual const float *output(size_t i) const = 0;
   virtual const std::vector<int64_t> &shape(size_t i) const = 0;
   virtual bool on_cuda() const = 0;
+  /* Forwards that replayed a graph; why capturing failed, empty if it never did. */
+  virtual size_t graph_replays() const = 0;
+  virtual std::string graph_problem() const = 0;
 };

@@ -7,6 +7,7 @@
 // memory, uploaded by the chain. Before timing, the batch's candidates and kept boxes are checked
 // against the same frames run one by one on the CPU (LibTorch's CPU backend, cudanms's CPU NMS).
 //   cudanms-dnn-bench --model FACE.pt [--frames RAW.bgr] [--batches 1,8,32,64] [--runs N]
+//                     [--no-cuda-graphs]
 // --frames: raw 1920x1080 BGR frames, one after another (e.g. Megamind written by the GPU host's
 // OpenCV); else frames of random blocks. Prints a Markdown table; --json writes the rows.
 #include <cuda_runtime.h>
@@ -191,6 +192,7 @@ int main(int argc, char **argv) {
   gchar *model_path = nullptr, *frames_path = nullptr, *batches_text = nullptr,
         *json_path = nullptr;
   gint runs = 100, device = 0;
+  gboolean cuda_graphs = TRUE;
   GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_FILENAME, &model_path,
        "BlazeFace TorchScript (tools/blazeface-to-torchscript.py)", "FILE"},
@@ -200,6 +202,8 @@ int main(int argc, char **argv) {
       {"runs", 0, 0, G_OPTION_ARG_INT, &runs, "Timed runs per row (default 100)", "N"},
       {"device", 0, 0, G_OPTION_ARG_INT, &device, "CUDA device (default 0)", "N"},
       {"json", 0, 0, G_OPTION_ARG_FILENAME, &json_path, "Write the rows as JSON", "FILE"},
+      {"no-cuda-graphs", 0, G_OPTION_FLAG_REVERSE, G_OPTION_ARG_NONE, &cuda_graphs,
+       "Launch the network's operators one by one (dnndetect cuda-graphs=false)", nullptr},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   GOptionContext *options =
       g_option_context_new("- the DNN detector's chain on the GPU, per stage");
@@ -237,6 +241,7 @@ int main(int argc, char **argv) {
   bench.nms_params.threshold = 0.3f;
   std::string why, detail;
   config.device = device;
+  config.cuda_graphs = cuda_graphs;
   bench.gpu = DnnDetector::open(config, &why, &detail);
   config.device = -1;
   if (bench.gpu) bench.cpu = DnnDetector::open(config, &why, &detail);
@@ -319,8 +324,11 @@ int main(int argc, char **argv) {
   cudaDriverGetVersion(&driver);
   std::printf(
       "DNN chain: BlazeFace front 128x128 (TorchScript, LibTorch), 1920x1080 NV12 frames (%s), "
-      "weighted NMS IoU 0.3 (cudanms CUDA); %s, driver %d, cudanms %s; p50 of %d runs\n\n",
-      frames_path ? frames_path : "random blocks", prop.name, driver, CUDANMS_BENCH_VERSION, runs);
+      "weighted NMS IoU 0.3 (cudanms CUDA); network %s; %s, driver %d, cudanms %s; p50 of %d "
+      "runs\n\n",
+      frames_path ? frames_path : "random blocks",
+      cuda_graphs ? "replayed as CUDA graphs" : "launched operator by operator", prop.name, driver,
+      CUDANMS_BENCH_VERSION, runs);
   std::printf(
       "| batch | frames in | pre-processing (ms) | network (ms) | decoding (ms) | NMS (ms) | NMS "
       "on the CPU (ms) | "

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """A tiny YOLO-shaped TorchScript for the dnndetect tests: random weights, Ultralytics' output
 layout [B, 4 + classes, anchors] (boxes as centre x, y, width, height in input pixels, then
-sigmoid class scores), made with the PyTorch of the machine that runs the tests.
+sigmoid class scores), made with the PyTorch of the machine that runs the tests. With "sync",
+its forward also reads a count back to the host (torch.nonzero), as some users' networks do,
+which no CUDA graph can capture; its outputs are the same.
 
-    make-tiny-yolo.py OUT.pt INPUT_SIZE CLASSES
+    make-tiny-yolo.py OUT.pt INPUT_SIZE CLASSES [sync]
 """
 import sys
 
@@ -11,9 +13,10 @@ import torch
 
 
 class TinyYolo(torch.nn.Module):
-    def __init__(self, input_size, classes):
+    def __init__(self, input_size, classes, sync):
         super().__init__()
         self.input_size = float(input_size)
+        self.sync = sync
         self.features = torch.nn.Sequential(
             torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.ReLU(),
             torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.ReLU(),
@@ -26,13 +29,16 @@ class TinyYolo(torch.nn.Module):
         centre = torch.sigmoid(y[:, 0:2]) * size
         extent = torch.sigmoid(y[:, 2:4]) * size / 4
         scores = torch.sigmoid(y[:, 4:] * 4)
+        if self.sync:
+            scores = scores + 0.0 * torch.nonzero(scores > 2.0).sum()
         return torch.cat([centre, extent, scores], dim=1)
 
 
 def main():
     out, size, classes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    sync = len(sys.argv) > 4 and sys.argv[4] == "sync"
     torch.manual_seed(7)
-    model = TinyYolo(size, classes).eval()
+    model = TinyYolo(size, classes, sync).eval()
     with torch.no_grad():
         traced = torch.jit.trace(model, torch.zeros(1, 3, size, size))
     traced.save(out)
