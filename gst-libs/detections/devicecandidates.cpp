@@ -42,6 +42,7 @@ gboolean gst_cv_attach_device_candidates(GstBuffer *buffer, Held candidates, gin
   dc->count = candidates->count();
   dc->capacity = static_cast<guint>(candidates->capacity());
   dc->ready_event = candidates->ready();
+  dc->host_count = candidates->host_count();
   dc->download = download;
   dc->user_data = new Held(std::move(candidates));
   dc->release = release;

@@ -586,8 +586,7 @@ class CudaDetector final : public Detector {
       // The caller may reuse device pixels once detect() returns: wait for their one reader.
       if (image.on_device) CASCADE_TRY(cudaEventSynchronize(image_read_));
     }
-    CASCADE_TRY(cudaEventRecord(static_cast<cudaEvent_t>(out->ready()), stream_));
-    return Status::Ok();
+    return out->seal(stream_);
   }
 
   Status detect_checked(const GrayView &image, const DetectParams &params,

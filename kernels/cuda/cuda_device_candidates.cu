@@ -1,6 +1,7 @@
 // The device candidates pool: one device allocation and one event per buffer, made while fewer
 // than max_buffers exist and recycled through a free list after that.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -23,8 +24,23 @@ struct Layout {
 };
 
 // A download copies this many candidates with the count, in one round trip: a frame of as many
-// or fewer (a cascade's or BlazeFace's few faces) needs no second one.
+// or fewer (a cascade's or BlazeFace's few faces) needs no second one. A sealed buffer has them
+// in host-mapped memory already: no round trip.
 constexpr size_t kStagedCandidates = 64;
+
+// Seal's copy of the count and the first `staged` candidates into the host-mapped staging (laid
+// out as a buffer of `staged`).
+__global__ void summarise(const float4 *boxes, const float *scores, const int32_t *class_ids,
+                          const uint32_t *count, uint32_t staged, float4 *staged_boxes,
+                          float *staged_scores, int32_t *staged_class_ids, uint32_t *staged_count) {
+  const uint32_t n = *count;
+  for (uint32_t i = threadIdx.x; i < min(n, staged); i += blockDim.x) {
+    staged_boxes[i] = boxes[i];
+    staged_scores[i] = scores[i];
+    staged_class_ids[i] = class_ids[i];
+  }
+  if (threadIdx.x == 0) *staged_count = n;
+}
 
 class Buffer final : public DeviceCandidates {
  public:
@@ -57,9 +73,36 @@ class Buffer final : public DeviceCandidates {
   void *ready() const override { return ready_; }
   void *context() const override { return context_; }
 
-  // The count and the first candidates into pinned memory after the ready event, one
-  // synchronisation; only a larger frame then copies all of them. The staging is the buffer's:
-  // consumers on two branches of a tee take turns.
+  Status seal(void *stream) override {
+    DeviceBinding::Scope scope(context_);
+    if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
+    const size_t n_staged = std::min(capacity_, kStagedCandidates);
+    const Layout staged(n_staged), full(capacity_);
+    unsigned char *mapped = staged_.device();
+    const cudaStream_t s = static_cast<cudaStream_t>(stream);
+    summarise<<<1, kStagedCandidates, 0, s>>>(
+        reinterpret_cast<const float4 *>(memory_), reinterpret_cast<const float *>(at(full.scores)),
+        reinterpret_cast<const int32_t *>(at(full.class_ids)),
+        reinterpret_cast<const uint32_t *>(at(full.count)), static_cast<uint32_t>(n_staged),
+        reinterpret_cast<float4 *>(mapped), reinterpret_cast<float *>(mapped + staged.scores),
+        reinterpret_cast<int32_t *>(mapped + staged.class_ids),
+        reinterpret_cast<uint32_t *>(mapped + staged.count));
+    CUDANMS_CUDA_TRY(cudaGetLastError());
+    CUDANMS_CUDA_TRY(cudaEventRecord(ready_, s));
+    sealed_ = true;
+    return Status::Ok();
+  }
+  const uint32_t *host_count() const override {
+    if (!sealed_) return nullptr;
+    return reinterpret_cast<const uint32_t *>(staged_.get() +
+                                              Layout(std::min(capacity_, kStagedCandidates)).count);
+  }
+  // Back in the pool: the next producer seals again, or its consumers copy.
+  void unseal() { sealed_ = false; }
+
+  // The count and the first candidates in pinned memory after the ready event: already there
+  // once sealed, else copied there with one synchronisation; only a larger frame then copies all
+  // of them. The staging is the buffer's: consumers on two branches of a tee take turns.
   Status download(HostCandidates *out) const override {
     std::lock_guard<std::mutex> lock(download_mutex_);
     *out = HostCandidates();
@@ -68,6 +111,10 @@ class Buffer final : public DeviceCandidates {
     const size_t n_staged = std::min(capacity_, kStagedCandidates);
     const Layout staged(n_staged), full(capacity_);
     unsigned char *host = staged_.get();
+    if (sealed_) {
+      CUDANMS_CUDA_TRY(cudaEventSynchronize(ready_));
+      return from_staging(out);
+    }
     CUDANMS_CUDA_TRY(cudaStreamWaitEvent(stream_, ready_, 0));
     CUDANMS_CUDA_TRY(cudaMemcpyAsync(host + staged.count, at(full.count), sizeof(uint32_t),
                                      cudaMemcpyDeviceToHost, stream_));
@@ -78,6 +125,15 @@ class Buffer final : public DeviceCandidates {
     CUDANMS_CUDA_TRY(cudaMemcpyAsync(host + staged.class_ids, at(full.class_ids),
                                      n_staged * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
     CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return from_staging(out);
+  }
+
+ private:
+  // The staged candidates, or all of them when there are more.
+  Status from_staging(HostCandidates *out) const {
+    const size_t n_staged = std::min(capacity_, kStagedCandidates);
+    const Layout staged(n_staged);
+    const unsigned char *host = staged_.get();
     uint32_t n = 0;
     std::memcpy(&n, host + staged.count, sizeof n);
     if (n > n_staged) return cudanms::download(view(), out);  // it reports a count past capacity
@@ -90,15 +146,16 @@ class Buffer final : public DeviceCandidates {
     return Status::Ok();
   }
 
- private:
   unsigned char *at(size_t offset) const { return static_cast<unsigned char *>(memory_) + offset; }
   size_t capacity_;
   void *context_;
   void *memory_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   cudaStream_t stream_ = nullptr;      // the downloads' copies
-  MappedArray<unsigned char> staged_;  // pinned: the first copy of a download
+  MappedArray<unsigned char> staged_;  // pinned: seal's summary, or a download's first copy
   mutable std::mutex download_mutex_;
+  // Set by the producer's thread before the buffer is handed on, read by its consumers.
+  std::atomic<bool> sealed_{false};
 };
 
 class Pool final : public DeviceCandidatesPool, public std::enable_shared_from_this<Pool> {
@@ -146,6 +203,7 @@ class Pool final : public DeviceCandidatesPool, public std::enable_shared_from_t
     std::shared_ptr<Pool> self = shared_from_this();
     Buffer *raw = buffer.release();
     return std::shared_ptr<DeviceCandidates>(raw, [self](DeviceCandidates *b) {
+      static_cast<Buffer *>(b)->unseal();
       std::lock_guard<std::mutex> lock(self->mutex_);
       self->free_.emplace_back(static_cast<Buffer *>(b));
     });
@@ -176,6 +234,14 @@ std::shared_ptr<DeviceCandidatesPool> DeviceCandidatesPool::create(
   return pool;
 }
 
+Status DeviceCandidates::seal(void *stream) {
+  detail::DeviceBinding::Scope scope(context());
+  if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
+  CUDANMS_CUDA_TRY(
+      cudaEventRecord(static_cast<cudaEvent_t>(ready()), static_cast<cudaStream_t>(stream)));
+  return Status::Ok();
+}
+
 Status device_count(const DeviceCandidatesView &view, uint32_t *count) {
   *count = 0;
   if (view.capacity == 0) return Status::Ok();
@@ -183,7 +249,11 @@ Status device_count(const DeviceCandidatesView &view, uint32_t *count) {
   detail::DeviceBinding::Scope scope(view.context);
   if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
   if (view.ready) CUDANMS_CUDA_TRY(cudaEventSynchronize(static_cast<cudaEvent_t>(view.ready)));
-  CUDANMS_CUDA_TRY(cudaMemcpy(count, view.count, sizeof *count, cudaMemcpyDeviceToHost));
+  if (view.host_count && view.ready) {
+    *count = *static_cast<const volatile uint32_t *>(view.host_count);
+  } else {
+    CUDANMS_CUDA_TRY(cudaMemcpy(count, view.count, sizeof *count, cudaMemcpyDeviceToHost));
+  }
   if (*count > view.capacity) {
     return Status::Error("the producer counted " + std::to_string(*count) +
                          " candidates in a buffer of " + std::to_string(view.capacity));

@@ -15,6 +15,10 @@ Status download(const DeviceCandidatesView &view, HostCandidates *out) {
   return Status::Error("cudanms was built without CUDA: device candidates cannot be downloaded");
 }
 
+Status DeviceCandidates::seal(void *) {
+  return Status::Error("cudanms was built without CUDA: no device candidates");
+}
+
 Status device_count(const DeviceCandidatesView &view, uint32_t *count) {
   *count = 0;
   if (view.capacity == 0) return Status::Ok();

@@ -145,7 +145,8 @@ Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
   decode_kernel<<<outputs.batch, kDecodeThreads, 0, s>>>(outputs, t);
   CUDANMS_CUDA_TRY(cudaGetLastError());
   for (int i = 0; i < outputs.batch; i++) {
-    CUDANMS_CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(targets[i]->ready()), s));
+    Status sealed = targets[i]->seal(s);
+    if (!sealed.ok()) return sealed;
   }
   return Status::Ok();
 }

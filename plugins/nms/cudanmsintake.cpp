@@ -68,8 +68,8 @@ bool CandidateIntake::device_view(GstBuffer *buffer, void *cuda_context,
       only->device->cuda_context != cuda_context)
     return false;
   const GstCudaNmsDeviceCandidates *d = only->device;
-  *view = {d->boxes,    d->scores,      d->class_ids,   d->count,
-           d->capacity, d->ready_event, d->cuda_context};
+  *view = {d->boxes,    d->scores,      d->class_ids,    d->count,
+           d->capacity, d->ready_event, d->cuda_context, d->host_count};
   from_rois_ = false;
   return true;
 }

@@ -74,9 +74,11 @@ class CudaDeviceCandidates : public ::testing::Test {
     return p;
   }
 
-  // The set into the buffer as a producer would leave it; slots past the count hold candidates
-  // that would win every comparison, so that reading past the count shows.
-  static void fill(const CandidateSet &set, DeviceCandidates *c, uint32_t count) {
+  // The set into the buffer as a producer would leave it, sealed or with the event recorded;
+  // slots past the count hold candidates that would win every comparison, so that reading past
+  // the count shows.
+  static void fill(const CandidateSet &set, DeviceCandidates *c, uint32_t count,
+                   bool seal = false) {
     std::vector<float> boxes(4 * c->capacity(), 10.0f), scores(c->capacity(), 1e30f);
     std::vector<int32_t> classes(c->capacity(), 0);
     for (size_t i = 0; i < 4 * c->capacity(); i += 4) boxes[i + 2] = boxes[i + 3] = 500.0f;
@@ -91,7 +93,12 @@ class CudaDeviceCandidates : public ::testing::Test {
         cudaMemcpy(c->class_ids(), classes.data(), classes.size() * 4, cudaMemcpyHostToDevice),
         cudaSuccess);
     ASSERT_EQ(cudaMemcpy(c->count(), &count, 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaEventRecord(static_cast<cudaEvent_t>(c->ready()), 0), cudaSuccess);
+    if (seal) {
+      const Status sealed = c->seal(nullptr);
+      ASSERT_TRUE(sealed.ok()) << sealed.message();
+    } else {
+      ASSERT_EQ(cudaEventRecord(static_cast<cudaEvent_t>(c->ready()), 0), cudaSuccess);
+    }
   }
 
   // Device NMS on `set` equals host NMS on it, kept values included.
@@ -168,28 +175,58 @@ TEST_F(CudaDeviceCandidates, PoolsOfNothingAreStatuses) {
   EXPECT_NE(status.message().find("does not exist"), std::string::npos) << status.message();
 }
 
-// Up to 64 candidates come back with the count in one copy, more in a second: both are what the
-// producer wrote, and nothing past the count (fill() leaves other candidates there).
+// Up to 64 candidates come back with the count in one copy (sealed: in host-mapped memory
+// already), more in a second: both are what the producer wrote, and nothing past the count
+// (fill() leaves other candidates there).
 TEST_F(CudaDeviceCandidates, ADownloadIsWhatTheProducerWrote) {
   auto p = pool(300);
+  std::mt19937_64 rng(run_seed() + 40);
+  for (const bool seal : {false, true}) {
+    Status status;
+    auto c = p->acquire(&status);
+    for (const size_t n : {0, 1, 63, 64, 65, 257, 300, 5}) {
+      const CandidateSet set = generators()[0].make(rng, n, 5);
+      fill(set, c.get(), static_cast<uint32_t>(n), seal);
+      EXPECT_EQ(c->host_count() != nullptr, seal);
+      EXPECT_EQ(c->view().host_count, c->host_count());
+      uint32_t counted = 1234;
+      ASSERT_TRUE(device_count(c->view(), &counted).ok());
+      EXPECT_EQ(counted, n) << "sealed " << seal;
+      HostCandidates host;
+      ASSERT_TRUE(c->download(&host).ok()) << n;
+      EXPECT_EQ(host.boxes, set.boxes) << n << ", sealed " << seal;
+      EXPECT_EQ(host.scores, set.scores) << n << ", sealed " << seal;
+      EXPECT_EQ(host.class_ids, set.classes) << n << ", sealed " << seal;
+      HostCandidates plain;  // the free function, without the pool's staging
+      ASSERT_TRUE(download(c->view(), &plain).ok()) << n;
+      EXPECT_EQ(plain.boxes, set.boxes) << n;
+    }
+  }
+}
+
+// A sealed buffer's summary belongs to its acquisition: back in the pool it is unsealed, and the
+// next producer's frame, with its event recorded but not sealed, is read from the device.
+TEST_F(CudaDeviceCandidates, ABufferBackInThePoolIsUnsealed) {
+  auto p = pool(100, 1);
+  std::mt19937_64 rng(run_seed() + 46);
   Status status;
   auto c = p->acquire(&status);
-  std::mt19937_64 rng(run_seed() + 40);
-  for (const size_t n : {0, 1, 63, 64, 65, 257, 300}) {
-    const CandidateSet set = generators()[0].make(rng, n, 5);
-    fill(set, c.get(), static_cast<uint32_t>(n));
-    uint32_t counted = 1234;
-    ASSERT_TRUE(device_count(c->view(), &counted).ok());
-    EXPECT_EQ(counted, n);
-    HostCandidates host;
-    ASSERT_TRUE(c->download(&host).ok()) << n;
-    EXPECT_EQ(host.boxes, set.boxes) << n;
-    EXPECT_EQ(host.scores, set.scores) << n;
-    EXPECT_EQ(host.class_ids, set.classes) << n;
-    HostCandidates plain;  // the free function, without the pool's staging
-    ASSERT_TRUE(download(c->view(), &plain).ok()) << n;
-    EXPECT_EQ(plain.boxes, set.boxes) << n;
-  }
+  const CandidateSet first = generators()[0].make(rng, 10, 2);
+  fill(first, c.get(), 10, /*seal=*/true);
+  ASSERT_NE(c->host_count(), nullptr);
+  const float *memory = c->boxes();
+  c.reset();
+  c = p->acquire(&status);
+  ASSERT_EQ(c->boxes(), memory) << "the same buffer";
+  EXPECT_EQ(c->host_count(), nullptr);
+  const CandidateSet second = generators()[0].make(rng, 7, 2);
+  fill(second, c.get(), 7);
+  uint32_t counted = 0;
+  ASSERT_TRUE(device_count(c->view(), &counted).ok());
+  EXPECT_EQ(counted, 7u);
+  HostCandidates host;
+  ASSERT_TRUE(c->download(&host).ok());
+  EXPECT_EQ(host.scores, second.scores);
 }
 
 TEST_F(CudaDeviceCandidates, NmsInPlaceEqualsNmsOnHostCopiesOnRandomSets) {
@@ -255,6 +292,47 @@ TEST_F(CudaDeviceCandidates, ACountAboveTheCapacityIsAnErrorAndZeroIsEmpty) {
   EXPECT_TRUE(result.kept.empty());
   // The context is still usable after the refused frame.
   EXPECT_TRUE(same_as_host(set, Params(), c.get()));
+}
+
+// A producer seals on its own stream behind a large memset: the summary a consumer reads after
+// the event is the frame's final candidates, never the memset's or the last round's.
+TEST_F(CudaDeviceCandidates, ASealFollowsTheProducersWorkOnItsStream) {
+  auto p = pool(200);
+  Status status;
+  auto c = p->acquire(&status);
+  std::mt19937_64 rng(run_seed() + 47);
+  cudaStream_t producer;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
+  void *big = nullptr;
+  const size_t big_bytes = 256u << 20;
+  ASSERT_EQ(cudaMalloc(&big, big_bytes), cudaSuccess);
+  for (int round = 0; round < 3; ++round) {
+    const uint32_t count = 40 + round;
+    const CandidateSet set = generators()[0].make(rng, count, 3);
+    ASSERT_EQ(cudaMemsetAsync(big, round, big_bytes, producer), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->boxes(), set.boxes.data(), set.boxes.size() * 4,
+                              cudaMemcpyHostToDevice, producer),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->scores(), set.scores.data(), set.scores.size() * 4,
+                              cudaMemcpyHostToDevice, producer),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->class_ids(), set.classes.data(), set.classes.size() * 4,
+                              cudaMemcpyHostToDevice, producer),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->count(), &count, 4, cudaMemcpyHostToDevice, producer),
+              cudaSuccess);
+    ASSERT_TRUE(c->seal(producer).ok());
+    uint32_t counted = 0;
+    ASSERT_TRUE(device_count(c->view(), &counted).ok());
+    EXPECT_EQ(counted, count) << "round " << round;
+    HostCandidates host;
+    ASSERT_TRUE(c->download(&host).ok());
+    EXPECT_EQ(host.boxes, set.boxes) << "round " << round;
+    EXPECT_EQ(host.scores, set.scores) << "round " << round;
+    EXPECT_EQ(host.class_ids, set.classes) << "round " << round;
+  }
+  cudaFree(big);
+  cudaStreamDestroy(producer);
 }
 
 TEST_F(CudaDeviceCandidates, TheProducersEventOrdersTheWorkWithoutAHostWait) {

@@ -5,7 +5,7 @@
 //
 //   auto pool = cudanms::DeviceCandidatesPool::create({device, capacity}, &status);
 //   std::shared_ptr<cudanms::DeviceCandidates> c = pool->acquire(&status);
-//   detector->detect(image, params, class_id, c.get());      // kernels fill it, event recorded
+//   detector->detect(image, params, class_id, c.get());      // kernels fill it, then c->seal()
 //   nms->run(c->view(), params, &result);                     // waits on the event, on the GPU
 //   cudanms::HostCandidates host; c->download(&host);         // only where host boxes are needed
 #pragma once
@@ -33,8 +33,9 @@ struct HostCandidates {
 // the one copy a consumer that needs host boxes makes. A count above the capacity is an error.
 Status download(const DeviceCandidatesView &view, HostCandidates *out);
 
-// Waits for the view's ready event, then copies its count (one word) to *count: what a consumer
-// reads to choose where a frame's NMS runs before it moves any candidate.
+// Waits for the view's ready event, then reads its count (one word) into *count, from host_count
+// where the view has it, else by a copy: what a consumer reads to choose where a frame's NMS runs
+// before it moves any candidate.
 Status device_count(const DeviceCandidatesView &view, uint32_t *count);
 
 // One pooled buffer. Its memory is valid while a reference is held; its contents once its ready
@@ -49,10 +50,21 @@ class DeviceCandidates {
   virtual size_t capacity() const = 0;
   virtual void *ready() const = 0;    // a cudaEvent_t the producer records after writing
   virtual void *context() const = 0;  // the CUcontext of the memory
+  // The producer's last call, after its work on `stream` (a cudaStream_t of context()) has
+  // written the candidates and the count: records the ready event there. A pooled buffer first
+  // copies the count and its first candidates (64) into host-mapped memory on the GPU, so that
+  // after the event a consumer reads a small frame there with no copy (host_count, download).
+  // Once sealed, each refill of the same acquisition is sealed too; back in its pool a buffer
+  // is unsealed.
+  virtual Status seal(void *stream);
+  // The count in host-mapped memory, valid once the ready event has completed; nullptr where the
+  // buffer was not sealed.
+  virtual const uint32_t *host_count() const { return nullptr; }
   DeviceCandidatesView view() const {
-    return {boxes(), scores(), class_ids(), count(), capacity(), ready(), context()};
+    return {boxes(), scores(), class_ids(), count(), capacity(), ready(), context(), host_count()};
   }
-  // cudanms::download of view(); a pooled buffer brings a small frame back in one round trip.
+  // cudanms::download of view(); a pooled buffer brings a small frame back in one round trip, or
+  // none once sealed.
   virtual Status download(HostCandidates *out) const { return cudanms::download(view(), out); }
 };
 

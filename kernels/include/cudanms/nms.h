@@ -135,6 +135,9 @@ struct DeviceCandidatesView {
   size_t capacity = 0;                 // at most kMaxCount
   void *ready = nullptr;               // a cudaEvent_t recorded after they were written, or nullptr
   void *context = nullptr;  // the CUcontext they live in: the NMS context's (Context::cuda_context)
+  // Optional: host-mapped memory holding the count once `ready` has completed (a sealed
+  // DeviceCandidates buffer's), read with no copy; nullptr: the count is copied from `count`.
+  const uint32_t *host_count = nullptr;
 };
 
 enum class Method { kGreedy, kMatrix, kSoft, kWeighted, kGroup };

@@ -63,6 +63,8 @@ typedef struct _GstCudaNmsDeviceCandidates GstCudaNmsDeviceCandidates;
  * @user_data: the producer's, for @download and @release
  * @release: called with @user_data when the last reference is dropped: the producer returns the
  *   memory to its pool
+ * @host_count: optional, host-mapped memory that holds the count once @ready_event has
+ *   completed: a consumer reads it there with no copy (NULL: copy @count)
  *
  * A frame's candidates in device memory, reference counted: a buffer copy shares them. The
  * producer fills the fields of gst_cuda_nms_device_candidates_new() and attaches it with
@@ -81,6 +83,7 @@ struct _GstCudaNmsDeviceCandidates {
                        gint32 **class_ids, gchar **error);
   gpointer user_data;
   GDestroyNotify release;
+  const guint32 *host_count;
 
   /*< private >*/
   gint refcount;
