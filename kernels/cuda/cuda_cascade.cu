@@ -344,14 +344,37 @@ __device__ uint32_t walk_scan(const uint8_t *row_status, int cols, int col0, int
 
 // A block per grid row, its warps over consecutive stretches of the row's windows, 32 at a time:
 // each warp first composes its stretch into one map, the maps of the warps before it give the
-// state it starts in, then it walks its stretch again and queues the alive windows the walk
-// reaches (the statuses as ballots). A warp per row walked a 1080p row's ~30 chunks in a chain.
+// state it starts in, then it walks its stretch again, counting the alive windows the walk
+// reaches (the statuses as ballots), and a third time to queue them. The block claims its place
+// in the queue with one atomic: one per window chunk put thousands of same-address atomics on a
+// 1080p frame. (A warp per row walked a 1080p row's ~30 chunks in a chain.)
 constexpr int kWalkWarps = 8;
+
+// OpenCV's walk through chunks [begin, end) of a row, landing on the first window or not:
+// visit(column of the lane, bits of the windows reached, bits of those that join the queue).
+template <typename Visit>
+__device__ void walk_stretch(const uint8_t *row_status, int cols, int begin, int end,
+                             uint32_t lands, int lane, Visit visit) {
+  uint8_t s;
+  for (int c = begin; c < end; ++c) {
+    const int col = c * 32 + lane;
+    const uint32_t map = walk_scan(row_status, cols, c * 32, lane, &s);
+    const uint32_t lands_next = walk_step(map, lands);  // on window col + 1
+    uint32_t lands_here = __shfl_up_sync(kFullMask, lands_next, 1);
+    if (lane == 0) lands_here = lands;
+    const uint32_t reached = __ballot_sync(kFullMask, col < cols && lands_here);
+    const uint32_t alive = __ballot_sync(kFullMask, s == 2);
+    lands = __shfl_sync(kFullMask, lands_next, 31);
+    visit(col, reached, reached & alive);
+  }
+}
 
 __global__ void __launch_bounds__(kWalkWarps * 32)
     walk_rows(const DeviceLevel *levels, int level_count, const uint8_t *status, const float *norms,
               QueueEntry *queue, uint32_t *queue_count, unsigned long long *reached_count) {
-  __shared__ uint32_t stretch_maps[kWalkWarps];
+  __shared__ uint32_t stretch_maps[kWalkWarps], joining_counts[kWalkWarps],
+      reached_counts[kWalkWarps];
+  __shared__ uint32_t block_base;
   const int r = blockIdx.x;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int li = find_level(levels, level_count, &DeviceLevel::first_grid_row, r);
@@ -372,29 +395,33 @@ __global__ void __launch_bounds__(kWalkWarps * 32)
   __syncthreads();
   uint32_t lands = 1;  // whether the walk lands on the stretch's first window
   for (int w = 0; w < warp; ++w) lands = walk_step(stretch_maps[w], lands);
-  uint32_t reached_total = 0;
-  for (int c = chunk_begin; c < chunk_end; ++c) {
-    const int col = c * 32 + lane;
-    const uint32_t map = walk_scan(row_status, level.cols, c * 32, lane, &s);
-    const uint32_t lands_next = walk_step(map, lands);  // on window col + 1
-    uint32_t lands_here = __shfl_up_sync(kFullMask, lands_next, 1);
-    if (lane == 0) lands_here = lands;
-    const uint32_t reached_bits = __ballot_sync(kFullMask, col < level.cols && lands_here);
-    const uint32_t alive = __ballot_sync(kFullMask, s == 2);
-    lands = __shfl_sync(kFullMask, lands_next, 31);
-    reached_total += __popc(reached_bits);
-    const uint32_t joining = reached_bits & alive;
-    if (joining == 0) continue;
-    uint32_t base = 0;
-    if (lane == 0) base = atomicAdd(queue_count, __popc(joining));
-    base = __shfl_sync(kFullMask, base, 0);
-    if ((joining >> lane) & 1u) {
-      queue[base + __popc(joining & ((1u << lane) - 1))] =
-          QueueEntry{li, col * level.step, row * level.step, norms[first + col]};
-    }
+
+  uint32_t joining_total = 0, reached_total = 0;
+  walk_stretch(row_status, level.cols, chunk_begin, chunk_end, lands, lane,
+               [&](int, uint32_t reached, uint32_t joining) {
+                 reached_total += __popc(reached);
+                 joining_total += __popc(joining);
+               });
+  if (lane == 0) joining_counts[warp] = joining_total, reached_counts[warp] = reached_total;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t joining = 0, reached = 0;
+    for (int w = 0; w < kWalkWarps; ++w) joining += joining_counts[w], reached += reached_counts[w];
+    block_base = joining ? atomicAdd(queue_count, joining) : 0;
+    if (reached) atomicAdd(reached_count, static_cast<unsigned long long>(reached));
   }
-  if (lane == 0 && reached_total)
-    atomicAdd(reached_count, static_cast<unsigned long long>(reached_total));
+  __syncthreads();
+  if (joining_total == 0) return;
+  uint32_t base = block_base;
+  for (int w = 0; w < warp; ++w) base += joining_counts[w];
+  walk_stretch(row_status, level.cols, chunk_begin, chunk_end, lands, lane,
+               [&](int col, uint32_t, uint32_t joining) {
+                 if ((joining >> lane) & 1u) {
+                   queue[base + __popc(joining & ((1u << lane) - 1))] =
+                       QueueEntry{li, col * level.step, row * level.step, norms[first + col]};
+                 }
+                 base += __popc(joining);
+               });
 }
 
 // Stages [first, end) over the queue, a group of G lanes per window: the lanes walk a stage's
