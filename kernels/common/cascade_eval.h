@@ -53,7 +53,8 @@ struct CascadeView {
   const LbpOffsets *lbp;
   int32_t stage_count;
   int32_t is_lbp;
-  int32_t norm_ofs[4];  // the inner window (1, 1, w - 2, h - 2) of Haar variance normalisation
+  int32_t exact_stage_sums;  // stage_sums_exact(): a stage's leaves may be added in any order
+  int32_t norm_ofs[4];       // the inner window (1, 1, w - 2, h - 2) of Haar variance normalisation
   double norm_area;
 };
 

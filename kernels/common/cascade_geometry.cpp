@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace cudanms::cascade::detail {
 namespace {
@@ -138,6 +139,33 @@ FeatureTables make_feature_tables(const Model &model, int stride) {
   return t;
 }
 
+bool stage_sums_exact(const Model &model) {
+  const size_t tree_count = model.trees.size();
+  for (const Model::Stage &stage : model.stages) {
+    double largest_sum = 0;  // of the largest |leaf| of each tree
+    int smallest_exponent = std::numeric_limits<int>::max();
+    for (int t = stage.first_tree; t < stage.first_tree + stage.trees; ++t) {
+      const size_t first = static_cast<size_t>(model.trees[t].first_leaf);
+      const size_t end = static_cast<size_t>(t) + 1 < tree_count
+                             ? static_cast<size_t>(model.trees[t + 1].first_leaf)
+                             : model.leaves.size();
+      float largest = 0;
+      for (size_t k = first; k < end && k < model.leaves.size(); ++k) {
+        const float v = std::fabs(model.leaves[k]);
+        if (!std::isfinite(v)) return false;
+        largest = std::max(largest, v);
+        if (v != 0) smallest_exponent = std::min(smallest_exponent, std::max(std::ilogb(v), -126));
+      }
+      largest_sum += largest;
+    }
+    if (largest_sum == 0) continue;
+    // The unit in the last place of the smallest leaf: 2^(exponent - 23) for a float.
+    const double unit = std::ldexp(1.0, smallest_exponent - 23);
+    if (largest_sum * (1 + 1e-9) >= std::ldexp(unit, 53)) return false;
+  }
+  return true;
+}
+
 CascadeView host_view(const Model &model, const FeatureTables &tables) {
   CascadeView v{};
   v.stages = model.stages.data();
@@ -149,6 +177,7 @@ CascadeView host_view(const Model &model, const FeatureTables &tables) {
   v.lbp = tables.lbp.data();
   v.stage_count = static_cast<int32_t>(model.stages.size());
   v.is_lbp = model.feature_type == FeatureType::kLbp;
+  v.exact_stage_sums = stage_sums_exact(model);
   std::copy(std::begin(tables.norm_ofs), std::end(tables.norm_ofs), v.norm_ofs);
   v.norm_area = tables.norm_area;
   return v;

@@ -50,6 +50,13 @@ struct FeatureTables {
 };
 FeatureTables make_feature_tables(const Model &model, int stride);
 
+// Whether each stage's leaves sum to the same double in any order, as no addition can round:
+// every partial sum of one leaf a tree is a multiple of the smallest leaf's unit in the last
+// place, and the largest is below 2^53 of them. Then lanes may add a stage's leaves as a tree and
+// still give OpenCV's sum (in tree order) bit for bit. True for every cascade opencv-data ships
+// (7.8 bits to spare at least).
+bool stage_sums_exact(const Model &model);
+
 // The model and the tables as the per-window code reads them, in host memory; the CUDA backend
 // points the arrays at its device copies.
 CascadeView host_view(const Model &model, const FeatureTables &tables);

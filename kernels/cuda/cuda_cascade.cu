@@ -425,9 +425,11 @@ __global__ void __launch_bounds__(kWalkWarps * 32)
 }
 
 // Stages [first, end) over the queue, a group of G lanes per window: the lanes walk a stage's
-// trees in parallel into shared memory, the group's first lane adds their leaves in tree order in
-// double (OpenCV's sum, bit for bit). The survivors join the next queue, or, for the last
-// segment, the output. G follows the segment's stage sizes (launch()).
+// trees in parallel. Where the stage sums are exact in any order (stage_sums_exact), each lane
+// adds its own leaves and the lanes' sums meet in a butterfly, every lane with the total; else
+// the leaves go to shared memory and the group's first lane adds them in tree order. Either way
+// OpenCV's double sum, bit for bit. The survivors join the next queue, or, for the last segment,
+// the output. G follows the segment's stage sizes (launch()).
 template <int G>
 __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int stride,
                              const int32_t *sum, const int32_t *tilted, int first, int end,
@@ -447,6 +449,18 @@ __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int strid
     double weight = 0;
     for (int si = first; si < end && alive; ++si) {
       const StageView stage = c.stages[si];
+      if (c.exact_stage_sums) {
+        double part = 0;
+        for (int t = sub; t < stage.trees; t += G)
+          part += static_cast<double>(
+              tree_leaf(c, c.trees[stage.first_tree + t], sum + at, tilted + at, e.norm));
+#pragma unroll
+        for (int lanes = G / 2; lanes > 0; lanes /= 2)
+          part += __shfl_xor_sync(mask, part, lanes, G);
+        weight = part;
+        alive = !(weight < static_cast<double>(stage.threshold));
+        continue;
+      }
       for (int t = sub; t < stage.trees; t += G)
         mine[t] = tree_leaf(c, c.trees[stage.first_tree + t], sum + at, tilted + at, e.norm);
       __syncwarp(mask);
@@ -788,7 +802,8 @@ class CudaDetector final : public Detector {
       const int first = segments == 1 ? bounds_[1] - 1 : bounds_[k];
       const int end = segments == 1 ? bounds_[1] : bounds_[k + 1];
       const int group = group_size(first, end);
-      const size_t shared = (kThreads / group) * max_trees_ * sizeof(float);
+      const size_t shared =
+          view_.exact_stage_sums ? 0 : (kThreads / group) * max_trees_ * sizeof(float);
       auto kernel = group == 4    ? next_segment<4>
                     : group == 8  ? next_segment<8>
                     : group == 16 ? next_segment<16>

@@ -123,4 +123,18 @@ inline cudanms::cascade::DetectParams params_of(const CascadeCase &c) {
   return p;
 }
 
+// The leaves of the last stage of alt2 changed so that tree order matters: tree 0's to 1, tree
+// 1's to 2^-53, which 1 + 2^-53 rounds away (ties to even) but a smaller partial sum keeps.
+inline std::shared_ptr<const cudanms::cascade::Model> order_sensitive_model(
+    const cudanms::cascade::Model &alt2) {
+  auto model = std::make_shared<cudanms::cascade::Model>(alt2);
+  const cudanms::cascade::Model::Stage &last = model->stages.back();
+  for (int t = 0; t < 2; ++t) {
+    const size_t first = model->trees[last.first_tree + t].first_leaf;
+    const size_t end = model->trees[last.first_tree + t + 1].first_leaf;
+    for (size_t k = first; k < end; ++k) model->leaves[k] = t == 0 ? 1.0f : std::ldexp(1.0f, -53);
+  }
+  return model;
+}
+
 }  // namespace cudanms::testing

@@ -77,6 +77,31 @@ TEST(CascadeModel, LoadsDebiansCascades) {
   EXPECT_TRUE(body->has_tilted_features);
 }
 
+// The CUDA segments add a stage's leaves across lanes only where no order can round.
+TEST(CascadeModel, StageSumsAreExactInAnyOrderForDebiansCascadesOnly) {
+  const std::string alt2_path = cascade_path("haarcascade_frontalface_alt2");
+  if (!file_exists(alt2_path)) GTEST_SKIP() << alt2_path << " is missing: install opencv-data";
+  for (const char *name :
+       {"haarcascade_frontalface_alt2", "haarcascade_frontalface_default", "haarcascade_fullbody",
+        "haarcascade_upperbody", "haarcascade_eye_tree_eyeglasses",
+        "lbpcascade_frontalface_improved", "lbpcascade_profileface"}) {
+    Status status;
+    auto model = Model::load(cascade_path(name), &status);
+    ASSERT_TRUE(model) << status.message();
+    EXPECT_TRUE(detail::stage_sums_exact(*model)) << name;
+  }
+  Status status;
+  auto alt2 = Model::load(alt2_path, &status);
+  ASSERT_TRUE(alt2);
+  EXPECT_FALSE(detail::stage_sums_exact(*order_sensitive_model(*alt2)));
+  // The order does matter there.
+  const double tiny = std::ldexp(1.0, -53);
+  EXPECT_NE((1.0 + tiny) + tiny, 1.0 + (tiny + tiny));
+  Model zero = *alt2;  // zero leaves bound nothing
+  zero.leaves[0] = 0;
+  EXPECT_TRUE(detail::stage_sums_exact(zero));
+}
+
 TEST(CascadeModel, RefusesWhatCannotBeEvaluated) {
   Status status;
   EXPECT_FALSE(Model::load("/nonexistent/cascade.xml", &status));

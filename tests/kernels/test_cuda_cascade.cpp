@@ -82,6 +82,39 @@ TEST(CudaCascade, SameWindowsAsTheCpuTwinOnRealFrames) {
   EXPECT_GT(compared, 500u);
 }
 
+// A cascade whose stage sums could round differently in another order keeps the tree-order sum
+// of the group's first lane: the CPU twin's windows and scores, bit for bit, where adding the
+// last stage's leaves across lanes would keep 2^-53 that tree order rounds away.
+TEST(CudaCascade, StageSumsThatCouldRoundStayInTreeOrder) {
+  SKIP_WITHOUT_CUDA();
+  std::string why;
+  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  if (!file_exists(cascade_path("haarcascade_frontalface_alt2"))) GTEST_SKIP() << "no opencv-data";
+  auto alt2 = load_or_skip("haarcascade_frontalface_alt2");
+  ASSERT_TRUE(alt2);
+  auto model = order_sensitive_model(*alt2);
+  Status status;
+  auto cpu = Detector::create(model, {}, &status);
+  ASSERT_TRUE(status.ok()) << status.message();
+  DetectorOptions options;
+  options.backend = Backend::kCuda;
+  auto cuda = Detector::create(model, options, &status);
+  ASSERT_TRUE(status.ok()) << status.message();
+  cascade::DetectParams params;
+  params.min_width = params.min_height = 30;
+  size_t compared = 0;
+  for (const GrayFrame &frame : frames) {
+    std::vector<Window> a, b;
+    DetectStats sa, sb;
+    ASSERT_TRUE(cpu->detect(view_of(frame.gray), params, &a, &sa).ok());
+    ASSERT_TRUE(cuda->detect(view_of(frame.gray), params, &b, &sb).ok());
+    expect_same_windows(a, b, frame.name);
+    compared += a.size();
+  }
+  EXPECT_GT(compared, 20u);
+}
+
 TEST(CudaCascade, EverySegmentSplitFindsTheSameWindows) {
   SKIP_WITHOUT_CUDA();
   std::string why;
