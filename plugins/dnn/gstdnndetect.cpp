@@ -380,13 +380,14 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
           DEFAULT_CUDA_GRAPHS, rw_ready));
   g_object_class_install_property(
       gobject_class, PROP_BATCH_SIZE,
-      g_param_spec_int("batch-size", "Batch size",
-                       "Frames per forward at most: dnndetect instances of one process with the "
-                       "same batch-group, model, decoder, input, backend, gpu-id, batch-size and "
-                       "batch-timeout run their frames (e.g. one per camera) through one forward. "
-                       "A batch runs when it is full, when every instance has a frame in it, or "
-                       "batch-timeout after its first frame; 1: no batching, no waiting",
-                       1, dnn::kMaxBatch, DEFAULT_BATCH_SIZE, rw_ready));
+      g_param_spec_int(
+          "batch-size", "Batch size",
+          "Frames per forward at most: dnndetect instances of one process with the "
+          "same batch-group, model, decoder, input, backend, gpu-id, cuda-graphs, batch-size and "
+          "batch-timeout run their frames (e.g. one per camera) through one forward. "
+          "A batch runs when it is full, when every instance has a frame in it, or "
+          "batch-timeout after its first frame; 1: no batching, no waiting",
+          1, dnn::kMaxBatch, DEFAULT_BATCH_SIZE, rw_ready));
   g_object_class_install_property(
       gobject_class, PROP_BATCH_TIMEOUT,
       g_param_spec_uint("batch-timeout", "Batch timeout",
