@@ -34,6 +34,17 @@ std::shared_ptr<const Model> load_or_skip(const std::string &name) {
   return model;
 }
 
+// A CUDA detector of `model` with `options` otherwise; nullptr, the reason a test failure, where
+// it cannot be made.
+std::unique_ptr<Detector> cuda_detector(std::shared_ptr<const Model> model,
+                                        DetectorOptions options = {}) {
+  options.backend = Backend::kCuda;
+  Status status;
+  auto detector = Detector::create(std::move(model), options, &status);
+  EXPECT_TRUE(detector) << status.message();
+  return detector;
+}
+
 void expect_same_windows(const std::vector<Window> &cpu, const std::vector<Window> &cuda,
                          const std::string &what) {
   ASSERT_EQ(cpu.size(), cuda.size()) << what;
@@ -60,10 +71,8 @@ TEST(CudaCascade, SameWindowsAsTheCpuTwinOnRealFrames) {
     Status status;
     auto cpu = Detector::create(model, {}, &status);
     ASSERT_TRUE(status.ok()) << status.message();
-    DetectorOptions options;
-    options.backend = Backend::kCuda;
-    auto cuda = Detector::create(model, options, &status);
-    ASSERT_TRUE(status.ok()) << status.message();
+    auto cuda = cuda_detector(model);
+    ASSERT_TRUE(cuda);
     for (const GrayFrame &frame : frames) {
       std::vector<Window> a, b;
       DetectStats sa, sb;
@@ -97,10 +106,8 @@ TEST(CudaCascade, StageSumsThatCouldRoundStayInTreeOrder) {
   Status status;
   auto cpu = Detector::create(model, {}, &status);
   ASSERT_TRUE(status.ok()) << status.message();
-  DetectorOptions options;
-  options.backend = Backend::kCuda;
-  auto cuda = Detector::create(model, options, &status);
-  ASSERT_TRUE(status.ok()) << status.message();
+  auto cuda = cuda_detector(model);
+  ASSERT_TRUE(cuda);
   cascade::DetectParams params;
   params.min_width = params.min_height = 30;
   size_t compared = 0;
@@ -134,10 +141,9 @@ TEST(CudaCascade, EverySegmentSplitFindsTheSameWindows) {
     for (const std::vector<int> &split : std::vector<std::vector<int>>{
              {}, {1}, {3}, {3, 7}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {stages - 1}, {2, 5, 9, 14}}) {
       DetectorOptions options;
-      options.backend = Backend::kCuda;
       options.segment_starts = split;
-      auto cuda = Detector::create(model, options, &status);
-      ASSERT_TRUE(status.ok()) << status.message();
+      auto cuda = cuda_detector(model, options);
+      ASSERT_TRUE(cuda);
       std::vector<Window> got;
       status = cuda->detect(view_of(tile), params, &got);
       ASSERT_TRUE(status.ok()) << status.message();
@@ -158,10 +164,8 @@ TEST(CudaCascade, OddFramesAndSizeChangesOnOneDetector) {
     ASSERT_TRUE(model);
     Status status;
     auto cpu = Detector::create(model, {}, &status);
-    DetectorOptions options;
-    options.backend = Backend::kCuda;
-    auto cuda = Detector::create(model, options, &status);
-    ASSERT_TRUE(status.ok()) << status.message();
+    auto cuda = cuda_detector(model);
+    ASSERT_TRUE(cuda);
     for (const cv::Size size : {cv::Size(64, 64), cv::Size(1, 1), cv::Size(333, 97),
                                 cv::Size(97, 333), cv::Size(640, 480), cv::Size(64, 64)}) {
       for (int kind = 0; kind < 3; ++kind) {
@@ -219,10 +223,8 @@ TEST(CudaCascade, MoreWindowsThanEverBeforeComeBackWhole) {
   ASSERT_TRUE(model);
   Status status;
   auto cpu = Detector::create(model, {}, &status);
-  DetectorOptions options;
-  options.backend = Backend::kCuda;
-  auto cuda = Detector::create(model, options, &status);
-  ASSERT_TRUE(cuda) << status.message();
+  auto cuda = cuda_detector(model);
+  ASSERT_TRUE(cuda);
   cv::Mat gray(300, 400, CV_8UC1);
   cv::randu(gray, 0, 256);
   cascade::DetectParams params;
@@ -278,10 +280,8 @@ TEST(CudaCascade, DeviceCandidatesAreTheHostWindowsAndNmsAgrees) {
     if (!file_exists(cascade_path(c.cascade))) GTEST_SKIP() << "opencv-data is missing";
     auto model = load_or_skip(c.cascade);
     ASSERT_TRUE(model);
-    DetectorOptions options;
-    options.backend = Backend::kCuda;
-    auto cuda = Detector::create(model, options, &status);
-    ASSERT_TRUE(cuda) << status.message();
+    auto cuda = cuda_detector(model);
+    ASSERT_TRUE(cuda);
     const cascade::DetectParams params = params_of(c);
     for (const GrayFrame &frame : frames) {
       const cv::Mat &gray = frame.gray;
@@ -348,10 +348,8 @@ TEST(CudaCascade, DeviceCandidatesOfASmallRealFrame) {
   auto model = load_or_skip("haarcascade_frontalface_alt2");
   ASSERT_TRUE(model);
   Status status;
-  DetectorOptions options;
-  options.backend = Backend::kCuda;
-  auto cuda = Detector::create(model, options, &status);
-  ASSERT_TRUE(cuda) << status.message();
+  auto cuda = cuda_detector(model);
+  ASSERT_TRUE(cuda);
   // 240x240 pixels of a Megamind frame around a window the whole frame has.
   const cv::Mat &frame = frames[1].gray;
   cascade::DetectParams params;
@@ -383,10 +381,8 @@ TEST(CudaCascade, DeviceCandidatesOfEmptyFramesAndSmallBuffers) {
   auto model = load_or_skip("haarcascade_frontalface_alt2");
   ASSERT_TRUE(model);
   Status status;
-  DetectorOptions options;
-  options.backend = Backend::kCuda;
-  auto cuda = Detector::create(model, options, &status);
-  ASSERT_TRUE(cuda) << status.message();
+  auto cuda = cuda_detector(model);
+  ASSERT_TRUE(cuda);
   DeviceCandidatesPoolOptions pool_options;
   pool_options.capacity = 1000;
   auto pool = DeviceCandidatesPool::create(pool_options, &status);
@@ -438,10 +434,8 @@ TEST(CudaCascade, DeviceCandidatesOfAnAllPassCascadeAreInDetectOrder) {
   auto model = all_pass_model();
   ASSERT_TRUE(model);
   Status status;
-  DetectorOptions options;
-  options.backend = Backend::kCuda;
-  auto cuda = Detector::create(model, options, &status);
-  ASSERT_TRUE(cuda) << status.message();
+  auto cuda = cuda_detector(model);
+  ASSERT_TRUE(cuda);
   cv::Mat gray(64, 80, CV_8UC1);
   cv::randu(gray, 0, 256);
   cascade::DetectParams params;

@@ -52,6 +52,24 @@ TEST(DeviceCandidates, MalformedViewsAreStatuses) {
 
 #ifdef CUDANMS_HAVE_CUDA
 
+// A producer's stream kept busy by a 256 MB memset before each frame: a consumer that did not
+// wait for the frame's event would read it half written.
+struct SlowProducer {
+  static constexpr size_t kBytes = 256u << 20;
+  cudaStream_t stream = nullptr;
+  void *big = nullptr;
+  SlowProducer() {
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) stream = nullptr;
+    if (cudaMalloc(&big, kBytes) != cudaSuccess) big = nullptr;
+  }
+  ~SlowProducer() {
+    cudaFree(big);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  bool ok() const { return stream && big; }
+  cudaError_t stall(int round) { return cudaMemsetAsync(big, round, kBytes, stream); }
+};
+
 class CudaDeviceCandidates : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,6 +117,22 @@ class CudaDeviceCandidates : public ::testing::Test {
     } else {
       ASSERT_EQ(cudaEventRecord(static_cast<cudaEvent_t>(c->ready()), 0), cudaSuccess);
     }
+  }
+
+  // The set and its count into the buffer on `stream`, queued behind what the stream holds.
+  static void write_on(cudaStream_t stream, const CandidateSet &set, uint32_t count,
+                       DeviceCandidates *c) {
+    ASSERT_EQ(cudaMemcpyAsync(c->boxes(), set.boxes.data(), set.boxes.size() * 4,
+                              cudaMemcpyHostToDevice, stream),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->scores(), set.scores.data(), set.scores.size() * 4,
+                              cudaMemcpyHostToDevice, stream),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(c->class_ids(), set.classes.data(), set.classes.size() * 4,
+                              cudaMemcpyHostToDevice, stream),
+              cudaSuccess);
+    // From pageable memory: the copy has its bytes when it returns, as `count` goes.
+    ASSERT_EQ(cudaMemcpyAsync(c->count(), &count, 4, cudaMemcpyHostToDevice, stream), cudaSuccess);
   }
 
   // Device NMS on `set` equals host NMS on it, kept values included.
@@ -301,27 +335,14 @@ TEST_F(CudaDeviceCandidates, ASealFollowsTheProducersWorkOnItsStream) {
   Status status;
   auto c = p->acquire(&status);
   std::mt19937_64 rng(run_seed() + 47);
-  cudaStream_t producer;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
-  void *big = nullptr;
-  const size_t big_bytes = 256u << 20;
-  ASSERT_EQ(cudaMalloc(&big, big_bytes), cudaSuccess);
+  SlowProducer producer;
+  ASSERT_TRUE(producer.ok());
   for (int round = 0; round < 3; ++round) {
     const uint32_t count = 40 + round;
     const CandidateSet set = generators()[0].make(rng, count, 3);
-    ASSERT_EQ(cudaMemsetAsync(big, round, big_bytes, producer), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(c->boxes(), set.boxes.data(), set.boxes.size() * 4,
-                              cudaMemcpyHostToDevice, producer),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(c->scores(), set.scores.data(), set.scores.size() * 4,
-                              cudaMemcpyHostToDevice, producer),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(c->class_ids(), set.classes.data(), set.classes.size() * 4,
-                              cudaMemcpyHostToDevice, producer),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(c->count(), &count, 4, cudaMemcpyHostToDevice, producer),
-              cudaSuccess);
-    ASSERT_TRUE(c->seal(producer).ok());
+    ASSERT_EQ(producer.stall(round), cudaSuccess);
+    write_on(producer.stream, set, count, c.get());
+    ASSERT_TRUE(c->seal(producer.stream).ok());
     uint32_t counted = 0;
     ASSERT_TRUE(device_count(c->view(), &counted).ok());
     EXPECT_EQ(counted, count) << "round " << round;
@@ -331,8 +352,6 @@ TEST_F(CudaDeviceCandidates, ASealFollowsTheProducersWorkOnItsStream) {
     EXPECT_EQ(host.scores, set.scores) << "round " << round;
     EXPECT_EQ(host.class_ids, set.classes) << "round " << round;
   }
-  cudaFree(big);
-  cudaStreamDestroy(producer);
 }
 
 TEST_F(CudaDeviceCandidates, TheProducersEventOrdersTheWorkWithoutAHostWait) {
@@ -343,34 +362,18 @@ TEST_F(CudaDeviceCandidates, TheProducersEventOrdersTheWorkWithoutAHostWait) {
   auto c = p->acquire(&status);
   std::mt19937_64 rng(run_seed() + 45);
   const CandidateSet set = tools::sliding_window_candidates(2000, rng(), 4);
-  cudaStream_t producer;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&producer, cudaStreamNonBlocking), cudaSuccess);
-  void *big = nullptr;
-  const size_t big_bytes = 256u << 20;
-  ASSERT_EQ(cudaMalloc(&big, big_bytes), cudaSuccess);
+  SlowProducer producer;
+  ASSERT_TRUE(producer.ok());
   for (int round = 0; round < 3; ++round) {
-    ASSERT_EQ(cudaMemsetAsync(c->count(), 0, 4, producer), cudaSuccess);
-    ASSERT_EQ(cudaMemsetAsync(big, round, big_bytes, producer), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(c->boxes(), set.boxes.data(), set.boxes.size() * 4,
-                              cudaMemcpyHostToDevice, producer),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(c->scores(), set.scores.data(), set.scores.size() * 4,
-                              cudaMemcpyHostToDevice, producer),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(c->class_ids(), set.classes.data(), set.classes.size() * 4,
-                              cudaMemcpyHostToDevice, producer),
-              cudaSuccess);
-    const uint32_t count = 2000;
-    ASSERT_EQ(cudaMemcpyAsync(c->count(), &count, 4, cudaMemcpyHostToDevice, producer),
-              cudaSuccess);
-    ASSERT_EQ(cudaEventRecord(static_cast<cudaEvent_t>(c->ready()), producer), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(c->count(), 0, 4, producer.stream), cudaSuccess);
+    ASSERT_EQ(producer.stall(round), cudaSuccess);
+    write_on(producer.stream, set, 2000, c.get());
+    ASSERT_EQ(cudaEventRecord(static_cast<cudaEvent_t>(c->ready()), producer.stream), cudaSuccess);
     Result on_device, on_host;
     ASSERT_TRUE(gpu_->run(c->view(), Params(), &on_device).ok());
     ASSERT_TRUE(cpu_->run(set.view(), Params(), &on_host).ok());
     EXPECT_TRUE(same_result(on_device, on_host)) << "round " << round;
   }
-  cudaFree(big);
-  cudaStreamDestroy(producer);
 }
 
 #else
