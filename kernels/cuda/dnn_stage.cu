@@ -80,6 +80,7 @@ class Stage final : public CudaStage {
   ~Stage() override {
     DeviceBinding::Scope scope(binding_.context());
     buffers_.reset();
+    if (copied_) cudaEventDestroy(copied_);
     if (stream_) cudaStreamDestroy(stream_);
   }
   Status open(int device) {
@@ -87,6 +88,7 @@ class Stage final : public CudaStage {
     if (!status.ok()) return status;
     CUDANMS_ENTER(binding_);
     CUDANMS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
     return Status::Ok();
   }
   void *stream() const override { return stream_; }
@@ -112,6 +114,12 @@ class Stage final : public CudaStage {
     status = preprocess_cuda(device_images, count, spec, buffers_->input.get(), stream_);
     if (!status.ok()) return status;
     *d_input = buffers_->input.get();
+    return Status::Ok();
+  }
+
+  Status frames_copied() override {
+    CUDANMS_ENTER(binding_);
+    CUDANMS_CUDA_TRY(cudaEventSynchronize(copied_));
     return Status::Ok();
   }
 
@@ -218,11 +226,13 @@ class Stage final : public CudaStage {
         at += pitch * rows;
       }
     }
+    CUDANMS_CUDA_TRY(cudaEventRecord(copied_, stream_));
     return Status::Ok();
   }
 
   DeviceBinding binding_;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t copied_ = nullptr;  // after the last upload of host frames
   // Freed in the destructor, inside the binding's scope.
   struct Buffers {
     DeviceArray<float> input;

@@ -167,6 +167,8 @@ Status DnnDetector::run_cuda(DnnJob *const *jobs, int count, DnnStageTimes *time
   }
   status = stage_->decode(outputs, boxes, targets, params, host);
   if (status.ok()) status = lap(times, stage_.get(), &since, &DnnStageTimes::decode_ms);
+  /* Frames in pinned memory were copied asynchronously: their elements may release them now. */
+  if (status.ok()) status = stage_->frames_copied();
   return status;
 }
 

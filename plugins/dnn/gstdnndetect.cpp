@@ -60,6 +60,7 @@
 #include "dnnbatchgroup.h"
 #include "dnnimage.h"
 #include "elementcudacontext.h"
+#include "pinnedpool.h"
 #include "torchmodel.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_dnn_detect_debug);
@@ -89,6 +90,7 @@ enum {
   PROP_BATCH_TIMEOUT,
   PROP_BATCH_GROUP,
   PROP_FRAMES_IN_GPU_MEMORY,
+  PROP_FRAMES_IN_PINNED_MEMORY,
   PROP_MEAN_BATCH,
   PROP_GRAPHED_FRAMES,
 };
@@ -221,6 +223,7 @@ struct GstDnnDetectPrivate {
   guint64 frames = 0, frames_in_gpu_memory = 0;
   guint64 batched_frames = 0; /* the sum, over frames, of the frames in their forward */
   guint64 graphed_frames = 0;
+  guint64 frames_in_pinned_memory = 0;
 
   /* Streaming thread (and start/stop) only. */
   dnn::InputSpec spec;
@@ -285,6 +288,8 @@ static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *
 static gboolean gst_dnn_detect_start(GstBaseTransform *trans);
 static gboolean gst_dnn_detect_stop(GstBaseTransform *trans);
 static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuffer *buffer);
+static gboolean gst_dnn_detect_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
+                                                  GstQuery *query);
 static void gst_dnn_detect_set_context(GstElement *element, GstContext *context);
 static gboolean gst_dnn_detect_query(GstBaseTransform *trans, GstPadDirection direction,
                                      GstQuery *query);
@@ -410,6 +415,13 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
                           "Frames since start read in place in GPU memory, with no download", 0,
                           G_MAXUINT64, 0, ro));
   g_object_class_install_property(
+      gobject_class, PROP_FRAMES_IN_PINNED_MEMORY,
+      g_param_spec_uint64("frames-in-pinned-memory", "Frames in pinned memory",
+                          "Frames since start that upstream wrote into the pinned host memory "
+                          "this element proposes (CUDA backend), copied to the GPU at the "
+                          "bus's rate",
+                          0, G_MAXUINT64, 0, ro));
+  g_object_class_install_property(
       gobject_class, PROP_MEAN_BATCH,
       g_param_spec_double("mean-batch", "Mean batch",
                           "Frames per forward since start, averaged over this instance's frames "
@@ -432,6 +444,7 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   trans_class->start = GST_DEBUG_FUNCPTR(gst_dnn_detect_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_dnn_detect_stop);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_dnn_detect_transform_ip);
+  trans_class->propose_allocation = GST_DEBUG_FUNCPTR(gst_dnn_detect_propose_allocation);
   trans_class->query = GST_DEBUG_FUNCPTR(gst_dnn_detect_query);
   element_class->set_context = GST_DEBUG_FUNCPTR(gst_dnn_detect_set_context);
 
@@ -582,6 +595,9 @@ static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *
     case PROP_BATCH_GROUP:
       g_value_set_string(value, s.batch_group.c_str());
       break;
+    case PROP_FRAMES_IN_PINNED_MEMORY:
+      g_value_set_uint64(value, self->priv->frames_in_pinned_memory);
+      break;
     case PROP_FRAMES_IN_GPU_MEMORY:
       g_value_set_uint64(value, self->priv->frames_in_gpu_memory);
       break;
@@ -689,7 +705,7 @@ static gboolean gst_dnn_detect_start(GstBaseTransform *trans) {
     std::lock_guard<std::mutex> guard(priv->lock);
     s = priv->settings;
     priv->frames = priv->frames_in_gpu_memory = priv->batched_frames = 0;
-    priv->graphed_frames = 0;
+    priv->graphed_frames = priv->frames_in_pinned_memory = 0;
   }
   priv->graph_problem_told = false;
   priv->network.reset();
@@ -788,6 +804,8 @@ static cudanms::Status detect(GstDnnDetect *self, const Settings &s, GstBuffer *
     priv->frames++;
     priv->batched_frames += job.batch;
     if (on_device) priv->frames_in_gpu_memory++;
+    if (!on_device && detector.on_cuda() && gst_cv_buffer_is_pinned(buffer))
+      priv->frames_in_pinned_memory++;
     if (job.graphed) priv->graphed_frames++;
   }
   if (detector.on_cuda() && s.cuda_graphs && !job.graphed && !priv->graph_problem_told) {
@@ -863,6 +881,22 @@ static GstFlowReturn gst_dnn_detect_transform_ip(GstBaseTransform *trans, GstBuf
   }
   GST_LOG_OBJECT(self, "frame detected in %.2f ms", (g_get_monotonic_time() - start) / 1000.0);
   return GST_FLOW_OK;
+}
+
+/* Upstream writing system-memory frames for the CUDA backend gets a pool of pinned host memory,
+ * where downstream proposes none: the frames are then copied to the GPU at the bus's full rate
+ * and asynchronously, where pageable memory is staged plane by plane on the batch's thread. */
+static gboolean gst_dnn_detect_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
+                                                  GstQuery *query) {
+  GstDnnDetect *self = GST_DNN_DETECT(trans);
+  /* In place: downstream's proposal first. Sinks answer none (the query fails there). */
+  const gboolean downstream =
+      GST_BASE_TRANSFORM_CLASS(parent_class)->propose_allocation(trans, decide_query, query);
+  if (downstream && gst_query_get_n_allocation_pools(query) > 0) return TRUE;
+  if (!self->priv->network || !self->priv->network->detector().on_cuda()) return downstream;
+  if (!gst_cv_propose_pinned_memory(query)) return downstream;
+  GST_DEBUG_OBJECT(self, "proposed a pool of pinned memory");
+  return TRUE;
 }
 
 /* The pipeline's CUDA context, handed over by the application or a neighbour... */

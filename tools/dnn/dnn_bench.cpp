@@ -5,7 +5,7 @@
 // Each stage is timed alone (the stream synchronised around it, p50 over the runs), then the
 // whole chain with no synchronisation inside (p50/p99 host-visible latency per batch, frames/s).
 // Frames are 1080p NV12 already in GPU memory (the NVDEC case), and the same frames in host
-// memory, uploaded by the chain. Before timing, the batch's candidates and kept boxes are checked
+// memory, uploaded by the chain: pinned (what dnndetect proposes upstream) and pageable. Before timing, the batch's candidates and kept boxes are checked
 // against the same frames run one by one on the CPU (LibTorch's CPU backend, cudanms's CPU NMS).
 //   cudanms-dnn-bench --model FACE.pt [--frames RAW.bgr] [--batches 1,8,32,64] [--runs N]
 //                     [--no-cuda-graphs]
@@ -111,9 +111,18 @@ dnn::Image nv12_image(const uint8_t *data) {
     }                                                             \
   } while (0)
 
+// Where a row's frames are: GPU memory (NVDEC's case), host memory that is pinned (what dnndetect
+// proposes upstream), or ordinary pageable host memory.
+enum class Memory { kGpu, kPinned, kPageable };
+const char *memory_name(Memory m) {
+  return m == Memory::kGpu      ? "GPU memory"
+         : m == Memory::kPinned ? "pinned host memory"
+                                : "host memory";
+}
+
 struct Row {
   int batch = 0;
-  bool host_frames = false;
+  Memory memory = Memory::kGpu;
   double preprocess = 0, network = 0, decode = 0, nms = 0;  // p50 ms per batch, each alone
   double cuda_nms = 0;                  // the same NMS on cudanms's CUDA backend, p50 ms per batch
   double chain_p50 = 0, chain_p99 = 0;  // ms per batch, no sync inside
@@ -268,14 +277,16 @@ int main(int argc, char **argv) {
   }
 
   const std::vector<std::vector<uint8_t>> frames = load_frames(frames_path, most);
-  std::vector<uint8_t *> d_frames(most);
+  std::vector<uint8_t *> d_frames(most), pinned_frames(most);
   for (int i = 0; i < most; i++) {
     if (cudaMalloc(&d_frames[i], frames[i].size()) != cudaSuccess ||
         cudaMemcpy(d_frames[i], frames[i].data(), frames[i].size(), cudaMemcpyHostToDevice) !=
-            cudaSuccess) {
+            cudaSuccess ||
+        cudaHostAlloc(&pinned_frames[i], frames[i].size(), cudaHostAllocPortable) != cudaSuccess) {
       g_printerr("error: cannot preload the frames\n");
       return 1;
     }
+    std::copy(frames[i].begin(), frames[i].end(), pinned_frames[i]);
   }
   std::vector<dnn::Candidates> reference_found;
   std::vector<cudanms::Result> reference_kept;
@@ -283,15 +294,18 @@ int main(int argc, char **argv) {
 
   std::vector<Row> rows;
   for (int batch : batches) {
-    for (bool host_frames : {false, true}) {
+    for (const Memory memory : {Memory::kGpu, Memory::kPinned, Memory::kPageable}) {
       std::vector<dnn::Image> images;
       for (int i = 0; i < batch; i++)
-        images.push_back(nv12_image(host_frames ? frames[i].data() : d_frames[i]));
+        images.push_back(nv12_image(memory == Memory::kGpu      ? d_frames[i]
+                                    : memory == Memory::kPinned ? pinned_frames[i]
+                                                                : frames[i].data()));
+      const bool on_device = memory == Memory::kGpu;
       Row row;
-      row.batch = batch, row.host_frames = host_frames;
+      row.batch = batch, row.memory = memory;
       std::vector<dnn::Candidates> found;
       std::vector<cudanms::Result> kept;
-      if (!bench.chain(images, !host_frames, &found, &kept, nullptr)) return 1;
+      if (!bench.chain(images, on_device, &found, &kept, nullptr)) return 1;
       row.disagreements = disagreements(
           kept,
           std::vector<cudanms::Result>(reference_kept.begin(), reference_kept.begin() + batch));
@@ -301,7 +315,7 @@ int main(int argc, char **argv) {
       std::vector<double> stages[4], whole;
       for (int r = 0; r < runs; r++) {
         double ms[4];
-        if (!bench.chain(images, !host_frames, &found, &kept, ms)) return 1;
+        if (!bench.chain(images, on_device, &found, &kept, ms)) return 1;
         for (int k = 0; k < 4; k++) stages[k].push_back(ms[k]);
       }
       std::vector<double> cuda_nms;
@@ -315,7 +329,7 @@ int main(int argc, char **argv) {
       row.cuda_nms = percentile(cuda_nms, 0.5);
       for (int r = 0; r < runs; r++) {
         const Clock::time_point t0 = Clock::now();
-        if (!bench.chain(images, !host_frames, &found, &kept, nullptr)) return 1;
+        if (!bench.chain(images, on_device, &found, &kept, nullptr)) return 1;
         whole.push_back(ms_since(t0));
       }
       row.preprocess = percentile(stages[0], 0.5), row.network = percentile(stages[1], 0.5);
@@ -349,9 +363,9 @@ int main(int argc, char **argv) {
     std::printf(
         "| %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f | %.0f | %.3f | %.0f%% | %.1f "
         "/ %.1f | %s |\n",
-        r.batch, r.host_frames ? "host memory" : "GPU memory", r.preprocess, r.network, r.decode,
-        r.nms, r.cuda_nms, r.chain_p50, r.chain_p99, 1000.0 * r.batch / r.chain_p50,
-        r.chain_p50 / r.batch, 100.0 * (stages - r.network) / stages, r.candidates, r.kept,
+        r.batch, memory_name(r.memory), r.preprocess, r.network, r.decode, r.nms, r.cuda_nms,
+        r.chain_p50, r.chain_p99, 1000.0 * r.batch / r.chain_p50, r.chain_p50 / r.batch,
+        100.0 * (stages - r.network) / stages, r.candidates, r.kept,
         r.disagreements ? (std::to_string(r.disagreements) + " frames differ").c_str()
                         : "same kept");
     bad += r.disagreements;
@@ -362,8 +376,8 @@ int main(int argc, char **argv) {
         << CUDANMS_BENCH_VERSION << "\", \"rows\": [";
     for (size_t i = 0; i < rows.size(); i++) {
       const Row &r = rows[i];
-      out << (i ? ", " : "") << "{\"batch\": " << r.batch
-          << ", \"host_frames\": " << (r.host_frames ? "true" : "false")
+      out << (i ? ", " : "") << "{\"batch\": " << r.batch << ", \"frames_in\": \""
+          << memory_name(r.memory) << "\""
           << ", \"preprocess_ms\": " << r.preprocess << ", \"network_ms\": " << r.network
           << ", \"decode_ms\": " << r.decode << ", \"nms_ms\": " << r.nms
           << ", \"cuda_nms_ms\": " << r.cuda_nms << ", \"chain_p50_ms\": " << r.chain_p50

@@ -107,8 +107,7 @@ struct Outputs {
   int anchors = 0;
   int classes = 0;  // kYolo; 1 for kBlazeFace
   // From the tensors' shapes (tensor 0's, then tensor 1's): an error saying what was expected.
-  static Status describe(Head head, const std::vector<std::vector<int64_t>> &shapes,
-                         Outputs *out);
+  static Status describe(Head head, const std::vector<std::vector<int64_t>> &shapes, Outputs *out);
   int points_per_candidate() const;  // 6 for kBlazeFace, 0 otherwise
 };
 
@@ -168,9 +167,12 @@ class CudaStage {
   virtual Status synchronize() = 0;
 
   // The batch's frames into the input tensor: frames with on_device[i] are read where they are,
-  // the others are copied to the device first. The tensor stays valid until the next call.
+  // the others are copied to the device first (asynchronously where their memory is pinned:
+  // keep them until frames_copied()). The tensor stays valid until the next call.
   virtual Status preprocess(const Image *images, const bool *on_device, int count,
                             const InputSpec &spec, float **d_input) = 0;
+  // Waits until the last preprocess() has copied its host frames: then they may go.
+  virtual Status frames_copied() = 0;
   // The batch's outputs (device tensors) into each frame's device candidates buffer (params[i]
   // for frame i). Where host[i] is given, frame i's candidates are also downloaded into it with
   // their points (a device candidates buffer holds no points); then the call waits for the

@@ -720,5 +720,54 @@ TEST_F(CudaDnnDetect, ANetworkThatCannotBeCapturedRunsLaunchedAndWarnsOnce) {
   g_unlink(model.c_str());
 }
 
+// A source upstream of dnndetect (CUDA backend) writes its frames into the pinned memory the
+// element proposes, and they give the candidates that the same frames in the source's own
+// pageable memory give (identity drop-allocation=true keeps videotestsrc on its own pool).
+TEST_F(CudaDnnDetect, UpstreamWritesItsFramesIntoPinnedMemory) {
+  SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE();
+  constexpr guint64 kFrames = 6;
+  struct Run {
+    std::vector<HostCandidates> frames;
+    guint64 pinned = 0;
+  };
+  auto run = [&](const std::string &between) {
+    Run r;
+    const std::string description =
+        "videotestsrc num-buffers=" + std::to_string(kFrames) +
+        " pattern=ball ! video/x-raw,format=NV12,width=320,height=240 ! " + between +
+        "dnndetect name=d backend=cuda decoder=blazeface score-threshold=0 "
+        "device-candidates=false ! appsink name=out sync=false";
+    GError *error = nullptr;
+    GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
+    EXPECT_TRUE(pipeline && !error) << (error ? error->message : "");
+    if (!pipeline) return r;
+    GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "out");
+    GstElement *detector = gst_bin_get_by_name(GST_BIN(pipeline), "d");
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    for (int waits = 0; waits < 60 && !gst_app_sink_is_eos(GST_APP_SINK(sink)); waits++) {
+      GstSample *sample = gst_app_sink_try_pull_sample(GST_APP_SINK(sink), GST_SECOND);
+      if (!sample) continue;
+      r.frames.push_back(candidates_of(gst_sample_get_buffer(sample)));
+      gst_sample_unref(sample);
+    }
+    g_object_get(detector, "frames-in-pinned-memory", &r.pinned, nullptr);
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(detector);
+    gst_object_unref(sink);
+    gst_object_unref(pipeline);
+    return r;
+  };
+  const Run pinned = run(""), pageable = run("identity drop-allocation=true ! ");
+  ASSERT_EQ(pinned.frames.size(), kFrames);
+  ASSERT_EQ(pageable.frames.size(), kFrames);
+  EXPECT_EQ(pinned.pinned, kFrames);
+  EXPECT_EQ(pageable.pinned, 0u);
+  for (size_t f = 0; f < kFrames; f++) {
+    EXPECT_EQ(pinned.frames[f].scores.size(), 896u);
+    EXPECT_EQ(pinned.frames[f].scores, pageable.frames[f].scores) << "frame " << f;
+    EXPECT_EQ(pinned.frames[f].boxes, pageable.frames[f].boxes) << "frame " << f;
+  }
+}
+
 }  // namespace
 }  // namespace cudanms::testing
