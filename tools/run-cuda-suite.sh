@@ -29,10 +29,12 @@ fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 
 # dnndetect on the GPU: the host's PyTorch (with CUDA) as LibTorch, and BlazeFace converted by it.
-torch_args=""
+# The torch option is always given: a build folder set up before keeps its options through
+# --wipe, -Dtorch=disabled included, and the suite would then run without dnndetect.
+torch_args="-Dtorch=auto"
 torch_dir=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__)) if torch.cuda.is_available() else None' 2>/dev/null || true)
 if [ -n "$torch_dir" ] && [ "$torch_dir" != None ]; then
-  torch_args="-Dtorch-dir=$torch_dir"
+  torch_args="-Dtorch=enabled -Dtorch-dir=$torch_dir"
   onnx=$(tools/fetch-blazeface.sh 2>/dev/null || true)
   if [ -n "$onnx" ] && ! [ "${onnx%/*}/face_detection_front_128x128.torchscript.pt" -nt tools/blazeface-to-torchscript.py ]; then
     python3 tools/blazeface-to-torchscript.py "$onnx" "${onnx%/*}/face_detection_front_128x128.torchscript.pt" || true
@@ -68,6 +70,10 @@ tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
 echo "$summary"
 if [ "$cuda_skipped" -ne 0 ] || [ "$cuda_ran" -eq 0 ]; then
   echo "error: on a CUDA host every CUDA test must run" >&2
+  rc=1
+fi
+if [[ $torch_args == *enabled* ]] && ! grep -qE '^\[ +OK \] CudaDnnDetect\.' "$log"; then
+  echo "error: this host's PyTorch has CUDA, but no dnndetect test ran on the GPU" >&2
   rc=1
 fi
 if [ "${SANITIZE:-1}" != 0 ]; then
