@@ -94,6 +94,58 @@ Status Detector::detect(const GrayView &image, const DetectParams &params,
   }
 }
 
+Status Detector::detect(const std::vector<DeviceFrame> &frames, const DetectParams &params,
+                        DetectStats *stats) {
+  DetectStats ignored;
+  if (!stats) stats = &ignored;
+  *stats = DetectStats{};
+  Status status = validate(params);
+  for (size_t f = 0; f < frames.size() && status.ok(); ++f) {
+    if (frames[f].out == nullptr)
+      return Status::Error("frame " + std::to_string(f) + " of the batch has no device candidates");
+    status = check_image(frames[f].image);
+  }
+  if (!status.ok()) return status;
+  // Frames of one size together, in their order, in batches the kernels can index.
+  std::vector<bool> done(frames.size(), false);
+  try {
+    for (size_t f = 0; f < frames.size(); ++f) {
+      if (done[f]) continue;
+      const GrayView &image = frames[f].image;
+      if (image.width == 0 || image.height == 0) {
+        status = detect_device_checked(image, params, frames[f].output, frames[f].out, stats);
+        if (!status.ok()) return status;
+        continue;
+      }
+      const size_t most = max_batch_frames(image.width, image.height, params);
+      std::vector<DeviceFrame> batch;
+      for (size_t g = f; g < frames.size(); ++g) {
+        if (done[g] || frames[g].image.width != image.width ||
+            frames[g].image.height != image.height)
+          continue;
+        batch.push_back(frames[g]);
+        done[g] = true;
+        if (batch.size() == most) {
+          status = detect_batch_checked(batch, params, stats);
+          if (!status.ok()) return status;
+          batch.clear();
+        }
+      }
+      if (!batch.empty()) status = detect_batch_checked(batch, params, stats);
+      if (!status.ok()) return status;
+    }
+  } catch (const std::bad_alloc &) {
+    return Status::Error("out of host memory for the cascade workspace");
+  }
+  return Status::Ok();
+}
+
+Status Detector::detect_batch_checked(const std::vector<DeviceFrame> &frames,
+                                      const DetectParams &params, DetectStats *stats) {
+  return detect_device_checked(frames.front().image, params, frames.front().output,
+                               frames.front().out, stats);
+}
+
 Status Detector::detect_device_checked(const GrayView &, const DetectParams &, const DeviceOutput &,
                                        DeviceCandidates *, DetectStats *) {
   return Status::Error(std::string("detection into device candidates needs the cuda backend, "

@@ -1,6 +1,7 @@
 // cudanms-cascade-bench: the cascade detector against OpenCV's CascadeClassifier on one frame,
 // p50/p99 host-visible latency per backend, the CUDA time with the frame already on the GPU,
-// and the CUDA segment splits. Every backend's windows are checked against OpenCV's first.
+// the CUDA segment splits, and frames of several cameras batched into one set of launches.
+// Every backend's windows are checked against OpenCV's first.
 //   cudanms-cascade-bench [--frame FRAME.pgm] [--cascade NAME]... [--repeat N] [--json FILE]
 #include <glib.h>
 
@@ -12,6 +13,10 @@
 #include <opencv2/objdetect.hpp>
 #include <string>
 #include <vector>
+
+#ifdef CUDANMS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "bench_version.h"
 #include "cascade_frames.h"
@@ -69,6 +74,67 @@ std::string split_name(const std::vector<int> &split) {
   }
   return s + std::to_string(first) + "-end";
 }
+
+#ifdef CUDANMS_HAVE_CUDA
+// Batches of n copies of the frame in GPU memory into device candidates, as cudacascade
+// instances sharing a batch group run them: host-visible ms per frame, from detect() to the last
+// frame's candidates ready, for the batch in one set of launches and for the same frames one
+// after another on the same detector. Each copy's count must be the frame's windows.
+struct BatchTimes {
+  Timing batched, one_by_one;
+  bool agrees = true;
+};
+
+BatchTimes time_batches(Detector *cuda, const cv::Mat &gray, const cascade::DetectParams &params,
+                        size_t windows, int n, int repeat) {
+  BatchTimes times;
+  const size_t bytes = gray.total();
+  uint8_t *pixels = nullptr;
+  if (cudaMalloc(&pixels, bytes * n) != cudaSuccess) return times;
+  for (int i = 0; i < n; ++i)
+    cudaMemcpy(pixels + i * bytes, gray.data, bytes, cudaMemcpyHostToDevice);
+  Status status;
+  DeviceCandidatesPoolOptions pool_options;
+  pool_options.capacity = cuda->max_windows(gray.cols, gray.rows, params);
+  pool_options.max_buffers = static_cast<size_t>(n);
+  auto pool = DeviceCandidatesPool::create(pool_options, &status);
+  std::vector<std::shared_ptr<DeviceCandidates>> outs;
+  std::vector<cascade::DeviceFrame> frames;
+  for (int i = 0; pool && i < n; ++i) {
+    outs.push_back(pool->acquire(&status));
+    if (!outs.back()) break;
+    cascade::DeviceFrame frame;
+    frame.image = {pixels + i * bytes, gray.cols, gray.rows, static_cast<size_t>(gray.cols), true};
+    frame.out = outs.back().get();
+    frames.push_back(frame);
+  }
+  const auto wait_all = [&] {
+    for (const auto &out : outs) cudaEventSynchronize(static_cast<cudaEvent_t>(out->ready()));
+  };
+  if (static_cast<int>(frames.size()) == n) {
+    times.batched = time_runs(repeat, [&] {
+      times.agrees &= cuda->detect(frames, params).ok();
+      wait_all();
+    });
+    times.one_by_one = time_runs(repeat, [&] {
+      for (const cascade::DeviceFrame &f : frames)
+        times.agrees &= cuda->detect(f.image, params, f.output, f.out).ok();
+      wait_all();
+    });
+    times.batched.p50 /= n, times.batched.p99 /= n;
+    times.one_by_one.p50 /= n, times.one_by_one.p99 /= n;
+    cuda->detect(frames, params);
+    for (const auto &out : outs) {
+      uint32_t count = 0;
+      times.agrees &= device_count(out->view(), &count).ok() && count == windows;
+    }
+  } else {
+    times.agrees = false;
+  }
+  cudaFree(pixels);
+  return times;
+}
+#endif
 
 }  // namespace
 
@@ -216,6 +282,17 @@ int main(int argc, char **argv) {
       const Timing t = time_runs(repeat, [&] { cuda->detect(view, params, &windows, &stats); });
       const bool agrees = same_rects(rects, windows);
       if (split == std::vector<int>{3, 7}) {
+#ifdef CUDANMS_HAVE_CUDA
+        for (const int n : {1, 4, 16, 32, 64}) {
+          const BatchTimes b = time_batches(cuda.get(), gray, params, windows.size(), n,
+                                            std::max(repeat / n, 5));
+          const std::string frames = std::to_string(n) + " frame" + (n > 1 ? "s" : "");
+          row(name, "cudanms cuda, ms per frame, " + frames + " in GPU memory batched", b.batched,
+              -1, windows.size(), b.agrees && agrees);
+          row(name, "cudanms cuda, ms per frame, " + frames + " in GPU memory one by one",
+              b.one_by_one, -1, windows.size(), b.agrees && agrees);
+        }
+#endif
         row(name, "cudanms cuda, frame in host memory", t,
             static_cast<long>(stats.windows_evaluated), windows.size(), agrees);
         options.time_device = true;

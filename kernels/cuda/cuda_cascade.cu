@@ -3,14 +3,19 @@
 // segments, each launch over a queue of the windows alive after the one before. The per-window
 // arithmetic is common/cascade_eval.h, the same code the CPU twin runs.
 //
-// Per frame: one upload of the grey image, the launches, one copy back of the windows into
-// mapped host memory and one synchronisation (a second copy only when a frame returns more
-// windows than any before it and past the mapped buffer).
+// Per frame (detect() into host windows): one upload of the grey image, the launches, one copy
+// back of the windows into mapped host memory and one synchronisation (a second copy only when a
+// frame returns more windows than any before it and past the mapped buffer). Into device
+// candidates, a batch of frames of one size runs through the same launches as one frame: the
+// level tables hold every frame's scales one after another, each at its own place in the
+// planes, and each frame lists its windows apart for emit_candidates.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "common/cascade_eval.h"
 #include "common/cascade_geometry.h"
@@ -27,6 +32,7 @@ constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr size_t kMappedWindows = 16 * 1024;  // windows copied back with the one synchronisation
 constexpr size_t kSharedBytes = 48 * 1024;    // shared memory without opting in to more
+constexpr size_t kStagingThreads = 8;         // copying a batch's host frames
 
 using ::cudanms::detail::DeviceArray;
 using ::cudanms::detail::DeviceBinding;
@@ -43,6 +49,20 @@ struct DeviceLevel {
   int64_t first_window;
   float factor;  // the window in image pixels: cascade_geometry's window_rect
   int32_t out_width, out_height;
+  int32_t frame;  // of the batch: the levels of frame f follow those of frame f - 1
+};
+
+// A frame of the batch: where its pixels are, and (device candidates) where its windows go.
+struct FrameSlot {
+  const uint8_t *pixels;
+  size_t stride;
+  float4 *boxes;
+  float *scores;
+  int32_t *class_ids;
+  uint32_t *count;
+  uint32_t capacity;
+  int32_t class_id;
+  double min_score;
 };
 
 struct QueueEntry {
@@ -70,17 +90,20 @@ __device__ int find_level(const DeviceLevel *levels, int count, T DeviceLevel::*
   return lo;
 }
 
-// Detection into device candidates: the last segment appends each window that passes, by its
-// index in the grid of all levels, and emit_candidates puts them in detect()'s order (scale, row,
-// column: the index's) by ranking them, so that NMS breaks ties as on the host path.
+// Detection into device candidates: the last segment appends each window that passes to its
+// frame's list, by its index in the grid of all levels, and emit_candidates puts them in
+// detect()'s order (scale, row, column: the index's) by ranking them, so that NMS breaks ties as
+// on the host path.
 struct Final {
-  uint32_t index;  // in the grid of all levels: fewer than geometry_fits' 2^28 plane pixels
+  uint32_t index;  // in the grid of all levels of the batch: fewer than 2^31 (detect_batch)
   float score;
 };
 struct Finals {
   Final *list = nullptr;  // null: not detecting into device candidates
+  size_t per_frame = 0;   // frame f lists from list + f * per_frame, its count in counts[f]
+  uint32_t *counts = nullptr;
+  const FrameSlot *frames = nullptr;
   int image_width = 0, image_height = 0;
-  double min_score = 0;
 };
 
 // window_rect of cascade_geometry.cpp: false when the clipped rectangle is empty.
@@ -95,29 +118,33 @@ __device__ bool window_box(const DeviceLevel &level, int x, int y, int image_wid
   return x2 > x1 && y2 > y1;
 }
 
-__device__ void append_final(const Finals &f, const DeviceLevel &level, int x, int y, double score,
-                             uint32_t *count) {
+__device__ void append_final(const Finals &f, const DeviceLevel &level, int x, int y,
+                             double score) {
   float4 box;
-  if (!window_box(level, x, y, f.image_width, f.image_height, &box) || score < f.min_score) return;
+  if (!window_box(level, x, y, f.image_width, f.image_height, &box) ||
+      score < f.frames[level.frame].min_score)
+    return;
   const int64_t i =
       level.first_window + static_cast<int64_t>(y / level.step) * level.cols + x / level.step;
-  f.list[atomicAdd(count, 1u)] = Final{static_cast<uint32_t>(i), static_cast<float>(score)};
+  f.list[level.frame * f.per_frame + atomicAdd(f.counts + level.frame, 1u)] =
+      Final{static_cast<uint32_t>(i), static_cast<float>(score)};
 }
 
-// The appended windows as candidates at their rank by grid index (their place in detect()'s
-// order), those ranked below the capacity; the count, above it or not, reaches the consumer,
-// which reports an excess. A window's rank is counted against every other, tile by tile in shared
-// memory: a frame's few dozen windows take one block (a CUB select over the ~900 K statuses of a
-// 1080p frame took ~10 us and a launch more); thousands cost O(n^2) but stay exact.
+// Each frame's listed windows as its candidates at their rank by grid index (their place in
+// detect()'s order), those ranked below the capacity; the count, above it or not, reaches the
+// consumer, which reports an excess. Blocks blockIdx.y take frame blockIdx.y. A window's rank is
+// counted against every other of its frame, tile by tile in shared memory: a frame's few dozen
+// windows take one block (a CUB select over the ~900 K statuses of a 1080p frame took ~10 us and
+// a launch more); thousands cost O(n^2) but stay exact.
 constexpr int kRankTile = 1024;
 
-__global__ void emit_candidates(const Final *list, const uint32_t *listed, uint32_t capacity,
-                                const DeviceLevel *levels, int level_count, int image_width,
-                                int image_height, int32_t class_id, float4 *boxes, float *scores,
-                                int32_t *class_ids, uint32_t *count) {
+__global__ void emit_candidates(Finals f, const DeviceLevel *levels, int level_count) {
   __shared__ uint32_t tile[kRankTile];
-  const uint32_t n = *listed;
-  if (blockIdx.x == 0 && threadIdx.x == 0) *count = n;
+  const int frame_index = blockIdx.y;
+  const FrameSlot frame = f.frames[frame_index];
+  const Final *list = f.list + frame_index * f.per_frame;
+  const uint32_t n = f.counts[frame_index];
+  if (blockIdx.x == 0 && threadIdx.x == 0) *frame.count = n;
   for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
     const uint32_t k = base + threadIdx.x;
     const Final mine = k < n ? list[k] : Final{0, 0};
@@ -129,28 +156,29 @@ __global__ void emit_candidates(const Final *list, const uint32_t *listed, uint3
       __syncthreads();
       for (uint32_t j = 0; j < m; ++j) rank += tile[j] < mine.index;
     }
-    if (k >= n || rank >= capacity) continue;
+    if (k >= n || rank >= frame.capacity) continue;
     const DeviceLevel level =
         levels[find_level(levels, level_count, &DeviceLevel::first_window, mine.index)];
     const int g = static_cast<int>(mine.index - level.first_window);
     float4 box;
-    window_box(level, (g % level.cols) * level.step, (g / level.cols) * level.step, image_width,
-               image_height, &box);
-    boxes[rank] = box;
-    scores[rank] = mine.score;
-    class_ids[rank] = class_id;
+    window_box(level, (g % level.cols) * level.step, (g / level.cols) * level.step, f.image_width,
+               f.image_height, &box);
+    frame.boxes[rank] = box;
+    frame.scores[rank] = mine.score;
+    frame.class_ids[rank] = frame.class_id;
   }
 }
 
-__global__ void resize_levels(const uint8_t *image, size_t image_stride, const DeviceLevel *levels,
+__global__ void resize_levels(const FrameSlot *frames, const DeviceLevel *levels,
                               const AxisTap *x_taps, const AxisTap *y_taps, int stride,
                               uint8_t *resized) {
   const DeviceLevel level = levels[blockIdx.z];
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x >= level.width || y >= level.height) return;
+  const FrameSlot &frame = frames[level.frame];
   resized[level.origin + static_cast<int64_t>(y) * stride + x] =
-      resize_pixel(image, image_stride, x_taps[level.x_taps + x], y_taps[level.y_taps + y]);
+      resize_pixel(frame.pixels, frame.stride, x_taps[level.x_taps + x], y_taps[level.y_taps + y]);
 }
 
 // One step of a warp-wide running sum over 32 consecutive elements: the lane's inclusive sum plus
@@ -474,7 +502,7 @@ __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int strid
     }
     if (!alive || sub != 0) continue;
     if (finals.list) {
-      append_final(finals, levels[e.level], e.x, e.y, weight, window_count);
+      append_final(finals, levels[e.level], e.x, e.y, weight);
     } else if (windows) {
       windows[atomicAdd(window_count, 1u)] = OutWindow{e.level, e.x, e.y, 0, weight};
     } else {
@@ -567,82 +595,156 @@ class CudaDetector final : public Detector {
   void *cuda_context() const override { return binding_.context(); }
 
  private:
-  // The frame where the kernels read it: device pixels in place (after their event), host pixels
-  // through the pinned staging buffer, asynchronously. The staging buffer is refilled only once
-  // the previous frame's copy out of it is done.
-  Status upload(const GrayView &image, const uint8_t **pixels, size_t *stride) {
+  // The frames where the kernels read them, as the batch's slots: device pixels in place (after
+  // their events), host pixels through the pinned staging buffer, asynchronously. The staging
+  // buffer is refilled only once the previous batch's copy out of it is done.
+  Status upload(const std::vector<DeviceFrame> &frames) {
     if (start_) CASCADE_TRY(cudaEventRecord(start_, stream_));
-    if (image.on_device) {
-      if (image.ready)
-        CASCADE_TRY(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(image.ready), 0));
-      *pixels = image.pixels;
-      *stride = image.stride;
-    } else {
-      const size_t row = static_cast<size_t>(image.width);
-      CASCADE_TRY(cudaEventSynchronize(staged_));
-      for (int y = 0; y < image.height; ++y)
-        std::memcpy(w_->h_image.get() + y * row, image.pixels + y * image.stride, row);
-      CASCADE_TRY(cudaMemcpyAsync(w_->image.get(), w_->h_image.get(), row * image.height,
+    const size_t row = static_cast<size_t>(geometry_.image_width);
+    const size_t pixels = row * geometry_.image_height;
+    bool staged = false;
+    std::vector<size_t> host_frames;
+    slots_.resize(frames.size());
+    for (size_t f = 0; f < frames.size(); ++f) {
+      const GrayView &image = frames[f].image;
+      FrameSlot &slot = slots_[f];
+      slot = FrameSlot{};
+      if (image.on_device) {
+        if (image.ready)
+          CASCADE_TRY(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(image.ready), 0));
+        slot.pixels = image.pixels;
+        slot.stride = image.stride;
+      } else {
+        if (!staged) {  // the last batch's copy is done: the staging buffers may grow
+          CASCADE_TRY(cudaEventSynchronize(staged_));
+          Status status = w_->image.reserve(pixels * frames.size());
+          if (status.ok()) status = w_->h_image.reserve(pixels * frames.size());
+          if (!status.ok()) return status;
+        }
+        staged = true;
+        host_frames.push_back(f);
+        slot.pixels = w_->image.get() + f * pixels;
+        slot.stride = row;
+      }
+      if (DeviceCandidates *out = frames[f].out) {
+        slot.boxes = reinterpret_cast<float4 *>(out->boxes());
+        slot.scores = out->scores();
+        slot.class_ids = out->class_ids();
+        slot.count = out->count();
+        slot.capacity = static_cast<uint32_t>(std::min<size_t>(out->capacity(), UINT32_MAX));
+        slot.class_id = frames[f].output.class_id;
+        slot.min_score = frames[f].output.min_score;
+      }
+    }
+    // The host frames into the staging buffer, several at once: one thread copies ~5 GB/s, and a
+    // batch of 1080p frames is tens of MB.
+    const auto stage = [&](size_t first) {
+      for (size_t k = first; k < host_frames.size(); k += kStagingThreads) {
+        const GrayView &image = frames[host_frames[k]].image;
+        uint8_t *to = w_->h_image.get() + host_frames[k] * pixels;
+        for (int y = 0; y < image.height; ++y)
+          std::memcpy(to + y * row, image.pixels + y * image.stride, row);
+      }
+    };
+    std::vector<std::thread> copiers;
+    for (size_t t = 1; t < std::min(host_frames.size(), kStagingThreads); ++t) {
+      try {
+        copiers.emplace_back(stage, t);
+      } catch (const std::system_error &) {  // no thread to be had: copied here
+        stage(t);
+      }
+    }
+    if (!host_frames.empty()) stage(0);
+    for (std::thread &t : copiers) t.join();
+    if (staged) {  // one copy for the host frames of the batch, gaps and all
+      CASCADE_TRY(cudaMemcpyAsync(w_->image.get(), w_->h_image.get(), pixels * frames.size(),
                                   cudaMemcpyHostToDevice, stream_));
       CASCADE_TRY(cudaEventRecord(staged_, stream_));
-      *pixels = w_->image.get();
-      *stride = row;
     }
+    Status status = w_->slots.upload(slots_, stream_);
+    if (!status.ok()) return status;
     if (uploaded_) CASCADE_TRY(cudaEventRecord(uploaded_, stream_));
     return Status::Ok();
+  }
+
+  // Frames of one size, at most max_batch_frames() of them.
+  Status detect_batch_checked(const std::vector<DeviceFrame> &frames, const DetectParams &params,
+                              DetectStats *stats) override {
+    CUDANMS_ENTER(binding_);
+    for (const DeviceFrame &frame : frames) {
+      if (frame.out->context() != binding_.context()) {
+        return Status::Error(
+            "the device candidates live in another CUDA context than the "
+            "detector's");
+      }
+    }
+    const GrayView &first = frames.front().image;
+    Status status = prepare(first.width, first.height, params, frames.size());
+    if (!status.ok()) return status;
+    const Geometry &g = geometry_;
+    stats->scales = g.levels.size();
+    bool on_device = false;
+    if (g.levels.empty()) {
+      for (const DeviceFrame &frame : frames)
+        CASCADE_TRY(cudaMemsetAsync(frame.out->count(), 0, sizeof(uint32_t), stream_));
+    } else {
+      status = upload(frames);
+      if (status.ok()) status = launch(frames.size(), true);
+      if (!status.ok()) return status;
+      const unsigned frame_blocks = std::max<unsigned>(
+          1, static_cast<unsigned>(sm_count_) / static_cast<unsigned>(frames.size()));
+      emit_candidates<<<dim3(frame_blocks, static_cast<unsigned>(frames.size())), kThreads, 0,
+                        stream_>>>(finals(), w_->levels.get(),
+                                   static_cast<int>(g.levels.size() * frames.size()));
+      CASCADE_TRY(cudaGetLastError());
+      for (const DeviceFrame &frame : frames) on_device |= frame.image.on_device;
+    }
+    for (const DeviceFrame &frame : frames) {
+      status = frame.out->seal(stream_);
+      if (!status.ok()) return status;
+    }
+    // The caller may reuse device pixels once detect() returns: wait for their one reader.
+    if (on_device) CASCADE_TRY(cudaEventSynchronize(image_read_));
+    return Status::Ok();
+  }
+
+  // Grid indices, rows and level counts of a batch stay within the kernels' int32 and grid z.
+  size_t max_batch_frames(int width, int height, const DetectParams &params) const override {
+    const Geometry g = make_geometry(*model_, width, height, params);
+    size_t rows = 0;
+    for (const Level &l : g.levels) rows += static_cast<size_t>(l.height);
+    const size_t per_frame = std::max<size_t>({g.windows, rows, 1});
+    const size_t levels = std::max<size_t>(g.levels.size(), 1);
+    return std::max<size_t>(std::min<size_t>(INT32_MAX / per_frame, 65535 / levels), 1);
   }
 
   Status detect_device_checked(const GrayView &image, const DetectParams &params,
                                const DeviceOutput &output, DeviceCandidates *out,
                                DetectStats *stats) override {
+    if (image.width > 0 && image.height > 0)
+      return detect_batch_checked({DeviceFrame{image, output, out}}, params, stats);
     CUDANMS_ENTER(binding_);
-    if (out->context() != binding_.context()) {
+    if (out->context() != binding_.context())
       return Status::Error(
           "the device candidates live in another CUDA context than the "
           "detector's");
-    }
-    Status status = image.width > 0 && image.height > 0 ? prepare(image, params) : Status::Ok();
-    if (!status.ok()) return status;
-    const Geometry &g = geometry_;
-    const bool empty = image.width == 0 || image.height == 0 || g.levels.empty();
-    stats->scales = empty ? 0 : g.levels.size();
-    if (empty) {
-      CASCADE_TRY(cudaMemsetAsync(out->count(), 0, sizeof(uint32_t), stream_));
-    } else {
-      const uint8_t *pixels = nullptr;
-      size_t stride = 0;
-      status = upload(image, &pixels, &stride);
-      if (status.ok()) {
-        const Finals finals{w_->finals.get(), image.width, image.height, output.min_score};
-        status = launch(pixels, stride, finals);
-      }
-      if (!status.ok()) return status;
-      const size_t segments = bounds_.size() - 1;
-      emit_candidates<<<static_cast<unsigned>(sm_count_), kThreads, 0, stream_>>>(
-          w_->finals.get(), w_->counts.get() + segments, static_cast<uint32_t>(out->capacity()),
-          w_->levels.get(), static_cast<int>(g.levels.size()), image.width, image.height,
-          output.class_id, reinterpret_cast<float4 *>(out->boxes()), out->scores(),
-          out->class_ids(), out->count());
-      CASCADE_TRY(cudaGetLastError());
-      // The caller may reuse device pixels once detect() returns: wait for their one reader.
-      if (image.on_device) CASCADE_TRY(cudaEventSynchronize(image_read_));
-    }
+    CASCADE_TRY(cudaMemsetAsync(out->count(), 0, sizeof(uint32_t), stream_));
     return out->seal(stream_);
   }
 
   Status detect_checked(const GrayView &image, const DetectParams &params,
                         std::vector<Window> *windows, DetectStats *stats) override {
     CUDANMS_ENTER(binding_);
-    Status status = prepare(image, params);
+    Status status = prepare(image.width, image.height, params, 1);
     if (!status.ok()) return status;
     const Geometry &g = geometry_;
     stats->scales = g.levels.size();
     if (g.levels.empty()) return Status::Ok();
 
-    const uint8_t *pixels = nullptr;
-    size_t stride = 0;
-    status = upload(image, &pixels, &stride);
-    if (status.ok()) status = launch(pixels, stride, Finals{});
+    DeviceFrame frame;
+    frame.image = image;
+    status = upload({frame});
+    if (status.ok()) status = launch(1, false);
     if (!status.ok()) return status;
     if (stop_) CASCADE_TRY(cudaEventRecord(stop_, stream_));
     CASCADE_TRY(cudaStreamSynchronize(stream_));
@@ -683,42 +785,62 @@ class CudaDetector final : public Detector {
     return Status::Ok();
   }
 
-  // Geometry, tables and workspace for this frame size and these parameters.
-  Status prepare(const GrayView &image, const DetectParams &params) {
-    if (geometry_.matches(image.width, image.height, params) && !geometry_.levels.empty())
+  // Where the last segment lists the windows of a batch's frames (device candidates).
+  Finals finals() const {
+    Finals f;
+    f.list = w_->finals.get();
+    f.per_frame = geometry_.windows;
+    f.counts = w_->counts.get() + bounds_.size();
+    f.frames = w_->slots.get();
+    f.image_width = geometry_.image_width, f.image_height = geometry_.image_height;
+    return f;
+  }
+
+  // Geometry, tables and workspace for frames of this size and these parameters, batches of up
+  // to `frames` of them: the level tables repeat a frame's levels once per frame of the batch,
+  // each at its own place in the planes, so that every kernel runs the batch in one launch. They
+  // grow with the largest batch and serve every smaller one (its frames' levels come first).
+  Status prepare(int width, int height, const DetectParams &params, size_t frames) {
+    if (geometry_.matches(width, height, params) && !geometry_.levels.empty() &&
+        frames <= table_frames_)
       return Status::Ok();
-    Geometry g = make_geometry(*model_, image.width, image.height, params);
+    if (!geometry_.matches(width, height, params)) table_frames_ = 0;
+    Geometry g = make_geometry(*model_, width, height, params);
     Status status = geometry_fits(g);
     if (!status.ok()) return status;
+    frames = std::max(frames, table_frames_);
     geometry_ = std::move(g);
+    table_frames_ = 0;
     const Geometry &geo = geometry_;
     if (geo.levels.empty()) return Status::Ok();
 
     std::vector<DeviceLevel> levels;
     int rows = 0, grid_rows = 0;
-    for (const Level &l : geo.levels) {
-      DeviceLevel d{};
-      d.width = l.width, d.height = l.height, d.step = l.step, d.cols = l.cols, d.rows = l.rows;
-      d.first_row = rows, d.first_grid_row = grid_rows;
-      d.x_taps = static_cast<int32_t>(l.x_taps), d.y_taps = static_cast<int32_t>(l.y_taps);
-      d.origin = static_cast<int64_t>(l.origin);
-      d.first_window = static_cast<int64_t>(l.first_window);
-      d.factor = l.factor, d.out_width = l.out_width, d.out_height = l.out_height;
-      rows += l.height, grid_rows += l.rows;
-      levels.push_back(d);
+    for (size_t f = 0; f < frames; ++f) {
+      for (const Level &l : geo.levels) {
+        DeviceLevel d{};
+        d.width = l.width, d.height = l.height, d.step = l.step, d.cols = l.cols, d.rows = l.rows;
+        d.first_row = rows, d.first_grid_row = grid_rows;
+        d.x_taps = static_cast<int32_t>(l.x_taps), d.y_taps = static_cast<int32_t>(l.y_taps);
+        d.origin = static_cast<int64_t>(f * geo.plane_size + l.origin);
+        d.first_window = static_cast<int64_t>(f * geo.windows + l.first_window);
+        d.factor = l.factor, d.out_width = l.out_width, d.out_height = l.out_height;
+        d.frame = static_cast<int32_t>(f);
+        rows += l.height, grid_rows += l.rows;
+        levels.push_back(d);
+      }
+      if (f == 0) total_rows_ = rows, total_grid_rows_ = grid_rows;  // a frame's
     }
-    total_rows_ = rows, total_grid_rows_ = grid_rows;
     const FeatureTables tables = make_feature_tables(*model_, geo.stride);
     const bool haar = model_->feature_type == FeatureType::kHaar;
-    const size_t plane = geo.plane_size;
-    const size_t pixels = static_cast<size_t>(image.width) * image.height;
+    const size_t plane = geo.plane_size * frames;
+    const size_t windows = geo.windows * frames;
     status = w_->levels.upload(levels, stream_);
     if (status.ok()) status = w_->x_taps.upload(geo.x_taps, stream_);
     if (status.ok()) status = w_->y_taps.upload(geo.y_taps, stream_);
     if (status.ok()) status = w_->haar.upload(tables.haar, stream_);
     if (status.ok()) status = w_->lbp.upload(tables.lbp, stream_);
-    if (status.ok()) status = w_->image.reserve(pixels);
-    if (status.ok()) status = w_->h_image.reserve(pixels);
+    if (status.ok()) status = w_->counts.reserve(bounds_.size() + frames);
     if (status.ok()) status = w_->resized.reserve(plane);
     if (status.ok()) status = w_->sum.reserve(plane);
     if (status.ok() && haar) status = w_->sqsum.reserve(plane);
@@ -728,12 +850,12 @@ class CudaDetector final : public Detector {
           static_cast<size_t>(geo.levels.front().width) + geo.levels.front().height - 1;
       if (status.ok()) status = w_->tilt_grid.reserve(n * n);
     }
-    if (status.ok()) status = w_->status.reserve(geo.windows);
-    if (status.ok()) status = w_->norms.reserve(geo.windows);
-    if (status.ok()) status = w_->queue_a.reserve(geo.windows);
-    if (status.ok()) status = w_->queue_b.reserve(geo.windows);
-    if (status.ok()) status = w_->windows.reserve(geo.windows);
-    if (status.ok()) status = w_->finals.reserve(geo.windows);
+    if (status.ok()) status = w_->status.reserve(windows);
+    if (status.ok()) status = w_->norms.reserve(windows);
+    if (status.ok()) status = w_->queue_a.reserve(windows);
+    if (status.ok()) status = w_->queue_b.reserve(windows);
+    if (status.ok()) status = w_->windows.reserve(geo.windows);  // detect(): one frame
+    if (status.ok()) status = w_->finals.reserve(windows);
     if (!status.ok()) {
       geometry_ = Geometry{};
       return status;
@@ -748,47 +870,53 @@ class CudaDetector final : public Detector {
     view_.stages = w_->stages.get(), view_.trees = w_->trees.get(), view_.nodes = w_->nodes.get();
     view_.leaves = w_->leaves.get(), view_.subsets = w_->subsets.get();
     view_.haar = w_->haar.get(), view_.lbp = w_->lbp.get();
+    table_frames_ = frames;
     return Status::Ok();
   }
 
-  // The launches of a frame; with finals, the last segment lists windows for device candidates.
-  Status launch(const uint8_t *image, size_t image_stride, const Finals &finals) {
+  // The launches of a batch (the first `frames` of the level tables); into_finals: the last
+  // segment lists each frame's windows for device candidates, else (one frame) they are
+  // published to mapped memory for detect().
+  Status launch(size_t frames, bool into_finals) {
     const Geometry &g = geometry_;
-    const int levels = static_cast<int>(g.levels.size());
+    const int levels = static_cast<int>(g.levels.size() * frames);
+    const int total_rows = total_rows_ * static_cast<int>(frames);
+    const int total_grid_rows = total_grid_rows_ * static_cast<int>(frames);
     const bool haar = model_->feature_type == FeatureType::kHaar;
     const Level &widest = g.levels.front();
     const dim3 block2d(32, 8);
     const dim3 grid2d((widest.width + 31) / 32, (widest.height + 7) / 8, levels);
-    resize_levels<<<grid2d, block2d, 0, stream_>>>(image, image_stride, w_->levels.get(),
+    resize_levels<<<grid2d, block2d, 0, stream_>>>(w_->slots.get(), w_->levels.get(),
                                                    w_->x_taps.get(), w_->y_taps.get(), g.stride,
                                                    w_->resized.get());
     CASCADE_TRY(cudaGetLastError());
-    CASCADE_TRY(cudaEventRecord(image_read_, stream_));  // the frame's only reader is done
+    CASCADE_TRY(cudaEventRecord(image_read_, stream_));  // the frames' only reader is done
     int32_t *sq = haar ? w_->sqsum.get() : nullptr;
-    integral_rows<<<blocks_for(total_rows_, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        w_->levels.get(), levels, total_rows_, w_->resized.get(), g.stride, w_->sum.get(), sq);
+    integral_rows<<<blocks_for(total_rows, kWarpsPerBlock), kThreads, 0, stream_>>>(
+        w_->levels.get(), levels, total_rows, w_->resized.get(), g.stride, w_->sum.get(), sq);
     CASCADE_TRY(cudaGetLastError());
     integral_columns<<<dim3((widest.width + kColumnTile - 1) / kColumnTile, 1, levels),
                        dim3(kColumnTile, kColumnWarps), 0, stream_>>>(w_->levels.get(), g.stride,
                                                                       w_->sum.get(), sq);
     CASCADE_TRY(cudaGetLastError());
     if (model_->has_tilted_features) {
-      Status status = tilted_integrals();
+      Status status = tilted_integrals(frames);
       if (!status.ok()) return status;
     }
     const int32_t *tilted = model_->has_tilted_features ? w_->tilted.get() : w_->sum.get();
 
     const size_t segments = bounds_.size() - 1;
-    CASCADE_TRY(
-        cudaMemsetAsync(w_->counts.get(), 0, w_->counts.size() * sizeof(uint32_t), stream_));
+    const size_t windows = g.windows * frames;
+    CASCADE_TRY(cudaMemsetAsync(w_->counts.get(), 0, (bounds_.size() + frames) * sizeof(uint32_t),
+                                stream_));
     CASCADE_TRY(cudaMemsetAsync(w_->reached.get(), 0, sizeof(unsigned long long), stream_));
     const unsigned window_blocks =
-        std::min<unsigned>(blocks_for(g.windows, kThreads), static_cast<unsigned>(sm_count_) * 16);
+        std::min<unsigned>(blocks_for(windows, kThreads), static_cast<unsigned>(sm_count_) * 16);
     first_segment<<<window_blocks, kThreads, 0, stream_>>>(
-        view_, w_->levels.get(), levels, static_cast<int64_t>(g.windows), g.stride, w_->sum.get(),
-        sq, tilted, bounds_[1], w_->status.get(), w_->norms.get());
+        view_, w_->levels.get(), levels, static_cast<int64_t>(windows), g.stride, w_->sum.get(), sq,
+        tilted, bounds_[1], w_->status.get(), w_->norms.get());
     CASCADE_TRY(cudaGetLastError());
-    walk_rows<<<static_cast<unsigned>(total_grid_rows_), kWalkWarps * 32, 0, stream_>>>(
+    walk_rows<<<static_cast<unsigned>(total_grid_rows), kWalkWarps * 32, 0, stream_>>>(
         w_->levels.get(), levels, w_->status.get(), w_->norms.get(), w_->queue_a.get(),
         w_->counts.get(), w_->reached.get());
     CASCADE_TRY(cudaGetLastError());
@@ -810,12 +938,13 @@ class CudaDetector final : public Detector {
                                   : next_segment<32>;
       kernel<<<queue_blocks, kThreads, shared, stream_>>>(
           view_, w_->levels.get(), g.stride, w_->sum.get(), tilted, first, end, in,
-          w_->counts.get() + k - 1, out, w_->counts.get() + k, last ? w_->windows.get() : nullptr,
-          w_->counts.get() + segments, last ? finals : Finals{}, max_trees_);
+          w_->counts.get() + k - 1, out, w_->counts.get() + k,
+          last && !into_finals ? w_->windows.get() : nullptr, w_->counts.get() + segments,
+          last && into_finals ? finals() : Finals{}, max_trees_);
       CASCADE_TRY(cudaGetLastError());
       std::swap(in, out);
     }
-    if (finals.list) return Status::Ok();  // detect_device_checked orders them
+    if (into_finals) return Status::Ok();  // detect_batch_checked orders them
     publish<<<64, kThreads, 0, stream_>>>(
         w_->counts.get(), static_cast<int>(segments + 1), w_->reached.get(), w_->windows.get(),
         static_cast<uint32_t>(w_->h_windows.size()), w_->h_counts.device(), w_->h_reached.device(),
@@ -837,25 +966,27 @@ class CudaDetector final : public Detector {
     return group;
   }
 
-  Status tilted_integrals() {
+  // Level by level, every frame of the batch.
+  Status tilted_integrals(size_t frames) {
     const Geometry &g = geometry_;
-    for (const Level &l : g.levels) {
-      const int n = l.width + l.height - 1;
-      CASCADE_TRY(cudaMemsetAsync(w_->tilt_grid.get(), 0,
-                                  static_cast<size_t>(n) * n * sizeof(uint32_t), stream_));
-      tilted_scatter<<<dim3((l.width + 127) / 128, l.height), 128, 0, stream_>>>(
-          w_->resized.get(), static_cast<int64_t>(l.origin), g.stride, l.width, l.height, n,
-          w_->tilt_grid.get());
-      CASCADE_TRY(cudaGetLastError());
-      tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(
-          n, w_->tilt_grid.get());
-      CASCADE_TRY(cudaGetLastError());
-      tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, w_->tilt_grid.get());
-      CASCADE_TRY(cudaGetLastError());
-      tilted_gather<<<dim3((l.width + 1 + 127) / 128, l.height + 1), 128, 0, stream_>>>(
-          w_->tilt_grid.get(), n, l.width, l.height, static_cast<int64_t>(l.origin), g.stride,
-          w_->tilted.get());
-      CASCADE_TRY(cudaGetLastError());
+    for (size_t f = 0; f < frames; ++f) {
+      for (const Level &l : g.levels) {
+        const int n = l.width + l.height - 1;
+        const int64_t origin = static_cast<int64_t>(f * g.plane_size + l.origin);
+        CASCADE_TRY(cudaMemsetAsync(w_->tilt_grid.get(), 0,
+                                    static_cast<size_t>(n) * n * sizeof(uint32_t), stream_));
+        tilted_scatter<<<dim3((l.width + 127) / 128, l.height), 128, 0, stream_>>>(
+            w_->resized.get(), origin, g.stride, l.width, l.height, n, w_->tilt_grid.get());
+        CASCADE_TRY(cudaGetLastError());
+        tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(
+            n, w_->tilt_grid.get());
+        CASCADE_TRY(cudaGetLastError());
+        tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, w_->tilt_grid.get());
+        CASCADE_TRY(cudaGetLastError());
+        tilted_gather<<<dim3((l.width + 1 + 127) / 128, l.height + 1), 128, 0, stream_>>>(
+            w_->tilt_grid.get(), n, l.width, l.height, origin, g.stride, w_->tilted.get());
+        CASCADE_TRY(cudaGetLastError());
+      }
     }
     return Status::Ok();
   }
@@ -871,7 +1002,9 @@ class CudaDetector final : public Detector {
   std::vector<int> bounds_;           // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;
-  int total_rows_ = 0, total_grid_rows_ = 0;
+  int total_rows_ = 0, total_grid_rows_ = 0;  // of one frame
+  size_t table_frames_ = 0;                   // the frames the level tables hold
+  std::vector<FrameSlot> slots_;              // the batch's, before their upload
   CascadeView view_{};
 
   // The device memory, freed inside the detector's context.
@@ -892,7 +1025,8 @@ class CudaDetector final : public Detector {
     DeviceArray<float> norms;
     DeviceArray<QueueEntry> queue_a, queue_b;
     DeviceArray<OutWindow> windows;
-    DeviceArray<Final> finals;  // device candidates: the windows that pass, unordered
+    DeviceArray<Final> finals;  // device candidates: each frame's windows that pass, unordered
+    DeviceArray<FrameSlot> slots;
     MappedArray<uint8_t> h_image;
     MappedArray<uint32_t> h_counts;
     MappedArray<unsigned long long> h_reached;

@@ -45,6 +45,13 @@ std::unique_ptr<Detector> cuda_detector(std::shared_ptr<const Model> model,
   return detector;
 }
 
+// The CUDA detector of a case's cascade; nullptr, the reason a test failure, where it cannot be
+// made.
+std::unique_ptr<Detector> case_detector(const CascadeCase &c) {
+  auto model = load_or_skip(c.cascade);
+  return model ? cuda_detector(model) : nullptr;
+}
+
 void expect_same_windows(const std::vector<Window> &cpu, const std::vector<Window> &cuda,
                          const std::string &what) {
   ASSERT_EQ(cpu.size(), cuda.size()) << what;
@@ -278,9 +285,7 @@ TEST(CudaCascade, DeviceCandidatesAreTheHostWindowsAndNmsAgrees) {
   size_t compared = 0;
   for (const CascadeCase &c : cascade_cases()) {
     if (!file_exists(cascade_path(c.cascade))) GTEST_SKIP() << "opencv-data is missing";
-    auto model = load_or_skip(c.cascade);
-    ASSERT_TRUE(model);
-    auto cuda = cuda_detector(model);
+    auto cuda = case_detector(c);
     ASSERT_TRUE(cuda);
     const cascade::DetectParams params = params_of(c);
     for (const GrayFrame &frame : frames) {
@@ -469,6 +474,143 @@ TEST(CudaCascade, DeviceCandidatesOfAnAllPassCascadeAreInDetectOrder) {
       expect_same_candidates(all, got, "all-pass cascade");
     }
   }
+}
+
+// A frame of a batch test: its pixels on the host or on the device, its buffer, and what it wants.
+struct BatchFrame {
+  cv::Mat gray;
+  bool on_device = false;
+  cascade::DeviceOutput output;
+  size_t capacity = 0;  // 0: the frame's most windows
+  std::string name;
+};
+
+// Each frame of a batch as detect() alone finds it, through one detect() of the whole batch:
+// frames of several sizes (grouped), host and device pixels, their own class ids, thresholds and
+// buffers (one too small, whose count still tells), and an empty frame; then a smaller batch on
+// the same detector (level tables made for more frames), and one frame alone after it.
+void expect_batch_equals_frames_alone(Detector *cuda, const cascade::DetectParams &params,
+                                      const std::vector<BatchFrame> &batch,
+                                      const std::string &what) {
+  Status status;
+  std::vector<std::shared_ptr<DeviceCandidates>> outs;
+  std::vector<uint8_t *> device_pixels;
+  std::vector<cascade::DeviceFrame> frames;
+  cudaEvent_t copied;
+  ASSERT_EQ(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), cudaSuccess);
+  for (const BatchFrame &b : batch) {
+    DeviceCandidatesPoolOptions pool_options;
+    pool_options.capacity =
+        b.capacity ? b.capacity
+                   : std::max<size_t>(cuda->max_windows(b.gray.cols, b.gray.rows, params), 1);
+    pool_options.max_buffers = 1;
+    auto pool = DeviceCandidatesPool::create(pool_options, &status);
+    ASSERT_TRUE(pool) << status.message();
+    outs.push_back(pool->acquire(&status));
+    ASSERT_TRUE(outs.back()) << status.message();
+    cascade::DeviceFrame frame;
+    frame.image = view_of(b.gray);
+    if (b.on_device && !b.gray.empty()) {
+      uint8_t *d = nullptr;
+      ASSERT_EQ(cudaMalloc(&d, b.gray.total()), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d, b.gray.data, b.gray.total(), cudaMemcpyHostToDevice), cudaSuccess);
+      device_pixels.push_back(d);
+      frame.image = cascade::GrayView{
+          d, b.gray.cols, b.gray.rows, static_cast<size_t>(b.gray.cols), true, copied};
+    }
+    frame.output = b.output;
+    frame.out = outs.back().get();
+    frames.push_back(frame);
+  }
+  ASSERT_EQ(cudaEventRecord(copied, 0), cudaSuccess);  // after the copies, as a producer's
+  // Stale counts, so that a frame the batch skipped cannot pass.
+  for (const auto &out : outs) {
+    const uint32_t stale = 12345;
+    ASSERT_EQ(cudaMemcpy(out->count(), &stale, 4, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (const size_t n : {batch.size(), batch.size() / 2, size_t{1}}) {
+    const std::vector<cascade::DeviceFrame> some(frames.begin(), frames.begin() + n);
+    status = cuda->detect(some, params);
+    ASSERT_TRUE(status.ok()) << what << ": " << status.message();
+    for (size_t f = 0; f < n; ++f) {
+      const BatchFrame &b = batch[f];
+      const std::string name = what + ", batch of " + std::to_string(n) + ", frame " +
+                               std::to_string(f) + " (" + b.name + ")";
+      std::vector<Window> windows;
+      ASSERT_TRUE(cuda->detect(view_of(b.gray), params, &windows).ok()) << name;
+      const HostCandidates want = as_candidates(windows, b.output.min_score, b.output.class_id);
+      HostCandidates got;
+      status = outs[f]->download(&got);
+      if (want.scores.size() > outs[f]->capacity()) {
+        EXPECT_FALSE(status.ok()) << name << ": more windows than the buffer holds";
+        uint32_t count = 0;
+        ASSERT_EQ(cudaMemcpy(&count, outs[f]->count(), 4, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(count, want.scores.size()) << name;
+        continue;
+      }
+      ASSERT_TRUE(status.ok()) << name << ": " << status.message();
+      expect_same_candidates(want, got, name);
+    }
+  }
+  for (uint8_t *d : device_pixels) cudaFree(d);
+  cudaEventDestroy(copied);
+}
+
+TEST(CudaCascade, ABatchGivesEachFrameItsWindowsAlone) {
+  SKIP_WITHOUT_CUDA();
+  std::string why;
+  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  if (frames.empty()) GTEST_SKIP() << why;
+  ASSERT_GE(frames.size(), 3u);
+  for (const CascadeCase &c : cascade_cases()) {
+    if (!file_exists(cascade_path(c.cascade))) GTEST_SKIP() << "opencv-data is missing";
+    auto cuda = case_detector(c);
+    ASSERT_TRUE(cuda);
+    const cascade::DetectParams params = params_of(c);
+    std::vector<Window> windows;
+    ASSERT_TRUE(cuda->detect(view_of(frames[1].gray), params, &windows).ok());
+    const double median = windows.empty() ? 0 : windows[windows.size() / 2].score;
+    const cv::Mat &big = frames[1].gray;
+    const cv::Mat crop = big(cv::Rect(big.cols / 5, big.rows / 7, big.cols / 2, big.rows / 2));
+    std::vector<BatchFrame> batch;
+    for (size_t f = 0; f < frames.size(); ++f) {
+      batch.push_back({frames[f].gray, f % 2 == 1, {static_cast<int32_t>(f)}, 0, frames[f].name});
+      if (f == 1) batch.push_back({crop.clone(), true, {9, median}, 0, "a crop, median score up"});
+      if (f == 2) batch.push_back({cv::Mat(), false, {4}, 0, "empty"});
+    }
+    batch.push_back({frames[1].gray, false, {5}, 3, frames[1].name + " into 3 places"});
+    batch.push_back({crop.clone(), false, {6}, 0, "the crop again, from the host"});
+    expect_batch_equals_frames_alone(cuda.get(), params, batch, case_name(c));
+  }
+}
+
+TEST(CudaCascade, ABatchWithoutABufferOrOnTheCpuIsAStatus) {
+  SKIP_WITHOUT_CUDA();
+  auto model = load_or_skip("haarcascade_frontalface_alt2");
+  ASSERT_TRUE(model);
+  auto cuda = cuda_detector(model);
+  ASSERT_TRUE(cuda);
+  Status status;
+  DeviceCandidatesPoolOptions pool_options;
+  pool_options.capacity = 100;
+  auto out = DeviceCandidatesPool::create(pool_options, &status)->acquire(&status);
+  ASSERT_TRUE(out);
+  cv::Mat gray(120, 160, CV_8UC1, cv::Scalar(7));
+  std::vector<cascade::DeviceFrame> frames(2);
+  frames[0].image = frames[1].image = view_of(gray);
+  frames[0].out = out.get();
+  status = cuda->detect(frames, cascade::DetectParams());
+  EXPECT_NE(status.message().find("frame 1 of the batch has no device candidates"),
+            std::string::npos)
+      << status.message();
+  frames[1].out = out.get();
+  EXPECT_TRUE(cuda->detect(frames, cascade::DetectParams()).ok());
+  EXPECT_GT(cuda->max_batch_frames(1920, 1080, cascade::DetectParams()), 64u);
+  auto cpu = Detector::create(model, {}, &status);
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->max_batch_frames(1920, 1080, cascade::DetectParams()), 1u);
+  EXPECT_FALSE(cpu->detect(frames, cascade::DetectParams()).ok());
 }
 
 #endif  // CUDANMS_HAVE_CUDA

@@ -105,6 +105,14 @@ struct DeviceOutput {
   double min_score = -1e300;  // windows scoring below it are left out
 };
 
+// One frame of a batch (Detector::detect over frames): its pixels, and where and how its
+// windows are written, as the one-frame detect() into device candidates takes them.
+struct DeviceFrame {
+  GrayView image;
+  DeviceOutput output;
+  DeviceCandidates *out = nullptr;
+};
+
 struct DetectParams {
   double scale_factor = 1.1;          // > 1
   int min_width = 0, min_height = 0;  // smallest window, image pixels
@@ -161,6 +169,23 @@ class Detector {
   // windows are written), NMS and download() report it as an error rather than lose windows.
   Status detect(const GrayView &image, const DetectParams &params, const DeviceOutput &output,
                 DeviceCandidates *out, DetectStats *stats = nullptr);
+  // CUDA detectors only: each frame as detect(frame.image, params, frame.output, frame.out)
+  // alone writes it (the same windows, order and count), but the frames of one size run through
+  // one set of launches, their scales side by side in the same kernels: e.g. one frame of each of
+  // many cameras on one thread and one stream (1080p on an H100: 0.45 ms a frame in batches of
+  // 16, 0.58 one by one). Detectors of their own on their own streams, one per camera thread,
+  // overlap better still (docs/performance.md). Frames of different sizes run in one set per
+  // size, in batches of at most max_batch_frames(). Returns without waiting for the GPU once
+  // every frame's pixels are read; stats get the scales only. A frame without device candidates
+  // is an error, and nothing is detected.
+  Status detect(const std::vector<DeviceFrame> &frames, const DetectParams &params,
+                DetectStats *stats = nullptr);
+  // The most frames of this size one set of launches takes (the kernels' 32-bit indices); at
+  // least 1. CPU detectors: 1.
+  virtual size_t max_batch_frames(int width, int height, const DetectParams &params) const {
+    (void)width, (void)height, (void)params;
+    return 1;
+  }
   // The most windows a frame of this size can return with these parameters (the grid windows of
   // every scale; a capacity that can never be exceeded), or 0 when the parameters are invalid.
   size_t max_windows(int width, int height, const DetectParams &params) const;
@@ -180,6 +205,9 @@ class Detector {
   virtual Status detect_device_checked(const GrayView &image, const DetectParams &params,
                                        const DeviceOutput &output, DeviceCandidates *out,
                                        DetectStats *stats);
+  // Frames of one size (at least 1 pixel), at most max_batch_frames() of them.
+  virtual Status detect_batch_checked(const std::vector<DeviceFrame> &frames,
+                                      const DetectParams &params, DetectStats *stats);
 };
 
 // Checks the parameters against an image of that size; detect() calls it too.
