@@ -284,8 +284,8 @@ int main(int argc, char **argv) {
       if (split == std::vector<int>{3, 7}) {
 #ifdef CUDANMS_HAVE_CUDA
         for (const int n : {1, 4, 16, 32, 64}) {
-          const BatchTimes b = time_batches(cuda.get(), gray, params, windows.size(), n,
-                                            std::max(repeat / n, 5));
+          const BatchTimes b =
+              time_batches(cuda.get(), gray, params, windows.size(), n, std::max(repeat / n, 5));
           const std::string frames = std::to_string(n) + " frame" + (n > 1 ? "s" : "");
           row(name, "cudanms cuda, ms per frame, " + frames + " in GPU memory batched", b.batched,
               -1, windows.size(), b.agrees && agrees);
