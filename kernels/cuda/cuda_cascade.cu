@@ -457,7 +457,7 @@ __global__ void __launch_bounds__(kWalkWarps * 32)
 // adds its own leaves and the lanes' sums meet in a butterfly, every lane with the total; else
 // the leaves go to shared memory and the group's first lane adds them in tree order. Either way
 // OpenCV's double sum, bit for bit. The survivors join the next queue, or, for the last segment,
-// the output. G follows the segment's stage sizes (launch()).
+// the output. G follows the segment's place (group_size()).
 template <int G>
 __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int stride,
                              const int32_t *sum, const int32_t *tilted, int first, int end,
@@ -537,6 +537,7 @@ class CudaDetector final : public Detector {
     if (stop_) cudaEventDestroy(stop_);
     if (uploaded_) cudaEventDestroy(uploaded_);
     if (staged_) cudaEventDestroy(staged_);
+    if (slots_copied_) cudaEventDestroy(slots_copied_);
     if (image_read_) cudaEventDestroy(image_read_);
   }
 
@@ -547,6 +548,7 @@ class CudaDetector final : public Detector {
     sm_count_ = binding_.sm_count();
     w_ = std::make_unique<Workspace>();
     CASCADE_TRY(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
+    CASCADE_TRY(cudaEventCreateWithFlags(&slots_copied_, cudaEventDisableTiming));
     CASCADE_TRY(cudaEventCreateWithFlags(&image_read_, cudaEventDisableTiming));
     if (options.stream) {
       stream_ = static_cast<cudaStream_t>(options.stream);
@@ -596,18 +598,22 @@ class CudaDetector final : public Detector {
 
  private:
   // The frames where the kernels read them, as the batch's slots: device pixels in place (after
-  // their events), host pixels through the pinned staging buffer, asynchronously. The staging
-  // buffer is refilled only once the previous batch's copy out of it is done.
+  // their events), host pixels through the pinned staging buffer, asynchronously. The slots, too,
+  // go through pinned memory (a copy from pageable memory may wait for the stream). Staging
+  // buffers are refilled only once the previous batch's copies out of them are done.
   Status upload(const std::vector<DeviceFrame> &frames) {
     if (start_) CASCADE_TRY(cudaEventRecord(start_, stream_));
     const size_t row = static_cast<size_t>(geometry_.image_width);
     const size_t pixels = row * geometry_.image_height;
     bool staged = false;
     std::vector<size_t> host_frames;
-    slots_.resize(frames.size());
+    CASCADE_TRY(cudaEventSynchronize(slots_copied_));
+    Status reserved = w_->h_slots.reserve(frames.size());
+    if (reserved.ok()) reserved = w_->slots.reserve(frames.size());
+    if (!reserved.ok()) return reserved;
     for (size_t f = 0; f < frames.size(); ++f) {
       const GrayView &image = frames[f].image;
-      FrameSlot &slot = slots_[f];
+      FrameSlot &slot = w_->h_slots.get()[f];
       slot = FrameSlot{};
       if (image.on_device) {
         if (image.ready)
@@ -661,8 +667,10 @@ class CudaDetector final : public Detector {
                                   cudaMemcpyHostToDevice, stream_));
       CASCADE_TRY(cudaEventRecord(staged_, stream_));
     }
-    Status status = w_->slots.upload(slots_, stream_);
-    if (!status.ok()) return status;
+    CASCADE_TRY(cudaMemcpyAsync(w_->slots.get(), w_->h_slots.get(),
+                                frames.size() * sizeof(FrameSlot), cudaMemcpyHostToDevice,
+                                stream_));
+    CASCADE_TRY(cudaEventRecord(slots_copied_, stream_));
     if (uploaded_) CASCADE_TRY(cudaEventRecord(uploaded_, stream_));
     return Status::Ok();
   }
@@ -929,10 +937,11 @@ class CudaDetector final : public Detector {
       const bool last = k + 1 == runs;
       const int first = segments == 1 ? bounds_[1] - 1 : bounds_[k];
       const int end = segments == 1 ? bounds_[1] : bounds_[k + 1];
-      const int group = group_size(first, end);
+      const int group = group_size(k == 1);
       const size_t shared =
           view_.exact_stage_sums ? 0 : (kThreads / group) * max_trees_ * sizeof(float);
-      auto kernel = group == 4    ? next_segment<4>
+      auto kernel = group == 2    ? next_segment<2>
+                    : group == 4  ? next_segment<4>
                     : group == 8  ? next_segment<8>
                     : group == 16 ? next_segment<16>
                                   : next_segment<32>;
@@ -953,15 +962,17 @@ class CudaDetector final : public Detector {
     return Status::Ok();
   }
 
-  // Lanes per window for stages [first, end): about a third of their mean tree count, so that a
-  // stage takes some three rounds of trees (4 to 32 lanes), within 48 KiB of shared leaves.
-  int group_size(int first, int end) const {
-    int trees = 0;
-    for (int si = first; si < end; ++si) trees += model_->stages[si].trees;
-    const int mean = trees / std::max(end - first, 1);
-    int group = 4;
-    while (group < 32 &&
-           (group * 3 < mean || (kThreads / group) * max_trees_ * sizeof(float) > kSharedBytes))
+  // Lanes per window. The segment after the walk reads the queue in the walk's order (a row's
+  // windows together, by column) and is bound by L1 (tens of thousands of windows, each lane
+  // reading its tree's features): two lanes a window put 16 neighbouring windows in a warp, whose
+  // reads of one feature share cache lines. The later segments hold a few thousand windows and
+  // are bound by each window's chain of stages: a warp a window. (alt2, default and LBP at 1080p
+  // on an H100: 0.404 / 0.573 / 0.374 ms of GPU time with lanes a third of a stage's trees,
+  // 0.370 / 0.495 / 0.346 with these.) More where the leaves must wait in shared memory.
+  int group_size(bool after_walk) const {
+    int group = after_walk ? 2 : 32;
+    while (group < 32 && !view_.exact_stage_sums &&
+           (kThreads / group) * max_trees_ * sizeof(float) > kSharedBytes)
       group *= 2;
     return group;
   }
@@ -997,14 +1008,14 @@ class CudaDetector final : public Detector {
   cudaStream_t stream_ = nullptr;
   bool owns_stream_ = false;
   cudaEvent_t start_ = nullptr, stop_ = nullptr, uploaded_ = nullptr;
-  cudaEvent_t staged_ = nullptr;      // the last copy out of the pinned staging buffer
-  cudaEvent_t image_read_ = nullptr;  // the resize of the last frame, which reads its pixels
-  std::vector<int> bounds_;           // segment k runs stages [bounds_[k], bounds_[k + 1])
+  cudaEvent_t staged_ = nullptr;        // the last copy out of the pinned staging buffer
+  cudaEvent_t slots_copied_ = nullptr;  // the last copy out of the pinned slots
+  cudaEvent_t image_read_ = nullptr;    // the resize of the last frame, which reads its pixels
+  std::vector<int> bounds_;             // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;
   int total_rows_ = 0, total_grid_rows_ = 0;  // of one frame
   size_t table_frames_ = 0;                   // the frames the level tables hold
-  std::vector<FrameSlot> slots_;              // the batch's, before their upload
   CascadeView view_{};
 
   // The device memory, freed inside the detector's context.
@@ -1027,6 +1038,7 @@ class CudaDetector final : public Detector {
     DeviceArray<OutWindow> windows;
     DeviceArray<Final> finals;  // device candidates: each frame's windows that pass, unordered
     DeviceArray<FrameSlot> slots;
+    MappedArray<FrameSlot> h_slots;  // written here, then copied to slots
     MappedArray<uint8_t> h_image;
     MappedArray<uint32_t> h_counts;
     MappedArray<unsigned long long> h_reached;
