@@ -42,8 +42,8 @@ using ::cudanms::detail::MappedArray;
 struct DeviceLevel {
   int32_t width, height, step, cols, rows;
   // This level's first item in running totals over all levels: image rows (the row scans), grid
-  // rows (the walk).
-  int32_t first_row, first_grid_row;
+  // rows (the walk), tiles of windows (segment 1).
+  int32_t first_row, first_grid_row, first_tile;
   int32_t x_taps, y_taps;
   int64_t origin;
   int64_t first_window;
@@ -320,30 +320,40 @@ __global__ void tilted_gather(const uint32_t *grid, int n, int width, int height
   tilted[origin + static_cast<int64_t>(Y) * stride + X] = static_cast<int32_t>(value);
 }
 
-// Segment 1 over every window of every level. Status 0: evaluated and failed the first stage
-// (OpenCV then skips the next window of the row); 1: flat or failed a later stage; 2: alive, with
-// its normalisation factor in norms.
-__global__ void first_segment(CascadeView c, const DeviceLevel *levels, int level_count,
-                              int64_t windows, int stride, const int32_t *sum, const int32_t *sqsum,
-                              const int32_t *tilted, int end, uint8_t *status, float *norms) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < windows;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const DeviceLevel level =
-        levels[find_level(levels, level_count, &DeviceLevel::first_window, i)];
-    const int k = static_cast<int>(i - level.first_window);  // a level has < 2^31 windows
-    const int x = (k % level.cols) * level.step;
-    const int y = (k / level.cols) * level.step;
-    const int64_t at = level.origin + static_cast<int64_t>(y) * stride + x;
-    float norm = 1.f;
-    uint8_t s = 1;
-    if (c.is_lbp || haar_window_norm(c, sum + at, sqsum + at, &norm)) {
-      double weight;
-      const int failed = run_stages(c, sum + at, tilted + at, norm, 0, end, &weight);
-      s = failed == 0 ? 0 : failed < end ? 1 : 2;
-    }
-    status[i] = s;
-    if (s == 2) norms[i] = norm;  // the walk reads it for the windows that go on only
+// Segment 1 over every window of every level, a block a tile of kTileRows x kTileCols windows of
+// one level: a block finds its level once, a thread its window with no search or division, and
+// a warp's windows are neighbours of one row (a window a thread over all levels spent a binary
+// search, a division and the level's 64 bytes on each). Status 0: evaluated and failed the first
+// stage (OpenCV then skips the next window of the row); 1: flat or failed a later stage; 2:
+// alive, with its normalisation factor in norms.
+constexpr int kTileCols = 32;
+constexpr int kTileRows = kThreads / kTileCols;
+
+__host__ __device__ int tiles_across(int cols) { return (cols + kTileCols - 1) / kTileCols; }
+
+__global__ void __launch_bounds__(kThreads)
+    first_segment(CascadeView c, const DeviceLevel *levels, int level_count, int stride,
+                  const int32_t *sum, const int32_t *sqsum, const int32_t *tilted, int end,
+                  uint8_t *status, float *norms) {
+  const DeviceLevel level =
+      levels[find_level(levels, level_count, &DeviceLevel::first_tile, blockIdx.x)];
+  const int tile = static_cast<int>(blockIdx.x) - level.first_tile;
+  const int across = tiles_across(level.cols);
+  const int col = tile % across * kTileCols + static_cast<int>(threadIdx.x) % kTileCols;
+  const int row = tile / across * kTileRows + static_cast<int>(threadIdx.x) / kTileCols;
+  if (col >= level.cols || row >= level.rows) return;
+  const int64_t i = level.first_window + static_cast<int64_t>(row) * level.cols + col;
+  const int64_t at =
+      level.origin + static_cast<int64_t>(row * level.step) * stride + col * level.step;
+  float norm = 1.f;
+  uint8_t s = 1;
+  if (c.is_lbp || haar_window_norm(c, sum + at, sqsum + at, &norm)) {
+    double weight;
+    const int failed = run_stages(c, sum + at, tilted + at, norm, 0, end, &weight);
+    s = failed == 0 ? 0 : failed < end ? 1 : 2;
   }
+  status[i] = s;
+  if (s == 2) norms[i] = norm;  // the walk reads it for the windows that go on only
 }
 
 // OpenCV's walk along a row, one window at a time, is a map of the state "the walk lands on this
@@ -823,21 +833,23 @@ class CudaDetector final : public Detector {
     if (geo.levels.empty()) return Status::Ok();
 
     std::vector<DeviceLevel> levels;
-    int rows = 0, grid_rows = 0;
+    int rows = 0, grid_rows = 0, tiles = 0;
     for (size_t f = 0; f < frames; ++f) {
       for (const Level &l : geo.levels) {
         DeviceLevel d{};
         d.width = l.width, d.height = l.height, d.step = l.step, d.cols = l.cols, d.rows = l.rows;
-        d.first_row = rows, d.first_grid_row = grid_rows;
+        d.first_row = rows, d.first_grid_row = grid_rows, d.first_tile = tiles;
         d.x_taps = static_cast<int32_t>(l.x_taps), d.y_taps = static_cast<int32_t>(l.y_taps);
         d.origin = static_cast<int64_t>(f * geo.plane_size + l.origin);
         d.first_window = static_cast<int64_t>(f * geo.windows + l.first_window);
         d.factor = l.factor, d.out_width = l.out_width, d.out_height = l.out_height;
         d.frame = static_cast<int32_t>(f);
         rows += l.height, grid_rows += l.rows;
+        tiles += tiles_across(l.cols) * ((l.rows + kTileRows - 1) / kTileRows);
         levels.push_back(d);
       }
-      if (f == 0) total_rows_ = rows, total_grid_rows_ = grid_rows;  // a frame's
+      if (f == 0)
+        total_rows_ = rows, total_grid_rows_ = grid_rows, total_tiles_ = tiles;  // a frame's
     }
     const FeatureTables tables = make_feature_tables(*model_, geo.stride);
     const bool haar = model_->feature_type == FeatureType::kHaar;
@@ -914,15 +926,12 @@ class CudaDetector final : public Detector {
     const int32_t *tilted = model_->has_tilted_features ? w_->tilted.get() : w_->sum.get();
 
     const size_t segments = bounds_.size() - 1;
-    const size_t windows = g.windows * frames;
     CASCADE_TRY(cudaMemsetAsync(w_->counts.get(), 0, (bounds_.size() + frames) * sizeof(uint32_t),
                                 stream_));
     CASCADE_TRY(cudaMemsetAsync(w_->reached.get(), 0, sizeof(unsigned long long), stream_));
-    const unsigned window_blocks =
-        std::min<unsigned>(blocks_for(windows, kThreads), static_cast<unsigned>(sm_count_) * 16);
-    first_segment<<<window_blocks, kThreads, 0, stream_>>>(
-        view_, w_->levels.get(), levels, static_cast<int64_t>(windows), g.stride, w_->sum.get(), sq,
-        tilted, bounds_[1], w_->status.get(), w_->norms.get());
+    first_segment<<<static_cast<unsigned>(total_tiles_ * frames), kThreads, 0, stream_>>>(
+        view_, w_->levels.get(), levels, g.stride, w_->sum.get(), sq, tilted, bounds_[1],
+        w_->status.get(), w_->norms.get());
     CASCADE_TRY(cudaGetLastError());
     walk_rows<<<static_cast<unsigned>(total_grid_rows), kWalkWarps * 32, 0, stream_>>>(
         w_->levels.get(), levels, w_->status.get(), w_->norms.get(), w_->queue_a.get(),
@@ -1014,8 +1023,8 @@ class CudaDetector final : public Detector {
   std::vector<int> bounds_;             // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;
-  int total_rows_ = 0, total_grid_rows_ = 0;  // of one frame
-  size_t table_frames_ = 0;                   // the frames the level tables hold
+  int total_rows_ = 0, total_grid_rows_ = 0, total_tiles_ = 0;  // of one frame
+  size_t table_frames_ = 0;                                     // the frames the level tables hold
   CascadeView view_{};
 
   // The device memory, freed inside the detector's context.
