@@ -155,7 +155,7 @@ Status Detector::detect_device_checked(const GrayView &, const DetectParams &, c
 
 size_t Detector::max_windows(int width, int height, const DetectParams &params) const {
   if (!validate(params).ok() || width <= 0 || height <= 0) return 0;
-  return detail::make_geometry(*model_, width, height, params).windows;
+  return detail::make_geometry(*model_, width, height, params, false).windows;
 }
 
 }  // namespace cudanms::cascade

@@ -41,7 +41,8 @@ bool Geometry::matches(int width, int height, const DetectParams &p) const {
          p.max_width == params.max_width && p.max_height == params.max_height;
 }
 
-Geometry make_geometry(const Model &model, int width, int height, const DetectParams &params) {
+Geometry make_geometry(const Model &model, int width, int height, const DetectParams &params,
+                       bool with_taps) {
   Geometry g;
   g.image_width = width;
   g.image_height = height;
@@ -78,8 +79,10 @@ Geometry make_geometry(const Model &model, int width, int height, const DetectPa
     level.out_height = round_even(static_cast<float>(model.window_height) * factor);
     level.x_taps = g.x_taps.size();
     level.y_taps = g.y_taps.size();
-    append_taps(width, level.width, &g.x_taps);
-    append_taps(height, level.height, &g.y_taps);
+    if (with_taps) {
+      append_taps(width, level.width, &g.x_taps);
+      append_taps(height, level.height, &g.y_taps);
+    }
     level.first_window = g.windows;
     g.windows += static_cast<size_t>(level.cols) * level.rows;
     g.grid_rows += level.rows;

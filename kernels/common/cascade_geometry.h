@@ -39,7 +39,10 @@ struct Geometry {
   bool matches(int width, int height, const DetectParams &p) const;
 };
 
-Geometry make_geometry(const Model &model, int width, int height, const DetectParams &params);
+// The scales and windows of a frame; with_taps false leaves out the resize taps (x_taps, y_taps
+// empty), all that a count of the windows needs, for a fraction of the time.
+Geometry make_geometry(const Model &model, int width, int height, const DetectParams &params,
+                       bool with_taps = true);
 
 // The Haar and LBP feature offsets and the normalisation offsets for a row stride.
 struct FeatureTables {

@@ -728,7 +728,7 @@ class CudaDetector final : public Detector {
 
   // Grid indices, rows and level counts of a batch stay within the kernels' int32 and grid z.
   size_t max_batch_frames(int width, int height, const DetectParams &params) const override {
-    const Geometry g = make_geometry(*model_, width, height, params);
+    const Geometry g = make_geometry(*model_, width, height, params, false);
     size_t rows = 0;
     for (const Level &l : g.levels) rows += static_cast<size_t>(l.height);
     const size_t per_frame = std::max<size_t>({g.windows, rows, 1});

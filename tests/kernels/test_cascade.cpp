@@ -193,6 +193,33 @@ TEST(CascadeParts, ResizeIsOpenCvsBitExactBilinear) {
   }
 }
 
+// A count of the windows (max_windows) skips the resize taps, and nothing else.
+TEST(CascadeParts, GeometryWithoutTapsIsTheSameGeometry) {
+  std::mt19937 rng(static_cast<uint32_t>(run_seed()));
+  std::uniform_int_distribution<int> side(1, 2000);
+  std::uniform_real_distribution<double> factor(1.05, 2.0);
+  Model model;
+  model.window_width = 24;
+  model.window_height = 24;
+  for (int trial = 0; trial < 100; ++trial) {
+    DetectParams p;
+    p.scale_factor = factor(rng);
+    p.min_width = p.min_height = trial % 3 * 20;
+    p.max_width = p.max_height = trial % 4 * 150;
+    const int width = side(rng), height = side(rng);
+    const detail::Geometry with = detail::make_geometry(model, width, height, p);
+    const detail::Geometry without = detail::make_geometry(model, width, height, p, false);
+    EXPECT_TRUE(without.x_taps.empty() && without.y_taps.empty());
+    ASSERT_EQ(with.levels.size(), without.levels.size()) << width << "x" << height;
+    EXPECT_EQ(with.windows, without.windows);
+    EXPECT_EQ(with.plane_size, without.plane_size);
+    for (size_t l = 0; l < with.levels.size(); ++l) {
+      EXPECT_EQ(with.levels[l].first_window, without.levels[l].first_window);
+      EXPECT_EQ(with.levels[l].origin, without.levels[l].origin);
+    }
+  }
+}
+
 TEST(CascadeParts, TiltedIntegralIsOpenCvs) {
   std::mt19937 rng(static_cast<uint32_t>(run_seed()));
   std::uniform_int_distribution<int> side(1, 120);
