@@ -690,11 +690,8 @@ class CudaDetector final : public Detector {
                               DetectStats *stats) override {
     CUDANMS_ENTER(binding_);
     for (const DeviceFrame &frame : frames) {
-      if (frame.out->context() != binding_.context()) {
-        return Status::Error(
-            "the device candidates live in another CUDA context than the "
-            "detector's");
-      }
+      Status status = check_context(*frame.out);
+      if (!status.ok()) return status;
     }
     const GrayView &first = frames.front().image;
     Status status = prepare(first.width, first.height, params, frames.size());
@@ -726,6 +723,11 @@ class CudaDetector final : public Detector {
     return Status::Ok();
   }
 
+  Status check_context(const DeviceCandidates &out) const {
+    if (out.context() == binding_.context()) return Status::Ok();
+    return Status::Error("the device candidates live in another CUDA context than the detector's");
+  }
+
   // Grid indices, rows and level counts of a batch stay within the kernels' int32 and grid z.
   size_t max_batch_frames(int width, int height, const DetectParams &params) const override {
     const Geometry g = make_geometry(*model_, width, height, params, false);
@@ -742,10 +744,8 @@ class CudaDetector final : public Detector {
     if (image.width > 0 && image.height > 0)
       return detect_batch_checked({DeviceFrame{image, output, out}}, params, stats);
     CUDANMS_ENTER(binding_);
-    if (out->context() != binding_.context())
-      return Status::Error(
-          "the device candidates live in another CUDA context than the "
-          "detector's");
+    Status status = check_context(*out);
+    if (!status.ok()) return status;
     CASCADE_TRY(cudaMemsetAsync(out->count(), 0, sizeof(uint32_t), stream_));
     return out->seal(stream_);
   }
@@ -822,11 +822,9 @@ class CudaDetector final : public Detector {
     if (geometry_.matches(width, height, params) && !geometry_.levels.empty() &&
         frames <= table_frames_)
       return Status::Ok();
-    if (!geometry_.matches(width, height, params)) table_frames_ = 0;
     Geometry g = make_geometry(*model_, width, height, params);
     Status status = geometry_fits(g);
     if (!status.ok()) return status;
-    frames = std::max(frames, table_frames_);
     geometry_ = std::move(g);
     table_frames_ = 0;
     const Geometry &geo = geometry_;
