@@ -345,11 +345,12 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t i = level.first_window + static_cast<int64_t>(row) * level.cols + col;
   const int64_t at =
       level.origin + static_cast<int64_t>(row * level.step) * stride + col * level.step;
+  const int32_t *window_sum = window_in(sum, at);
   float norm = 1.f;
   uint8_t s = 1;
-  if (c.is_lbp || haar_window_norm(c, sum + at, sqsum + at, &norm)) {
+  if (c.is_lbp || haar_window_norm(c, window_sum, sqsum + at, &norm)) {
     double weight;
-    const int failed = run_stages(c, sum + at, tilted + at, norm, 0, end, &weight);
+    const int failed = run_stages(c, window_sum, window_in(tilted, at), norm, 0, end, &weight);
     s = failed == 0 ? 0 : failed < end ? 1 : 2;
   }
   status[i] = s;
@@ -483,15 +484,16 @@ __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int strid
   for (uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) / G; i < n; i += groups) {
     const QueueEntry e = in[i];
     const int64_t at = levels[e.level].origin + static_cast<int64_t>(e.y) * stride + e.x;
+    const int32_t *window_sum = window_in(sum, at), *window_tilted = window_in(tilted, at);
     bool alive = true;
     double weight = 0;
     for (int si = first; si < end && alive; ++si) {
-      const StageView stage = c.stages[si];
+      const StageView stage = load_record(c.stages + si);
       if (c.exact_stage_sums) {
         double part = 0;
         for (int t = sub; t < stage.trees; t += G)
-          part += static_cast<double>(
-              tree_leaf(c, c.trees[stage.first_tree + t], sum + at, tilted + at, e.norm));
+          part += static_cast<double>(tree_leaf(c, load_record(c.trees + stage.first_tree + t),
+                                                window_sum, window_tilted, e.norm));
 #pragma unroll
         for (int lanes = G / 2; lanes > 0; lanes /= 2)
           part += __shfl_xor_sync(mask, part, lanes, G);
@@ -500,7 +502,8 @@ __global__ void next_segment(CascadeView c, const DeviceLevel *levels, int strid
         continue;
       }
       for (int t = sub; t < stage.trees; t += G)
-        mine[t] = tree_leaf(c, c.trees[stage.first_tree + t], sum + at, tilted + at, e.norm);
+        mine[t] = tree_leaf(c, load_record(c.trees + stage.first_tree + t), window_sum,
+                            window_tilted, e.norm);
       __syncwarp(mask);
       if (sub == 0) {
         weight = 0;
