@@ -947,7 +947,7 @@ class CudaDetector final : public Detector {
       const bool last = k + 1 == runs;
       const int first = segments == 1 ? bounds_[1] - 1 : bounds_[k];
       const int end = segments == 1 ? bounds_[1] : bounds_[k + 1];
-      const int group = group_size(k == 1);
+      const int group = group_size(last);
       const size_t shared =
           view_.exact_stage_sums ? 0 : (kThreads / group) * max_trees_ * sizeof(float);
       auto kernel = group == 2    ? next_segment<2>
@@ -972,15 +972,17 @@ class CudaDetector final : public Detector {
     return Status::Ok();
   }
 
-  // Lanes per window. The segment after the walk reads the queue in the walk's order (a row's
-  // windows together, by column) and is bound by L1 (tens of thousands of windows, each lane
-  // reading its tree's features): two lanes a window put 16 neighbouring windows in a warp, whose
-  // reads of one feature share cache lines. The later segments hold a few thousand windows and
-  // are bound by each window's chain of stages: a warp a window. (alt2, default and LBP at 1080p
-  // on an H100: 0.404 / 0.573 / 0.374 ms of GPU time with lanes a third of a stage's trees,
-  // 0.370 / 0.495 / 0.346 with these.) More where the leaves must wait in shared memory.
-  int group_size(bool after_walk) const {
-    int group = after_walk ? 2 : 32;
+  // Lanes per window. The segments before the last hold tens of thousands of windows in the
+  // walk's order (a row's windows together, by column) and are bound by L1 and by issued
+  // instructions: two lanes a window put 16 neighbouring windows in a warp, whose reads of one
+  // feature share cache lines. The last segment holds the few windows that go deep, each a chain
+  // of stages: a warp a window. More lanes where the leaves must wait in shared memory. Measured
+  // on an H100 (docs/performance.md, issue 30's passes): with the talk's split, lanes a third of
+  // a stage's trees 0.404 / 0.573 / 0.374 ms of GPU time (alt2 / default / LBP at 1080p), these
+  // 0.370 / 0.495 / 0.346; the first stage alone and 2 lanes for stages 2-7 then cut a default
+  // frame's instructions from 117 M to 87 M.
+  int group_size(bool last_segment) const {
+    int group = last_segment ? 32 : 2;
     while (group < 32 && !view_.exact_stage_sums &&
            (kThreads / group) * max_trees_ * sizeof(float) > kSharedBytes)
       group *= 2;

@@ -145,8 +145,15 @@ TEST(CudaCascade, EverySegmentSplitFindsTheSameWindows) {
     std::vector<Window> expected;
     ASSERT_TRUE(cpu->detect(view_of(tile), params, &expected).ok());
     const int stages = static_cast<int>(model->stages.size());
-    for (const std::vector<int> &split : std::vector<std::vector<int>>{
-             {}, {1}, {3}, {3, 7}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {stages - 1}, {2, 5, 9, 14}}) {
+    for (const std::vector<int> &split :
+         std::vector<std::vector<int>>{{},
+                                       {1},
+                                       {3},
+                                       {3, 7},
+                                       {1, 3, 7},
+                                       {1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+                                       {stages - 1},
+                                       {2, 5, 9, 14}}) {
       DetectorOptions options;
       options.segment_starts = split;
       auto cuda = cuda_detector(model, options);
