@@ -76,10 +76,11 @@ std::string split_name(const std::vector<int> &split) {
 }
 
 #ifdef CUDANMS_HAVE_CUDA
-// Batches of n copies of the frame in GPU memory into device candidates, as cudacascade
-// instances sharing a batch group run them: host-visible ms per frame, from detect() to the last
-// frame's candidates ready, for the batch in one set of launches and for the same frames one
-// after another on the same detector. Each copy's count must be the frame's windows.
+// Batches of n copies of the frame in GPU memory into device candidates, as an application
+// running many cameras on one thread would (Detector::detect over frames): host-visible ms per
+// frame, from detect() to the last frame's candidates ready, for the batch in one set of
+// launches and for the same frames one after another on the same detector. Each copy's count
+// must be the frame's windows.
 struct BatchTimes {
   Timing batched, one_by_one;
   bool agrees = true;

@@ -174,12 +174,12 @@ class Detector {
   // CUDA detectors only: each frame as detect(frame.image, params, frame.output, frame.out)
   // alone writes it (the same windows, order and count), but the frames of one size run through
   // one set of launches, their scales side by side in the same kernels: e.g. one frame of each of
-  // many cameras on one thread and one stream (1080p on an H100: 0.45 ms a frame in batches of
-  // 16, 0.58 one by one). Detectors of their own on their own streams, one per camera thread,
-  // overlap better still (docs/performance.md). Frames of different sizes run in one set per
-  // size, in batches of at most max_batch_frames(). Returns without waiting for the GPU once
-  // every frame's pixels are read; stats get the scales only. A frame without device candidates
-  // is an error, and nothing is detected.
+  // many cameras on one thread and one stream (the default cascade at 1080p on an H100: 0.25 ms
+  // a frame in batches of 16, 0.38 one by one). Detectors of their own on their own streams, one
+  // per camera thread, overlap better still (docs/performance.md). Frames of different sizes run in
+  // one set per size, in batches of at most max_batch_frames(). Returns without waiting for the GPU
+  // once every frame's pixels are read; stats get the scales only. A frame without device
+  // candidates is an error, and nothing is detected.
   Status detect(const std::vector<DeviceFrame> &frames, const DetectParams &params,
                 DetectStats *stats = nullptr);
   // The most frames of this size one set of launches takes (the kernels' 32-bit indices); at
