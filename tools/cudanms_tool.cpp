@@ -19,69 +19,11 @@
 #include "candidate_file.h"
 #include "cudanms/nms.h"
 #include "synthetic.h"
+#include "tool_support.h"
+#include "track_commands.h"
 
 namespace cudanms::tools {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;   // the input was fine, but running or writing failed
-constexpr int kExitBadInput = 2;  // bad usage or a bad input file: nothing was written
-
-constexpr char kProgram[] = "cudanms-tool";
-
-constexpr char kExitStatusHelp[] =
-    "Exit status: 0 done; 1 the backend or writing the output failed; 2 bad usage or a bad\n"
-    "input file, reported on stderr as FILE:LINE: what is wrong, with nothing written.";
-
-void report(const char *subcommand, const std::string &message) {
-  std::fprintf(stderr, "%s %s: %s\n", kProgram, subcommand, message.c_str());
-}
-
-// Parses argv against entries; false after reporting a usage error. --help exits here.
-bool parse_options(const char *subcommand, const char *required_options, const char *summary,
-                   const char *description, const GOptionEntry *entries, int argc, char **argv) {
-  const std::string program = std::string(kProgram) + " " + subcommand;
-  g_set_prgname(program.c_str());
-  GOptionContext *context = g_option_context_new(required_options);
-  g_option_context_set_summary(context, summary);
-  g_option_context_set_description(context, description);
-  g_option_context_add_main_entries(context, entries, nullptr);
-  GError *error = nullptr;
-  const bool parsed = g_option_context_parse(context, &argc, &argv, &error);
-  g_option_context_free(context);
-  if (!parsed) {
-    report(subcommand, error->message);
-    g_error_free(error);
-    return false;
-  }
-  if (argc > 1) {
-    report(subcommand, std::string("unexpected argument '") + argv[1] + "'");
-    return false;
-  }
-  return true;
-}
-
-// The whole text in one go: to a file only once everything before it has succeeded, and a file
-// that could not be completed is removed rather than left half written.
-Status write_text(const std::string &path, const std::string &text) {
-  if (path.empty()) {
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
-        std::fflush(stdout) != 0) {
-      return Status::Error(std::string("cannot write to stdout: ") + std::strerror(errno));
-    }
-    return Status::Ok();
-  }
-  std::FILE *file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return Status::Error(path + ": cannot create: " + std::strerror(errno));
-  bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  written = std::fclose(file) == 0 && written;
-  if (!written) {
-    const std::string why = std::strerror(errno);
-    std::remove(path.c_str());
-    return Status::Error(path + ": cannot write: " + why);
-  }
-  return Status::Ok();
-}
 
 // --- nms ------------------------------------------------------------------------------------
 
@@ -641,16 +583,20 @@ constexpr Subcommand kSubcommands[] = {
     {"nms", "Run NMS on a candidate file and print the kept detections", run_nms},
     {"generate", "Write synthetic candidates to try it on", run_generate},
     {"bench", "Time the backends against OpenCV on generated or given candidates", run_bench},
+    {"track", "Track a MOT detection file's boxes (ByteTrack) into MOT tracks", run_track},
+    {"mot-eval", "Score MOT tracks against ground truth (CLEAR MOT, IDF1)", run_mot_eval},
+    {"track-bench", "Time the tracker per frame at 10 to 10 000 boxes", run_track_bench},
 };
 
 void print_usage(std::FILE *to) {
-  std::fprintf(to,
-               "Usage:\n  %s SUBCOMMAND [OPTION...]\n\n"
-               "Non-maximum suppression of candidate detections, on the CPU or a CUDA GPU.\n\n"
-               "Subcommands:\n",
-               kProgram);
+  std::fprintf(
+      to,
+      "Usage:\n  %s SUBCOMMAND [OPTION...]\n\n"
+      "Non-maximum suppression of candidate detections, on the CPU or a CUDA GPU, and tracking.\n\n"
+      "Subcommands:\n",
+      kProgram);
   for (const Subcommand &subcommand : kSubcommands) {
-    std::fprintf(to, "  %-10s %s\n", subcommand.name, subcommand.summary);
+    std::fprintf(to, "  %-12s %s\n", subcommand.name, subcommand.summary);
   }
   std::fprintf(to, "\nRun '%s SUBCOMMAND --help' for its options.\n", kProgram);
 }

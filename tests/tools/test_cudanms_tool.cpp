@@ -23,6 +23,7 @@
 #include "support/seed.h"
 #include "support/test_scale.h"
 #include "synthetic.h"
+#include "tool_runner.h"
 
 namespace cudanms::testing {
 namespace {
@@ -30,43 +31,6 @@ namespace {
 using tools::CandidateFile;
 using tools::CandidateSet;
 using tools::FileFormat;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs the tool; with `stdout_to`, its stdout goes to that file (through sh), not to the test;
-// with `file_size_limit`, no file it writes may grow past that many bytes.
-Outcome run_tool(const std::vector<std::string> &args, const char *stdout_to = nullptr,
-                 rlim_t file_size_limit = 0) {
-  std::vector<char *> argv;
-  if (stdout_to) {
-    for (const char *word : {"/bin/sh", "-c", "exec \"$0\" \"$@\" >\"$CUDANMS_STDOUT\""})
-      argv.push_back(const_cast<char *>(word));
-    g_setenv("CUDANMS_STDOUT", stdout_to, TRUE);
-  }
-  argv.push_back(std::getenv("CUDANMS_TOOL"));
-  for (const std::string &arg : args) argv.push_back(const_cast<char *>(arg.c_str()));
-  argv.push_back(nullptr);
-  g_autofree char *out = nullptr;
-  g_autofree char *err = nullptr;
-  int wait_status = 0;
-  GError *error = nullptr;
-  Outcome outcome;
-  if (!g_spawn_sync(nullptr, argv.data(), nullptr, G_SPAWN_DEFAULT,
-                    file_size_limit ? limit_file_size : nullptr, &file_size_limit, &out, &err,
-                    &wait_status, &error)) {
-    ADD_FAILURE() << "cannot run " << argv[0] << ": " << error->message;
-    g_error_free(error);
-    return outcome;
-  }
-  outcome.exit_code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
-  outcome.out = out;
-  outcome.err = err;
-  return outcome;
-}
 
 // `bench` with every family of rows turned off, then `options`: the rows a test asks for, and
 // the rest (an option given twice takes its last value).

@@ -1,0 +1,291 @@
+// Lines and zones (cudanms/count.h): the text forms with their errors, and the counter's rules on
+// tracks whose true crossings are known.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cudanms/count.h"
+
+namespace cudanms {
+namespace {
+
+std::vector<CountLine> lines_of(const std::string &text, bool normalized = false) {
+  std::vector<CountLine> lines;
+  std::string error;
+  EXPECT_TRUE(parse_lines(text, normalized, &lines, &error)) << error;
+  return lines;
+}
+
+std::string line_error(const std::string &text, bool normalized = false) {
+  std::vector<CountLine> lines;
+  std::string error;
+  EXPECT_FALSE(parse_lines(text, normalized, &lines, &error)) << text;
+  return error;
+}
+
+std::string zone_error(const std::string &text) {
+  std::vector<CountZone> zones;
+  std::string error;
+  EXPECT_FALSE(parse_zones(text, false, &zones, &error)) << text;
+  return error;
+}
+
+TEST(CountParse, Lines) {
+  const auto lines = lines_of(" door : 10,20, 30 ,40 ; gate-2:0 0 100 0;");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].name, "door");
+  EXPECT_EQ(lines[0].a.x, 10);
+  EXPECT_EQ(lines[0].b.y, 40);
+  EXPECT_EQ(lines[1].name, "gate-2");
+  EXPECT_TRUE(lines_of("").empty());
+  EXPECT_TRUE(lines_of(" ; ").empty());
+  EXPECT_EQ(lines_of("a:0,0.5,1,0.5", true)[0].a.y, 0.5);
+}
+
+TEST(CountParse, LineErrorsSayWhat) {
+  EXPECT_EQ(line_error("door"), "\"door\": a line is NAME:x1,y1,x2,y2");
+  EXPECT_EQ(line_error("door:1,2,3"), "line \"door\": needs 4 numbers x1,y1,x2,y2, not 3");
+  EXPECT_EQ(line_error("door:1,2,1,2"),
+            "line \"door\": its two ends are the same point: it has no length");
+  EXPECT_EQ(line_error("door:1,2,x,4"), "line \"door\": \"x\" is not a number");
+  EXPECT_EQ(line_error("door:1,2,3,4;door:5,6,7,8"), "line \"door\" is given twice");
+  EXPECT_EQ(line_error("do or:1,2,3,4"), "line name \"do or\": 1 to 64 letters, digits, - and _");
+  EXPECT_EQ(line_error(":1,2,3,4"), "line name \"\": 1 to 64 letters, digits, - and _");
+  EXPECT_EQ(line_error("a:0,0,1.5,1", true), "line \"a\": 1.5 is outside 0..1 (normalized=true)");
+  EXPECT_EQ(line_error("a:nan,0,1,1"), "line \"a\": \"nan\" is not a number");
+  EXPECT_EQ(line_error("a:1e999,0,1,1"), "line \"a\": \"1e999\" is not a number");
+}
+
+TEST(CountParse, Zones) {
+  std::vector<CountZone> zones;
+  std::string error;
+  ASSERT_TRUE(parse_zones("lobby:0,0 100,0 100,50 0,50;x:1,1 5,1 3,4", false, &zones, &error));
+  ASSERT_EQ(zones.size(), 2u);
+  EXPECT_EQ(zones[0].polygon.size(), 4u);
+  EXPECT_EQ(zones[1].name, "x");
+}
+
+TEST(CountParse, ZoneErrorsSayWhat) {
+  EXPECT_EQ(zone_error("z:0,0 10,0"), "zone \"z\": a polygon needs at least 3 points, not 2");
+  EXPECT_EQ(zone_error("z:0,0 10,0 5"), "zone \"z\": an odd count of numbers (5): points are x,y");
+  // A bow tie: edges 1-2 and 3-4 cross.
+  EXPECT_EQ(zone_error("z:0,0 10,10 10,0 0,10"),
+            "zone \"z\": the polygon crosses itself: edge 1-2 meets edge 3-4");
+  EXPECT_EQ(zone_error("z:0,0 10,0 10,0 0,10"), "zone \"z\": points 2 and 3 are the same");
+  EXPECT_EQ(zone_error("z:0,0 5,0 10,0"),
+            "zone \"z\": the edges at point 1 fold back on each other");
+  EXPECT_EQ(zone_error("z:0,0 10,0 5,0 0,5"),
+            "zone \"z\": the edges at point 2 fold back on each other");
+  EXPECT_EQ(zone_error("z:0,0 10,0 10,10 0,10;z:1,1 2,2 1,2"), "zone \"z\" is given twice");
+}
+
+// One track walking through anchor points (boxes 20 wide, 100 tall, the anchor their bottom).
+struct Walk {
+  uint64_t id;
+  std::vector<std::pair<double, double>> anchors;  // per frame; NaN x: not seen that frame
+};
+
+struct Outcome {
+  std::vector<CountEvent> events;
+  LineCounts counts;
+};
+
+Outcome count(const std::string &lines, const std::vector<Walk> &walks, CounterParams params = {}) {
+  Counter counter(params);
+  counter.set_lines(lines_of(lines));
+  size_t frames = 0;
+  for (const Walk &w : walks) frames = std::max(frames, w.anchors.size());
+  Outcome out;
+  for (size_t f = 0; f < frames; ++f) {
+    std::vector<CountObservation> seen;
+    for (const Walk &w : walks) {
+      if (f >= w.anchors.size() || std::isnan(w.anchors[f].first)) continue;
+      const auto [x, y] = w.anchors[f];
+      seen.push_back({w.id, static_cast<float>(x - 10), static_cast<float>(y - 100),
+                      static_cast<float>(x + 10), static_cast<float>(y), 0});
+    }
+    counter.update(static_cast<int64_t>(f), seen, &out.events);
+  }
+  out.counts = counter.line_counts(0);
+  return out;
+}
+
+// The horizontal line y = 200 from x 100 to 300: "in" is downwards (s > 0 below it).
+const char kLine[] = "door:100,200,300,200";
+
+std::vector<std::pair<double, double>> straight(double x0, double y0, double x1, double y1,
+                                                int steps) {
+  std::vector<std::pair<double, double>> out;
+  for (int i = 0; i <= steps; ++i)
+    out.emplace_back(x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps);
+  return out;
+}
+
+TEST(Counter, InAndOut) {
+  const Outcome o =
+      count(kLine, {{1, straight(200, 100, 200, 300, 20)}, {2, straight(150, 300, 150, 100, 20)}});
+  ASSERT_EQ(o.events.size(), 2u);
+  EXPECT_EQ(o.events[0].track_id, 1u);
+  EXPECT_EQ(o.events[0].direction, 1);
+  EXPECT_EQ(o.events[1].track_id, 2u);
+  EXPECT_EQ(o.events[1].direction, -1);
+  EXPECT_EQ(o.counts.in, 1u);
+  EXPECT_EQ(o.counts.out, 1u);
+}
+
+TEST(Counter, TheSignRuleOfTheIssue) {
+  // s = (x2-x1)(py-y1) - (y2-y1)(px-x1): a vertical line from (0,0) to (0,100) has s = -100 px,
+  // so going from x > 0 (s < 0) to x < 0 (s > 0) is "in".
+  Counter counter;
+  counter.set_lines(lines_of("v:0,0,0,100"));
+  std::vector<CountEvent> events;
+  for (int f = 0; f <= 10; ++f) {
+    const float x = 50 - 10.0f * f;
+    counter.update(f, {{7, x - 5, 0, x + 5, 60, 0}}, &events);
+  }
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].direction, 1);
+}
+
+TEST(Counter, JitterOnTheLineCountsOnce) {
+  // Up to the line, 20 frames jittering +-4 px across it, then on through.
+  auto path = straight(200, 100, 200, 198, 10);
+  for (int i = 0; i < 20; ++i) path.emplace_back(200, i % 2 ? 196 : 204);
+  for (const auto &p : straight(200, 204, 200, 320, 10)) path.push_back(p);
+  const Outcome o = count(kLine, {{1, path}});
+  EXPECT_EQ(o.counts.in, 1u);
+  EXPECT_EQ(o.counts.out, 0u);
+  EXPECT_EQ(o.events.size(), 1u);
+}
+
+TEST(Counter, JitterWithoutHysteresisCountsEveryCrossing) {
+  CounterParams params;
+  params.hysteresis = 0;
+  std::vector<std::pair<double, double>> path = {{200, 190}, {200, 210}, {200, 190}, {200, 210}};
+  const Outcome o = count(kLine, {{1, path}}, params);
+  EXPECT_EQ(o.counts.in, 2u);
+  EXPECT_EQ(o.counts.out, 1u);
+}
+
+TEST(Counter, MissedWhileCrossing) {
+  auto path = straight(200, 100, 200, 180, 8);
+  for (int i = 0; i < 6; ++i) path.emplace_back(NAN, NAN);  // not seen for 6 frames
+  for (const auto &p : straight(200, 240, 200, 320, 8)) path.push_back(p);
+  const Outcome o = count(kLine, {{1, path}});
+  EXPECT_EQ(o.counts.in, 1u);
+}
+
+TEST(Counter, TurningBackBeforeTheLineCountsNothing) {
+  auto path = straight(200, 100, 200, 195, 10);
+  for (const auto &p : straight(200, 195, 200, 100, 10)) path.push_back(p);
+  EXPECT_EQ(count(kLine, {{1, path}}).events.size(), 0u);
+}
+
+TEST(Counter, TurningBackOnTheLineCountsNothing) {
+  auto path = straight(200, 100, 200, 205, 10);  // just over, within the band (10 px)
+  for (const auto &p : straight(200, 205, 200, 100, 10)) path.push_back(p);
+  EXPECT_EQ(count(kLine, {{1, path}}).events.size(), 0u);
+}
+
+TEST(Counter, WalkingAroundTheEndCountsNothing) {
+  EXPECT_EQ(count(kLine, {{1, straight(350, 100, 350, 300, 20)}}).events.size(), 0u);
+  // Across the infinite line beyond the end, then back up through the segment: one "out".
+  auto path = straight(350, 100, 350, 300, 10);
+  for (const auto &p : straight(350, 300, 200, 300, 5)) path.push_back(p);
+  for (const auto &p : straight(200, 300, 200, 100, 10)) path.push_back(p);
+  const Outcome o = count(kLine, {{1, path}});
+  EXPECT_EQ(o.counts.in, 0u);
+  EXPECT_EQ(o.counts.out, 1u);
+}
+
+TEST(Counter, TwoCrossingPathsCountTwice) {
+  const Outcome o =
+      count(kLine, {{1, straight(120, 100, 280, 300, 20)}, {2, straight(280, 100, 120, 300, 20)}});
+  EXPECT_EQ(o.counts.in, 2u);
+}
+
+TEST(Counter, UntrackedBoxesAreIgnored) {
+  EXPECT_EQ(count(kLine, {{0, straight(200, 100, 200, 300, 20)}}).events.size(), 0u);
+}
+
+TEST(Counter, AnchorChoice) {
+  CounterParams params;
+  params.anchor = CountAnchor::kTopCenter;
+  // Bottoms go 150 -> 400 (crossing y = 200), tops -50 -> 200: the top ends on the line.
+  const Outcome top = count(kLine, {{1, straight(200, 150, 200, 300, 10)}}, params);
+  EXPECT_EQ(top.events.size(), 0u);
+  const Outcome bottom = count(kLine, {{1, straight(200, 150, 200, 300, 10)}});
+  EXPECT_EQ(bottom.events.size(), 1u);
+}
+
+TEST(Counter, NewLinesKeepTheCountsOfUnchangedOnes) {
+  Counter counter;
+  counter.set_lines(lines_of("a:0,200,400,200;b:0,250,400,250"));
+  std::vector<CountEvent> events;
+  int f = 0;
+  for (const auto &[x, y] : straight(200, 100, 200, 300, 20))
+    counter.update(f++, {{1, float(x - 10), float(y - 100), float(x + 10), float(y), 0}}, &events);
+  ASSERT_EQ(counter.line_counts(0).in, 1u);
+  ASSERT_EQ(counter.line_counts(1).in, 1u);
+  counter.set_lines(lines_of("b:0,250,400,250;a:0,210,400,210;c:0,0,1,1"));
+  EXPECT_EQ(counter.line_counts(0).in, 1u);  // b, unchanged
+  EXPECT_EQ(counter.line_counts(1).in, 0u);  // a moved: counted afresh
+  EXPECT_EQ(counter.line_counts(2).in, 0u);
+  counter.set_line_counts(2, {5, 6});
+  EXPECT_EQ(counter.line_counts(2).out, 6u);
+}
+
+// A zone: the square 100..300 x 100..300.
+TEST(Counter, ZoneEnterLeaveAndOccupancy) {
+  Counter counter;
+  std::vector<CountZone> zones;
+  std::string error;
+  ASSERT_TRUE(parse_zones("room:100,100 300,100 300,300 100,300", false, &zones, &error));
+  counter.set_zones(zones);
+  std::vector<CountEvent> events;
+  auto at = [](uint64_t id, double x, double y, int32_t class_id = 0) {
+    return CountObservation{id, float(x - 10), float(y - 100), float(x + 10), float(y), class_id};
+  };
+  counter.update(0, {at(1, 50, 200), at(2, 200, 200, 3)}, &events);  // 2 starts inside
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, CountEventKind::kZoneEntered);
+  EXPECT_EQ(events[0].track_id, 2u);
+  EXPECT_EQ(counter.occupancy(0), (std::map<int32_t, uint64_t>{{3, 1}}));
+  events.clear();
+  counter.update(1, {at(1, 105, 200), at(2, 200, 200, 3)}, &events);  // 1 in the band: nothing
+  EXPECT_TRUE(events.empty());
+  counter.update(2, {at(1, 150, 200), at(2, 200, 200, 3)}, &events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, CountEventKind::kZoneEntered);
+  EXPECT_EQ(counter.occupancy(0), (std::map<int32_t, uint64_t>{{0, 1}, {3, 1}}));
+  events.clear();
+  counter.update(3, {at(1, 350, 200)}, &events);  // 1 leaves; 2 unseen, still in
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, CountEventKind::kZoneLeft);
+  EXPECT_EQ(events[0].track_id, 1u);
+  events.clear();
+  // 2 is forgotten after track_timeout frames without a sighting, and leaves.
+  counter.update(3 + 31, {}, &events);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, CountEventKind::kZoneLeft);
+  EXPECT_EQ(events[0].track_id, 2u);
+  EXPECT_TRUE(counter.occupancy(0).empty());
+}
+
+TEST(Counter, TimeGoingBackwardsForgetsTracksKeepsCounts) {
+  Counter counter;
+  counter.set_lines(lines_of(kLine));
+  std::vector<CountEvent> events;
+  int f = 100;
+  for (const auto &[x, y] : straight(200, 100, 200, 300, 20))
+    counter.update(f++, {{1, float(x - 10), float(y - 100), float(x + 10), float(y), 0}}, &events);
+  ASSERT_EQ(counter.line_counts(0).in, 1u);
+  // Back to frame 0 right below the line, then up: the track is new, its side unknown before.
+  counter.update(0, {{1, 190, 110, 210, 210, 0}}, &events);
+  counter.update(1, {{1, 190, 50, 210, 150, 0}}, &events);
+  EXPECT_EQ(counter.line_counts(0).in, 1u);
+  EXPECT_EQ(counter.line_counts(0).out, 0u);
+}
+
+}  // namespace
+}  // namespace cudanms

@@ -1,0 +1,311 @@
+#include "mot.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "cudanms/assignment.h"
+#include "cudanms/bounded_file.h"
+
+namespace cudanms::tools {
+namespace {
+
+constexpr uint64_t kMotFileLimit = 1ull << 30;
+constexpr double kMaxDistance = 0.5;  // 1 - IoU: pairs of IoU >= 0.5 may match
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+bool parse_number(const std::string &field, double *out) {
+  const char *begin = field.data(), *end = begin + field.size();
+  while (begin < end && (*begin == ' ' || *begin == '\t')) ++begin;
+  while (end > begin && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) --end;
+  if (begin < end && *begin == '+') ++begin;
+  const auto [stop, ec] = std::from_chars(begin, end, *out);
+  return ec == std::errc() && stop == end && begin < end;
+}
+
+// py-motmetrics' boxiou, on (x, y, w, h).
+double iou(const MotBox &a, const MotBox &b) {
+  const double iw = std::max(0.0, std::min(a.x + a.w, b.x + b.w) - std::max(a.x, b.x));
+  const double ih = std::max(0.0, std::min(a.y + a.h, b.y + b.h) - std::max(a.y, b.y));
+  const double inter = iw * ih;
+  const double uni = a.w * a.h + b.w * b.h - inter;
+  return inter > 0 && uni > 0 ? inter / uni : 0.0;
+}
+
+// Boxes by frame, in file order within a frame.
+std::map<int64_t, std::vector<const MotBox *>> by_frame(const std::vector<MotBox> &boxes) {
+  std::map<int64_t, std::vector<const MotBox *>> out;
+  for (const MotBox &b : boxes) out[b.frame].push_back(&b);
+  return out;
+}
+
+// Dense codes 0..n-1 for the ids of `boxes`, in order of first appearance.
+std::unordered_map<int64_t, uint32_t> codes_of(const std::vector<MotBox> &boxes,
+                                               std::vector<uint64_t> *counts) {
+  std::unordered_map<int64_t, uint32_t> codes;
+  for (const MotBox &b : boxes) {
+    auto [it, fresh] = codes.try_emplace(b.id, static_cast<uint32_t>(codes.size()));
+    if (fresh) counts->push_back(0);
+    (*counts)[it->second]++;
+  }
+  return codes;
+}
+
+}  // namespace
+
+bool read_mot_file(const std::string &path, double min_score, std::vector<MotBox> *boxes,
+                   std::string *error) {
+  std::string text, why;
+  if (!read_bounded_file(path, kMotFileLimit, &text, &why)) {
+    *error = path + ": " + why;
+    return false;
+  }
+  std::vector<MotBox> out;
+  std::set<std::pair<int64_t, int64_t>> seen;  // (frame, id) of rows with an id
+  std::istringstream lines(text);
+  std::string line;
+  for (size_t number = 1; std::getline(lines, line); ++number) {
+    const std::string where = path + ":" + std::to_string(number) + ": ";
+    if (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '#') continue;
+    std::vector<double> v;
+    std::istringstream fields(line);
+    std::string field;
+    while (std::getline(fields, field, ',')) {
+      double value;
+      if (!parse_number(field, &value)) {
+        *error = where + "\"" + field + "\" is not a number";
+        return false;
+      }
+      v.push_back(value);
+    }
+    if (v.size() < 6) {
+      *error =
+          where + "a row is frame,id,x,y,w,h[,score,...]: " + std::to_string(v.size()) + " fields";
+      return false;
+    }
+    for (size_t i = 0; i < std::min<size_t>(v.size(), 7); ++i)
+      if (!std::isfinite(v[i])) {
+        *error = where + "field " + std::to_string(i + 1) + " is not finite";
+        return false;
+      }
+    if (v[0] != std::floor(v[0]) || v[1] != std::floor(v[1]) || std::fabs(v[0]) > 1e15 ||
+        std::fabs(v[1]) > 1e15) {
+      *error = where + "the frame and the id must be integers";
+      return false;
+    }
+    if (v[4] < 0 || v[5] < 0) {
+      *error = where + "a box has a negative width or height";
+      return false;
+    }
+    const MotBox box{static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1]), v[2], v[3], v[4], v[5],
+                     v.size() > 6 ? v[6] : 1.0};
+    if (box.score < min_score) continue;
+    if (box.id >= 0 && !seen.emplace(box.frame, box.id).second) {
+      *error = where + "id " + std::to_string(box.id) + " appears twice in frame " +
+               std::to_string(box.frame);
+      return false;
+    }
+    out.push_back(box);
+  }
+  *boxes = std::move(out);
+  return true;
+}
+
+std::string format_mot_rows(const std::vector<MotBox> &boxes) {
+  std::string out;
+  char line[256];
+  for (const MotBox &b : boxes) {
+    std::snprintf(line, sizeof line, "%lld,%lld,%.2f,%.2f,%.2f,%.2f,%.6g,-1,-1,-1\n",
+                  static_cast<long long>(b.frame), static_cast<long long>(b.id), b.x, b.y, b.w, b.h,
+                  b.score);
+    out += line;
+  }
+  return out;
+}
+
+double MotScores::mota() const {
+  return gt_boxes ? 1.0 - static_cast<double>(misses + false_positives + switches) / gt_boxes : 0;
+}
+double MotScores::motp() const { return ratio(distance_sum, static_cast<double>(detections())); }
+double MotScores::recall() const { return ratio(detections(), gt_boxes); }
+double MotScores::precision() const {
+  return ratio(detections(), static_cast<double>(false_positives + detections()));
+}
+double MotScores::idf1() const {
+  return ratio(2.0 * id_true_positives, static_cast<double>(gt_boxes + hyp_boxes));
+}
+double MotScores::idp() const { return ratio(id_true_positives, hyp_boxes); }
+double MotScores::idr() const { return ratio(id_true_positives, gt_boxes); }
+
+MotScores &MotScores::operator+=(const MotScores &o) {
+  gt_boxes += o.gt_boxes;
+  hyp_boxes += o.hyp_boxes;
+  matches += o.matches;
+  switches += o.switches;
+  false_positives += o.false_positives;
+  misses += o.misses;
+  fragmentations += o.fragmentations;
+  objects += o.objects;
+  mostly_tracked += o.mostly_tracked;
+  partly_tracked += o.partly_tracked;
+  mostly_lost += o.mostly_lost;
+  id_true_positives += o.id_true_positives;
+  distance_sum += o.distance_sum;
+  return *this;
+}
+
+MotScores score_mot(const std::vector<MotBox> &gt, const std::vector<MotBox> &hyp) {
+  MotScores s;
+  std::vector<uint64_t> object_boxes, hyp_id_boxes;
+  const auto object_code = codes_of(gt, &object_boxes);
+  const auto hyp_code = codes_of(hyp, &hyp_id_boxes);
+  const size_t n_objects = object_boxes.size(), n_hyps = hyp_id_boxes.size();
+  s.gt_boxes = gt.size();
+  s.hyp_boxes = hyp.size();
+  s.objects = n_objects;
+
+  std::vector<int64_t> last_hyp(n_objects, -1);  // the hypothesis an object was last matched to
+  std::vector<uint8_t> matched_before(n_objects, 0), tracked_ever(n_objects, 0),
+      tracked_last(n_objects, 0);
+  std::vector<uint64_t> tracked_frames(n_objects, 0);
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> overlapping;  // frames each pair could match
+
+  const auto gt_frames = by_frame(gt), hyp_frames = by_frame(hyp);
+  std::set<int64_t> frames;
+  for (const auto &[f, rows] : gt_frames) frames.insert(f);
+  for (const auto &[f, rows] : hyp_frames) frames.insert(f);
+  const std::vector<const MotBox *> none;
+  SparseAssignment solver;
+  std::vector<AssignmentEdge> edges;
+  std::vector<int32_t> column_of_row;
+  for (const int64_t frame : frames) {
+    const auto g = gt_frames.find(frame), h = hyp_frames.find(frame);
+    const std::vector<const MotBox *> &objects = g == gt_frames.end() ? none : g->second;
+    const std::vector<const MotBox *> &hyps = h == hyp_frames.end() ? none : h->second;
+    std::vector<double> distance(objects.size() * hyps.size(), NAN);
+    for (size_t i = 0; i < objects.size(); ++i)
+      for (size_t j = 0; j < hyps.size(); ++j) {
+        const double d = 1.0 - iou(*objects[i], *hyps[j]);
+        if (d <= kMaxDistance) {
+          distance[i * hyps.size() + j] = d;
+          overlapping[{object_code.at(objects[i]->id), hyp_code.at(hyps[j]->id)}]++;
+        }
+      }
+    std::vector<uint8_t> object_done(objects.size(), 0), hyp_done(hyps.size(), 0);
+    std::vector<uint32_t> matched_now;
+    auto record = [&](size_t i, size_t j) {
+      const uint32_t o = object_code.at(objects[i]->id);
+      const int64_t hyp_id = static_cast<int64_t>(hyp_code.at(hyps[j]->id));
+      s.distance_sum += distance[i * hyps.size() + j];
+      object_done[i] = hyp_done[j] = 1;
+      matched_now.push_back(o);
+      return std::pair<uint32_t, int64_t>(o, hyp_id);
+    };
+    // 1. Last frame's matches, where they still hold.
+    for (size_t i = 0; i < objects.size(); ++i) {
+      const uint32_t o = object_code.at(objects[i]->id);
+      if (!matched_before[o]) continue;
+      for (size_t j = 0; j < hyps.size(); ++j) {
+        if (hyp_done[j] || static_cast<int64_t>(hyp_code.at(hyps[j]->id)) != last_hyp[o]) continue;
+        if (!std::isnan(distance[i * hyps.size() + j])) {
+          record(i, j);
+          s.matches++;
+        }
+        break;
+      }
+    }
+    // 2. The most pairs, then the least distance: leaving an object alone costs more than any
+    // total of distances, as py-motmetrics' forbidden cost does.
+    edges.clear();
+    for (size_t i = 0; i < objects.size(); ++i)
+      for (size_t j = 0; j < hyps.size(); ++j)
+        if (!object_done[i] && !hyp_done[j] && !std::isnan(distance[i * hyps.size() + j]))
+          edges.push_back(
+              {static_cast<uint32_t>(i), static_cast<uint32_t>(j), distance[i * hyps.size() + j]});
+    const double alone = 2.0 * static_cast<double>(std::min(objects.size(), hyps.size()) + 1);
+    solver.solve(static_cast<uint32_t>(objects.size()), static_cast<uint32_t>(hyps.size()), edges,
+                 alone, &column_of_row);
+    for (size_t i = 0; i < objects.size(); ++i) {
+      if (object_done[i] || column_of_row[i] < 0) continue;
+      const auto [o, hyp_id] = record(i, static_cast<size_t>(column_of_row[i]));
+      const bool is_switch = last_hyp[o] >= 0 && last_hyp[o] != hyp_id;
+      (is_switch ? s.switches : s.matches)++;
+      last_hyp[o] = hyp_id;
+    }
+    // 3. Misses and false positives; who is tracked.
+    for (size_t i = 0; i < objects.size(); ++i) {
+      if (object_done[i]) continue;
+      s.misses++;
+      tracked_last[object_code.at(objects[i]->id)] = 0;
+    }
+    for (size_t j = 0; j < hyps.size(); ++j) s.false_positives += hyp_done[j] ? 0 : 1;
+    for (const uint32_t o : matched_now) {
+      tracked_frames[o]++;
+      if (tracked_ever[o] && !tracked_last[o]) s.fragmentations++;
+      tracked_ever[o] = tracked_last[o] = 1;
+    }
+    std::fill(matched_before.begin(), matched_before.end(), 0);
+    for (const uint32_t o : matched_now) matched_before[o] = 1;
+  }
+  for (size_t o = 0; o < n_objects; ++o) {
+    const double r = ratio(tracked_frames[o], object_boxes[o]);
+    if (r >= 0.8) {
+      s.mostly_tracked++;
+    } else if (r >= 0.2) {
+      s.partly_tracked++;
+    } else {
+      s.mostly_lost++;
+    }
+  }
+  // Identity: the object-to-hypothesis assignment with the most frames in common.
+  uint64_t most = 0;
+  for (const auto &[pair, frames_together] : overlapping) most = std::max(most, frames_together);
+  edges.clear();
+  for (const auto &[pair, frames_together] : overlapping)
+    edges.push_back({pair.first, pair.second, static_cast<double>(most - frames_together)});
+  solver.solve(static_cast<uint32_t>(n_objects), static_cast<uint32_t>(n_hyps), edges,
+               static_cast<double>(most), &column_of_row);
+  for (size_t o = 0; o < n_objects; ++o)
+    if (column_of_row[o] >= 0)
+      s.id_true_positives += overlapping.at({static_cast<uint32_t>(o), column_of_row[o]});
+  return s;
+}
+
+std::string format_mot_table(const std::vector<std::pair<std::string, MotScores>> &rows) {
+  size_t width = 8;
+  for (const auto &[name, scores] : rows) width = std::max(width, name.size());
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "%-*s %8s %8s %8s %8s %8s %5s %4s %4s %4s %6s %6s %5s %5s %8s %8s\n",
+                static_cast<int>(width), "", "IDF1", "IDP", "IDR", "Rcll", "Prcn", "GT", "MT", "PT",
+                "ML", "FP", "FN", "IDsw", "FM", "MOTA", "MOTP");
+  out += line;
+  for (const auto &[name, s] : rows) {
+    std::snprintf(line, sizeof line,
+                  "%-*s %8.6f %8.6f %8.6f %8.6f %8.6f %5llu %4llu %4llu %4llu %6llu %6llu %5llu "
+                  "%5llu %8.6f %8.6f\n",
+                  static_cast<int>(width), name.c_str(), s.idf1(), s.idp(), s.idr(), s.recall(),
+                  s.precision(), static_cast<unsigned long long>(s.objects),
+                  static_cast<unsigned long long>(s.mostly_tracked),
+                  static_cast<unsigned long long>(s.partly_tracked),
+                  static_cast<unsigned long long>(s.mostly_lost),
+                  static_cast<unsigned long long>(s.false_positives),
+                  static_cast<unsigned long long>(s.misses),
+                  static_cast<unsigned long long>(s.switches),
+                  static_cast<unsigned long long>(s.fragmentations), s.mota(), s.motp());
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace cudanms::tools
