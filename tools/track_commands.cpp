@@ -59,8 +59,8 @@ struct TrackerOptions {
         *why = "thresholds lie in [0, 1]";
         return false;
       }
-    if (track_buffer < 0 || track_buffer > 1000000) {
-      *why = "--track-buffer lies in [0, 1000000]";
+    if (track_buffer < 0 || track_buffer > 100000) {
+      *why = "--track-buffer lies in [0, 100000]";
       return false;
     }
     if (min_hits < 1 || min_hits > 1000) {

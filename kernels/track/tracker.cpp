@@ -64,7 +64,7 @@ struct Tracker::State {
   std::vector<int32_t> column_of_row;
   SparseAssignment solver;
   std::vector<int32_t> track_of_detection;  // per detection: the track it was matched to, or -1
-  std::vector<uint32_t> high, low, confirmed, tentative, still_tracked, lost;
+  std::vector<uint32_t> high, low, confirmed, tentative, still_tracked;
   std::vector<uint8_t> taken;
 
   // Matches the tracks `rows` to the detections `cols`: track_of_detection is filled for the
@@ -73,7 +73,6 @@ struct Tracker::State {
              const std::vector<Detection> &detections, bool fuse_score, float max_cost);
   void step(int64_t frame, const std::vector<Detection> &detections);
   void new_track(const Detection &d, size_t index, int64_t frame);
-  void remove_duplicates();
 };
 
 void Tracker::State::match(std::vector<uint32_t> *rows, std::vector<uint32_t> *cols,
@@ -143,42 +142,18 @@ void Tracker::State::new_track(const Detection &d, size_t index, int64_t frame) 
   tracks.push_back(std::move(t));
 }
 
-// ByteTrack's remove_duplicate_stracks: a tracked and a lost track on the same object.
-void Tracker::State::remove_duplicates() {
-  lost.clear();
-  for (uint32_t i = 0; i < tracks.size(); ++i)
-    if (tracks[i].phase == Phase::kLost) lost.push_back(i);
-  if (lost.empty()) return;
-  grid_boxes.clear();
-  for (uint32_t i : lost) grid_boxes.push_back(tracks[i].box);
-  grid.build(grid_boxes);
-  std::vector<uint8_t> &drop = taken;
-  drop.assign(tracks.size(), 0);
-  for (uint32_t i = 0; i < tracks.size(); ++i) {
-    if (tracks[i].phase == Phase::kLost) continue;
-    grid.near(tracks[i].box, [&](uint32_t r) {
-      const uint32_t j = lost[r];
-      if (detail::overlap(Overlap::kIoU, tracks[i].box, tracks[j].box) <= 0.85f) return;
-      // The one that has existed longer stays.
-      const int64_t age_i = tracks[i].last_frame - tracks[i].first_frame;
-      const int64_t age_j = tracks[j].last_frame - tracks[j].first_frame;
-      drop[age_i > age_j ? j : i] = 1;
-    });
-  }
-  size_t kept = 0;
-  for (size_t i = 0; i < tracks.size(); ++i)
-    if (!drop[i]) tracks[kept++] = std::move(tracks[i]);
-  tracks.erase(tracks.begin() + static_cast<std::ptrdiff_t>(kept), tracks.end());
-}
-
 void Tracker::State::step(int64_t frame, const std::vector<Detection> &detections) {
+  // Tracks not seen for more than track_buffer frames cannot be found again: after a gap in
+  // time (dropped frames, a reconnection) as after as many empty frames.
+  tracks.erase(
+      std::remove_if(tracks.begin(), tracks.end(),
+                     [&](const Track &t) { return frame - t.last_frame > params.track_buffer; }),
+      tracks.end());
   const int64_t gap = first_frame ? 1 : frame - last_frame;
-  // Predict every track to this frame; a track that cannot survive the gap needs no prediction.
-  const int64_t steps = std::min<int64_t>(gap, params.track_buffer + 2);
   for (Track &t : tracks) {
     t.detection = -1;
     if (t.phase == Phase::kLost) t.filter.stop_growing();
-    for (int64_t s = 0; s < steps; ++s) t.filter.predict();
+    for (int64_t s = 0; s < gap; ++s) t.filter.predict();
     t.box = box_of(t.filter.box());
   }
 
@@ -225,13 +200,12 @@ void Tracker::State::step(int64_t frame, const std::vector<Detection> &detection
       track.phase = Phase::kTracked;
     }
   }
-  // Unmatched: tentative tracks go, tracked ones are lost, lost ones wait out track_buffer.
+  // Unmatched: tentative tracks go, tracked ones are lost.
   size_t kept = 0;
   for (Track &t : tracks) {
     if (t.detection < 0) {
       if (t.phase == Phase::kTentative) continue;
       t.phase = Phase::kLost;
-      if (frame - t.last_frame > params.track_buffer) continue;
     }
     if (&tracks[kept] != &t) tracks[kept] = std::move(t);
     kept++;
@@ -269,7 +243,6 @@ const TrackedFrame &Tracker::update(int64_t frame, const std::vector<Detection> 
     s.out.reset = true;
   }
   s.step(frame, detections);
-  s.remove_duplicates();
   s.first_frame = false;
   s.last_frame = frame;
 

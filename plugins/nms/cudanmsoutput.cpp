@@ -3,7 +3,8 @@
 #include <gst/video/video.h>
 
 #include <algorithm>
-#include <cmath>
+
+#include "keptboxes.h"
 
 namespace {
 
@@ -72,13 +73,10 @@ void gst_cuda_nms_add_roi_metas(GstBuffer *buffer, const GstCudaNmsResultMeta *r
   const bool normalize = width > 0 && height > 0;
   for (guint i = 0; i < result->n_kept; i++) {
     const float *b = result->boxes + 4 * static_cast<size_t>(i);
-    const double x1 = std::max(0.0, std::floor(static_cast<double>(b[0])));
-    const double y1 = std::max(0.0, std::floor(static_cast<double>(b[1])));
-    const double x2 = std::max(x1, std::ceil(static_cast<double>(b[2])));
-    const double y2 = std::max(y1, std::ceil(static_cast<double>(b[3])));
-    GstVideoRegionOfInterestMeta *roi = gst_buffer_add_video_region_of_interest_meta(
-        buffer, result->labels[i], static_cast<guint>(x1), static_cast<guint>(y1),
-        static_cast<guint>(x2 - x1), static_cast<guint>(y2 - y1));
+    guint x, y, w, h;
+    gst_cv_roi_rect(b, &x, &y, &w, &h);
+    GstVideoRegionOfInterestMeta *roi =
+        gst_buffer_add_video_region_of_interest_meta(buffer, result->labels[i], x, y, w, h);
     if (!roi) continue;
     GstStructure *detection = gst_structure_new("detection", "confidence", G_TYPE_DOUBLE,
                                                 static_cast<double>(result->scores[i]), "label_id",

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "keptboxes.h"
 #include "labels.h"
 
 GType gst_detections_format_get_type(void) {
@@ -56,61 +57,6 @@ struct DetectionsFrame {
   const GstSegment *segment;
 };
 
-struct Box {
-  std::string label;
-  gint class_id;
-  double score, x, y, w, h;
-  std::vector<double> points; /* x, y, ...: the result meta's points of the box */
-  guint members = 0;          /* the candidates it stands for, where NMS counted them; else 0 */
-};
-
-/* The kept boxes of the result meta, or the ROI metas in the order they were added. */
-std::vector<Box> boxes_of(GstBuffer *buf, GstCudaNmsResultMeta *result,
-                          const std::map<gint, std::string> &labels) {
-  std::vector<Box> boxes;
-  if (result) {
-    for (guint i = 0; i < result->n_kept; i++) {
-      const gfloat *b = result->boxes + 4 * static_cast<size_t>(i);
-      const gint class_id = result->class_ids[i];
-      /* cudanms names every kept box; a result meta from elsewhere may leave labels NULL. */
-      const gchar *label = result->labels ? result->labels[i] : nullptr;
-      boxes.push_back({label ? std::string(label) : gst_cv_label_lookup(labels, class_id),
-                       class_id,
-                       result->scores[i],
-                       b[0],
-                       b[1],
-                       b[2] - b[0],
-                       b[3] - b[1],
-                       {}});
-      if (result->points) {
-        const size_t per = 2 * static_cast<size_t>(result->points_per_box);
-        const gfloat *p = result->points + per * i;
-        boxes.back().points.assign(p, p + per);
-      }
-      if (result->members) boxes.back().members = result->members[i];
-    }
-    return boxes;
-  }
-  gpointer state = nullptr;
-  GstMeta *meta;
-  while ((meta = gst_buffer_iterate_meta_filtered(buf, &state,
-                                                  GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))) {
-    auto *roi = reinterpret_cast<GstVideoRegionOfInterestMeta *>(meta);
-    const gchar *roi_type = g_quark_to_string(roi->roi_type);
-    Box box{roi_type ? roi_type : "", 0, 1.0, double(roi->x), double(roi->y), double(roi->w),
-            double(roi->h),           {}};
-    if (GstStructure *d = gst_video_region_of_interest_meta_get_param(roi, "detection")) {
-      gst_structure_get_double(d, "confidence", &box.score);
-      if (gst_structure_get_int(d, "label_id", &box.class_id))
-        box.label = gst_cv_label_lookup(labels, box.class_id, roi_type);
-      if (const gchar *l = gst_structure_get_string(d, "label")) box.label = l;
-      gst_structure_get_uint(d, "members", &box.members);
-    }
-    boxes.push_back(box);
-  }
-  return boxes;
-}
-
 void add_int(JsonBuilder *b, const char *name, gint64 value) {
   json_builder_set_member_name(b, name);
   json_builder_add_int_value(b, value);
@@ -125,7 +71,7 @@ void add_string(JsonBuilder *b, const char *name, const std::string &value) {
 }
 
 void encode_cudanms(GstObject *element, JsonBuilder *b, GstBuffer *buf,
-                    GstCudaNmsResultMeta *result, const std::vector<Box> &boxes,
+                    GstCudaNmsResultMeta *result, const std::vector<KeptBox> &boxes,
                     const DetectionsFrame &frame) {
   add_int(b, "frame", static_cast<gint64>(frame.frame));
   json_builder_set_member_name(b, "pts");
@@ -153,15 +99,16 @@ void encode_cudanms(GstObject *element, JsonBuilder *b, GstBuffer *buf,
   }
   json_builder_set_member_name(b, "boxes");
   json_builder_begin_array(b);
-  for (const Box &box : boxes) {
+  for (const KeptBox &box : boxes) {
     json_builder_begin_object(b);
     add_string(b, "label", box.label);
     add_int(b, "class_id", box.class_id);
     add_double(b, "score", box.score);
-    add_double(b, "x", box.x);
-    add_double(b, "y", box.y);
-    add_double(b, "w", box.w);
-    add_double(b, "h", box.h);
+    add_double(b, "x", box.x1);
+    add_double(b, "y", box.y1);
+    add_double(b, "w", box.x2 - box.x1);
+    add_double(b, "h", box.y2 - box.y1);
+    if (box.track_id > 0) add_int(b, "track_id", static_cast<gint64>(box.track_id));
     if (box.members > 0) add_int(b, "members", box.members);
     if (!box.points.empty()) {
       /* [[x, y], ...]; a point the candidates did not have (NaN) is null: JSON has no NaN. */
@@ -187,7 +134,7 @@ void encode_cudanms(GstObject *element, JsonBuilder *b, GstBuffer *buf,
 /* gvametaconvert's layout. Its x, y, w, h are the ROI meta's integers; ours are rounded to
  * the nearest pixel the same way; bounding_box keeps the exact box, as a fraction of the frame
  * (of 1 x 1 when the frame size is unknown, as then nothing can be normalised). */
-void encode_dlstreamer(JsonBuilder *b, GstBuffer *buf, const std::vector<Box> &boxes,
+void encode_dlstreamer(JsonBuilder *b, GstBuffer *buf, const std::vector<KeptBox> &boxes,
                        const DetectionsFrame &frame) {
   json_builder_set_member_name(b, "resolution");
   json_builder_begin_object(b);
@@ -208,21 +155,23 @@ void encode_dlstreamer(JsonBuilder *b, GstBuffer *buf, const std::vector<Box> &b
   const double fh = frame.height > 0 ? frame.height : 1.0;
   json_builder_set_member_name(b, "objects");
   json_builder_begin_array(b);
-  for (const Box &box : boxes) {
+  for (const KeptBox &box : boxes) {
     json_builder_begin_object(b);
-    add_int(b, "x", static_cast<gint64>(std::lround(box.x)));
-    add_int(b, "y", static_cast<gint64>(std::lround(box.y)));
-    add_int(b, "w", static_cast<gint64>(std::lround(box.w)));
-    add_int(b, "h", static_cast<gint64>(std::lround(box.h)));
+    const double x = box.x1, y = box.y1, w = box.x2 - box.x1, h = box.y2 - box.y1;
+    add_int(b, "x", static_cast<gint64>(std::lround(x)));
+    add_int(b, "y", static_cast<gint64>(std::lround(y)));
+    add_int(b, "w", static_cast<gint64>(std::lround(w)));
+    add_int(b, "h", static_cast<gint64>(std::lround(h)));
+    if (box.track_id > 0) add_int(b, "id", static_cast<gint64>(box.track_id));
     add_string(b, "roi_type", box.label);
     json_builder_set_member_name(b, "detection");
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "bounding_box");
     json_builder_begin_object(b);
-    add_double(b, "x_min", box.x / fw);
-    add_double(b, "y_min", box.y / fh);
-    add_double(b, "x_max", (box.x + box.w) / fw);
-    add_double(b, "y_max", (box.y + box.h) / fh);
+    add_double(b, "x_min", x / fw);
+    add_double(b, "y_min", y / fh);
+    add_double(b, "x_max", (x + w) / fw);
+    add_double(b, "y_max", (y + h) / fh);
     json_builder_end_object(b);
     add_double(b, "confidence", box.score);
     add_string(b, "label", box.label);
@@ -234,6 +183,62 @@ void encode_dlstreamer(JsonBuilder *b, GstBuffer *buf, const std::vector<Box> &b
   json_builder_end_array(b);
 }
 
+/* One event's members: kind, name, direction (lines), track_id, label. */
+void add_event(JsonBuilder *b, const GstCudaNmsCountEvent &e) {
+  add_string(b, "kind", gst_cuda_nms_count_event_kind_name(e.kind));
+  add_string(b, "name", e.name ? e.name : "");
+  if (e.kind == GST_CUDA_NMS_COUNT_LINE_CROSSED)
+    add_string(b, "direction", e.direction > 0 ? "in" : "out");
+  add_int(b, "track_id", static_cast<gint64>(e.track_id));
+  add_string(b, "label", e.label ? e.label : "");
+}
+
+/* "events": [...], "counts": {"lines": {NAME: {"in", "out"}}, "zones": {NAME: {LABEL: n}}}. */
+void encode_counts(JsonBuilder *b, const GstCudaNmsCountsMeta *counts) {
+  json_builder_set_member_name(b, "events");
+  json_builder_begin_array(b);
+  for (guint i = 0; i < counts->n_events; i++) {
+    json_builder_begin_object(b);
+    add_event(b, counts->events[i]);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "counts");
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "lines");
+  json_builder_begin_object(b);
+  for (guint i = 0; i < counts->n_lines; i++) {
+    const GstCudaNmsLineCount &line = counts->lines[i];
+    json_builder_set_member_name(b, line.name);
+    json_builder_begin_object(b);
+    add_int(b, "in", static_cast<gint64>(line.in));
+    add_int(b, "out", static_cast<gint64>(line.out));
+    json_builder_end_object(b);
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "zones");
+  json_builder_begin_object(b);
+  for (guint i = 0; i < counts->n_zones; i++) {
+    const GstCudaNmsZoneCount &zone = counts->zones[i];
+    json_builder_set_member_name(b, zone.name);
+    json_builder_begin_object(b);
+    for (guint k = 0; k < zone.n_labels; k++)
+      add_int(b, zone.labels[k].label, zone.labels[k].occupancy);
+    json_builder_end_object(b);
+  }
+  json_builder_end_object(b);
+  json_builder_end_object(b);
+}
+
+gchar *to_text(JsonGenerator **generator, JsonBuilder *b, gsize *length) {
+  JsonNode *root = json_builder_get_root(b);
+  if (!*generator) *generator = json_generator_new();
+  json_generator_set_root(*generator, root);
+  gchar *text = json_generator_to_data(*generator, length);
+  json_node_unref(root);
+  return text;
+}
+
 }  // namespace
 
 gchar *DetectionsStream::encode(GstObject *element, GstBuffer *buf, DetectionsFormat format,
@@ -241,7 +246,7 @@ gchar *DetectionsStream::encode(GstObject *element, GstBuffer *buf, DetectionsFo
                                 gsize *length) {
   const DetectionsFrame frame{frames_++, width_, height_, source, segment};
   GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
-  const std::vector<Box> boxes = boxes_of(buf, result, labels_);
+  const std::vector<KeptBox> boxes = gst_cv_kept_boxes(buf, labels_);
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
   if (format == DetectionsFormat::kDlStreamer) {
@@ -249,12 +254,32 @@ gchar *DetectionsStream::encode(GstObject *element, GstBuffer *buf, DetectionsFo
   } else {
     encode_cudanms(element, b, buf, result, boxes, frame);
   }
+  if (const GstCudaNmsCountsMeta *counts = gst_buffer_get_cuda_nms_counts_meta(buf))
+    encode_counts(b, counts);
   json_builder_end_object(b);
-  JsonNode *root = json_builder_get_root(b);
-  if (!generator_) generator_ = json_generator_new();
-  json_generator_set_root(generator_, root);
-  gchar *text = json_generator_to_data(generator_, length);
-  json_node_unref(root);
+  gchar *text = to_text(&generator_, b, length);
   g_object_unref(b);
   return text;
+}
+
+std::vector<std::string> DetectionsStream::encode_events(GstBuffer *buf,
+                                                         const std::string &source) {
+  std::vector<std::string> out;
+  const GstCudaNmsCountsMeta *counts = gst_buffer_get_cuda_nms_counts_meta(buf);
+  for (guint i = 0; counts && i < counts->n_events; i++) {
+    JsonBuilder *b = json_builder_new();
+    json_builder_begin_object(b);
+    add_event(b, counts->events[i]);
+    if (!source.empty()) add_string(b, "source", source);
+    /* The frame the last encode() wrote: frames_ counts from 1 there. */
+    add_int(b, "frame", static_cast<gint64>(frames_ > 0 ? frames_ - 1 : 0));
+    if (GST_BUFFER_PTS_IS_VALID(buf)) add_int(b, "pts", static_cast<gint64>(GST_BUFFER_PTS(buf)));
+    json_builder_end_object(b);
+    gsize length = 0;
+    gchar *text = to_text(&generator_, b, &length);
+    out.emplace_back(text, length);
+    g_free(text);
+    g_object_unref(b);
+  }
+  return out;
 }

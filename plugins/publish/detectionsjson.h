@@ -8,7 +8,12 @@
  *               convert_roi_detection): resolution{width, height}, source, timestamp (ns of
  *               stream time), objects[{x, y, w, h, roi_type, detection{bounding_box{x_min,
  *               y_min, x_max, y_max} (0..1 of the frame), confidence, label, label_id}}]
- * The boxes come from the frame's GstCudaNmsResultMeta, else from its ROI metas. */
+ * The boxes come from the frame's GstCudaNmsResultMeta, else from its ROI metas; a box's track
+ * id (boxtrack) is "track_id" (cudanms) or "id" (dlstreamer, as gvametaconvert writes it), absent
+ * for a box of no track. With a GstCudaNmsCountsMeta (boxcount) both formats add
+ *   events      [{kind: line-crossed | zone-entered | zone-left, name, direction: in | out
+ *               (lines), track_id, label}]
+ *   counts      {lines: {NAME: {in, out}}, zones: {NAME: {LABEL: occupancy}}} */
 #pragma once
 
 #include <gst/gst.h>
@@ -16,6 +21,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 enum class DetectionsFormat { kCudanms, kDlStreamer };
 
@@ -38,6 +44,10 @@ class DetectionsStream {
    * camera ("" leaves it out); `segment` (may be null) gives the stream time; `element` logs. */
   gchar *encode(GstObject *element, GstBuffer *buf, DetectionsFormat format,
                 const std::string &source, const GstSegment *segment, gsize *length);
+  /* The frame's counting events (its GstCudaNmsCountsMeta), one JSON object each, for consumers
+   * that want events alone (metapublish's events topic): kind, name, direction, track_id,
+   * label, source, frame (as the last encode() numbered it) and pts. */
+  std::vector<std::string> encode_events(GstBuffer *buf, const std::string &source);
 
  private:
   guint64 frames_ = 0;

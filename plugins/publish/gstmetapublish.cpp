@@ -7,6 +7,9 @@
  * (method=mqtt, Eclipse Paho's C client) or to a file of JSON lines (method=file), in cudanms's
  * format or in DL Streamer gvametaconvert's (format=dlstreamer), so that consumers written for
  * DL Streamer read them unchanged. camera-id names the stream in every message ("source").
+ * Frames that boxcount counted carry their events and running counts in the message; with
+ * method=mqtt each event also goes as a message of its own (kind, name, direction, track_id,
+ * label, source, frame, pts) to events-topic, by default TOPIC/events.
  *
  * The streaming thread never waits on the network: messages go through a queue of at most
  * max-queued to a publishing thread. While the broker is unreachable that thread reconnects
@@ -67,6 +70,7 @@ enum {
   PROP_LOCATION,
   PROP_ADDRESS,
   PROP_TOPIC,
+  PROP_EVENTS_TOPIC,
   PROP_CLIENT_ID,
   PROP_QOS,
   PROP_TLS,
@@ -105,6 +109,7 @@ struct GstMetaPublishPrivate {
   DetectionsFormat format = DEFAULT_FORMAT;
   std::string camera_id;
   std::string location = DEFAULT_LOCATION;
+  std::string events_topic; /* "": the topic's /events */
   MqttOptions mqtt;
   guint flush_timeout_ms = DEFAULT_FLUSH_TIMEOUT_MS;
 
@@ -112,6 +117,7 @@ struct GstMetaPublishPrivate {
   PublishMethod running_method = DEFAULT_METHOD;
   DetectionsFormat running_format = DEFAULT_FORMAT;
   std::string running_camera_id;
+  std::string running_events_topic;
   LinesFile file;
   std::unique_ptr<MqttPublisher> publisher;
   DetectionsStream stream;
@@ -186,6 +192,10 @@ static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
                  "method=mqtt: the broker, host:port or a URI (tcp://, ssl://)", DEFAULT_ADDRESS);
   install_string(gobject_class, PROP_TOPIC, "topic", "Topic", "method=mqtt: the topic",
                  DEFAULT_TOPIC);
+  install_string(gobject_class, PROP_EVENTS_TOPIC, "events-topic", "Events topic",
+                 "method=mqtt: each counting event (boxcount) as a message of its own to this "
+                 "topic; empty: TOPIC/events",
+                 "");
   install_string(gobject_class, PROP_CLIENT_ID, "client-id", "Client id",
                  "method=mqtt: the MQTT client id; empty: cudanms-<pid>-<element name>", "");
   g_object_class_install_property(
@@ -305,6 +315,9 @@ static void gst_meta_publish_set_property(GObject *object, guint prop_id, const 
     case PROP_TOPIC:
       mqtt.topic = string_of(value);
       break;
+    case PROP_EVENTS_TOPIC:
+      priv->events_topic = string_of(value);
+      break;
     case PROP_CLIENT_ID:
       mqtt.client_id = string_of(value);
       break;
@@ -365,6 +378,9 @@ static void gst_meta_publish_get_property(GObject *object, guint prop_id, GValue
       break;
     case PROP_TOPIC:
       g_value_set_string(value, mqtt.topic.c_str());
+      break;
+    case PROP_EVENTS_TOPIC:
+      g_value_set_string(value, priv->events_topic.c_str());
       break;
     case PROP_CLIENT_ID:
       g_value_set_string(value, mqtt.client_id.c_str());
@@ -450,6 +466,8 @@ static gboolean gst_meta_publish_start(GstBaseTransform *trans) {
     priv->running_method = priv->method;
     priv->running_format = priv->format;
     priv->running_camera_id = priv->camera_id;
+    priv->running_events_topic =
+        priv->events_topic.empty() ? priv->mqtt.topic + "/events" : priv->events_topic;
     location = priv->location;
     mqtt = priv->mqtt;
     priv->publisher.reset();
@@ -566,6 +584,8 @@ static GstFlowReturn gst_meta_publish_transform_ip(GstBaseTransform *trans, GstB
   }
   priv->publisher->push(std::string(text, length));
   g_free(text);
+  for (std::string &event : priv->stream.encode_events(buf, priv->running_camera_id))
+    priv->publisher->push(priv->running_events_topic, std::move(event));
   report_drops(self, false);
   return GST_FLOW_OK;
 }

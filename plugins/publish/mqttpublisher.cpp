@@ -84,14 +84,16 @@ bool MqttPublisher::start(std::string *error) {
   return true;
 }
 
-void MqttPublisher::push(std::string message) {
+void MqttPublisher::push(std::string message) { push("", std::move(message)); }
+
+void MqttPublisher::push(std::string topic, std::string message) {
   {
     std::lock_guard<std::mutex> guard(lock_);
     if (queue_.size() >= std::max<size_t>(options_.max_queued, 1)) {
       queue_.pop_front();
       stats_.dropped++;
     }
-    queue_.push_back(std::move(message));
+    queue_.push_back({std::move(topic), std::move(message)});
     stats_.queued = queue_.size();
   }
   wake_.notify_one();
@@ -341,13 +343,13 @@ void MqttPublisher::run() {
       });
       continue;
     }
-    std::string message = std::move(queue_.front());
+    Message message = std::move(queue_.front());
     queue_.pop_front();
     stats_.queued = queue_.size();
 
     MQTTAsync_message m = MQTTAsync_message_initializer;
-    m.payload = message.data();
-    m.payloadlen = static_cast<int>(message.size());
+    m.payload = message.payload.data();
+    m.payloadlen = static_cast<int>(message.payload.size());
     m.qos = options_.qos;
     m.retained = 0;
     MQTTAsync_responseOptions response = MQTTAsync_responseOptions_initializer;
@@ -356,7 +358,8 @@ void MqttPublisher::run() {
     response.context = this;
     guard.unlock();
     // Paho copies the payload: `message` stays ours, for a resend.
-    const int rc = MQTTAsync_sendMessage(client, options_.topic.c_str(), &m, &response);
+    const std::string &topic = message.topic.empty() ? options_.topic : message.topic;
+    const int rc = MQTTAsync_sendMessage(client, topic.c_str(), &m, &response);
     guard.lock();
     if (rc == MQTTASYNC_SUCCESS) {
       if (confirmed_early_.erase(response.token) > 0) {

@@ -69,8 +69,9 @@ class MqttPublisher {
   // Creates the client and starts the worker; false with a reason for bad options. The first
   // connection is the worker's: a broker that is down is not an error here.
   bool start(std::string *error);
-  // Queues a message; never blocks on the network.
+  // Queues a message for the topic of the options (or `topic`); never blocks on the network.
   void push(std::string message);
+  void push(std::string topic, std::string message);
   // The retained status on `topic` (QoS 1): replaces any not yet sent, never dropped.
   void set_status(std::string topic, std::string message);
   // Gives the worker up to `flush` to publish what is queued, then stops it; what is left is
@@ -105,8 +106,12 @@ class MqttPublisher {
 
   mutable std::mutex lock_;
   std::condition_variable wake_;
-  std::deque<std::string> queue_;
-  std::deque<std::pair<int, std::string>> in_flight_;  // (token, message), oldest first
+  struct Message {
+    std::string topic;  // "": the options' topic
+    std::string payload;
+  };
+  std::deque<Message> queue_;
+  std::deque<std::pair<int, Message>> in_flight_;  // (token, message), oldest first
   std::set<int> confirmed_early_;  // confirmed before MQTTAsync_sendMessage returned
   std::string status_topic_, status_;
   bool status_pending_ = false;  // set_status since the last send, or a new connection

@@ -1,5 +1,5 @@
-// Shared by the tests of the detector and output plugins: registering their elements statically, and the sample
-// videos of Debian's opencv-doc.
+// Shared by the tests of the detector and output plugins: registering their elements statically,
+// and the sample videos of Debian's opencv-doc.
 #pragma once
 
 #include <glib.h>
@@ -10,7 +10,9 @@
 
 #include "cudanms/bounded_file.h"
 #include "gstblazeface.h"
+#include "gstboxcount.h"
 #include "gstboxoverlay.h"
+#include "gstboxtrack.h"
 #include "gstcudacascade.h"
 #include "gstcudanms.h"
 #include "gstcvdetect.h"
@@ -27,7 +29,8 @@ inline void init_cv_elements_once() {
     return GST_ELEMENT_REGISTER(cudanms, nullptr) && GST_ELEMENT_REGISTER(cvdetect, nullptr) &&
            GST_ELEMENT_REGISTER(cudacascade, nullptr) && GST_ELEMENT_REGISTER(blazeface, nullptr) &&
            GST_ELEMENT_REGISTER(boxoverlay, nullptr) &&
-           GST_ELEMENT_REGISTER(jsonmetawriter, nullptr);
+           GST_ELEMENT_REGISTER(jsonmetawriter, nullptr) &&
+           GST_ELEMENT_REGISTER(boxtrack, nullptr) && GST_ELEMENT_REGISTER(boxcount, nullptr);
   }();
   ASSERT_TRUE(done);
 }

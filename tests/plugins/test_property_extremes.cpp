@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "plugins/cv_support.h"
 #include "kernels/cascade_support.h"
+#include "plugins/cv_support.h"
 #include "support/blazeface_model.h"
 
 namespace cudanms::testing {
@@ -111,8 +111,8 @@ TEST(PropertyExtremes, NoValueOfAnyPropertyAbortsTheProcess) {
   gchar *dir = g_dir_make_tmp("extremes-XXXXXX", nullptr);
   const std::string json = std::string(dir) + "/out.jsonl";
   size_t runs = 0, completed = 0;
-  std::vector<const char *> factories = {"cudanms", "cvdetect", "cudacascade", "boxoverlay",
-                                         "jsonmetawriter"};
+  std::vector<const char *> factories = {"cudanms",        "cvdetect", "cudacascade", "boxoverlay",
+                                         "jsonmetawriter", "boxtrack", "boxcount"};
   // blazeface with its default model, where tools/fetch-blazeface.sh put it.
   if (have_blazeface_model()) factories.push_back("blazeface");
   for (const char *factory : factories) {

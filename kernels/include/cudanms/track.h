@@ -8,10 +8,11 @@
 //     // out.ids[i]: the id of the track detection i belongs to, 0 for none (yet)
 //
 // Each frame:
-//  1. Every track's Kalman filter predicts it to this frame (state: centre x, centre y, aspect
-//     w / h, height and their velocities; constant velocity; noise scaled by the height). A gap of
-//     g frames (frame_index went up by g) predicts g steps. A lost track's height velocity is
-//     zeroed first, as ByteTrack does.
+//  1. A track not matched for more than track_buffer frames is removed. Every other track's
+//     Kalman filter predicts it to this frame (state: centre x, centre y, aspect w / h, height
+//     and their velocities; constant velocity; noise scaled by the height). A gap of g frames
+//     (frame_index went up by g) predicts g steps. A lost track's height velocity is zeroed
+//     first, as ByteTrack does.
 //  2. High boxes (score >= track_thresh) are matched to the confirmed tracks, lost ones included,
 //     by cost 1 - IoU * score (ByteTrack's fused score), accepting costs below match_thresh.
 //  3. Low boxes (low_thresh <= score < track_thresh) are matched to the confirmed tracks still
@@ -23,8 +24,9 @@
 //  5. A high box left with score >= high_thresh starts a tentative track (confirmed at once with
 //     min_hits 1, or on the first frame after a reset, as ByteTrack does so that the objects
 //     present when a stream starts are not missed).
-//  6. A lost track not matched for more than track_buffer frames is removed, and a lost track
-//     and a tracked one whose boxes overlap by IoU > 0.85 are duplicates: the younger goes.
+// ByteTrack's last step, remove_duplicate_stracks (of a lost and a tracked track whose boxes
+// overlap by IoU > 0.85, the younger goes), is left out: it ended the track of a person whose path
+// crossed another's while NMS merged their boxes, and changed nothing on MOT15.
 // Every matching is an optimal assignment (cudanms/assignment.h) over the pairs the IoU gate
 // lets through, which a grid over the boxes finds without comparing every pair. Boxes and
 // tracks of different classes are never matched unless per_class is false.

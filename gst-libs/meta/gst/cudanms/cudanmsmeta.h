@@ -217,6 +217,8 @@ typedef struct _GstCudaNmsResultMeta GstCudaNmsResultMeta;
  * @members: @n_kept counts of the candidates each kept box stands for, itself included (the
  *   window class's size with method=group; with min-neighbors, one more than its neighbours), or
  *   NULL where NMS did not count them
+ * @track_ids: @n_kept track ids a tracker (boxtrack) gave the kept boxes, 0 for a box of no
+ *   confirmed track; NULL where no tracker ran. Ids are unique in their stream and never reused.
  *
  * What cudanms did with a frame's candidates.
  */
@@ -241,6 +243,7 @@ struct _GstCudaNmsResultMeta {
   guint points_per_box;
   gfloat *points;
   guint *members;
+  guint64 *track_ids;
 };
 
 GType gst_cuda_nms_result_meta_api_get_type(void);
@@ -253,12 +256,123 @@ GstCudaNmsResultMeta *gst_buffer_add_cuda_nms_result_meta(GstBuffer *buffer, gui
 /* Gives the kept boxes their member counts (zeroed), for the caller to fill. */
 void gst_cuda_nms_result_meta_set_members(GstCudaNmsResultMeta *meta);
 
+/* Gives the kept boxes their track ids (zeroed: no track), for the caller to fill. */
+void gst_cuda_nms_result_meta_set_track_ids(GstCudaNmsResultMeta *meta);
+
 /* Gives the kept boxes @points_per_box points each (zeroed), for the caller to fill. */
 void gst_cuda_nms_result_meta_set_points_per_box(GstCudaNmsResultMeta *meta, guint points_per_box);
 
 /* The buffer's result meta, or NULL. */
 #define gst_buffer_get_cuda_nms_result_meta(b) \
   ((GstCudaNmsResultMeta *)gst_buffer_get_meta((b), GST_CUDA_NMS_RESULT_META_API_TYPE))
+
+/* ------------------------------------------------------------------------------------------ */
+/* Counts: lines crossed and zones occupied (boxcount)                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+#define GST_CUDA_NMS_COUNTS_META_API_TYPE (gst_cuda_nms_counts_meta_api_get_type())
+#define GST_CUDA_NMS_COUNTS_META_INFO (gst_cuda_nms_counts_meta_get_info())
+
+typedef enum {
+  GST_CUDA_NMS_COUNT_LINE_CROSSED,
+  GST_CUDA_NMS_COUNT_ZONE_ENTERED,
+  GST_CUDA_NMS_COUNT_ZONE_LEFT,
+} GstCudaNmsCountEventKind;
+
+/* "line-crossed", "zone-entered" or "zone-left". */
+const gchar *gst_cuda_nms_count_event_kind_name(GstCudaNmsCountEventKind kind);
+
+/**
+ * GstCudaNmsCountEvent:
+ * @kind: what happened
+ * @name: the line's or the zone's name (interned)
+ * @direction: lines: 1 "in", -1 "out"; zones: 0
+ * @track_id: the track it happened to
+ * @label: the track's label (interned)
+ */
+typedef struct {
+  GstCudaNmsCountEventKind kind;
+  const gchar *name;
+  gint direction;
+  guint64 track_id;
+  const gchar *label;
+} GstCudaNmsCountEvent;
+
+/**
+ * GstCudaNmsLineCount:
+ * @name: the line's name (interned)
+ * @x1: @y1: @x2: @y2: its ends in frame pixels ("in" is from the right of (x1,y1)->(x2,y2) to its
+ *   left, as the image shows it: s = (x2-x1)(py-y1) - (y2-y1)(px-x1) going from < 0 to > 0)
+ * @in: @out: crossings so far, every label
+ */
+typedef struct {
+  const gchar *name;
+  gfloat x1, y1, x2, y2;
+  guint64 in, out;
+} GstCudaNmsLineCount;
+
+/**
+ * GstCudaNmsZoneLabel:
+ * @label: a label (interned)
+ * @occupancy: tracks of that label in the zone now
+ */
+typedef struct {
+  const gchar *label;
+  guint occupancy;
+} GstCudaNmsZoneLabel;
+
+/**
+ * GstCudaNmsZoneCount:
+ * @name: the zone's name (interned)
+ * @n_points: @points: its polygon, @n_points x {x, y} in frame pixels
+ * @n_labels: @labels: its occupancy by label (the labels with at least one track in it)
+ */
+typedef struct {
+  const gchar *name;
+  guint n_points;
+  gfloat *points;
+  guint n_labels;
+  GstCudaNmsZoneLabel *labels;
+} GstCudaNmsZoneCount;
+
+typedef struct _GstCudaNmsCountsMeta GstCudaNmsCountsMeta;
+
+/**
+ * GstCudaNmsCountsMeta:
+ * @meta: parent #GstMeta
+ * @n_events: @events: what happened on this frame, in order
+ * @n_lines: @lines: every line with its running counts
+ * @n_zones: @zones: every zone with its occupancy now
+ *
+ * A frame's counting: its events and the running counts after it. Carries the same tags as the
+ * other metas: rescaled with the frame, dropped where the frame is rotated or cropped.
+ */
+struct _GstCudaNmsCountsMeta {
+  GstMeta meta;
+  guint n_events;
+  GstCudaNmsCountEvent *events;
+  guint n_lines;
+  GstCudaNmsLineCount *lines;
+  guint n_zones;
+  GstCudaNmsZoneCount *zones;
+};
+
+GType gst_cuda_nms_counts_meta_api_get_type(void);
+const GstMetaInfo *gst_cuda_nms_counts_meta_get_info(void);
+
+/* Adds a counts meta with room for @n_events events, @n_lines lines and @n_zones zones (zeroed),
+ * for the caller to fill; zones through gst_cuda_nms_counts_meta_set_zone(). */
+GstCudaNmsCountsMeta *gst_buffer_add_cuda_nms_counts_meta(GstBuffer *buffer, guint n_events,
+                                                          guint n_lines, guint n_zones);
+
+/* Zone @index: its name, polygon (copied) and occupancy by label (copied). */
+void gst_cuda_nms_counts_meta_set_zone(GstCudaNmsCountsMeta *meta, guint index, const gchar *name,
+                                       const gfloat *points, guint n_points,
+                                       const GstCudaNmsZoneLabel *labels, guint n_labels);
+
+/* The buffer's counts meta, or NULL. */
+#define gst_buffer_get_cuda_nms_counts_meta(b) \
+  ((GstCudaNmsCountsMeta *)gst_buffer_get_meta((b), GST_CUDA_NMS_COUNTS_META_API_TYPE))
 
 /* ------------------------------------------------------------------------------------------ */
 /* Class labels along the stream                                                              */

@@ -1,0 +1,130 @@
+#include "keptboxes.h"
+
+#include <gst/cudanms/cudanmsmeta.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "labels.h"
+
+namespace {
+
+using Rect = std::tuple<guint, guint, guint, guint>;
+
+std::vector<GstVideoRegionOfInterestMeta *> roi_metas(GstBuffer *buf) {
+  std::vector<GstVideoRegionOfInterestMeta *> out;
+  gpointer state = nullptr;
+  GstMeta *meta;
+  while ((meta = gst_buffer_iterate_meta_filtered(buf, &state,
+                                                  GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)))
+    out.push_back(reinterpret_cast<GstVideoRegionOfInterestMeta *>(meta));
+  return out;
+}
+
+/* The result meta's boxes, each with the ROI meta cudanms added for it. */
+std::vector<KeptBox> result_boxes(GstBuffer *buf, const GstCudaNmsResultMeta *result,
+                                  const std::map<gint, std::string> &labels) {
+  std::multimap<Rect, GstVideoRegionOfInterestMeta *> rois;
+  for (GstVideoRegionOfInterestMeta *roi : roi_metas(buf))
+    rois.emplace(Rect{roi->x, roi->y, roi->w, roi->h}, roi);
+  std::vector<KeptBox> boxes;
+  boxes.reserve(result->n_kept);
+  for (guint i = 0; i < result->n_kept; i++) {
+    const gfloat *b = result->boxes + 4 * static_cast<size_t>(i);
+    KeptBox box;
+    box.x1 = b[0];
+    box.y1 = b[1];
+    box.x2 = b[2];
+    box.y2 = b[3];
+    box.score = result->scores[i];
+    box.class_id = result->class_ids[i];
+    /* cudanms names every kept box; a result meta from elsewhere may leave labels NULL. */
+    const gchar *label = result->labels ? result->labels[i] : nullptr;
+    box.label = label ? std::string(label) : gst_cv_label_lookup(labels, box.class_id);
+    if (result->points) {
+      const size_t per = 2 * static_cast<size_t>(result->points_per_box);
+      const gfloat *p = result->points + per * i;
+      box.points.assign(p, p + per);
+    }
+    if (result->members) box.members = result->members[i];
+    if (result->track_ids) box.track_id = result->track_ids[i];
+    guint x, y, w, h;
+    gst_cv_roi_rect(b, &x, &y, &w, &h);
+    const GQuark type = g_quark_try_string(box.label.c_str());
+    auto [first, last] = rois.equal_range(Rect{x, y, w, h});
+    for (auto it = first; it != last; ++it) {
+      if (it->second->roi_type != type) continue;
+      box.roi = it->second;
+      rois.erase(it);
+      break;
+    }
+    boxes.push_back(std::move(box));
+  }
+  return boxes;
+}
+
+std::vector<KeptBox> roi_boxes(GstBuffer *buf, const std::map<gint, std::string> &labels) {
+  std::vector<KeptBox> boxes;
+  for (GstVideoRegionOfInterestMeta *roi : roi_metas(buf)) {
+    const gchar *roi_type = g_quark_to_string(roi->roi_type);
+    KeptBox box;
+    box.x1 = static_cast<float>(roi->x);
+    box.y1 = static_cast<float>(roi->y);
+    box.x2 = static_cast<float>(roi->x + roi->w);
+    box.y2 = static_cast<float>(roi->y + roi->h);
+    box.label = roi_type ? roi_type : "";
+    box.roi = roi;
+    if (GstStructure *d = gst_video_region_of_interest_meta_get_param(roi, "detection")) {
+      gst_structure_get_double(d, "confidence", &box.score);
+      if (gst_structure_get_int(d, "label_id", &box.class_id))
+        box.label = gst_cv_label_lookup(labels, box.class_id, roi_type);
+      if (const gchar *l = gst_structure_get_string(d, "label")) box.label = l;
+      gst_structure_get_uint(d, "members", &box.members);
+    }
+    box.track_id = gst_cv_roi_track_id(roi);
+    boxes.push_back(std::move(box));
+  }
+  return boxes;
+}
+
+}  // namespace
+
+std::vector<KeptBox> gst_cv_kept_boxes(GstBuffer *buf, const std::map<gint, std::string> &labels) {
+  if (const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf))
+    return result_boxes(buf, result, labels);
+  return roi_boxes(buf, labels);
+}
+
+void gst_cv_roi_rect(const gfloat *box, guint *x, guint *y, guint *w, guint *h) {
+  const double x1 = std::max(0.0, std::floor(static_cast<double>(box[0])));
+  const double y1 = std::max(0.0, std::floor(static_cast<double>(box[1])));
+  const double x2 = std::max(x1, std::ceil(static_cast<double>(box[2])));
+  const double y2 = std::max(y1, std::ceil(static_cast<double>(box[3])));
+  *x = static_cast<guint>(x1);
+  *y = static_cast<guint>(y1);
+  *w = static_cast<guint>(x2 - x1);
+  *h = static_cast<guint>(y2 - y1);
+}
+
+guint64 gst_cv_roi_track_id(GstVideoRegionOfInterestMeta *roi) {
+  GstStructure *s = gst_video_region_of_interest_meta_get_param(roi, "object_id");
+  if (!s) return 0;
+  gint id = 0;
+  if (gst_structure_get_int(s, "id", &id)) return id > 0 ? static_cast<guint64>(id) : 0;
+  guint64 wide = 0;
+  return gst_structure_get_uint64(s, "id", &wide) ? wide : 0;
+}
+
+void gst_cv_roi_set_track_id(GstVideoRegionOfInterestMeta *roi, guint64 id) {
+  GstStructure *s = gst_video_region_of_interest_meta_get_param(roi, "object_id");
+  if (!s) {
+    s = gst_structure_new_empty("object_id");
+    gst_video_region_of_interest_meta_add_param(roi, s); /* takes it */
+  }
+  if (id <= G_MAXINT) {
+    gst_structure_set(s, "id", G_TYPE_INT, static_cast<gint>(id), NULL);
+  } else {
+    gst_structure_set(s, "id", G_TYPE_UINT64, id, NULL);
+  }
+}

@@ -1,0 +1,555 @@
+/**
+ * SECTION:element-boxcount
+ * @title: boxcount
+ *
+ * Counts the tracked boxes of each frame (the ids boxtrack gives them) as they cross lines and
+ * enter and leave zones, and attaches the frame's events and the running counts as a
+ * #GstCudaNmsCountsMeta, which jsonmetawriter and metapublish write ("events", "counts") and
+ * boxoverlay draws.
+ *
+ * lines="NAME:x1,y1,x2,y2;NAME2:..." and zones="NAME:x1,y1 x2,y2 x3,y3 ...;..." are in frame
+ * pixels, or in 0..1 of the frame with normalized=true. A track crosses a line "in" when its
+ * anchor (anchor=bottom-center, where a person stands; or center, top-center) goes from
+ * s < 0 to s > 0, s = (x2-x1)(py-y1) - (y2-y1)(px-x1), through the segment itself; "out" the
+ * other way. Against double counts a track changes side only once it is more than hysteresis x
+ * its box's height from the line: a track jittering on the line counts once. A zone is entered
+ * and left by the same band; its occupancy is the number of tracks in it, by label. A track not
+ * seen for track-timeout frames leaves its zones (set it to boxtrack's track-buffer). classes
+ * keeps the count to some labels or class ids ("person,car"; empty: every box).
+ *
+ * Bad lines or zones are an error when the element starts (with the reason: a degenerate line, a
+ * polygon of fewer than 3 points or one that crosses itself, a name given twice ...); set while
+ * playing they are a warning and the lines and zones before stay. New lines and zones while
+ * playing keep the counts of those of the same name and points. The counts property reads the
+ * running counts, and sets them (to carry counts over into a new element, as the camera service
+ * does across a camera's reconnection): a structure with one field a line, itself a structure
+ * "line" with guint64 fields "in" and "out". Time is the PTS, as boxtrack counts it; a PTS before
+ * the previous one forgets the tracks and keeps the counts.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert ! \
+ *     cvdetect model=hog-people ! cudanms iou-threshold=0.3 ! boxtrack ! \
+ *     boxcount lines="door:0,300,768,300" zones="hall:0,0 400,0 400,250 0,250" ! \
+ *     jsonmetawriter location=counts.jsonl ! boxoverlay ! videoconvert ! autovideosink
+ * ]|
+ */
+#include "gstboxcount.h"
+
+#include <cudanms/count.h>
+#include <gst/cudanms/cudanmsmeta.h>
+#include <gst/video/video.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "frameclock.h"
+#include "keptboxes.h"
+#include "labels.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_box_count_debug);
+#define GST_CAT_DEFAULT gst_box_count_debug
+
+enum {
+  PROP_0,
+  PROP_LINES,
+  PROP_ZONES,
+  PROP_NORMALIZED,
+  PROP_ANCHOR,
+  PROP_CLASSES,
+  PROP_HYSTERESIS,
+  PROP_TRACK_TIMEOUT,
+  PROP_COUNTS,
+};
+
+#define DEFAULT_NORMALIZED FALSE
+#define DEFAULT_ANCHOR cudanms::CountAnchor::kBottomCenter
+#define DEFAULT_HYSTERESIS 0.1
+#define DEFAULT_TRACK_TIMEOUT 30
+
+#define CAPS_STR "video/x-raw(ANY)"
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
+
+#define GST_TYPE_BOX_COUNT_ANCHOR (gst_box_count_anchor_get_type())
+static GType gst_box_count_anchor_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {static_cast<gint>(cudanms::CountAnchor::kBottomCenter), "The box's bottom centre",
+       "bottom-center"},
+      {static_cast<gint>(cudanms::CountAnchor::kCenter), "The box's centre", "center"},
+      {static_cast<gint>(cudanms::CountAnchor::kTopCenter), "The box's top centre", "top-center"},
+      {0, nullptr, nullptr}};
+  if (g_once_init_enter(&type)) {
+    g_once_init_leave(&type, g_enum_register_static("GstBoxCountAnchor", values));
+  }
+  return type;
+}
+
+namespace {
+
+/* What the properties say, as set. */
+struct Settings {
+  std::string lines, zones, classes;
+  bool normalized = DEFAULT_NORMALIZED;
+  cudanms::CounterParams params{DEFAULT_ANCHOR, DEFAULT_HYSTERESIS, DEFAULT_TRACK_TIMEOUT};
+};
+
+/* Lines and zones parsed, in the units of the text. */
+struct Geometry {
+  std::vector<cudanms::CountLine> lines;
+  std::vector<cudanms::CountZone> zones;
+};
+
+bool parse_geometry(const Settings &s, Geometry *g, std::string *error) {
+  std::string why;
+  if (!cudanms::parse_lines(s.lines, s.normalized, &g->lines, &why)) {
+    *error = "lines: " + why;
+    return false;
+  }
+  if (!cudanms::parse_zones(s.zones, s.normalized, &g->zones, &why)) {
+    *error = "zones: " + why;
+    return false;
+  }
+  return true;
+}
+
+/* The geometry in frame pixels. */
+Geometry in_pixels(Geometry g, bool normalized, int width, int height) {
+  if (!normalized) return g;
+  auto scale = [&](cudanms::CountPoint &p) {
+    p.x *= width;
+    p.y *= height;
+  };
+  for (auto &line : g.lines) {
+    scale(line.a);
+    scale(line.b);
+  }
+  for (auto &zone : g.zones)
+    for (auto &p : zone.polygon) scale(p);
+  return g;
+}
+
+}  // namespace
+
+struct GstBoxCountPrivate {
+  std::mutex lock; /* guards settings, the counter's counts and resume */
+  Settings settings;
+  bool settings_changed = true;
+  cudanms::Counter counter;
+  std::map<std::string, cudanms::LineCounts> resume; /* counts set before their line exists */
+
+  /* Streaming thread (and start) only. */
+  FrameClock clock;
+  int width = 0, height = 0;
+  Geometry geometry; /* as parsed, before scaling */
+  bool normalized = DEFAULT_NORMALIZED;
+  std::set<std::string> classes;
+  std::map<gint, std::string> labels;         /* announced by detectors */
+  std::map<std::string, int32_t> label_codes; /* the counter's class ids: one per label */
+  std::vector<std::string> code_labels;
+  bool warned_untracked = false;
+};
+
+struct _GstBoxCount {
+  GstBaseTransform parent;
+  GstBoxCountPrivate *priv;
+};
+
+#define gst_box_count_parent_class parent_class
+G_DEFINE_TYPE_WITH_CODE(GstBoxCount, gst_box_count, GST_TYPE_BASE_TRANSFORM,
+                        GST_DEBUG_CATEGORY_INIT(gst_box_count_debug, "boxcount", 0,
+                                                "Line crossings and zone occupancy of tracks"));
+GST_ELEMENT_REGISTER_DEFINE(boxcount, "boxcount", GST_RANK_NONE, GST_TYPE_BOX_COUNT);
+
+static void gst_box_count_finalize(GObject *object);
+static void gst_box_count_set_property(GObject *object, guint prop_id, const GValue *value,
+                                       GParamSpec *pspec);
+static void gst_box_count_get_property(GObject *object, guint prop_id, GValue *value,
+                                       GParamSpec *pspec);
+static gboolean gst_box_count_start(GstBaseTransform *trans);
+static gboolean gst_box_count_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
+static gboolean gst_box_count_sink_event(GstBaseTransform *trans, GstEvent *event);
+static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
+
+static void gst_box_count_class_init(GstBoxCountClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                  G_PARAM_STATIC_STRINGS);
+
+  gobject_class->finalize = gst_box_count_finalize;
+  gobject_class->set_property = gst_box_count_set_property;
+  gobject_class->get_property = gst_box_count_get_property;
+
+  g_object_class_install_property(
+      gobject_class, PROP_LINES,
+      g_param_spec_string("lines", "Lines",
+                          "Counting lines, NAME:x1,y1,x2,y2 separated by ';': in crosses from "
+                          "s < 0 to s > 0, s = (x2-x1)(py-y1) - (y2-y1)(px-x1)",
+                          "", rw));
+  g_object_class_install_property(
+      gobject_class, PROP_ZONES,
+      g_param_spec_string("zones", "Zones",
+                          "Zones, NAME:x1,y1 x2,y2 x3,y3 ... separated by ';': simple polygons "
+                          "of at least 3 points",
+                          "", rw));
+  g_object_class_install_property(
+      gobject_class, PROP_NORMALIZED,
+      g_param_spec_boolean("normalized", "Normalized",
+                           "Lines and zones are in 0..1 of the frame, not in pixels",
+                           DEFAULT_NORMALIZED, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_ANCHOR,
+      g_param_spec_enum("anchor", "Anchor", "The point of a box that counts",
+                        GST_TYPE_BOX_COUNT_ANCHOR, static_cast<gint>(DEFAULT_ANCHOR), rw));
+  g_object_class_install_property(
+      gobject_class, PROP_CLASSES,
+      g_param_spec_string("classes", "Classes",
+                          "Count only boxes of these labels or class ids, comma-separated "
+                          "(\"person,car\"); empty: every box",
+                          "", rw));
+  g_object_class_install_property(
+      gobject_class, PROP_HYSTERESIS,
+      g_param_spec_double("hysteresis", "Hysteresis",
+                          "A track changes side of a line or zone edge once its anchor is more "
+                          "than this times its box's height from it (0: at once)",
+                          0.0, 10.0, DEFAULT_HYSTERESIS, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_TRACK_TIMEOUT,
+      g_param_spec_uint("track-timeout", "Track timeout",
+                        "Frames (of time) a track may go unseen before it is forgotten and "
+                        "leaves its zones; boxtrack's track-buffer",
+                        1, 1000000, DEFAULT_TRACK_TIMEOUT, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_COUNTS,
+      g_param_spec_boxed("counts", "Counts",
+                         "The lines' running counts: one field a line, a structure \"line\" "
+                         "with guint64 fields in and out; set them to carry counts over",
+                         GST_TYPE_STRUCTURE, rw));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "Box counter", "Filter/Analyzer/Video",
+      "Counts tracked boxes crossing lines and occupying zones; attaches each frame's events and "
+      "running counts as metadata",
+      "cudanms developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_box_count_start);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_box_count_set_caps);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_box_count_sink_event);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_box_count_transform_ip);
+  gst_type_mark_as_plugin_api(GST_TYPE_BOX_COUNT_ANCHOR, static_cast<GstPluginAPIFlags>(0));
+}
+
+static void gst_box_count_init(GstBoxCount *self) {
+  self->priv = new GstBoxCountPrivate();
+  /* The defaults, applied here. */
+  self->priv->counter.set_params(self->priv->settings.params);
+  /* Adds a meta: in place, never passthrough. */
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
+}
+
+static void gst_box_count_finalize(GObject *object) {
+  GstBoxCount *self = GST_BOX_COUNT(object);
+  delete self->priv;
+  self->priv = nullptr;
+  G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+static std::string string_of(const GValue *value) {
+  const gchar *s = g_value_get_string(value);
+  return s ? s : "";
+}
+
+/* Counts set through the counts property go to their lines: at once to those that exist, to
+ * the others when they come. */
+static void resume_counts(GstBoxCountPrivate *priv) {
+  const auto &lines = priv->counter.lines();
+  for (size_t l = 0; l < lines.size(); l++) {
+    auto found = priv->resume.find(lines[l].name);
+    if (found == priv->resume.end()) continue;
+    priv->counter.set_line_counts(l, found->second);
+    priv->resume.erase(found);
+  }
+}
+
+/* Running counts from a "counts" structure, by line name. */
+static void take_counts(GstBoxCountPrivate *priv, const GstStructure *counts) {
+  const gint n = gst_structure_n_fields(counts);
+  for (gint i = 0; i < n; i++) {
+    const gchar *name = gst_structure_nth_field_name(counts, i);
+    const GValue *v = gst_structure_get_value(counts, name);
+    if (!GST_VALUE_HOLDS_STRUCTURE(v)) continue;
+    const GstStructure *line = gst_value_get_structure(v);
+    cudanms::LineCounts c;
+    guint64 in = 0, out = 0;
+    if (gst_structure_get_uint64(line, "in", &in)) c.in = in;
+    if (gst_structure_get_uint64(line, "out", &out)) c.out = out;
+    priv->resume[name] = c;
+  }
+  resume_counts(priv);
+}
+
+static GstStructure *counts_structure(GstBoxCountPrivate *priv) {
+  GstStructure *out = gst_structure_new_empty("counts");
+  const auto &lines = priv->counter.lines();
+  for (size_t l = 0; l < lines.size(); l++) {
+    const cudanms::LineCounts c = priv->counter.line_counts(l);
+    GstStructure *line =
+        gst_structure_new("line", "in", G_TYPE_UINT64, c.in, "out", G_TYPE_UINT64, c.out, NULL);
+    gst_structure_set(out, lines[l].name.c_str(), GST_TYPE_STRUCTURE, line, NULL);
+    gst_structure_free(line);
+  }
+  return out;
+}
+
+static void gst_box_count_set_property(GObject *object, guint prop_id, const GValue *value,
+                                       GParamSpec *pspec) {
+  GstBoxCountPrivate *priv = GST_BOX_COUNT(object)->priv;
+  std::lock_guard<std::mutex> guard(priv->lock);
+  Settings &s = priv->settings;
+  switch (prop_id) {
+    case PROP_LINES:
+      s.lines = string_of(value);
+      break;
+    case PROP_ZONES:
+      s.zones = string_of(value);
+      break;
+    case PROP_NORMALIZED:
+      s.normalized = g_value_get_boolean(value);
+      break;
+    case PROP_ANCHOR:
+      s.params.anchor = static_cast<cudanms::CountAnchor>(g_value_get_enum(value));
+      break;
+    case PROP_CLASSES:
+      s.classes = string_of(value);
+      break;
+    case PROP_HYSTERESIS:
+      s.params.hysteresis = g_value_get_double(value);
+      break;
+    case PROP_TRACK_TIMEOUT:
+      s.params.track_timeout = g_value_get_uint(value);
+      break;
+    case PROP_COUNTS:
+      if (const GstStructure *counts = gst_value_get_structure(value)) take_counts(priv, counts);
+      return;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      return;
+  }
+  priv->settings_changed = true;
+}
+
+static void gst_box_count_get_property(GObject *object, guint prop_id, GValue *value,
+                                       GParamSpec *pspec) {
+  GstBoxCountPrivate *priv = GST_BOX_COUNT(object)->priv;
+  std::lock_guard<std::mutex> guard(priv->lock);
+  const Settings &s = priv->settings;
+  switch (prop_id) {
+    case PROP_LINES:
+      g_value_set_string(value, s.lines.c_str());
+      break;
+    case PROP_ZONES:
+      g_value_set_string(value, s.zones.c_str());
+      break;
+    case PROP_NORMALIZED:
+      g_value_set_boolean(value, s.normalized);
+      break;
+    case PROP_ANCHOR:
+      g_value_set_enum(value, static_cast<gint>(s.params.anchor));
+      break;
+    case PROP_CLASSES:
+      g_value_set_string(value, s.classes.c_str());
+      break;
+    case PROP_HYSTERESIS:
+      g_value_set_double(value, s.params.hysteresis);
+      break;
+    case PROP_TRACK_TIMEOUT:
+      g_value_set_uint(value, static_cast<guint>(s.params.track_timeout));
+      break;
+    case PROP_COUNTS:
+      g_value_take_boxed(value, counts_structure(priv));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+}
+
+/* The counter takes the geometry in pixels (with lock held); lines and zones of the same name
+ * and points keep what they had. */
+static void apply_geometry(GstBoxCountPrivate *priv) {
+  const Geometry g = in_pixels(priv->geometry, priv->normalized, priv->width, priv->height);
+  priv->counter.set_lines(g.lines);
+  priv->counter.set_zones(g.zones);
+  resume_counts(priv);
+}
+
+/* Takes changed settings in; false (and nothing changes) when lines or zones are bad. */
+static bool take_settings(GstBoxCount *self, std::string *error) {
+  GstBoxCountPrivate *priv = self->priv;
+  std::lock_guard<std::mutex> guard(priv->lock);
+  if (!priv->settings_changed) return true;
+  const Settings s = priv->settings;
+  priv->settings_changed = false;
+  Geometry g;
+  if (!parse_geometry(s, &g, error)) return false;
+  priv->geometry = std::move(g);
+  priv->normalized = s.normalized;
+  priv->counter.set_params(s.params);
+  priv->classes.clear();
+  gchar **names = g_strsplit(s.classes.c_str(), ",", -1);
+  for (gchar **n = names; *n; ++n) {
+    const std::string name = g_strstrip(*n);
+    if (!name.empty()) priv->classes.insert(name);
+  }
+  g_strfreev(names);
+  apply_geometry(priv);
+  return true;
+}
+
+static gboolean gst_box_count_start(GstBaseTransform *trans) {
+  GstBoxCount *self = GST_BOX_COUNT(trans);
+  GstBoxCountPrivate *priv = self->priv;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    priv->settings_changed = true;
+    priv->counter.forget_tracks();
+  }
+  std::string error;
+  if (!take_settings(self, &error)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid %s", error.c_str()), (nullptr));
+    return FALSE;
+  }
+  priv->clock.reset();
+  priv->labels.clear();
+  priv->warned_untracked = false;
+  return TRUE;
+}
+
+static gboolean gst_box_count_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
+  (void)outcaps;
+  GstBoxCountPrivate *priv = GST_BOX_COUNT(trans)->priv;
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, incaps)) {
+    priv->clock.set_rate(0, 1);
+    return TRUE;
+  }
+  priv->clock.set_rate(GST_VIDEO_INFO_FPS_N(&info), GST_VIDEO_INFO_FPS_D(&info));
+  priv->width = GST_VIDEO_INFO_WIDTH(&info);
+  priv->height = GST_VIDEO_INFO_HEIGHT(&info);
+  std::lock_guard<std::mutex> guard(priv->lock);
+  if (priv->normalized) apply_geometry(priv);
+  return TRUE;
+}
+
+static gboolean gst_box_count_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  GstBoxCountPrivate *priv = GST_BOX_COUNT(trans)->priv;
+  gint class_id;
+  std::string label;
+  if (gst_cv_label_event_parse(event, &class_id, &label)) priv->labels[class_id] = label;
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    priv->counter.forget_tracks();
+    priv->clock.reset();
+  }
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+}
+
+/* The counter's class id for a label: one per label seen, so that occupancy is by label. */
+static int32_t code_of(GstBoxCountPrivate *priv, const std::string &label) {
+  auto [it, fresh] =
+      priv->label_codes.try_emplace(label, static_cast<int32_t>(priv->code_labels.size()));
+  if (fresh) priv->code_labels.push_back(label);
+  return it->second;
+}
+
+static bool counted(const GstBoxCountPrivate *priv, const KeptBox &box) {
+  if (priv->classes.empty()) return true;
+  return priv->classes.count(box.label) > 0 ||
+         priv->classes.count(std::to_string(box.class_id)) > 0;
+}
+
+/* The frame's counts meta: its events, every line's counts, every zone's occupancy. */
+static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf,
+                          const std::vector<cudanms::CountEvent> &events) {
+  const auto &lines = priv->counter.lines();
+  const auto &zones = priv->counter.zones();
+  GstCudaNmsCountsMeta *meta = gst_buffer_add_cuda_nms_counts_meta(
+      buf, static_cast<guint>(events.size()), static_cast<guint>(lines.size()),
+      static_cast<guint>(zones.size()));
+  if (!meta) return;
+  for (size_t i = 0; i < events.size(); i++) {
+    const cudanms::CountEvent &e = events[i];
+    const bool line = e.kind == cudanms::CountEventKind::kLineCrossed;
+    meta->events[i].kind = line ? GST_CUDA_NMS_COUNT_LINE_CROSSED
+                           : e.kind == cudanms::CountEventKind::kZoneEntered
+                               ? GST_CUDA_NMS_COUNT_ZONE_ENTERED
+                               : GST_CUDA_NMS_COUNT_ZONE_LEFT;
+    meta->events[i].name =
+        g_intern_string((line ? lines[e.index].name : zones[e.index].name).c_str());
+    meta->events[i].direction = e.direction;
+    meta->events[i].track_id = e.track_id;
+    meta->events[i].label = g_intern_string(priv->code_labels.at(e.class_id).c_str());
+  }
+  for (size_t l = 0; l < lines.size(); l++) {
+    const cudanms::LineCounts c = priv->counter.line_counts(l);
+    meta->lines[l] = {g_intern_string(lines[l].name.c_str()),
+                      static_cast<gfloat>(lines[l].a.x),
+                      static_cast<gfloat>(lines[l].a.y),
+                      static_cast<gfloat>(lines[l].b.x),
+                      static_cast<gfloat>(lines[l].b.y),
+                      c.in,
+                      c.out};
+  }
+  for (size_t z = 0; z < zones.size(); z++) {
+    std::vector<gfloat> points;
+    for (const auto &p : zones[z].polygon) {
+      points.push_back(static_cast<gfloat>(p.x));
+      points.push_back(static_cast<gfloat>(p.y));
+    }
+    std::vector<GstCudaNmsZoneLabel> labels;
+    for (const auto &[code, n] : priv->counter.occupancy(z))
+      labels.push_back(
+          {g_intern_string(priv->code_labels.at(code).c_str()), static_cast<guint>(n)});
+    gst_cuda_nms_counts_meta_set_zone(meta, static_cast<guint>(z), zones[z].name.c_str(),
+                                      points.data(), static_cast<guint>(zones[z].polygon.size()),
+                                      labels.data(), static_cast<guint>(labels.size()));
+  }
+}
+
+static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
+  GstBoxCount *self = GST_BOX_COUNT(trans);
+  GstBoxCountPrivate *priv = self->priv;
+  std::string error;
+  if (!take_settings(self, &error))
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("Invalid %s", error.c_str()),
+                        ("the lines and zones before stay"));
+  std::vector<cudanms::CountObservation> seen;
+  bool any_box = false;
+  for (const KeptBox &box : gst_cv_kept_boxes(buf, priv->labels)) {
+    any_box = true;
+    if (box.track_id == 0 || !counted(priv, box)) continue;
+    seen.push_back({box.track_id, box.x1, box.y1, box.x2, box.y2, code_of(priv, box.label)});
+  }
+  const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
+  if (any_box && result && !result->track_ids && !priv->warned_untracked) {
+    GST_ELEMENT_WARNING(self, STREAM, FAILED, ("The boxes have no track ids"),
+                        ("put boxtrack before boxcount: untracked boxes are not counted"));
+    priv->warned_untracked = true;
+  }
+  const int64_t frame = priv->clock.frame_of(GST_BUFFER_PTS(buf));
+  std::vector<cudanms::CountEvent> events;
+  std::lock_guard<std::mutex> guard(priv->lock);
+  priv->counter.update(frame, seen, &events);
+  attach_counts(priv, buf, events);
+  return GST_FLOW_OK;
+}

@@ -1,0 +1,446 @@
+/**
+ * SECTION:element-boxtrack
+ * @title: boxtrack
+ *
+ * Tracks the boxes cudanms kept: each box that belongs to a confirmed track gets that track's
+ * id, 64-bit, unique in the stream and never given twice. The id goes on the frame's
+ * #GstCudaNmsResultMeta (track_ids) and on the box's #GstVideoRegionOfInterestMeta as DL
+ * Streamer's gvatrack writes it: a param structure "object_id" with an int field "id", which DL
+ * Streamer's own elements read; jsonmetawriter and metapublish write it ("track_id" in cudanms's
+ * JSON, "id" in DL Streamer's), boxoverlay draws it. Frames without a result meta are tracked
+ * from their ROI metas (any detector's, in DL Streamer's convention). Boxes are never added,
+ * moved or dropped: a box of no confirmed track (yet) keeps id 0 and no "object_id".
+ *
+ * The tracker is ByteTrack (Zhang et al., ECCV 2022): a Kalman filter per track, high-score
+ * boxes matched first, low-score boxes (track-thresh > score >= low-thresh) then keeping tracks
+ * alive, optimal assignments gated by IoU, a new track confirmed after min-hits frames in a
+ * row, a lost one kept track-buffer frames. For the low-score boxes to reach it, cudanms's
+ * score-threshold must let them through (at most low-thresh). Classes are tracked apart unless
+ * per-class=false.
+ *
+ * Time is the buffers' PTS: with the caps' frame rate (else the shortest step between PTS) a
+ * buffer 5 frames after the last counts as 5 frames (frames dropped upstream, a reconnection);
+ * a frame with no boxes ages the tracks. A PTS before the previous one (a looping file, a
+ * camera whose clock restarted), a flush or another frame size reset the tracker: every track
+ * ends, the ids go on (posted as an element message "boxtrack-reset" with its reason).
+ *
+ * State is bounded: past max-tracks tracks the lost track seen longest ago is dropped, and with
+ * no lost track left a new box starts none; both are counted (evicted, refused) and warned
+ * about once a minute.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert ! \
+ *     cvdetect model=hog-people ! cudanms iou-threshold=0.3 ! boxtrack ! \
+ *     boxoverlay ! videoconvert ! autovideosink
+ * ]|
+ */
+#include "gstboxtrack.h"
+
+#include <cudanms/track.h>
+#include <gst/cudanms/cudanmsmeta.h>
+#include <gst/video/video.h>
+
+#include <mutex>
+
+#include "frameclock.h"
+#include "keptboxes.h"
+#include "labels.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_box_track_debug);
+#define GST_CAT_DEFAULT gst_box_track_debug
+
+enum {
+  PROP_0,
+  PROP_TRACK_THRESH,
+  PROP_HIGH_THRESH,
+  PROP_MATCH_THRESH,
+  PROP_LOW_THRESH,
+  PROP_TRACK_BUFFER,
+  PROP_MIN_HITS,
+  PROP_PER_CLASS,
+  PROP_MAX_TRACKS,
+  PROP_NEXT_ID,
+  PROP_TRACKS,
+  PROP_RESETS,
+  PROP_EVICTED,
+  PROP_REFUSED,
+};
+
+#define DEFAULT_PARAMS cudanms::TrackerParams()
+#define MAX_TRACK_BUFFER 100000
+#define MAX_MIN_HITS 1000
+#define MAX_MAX_TRACKS 10000000
+#define WARNING_INTERVAL_US (60 * G_USEC_PER_SEC)
+
+#define CAPS_STR "video/x-raw(ANY)"
+
+static GstStaticPadTemplate sink_template =
+    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
+static GstStaticPadTemplate src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
+
+struct GstBoxTrackPrivate {
+  std::mutex lock; /* guards params, the tracker's params and next id, the counts */
+  cudanms::TrackerParams params = DEFAULT_PARAMS;
+  cudanms::Tracker tracker{DEFAULT_PARAMS};
+  guint64 tracks = 0, resets = 0, evicted = 0, refused = 0;
+
+  /* Streaming thread only. */
+  FrameClock clock;
+  gint width = 0, height = 0; /* of the caps; 0 before the first */
+  std::map<gint, std::string> labels;
+  std::vector<cudanms::Detection> detections;
+  gint64 warned_at_us = 0;
+  guint64 evicted_warned = 0, refused_warned = 0;
+};
+
+struct _GstBoxTrack {
+  GstBaseTransform parent;
+  GstBoxTrackPrivate *priv;
+};
+
+#define gst_box_track_parent_class parent_class
+G_DEFINE_TYPE_WITH_CODE(GstBoxTrack, gst_box_track, GST_TYPE_BASE_TRANSFORM,
+                        GST_DEBUG_CATEGORY_INIT(gst_box_track_debug, "boxtrack", 0,
+                                                "Multi-object tracker of the kept boxes"));
+GST_ELEMENT_REGISTER_DEFINE(boxtrack, "boxtrack", GST_RANK_NONE, GST_TYPE_BOX_TRACK);
+
+static void gst_box_track_finalize(GObject *object);
+static void gst_box_track_set_property(GObject *object, guint prop_id, const GValue *value,
+                                       GParamSpec *pspec);
+static void gst_box_track_get_property(GObject *object, guint prop_id, GValue *value,
+                                       GParamSpec *pspec);
+static gboolean gst_box_track_start(GstBaseTransform *trans);
+static gboolean gst_box_track_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
+static gboolean gst_box_track_sink_event(GstBaseTransform *trans, GstEvent *event);
+static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
+
+static void gst_box_track_class_init(GstBoxTrackClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                  G_PARAM_STATIC_STRINGS);
+  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  const cudanms::TrackerParams d = DEFAULT_PARAMS;
+
+  gobject_class->finalize = gst_box_track_finalize;
+  gobject_class->set_property = gst_box_track_set_property;
+  gobject_class->get_property = gst_box_track_get_property;
+
+  g_object_class_install_property(
+      gobject_class, PROP_TRACK_THRESH,
+      g_param_spec_double("track-thresh", "Track threshold",
+                          "High boxes score at least this: they are matched first, and may "
+                          "start tracks",
+                          0.0, 1.0, d.track_thresh, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_HIGH_THRESH,
+      g_param_spec_double("high-thresh", "New track threshold",
+                          "A new track needs a high box of at least this score", 0.0, 1.0,
+                          d.high_thresh, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MATCH_THRESH,
+      g_param_spec_double("match-thresh", "Match threshold",
+                          "High boxes match tracks at a cost 1 - IoU x score below this", 0.0, 1.0,
+                          d.match_thresh, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_LOW_THRESH,
+      g_param_spec_double("low-thresh", "Low threshold",
+                          "Boxes scoring at least this but below track-thresh only keep tracks "
+                          "alive (IoU above 0.5); lower ones are ignored",
+                          0.0, 1.0, d.low_thresh, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_TRACK_BUFFER,
+      g_param_spec_uint("track-buffer", "Track buffer",
+                        "Frames a lost track waits to be found again (of time: PTS)", 0,
+                        MAX_TRACK_BUFFER, static_cast<guint>(d.track_buffer), rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MIN_HITS,
+      g_param_spec_uint("min-hits", "Minimum hits",
+                        "Frames in a row a new track must be matched on to be confirmed and get "
+                        "its id (a stream's first frame confirms at once)",
+                        1, MAX_MIN_HITS, d.min_hits, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_PER_CLASS,
+      g_param_spec_boolean("per-class", "Per class", "Match boxes only to tracks of their class",
+                           d.per_class, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_MAX_TRACKS,
+      g_param_spec_uint("max-tracks", "Max tracks",
+                        "Tracks held at most (tentative, tracked and lost; ~200 bytes each): "
+                        "past it the lost track seen longest ago goes",
+                        1, MAX_MAX_TRACKS, static_cast<guint>(d.max_tracks), rw));
+  g_object_class_install_property(
+      gobject_class, PROP_NEXT_ID,
+      g_param_spec_uint64("next-id", "Next id",
+                          "The id the next confirmed track gets; setting it only raises it (to "
+                          "carry a stream's ids on into a new element)",
+                          1, G_MAXUINT64, 1, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_TRACKS,
+      g_param_spec_uint64("tracks", "Tracks", "Tracks held after the last frame", 0, G_MAXUINT64, 0,
+                          ro));
+  g_object_class_install_property(
+      gobject_class, PROP_RESETS,
+      g_param_spec_uint64("resets", "Resets",
+                          "Times the tracker was reset (time went backwards, a flush, new caps)", 0,
+                          G_MAXUINT64, 0, ro));
+  g_object_class_install_property(
+      gobject_class, PROP_EVICTED,
+      g_param_spec_uint64("evicted", "Evicted", "Lost tracks dropped to stay within max-tracks", 0,
+                          G_MAXUINT64, 0, ro));
+  g_object_class_install_property(
+      gobject_class, PROP_REFUSED,
+      g_param_spec_uint64("refused", "Refused",
+                          "Boxes that started no track: max-tracks were held, none lost", 0,
+                          G_MAXUINT64, 0, ro));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(
+      element_class, "Box tracker", "Filter/Analyzer/Video",
+      "Gives each kept box the id of the object it follows (ByteTrack), on the cudanms result "
+      "meta and on each ROI meta (DL Streamer's object_id)",
+      "cudanms developers");
+
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_box_track_start);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_box_track_set_caps);
+  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_box_track_sink_event);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_box_track_transform_ip);
+}
+
+static void gst_box_track_init(GstBoxTrack *self) {
+  self->priv = new GstBoxTrackPrivate();
+  /* The defaults, applied here (the member initialisers take them from DEFAULT_PARAMS). */
+  self->priv->tracker.set_params(self->priv->params);
+  /* Writes track ids into the metas: in place, never passthrough. */
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
+}
+
+static void gst_box_track_finalize(GObject *object) {
+  GstBoxTrack *self = GST_BOX_TRACK(object);
+  delete self->priv;
+  self->priv = nullptr;
+  G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+static void gst_box_track_set_property(GObject *object, guint prop_id, const GValue *value,
+                                       GParamSpec *pspec) {
+  GstBoxTrackPrivate *priv = GST_BOX_TRACK(object)->priv;
+  std::lock_guard<std::mutex> guard(priv->lock);
+  cudanms::TrackerParams &p = priv->params;
+  switch (prop_id) {
+    case PROP_TRACK_THRESH:
+      p.track_thresh = static_cast<float>(g_value_get_double(value));
+      break;
+    case PROP_HIGH_THRESH:
+      p.high_thresh = static_cast<float>(g_value_get_double(value));
+      break;
+    case PROP_MATCH_THRESH:
+      p.match_thresh = static_cast<float>(g_value_get_double(value));
+      break;
+    case PROP_LOW_THRESH:
+      p.low_thresh = static_cast<float>(g_value_get_double(value));
+      break;
+    case PROP_TRACK_BUFFER:
+      p.track_buffer = g_value_get_uint(value);
+      break;
+    case PROP_MIN_HITS:
+      p.min_hits = g_value_get_uint(value);
+      break;
+    case PROP_PER_CLASS:
+      p.per_class = g_value_get_boolean(value);
+      break;
+    case PROP_MAX_TRACKS:
+      p.max_tracks = g_value_get_uint(value);
+      break;
+    case PROP_NEXT_ID:
+      priv->tracker.set_next_id(g_value_get_uint64(value));
+      return;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      return;
+  }
+  priv->tracker.set_params(p);
+}
+
+static void gst_box_track_get_property(GObject *object, guint prop_id, GValue *value,
+                                       GParamSpec *pspec) {
+  GstBoxTrackPrivate *priv = GST_BOX_TRACK(object)->priv;
+  std::lock_guard<std::mutex> guard(priv->lock);
+  const cudanms::TrackerParams &p = priv->params;
+  switch (prop_id) {
+    case PROP_TRACK_THRESH:
+      g_value_set_double(value, p.track_thresh);
+      break;
+    case PROP_HIGH_THRESH:
+      g_value_set_double(value, p.high_thresh);
+      break;
+    case PROP_MATCH_THRESH:
+      g_value_set_double(value, p.match_thresh);
+      break;
+    case PROP_LOW_THRESH:
+      g_value_set_double(value, p.low_thresh);
+      break;
+    case PROP_TRACK_BUFFER:
+      g_value_set_uint(value, static_cast<guint>(p.track_buffer));
+      break;
+    case PROP_MIN_HITS:
+      g_value_set_uint(value, p.min_hits);
+      break;
+    case PROP_PER_CLASS:
+      g_value_set_boolean(value, p.per_class);
+      break;
+    case PROP_MAX_TRACKS:
+      g_value_set_uint(value, static_cast<guint>(p.max_tracks));
+      break;
+    case PROP_NEXT_ID:
+      g_value_set_uint64(value, priv->tracker.next_id());
+      break;
+    case PROP_TRACKS:
+      g_value_set_uint64(value, priv->tracks);
+      break;
+    case PROP_RESETS:
+      g_value_set_uint64(value, priv->resets);
+      break;
+    case PROP_EVICTED:
+      g_value_set_uint64(value, priv->evicted);
+      break;
+    case PROP_REFUSED:
+      g_value_set_uint64(value, priv->refused);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+}
+
+/* Every track ends; the ids go on. */
+static void reset_tracker(GstBoxTrack *self, const char *why) {
+  GstBoxTrackPrivate *priv = self->priv;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    priv->tracker.reset();
+    priv->resets++;
+    priv->tracks = 0;
+  }
+  priv->clock.reset();
+  GST_INFO_OBJECT(self, "tracker reset: %s", why);
+  gst_element_post_message(
+      GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self), gst_structure_new("boxtrack-reset", "reason",
+                                                                  G_TYPE_STRING, why, NULL)));
+}
+
+static gboolean gst_box_track_start(GstBaseTransform *trans) {
+  GstBoxTrackPrivate *priv = GST_BOX_TRACK(trans)->priv;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    priv->tracker.reset();
+    priv->tracks = 0;
+  }
+  priv->clock.reset();
+  priv->width = priv->height = 0;
+  priv->labels.clear();
+  priv->warned_at_us = 0;
+  return TRUE;
+}
+
+static gboolean gst_box_track_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
+  (void)outcaps;
+  GstBoxTrack *self = GST_BOX_TRACK(trans);
+  GstBoxTrackPrivate *priv = self->priv;
+  GstVideoInfo info;
+  if (!gst_video_info_from_caps(&info, incaps)) {
+    priv->clock.set_rate(0, 1);
+    return TRUE;
+  }
+  priv->clock.set_rate(GST_VIDEO_INFO_FPS_N(&info), GST_VIDEO_INFO_FPS_D(&info));
+  /* Boxes of another frame size are not comparable with the tracks' (a camera back at another
+   * resolution). */
+  if (priv->width != 0 &&
+      (priv->width != GST_VIDEO_INFO_WIDTH(&info) || priv->height != GST_VIDEO_INFO_HEIGHT(&info)))
+    reset_tracker(self, "the frame size changed");
+  priv->width = GST_VIDEO_INFO_WIDTH(&info);
+  priv->height = GST_VIDEO_INFO_HEIGHT(&info);
+  return TRUE;
+}
+
+static gboolean gst_box_track_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  GstBoxTrack *self = GST_BOX_TRACK(trans);
+  gint class_id;
+  std::string label;
+  if (gst_cv_label_event_parse(event, &class_id, &label)) self->priv->labels[class_id] = label;
+  if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) reset_tracker(self, "flush");
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+}
+
+/* Max-tracks reached: a warning now and then, never one a frame. */
+static void warn_about_capacity(GstBoxTrack *self, guint64 evicted, guint64 refused) {
+  GstBoxTrackPrivate *priv = self->priv;
+  const gint64 now = g_get_monotonic_time();
+  if (priv->warned_at_us != 0 && now - priv->warned_at_us < WARNING_INTERVAL_US) return;
+  GST_ELEMENT_WARNING(self, STREAM, FAILED, ("More tracks than max-tracks"),
+                      ("%" G_GUINT64_FORMAT " lost tracks dropped and %" G_GUINT64_FORMAT
+                       " boxes left without a track since the last warning: raise max-tracks, or "
+                       "lower track-buffer",
+                       evicted - priv->evicted_warned, refused - priv->refused_warned));
+  priv->warned_at_us = now;
+  priv->evicted_warned = evicted;
+  priv->refused_warned = refused;
+}
+
+static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
+  GstBoxTrack *self = GST_BOX_TRACK(trans);
+  GstBoxTrackPrivate *priv = self->priv;
+  std::vector<KeptBox> boxes = gst_cv_kept_boxes(buf, priv->labels);
+  priv->detections.clear();
+  for (const KeptBox &b : boxes) {
+    /* ROI metas of other detectors may carry no class id: their type stands for the class. */
+    const gint class_id = gst_buffer_get_cuda_nms_result_meta(buf) || b.label.empty()
+                              ? b.class_id
+                              : static_cast<gint>(g_quark_from_string(b.label.c_str()));
+    priv->detections.push_back(
+        {b.x1, b.y1, b.x2, b.y2, static_cast<float>(b.score), static_cast<int32_t>(class_id)});
+  }
+  const int64_t frame = priv->clock.frame_of(GST_BUFFER_PTS(buf));
+  guint64 evicted, refused;
+  bool reset;
+  std::vector<guint64> ids;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    const cudanms::TrackedFrame &out = priv->tracker.update(frame, priv->detections);
+    ids.assign(out.ids.begin(), out.ids.end());
+    priv->tracks = out.tentative + out.tracked + out.lost;
+    priv->evicted += out.evicted;
+    priv->refused += out.refused;
+    if (out.reset) priv->resets++;
+    reset = out.reset;
+    evicted = priv->evicted;
+    refused = priv->refused;
+  }
+  if (reset) {
+    GST_INFO_OBJECT(self, "tracker reset: PTS %" GST_TIME_FORMAT " is before the previous one",
+                    GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
+    gst_element_post_message(
+        GST_ELEMENT(self),
+        gst_message_new_element(GST_OBJECT(self),
+                                gst_structure_new("boxtrack-reset", "reason", G_TYPE_STRING,
+                                                  "time went backwards", NULL)));
+  }
+  if (evicted != priv->evicted_warned || refused != priv->refused_warned)
+    warn_about_capacity(self, evicted, refused);
+
+  if (GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf)) {
+    gst_cuda_nms_result_meta_set_track_ids(result);
+    for (guint i = 0; i < result->n_kept; i++) result->track_ids[i] = ids[i];
+  }
+  /* An id an earlier tracker wrote is replaced, also by "none" (0, as DL Streamer reads it). */
+  for (size_t i = 0; i < boxes.size(); i++)
+    if (boxes[i].roi && (ids[i] > 0 || boxes[i].track_id > 0))
+      gst_cv_roi_set_track_id(boxes[i].roi, ids[i]);
+  return GST_FLOW_OK;
+}
