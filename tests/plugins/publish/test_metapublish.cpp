@@ -87,14 +87,17 @@ void read_bus(GstBus *bus, Run *run, GstClockTime timeout, bool until_eos) {
 
 // appsrc (the sets as candidate metas, 30 fps timestamps) ! cudanms ! metapublish ! appsink,
 // one frame at a time, `pace` between them; on_frame(i) runs after frame i went through.
+// `between`: elements between cudanms and metapublish ("boxtrack ! boxcount ...").
 std::unique_ptr<Run> run_frames(const std::string &publish, const std::vector<CandidateSet> &sets,
                                 std::chrono::milliseconds pace = std::chrono::milliseconds(0),
-                                const std::function<void(size_t)> &on_frame = nullptr) {
+                                const std::function<void(size_t)> &on_frame = nullptr,
+                                const std::string &between = "") {
   auto run = std::make_unique<Run>();
   const std::string description =
       "appsrc name=src format=time caps=video/x-raw,format=GRAY8,width=" + std::to_string(kWidth) +
       ",height=" + std::to_string(kHeight) +
-      ",framerate=30/1 ! cudanms backend=cpu ! metapublish name=pub " + publish +
+      ",framerate=30/1 ! cudanms backend=cpu ! " + (between.empty() ? "" : between + " ! ") +
+      "metapublish name=pub " + publish +
       " ! appsink name=sink sync=false";
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
@@ -274,6 +277,80 @@ TEST_F(MetaPublish, DlStreamerFormatAsGvametaconvertWritesIt) {
       EXPECT_EQ(json_object_get_int_member(object, "x"), std::lround(box[0]));
       EXPECT_EQ(json_object_get_int_member(object, "w"), std::lround(double(box[2] - box[0])));
     }
+  }
+  g_strfreev(lines);
+  g_free(contents);
+  g_unlink(path.c_str());
+  g_rmdir(dir);
+  g_free(dir);
+}
+
+// One person walking down across the line y = 240 in 40 frames.
+std::vector<CandidateSet> walker_frames() {
+  std::vector<CandidateSet> sets(40);
+  for (int f = 0; f < 40; f++) {
+    const float y = 160.0f + 4 * f;  // the box's bottom
+    sets[f].add(300, y - 100, 340, y, 0.9f, 0);
+  }
+  return sets;
+}
+
+const char kTrackAndCount[] = "boxtrack ! boxcount lines=\"door:0,240,640,240\"";
+
+// Tracked and counted frames: each event also as a message of its own on TOPIC/events, and the
+// frames' messages with their track ids and counts.
+TEST_F(MetaPublish, CountingEventsGoToTheEventsTopic) {
+  start_broker();
+  if (mosquitto_sub_binary().empty()) GTEST_SKIP() << "no mosquitto_sub (mosquitto-clients)";
+  Subscriber frames(broker_->port(), "site/cam-5");
+  Subscriber events(broker_->port(), "site/cam-5/events");
+  ASSERT_TRUE(frames.connected() && events.connected());
+  auto run = run_frames("method=mqtt qos=1 topic=site/cam-5 camera-id=cam-5 address=" +
+                            broker_->address(),
+                        walker_frames(), std::chrono::milliseconds(0), nullptr, kTrackAndCount);
+  ASSERT_TRUE(run->eos);
+  EXPECT_EQ(run->published, 41u);  // 40 frames and 1 event
+  ASSERT_TRUE(frames.wait_for(40, std::chrono::seconds(10)));
+  ASSERT_TRUE(events.wait_for(1, std::chrono::seconds(10)));
+  const auto event_messages = events.messages();
+  ASSERT_EQ(event_messages.size(), 1u);
+  Json event(event_messages[0]);
+  ASSERT_NE(event.object, nullptr) << event_messages[0];
+  EXPECT_STREQ(json_object_get_string_member(event.object, "kind"), "line-crossed");
+  EXPECT_STREQ(json_object_get_string_member(event.object, "name"), "door");
+  EXPECT_STREQ(json_object_get_string_member(event.object, "direction"), "in");
+  EXPECT_EQ(json_object_get_int_member(event.object, "track_id"), 1);
+  EXPECT_STREQ(json_object_get_string_member(event.object, "source"), "cam-5");
+  const auto frame_messages = frames.messages();
+  Json last(frame_messages.back());
+  ASSERT_NE(last.object, nullptr);
+  JsonObject *box = json_array_get_object_element(json_object_get_array_member(last.object, "boxes"), 0);
+  EXPECT_EQ(json_object_get_int_member(box, "track_id"), 1);
+  JsonObject *door = json_object_get_object_member(
+      json_object_get_object_member(json_object_get_object_member(last.object, "counts"), "lines"),
+      "door");
+  EXPECT_EQ(json_object_get_int_member(door, "in"), 1);
+  EXPECT_EQ(json_object_get_int_member(door, "out"), 0);
+}
+
+// DL Streamer's format with tracking: each object's "id", as gvametaconvert writes gvatrack's.
+TEST_F(MetaPublish, DlStreamerFormatCarriesTheTrackId) {
+  gchar *dir = g_dir_make_tmp("metapublish-XXXXXX", nullptr);
+  const std::string path = std::string(dir) + "/messages.jsonl";
+  auto run = run_frames("method=file format=dlstreamer location=\"" + path + "\"", walker_frames(),
+                        std::chrono::milliseconds(0), nullptr, kTrackAndCount);
+  ASSERT_TRUE(run->eos);
+  gchar *contents = nullptr;
+  ASSERT_TRUE(g_file_get_contents(path.c_str(), &contents, nullptr, nullptr));
+  gchar **lines = g_strsplit(contents, "\n", -1);
+  ASSERT_GE(g_strv_length(lines), 40u);
+  for (int i = 0; i < 40; ++i) {
+    Json json(lines[i]);
+    ASSERT_NE(json.object, nullptr) << lines[i];
+    JsonObject *object =
+        json_array_get_object_element(json_object_get_array_member(json.object, "objects"), 0);
+    EXPECT_EQ(json_object_get_int_member(object, "id"), 1) << lines[i];
+    EXPECT_TRUE(json_object_has_member(json.object, "counts")) << lines[i];
   }
   g_strfreev(lines);
   g_free(contents);
