@@ -11,6 +11,13 @@
  * meta carries for the kept boxes (e.g. blazeface's facial keypoints) are drawn as small squares in
  * the box's color.
  *
+ * A box that boxtrack tracks (its ROI meta's "object_id") is drawn in its track's color with
+ * "#ID" first in its tag, and a trail through its anchor (bottom centre) on its last trail-length
+ * frames. Tags never cover one another: a tag that would goes inside the box's top, below it, or
+ * further up or down. The lines and zones boxcount counts (its #GstCudaNmsCountsMeta) are drawn
+ * with their counts: a line with an arrow to its "in" side and "NAME in N out M", a zone's
+ * outline with "NAME" and its occupancy by label (draw-counts).
+ *
  * With draw-candidates=true the frame's #GstCudaNmsCandidatesMeta windows are drawn first, one
  * pixel thick in a light tint of their class color: the detector's raw output and what NMS kept,
  * in one picture. cudanms removes the candidates unless its keep-candidates property is true.
@@ -37,7 +44,11 @@
 #include <opencv2/imgproc.hpp>
 #include <string>
 
+#include "canvas.h"
+#include "keptboxes.h"
 #include "labels.h"
+#include "tagplacer.h"
+#include "trails.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_box_overlay_debug);
 #define GST_CAT_DEFAULT gst_box_overlay_debug
@@ -48,12 +59,17 @@ enum {
   PROP_FONT_SCALE,
   PROP_DRAW_LABELS,
   PROP_DRAW_CANDIDATES,
+  PROP_TRAIL_LENGTH,
+  PROP_DRAW_COUNTS,
 };
 
 #define DEFAULT_LINE_WIDTH 3
 #define DEFAULT_FONT_SCALE 0.5
 #define DEFAULT_DRAW_LABELS TRUE
 #define DEFAULT_DRAW_CANDIDATES FALSE
+#define DEFAULT_TRAIL_LENGTH 30
+#define DEFAULT_DRAW_COUNTS TRUE
+#define MAX_TRAIL_LENGTH 1000
 
 #define VIDEO_FORMATS "{ BGRx, RGBx, BGRA, RGBA, BGR, RGB, I420, YV12, NV12, NV21 }"
 
@@ -69,178 +85,13 @@ struct Settings {
   double font_scale = DEFAULT_FONT_SCALE;
   bool draw_labels = DEFAULT_DRAW_LABELS;
   bool draw_candidates = DEFAULT_DRAW_CANDIDATES;
+  guint trail_length = DEFAULT_TRAIL_LENGTH;
+  bool draw_counts = DEFAULT_DRAW_COUNTS;
 };
 
-struct Rgb {
-  int r, g, b;
-};
-
-/* Class colors, by class id modulo the size. */
-const Rgb kPalette[] = {{0, 230, 0},   {255, 48, 48}, {40, 120, 255}, {255, 210, 0},
-                        {230, 0, 230}, {0, 220, 220}, {255, 128, 0},  {150, 60, 255}};
-
-Rgb class_color(gint class_id) {
-  const int n = G_N_ELEMENTS(kPalette);
-  return kPalette[((class_id % n) + n) % n];
-}
-
-/* A light tint: two thirds of the way to white. */
-Rgb light(Rgb c) { return {(c.r + 2 * 255) / 3, (c.g + 2 * 255) / 3, (c.b + 2 * 255) / 3}; }
-
-/* Black or white, whichever reads better on c. */
-Rgb text_color_on(Rgb c) {
-  return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b > 140 ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
-}
-
-/* Where a frame's pixels are and how a color is written into them. */
-class Canvas {
- public:
-  explicit Canvas(GstVideoFrame *frame) : frame_(frame) {
-    const GstVideoFormatInfo *finfo = frame->info.finfo;
-    width_ = GST_VIDEO_FRAME_WIDTH(frame);
-    height_ = GST_VIDEO_FRAME_HEIGHT(frame);
-    yuv_ = GST_VIDEO_FORMAT_INFO_IS_YUV(finfo);
-    if (!yuv_) {
-      channels_ = GST_VIDEO_FRAME_COMP_PSTRIDE(frame, 0);
-      packed_ = plane(0, width_, height_, channels_);
-    }
-  }
-
-  int width() const { return width_; }
-  int height() const { return height_; }
-
-  /* Fills r (clipped to the frame) with c. */
-  void fill(cv::Rect r, Rgb c) {
-    r &= cv::Rect(0, 0, width_, height_);
-    if (r.empty()) return;
-    if (!yuv_) {
-      packed_(r).setTo(packed_value(c));
-      return;
-    }
-    plane(0, width_, height_, 1)(r).setTo(cv::Scalar(luma(c)));
-    const cv::Rect cr = chroma_rect(r);
-    fill_chroma(cr, c, cv::noArray());
-  }
-
-  /* Sets the pixels where mask (CV_8UC1, placed at origin) is non-zero to c. */
-  void fill_mask(cv::Point origin, const cv::Mat &mask, Rgb c) {
-    const cv::Rect r = cv::Rect(origin, mask.size()) & cv::Rect(0, 0, width_, height_);
-    if (r.empty()) return;
-    const cv::Mat m = mask(cv::Rect(r.tl() - origin, r.size()));
-    if (!yuv_) {
-      packed_(r).setTo(packed_value(c), m);
-      return;
-    }
-    plane(0, width_, height_, 1)(r).setTo(cv::Scalar(luma(c)), m);
-    /* The chroma of every 2x2 block with a pixel set. */
-    const cv::Rect cr = chroma_rect(r);
-    cv::Mat block = cv::Mat::zeros(cr.height * 2, cr.width * 2, CV_8UC1);
-    m.copyTo(block(cv::Rect(r.x - cr.x * 2, r.y - cr.y * 2, r.width, r.height)));
-    cv::Mat small;
-    cv::resize(block, small, cr.size(), 0, 0, cv::INTER_AREA);
-    fill_chroma(cr, c, small > 0);
-  }
-
- private:
-  cv::Mat plane(int p, int w, int h, int channels) const {
-    return cv::Mat(h, w, CV_8UC(channels), GST_VIDEO_FRAME_PLANE_DATA(frame_, p),
-                   GST_VIDEO_FRAME_PLANE_STRIDE(frame_, p));
-  }
-
-  cv::Scalar packed_value(Rgb c) const {
-    cv::Scalar v = cv::Scalar::all(255); /* alpha and padding bytes */
-    const int offsets[3] = {static_cast<int>(GST_VIDEO_FRAME_COMP_POFFSET(frame_, 0)),
-                            static_cast<int>(GST_VIDEO_FRAME_COMP_POFFSET(frame_, 1)),
-                            static_cast<int>(GST_VIDEO_FRAME_COMP_POFFSET(frame_, 2))};
-    v[offsets[0]] = c.r;
-    v[offsets[1]] = c.g;
-    v[offsets[2]] = c.b;
-    return v;
-  }
-
-  /* BT.601, limited range. */
-  static int luma(Rgb c) { return cvRound(16 + 0.257 * c.r + 0.504 * c.g + 0.098 * c.b); }
-  static int cb(Rgb c) { return cvRound(128 - 0.148 * c.r - 0.291 * c.g + 0.439 * c.b); }
-  static int cr(Rgb c) { return cvRound(128 + 0.439 * c.r - 0.368 * c.g - 0.071 * c.b); }
-
-  cv::Rect chroma_rect(const cv::Rect &r) const {
-    const int cw = (width_ + 1) / 2, ch = (height_ + 1) / 2;
-    const int x0 = r.x / 2, y0 = r.y / 2;
-    const int x1 = std::min(cw, (r.x + r.width + 1) / 2),
-              y1 = std::min(ch, (r.y + r.height + 1) / 2);
-    return cv::Rect(x0, y0, x1 - x0, y1 - y0);
-  }
-
-  void fill_chroma(const cv::Rect &cr_rect, Rgb c, cv::InputArray mask) {
-    const int cw = (width_ + 1) / 2, ch = (height_ + 1) / 2;
-    const int u = cb(c), v = cr(c);
-    switch (GST_VIDEO_FRAME_FORMAT(frame_)) {
-      case GST_VIDEO_FORMAT_I420:
-        plane(1, cw, ch, 1)(cr_rect).setTo(cv::Scalar(u), mask);
-        plane(2, cw, ch, 1)(cr_rect).setTo(cv::Scalar(v), mask);
-        break;
-      case GST_VIDEO_FORMAT_YV12:
-        plane(1, cw, ch, 1)(cr_rect).setTo(cv::Scalar(v), mask);
-        plane(2, cw, ch, 1)(cr_rect).setTo(cv::Scalar(u), mask);
-        break;
-      case GST_VIDEO_FORMAT_NV12:
-        plane(1, cw, ch, 2)(cr_rect).setTo(cv::Scalar(u, v), mask);
-        break;
-      case GST_VIDEO_FORMAT_NV21:
-        plane(1, cw, ch, 2)(cr_rect).setTo(cv::Scalar(v, u), mask);
-        break;
-      default:
-        break;
-    }
-  }
-
-  GstVideoFrame *frame_;
-  int width_ = 0, height_ = 0;
-  bool yuv_ = false;
-  int channels_ = 0;
-  cv::Mat packed_;
-};
-
-/* The outline of box, width pixels thick, inside the box. */
-void draw_outline(Canvas &canvas, const cv::Rect &box, int width, Rgb c) {
-  if (box.width <= 0 || box.height <= 0) return;
-  const int tw = std::min(width, box.width), th = std::min(width, box.height);
-  canvas.fill(cv::Rect(box.x, box.y, box.width, th), c);
-  canvas.fill(cv::Rect(box.x, box.y + box.height - th, box.width, th), c);
-  canvas.fill(cv::Rect(box.x, box.y, tw, box.height), c);
-  canvas.fill(cv::Rect(box.x + box.width - tw, box.y, tw, box.height), c);
-}
-
-/* A filled tag with the text, just above the box (inside it at the frame's top edge). */
-void draw_tag(Canvas &canvas, const cv::Rect &box, const std::string &text, double font_scale,
-              Rgb c) {
-  const int font = cv::FONT_HERSHEY_SIMPLEX;
-  const int thickness = std::max(1, cvRound(font_scale * 2));
-  int baseline = 0;
-  const cv::Size size = cv::getTextSize(text, font, font_scale, thickness, &baseline);
-  const int pad = 2;
-  cv::Rect tag(box.x, box.y - size.height - baseline - 2 * pad, size.width + 2 * pad,
-               size.height + baseline + 2 * pad);
-  if (tag.y < 0) tag.y = std::max(0, box.y);
-  canvas.fill(tag, c);
-  cv::Mat mask = cv::Mat::zeros(tag.size(), CV_8UC1);
-  cv::putText(mask, text, cv::Point(pad, pad + size.height), font, font_scale, cv::Scalar(255),
-              thickness, cv::LINE_8);
-  canvas.fill_mask(tag.tl(), mask, text_color_on(c));
-}
-
-/* The pixels of a box; empty for NaN/inf. Candidates are raw detector output: coordinates are
- * clamped far outside any frame before they become ints (a float past INT_MAX cast to int is
- * undefined behaviour), and drawing clips to the frame anyway. */
-cv::Rect pixel_rect(const float *b) {
-  if (!(std::isfinite(b[0]) && std::isfinite(b[1]) && std::isfinite(b[2]) && std::isfinite(b[3])))
-    return cv::Rect();
-  static constexpr float kFar = 1 << 24;
-  auto pixel = [](float v) { return static_cast<int>(std::min(std::max(v, -kFar), kFar)); };
-  const int x1 = pixel(std::floor(b[0])), y1 = pixel(std::floor(b[1]));
-  const int x2 = pixel(std::ceil(b[2])), y2 = pixel(std::ceil(b[3]));
-  return cv::Rect(x1, y1, std::max(0, x2 - x1), std::max(0, y2 - y1));
-}
+/* Lines and zones: their color, and the arrow's length to a line's "in" side. */
+const Rgb kCountColor = {255, 220, 0};
+constexpr int kArrowLength = 24;
 
 }  // namespace
 
@@ -251,6 +102,7 @@ struct GstBoxOverlayPrivate {
   /* Streaming thread only. */
   std::map<gint, std::string> labels; /* announced by detectors upstream */
   bool warned_no_candidates = false;
+  Trails trails;
 };
 
 struct _GstBoxOverlay {
@@ -306,6 +158,17 @@ static void gst_box_overlay_class_init(GstBoxOverlayClass *klass) {
                            "Also draw the candidates meta as thin light boxes (needs "
                            "keep-candidates=true on cudanms)",
                            DEFAULT_DRAW_CANDIDATES, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_TRAIL_LENGTH,
+      g_param_spec_uint("trail-length", "Trail length",
+                        "Frames of a tracked box's path drawn behind it (boxtrack's ids), 0 for "
+                        "none",
+                        0, MAX_TRAIL_LENGTH, DEFAULT_TRAIL_LENGTH, rw));
+  g_object_class_install_property(
+      gobject_class, PROP_DRAW_COUNTS,
+      g_param_spec_boolean("draw-counts", "Draw counts",
+                           "Draw boxcount's lines and zones with their counts", DEFAULT_DRAW_COUNTS,
+                           rw));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -354,6 +217,12 @@ static void gst_box_overlay_set_property(GObject *object, guint prop_id, const G
     case PROP_DRAW_CANDIDATES:
       s.draw_candidates = g_value_get_boolean(value);
       break;
+    case PROP_TRAIL_LENGTH:
+      s.trail_length = g_value_get_uint(value);
+      break;
+    case PROP_DRAW_COUNTS:
+      s.draw_counts = g_value_get_boolean(value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -379,6 +248,12 @@ static void gst_box_overlay_get_property(GObject *object, guint prop_id, GValue 
     case PROP_DRAW_CANDIDATES:
       g_value_set_boolean(value, s.draw_candidates);
       break;
+    case PROP_TRAIL_LENGTH:
+      g_value_set_uint(value, s.trail_length);
+      break;
+    case PROP_DRAW_COUNTS:
+      g_value_set_boolean(value, s.draw_counts);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
@@ -389,6 +264,7 @@ static gboolean gst_box_overlay_start(GstBaseTransform *trans) {
   GstBoxOverlay *self = GST_BOX_OVERLAY(trans);
   self->priv->labels.clear();
   self->priv->warned_no_candidates = false;
+  self->priv->trails.clear();
   return TRUE;
 }
 
@@ -446,6 +322,47 @@ static void draw_points(Canvas &canvas, GstBuffer *buf, int line_width) {
   }
 }
 
+/* boxcount's lines, each with an arrow to its "in" side, and zones, with their counts as tags. */
+static void draw_counts(Canvas &canvas, GstBuffer *buf, const Settings &s, TagPlacer *tags) {
+  const GstCudaNmsCountsMeta *counts = gst_buffer_get_cuda_nms_counts_meta(buf);
+  if (!counts) return;
+  const int thickness = static_cast<int>(s.line_width);
+  for (guint i = 0; i < counts->n_lines; i++) {
+    const GstCudaNmsLineCount &l = counts->lines[i];
+    const cv::Point a(cvRound(l.x1), cvRound(l.y1)), b(cvRound(l.x2), cvRound(l.y2));
+    draw_polyline(canvas, {a, b}, false, thickness, kCountColor);
+    /* "in" is where s = (b - a) x (p - a) > 0: along (-(by - ay), bx - ax). */
+    const double dx = l.x2 - l.x1, dy = l.y2 - l.y1, length = std::hypot(dx, dy);
+    const cv::Point middle((a + b) / 2);
+    if (length > 0)
+      draw_arrow(canvas, middle,
+                 middle + cv::Point(cvRound(-dy / length * kArrowLength),
+                                    cvRound(dx / length * kArrowLength)),
+                 std::max(1, thickness - 1), kCountColor);
+    const std::string text =
+        std::string(l.name) + " in " + std::to_string(l.in) + " out " + std::to_string(l.out);
+    const cv::Size size = tag_size(text, s.font_scale);
+    draw_tag(canvas, tags->place(cv::Rect(middle, cv::Size(1, 1)), size), text, s.font_scale,
+             kCountColor);
+  }
+  for (guint i = 0; i < counts->n_zones; i++) {
+    const GstCudaNmsZoneCount &z = counts->zones[i];
+    std::vector<cv::Point> polygon;
+    for (guint k = 0; k < z.n_points; k++)
+      polygon.emplace_back(cvRound(z.points[2 * k]), cvRound(z.points[2 * k + 1]));
+    draw_polyline(canvas, polygon, true, thickness, kCountColor);
+    std::string text = z.name;
+    for (guint k = 0; k < z.n_labels; k++)
+      text += std::string(k ? ", " : " ") + z.labels[k].label + " " +
+              std::to_string(z.labels[k].occupancy);
+    if (polygon.empty()) continue;
+    const cv::Rect bounds = cv::boundingRect(polygon);
+    draw_tag(canvas,
+             tags->place(cv::Rect(bounds.tl(), cv::Size(1, 1)), tag_size(text, s.font_scale)), text,
+             s.font_scale, kCountColor);
+  }
+}
+
 static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
                                                         GstVideoFrame *frame) {
   GstBoxOverlay *self = GST_BOX_OVERLAY(filter);
@@ -457,6 +374,7 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
   }
   Canvas canvas(frame);
   if (s.draw_candidates) draw_candidates(self, canvas, frame->buffer);
+  priv->trails.next_frame(s.trail_length);
 
   struct Tag {
     cv::Rect box;
@@ -493,12 +411,27 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
       if (gst_structure_get_uint(detection, "members", &members))
         text += " x" + std::to_string(members);
     }
-    const Rgb color = class_color(class_id);
+    const guint64 track = gst_cv_roi_track_id(roi);
+    const Rgb color = track ? track_color(track) : class_color(class_id);
+    if (track) {
+      text = "#" + std::to_string(track) + " " + text;
+      if (s.trail_length > 0) {
+        priv->trails.add(track, cv::Point(box.x + box.width / 2, box.y + box.height),
+                         s.trail_length);
+        const auto *points = priv->trails.points(track);
+        draw_polyline(canvas, std::vector<cv::Point>(points->begin(), points->end()), false,
+                      std::max(1, static_cast<int>(s.line_width) - 1), color);
+      }
+    }
     draw_outline(canvas, box, static_cast<int>(s.line_width), color);
     if (s.draw_labels && !text.empty()) tags.push_back({box, text, color});
   }
   draw_points(canvas, frame->buffer, static_cast<int>(s.line_width));
-  /* Tags last, so that no box is drawn over one. */
-  for (const Tag &tag : tags) draw_tag(canvas, tag.box, tag.text, s.font_scale, tag.color);
+  /* Tags last, so that no box is drawn over one, and placed so that none covers another. */
+  TagPlacer placer(cv::Size(canvas.width(), canvas.height()));
+  if (s.draw_counts) draw_counts(canvas, frame->buffer, s, &placer);
+  for (const Tag &tag : tags)
+    draw_tag(canvas, placer.place(tag.box, tag_size(tag.text, s.font_scale)), tag.text,
+             s.font_scale, tag.color);
   return GST_FLOW_OK;
 }

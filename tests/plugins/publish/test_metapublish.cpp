@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "gstmetapublish.h"
+#include "mqttpublisher.h"
 #include "plugins/cv_support.h"
 #include "plugins/element_support.h"
-#include "gstmetapublish.h"
 #include "support/mqtt_broker.h"
-#include "mqttpublisher.h"
 #include "support/seed.h"
 #include "synthetic.h"
 
@@ -95,9 +95,8 @@ std::unique_ptr<Run> run_frames(const std::string &publish, const std::vector<Ca
   auto run = std::make_unique<Run>();
   const std::string description =
       "appsrc name=src format=time caps=video/x-raw,format=GRAY8,width=" + std::to_string(kWidth) +
-      ",height=" + std::to_string(kHeight) +
-      ",framerate=30/1 ! cudanms backend=cpu ! " + (between.empty() ? "" : between + " ! ") +
-      "metapublish name=pub " + publish +
+      ",height=" + std::to_string(kHeight) + ",framerate=30/1 ! cudanms backend=cpu ! " +
+      (between.empty() ? "" : between + " ! ") + "metapublish name=pub " + publish +
       " ! appsink name=sink sync=false";
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(description.c_str(), &error);
@@ -305,9 +304,9 @@ TEST_F(MetaPublish, CountingEventsGoToTheEventsTopic) {
   Subscriber frames(broker_->port(), "site/cam-5");
   Subscriber events(broker_->port(), "site/cam-5/events");
   ASSERT_TRUE(frames.connected() && events.connected());
-  auto run = run_frames("method=mqtt qos=1 topic=site/cam-5 camera-id=cam-5 address=" +
-                            broker_->address(),
-                        walker_frames(), std::chrono::milliseconds(0), nullptr, kTrackAndCount);
+  auto run =
+      run_frames("method=mqtt qos=1 topic=site/cam-5 camera-id=cam-5 address=" + broker_->address(),
+                 walker_frames(), std::chrono::milliseconds(0), nullptr, kTrackAndCount);
   ASSERT_TRUE(run->eos);
   EXPECT_EQ(run->published, 41u);  // 40 frames and 1 event
   ASSERT_TRUE(frames.wait_for(40, std::chrono::seconds(10)));
@@ -324,7 +323,8 @@ TEST_F(MetaPublish, CountingEventsGoToTheEventsTopic) {
   const auto frame_messages = frames.messages();
   Json last(frame_messages.back());
   ASSERT_NE(last.object, nullptr);
-  JsonObject *box = json_array_get_object_element(json_object_get_array_member(last.object, "boxes"), 0);
+  JsonObject *box =
+      json_array_get_object_element(json_object_get_array_member(last.object, "boxes"), 0);
   EXPECT_EQ(json_object_get_int_member(box, "track_id"), 1);
   JsonObject *door = json_object_get_object_member(
       json_object_get_object_member(json_object_get_object_member(last.object, "counts"), "lines"),

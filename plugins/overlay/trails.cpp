@@ -1,0 +1,24 @@
+#include "trails.h"
+
+void Trails::next_frame(guint length) {
+  frame_++;
+  for (auto it = trails_.begin(); it != trails_.end();) {
+    if (frame_ - it->second.last_frame > length) {
+      it = trails_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Trails::add(guint64 track_id, cv::Point anchor, guint length) {
+  Trail &t = trails_[track_id];
+  t.points.push_back(anchor);
+  while (t.points.size() > length) t.points.pop_front();
+  t.last_frame = frame_;
+}
+
+const std::deque<cv::Point> *Trails::points(guint64 track_id) const {
+  const auto found = trails_.find(track_id);
+  return found == trails_.end() ? nullptr : &found->second.points;
+}
