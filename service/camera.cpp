@@ -40,11 +40,11 @@ const char *state_name(CameraState state) {
 }
 
 Camera::Camera(CameraConfig config, CudaContexts *contexts,
-               std::function<void(const std::string &reason)> gpu_failed)
+               std::function<void(const std::string &reason)> gpu_failed, CountingState counted)
     : config_(std::move(config)),
       contexts_(config_.share_cuda_context ? contexts : nullptr),
       gpu_failed_(std::move(gpu_failed)),
-      outputs_(std::make_shared<CameraOutputs>(config_)),
+      outputs_(std::make_shared<CameraOutputs>(config_, std::move(counted))),
       state_since_us_(g_get_monotonic_time()),
       started_us_(state_since_us_) {}
 
@@ -97,6 +97,17 @@ void Camera::connect() {
   std::string error;
   session_ = Session::start(config_, outputs_, recording_, contexts_, std::move(events), &error);
   if (!session_) fail(error);
+}
+
+void Camera::apply_counting(const CameraConfig &next) {
+  const bool on_cpu = config_.on_cpu;
+  const std::map<std::string, std::string> nms = config_.nms;  // as placed (gpu-id)
+  config_ = next;
+  config_.on_cpu = on_cpu;
+  config_.nms = nms;
+  log_line("camera %s: new lines and zones, counting on without a reconnection",
+           config_.name.c_str());
+  if (session_) session_->set_counting(config_.count);
 }
 
 void Camera::end_session() {
@@ -188,6 +199,7 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
   s.last_error = last_error_;
   s.state_seconds = (now_us - state_since_us_) / 1e6;
   s.counts = outputs_->counts();
+  s.counting = outputs_->counting();
   s.reconnects = reconnects_;
   s.seconds_since_frame =
       (now_us - (s.counts.last_frame_us ? s.counts.last_frame_us : started_us_)) / 1e6;

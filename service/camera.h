@@ -34,6 +34,7 @@ struct CameraSnapshot {
   std::string last_error;
   double state_seconds = 0;  // in this state since
   FrameCounts counts;
+  CountingState counting;
   double frames_per_second = 0;    // over the last few seconds
   double seconds_since_frame = 0;  // since the last frame, or since the camera started
   guint64 reconnects = 0;
@@ -46,9 +47,11 @@ struct CameraSnapshot {
 class Camera {
  public:
   // `contexts`: the service's shared CUDA contexts (used unless cuda-context = per-camera).
-  // `gpu_failed`: an element of the camera gave up on its GPU (on the main loop).
+  // `gpu_failed`: an element of the camera gave up on its GPU (on the main loop). `counted`: what
+  // the camera counted before (a restart's), to go on from.
   Camera(CameraConfig config, CudaContexts *contexts,
-         std::function<void(const std::string &reason)> gpu_failed = nullptr);
+         std::function<void(const std::string &reason)> gpu_failed = nullptr,
+         CountingState counted = {});
   ~Camera();
   Camera(const Camera &) = delete;
   Camera &operator=(const Camera &) = delete;
@@ -61,6 +64,11 @@ class Camera {
   // Each second: the stall watchdog, and the frame rate's samples.
   void tick(gint64 now_us);
   CameraSnapshot snapshot(gint64 now_us) const;
+  // What it counted so far.
+  CountingState counting() const { return outputs_->counting(); }
+  // New lines and zones (`next` differs from the camera's config in them alone), applied to the
+  // running connection without a reconnection: the unchanged ones keep their counts.
+  void apply_counting(const CameraConfig &next);
   // The snapshot's gpu and load alone (the placement asks each tick).
   int gpu() const;
   double load() const;
@@ -72,7 +80,7 @@ class Camera {
   void end_session();  // stops the current session, if any
   void finished_stopping();
 
-  const CameraConfig config_;
+  CameraConfig config_;
   CudaContexts *const contexts_;  // null: a context of the camera's own
   std::function<void(const std::string &reason)> gpu_failed_;
   std::shared_ptr<CameraOutputs> outputs_;

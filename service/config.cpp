@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <cudanms/bounded_file.h>
+#include <cudanms/count.h>
 #include <cudanms/nms.h>
 #include <gio/gio.h>
 #include <gst/gst.h>
@@ -450,6 +451,12 @@ const Key kKeys[] = {
        c->share_cuda_context = v == "shared";
        return "";
      }},
+    {"tracker", Where::kAnywhere,
+     "true (default): boxtrack gives the kept boxes ids (its properties are keys too: "
+     "track-thresh, track-buffer, ...); false: none, and no counting",
+     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
+       return parse_bool(v, &c->tracker);
+     }},
     {"stall-timeout", Where::kAnywhere,
      "seconds without a frame (streaming, or since a start) after which the camera is "
      "reconnected (default 10)",
@@ -557,15 +564,34 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
   ServiceConfig out;
   GObjectClass *nms_class = element_class("cudanms");
   const std::map<std::string, GParamSpec *> nms_properties = settable_properties(nms_class);
-  if (!nms_class)
-    errors->push_back(name +
-                      ": the cudanms element is not installed (set GST_PLUGIN_PATH to "
-                      "the build's plugins folder, or install the plugin)");
+  GObjectClass *track_class = element_class("boxtrack");
+  GObjectClass *count_class = element_class("boxcount");
+  std::map<std::string, GParamSpec *> track_properties = settable_properties(track_class);
+  std::map<std::string, GParamSpec *> count_properties = settable_properties(count_class);
+  // The service carries these on itself across a camera's connections.
+  track_properties.erase("next-id");
+  count_properties.erase("counts");
+  for (const auto &[element, klass] :
+       {std::pair{"cudanms", nms_class}, std::pair{"boxtrack", track_class},
+        std::pair{"boxcount", count_class}})
+    if (!klass)
+      errors->push_back(name + ": the " + element +
+                        " element is not installed (set GST_PLUGIN_PATH to "
+                        "the build's plugins folder, or install the plugin)");
 
-  // A camera key's value into `camera`: one of the table's, or a cudanms property.
+  // A camera key's value into `camera`: one of the table's, or a property of cudanms, boxtrack
+  // or boxcount.
   auto apply_camera_key = [&](const std::string &key, const std::string &value,
                               CameraConfig *camera) -> std::string {
     if (const Key *k = find_key(key)) return k->apply(value, camera, &out);
+    for (const auto &[properties, settings] : {std::pair{&track_properties, &camera->track},
+                                               std::pair{&count_properties, &camera->count}}) {
+      const auto property = properties->find(key);
+      if (property == properties->end()) continue;
+      const std::string why = check_property(property->second, value);
+      if (why.empty()) (*settings)[key] = value;
+      return why;
+    }
     // Unknown also where the config itself implies it (a cascade's method) and no cudanms
     // element was found to say what it means.
     const auto property = nms_properties.find(key);
@@ -581,7 +607,8 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
   };
   auto known = [&](const std::string &key, bool in_service, std::string *why) {
     const Key *k = find_key(key);
-    if (!k && !nms_properties.count(key)) {
+    if (!k && !nms_properties.count(key) && !track_properties.count(key) &&
+        !count_properties.count(key)) {
       *why = "unknown key";
       return false;
     }
@@ -687,6 +714,29 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
         good = false;
       }
     }
+    // Lines and zones: checked whole (degenerate lines, polygons that cross themselves), in the
+    // units `normalized` gives them.
+    const bool normalized =
+        camera.count.count("normalized") && camera.count.at("normalized") == "true";
+    for (const char *key : {"lines", "zones"}) {
+      if (!camera.count.count(key)) continue;
+      const std::string &text = camera.count.at(key);
+      std::string why;
+      std::vector<cudanms::CountLine> lines;
+      std::vector<cudanms::CountZone> zones;
+      const bool ok = std::string(key) == "lines"
+                          ? cudanms::parse_lines(text, normalized, &lines, &why)
+                          : cudanms::parse_zones(text, normalized, &zones, &why);
+      const bool inherited = !own.count(key);
+      if (!ok) {
+        errors->push_back((inherited ? name + ":service" : where) + ":" + key + ": " + why +
+                          (inherited ? " (for camera " + camera.name + ")" : ""));
+        good = false;
+      } else if (!camera.tracker && text.find_first_not_of(" ;") != std::string::npos) {
+        errors->push_back(where + ":" + key + ": counting needs the tracker (tracker = true)");
+        good = false;
+      }
+    }
     if (camera.reconnect_max_s < camera.reconnect_initial_s) {
       errors->push_back(where + ":reconnect-max: must be at least reconnect-initial");
       good = false;
@@ -727,7 +777,8 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
     camera.settings["mqtt-address"] = out.mqtt_address;
     camera.settings["mqtt-topic"] = camera.mqtt_topic;
   }
-  if (nms_class) g_type_class_unref(nms_class);
+  for (GObjectClass *klass : {nms_class, track_class, count_class})
+    if (klass) g_type_class_unref(klass);
   g_key_file_free(file);
   if (errors->size() > errors_before) return false;
   *config = std::move(out);
@@ -771,7 +822,44 @@ std::string describe_keys() {
   out +=
       "  and every writable property of cudanms, by its name (both): iou-threshold, method, "
       "score-threshold, labels-file, gpu-id (also the detector's) ... (gst-inspect-1.0 "
-      "cudanms)\n";
+      "cudanms)\n"
+      "  and of boxtrack (track-thresh, track-buffer, min-hits, ...) and boxcount (lines, zones, "
+      "normalized, anchor, classes, hysteresis, track-timeout): lines and zones count the "
+      "tracked boxes (gst-inspect-1.0 boxcount)\n";
+  return out;
+}
+
+bool CameraConfig::counting() const {
+  for (const char *key : {"lines", "zones"}) {
+    const auto found = count.find(key);
+    if (found != count.end() && found->second.find_first_not_of(" ;") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+std::map<std::string, std::string> counting_shapes(const CameraConfig &camera, const char *key) {
+  std::map<std::string, std::string> out;
+  const auto found = camera.count.find(key);
+  if (found == camera.count.end()) return out;
+  const bool normalized =
+      camera.count.count("normalized") && camera.count.at("normalized") == "true";
+  std::string why;
+  auto point_text = [](const cudanms::CountPoint &p) {
+    return std::to_string(p.x) + "," + std::to_string(p.y) + " ";
+  };
+  if (std::string(key) == "lines") {
+    std::vector<cudanms::CountLine> lines;
+    if (cudanms::parse_lines(found->second, normalized, &lines, &why))
+      for (const auto &l : lines) out[l.name] = point_text(l.a) + point_text(l.b);
+  } else {
+    std::vector<cudanms::CountZone> zones;
+    if (cudanms::parse_zones(found->second, normalized, &zones, &why))
+      for (const auto &z : zones)
+        for (const auto &p : z.polygon) out[z.name] += point_text(p);
+  }
+  if (normalized)
+    for (auto &[name, text] : out) text += "normalized";
   return out;
 }
 

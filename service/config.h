@@ -20,9 +20,12 @@ struct CameraConfig {
   std::string detector;
   // cudanms's properties as the config gives them, by name (gpu-id also goes to the detector).
   std::map<std::string, std::string> nms;
-  int latency_ms = 200;            // rtspsrc's jitter buffer
-  std::string protocols = "tcp";   // rtspsrc's lower transports
-  std::string json;                // JSON lines file, appended to; "" for none
+  bool tracker = true;                       // boxtrack after cudanms
+  std::map<std::string, std::string> track;  // boxtrack's properties, by name
+  std::map<std::string, std::string> count;  // boxcount's (lines, zones, normalized, ...)
+  int latency_ms = 200;                      // rtspsrc's jitter buffer
+  std::string protocols = "tcp";             // rtspsrc's lower transports
+  std::string json;                          // JSON lines file, appended to; "" for none
   std::string format = "cudanms";  // of the JSON lines and MQTT messages: cudanms or dlstreamer
   std::string mqtt_topic;          // the detections' topic ("" without MQTT)
   std::string status_topic;        // the retained state's topic ("" without MQTT)
@@ -43,7 +46,14 @@ struct CameraConfig {
   // Every setting as the config resolved it: two cameras with equal settings run the same way
   // (what SIGHUP compares to decide whether a camera restarts).
   std::map<std::string, std::string> settings;
+
+  // boxcount after boxtrack: lines or zones to count.
+  bool counting() const;
 };
+
+// The lines (or zones) of a camera's `count` settings, by name, each as its points' text, for
+// telling which ones a reload left as they were.
+std::map<std::string, std::string> counting_shapes(const CameraConfig &camera, const char *key);
 
 struct ServiceConfig {
   std::string metrics_address = "127.0.0.1:9358";  // "" for none

@@ -106,7 +106,8 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
        "MQTT messages dropped: the queue overflowed while the broker was away, or at a stop",
        [](const CameraSnapshot &c) { return double(c.counts.dropped); }},
       {"cudanms_camera_chain_seconds_total", "counter",
-       "Wall time of the detector and cudanms, from the intake queue to cudanms's output",
+       "Wall time of the detector, cudanms and the tracker and counter, from the intake queue "
+       "to the last of them",
        [](const CameraSnapshot &c) { return c.counts.chain_sum_s; }},
       {"cudanms_camera_json_lines_lost_total", "counter",
        "JSON lines that could not be written (disk full, ...)",
@@ -135,6 +136,23 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
     e.sample("cudanms_camera_nms_latency_seconds_sum", camera_label(c), c.counts.nms_sum_s);
     e.sample("cudanms_camera_nms_latency_seconds_count", camera_label(c), double(c.counts.frames));
   }
+
+  e.family("cudanms_line_crossings_total", "counter",
+           "Tracks that crossed a counting line (boxcount), by line, direction (in, out) and "
+           "label; kept across the camera's reconnections");
+  for (const CameraSnapshot &c : cameras)
+    for (const auto &[key, n] : c.counting.crossings)
+      e.sample("cudanms_line_crossings_total",
+               camera_label(c) + ",line=\"" + escaped(std::get<0>(key)) + "\",direction=\"" +
+                   std::get<1>(key) + "\",label=\"" + escaped(std::get<2>(key)) + "\"",
+               double(n));
+  e.family("cudanms_zone_objects", "gauge", "Tracks in a zone now (boxcount), by zone and label");
+  for (const CameraSnapshot &c : cameras)
+    for (const auto &[key, n] : c.counting.occupancy)
+      e.sample("cudanms_zone_objects",
+               camera_label(c) + ",zone=\"" + escaped(key.first) + "\",label=\"" +
+                   escaped(key.second) + "\"",
+               double(n));
 
   e.family("cudanms_camera_gpu", "gauge", "The GPU the camera is placed on (-1: the CPU)");
   for (const CameraSnapshot &c : cameras) e.sample("cudanms_camera_gpu", camera_label(c), c.gpu);

@@ -4,6 +4,7 @@
 #include <json-glib/json-glib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,7 +26,18 @@ const char *mqtt_status(const std::string &state) {
 
 }  // namespace
 
-CameraOutputs::CameraOutputs(const CameraConfig &config) : config_(config) {}
+CountingState CountingState::kept_for(const std::map<std::string, std::string> &lines_kept) const {
+  CountingState out;
+  out.next_track_id = next_track_id;
+  for (const auto &[name, counts] : lines)
+    if (lines_kept.count(name)) out.lines[name] = counts;
+  for (const auto &[key, n] : crossings)
+    if (lines_kept.count(std::get<0>(key))) out.crossings[key] = n;
+  return out;
+}
+
+CameraOutputs::CameraOutputs(const CameraConfig &config, CountingState counted)
+    : config_(config), counting_(std::move(counted)) {}
 
 CameraOutputs::~CameraOutputs() { close(0); }
 
@@ -111,11 +123,16 @@ void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment, doubl
     gchar *text = encoder_.encode(nullptr, buffer, format, config_.name, segment, &length);
     write_line(text, length);
 #ifdef CUDANMS_HAVE_MQTT
-    if (mqtt_) mqtt_->push(std::string(text, length));
+    if (mqtt_) {
+      mqtt_->push(std::string(text, length));
+      for (std::string &event : encoder_.encode_events(buffer, config_.name))
+        mqtt_->push(config_.mqtt_topic + "/events", std::move(event));
+    }
 #endif
     g_free(text);
   }
   std::lock_guard<std::mutex> guard(counts_lock_);
+  count(buffer);
   counts_.frames++;
   counts_.last_frame_us = g_get_monotonic_time();
   counts_.chain_sum_s += chain_s;
@@ -189,6 +206,35 @@ void CameraOutputs::close(guint flush_ms) {
     log_line("camera %s: cannot close %s: %s", config_.name.c_str(), config_.json.c_str(),
              g_strerror(errno));
   file_open_ = false;
+}
+
+void CameraOutputs::count(GstBuffer *buffer) {
+  if (const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buffer);
+      result && result->track_ids)
+    for (guint i = 0; i < result->n_kept; i++)
+      counting_.next_track_id = std::max(counting_.next_track_id, result->track_ids[i] + 1);
+  const GstCudaNmsCountsMeta *counts = gst_buffer_get_cuda_nms_counts_meta(buffer);
+  if (!counts) return;
+  for (guint i = 0; i < counts->n_events; i++) {
+    const GstCudaNmsCountEvent &e = counts->events[i];
+    if (e.kind != GST_CUDA_NMS_COUNT_LINE_CROSSED) continue;
+    counting_.crossings[{e.name, e.direction > 0 ? "in" : "out", e.label ? e.label : ""}]++;
+  }
+  counting_.lines.clear();  // the lines of now: a reload may have removed some
+  for (guint i = 0; i < counts->n_lines; i++)
+    counting_.lines[counts->lines[i].name] = {counts->lines[i].in, counts->lines[i].out};
+  // Labels seen in a zone before stay, at 0 once it has none of them: a gauge that goes to 0.
+  for (auto &[key, n] : counting_.occupancy) n = 0;
+  for (guint i = 0; i < counts->n_zones; i++) {
+    const GstCudaNmsZoneCount &z = counts->zones[i];
+    for (guint k = 0; k < z.n_labels; k++)
+      counting_.occupancy[{z.name, z.labels[k].label}] = z.labels[k].occupancy;
+  }
+}
+
+CountingState CameraOutputs::counting() const {
+  std::lock_guard<std::mutex> guard(counts_lock_);
+  return counting_;
 }
 
 FrameCounts CameraOutputs::counts() const {

@@ -6,9 +6,11 @@
 
 #include <gst/gst.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "config.h"
@@ -30,9 +32,24 @@ struct FrameCounts {
   guint64 lines_lost = 0;              // JSON lines that could not be written
 };
 
+// What a camera counted, across its connections (and, for the lines a reload left as they were,
+// across its restarts): the tracker's next id, each line's running counts as boxcount keeps them,
+// every crossing by line, direction and label, and each zone's occupancy by label now.
+struct CountingState {
+  guint64 next_track_id = 1;
+  std::map<std::string, std::pair<guint64, guint64>> lines;  // name -> (in, out)
+  std::map<std::tuple<std::string, std::string, std::string>, guint64>
+      crossings;                                                     // line, in|out, label
+  std::map<std::pair<std::string, std::string>, guint64> occupancy;  // zone, label -> objects
+
+  // Only what belongs to the lines of these names (zones' occupancy starts again).
+  CountingState kept_for(const std::map<std::string, std::string> &lines_kept) const;
+};
+
 class CameraOutputs {
  public:
-  explicit CameraOutputs(const CameraConfig &config);
+  // `counted`: a camera's counts so far, to go on from.
+  explicit CameraOutputs(const CameraConfig &config, CountingState counted = {});
   ~CameraOutputs();
   CameraOutputs(const CameraOutputs &) = delete;
   CameraOutputs &operator=(const CameraOutputs &) = delete;
@@ -51,6 +68,7 @@ class CameraOutputs {
   // The retained status "offline", the MQTT queue flushed (at most `flush_ms`), the file closed.
   void close(guint flush_ms);
   FrameCounts counts() const;
+  CountingState counting() const;
 
  private:
   bool writes() const;                               // a file or MQTT to encode frames for
@@ -65,8 +83,11 @@ class CameraOutputs {
   bool file_open_ = false;
   bool write_failing_ = false;  // reported once until a line is written again
   DetectionsStream encoder_;
+  void count(GstBuffer *buffer);  // with counts_lock_ held
+
   mutable std::mutex counts_lock_;
   FrameCounts counts_;
+  CountingState counting_;
   size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us
 };
 

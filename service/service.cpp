@@ -10,6 +10,29 @@ namespace {
 
 constexpr guint kTickMs = 500;  // the watchdog's and the frame rate's clock
 
+// Whether two configs of a camera differ in its lines and zones alone, with a boxcount running
+// before and after: boxcount takes those while it runs.
+bool only_counting_changed(const CameraConfig &before, const CameraConfig &after) {
+  if (!before.tracker || !before.counting() || !after.counting()) return false;
+  std::map<std::string, std::string> a = before.settings, b = after.settings;
+  for (const char *key : {"lines", "zones"}) {
+    a.erase(key);
+    b.erase(key);
+  }
+  return a == b;
+}
+
+// The names whose shapes are the same in both.
+std::map<std::string, std::string> unchanged(const std::map<std::string, std::string> &before,
+                                             const std::map<std::string, std::string> &after) {
+  std::map<std::string, std::string> out;
+  for (const auto &[name, shape] : after) {
+    const auto found = before.find(name);
+    if (found != before.end() && found->second == shape) out[name] = shape;
+  }
+  return out;
+}
+
 }  // namespace
 
 Service::Service(std::string config_path, ServiceConfig config)
@@ -130,12 +153,12 @@ void Service::gpu_failed(const std::string &name, const std::string &reason) {
   }
 }
 
-void Service::start_camera(const CameraConfig &config) {
+void Service::start_camera(const CameraConfig &config, CountingState counted) {
   if (shutting_down_) return;  // a restart that a reload asked for, overtaken by the shutdown
   const std::string name = config.name;
   auto camera = std::make_unique<Camera>(
       placed(config), &cuda_contexts_,
-      [this, name](const std::string &reason) { gpu_failed(name, reason); });
+      [this, name](const std::string &reason) { gpu_failed(name, reason); }, std::move(counted));
   Camera *raw = camera.get();
   cameras_[config.name] = std::move(camera);
   raw->start();
@@ -188,7 +211,7 @@ void Service::reload() {
   for (const CameraConfig &c : next.cameras) wanted[c.name] = &c;
   std::vector<std::string> names;
   for (const auto &[name, camera] : cameras_) names.push_back(name);
-  int removed = 0, changed = 0, added = 0;
+  int removed = 0, changed = 0, added = 0, recounted = 0;
   for (const std::string &name : names) {
     auto found = wanted.find(name);
     if (found == wanted.end()) {
@@ -197,9 +220,18 @@ void Service::reload() {
       stop_camera(name, "removed from the config", nullptr);
       removed++;
     } else if (found->second->settings != cameras_[name]->config().settings) {
-      CameraConfig config = *found->second;
+      Camera *running = cameras_[name].get();
+      const CameraConfig &config = *found->second;
+      if (only_counting_changed(running->config(), config)) {
+        running->apply_counting(config);
+        recounted++;
+        continue;
+      }
+      // A restart keeps the ids going on and the counts of the lines left as they were.
+      const CountingState counted = running->counting().kept_for(
+          unchanged(counting_shapes(running->config(), "lines"), counting_shapes(config, "lines")));
       stop_camera(name, "its settings changed: restarting",
-                  [this, config] { start_camera(config); });
+                  [this, config, counted] { start_camera(config, counted); });
       changed++;
     }
   }
@@ -209,8 +241,8 @@ void Service::reload() {
     start_camera(c);
     added++;
   }
-  log_line("SIGHUP: %d added, %d removed, %d restarted, %zu untouched", added, removed, changed,
-           next.cameras.size() - added - changed);
+  log_line("SIGHUP: %d added, %d removed, %d restarted, %d with new lines or zones, %zu untouched",
+           added, removed, changed, recounted, next.cameras.size() - added - changed - recounted);
   config_ = std::move(next);
 }
 

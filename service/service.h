@@ -34,14 +34,17 @@ class Service {
   // The HTTP endpoint, then every camera; false with the reason when the endpoint cannot listen.
   bool start(std::string *error);
   // Reads the config again: added cameras start, removed ones stop (their outputs finalised),
-  // changed ones restart, the others are not touched. A config with errors changes nothing.
+  // changed ones restart, the others are not touched. A camera whose lines or zones alone
+  // changed takes them while it runs. A config with errors changes nothing. Counts of unchanged
+  // lines go on, and track ids are never given twice, across restarts as across reconnections.
   void reload();
   // Every camera stopped and finalised, then `done`.
   void shutdown(std::function<void()> done);
   std::vector<CameraSnapshot> snapshots() const;
 
  private:
-  void start_camera(const CameraConfig &config);
+  // `counted`: what the camera counted before a restart, to go on from.
+  void start_camera(const CameraConfig &config, CountingState counted = {});
   void stop_camera(const std::string &name, const std::string &reason, std::function<void()> then);
   void apply_service_settings(const ServiceConfig &config);
   void finish_shutdown();  // once the last camera stopped

@@ -24,6 +24,8 @@ std::string describe(const CameraConfig &c) {
                     " ! queue name=intake leaky=downstream max-size-buffers=2 max-size-time=0 "
                     "max-size-bytes=0 ! videoconvert ! " +
                     c.detector + " ! cudanms name=nms ! ";
+  if (c.tracker) out += "boxtrack name=track ! ";
+  if (c.tracker && c.counting()) out += "boxcount name=count ! ";
   if (c.record_dir.empty()) return out + "fakesink name=sink sync=false async=false";
   return out + "queue max-size-buffers=60 max-size-time=0 max-size-bytes=0 ! " +
          (c.record_boxes ? "boxoverlay ! " : "") + "videoconvert ! " + c.record_encoder +
@@ -179,6 +181,33 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   GstElement *nms = gst_bin_get_by_name(bin, "nms");
   for (const auto &[key, value] : config.nms)
     gst_util_set_object_arg(G_OBJECT(nms), key.c_str(), value.c_str());
+  // The tracker and the counter go on where the camera's last connection left them: ids never
+  // given twice, the lines' counts.
+  const CountingState counted = s->outputs_->counting();
+  GstElement *track = gst_bin_get_by_name(bin, "track");
+  if (track) {
+    for (const auto &[key, value] : config.track)
+      gst_util_set_object_arg(G_OBJECT(track), key.c_str(), value.c_str());
+    g_object_set(track, "next-id", counted.next_track_id, NULL);
+  }
+  GstElement *count = gst_bin_get_by_name(bin, "count");
+  if (count) {
+    // A track is forgotten by the counter when the tracker would lose it.
+    if (!config.count.count("track-timeout") && config.track.count("track-buffer"))
+      gst_util_set_object_arg(G_OBJECT(count), "track-timeout",
+                              config.track.at("track-buffer").c_str());
+    for (const auto &[key, value] : config.count)
+      gst_util_set_object_arg(G_OBJECT(count), key.c_str(), value.c_str());
+    GstStructure *lines = gst_structure_new_empty("counts");
+    for (const auto &[name, in_out] : counted.lines) {
+      GstStructure *line = gst_structure_new("line", "in", G_TYPE_UINT64, in_out.first, "out",
+                                             G_TYPE_UINT64, in_out.second, NULL);
+      gst_structure_set(lines, name.c_str(), GST_TYPE_STRUCTURE, line, NULL);
+      gst_structure_free(line);
+    }
+    g_object_set(count, "counts", lines, NULL);
+    gst_structure_free(lines);
+  }
   guint gpu_id = 0;
   if (config.nms.count("gpu-id")) {
     set_on_all(s->pipeline_, "gpu-id", config.nms.at("gpu-id"));
@@ -192,7 +221,8 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   GstPad *intake = gst_element_get_static_pad(s->intake_, "src");
   gst_pad_add_probe(intake, GST_PAD_PROBE_TYPE_BUFFER, on_intake, s.get(), nullptr);
   gst_object_unref(intake);
-  GstPad *output = gst_element_get_static_pad(nms, "src");
+  // The frames' outputs after the last element that adds to their metadata.
+  GstPad *output = gst_element_get_static_pad(count ? count : track ? track : nms, "src");
   // The probe holds the session weakly: the pipeline (and so the probe) may outlive it a moment
   // at teardown, never the other way round.
   gst_pad_add_probe(
@@ -201,6 +231,8 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
       on_output, s.get(), nullptr);
   gst_object_unref(output);
   gst_object_unref(nms);
+  if (track) gst_object_unref(track);
+  if (count) gst_object_unref(count);
 
   // A camera's URL: the uridecodebin that describe() names "source" (a camera's own source
   // description may name any of its elements so).
@@ -277,6 +309,14 @@ gboolean Session::on_bus(GstBus *, GstMessage *message, gpointer data) {
 GstPadProbeReturn Session::on_intake(GstPad *, GstPadProbeInfo *, gpointer data) {
   static_cast<Session *>(data)->chain_start_us_ = g_get_monotonic_time();
   return GST_PAD_PROBE_OK;
+}
+
+void Session::set_counting(const std::map<std::string, std::string> &count) {
+  GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline_), "count");
+  if (!element) return;
+  for (const auto &[key, value] : count)
+    gst_util_set_object_arg(G_OBJECT(element), key.c_str(), value.c_str());
+  gst_object_unref(element);
 }
 
 GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer data) {

@@ -3,15 +3,19 @@
 // own elements, streaming threads and bus, so that nothing one camera does reaches another's.
 //
 //   uridecodebin uri=URL (or the camera's source) ! queue leaky ! videoconvert ! DETECTOR !
-//   cudanms ! fakesink  | queue ! [boxoverlay !] videoconvert ! ENCODER ! h264parse ! splitmuxsink
+//   cudanms ! [boxtrack ! [boxcount !]] fakesink
+//                                      | queue ! [boxoverlay !] videoconvert ! ENCODER ! h264parse
+//                                        ! splitmuxsink
 //
-// A probe after cudanms hands every frame to the camera's outputs (JSON lines, MQTT, counts).
+// A probe after the last of cudanms, boxtrack and boxcount hands every frame to the camera's
+// outputs (JSON lines, MQTT, counts).
 #pragma once
 
 #include <gst/gst.h>
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -58,6 +62,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // the pipeline then stops on that thread, and the session lives until it has.
   void stop(std::function<void()> finalised);
   gint64 started_us() const { return started_us_; }
+  // boxcount's settings (new lines and zones) while it runs; nothing without a boxcount.
+  void set_counting(const std::map<std::string, std::string> &count);
 
   // Sessions whose pipelines have not stopped yet (the service waits for them at exit).
   static int stopping();

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "cudanms/nms.h"
 #include "service_support.h"
@@ -296,7 +297,8 @@ TEST_F(Service, AReloadTouchesOnlyTheCamerasItChanges) {
   service.signal(SIGHUP);
   sample_a(5);
   EXPECT_LT(longest_pause, 1.0) << "a paused during the reload";
-  EXPECT_NE(service.log().find("SIGHUP: 1 added, 1 removed, 1 restarted, 1 untouched"),
+  EXPECT_NE(service.log().find(
+                "SIGHUP: 1 added, 1 removed, 1 restarted, 0 with new lines or zones, 1 untouched"),
             std::string::npos)
       << service.log();
 
@@ -517,6 +519,119 @@ TEST_F(Service, ASecondSignalExitsAtOnce) {
 }
 #endif
 
+// What a counting camera's outputs say, after it stopped sending: line-crossed events in its JSON
+// lines, the line's in + out on its last frame, the highest track id.
+struct Counted {
+  size_t events = 0;
+  gint64 line_total = 0, highest_id = 0;
+  size_t frames = 0;
+};
+
+Counted counted(const ServiceRun &service, const std::string &camera) {
+  CameraLines lines;
+  service.parse_lines(camera, &lines);
+  Counted c;
+  c.frames = lines.frames.size();
+  for (JsonObject *f : lines.frames) {
+    JsonArray *events = json_object_get_array_member(f, "events");
+    for (guint i = 0; events && i < json_array_get_length(events); i++)
+      c.events += g_str_equal(
+          json_object_get_string_member(json_array_get_object_element(events, i), "kind"),
+          "line-crossed");
+    JsonArray *boxes = json_object_get_array_member(f, "boxes");
+    for (guint i = 0; i < json_array_get_length(boxes); i++)
+      c.highest_id =
+          std::max(c.highest_id, json_object_get_int_member_with_default(
+                                     json_array_get_object_element(boxes, i), "track_id", 0));
+    if (JsonObject *counts = json_object_get_object_member(f, "counts")) {
+      JsonObject *door =
+          json_object_get_object_member(json_object_get_object_member(counts, "lines"), "door");
+      c.line_total =
+          json_object_get_int_member(door, "in") + json_object_get_int_member(door, "out");
+    }
+  }
+  return c;
+}
+
+// A camera counting people over a line, as a site runs it: its crossings on /metrics equal its
+// JSON lines' events; after its camera is killed and comes back the counts and the ids go on;
+// a reload with one more line takes it while the camera runs, and the first line's count goes on.
+TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
+  // At full size: HOG finds vtest.avi's people from 64 x 128 px up.
+  LoopbackCamera a(dir_, "a", "768x576");
+  ASSERT_TRUE(a.start());
+  ServiceRun service(dir_);
+  // vtest.avi's people walk across the middle of the frame.
+  const std::string door = "lines = door:384,0,384,576\n";
+  ASSERT_TRUE(service.start(service_group() + camera_group("a", a.url(), door)));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  ASSERT_TRUE(eventually(60, [&] { return counted(service, "a").events >= 2; }))
+      << "no crossing in 60 s\n"
+      << service.log();
+
+  a.kill();
+  ASSERT_TRUE(eventually(5, [&] { return service.state_of("a") == "reconnecting"; }));
+  g_usleep(500 * 1000);
+  const Counted before = counted(service, "a");
+  EXPECT_EQ(before.line_total, static_cast<gint64>(before.events));
+  JsonObject *metrics = service.scrape("/metrics");
+  ASSERT_NE(metrics, nullptr);
+  double crossings = 0;
+  JsonObjectIter iter;
+  const gchar *name;
+  JsonNode *node;
+  json_object_iter_init(&iter, json_object_get_object_member(metrics, "metrics"));
+  while (json_object_iter_next(&iter, &name, &node))
+    if (g_str_has_prefix(name, "cudanms_line_crossings_total,direction=") &&
+        strstr(name, ",line=door"))
+      crossings += ServiceRun::value(metrics, name, "a");
+  EXPECT_EQ(crossings, static_cast<double>(before.events));
+
+  // Back: the first frames count on from where the camera stopped, with new ids.
+  ASSERT_TRUE(a.start());
+  ASSERT_TRUE(eventually(kReconnectMax + 5, [&] {
+    return counted(service, "a").frames > before.frames + 20;
+  })) << service.log();
+  CameraLines after;
+  service.parse_lines("a", &after);
+  JsonObject *first = after.frames[before.frames];
+  JsonObject *door_after = json_object_get_object_member(
+      json_object_get_object_member(json_object_get_object_member(first, "counts"), "lines"),
+      "door");
+  EXPECT_GE(
+      json_object_get_int_member(door_after, "in") + json_object_get_int_member(door_after, "out"),
+      before.line_total);
+  for (size_t i = before.frames; i < after.frames.size(); i++) {
+    JsonArray *boxes = json_object_get_array_member(after.frames[i], "boxes");
+    for (guint k = 0; k < json_array_get_length(boxes); k++) {
+      const gint64 id = json_object_get_int_member_with_default(
+          json_array_get_object_element(boxes, k), "track_id", 0);
+      if (id) ASSERT_GT(id, before.highest_id) << "an id given again after the reconnection";
+    }
+  }
+
+  // A reload with one more line: no restart, both lines from the next frames, door's count on.
+  const Counted reloaded = counted(service, "a");
+  service.write_config(
+      service_group() +
+      camera_group("a", a.url(), "lines = door:384,0,384,576;top:0,200,768,200\n"));
+  service.signal(SIGHUP);
+  ASSERT_TRUE(eventually(5, [&] {
+    return service.log().find("0 restarted, 1 with new lines or zones") != std::string::npos;
+  })) << service.log();
+  ASSERT_TRUE(eventually(10, [&] { return counted(service, "a").frames > reloaded.frames + 10; }));
+  CameraLines last;
+  service.parse_lines("a", &last);
+  JsonObject *lines = json_object_get_object_member(
+      json_object_get_object_member(last.frames.back(), "counts"), "lines");
+  EXPECT_TRUE(json_object_has_member(lines, "top"));
+  JsonObject *door_now = json_object_get_object_member(lines, "door");
+  EXPECT_GE(
+      json_object_get_int_member(door_now, "in") + json_object_get_int_member(door_now, "out"),
+      reloaded.line_total);
+  EXPECT_EQ(service.log().find("camera a: streaming -> stopped"), std::string::npos);
+}
+
 // --check-config: exit 2 and one line an error, FILE:GROUP:KEY: reason; the example config of
 // the README is good.
 TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
@@ -548,6 +663,33 @@ TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
   g_object_unref(check);
   EXPECT_NE(read_file(dir_.file("check.out")).find("good: 3 cameras (2 enabled)"),
             std::string::npos);
+}
+
+// Counting settings that cannot work, each named FILE:GROUP:KEY.
+TEST_F(Service, CheckConfigNamesBadLinesAndZones) {
+  const std::string bad = dir_.file("lines.conf");
+  ASSERT_TRUE(g_file_set_contents(bad.c_str(),
+                                  "[service]\nzones = hall:0,0 10,10 10,0 0,10\n"
+                                  "[camera.a]\nurl = rtsp://127.0.0.1:1/a\nlines = door:5,5,5,5\n"
+                                  "[camera.b]\nurl = rtsp://127.0.0.1:1/b\nzones = z:0,0 1,1\n"
+                                  "[camera.c]\nurl = rtsp://127.0.0.1:1/c\nzones =\n"
+                                  "lines = a:0,0,1,1\ntracker = false\ntrack-buffer = -3\n",
+                                  -1, nullptr));
+  GSubprocess *check = spawn({script("service"), "--check-config", bad}, dir_.file("check.out"),
+                             dir_.file("check.err"));
+  EXPECT_EQ(wait_exit(check, 30), 2);
+  g_object_unref(check);
+  std::vector<std::string> errors = lines_of(dir_.file("check.err"));
+  std::vector<std::string> expected = {
+      bad + ":camera.a:lines: line \"door\": its two ends are the same point: it has no length",
+      bad + ":camera.b:zones: zone \"z\": a polygon needs at least 3 points, not 2",
+      bad + ":camera.c:lines: counting needs the tracker (tracker = true)",
+      bad + ":camera.c:track-buffer: is out of range: \"-3\" (0 to 100000)",
+      bad +
+          ":service:zones: zone \"hall\": the polygon crosses itself: edge 1-2 meets edge 3-4 "
+          "(for camera a)"};
+  std::sort(errors.begin(), errors.end());
+  EXPECT_EQ(errors, expected);
 }
 
 // The service's program without the plugins (no GST_PLUGIN_PATH, an empty system path) refuses
