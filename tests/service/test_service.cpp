@@ -606,7 +606,9 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
     for (guint k = 0; k < json_array_get_length(boxes); k++) {
       const gint64 id = json_object_get_int_member_with_default(
           json_array_get_object_element(boxes, k), "track_id", 0);
-      if (id) ASSERT_GT(id, before.highest_id) << "an id given again after the reconnection";
+      if (id != 0) {
+        ASSERT_GT(id, before.highest_id) << "an id given again after the reconnection";
+      }
     }
   }
 
