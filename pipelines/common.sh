@@ -54,7 +54,8 @@ to_uri() {
 detect_chain() {
   local model="$1" backend="$2" iou="$3" detector method=greedy
   case "$model" in
-    people) detector="cvdetect model=hog-people min-size=48x96 max-size=128x256 scale-factor=1.1 win-stride=8" ;;
+    people) detector="cvdetect model=hog-people min-size=48x96 max-size=128x256 scale-factor=1.1 win-stride=8"
+      method="group min-neighbors=2" ;;
     faces)
       [ -f "$HAAR_FACES" ] || die "no $HAAR_FACES: install the Debian package opencv-data"
       detector="cudacascade name=detector model=\"$HAAR_FACES\" label=face min-size=40x40 scale-factor=1.1"
@@ -67,6 +68,18 @@ detect_chain() {
       detector="cvdetect model=\"$model\" scale-factor=1.1" method="group min-neighbors=3" ;;
   esac
   echo "$detector ! cudanms name=nms method=$method iou-threshold=$iou backend=$backend keep-candidates=true stats-interval=25"
+}
+
+# track_chain LINES BUFFER: "boxtrack ! boxcount ..." after detect_chain: ids for the kept boxes,
+# a lost track kept BUFFER frames, and counts over LINES ("NAME:x1,y1,x2,y2;...", in 0..1 of the
+# frame); "" for tracking alone.
+track_chain() {
+  local lines="$1" buffer="$2"
+  if [ -n "$lines" ]; then
+    echo "boxtrack name=track track-buffer=$buffer ! boxcount name=count track-timeout=$buffer normalized=true lines=\"$lines\""
+  else
+    echo "boxtrack name=track track-buffer=$buffer"
+  fi
 }
 
 # The output branch after the overlay: display, an MP4 file, or nothing.

@@ -91,7 +91,10 @@ void Tracker::State::match(std::vector<uint32_t> *rows, std::vector<uint32_t> *c
       if (params.per_class && t.class_id != d.class_id) return;
       const float iou = detail::overlap(Overlap::kIoU, grid_boxes[r], db);
       if (iou <= 0.0f) return;
-      const double cost = 1.0 - static_cast<double>(iou) * (fuse_score ? d.score : 1.0f);
+      // Scores past 1 (an SVM's margin, a cascade's level weight) count as 1: a cost below 0
+      // would be no edge at all.
+      const double score = fuse_score ? std::min(std::max(static_cast<double>(d.score), 0.0), 1.0) : 1.0;
+      const double cost = 1.0 - static_cast<double>(iou) * score;
       if (cost < max_cost) edges.push_back({r, c, cost});
     });
   }

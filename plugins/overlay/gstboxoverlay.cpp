@@ -12,8 +12,9 @@
  * the box's color.
  *
  * A box that boxtrack tracks (its ROI meta's "object_id") is drawn in its track's color with
- * "#ID" first in its tag, and a trail through its anchor (bottom centre) on its last trail-length
- * frames. Tags never cover one another: a tag that would goes inside the box's top, below it, or
+ * "#ID" first in its tag, and a trail through its centre on its last trail-length frames (the
+ * centre: a detector's boxes change size from frame to frame less at their middle than at their
+ * feet). Tags never cover one another: a tag that would goes inside the box's top, below it, or
  * further up or down. The lines and zones boxcount counts (its #GstCudaNmsCountsMeta) are drawn
  * with their counts: a line with an arrow to its "in" side and "NAME in N out M", a zone's
  * outline with "NAME" and its occupancy by label (draw-counts).
@@ -416,7 +417,7 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
     if (track) {
       text = "#" + std::to_string(track) + " " + text;
       if (s.trail_length > 0) {
-        priv->trails.add(track, cv::Point(box.x + box.width / 2, box.y + box.height),
+        priv->trails.add(track, cv::Point(box.x + box.width / 2, box.y + box.height / 2),
                          s.trail_length);
         const auto *points = priv->trails.points(track);
         draw_polyline(canvas, std::vector<cv::Point>(points->begin(), points->end()), false,

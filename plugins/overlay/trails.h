@@ -1,5 +1,5 @@
-/* The last positions of each track, for boxoverlay's trails: a track's anchor (bottom centre) on
- * each of its last `length` frames; a track not seen for `length` frames is forgotten, so the
+/* The last positions of each track, for boxoverlay's trails: a track's centre on each of its last
+ * `length` frames; a track not seen for `length` frames is forgotten, so the
  * memory is bounded by the tracks of the last `length` frames. */
 #pragma once
 

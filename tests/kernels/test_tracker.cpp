@@ -153,6 +153,18 @@ TEST(Tracker, LowScoreBoxesContinueTracksButStartNone) {
   EXPECT_EQ(other.next_id(), 1u);
 }
 
+// Scores that are no probabilities (HOG's SVM margins, cascades' level weights, 0 to 5 and up):
+// a walker scoring 2.5 is tracked like one scoring 0.9.
+TEST(Tracker, ScoresAboveOne) {
+  Tracker tracker;
+  tracker.update(1, {});
+  std::vector<uint64_t> ids;
+  for (int64_t f = 2; f <= 20; ++f)
+    ids.push_back(tracker.update(f, {box_at(100 + 5 * f, 300, 40, 100, 2.5f)}).ids[0]);
+  EXPECT_EQ(ids.front(), 0u);
+  for (size_t i = 2; i < ids.size(); ++i) ASSERT_EQ(ids[i], 1u) << "frame " << i + 2;
+}
+
 TEST(Tracker, InvalidBoxesAreIgnoredAndCounted) {
   Tracker tracker;
   std::vector<Detection> dets = {box_at(100, 100), box_at(200, 100)};

@@ -14,7 +14,8 @@
 //     (frame_index went up by g) predicts g steps. A lost track's height velocity is zeroed
 //     first, as ByteTrack does.
 //  2. High boxes (score >= track_thresh) are matched to the confirmed tracks, lost ones included,
-//     by cost 1 - IoU * score (ByteTrack's fused score), accepting costs below match_thresh.
+//     by cost 1 - IoU * score (ByteTrack's fused score; a score past 1, an SVM margin or a level
+//     weight, counts as 1), accepting costs below match_thresh.
 //  3. Low boxes (low_thresh <= score < track_thresh) are matched to the confirmed tracks still
 //     unmatched that were not lost, by 1 - IoU, accepting IoU above 0.5. Tracks still unmatched
 //     are lost from here on.

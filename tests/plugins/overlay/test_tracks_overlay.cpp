@@ -87,22 +87,22 @@ void add_tracked_box(GstBuffer *buf, guint x, guint y, guint w, guint h, guint64
 bool is(const guint8 *p, Rgb c) { return p[0] == c.r && p[1] == c.g && p[2] == c.b && p[3] == 255; }
 
 TEST(TracksOverlay, ATrackedBoxInItsTrackColorWithItsTrail) {
-  // A box walking right 4 px a frame: on the last frame, the trail runs along the bottom from
-  // where its anchor was.
+  // A box walking right 4 px a frame: on the last frame, the trail runs through the centres it
+  // had.
   const auto d =
       draw_frames("line-width=1 draw-labels=false trail-length=10", 6,
                   [](int f, GstBuffer *b) { add_tracked_box(b, 10 + 4 * f, 10, 8, 20, 7); });
   const Rgb seven = track_color(7);
   EXPECT_TRUE(is(d->pixel(5, 30, 10), seven));  // the box's top-left corner on the last frame
-  // The anchor (bottom centre) went from x = 14 to x = 34 along y = 30: the trail covers it.
+  // The centre went from x = 14 to x = 34 along y = 20: the trail covers it.
   int trail = 0;
-  for (int x = 14; x <= 34; x++) trail += is(d->pixel(5, x, 30), seven);
+  for (int x = 14; x <= 34; x++) trail += is(d->pixel(5, x, 20), seven);
   EXPECT_GE(trail, 18);
   // Without trails: nothing behind the box.
   const auto none =
       draw_frames("line-width=1 draw-labels=false trail-length=0", 6,
                   [](int f, GstBuffer *b) { add_tracked_box(b, 10 + 4 * f, 10, 8, 20, 7); });
-  EXPECT_FALSE(is(none->pixel(5, 16, 30), seven));
+  EXPECT_FALSE(is(none->pixel(5, 16, 20), seven));
 }
 
 TEST(TracksOverlay, TheTagSaysTheId) {
