@@ -61,6 +61,7 @@ struct Options {
   gchar *nms = nullptr;
   gboolean host_candidates = FALSE;  // the default detector's candidates copied to the host
   gboolean batch_streams = FALSE;    // cudanms batch-streams=true
+  gboolean track = FALSE;            // boxtrack ! boxcount after cudanms
   gdouble progress_s = 2.0;
   gchar *json = nullptr;
   gboolean quiet = FALSE;
@@ -346,9 +347,13 @@ std::string branch(const App &app, int i, const char *source) {
               "\" topic=\"" + o.topic + "/" + id + "\" camera-id=\"" + id +
               "\" format=" + o.format + " qos=" + std::to_string(o.qos);
   }
+  // --track: ids for the kept boxes, counted over a line through the middle of the frame.
+  const std::string track = o.track ? " ! boxtrack name=track" + n + " ! boxcount name=count" + n +
+                                          " normalized=true lines=middle:0.5,0,0.5,1"
+                                    : "";
   // --realtime: each stream at its frames' rate, as live cameras deliver them.
   return head + " ! " + o.detector + " name=detector" + n + " ! " + o.nms + " name=nms" + n +
-         publish + " ! fakesink sync=" + (o.realtime ? "true" : "false") + " async=false ";
+         track + publish + " ! fakesink sync=" + (o.realtime ? "true" : "false") + " async=false ";
 }
 
 gboolean on_bus(GstBus *, GstMessage *message, gpointer data) {
@@ -570,6 +575,9 @@ int main(int argc, char **argv) {
       {"batch-streams", 0, 0, G_OPTION_ARG_NONE, &o.batch_streams,
        "Every stream's cudanms shares one NMS context, its host frames batched "
        "(batch-streams=true)",
+       nullptr},
+      {"track", 0, 0, G_OPTION_ARG_NONE, &o.track,
+       "Track the kept boxes and count them over a line (boxtrack ! boxcount after cudanms)",
        nullptr},
       {"progress", 0, 0, G_OPTION_ARG_DOUBLE, &o.progress_s,
        "Seconds between progress lines (default 2; 0: none)", "S"},

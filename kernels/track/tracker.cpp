@@ -42,6 +42,8 @@ Box box_of(const Measurement &m) {
           static_cast<float>(m.cx + w / 2), static_cast<float>(m.cy + m.height / 2)};
 }
 
+constexpr size_t kPairsWithoutGrid = 1024;
+
 bool usable(const Detection &d) {
   return std::isfinite(d.x1) && std::isfinite(d.y1) && std::isfinite(d.x2) && std::isfinite(d.y2) &&
          std::isfinite(d.score) && d.x2 >= d.x1 && d.y2 >= d.y1;
@@ -81,22 +83,29 @@ void Tracker::State::match(std::vector<uint32_t> *rows, std::vector<uint32_t> *c
   if (rows->empty() || cols->empty()) return;
   grid_boxes.clear();
   for (uint32_t t : *rows) grid_boxes.push_back(tracks[t].box);
-  grid.build(grid_boxes);
   edges.clear();
+  auto add_edge = [&](uint32_t r, uint32_t c, const Box &db, const Detection &d) {
+    if (params.per_class && tracks[(*rows)[r]].class_id != d.class_id) return;
+    const float iou = detail::overlap(Overlap::kIoU, grid_boxes[r], db);
+    if (iou <= 0.0f) return;
+    // Scores past 1 (an SVM's margin, a cascade's level weight) count as 1: a cost below 0
+    // would be no edge at all.
+    const double score =
+        fuse_score ? std::min(std::max(static_cast<double>(d.score), 0.0), 1.0) : 1.0;
+    const double cost = 1.0 - static_cast<double>(iou) * score;
+    if (cost < max_cost) edges.push_back({r, c, cost});
+  };
+  // A few pairs are cheaper to test all than to lay a grid for.
+  const bool few = rows->size() * cols->size() <= kPairsWithoutGrid;
+  if (!few) grid.build(grid_boxes);
   for (uint32_t c = 0; c < cols->size(); ++c) {
     const Detection &d = detections[(*cols)[c]];
     const Box db{d.x1, d.y1, d.x2, d.y2};
-    grid.near(db, [&](uint32_t r) {
-      const Track &t = tracks[(*rows)[r]];
-      if (params.per_class && t.class_id != d.class_id) return;
-      const float iou = detail::overlap(Overlap::kIoU, grid_boxes[r], db);
-      if (iou <= 0.0f) return;
-      // Scores past 1 (an SVM's margin, a cascade's level weight) count as 1: a cost below 0
-      // would be no edge at all.
-      const double score = fuse_score ? std::min(std::max(static_cast<double>(d.score), 0.0), 1.0) : 1.0;
-      const double cost = 1.0 - static_cast<double>(iou) * score;
-      if (cost < max_cost) edges.push_back({r, c, cost});
-    });
+    if (few) {
+      for (uint32_t r = 0; r < rows->size(); ++r) add_edge(r, c, db, d);
+    } else {
+      grid.near(db, [&](uint32_t r) { add_edge(r, c, db, d); });
+    }
   }
   solver.solve(static_cast<uint32_t>(rows->size()), static_cast<uint32_t>(cols->size()), edges,
                max_cost, &column_of_row);
