@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/grid_layout.h"
 #include "common/overlap.h"
 
 namespace cudanms::track {
@@ -20,13 +21,13 @@ class BoxIndex {
   // overlap it, and a few that do not.
   template <typename Visit>
   void near(const detail::Box &query, Visit visit) {
-    if (cells_x_ == 0) return;
+    if (empty_) return;
     ++epoch_;
     int x0, y0, x1, y1;
     span(query, &x0, &y0, &x1, &y1);
     for (int y = y0; y <= y1; ++y) {
       for (int x = x0; x <= x1; ++x) {
-        const size_t cell = static_cast<size_t>(y) * cells_x_ + x;
+        const size_t cell = static_cast<size_t>(y) * layout_.cols + x;
         for (uint32_t i = cell_start_[cell]; i < cell_start_[cell + 1]; ++i) {
           const uint32_t p = entries_[i];
           if (seen_[p] == epoch_) continue;
@@ -40,8 +41,8 @@ class BoxIndex {
  private:
   void span(const detail::Box &b, int *x0, int *y0, int *x1, int *y1) const;
 
-  float origin_x_ = 0, origin_y_ = 0, per_cell_x_ = 0, per_cell_y_ = 0;
-  int cells_x_ = 0, cells_y_ = 0;
+  detail::GridLayout layout_;
+  bool empty_ = true;
   std::vector<uint32_t> cell_start_;  // cell c's boxes: entries_[cell_start_[c], cell_start_[c+1])
   std::vector<uint32_t> entries_;
   std::vector<uint32_t> fill_;  // where each cell's next box goes while building

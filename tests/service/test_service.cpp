@@ -57,6 +57,17 @@ class Service : public ::testing::Test {
     });
   }
 
+  // pipelines/service --check-config FILE must exit 2: the errors it printed, sorted.
+  std::vector<std::string> check_config_errors(const std::string &file) {
+    GSubprocess *check = spawn({script("service"), "--check-config", file}, dir_.file("check.out"),
+                               dir_.file("check.err"));
+    EXPECT_EQ(wait_exit(check, 30), 2);
+    g_object_unref(check);
+    std::vector<std::string> errors = lines_of(dir_.file("check.err"));
+    std::sort(errors.begin(), errors.end());
+    return errors;
+  }
+
   static bool has_prometheus_client() {
     const gchar *argv[] = {python(), "-c", "import prometheus_client", nullptr};
     gint status = 1;
@@ -642,11 +653,7 @@ TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
                                   "[camera.a]\nurl = rtsp://127.0.0.1:1/a\nmethod = best\n"
                                   "labels-file = /dev/zero\n[camera.a]\nsize = 3\n",
                                   -1, nullptr));
-  GSubprocess *check = spawn({script("service"), "--check-config", bad}, dir_.file("check.out"),
-                             dir_.file("check.err"));
-  EXPECT_EQ(wait_exit(check, 30), 2);
-  g_object_unref(check);
-  std::vector<std::string> errors = lines_of(dir_.file("check.err"));
+  std::vector<std::string> errors = check_config_errors(bad);
   std::vector<std::string> expected = {
       bad + ":camera.a: given twice (lines 1 and 5)",
       bad +
@@ -654,13 +661,12 @@ TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
           "FIFO or socket is never read)",
       bad + ":camera.a:method: must be one of greedy, matrix, soft, weighted, group, not \"best\"",
       bad + ":camera.a:size: unknown key"};
-  std::sort(errors.begin(), errors.end());
   EXPECT_EQ(errors, expected);
 
   const std::string example =
       std::string(g_getenv("CUDANMS_SOURCE_ROOT")) + "/pipelines/cameras.conf";
-  check = spawn({script("service"), "--check-config", example}, dir_.file("check.out"),
-                dir_.file("check.err"));
+  GSubprocess *check = spawn({script("service"), "--check-config", example}, dir_.file("check.out"),
+                             dir_.file("check.err"));
   EXPECT_EQ(wait_exit(check, 30), 0) << read_file(dir_.file("check.err"));
   g_object_unref(check);
   EXPECT_NE(read_file(dir_.file("check.out")).find("good: 3 cameras (2 enabled)"),
@@ -677,11 +683,7 @@ TEST_F(Service, CheckConfigNamesBadLinesAndZones) {
                                   "[camera.c]\nurl = rtsp://127.0.0.1:1/c\nzones =\n"
                                   "lines = a:0,0,1,1\ntracker = false\ntrack-buffer = -3\n",
                                   -1, nullptr));
-  GSubprocess *check = spawn({script("service"), "--check-config", bad}, dir_.file("check.out"),
-                             dir_.file("check.err"));
-  EXPECT_EQ(wait_exit(check, 30), 2);
-  g_object_unref(check);
-  std::vector<std::string> errors = lines_of(dir_.file("check.err"));
+  std::vector<std::string> errors = check_config_errors(bad);
   std::vector<std::string> expected = {
       bad + ":camera.a:lines: line \"door\": its two ends are the same point: it has no length",
       bad + ":camera.b:zones: zone \"z\": a polygon needs at least 3 points, not 2",
@@ -690,7 +692,6 @@ TEST_F(Service, CheckConfigNamesBadLinesAndZones) {
       bad +
           ":service:zones: zone \"hall\": the polygon crosses itself: edge 1-2 meets edge 3-4 "
           "(for camera a)"};
-  std::sort(errors.begin(), errors.end());
   EXPECT_EQ(errors, expected);
 }
 
