@@ -12,7 +12,7 @@
 namespace cudanms::detail {
 
 struct GridLayout {
-  float x0 = 0, y0 = 0;                  // the boxes' top-left corner
+  float x0 = 0, y0 = 0;                    // the boxes' top-left corner
   float cells_per_x = 0, cells_per_y = 0;  // cells per pixel (0 with a single cell)
   int cols = 1, rows = 1;
 };
