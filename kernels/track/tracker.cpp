@@ -237,7 +237,9 @@ Tracker::~Tracker() = default;
 const TrackerParams &Tracker::params() const { return state_->params; }
 void Tracker::set_params(const TrackerParams &params) { state_->params = params; }
 uint64_t Tracker::next_id() const { return state_->next_id; }
-void Tracker::set_next_id(uint64_t id) { state_->next_id = std::max(state_->next_id, id); }
+void Tracker::set_next_id(uint64_t id) {
+  state_->next_id = std::max(state_->next_id, std::min(id, kMaxFirstId));
+}
 
 void Tracker::reset() {
   state_->tracks.clear();

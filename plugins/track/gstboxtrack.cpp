@@ -177,7 +177,7 @@ static void gst_box_track_class_init(GstBoxTrackClass *klass) {
       g_param_spec_uint64("next-id", "Next id",
                           "The id the next confirmed track gets; setting it only raises it (to "
                           "carry a stream's ids on into a new element)",
-                          1, G_MAXUINT64, 1, rw));
+                          1, cudanms::Tracker::kMaxFirstId, 1, rw));
   g_object_class_install_property(
       gobject_class, PROP_TRACKS,
       g_param_spec_uint64("tracks", "Tracks", "Tracks held after the last frame", 0, G_MAXUINT64, 0,

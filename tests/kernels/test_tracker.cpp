@@ -120,6 +120,8 @@ TEST(Tracker, SetNextIdOnlyRaises) {
   EXPECT_EQ(tracker.update(1, {box_at(10, 10)}).ids[0], 100u);
   tracker.set_next_id(5);
   EXPECT_EQ(tracker.next_id(), 101u);
+  tracker.set_next_id(UINT64_MAX);  // never so far that ids wrap round to 0
+  EXPECT_EQ(tracker.next_id(), Tracker::kMaxFirstId);
 }
 
 TEST(Tracker, ClassesAreTrackedApartUnlessPerClassIsOff) {

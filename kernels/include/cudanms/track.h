@@ -103,8 +103,10 @@ class Tracker {
   void set_params(const TrackerParams &params);
   uint64_t next_id() const;
   // Raises the id the next confirmed track gets (to continue a stream's ids in a new tracker);
-  // never lowers it, so that no id is given twice.
+  // never lowers it, so that no id is given twice. At most kMaxFirstId: 2^62 ids are left after
+  // it (146 000 years at a million a second), so that ids never wrap round to 0, "no track".
   void set_next_id(uint64_t id);
+  static constexpr uint64_t kMaxFirstId = uint64_t{1} << 62;
 
  private:
   struct State;
