@@ -97,10 +97,12 @@ std::vector<KeptBox> gst_cv_kept_boxes(GstBuffer *buf, const std::map<gint, std:
 }
 
 void gst_cv_roi_rect(const gfloat *box, guint *x, guint *y, guint *w, guint *h) {
-  const double x1 = std::max(0.0, std::floor(static_cast<double>(box[0])));
-  const double y1 = std::max(0.0, std::floor(static_cast<double>(box[1])));
-  const double x2 = std::max(x1, std::ceil(static_cast<double>(box[2])));
-  const double y2 = std::max(y1, std::ceil(static_cast<double>(box[3])));
+  /* Within guint's range (a result meta of another producer may hold 1e30); NaN gives 0. */
+  auto pixel = [](double v, double least) { return std::min(std::max(least, v), 4294967295.0); };
+  const double x1 = pixel(std::floor(static_cast<double>(box[0])), 0.0);
+  const double y1 = pixel(std::floor(static_cast<double>(box[1])), 0.0);
+  const double x2 = pixel(std::ceil(static_cast<double>(box[2])), x1);
+  const double y2 = pixel(std::ceil(static_cast<double>(box[3])), y1);
   *x = static_cast<guint>(x1);
   *y = static_cast<guint>(y1);
   *w = static_cast<guint>(x2 - x1);

@@ -31,7 +31,7 @@ struct KeptBox {
 std::vector<KeptBox> gst_cv_kept_boxes(GstBuffer *buf, const std::map<gint, std::string> &labels);
 
 /* The ROI rectangle cudanms gives a box {x1, y1, x2, y2}: its pixels, outward (floor of the
- * start, ceiling of the end), from 0. */
+ * start, ceiling of the end), from 0 to G_MAXUINT. */
 void gst_cv_roi_rect(const gfloat *box, guint *x, guint *y, guint *w, guint *h);
 
 /* The ROI meta's track id from its "object_id" structure; 0 without one. */

@@ -66,19 +66,33 @@ int main(int argc, char **argv) {
   g_option_context_free(context);
 
   const std::string launch =
-      "appsrc name=src format=time block=true max-buffers=4 caps=video/x-raw,format=RGBx,width=" +
+      "appsrc name=src format=time max-buffers=4 caps=video/x-raw,format=RGBx,width=" +
       std::to_string(kWidth) + ",height=" + std::to_string(kHeight) +
       ",framerate=30/1 ! cudanms ! boxtrack name=track ! boxcount normalized=true "
       "lines=middle:0.5,0,0.5,1 zones=\"left:0,0 0.5,0 0.5,1 0,1\" ! boxoverlay trail-length=30 ! "
       "jsonmetawriter location=/dev/null ! fakesink sync=false";
-  GstElement *pipeline = gst_parse_launch(launch.c_str(), &error);
+  GstElement *pipeline =
+      gst_parse_launch_full(launch.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
   if (!pipeline) {
     std::fprintf(stderr, "cudanms-track-soak: %s (GST_PLUGIN_PATH: the build's plugins)\n",
                  error->message);
     return 1;
   }
   GstElement *src = gst_bin_get_by_name(GST_BIN(pipeline), "src");
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  // An error ends the run, at once and said.
+  auto failed = [&] {
+    GstMessage *m = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    if (!m) return false;
+    GError *e = nullptr;
+    gst_message_parse_error(m, &e, nullptr);
+    std::fprintf(stderr, "cudanms-track-soak: %s\n", e->message);
+    g_clear_error(&e);
+    gst_message_unref(m);
+    return true;
+  };
+  if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE || failed())
+    return 1;
 
   cudanms::tools::MovingSceneOptions options;
   options.objects = static_cast<size_t>(objects);
@@ -96,6 +110,12 @@ int main(int argc, char **argv) {
   for (guint64 frame = 0; elapsed() < minutes * 60; frame++) {
     if (frame > 0 && frame % static_cast<guint64>(churn_s * kFps) == 0)
       scene = std::make_unique<cudanms::tools::MovingScene>(options, ++seed);
+    // At most max-buffers frames ahead of the pipeline, never waiting on one that failed.
+    guint64 queued = 0;
+    while (g_object_get(src, "current-level-buffers", &queued, NULL), queued >= 4) {
+      if (failed()) return 1;
+      g_usleep(100);
+    }
     GstBuffer *buf = gst_buffer_new_allocate(nullptr, frame_bytes, nullptr);
     gst_buffer_memset(buf, 0, 0, frame_bytes);
     GST_BUFFER_PTS(buf) = gst_util_uint64_scale(frame, GST_SECOND, kFps);
@@ -118,7 +138,6 @@ int main(int argc, char **argv) {
     }
   }
   gst_app_src_end_of_stream(GST_APP_SRC(src));
-  GstBus *bus = gst_element_get_bus(pipeline);
   GstMessage *end = gst_bus_timed_pop_filtered(
       bus, 30 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
   const bool eos = end && GST_MESSAGE_TYPE(end) == GST_MESSAGE_EOS;
