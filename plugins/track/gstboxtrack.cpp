@@ -184,9 +184,10 @@ static void gst_box_track_class_init(GstBoxTrackClass *klass) {
                           ro));
   g_object_class_install_property(
       gobject_class, PROP_RESETS,
-      g_param_spec_uint64("resets", "Resets",
-                          "Times the tracker was reset (time went backwards, a flush, new caps)", 0,
-                          G_MAXUINT64, 0, ro));
+      g_param_spec_uint64(
+          "resets", "Resets",
+          "Times the tracker was reset (time went backwards, a flush, another frame size)", 0,
+          G_MAXUINT64, 0, ro));
   g_object_class_install_property(
       gobject_class, PROP_EVICTED,
       g_param_spec_uint64("evicted", "Evicted", "Lost tracks dropped to stay within max-tracks", 0,
