@@ -564,9 +564,43 @@ Counted counted(const ServiceRun &service, const std::string &camera) {
   return c;
 }
 
+// After `camera` stopped sending with `before` and came back: within `timeout_s` 20 frames more,
+// the first of them counting on from before's count, tracked boxes on them and every id a new one.
+void expect_counts_go_on(const ServiceRun &service, const std::string &camera,
+                         const Counted &before, double timeout_s) {
+  ASSERT_TRUE(eventually(timeout_s, [&] {
+    return counted(service, camera).frames > before.frames + 20;
+  })) << service.log();
+  CameraLines after;
+  service.parse_lines(camera, &after);
+  JsonObject *first = after.frames[before.frames];
+  JsonObject *door = json_object_get_object_member(
+      json_object_get_object_member(json_object_get_object_member(first, "counts"), "lines"),
+      "door");
+  EXPECT_GE(json_object_get_int_member(door, "in") + json_object_get_int_member(door, "out"),
+            before.line_total);
+  size_t tracked = 0;
+  for (size_t i = before.frames; i < after.frames.size(); i++) {
+    JsonArray *boxes = json_object_get_array_member(after.frames[i], "boxes");
+    for (guint k = 0; k < json_array_get_length(boxes); k++) {
+      const gint64 id = json_object_get_int_member_with_default(
+          json_array_get_object_element(boxes, k), "track_id", 0);
+      if (id != 0) {
+        ASSERT_GT(id, before.highest_id) << "an id given again after the reconnection";
+        tracked++;
+      }
+    }
+  }
+  printf("%zu frames and %zu tracked boxes after the camera came back, ids above %" G_GINT64_FORMAT
+         "\n",
+         after.frames.size() - before.frames, tracked, before.highest_id);
+  EXPECT_GT(tracked, 0u) << "no tracked box after the camera came back";
+}
+
 // A camera counting people over a line, as a site runs it: its crossings on /metrics equal its
-// JSON lines' events; after its camera is killed and comes back the counts and the ids go on;
-// a reload with one more line takes it while the camera runs, and the first line's count goes on.
+// JSON lines' events; after its camera is killed, or stopped, and comes back the counts and the
+// ids go on; a reload with one more line takes it while the camera runs, and the first line's count
+// goes on.
 TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
   // At full size: HOG finds vtest.avi's people from 64 x 128 px up.
   LoopbackCamera a(dir_, "a", "768x576");
@@ -600,28 +634,20 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
 
   // Back: the first frames count on from where the camera stopped, with new ids.
   ASSERT_TRUE(a.start());
-  ASSERT_TRUE(eventually(kReconnectMax + 5, [&] {
-    return counted(service, "a").frames > before.frames + 20;
+  ASSERT_NO_FATAL_FAILURE(expect_counts_go_on(service, "a", before, kReconnectMax + 5));
+
+  // Stopped (SIGSTOP): connected and silent until the watchdog fails it; after SIGCONT the
+  // counts and the ids go on as after the kill.
+  const size_t log_length = service.log().size();
+  a.stop();
+  ASSERT_TRUE(eventually(kStallTimeout + 2, [&] {
+    return service.log().find("camera a: streaming -> reconnecting: stalled", log_length) !=
+           std::string::npos;
   })) << service.log();
-  CameraLines after;
-  service.parse_lines("a", &after);
-  JsonObject *first = after.frames[before.frames];
-  JsonObject *door_after = json_object_get_object_member(
-      json_object_get_object_member(json_object_get_object_member(first, "counts"), "lines"),
-      "door");
-  EXPECT_GE(
-      json_object_get_int_member(door_after, "in") + json_object_get_int_member(door_after, "out"),
-      before.line_total);
-  for (size_t i = before.frames; i < after.frames.size(); i++) {
-    JsonArray *boxes = json_object_get_array_member(after.frames[i], "boxes");
-    for (guint k = 0; k < json_array_get_length(boxes); k++) {
-      const gint64 id = json_object_get_int_member_with_default(
-          json_array_get_object_element(boxes, k), "track_id", 0);
-      if (id != 0) {
-        ASSERT_GT(id, before.highest_id) << "an id given again after the reconnection";
-      }
-    }
-  }
+  const Counted stalled = counted(service, "a");
+  a.resume();
+  ASSERT_NO_FATAL_FAILURE(
+      expect_counts_go_on(service, "a", stalled, kReconnectMax + kStallTimeout + 5));
 
   // A reload with one more line: no restart, both lines from the next frames, door's count on.
   const Counted reloaded = counted(service, "a");
