@@ -21,10 +21,9 @@ enum class Phase { kTentative, kTracked, kLost };
 struct Track {
   BoxKalman filter;
   Phase phase;
-  uint64_t id;          // 0 while tentative
-  int64_t first_frame;  // when it began
-  int64_t last_frame;   // when it was last matched
-  uint32_t hits;        // frames matched in a row while tentative
+  uint64_t id;         // 0 while tentative
+  int64_t last_frame;  // when it was last matched
+  uint32_t hits;       // frames matched in a row while tentative
   int32_t class_id;
   float score;
   Box box;            // the filter's box: predicted, then updated on a match
@@ -67,7 +66,7 @@ struct Tracker::State {
   SparseAssignment solver;
   std::vector<int32_t> track_of_detection;  // per detection: the track it was matched to, or -1
   std::vector<uint32_t> high, low, confirmed, tentative, still_tracked;
-  std::vector<uint8_t> taken;
+  std::vector<uint8_t> col_taken;
 
   // Matches the tracks `rows` to the detections `cols`: track_of_detection is filled for the
   // pairs taken, and the rows and columns left are returned in place.
@@ -109,7 +108,6 @@ void Tracker::State::match(std::vector<uint32_t> *rows, std::vector<uint32_t> *c
   }
   solver.solve(static_cast<uint32_t>(rows->size()), static_cast<uint32_t>(cols->size()), edges,
                max_cost, &column_of_row);
-  std::vector<uint8_t> &col_taken = taken;
   col_taken.assign(cols->size(), 0);
   size_t rows_left = 0;
   for (uint32_t r = 0; r < rows->size(); ++r) {
@@ -145,7 +143,7 @@ void Tracker::State::new_track(const Detection &d, size_t index, int64_t frame) 
     out.evicted++;
   }
   const Measurement m = measure(d);
-  Track t{BoxKalman(m), Phase::kTentative,          0, frame, frame, 1, d.class_id, d.score,
+  Track t{BoxKalman(m), Phase::kTentative,          0, frame, 1, d.class_id, d.score,
           box_of(m),    static_cast<int64_t>(index)};
   if (first_frame || params.min_hits <= 1) {
     t.phase = Phase::kTracked;
