@@ -91,6 +91,7 @@ struct GstBoxTrackPrivate {
   gint width = 0, height = 0; /* of the caps; 0 before the first */
   std::map<gint, std::string> labels;
   std::vector<cudanms::Detection> detections;
+  std::vector<guint64> ids; /* per box: its track's id, copied out of the tracker under the lock */
   gint64 warned_at_us = 0;
   guint64 evicted_warned = 0, refused_warned = 0;
 };
@@ -319,6 +320,13 @@ static void gst_box_track_get_property(GObject *object, guint prop_id, GValue *v
   }
 }
 
+static void post_reset_message(GstBoxTrack *self, const char *why) {
+  gst_element_post_message(
+      GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self), gst_structure_new("boxtrack-reset", "reason",
+                                                                  G_TYPE_STRING, why, NULL)));
+}
+
 /* Every track ends; the ids go on. */
 static void reset_tracker(GstBoxTrack *self, const char *why) {
   GstBoxTrackPrivate *priv = self->priv;
@@ -330,10 +338,7 @@ static void reset_tracker(GstBoxTrack *self, const char *why) {
   }
   priv->clock.reset();
   GST_INFO_OBJECT(self, "tracker reset: %s", why);
-  gst_element_post_message(
-      GST_ELEMENT(self),
-      gst_message_new_element(GST_OBJECT(self), gst_structure_new("boxtrack-reset", "reason",
-                                                                  G_TYPE_STRING, why, NULL)));
+  post_reset_message(self, why);
 }
 
 static gboolean gst_box_track_start(GstBaseTransform *trans) {
@@ -398,10 +403,11 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
   GstBoxTrack *self = GST_BOX_TRACK(trans);
   GstBoxTrackPrivate *priv = self->priv;
   std::vector<KeptBox> boxes = gst_cv_kept_boxes(buf, priv->labels);
+  GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
   priv->detections.clear();
   for (const KeptBox &b : boxes) {
     /* ROI metas of other detectors may carry no class id: their type stands for the class. */
-    const gint class_id = gst_buffer_get_cuda_nms_result_meta(buf) || b.label.empty()
+    const gint class_id = result || b.label.empty()
                               ? b.class_id
                               : static_cast<gint>(g_quark_from_string(b.label.c_str()));
     priv->detections.push_back(
@@ -410,11 +416,10 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
   const int64_t frame = priv->clock.frame_of(GST_BUFFER_PTS(buf));
   guint64 evicted, refused;
   bool reset;
-  std::vector<guint64> ids;
   {
     std::lock_guard<std::mutex> guard(priv->lock);
     const cudanms::TrackedFrame &out = priv->tracker.update(frame, priv->detections);
-    ids.assign(out.ids.begin(), out.ids.end());
+    priv->ids.assign(out.ids.begin(), out.ids.end());
     priv->tracks = out.tentative + out.tracked + out.lost;
     priv->evicted += out.evicted;
     priv->refused += out.refused;
@@ -426,22 +431,18 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
   if (reset) {
     GST_INFO_OBJECT(self, "tracker reset: PTS %" GST_TIME_FORMAT " is before the previous one",
                     GST_TIME_ARGS(GST_BUFFER_PTS(buf)));
-    gst_element_post_message(
-        GST_ELEMENT(self),
-        gst_message_new_element(GST_OBJECT(self),
-                                gst_structure_new("boxtrack-reset", "reason", G_TYPE_STRING,
-                                                  "time went backwards", NULL)));
+    post_reset_message(self, "time went backwards");
   }
   if (evicted != priv->evicted_warned || refused != priv->refused_warned)
     warn_about_capacity(self, evicted, refused);
 
-  if (GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf)) {
+  if (result) {
     gst_cuda_nms_result_meta_set_track_ids(result);
-    for (guint i = 0; i < result->n_kept; i++) result->track_ids[i] = ids[i];
+    for (guint i = 0; i < result->n_kept; i++) result->track_ids[i] = priv->ids[i];
   }
   /* An id an earlier tracker wrote is replaced, also by "none" (0, as DL Streamer reads it). */
   for (size_t i = 0; i < boxes.size(); i++)
-    if (boxes[i].roi && (ids[i] > 0 || boxes[i].track_id > 0))
-      gst_cv_roi_set_track_id(boxes[i].roi, ids[i]);
+    if (boxes[i].roi && (priv->ids[i] > 0 || boxes[i].track_id > 0))
+      gst_cv_roi_set_track_id(boxes[i].roi, priv->ids[i]);
   return GST_FLOW_OK;
 }
