@@ -153,6 +153,11 @@ struct GstBoxCountPrivate {
   std::map<std::string, int32_t> label_codes; /* the counter's class ids: one per label */
   std::vector<std::string> code_labels;
   bool warned_untracked = false;
+  /* Scratch, kept between frames. */
+  std::vector<cudanms::CountObservation> seen;
+  std::vector<cudanms::CountEvent> events;
+  std::vector<gfloat> zone_points;
+  std::vector<GstCudaNmsZoneLabel> zone_labels;
 };
 
 struct _GstBoxCount {
@@ -479,8 +484,8 @@ static bool counted(const GstBoxCountPrivate *priv, const KeptBox &box) {
 }
 
 /* The frame's counts meta: its events, every line's counts, every zone's occupancy. */
-static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf,
-                          const std::vector<cudanms::CountEvent> &events) {
+static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
+  const std::vector<cudanms::CountEvent> &events = priv->events;
   const auto &lines = priv->counter.lines();
   const auto &zones = priv->counter.zones();
   GstCudaNmsCountsMeta *meta = gst_buffer_add_cuda_nms_counts_meta(
@@ -511,12 +516,14 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf,
                       c.out};
   }
   for (size_t z = 0; z < zones.size(); z++) {
-    std::vector<gfloat> points;
+    std::vector<gfloat> &points = priv->zone_points;
+    points.clear();
     for (const auto &p : zones[z].polygon) {
       points.push_back(static_cast<gfloat>(p.x));
       points.push_back(static_cast<gfloat>(p.y));
     }
-    std::vector<GstCudaNmsZoneLabel> labels;
+    std::vector<GstCudaNmsZoneLabel> &labels = priv->zone_labels;
+    labels.clear();
     for (const auto &[code, n] : priv->counter.occupancy(z))
       labels.push_back(
           {g_intern_string(priv->code_labels.at(code).c_str()), static_cast<guint>(n)});
@@ -533,12 +540,12 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
   if (!take_settings(self, &error))
     GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS, ("Invalid %s", error.c_str()),
                         ("the lines and zones before stay"));
-  std::vector<cudanms::CountObservation> seen;
+  priv->seen.clear();
   bool any_box = false;
   for (const KeptBox &box : gst_cv_kept_boxes(buf, priv->labels)) {
     any_box = true;
     if (box.track_id == 0 || !counted(priv, box)) continue;
-    seen.push_back({box.track_id, box.x1, box.y1, box.x2, box.y2, code_of(priv, box.label)});
+    priv->seen.push_back({box.track_id, box.x1, box.y1, box.x2, box.y2, code_of(priv, box.label)});
   }
   const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
   if (any_box && result && !result->track_ids && !priv->warned_untracked) {
@@ -547,9 +554,9 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
     priv->warned_untracked = true;
   }
   const int64_t frame = priv->clock.frame_of(GST_BUFFER_PTS(buf));
-  std::vector<cudanms::CountEvent> events;
+  priv->events.clear();
   std::lock_guard<std::mutex> guard(priv->lock);
-  priv->counter.update(frame, seen, &events);
-  attach_counts(priv, buf, events);
+  priv->counter.update(frame, priv->seen, &priv->events);
+  attach_counts(priv, buf);
   return GST_FLOW_OK;
 }
