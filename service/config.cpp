@@ -199,6 +199,31 @@ std::string check_property(GParamSpec *pspec, const std::string &value) {
   return why;
 }
 
+// Whether the camera's lines and zones are in 0..1 of the frame: its boxcount's normalized, read
+// as GStreamer reads a boolean ("true", "yes", "1" ...).
+bool counts_normalized(const CameraConfig &camera) {
+  const auto found = camera.count.find("normalized");
+  if (found == camera.count.end()) return false;
+  GValue v = G_VALUE_INIT;
+  g_value_init(&v, G_TYPE_BOOLEAN);
+  const bool normalized =
+      gst_value_deserialize(&v, found->second.c_str()) && g_value_get_boolean(&v);
+  g_value_unset(&v);
+  return normalized;
+}
+
+// The camera's lines or zones (`key`), parsed as its boxcount will parse them; none without the
+// key.
+bool parse_shapes(const CameraConfig &camera, const std::string &key,
+                  std::vector<cudanms::CountLine> *lines, std::vector<cudanms::CountZone> *zones,
+                  std::string *why) {
+  const auto found = camera.count.find(key);
+  if (found == camera.count.end()) return true;
+  const bool normalized = counts_normalized(camera);
+  return key == "lines" ? cudanms::parse_lines(found->second, normalized, lines, why)
+                        : cudanms::parse_zones(found->second, normalized, zones, why);
+}
+
 // The element class a factory makes, or null when its plugin is not found.
 GObjectClass *element_class(const char *factory_name) {
   GstElementFactory *factory = gst_element_factory_find(factory_name);
@@ -716,23 +741,16 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
     }
     // Lines and zones: checked whole (degenerate lines, polygons that cross themselves), in the
     // units `normalized` gives them.
-    const bool normalized =
-        camera.count.count("normalized") && camera.count.at("normalized") == "true";
     for (const char *key : {"lines", "zones"}) {
-      if (!camera.count.count(key)) continue;
-      const std::string &text = camera.count.at(key);
       std::string why;
       std::vector<cudanms::CountLine> lines;
       std::vector<cudanms::CountZone> zones;
-      const bool ok = std::string(key) == "lines"
-                          ? cudanms::parse_lines(text, normalized, &lines, &why)
-                          : cudanms::parse_zones(text, normalized, &zones, &why);
       const bool inherited = !own.count(key);
-      if (!ok) {
+      if (!parse_shapes(camera, key, &lines, &zones, &why)) {
         errors->push_back((inherited ? name + ":service" : where) + ":" + key + ": " + why +
                           (inherited ? " (for camera " + camera.name + ")" : ""));
         good = false;
-      } else if (!camera.tracker && text.find_first_not_of(" ;") != std::string::npos) {
+      } else if (!camera.tracker && (!lines.empty() || !zones.empty())) {
         errors->push_back(where + ":" + key + ": counting needs the tracker (tracker = true)");
         good = false;
       }
@@ -840,25 +858,17 @@ bool CameraConfig::counting() const {
 
 std::map<std::string, std::string> counting_shapes(const CameraConfig &camera, const char *key) {
   std::map<std::string, std::string> out;
-  const auto found = camera.count.find(key);
-  if (found == camera.count.end()) return out;
-  const bool normalized =
-      camera.count.count("normalized") && camera.count.at("normalized") == "true";
+  std::vector<cudanms::CountLine> lines;
+  std::vector<cudanms::CountZone> zones;
   std::string why;
+  if (!parse_shapes(camera, key, &lines, &zones, &why)) return out;
   auto point_text = [](const cudanms::CountPoint &p) {
     return std::to_string(p.x) + "," + std::to_string(p.y) + " ";
   };
-  if (std::string(key) == "lines") {
-    std::vector<cudanms::CountLine> lines;
-    if (cudanms::parse_lines(found->second, normalized, &lines, &why))
-      for (const auto &l : lines) out[l.name] = point_text(l.a) + point_text(l.b);
-  } else {
-    std::vector<cudanms::CountZone> zones;
-    if (cudanms::parse_zones(found->second, normalized, &zones, &why))
-      for (const auto &z : zones)
-        for (const auto &p : z.polygon) out[z.name] += point_text(p);
-  }
-  if (normalized)
+  for (const auto &l : lines) out[l.name] = point_text(l.a) + point_text(l.b);
+  for (const auto &z : zones)
+    for (const auto &p : z.polygon) out[z.name] += point_text(p);
+  if (counts_normalized(camera))
     for (auto &[name, text] : out) text += "normalized";
   return out;
 }

@@ -707,7 +707,9 @@ TEST_F(Service, CheckConfigNamesBadLinesAndZones) {
                                   "[camera.a]\nurl = rtsp://127.0.0.1:1/a\nlines = door:5,5,5,5\n"
                                   "[camera.b]\nurl = rtsp://127.0.0.1:1/b\nzones = z:0,0 1,1\n"
                                   "[camera.c]\nurl = rtsp://127.0.0.1:1/c\nzones =\n"
-                                  "lines = a:0,0,1,1\ntracker = false\ntrack-buffer = -3\n",
+                                  "lines = a:0,0,1,1\ntracker = false\ntrack-buffer = -3\n"
+                                  "[camera.d]\nurl = rtsp://127.0.0.1:1/d\nzones =\n"
+                                  "normalized = yes\nlines = door:0,0,300,300\n",
                                   -1, nullptr));
   std::vector<std::string> errors = check_config_errors(bad);
   std::vector<std::string> expected = {
@@ -715,6 +717,7 @@ TEST_F(Service, CheckConfigNamesBadLinesAndZones) {
       bad + ":camera.b:zones: zone \"z\": a polygon needs at least 3 points, not 2",
       bad + ":camera.c:lines: counting needs the tracker (tracker = true)",
       bad + ":camera.c:track-buffer: is out of range: \"-3\" (0 to 100000)",
+      bad + ":camera.d:lines: line \"door\": 300 is outside 0..1 (normalized=true)",
       bad +
           ":service:zones: zone \"hall\": the polygon crosses itself: edge 1-2 meets edge 3-4 "
           "(for camera a)"};
