@@ -60,6 +60,12 @@ gchar *on_format_location(GstElement *, guint, gpointer data) {
   return g_strdup(static_cast<Recording *>(data)->next_path().c_str());
 }
 
+// Each property the config gives an element, by name, from its text.
+void set_properties(GstElement *element, const std::map<std::string, std::string> &properties) {
+  for (const auto &[key, value] : properties)
+    gst_util_set_object_arg(G_OBJECT(element), key.c_str(), value.c_str());
+}
+
 // Every element of `bin` that has a property `name` gets `value` (the camera's gpu-id; backend=cpu
 // when its GPU failed): an enum property only where `value` is one of its values.
 void set_on_all(GstElement *bin, const char *name, const std::string &value) {
@@ -179,15 +185,13 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   s->intake_ = gst_bin_get_by_name(bin, "intake");
 
   GstElement *nms = gst_bin_get_by_name(bin, "nms");
-  for (const auto &[key, value] : config.nms)
-    gst_util_set_object_arg(G_OBJECT(nms), key.c_str(), value.c_str());
+  set_properties(nms, config.nms);
   // The tracker and the counter go on where the camera's last connection left them: ids never
   // given twice, the lines' counts.
   const CountingState counted = s->outputs_->counting();
   GstElement *track = gst_bin_get_by_name(bin, "track");
   if (track) {
-    for (const auto &[key, value] : config.track)
-      gst_util_set_object_arg(G_OBJECT(track), key.c_str(), value.c_str());
+    set_properties(track, config.track);
     g_object_set(track, "next-id", counted.next_track_id, NULL);
   }
   GstElement *count = gst_bin_get_by_name(bin, "count");
@@ -196,8 +200,7 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
     if (!config.count.count("track-timeout") && config.track.count("track-buffer"))
       gst_util_set_object_arg(G_OBJECT(count), "track-timeout",
                               config.track.at("track-buffer").c_str());
-    for (const auto &[key, value] : config.count)
-      gst_util_set_object_arg(G_OBJECT(count), key.c_str(), value.c_str());
+    set_properties(count, config.count);
     GstStructure *lines = gst_structure_new_empty("counts");
     for (const auto &[name, in_out] : counted.lines) {
       GstStructure *line = gst_structure_new("line", "in", G_TYPE_UINT64, in_out.first, "out",
@@ -314,8 +317,7 @@ GstPadProbeReturn Session::on_intake(GstPad *, GstPadProbeInfo *, gpointer data)
 void Session::set_counting(const std::map<std::string, std::string> &count) {
   GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline_), "count");
   if (!element) return;
-  for (const auto &[key, value] : count)
-    gst_util_set_object_arg(G_OBJECT(element), key.c_str(), value.c_str());
+  set_properties(element, count);
   gst_object_unref(element);
 }
 
