@@ -419,8 +419,7 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
       if (s.trail_length > 0) {
         priv->trails.add(track, cv::Point(box.x + box.width / 2, box.y + box.height / 2),
                          s.trail_length);
-        const auto *points = priv->trails.points(track);
-        draw_polyline(canvas, std::vector<cv::Point>(points->begin(), points->end()), false,
+        draw_polyline(canvas, *priv->trails.points(track), false,
                       std::max(1, static_cast<int>(s.line_width) - 1), color);
       }
     }

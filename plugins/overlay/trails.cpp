@@ -14,11 +14,12 @@ void Trails::next_frame(guint length) {
 void Trails::add(guint64 track_id, cv::Point anchor, guint length) {
   Trail &t = trails_[track_id];
   t.points.push_back(anchor);
-  while (t.points.size() > length) t.points.pop_front();
+  if (t.points.size() > length)
+    t.points.erase(t.points.begin(), t.points.end() - static_cast<std::ptrdiff_t>(length));
   t.last_frame = frame_;
 }
 
-const std::deque<cv::Point> *Trails::points(guint64 track_id) const {
+const std::vector<cv::Point> *Trails::points(guint64 track_id) const {
   const auto found = trails_.find(track_id);
   return found == trails_.end() ? nullptr : &found->second.points;
 }

@@ -5,9 +5,9 @@
 
 #include <glib.h>
 
-#include <deque>
 #include <map>
 #include <opencv2/core.hpp>
+#include <vector>
 
 class Trails {
  public:
@@ -17,11 +17,11 @@ class Trails {
   void add(guint64 track_id, cv::Point anchor, guint length);
   void clear() { trails_.clear(); }
   /* Oldest first. */
-  const std::deque<cv::Point> *points(guint64 track_id) const;
+  const std::vector<cv::Point> *points(guint64 track_id) const;
 
  private:
   struct Trail {
-    std::deque<cv::Point> points;
+    std::vector<cv::Point> points; /* drawn as they are: a polyline takes a vector */
     guint64 last_frame;
   };
   std::map<guint64, Trail> trails_;

@@ -103,6 +103,12 @@ TEST(TracksOverlay, ATrackedBoxInItsTrackColorWithItsTrail) {
       draw_frames("line-width=1 draw-labels=false trail-length=0", 6,
                   [](int f, GstBuffer *b) { add_tracked_box(b, 10 + 4 * f, 10, 8, 20, 7); });
   EXPECT_FALSE(is(none->pixel(5, 16, 20), seven));
+  // A trail of 3 frames: the centres of the last 3 (x = 26, 30, 34), none of the ones before.
+  const auto short_trail =
+      draw_frames("line-width=1 draw-labels=false trail-length=3", 6,
+                  [](int f, GstBuffer *b) { add_tracked_box(b, 10 + 4 * f, 10, 8, 20, 7); });
+  for (int x = 26; x <= 29; x++) EXPECT_TRUE(is(short_trail->pixel(5, x, 20), seven)) << x;
+  for (int x = 14; x <= 24; x++) EXPECT_FALSE(is(short_trail->pixel(5, x, 20), seven)) << x;
 }
 
 TEST(TracksOverlay, TheTagSaysTheId) {
