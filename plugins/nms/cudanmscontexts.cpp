@@ -115,8 +115,10 @@ gboolean ElementNms::ensure(GstElement *self, const Settings &s) {
 
 gboolean ElementNms::run(GstElement *self, const Settings &s, const cudanms::CandidatesView &view,
                          gint64 *latency_ns) {
-  last_backend_ = nms_->context()->backend();
   if (view.count == 0) {
+    /* Nothing ran: named as a frame of a few candidates would be (backend=auto: the CPU). */
+    last_backend_ = s.backend == GST_CUDA_NMS_BACKEND_AUTO ? cudanms::Backend::kCpu
+                                                           : nms_->context()->backend();
     /* cleared, not reassigned: their memory serves the next frame */
     result_.kept.clear();
     result_.kept_boxes.clear();
