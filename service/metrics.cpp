@@ -1,12 +1,19 @@
 #include "metrics.h"
 
 #include <json-glib/json-glib.h>
+#include <malloc.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+
+// AddressSanitizer's allocator, when the service is built with it (tools/sanitize.sh): malloc's
+// own statistics then see nothing.
+extern "C" size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak));
 
 namespace cudanms::service {
 namespace {
@@ -69,6 +76,24 @@ std::uint64_t resident_bytes() {
     fclose(f);
   }
   return static_cast<std::uint64_t>(resident) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Bytes malloc has handed out and not had back.
+std::uint64_t heap_bytes() {
+  if (__sanitizer_get_current_allocated_bytes)
+    return __sanitizer_get_current_allocated_bytes();
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+// Entries of a /proc/self directory: the process's threads (task) or file descriptors (fd).
+long entries_of(const char *dir) {
+  GDir *d = g_dir_open(dir, 0, nullptr);
+  if (!d) return 0;
+  long n = 0;
+  while (g_dir_read_name(d)) ++n;
+  g_dir_close(d);
+  return n - (strcmp(dir, "/proc/self/fd") == 0);  // the directory's own descriptor
 }
 
 }  // namespace
@@ -203,6 +228,12 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
   e.sample("cudanms_uptime_seconds", "", process.uptime_s);
   e.family("process_resident_memory_bytes", "gauge", "Resident memory of the service");
   e.sample("process_resident_memory_bytes", "", double(process.resident_bytes));
+  e.family("cudanms_process_heap_bytes", "gauge", "Heap memory the service has allocated");
+  e.sample("cudanms_process_heap_bytes", "", double(process.heap_bytes));
+  e.family("cudanms_process_threads", "gauge", "Threads of the service");
+  e.sample("cudanms_process_threads", "", double(process.threads));
+  e.family("process_open_fds", "gauge", "Open file descriptors of the service");
+  e.sample("process_open_fds", "", double(process.open_fds));
   if (!process.gpus.empty()) {
     e.family("cudanms_gpu_memory_used_bytes", "gauge",
              "GPU memory in use on the device, by every process (nvidia-smi's)");
@@ -329,6 +360,9 @@ void MetricsServer::handle(SoupServer *, SoupServerMessage *message, const char 
     ProcessSnapshot process;
     process.uptime_s = uptime;
     process.resident_bytes = resident_bytes();
+    process.heap_bytes = heap_bytes();
+    process.threads = entries_of("/proc/self/task");
+    process.open_fds = entries_of("/proc/self/fd");
     process.gpus = gpu_memory();
     process.placement_gpus = self->gpus_();
     body = render_metrics(cameras, process);

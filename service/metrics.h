@@ -18,6 +18,11 @@ namespace cudanms::service {
 struct ProcessSnapshot {
   double uptime_s = 0;
   std::uint64_t resident_bytes = 0;
+  // What a leak per reconnection shows in: the heap in use (malloc's, or the sanitizer's
+  // allocator's under AddressSanitizer), the threads and the open file descriptors.
+  std::uint64_t heap_bytes = 0;
+  long threads = 0;
+  long open_fds = 0;
   std::vector<GpuMemory> gpus;
   std::map<unsigned, bool> placement_gpus;  // the GPUs cameras may run on: failed or not
 };

@@ -39,8 +39,10 @@ inline const char *python() {
 // A camera on 127.0.0.1: vtest.avi at 10 frames/s as H.264 over RTSP.
 class LoopbackCamera {
  public:
-  LoopbackCamera(const TempDir &dir, const std::string &name, const std::string &size = "384x288")
-      : dir_(dir), name_(name), size_(size) {}
+  // `file`: what it serves (default vtest.avi).
+  LoopbackCamera(const TempDir &dir, const std::string &name, const std::string &size = "384x288",
+                 const std::string &file = "")
+      : dir_(dir), name_(name), size_(size), file_(file) {}
   ~LoopbackCamera() { kill(); }
 
   // Starts the server (on its old port after a kill, or `port` when given, else a free one).
@@ -48,10 +50,17 @@ class LoopbackCamera {
     if (!size.empty()) size_ = size;
     if (port >= 0) port_ = port;
     const std::string err = dir_.file((name_ + "-server.err").c_str());
-    process_ =
-        spawn({script("rtsp-server"), "--port", std::to_string(port_), "--address", "127.0.0.1",
-               "--size", size_, "--count-file", dir_.file((name_ + "-served").c_str())},
-              "", err, true);
+    std::vector<std::string> argv = {script("rtsp-server"),
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--address",
+                                     "127.0.0.1",
+                                     "--size",
+                                     size_,
+                                     "--count-file",
+                                     dir_.file((name_ + "-served").c_str())};
+    if (!file_.empty()) argv.push_back(file_);
+    process_ = spawn(argv, "", err, true);
     if (!process_) return false;
     GDataInputStream *out = g_data_input_stream_new(g_subprocess_get_stdout_pipe(process_));
     gchar *line = g_data_input_stream_read_line(out, nullptr, nullptr, nullptr);
@@ -80,7 +89,7 @@ class LoopbackCamera {
 
  private:
   const TempDir &dir_;
-  std::string name_, size_, url_;
+  std::string name_, size_, file_, url_;
   int port_ = 0;
   GSubprocess *process_ = nullptr;
 };
