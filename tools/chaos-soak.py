@@ -160,6 +160,17 @@ def percentile(values, p):
     return values[min(len(values) - 1, max(0, int(round(p * len(values) + 0.5)) - 1))]
 
 
+def slope_per_minute(samples):
+    """Least-squares slope of (minutes, KiB) samples, KiB a minute; 0 for fewer than two."""
+    n = len(samples)
+    if n < 2:
+        return 0.0
+    mean_t = sum(t for t, _ in samples) / n
+    mean_k = sum(k for _, k in samples) / n
+    var = sum((t - mean_t) ** 2 for t, _ in samples)
+    return sum((t - mean_t) * (k - mean_k) for t, k in samples) / var if var else 0.0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=15)
@@ -223,10 +234,19 @@ def main():
     crashed = False
     next_rss = started
 
+    heap = []  # (minutes, KiB): malloc's bytes in use, from /metrics
+
     def sample_rss():
         nonlocal next_rss
         if time.monotonic() >= next_rss:
-            rss.append(((time.monotonic() - started) / 60, service.rss_kib()))
+            minutes = (time.monotonic() - started) / 60
+            rss.append((minutes, service.rss_kib()))
+            try:
+                in_use = service.metrics().get(("cudanms_process_heap_bytes", "", ""))
+                if in_use is not None:
+                    heap.append((minutes, int(in_use / 1024)))
+            except OSError:
+                pass
             next_rss += 10
 
     def idle(seconds):
@@ -353,13 +373,10 @@ def main():
     reconnects = {c.name: metrics.get(("cudanms_camera_reconnects_total", c.name, ""), 0)
                   for c in cameras}
     after_first = [(t, k) for t, k in rss if t >= 1.0] or rss
-    n = len(after_first)
-    slope = 0.0
-    if n >= 2:
-        mean_t = sum(t for t, _ in after_first) / n
-        mean_k = sum(k for _, k in after_first) / n
-        var = sum((t - mean_t) ** 2 for t, _ in after_first)
-        slope = sum((t - mean_t) * (k - mean_k) for t, k in after_first) / var if var else 0.0
+    slope = slope_per_minute(after_first)
+    # The heap's own slope: RSS that grows while the heap does not is not a malloc leak (the
+    # allocator's arenas, thread stacks, the CUDA driver's mappings).
+    heap_slope = slope_per_minute([(t, k) for t, k in heap if t >= 1.0] or heap)
     times = [r["recovery_s"] for r in recoveries if r["recovery_s"] is not None]
     figures = {
         "minutes": round((time.monotonic() - started) / 60, 2), "cameras": args.cameras,
@@ -370,6 +387,8 @@ def main():
         "rss_kib_first_minute": after_first[0][1], "rss_kib_end": rss[-1][1],
         "rss_slope_kib_per_min": round(slope, 1),
         "rss_samples_min_kib": [(round(t, 2), k) for t, k in rss],
+        "heap_slope_kib_per_min": round(heap_slope, 1),
+        "heap_samples_min_kib": [(round(t, 2), k) for t, k in heap],
         "reconnects": reconnects, "reconnects_total": sum(reconnects.values()),
         "recovery_p50_s": percentile(times, 0.5), "recovery_p99_s": percentile(times, 0.99),
         "recoveries_within_backoff_plus_2s": "%d of %d" % (sum(r["within"] for r in recoveries),
@@ -384,6 +403,9 @@ def main():
           (figures["crashes"], exit_code, stop_seconds))
     print("RSS %d KiB after the first minute, %d KiB at the end, slope %.1f KiB/min" %
           (figures["rss_kib_first_minute"], figures["rss_kib_end"], slope))
+    if heap:
+        print("heap (malloc's bytes in use) %d KiB after the first minute, %d KiB at the end, "
+              "slope %.1f KiB/min" % (heap[0][1], heap[-1][1], heap_slope))
     print("faults %d (%d kills, %d stops), reconnects %d" %
           (figures["faults"], figures["kills"], figures["stops"], figures["reconnects_total"]))
     print("recovery after the server returned: p50 %.1f s, p99 %.1f s; within back-off + 2 s: %s" %

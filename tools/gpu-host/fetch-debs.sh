@@ -44,10 +44,15 @@ cuda_gst=(gstreamer1.0-plugins-bad libgstreamer-plugins-bad1.0-0 libgstreamer-pl
   libglx-dev libgstreamer-plugins-base1.0-dev)
 
 # The camera service (service/): RTSP client and server, libsoup 3 for its HTTP endpoint, with
-# what they load that an Ubuntu GPU image may lack.
+# what they load that an Ubuntu GPU image may lack; x264 for its recordings and the service
+# tests' clips; heaptrack, to find where a growing heap grows; the Prometheus client's parser,
+# which the service tests read /metrics with.
 service=(gstreamer1.0-plugins-good libgstrtspserver-1.0-0 libgstrtspserver-1.0-dev libsoup-3.0-0
   libsoup-3.0-dev libsoup-3.0-common libnghttp2-14 libpsl5 libbrotli1 libsqlite3-0 libunistring2
-  libidn2-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1)
+  libidn2-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1
+  gstreamer1.0-plugins-ugly libx264-164 heaptrack libboost-filesystem1.74.0
+  libboost-iostreams1.74.0 libboost-program-options1.74.0 libboost-system1.74.0
+  python3-prometheus-client)
 
 mkdir -p "$dir"
 cd "$dir"

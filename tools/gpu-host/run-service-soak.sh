@@ -26,7 +26,7 @@ fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -1)
 arch=$(echo "$gpu" | awk -F', ' '{gsub(/\./, "", $3); print $3}')
 echo "GPU: $gpu"
-build=build-service
+build=${CUDANMS_SOAK_BUILD:-build-service}  # a build of the service's, tests or not
 # Every plugin the service loads (it refuses to start without its overlay and OpenCV ones); no
 # LibTorch: the service's cameras here run the cascade, and a Debian LibTorch unpacked from the
 # tests' packages would not build against this host's headers.
