@@ -52,7 +52,7 @@ service=(gstreamer1.0-plugins-good libgstrtspserver-1.0-0 libgstrtspserver-1.0-d
   libidn2-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1
   gstreamer1.0-plugins-ugly libx264-164 heaptrack libboost-filesystem1.74.0
   libboost-iostreams1.74.0 libboost-program-options1.74.0 libboost-system1.74.0
-  python3-prometheus-client)
+  python3-prometheus-client python3-decorator)
 
 mkdir -p "$dir"
 cd "$dir"
