@@ -210,6 +210,7 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
   }
   s.load = load();
   s.gpu = gpu();
+  if (session_) s.queued_bytes = session_->queued_bytes();
   return s;
 }
 

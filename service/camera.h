@@ -42,6 +42,7 @@ struct CameraSnapshot {
   // What the camera costs its GPU: seconds of the detector's and cudanms's work per second (its
   // frames/s times their time per frame), over the last few seconds.
   double load = 0;
+  guint64 queued_bytes = 0;  // frames waiting in its connection's queues
 };
 
 class Camera {

@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
+#include "log.h"
 #include "main_loop.h"
 #include "nvdec.h"
 
@@ -14,11 +16,28 @@ namespace {
 const char *const kFirstFrame = "cudanms-service-first-frame";
 std::atomic<int> stopping_sessions{0};
 
+// The GPU the camera's elements run on (gpu-id, by default CUDA's first); -1: the CPU.
+int gpu_of(const CameraConfig &c) {
+  if (c.on_cpu) return -1;
+  return c.nms.count("gpu-id") ? std::stoi(c.nms.at("gpu-id")) : 0;
+}
+
+// A camera's own source, its NVDEC decoders moved to the camera's GPU (a description written for
+// one GPU, given to a service that places cameras over several): frames decoded on one GPU and
+// searched on another would cross through host memory.
+std::string own_source(const CameraConfig &c) {
+  std::vector<std::string> moved;
+  const std::string source = gst_cv_nvdec_moved(c.source, gpu_of(c), &moved);
+  for (const std::string &m : moved)
+    log_line("camera %s: decoding on its GPU %d: %s", c.name.c_str(), gpu_of(c), m.c_str());
+  return source;
+}
+
 std::string describe(const CameraConfig &c) {
   const std::string source = c.source.empty()
                                  ? "uridecodebin name=source uri=\"" + c.uri +
                                        "\" caps=\"video/x-raw(ANY)\" expose-all-streams=false"
-                                 : c.source;
+                                 : own_source(c);
   // The queue drops the oldest frame when the detector cannot keep up with the camera.
   std::string out = source +
                     " ! queue name=intake leaky=downstream max-size-buffers=2 max-size-time=0 "
@@ -350,6 +369,42 @@ GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer d
       break;
   }
   return GST_PAD_PROBE_OK;
+}
+
+guint64 Session::queued_bytes() const {
+  guint64 total = 0;
+  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline_));
+  GValue item = G_VALUE_INIT;
+  for (bool done = false; !done;) {
+    switch (gst_iterator_next(it, &item)) {
+      case GST_ITERATOR_OK: {
+        // queue's level is a guint, queue2's a guint64.
+        GObject *element = G_OBJECT(g_value_get_object(&item));
+        GParamSpec *level =
+            g_object_class_find_property(G_OBJECT_GET_CLASS(element), "current-level-bytes");
+        if (level && level->value_type == G_TYPE_UINT) {
+          guint bytes = 0;
+          g_object_get(element, "current-level-bytes", &bytes, NULL);
+          total += bytes;
+        } else if (level && level->value_type == G_TYPE_UINT64) {
+          guint64 bytes = 0;
+          g_object_get(element, "current-level-bytes", &bytes, NULL);
+          total += bytes;
+        }
+        g_value_reset(&item);
+        break;
+      }
+      case GST_ITERATOR_RESYNC:  // uridecodebin added or removed elements meanwhile
+        gst_iterator_resync(it);
+        total = 0;
+        break;
+      default:
+        done = true;
+    }
+  }
+  g_value_unset(&item);
+  gst_iterator_free(it);
+  return total;
 }
 
 void Session::stop(std::function<void()> finalised) {

@@ -65,6 +65,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // boxcount's settings (new lines and zones) while it runs; nothing without a boxcount.
   void set_counting(const std::map<std::string, std::string> &count);
 
+  // Bytes of frames waiting in the connection's queues now (the intake's, the recording's, the
+  // source's own), in host or GPU memory.
+  guint64 queued_bytes() const;
+
   // Sessions whose pipelines have not stopped yet (the service waits for them at exit).
   static int stopping();
 

@@ -850,6 +850,28 @@ TEST_F(Service, TwoHundredReconnectionsLeakNothing) {
   }
 }
 
+// What a camera holds: a recording whose encoder has stalled (a 10 s sleep before x264enc) fills
+// the recording's queue, 60 frames of 320x240 I420 (115 200 bytes each) and no more, and
+// /metrics says so (then the intake's queue, which drops the oldest, and the watchdog).
+TEST_F(Service, ACamerasQueuedFramesAreOnMetrics) {
+  ServiceRun service(dir_);
+  ASSERT_TRUE(service.start(
+      service_group({{"record-dir", dir_.path},
+                     {"record-encoder", "identity sleep-time=10000000 ! x264enc"}}) +
+      "\n[camera.slow]\nsource = videotestsrc is-live=true ! "
+      "video/x-raw,width=320,height=240,framerate=30/1,format=I420\n"));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  constexpr double kFrame = 320 * 240 * 3 / 2, kRecordingQueue = 60;
+  double queued = 0;
+  EXPECT_TRUE(eventually(20, [&] {
+    JsonObject *m = service.scrape("/metrics");
+    queued = m ? ServiceRun::value(m, "cudanms_camera_queued_bytes", "slow") : 0;
+    return queued >= kRecordingQueue * kFrame;
+  })) << queued;
+  // The intake's queue holds at most 2 frames more.
+  EXPECT_LE(queued, (kRecordingQueue + 3) * kFrame);
+}
+
 // --check-config: exit 2 and one line an error, FILE:GROUP:KEY: reason; the example config of
 // the README is good.
 TEST_F(Service, CheckConfigExitsTwoWithEveryError) {
