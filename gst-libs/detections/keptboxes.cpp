@@ -77,7 +77,7 @@ std::vector<KeptBox> roi_boxes(GstBuffer *buf, const std::map<gint, std::string>
     box.roi = roi;
     if (GstStructure *d = gst_video_region_of_interest_meta_get_param(roi, "detection")) {
       gst_structure_get_double(d, "confidence", &box.score);
-      if (gst_structure_get_int(d, "label_id", &box.class_id))
+      if (gst_cv_detection_label_id(d, &box.class_id))
         box.label = gst_cv_label_lookup(labels, box.class_id, roi_type);
       if (const gchar *l = gst_structure_get_string(d, "label")) box.label = l;
       gst_structure_get_uint(d, "members", &box.members);

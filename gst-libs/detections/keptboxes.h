@@ -16,7 +16,7 @@
 struct KeptBox {
   float x1, y1, x2, y2; /* frame pixels */
   double score = 1.0;
-  gint class_id = 0;
+  gint class_id = -1; /* -1: none (an ROI meta without a label_id) */
   std::string label;
   guint members = 0;          /* the candidates it stands for, where NMS counted them; else 0 */
   std::vector<double> points; /* x, y, ...: the result meta's points of the box */

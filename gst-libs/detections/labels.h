@@ -10,6 +10,10 @@
 /* TRUE and *class_id/ *label filled when @event is such an announcement. */
 gboolean gst_cv_label_event_parse(GstEvent *event, gint *class_id, std::string *label);
 
+/* The class id of a DL Streamer "detection" structure: its "label_id", an int or a uint (as
+ * detectors write it) within 0..G_MAXINT. FALSE when it has none. */
+gboolean gst_cv_detection_label_id(const GstStructure *detection, gint *class_id);
+
 /* The name of @class_id: the announced label, else @fallback when given, else the number. */
 std::string gst_cv_label_lookup(const std::map<gint, std::string> &labels, gint class_id,
                                 const gchar *fallback = nullptr);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "labels.h"
+
 namespace {
 
 bool finite_box(const float *b, float score) {
@@ -163,7 +165,7 @@ cudanms::CandidatesView CandidateIntake::gather(GstBuffer *buffer) {
     if (detection) {
       gint label_id;
       if (!gst_structure_get_double(detection, "confidence", &confidence)) confidence = 1.0;
-      if (gst_structure_get_int(detection, "label_id", &label_id)) class_id = label_id;
+      if (gst_cv_detection_label_id(detection, &label_id)) class_id = label_id;
     }
     scores_[k] = static_cast<float>(confidence);
     class_ids_[k] = class_id;

@@ -47,3 +47,13 @@ const gchar *ClassLabels::lookup(int32_t class_id, GQuark roi_type) const {
   g_snprintf(number, sizeof number, "%d", class_id);
   return g_intern_string(number);
 }
+
+int32_t ClassLabels::published_id(int32_t class_id, GQuark roi_type) const {
+  if (class_id >= 0) return class_id;
+  const gchar *name = roi_type ? g_quark_to_string(roi_type) : nullptr;
+  if (table_ && name) {
+    for (size_t i = 0; i < table_->size(); ++i)
+      if (g_strcmp0((*table_)[i], name) == 0) return static_cast<int32_t>(i);
+  }
+  return -1;
+}

@@ -28,6 +28,9 @@ class ClassLabels {
   void forget_announced() { announced_.clear(); }
 
   const gchar *lookup(int32_t class_id, GQuark roi_type) const;
+  /* The class id the box is published with: @class_id, or for a box keyed by its roi_type alone
+   * (a negative @class_id) the roi_type's line in the labels table; -1 when it has none. */
+  int32_t published_id(int32_t class_id, GQuark roi_type) const;
 
  private:
   Table table_;

@@ -47,8 +47,9 @@ GstCudaNmsResultMeta *gst_cuda_nms_add_result_meta(GstBuffer *buffer,
     std::copy_n(valued ? &result.kept_boxes[4 * i] : view.boxes + 4 * index, 4,
                 meta->boxes + 4 * i);
     meta->scores[i] = valued ? result.kept_scores[i] : view.scores[index];
-    meta->class_ids[i] = view.class_ids ? view.class_ids[index] : 0;
-    meta->labels[i] = labels.lookup(meta->class_ids[i], intake.roi_type(index));
+    const int32_t class_id = view.class_ids ? view.class_ids[index] : 0;
+    meta->labels[i] = labels.lookup(class_id, intake.roi_type(index));
+    meta->class_ids[i] = labels.published_id(class_id, intake.roi_type(index));
   }
   if (!result.kept_points.empty()) {
     gst_cuda_nms_result_meta_set_points_per_box(meta, view.points_per_candidate);
@@ -78,10 +79,13 @@ void gst_cuda_nms_add_roi_metas(GstBuffer *buffer, const GstCudaNmsResultMeta *r
     GstVideoRegionOfInterestMeta *roi =
         gst_buffer_add_video_region_of_interest_meta(buffer, result->labels[i], x, y, w, h);
     if (!roi) continue;
-    GstStructure *detection = gst_structure_new("detection", "confidence", G_TYPE_DOUBLE,
-                                                static_cast<double>(result->scores[i]), "label_id",
-                                                G_TYPE_INT, static_cast<gint>(result->class_ids[i]),
-                                                "label", G_TYPE_STRING, result->labels[i], NULL);
+    GstStructure *detection =
+        gst_structure_new("detection", "confidence", G_TYPE_DOUBLE,
+                          static_cast<double>(result->scores[i]), "label", G_TYPE_STRING,
+                          result->labels[i], NULL);
+    if (result->class_ids[i] >= 0)
+      gst_structure_set(detection, "label_id", G_TYPE_INT, static_cast<gint>(result->class_ids[i]),
+                        NULL);
     if (result->members)
       gst_structure_set(detection, "members", G_TYPE_UINT, result->members[i], NULL);
     if (normalize) {

@@ -396,7 +396,7 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
     GstStructure *detection = gst_video_region_of_interest_meta_get_param(roi, "detection");
     if (detection) {
       const gchar *label = gst_structure_get_string(detection, "label");
-      const bool has_id = gst_structure_get_int(detection, "label_id", &class_id);
+      const bool has_id = gst_cv_detection_label_id(detection, &class_id);
       if (label) {
         text = label;
       } else if (has_id) {

@@ -102,7 +102,7 @@ void encode_cudanms(GstObject *element, JsonBuilder *b, GstBuffer *buf,
   for (const KeptBox &box : boxes) {
     json_builder_begin_object(b);
     add_string(b, "label", box.label);
-    add_int(b, "class_id", box.class_id);
+    if (box.class_id >= 0) add_int(b, "class_id", box.class_id);  // an ROI type alone: none
     add_double(b, "score", box.score);
     add_double(b, "x", box.x1);
     add_double(b, "y", box.y1);
@@ -175,7 +175,7 @@ void encode_dlstreamer(JsonBuilder *b, GstBuffer *buf, const std::vector<KeptBox
     json_builder_end_object(b);
     add_double(b, "confidence", box.score);
     add_string(b, "label", box.label);
-    add_int(b, "label_id", box.class_id);
+    if (box.class_id >= 0) add_int(b, "label_id", box.class_id);
     if (box.members > 0) add_int(b, "members", box.members);
     json_builder_end_object(b);
     json_builder_end_object(b);

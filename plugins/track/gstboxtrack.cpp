@@ -406,10 +406,11 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
   GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
   priv->detections.clear();
   for (const KeptBox &b : boxes) {
-    /* ROI metas of other detectors may carry no class id: their type stands for the class. */
-    const gint class_id = result || b.label.empty()
+    /* A box without a class id (an ROI type alone): its label stands for the class, as a
+     * negative number, which class ids never are. */
+    const gint class_id = b.class_id >= 0 || b.label.empty()
                               ? b.class_id
-                              : static_cast<gint>(g_quark_from_string(b.label.c_str()));
+                              : -static_cast<gint>(g_quark_from_string(b.label.c_str()) & 0x7fffffff);
     priv->detections.push_back(
         {b.x1, b.y1, b.x2, b.y2, static_cast<float>(b.score), static_cast<int32_t>(class_id)});
   }

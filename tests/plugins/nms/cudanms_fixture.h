@@ -32,6 +32,27 @@ inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 inline const char *const kCaps = "video/x-raw,format=GRAY8,width=640,height=480,framerate=30/1";
 
+// A labels file of `contents` in the temporary folder, removed with the object.
+class LabelsFile {
+ public:
+  explicit LabelsFile(const char *contents) {
+    const int fd = g_file_open_tmp("labels-XXXXXX.names", &path_, nullptr);
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) close(fd);
+    EXPECT_TRUE(path_ && g_file_set_contents(path_, contents, -1, nullptr));
+  }
+  ~LabelsFile() {
+    if (path_) g_unlink(path_);
+    g_free(path_);
+  }
+  LabelsFile(const LabelsFile &) = delete;
+  LabelsFile &operator=(const LabelsFile &) = delete;
+  std::string path() const { return path_ ? path_ : ""; }
+
+ private:
+  gchar *path_ = nullptr;
+};
+
 class CudaNmsElement : public ::testing::Test {
  protected:
   void SetUp() override { init_gstreamer_once(); }

@@ -2,6 +2,8 @@
 // the frame clipping, both conventions on one buffer, device candidates downloaded once.
 #include "cudanms_fixture.h"
 
+#include <map>
+
 namespace cudanms::testing {
 namespace {
 
@@ -24,7 +26,46 @@ TEST_F(CudaNmsElement, RoiWithoutDetectionCountsAsScoreOneClassFromRoiType) {
   EXPECT_EQ(rois[0].x, 10u);
   EXPECT_EQ(rois[0].confidence, 1.0);
   EXPECT_EQ(rois[1].type, "car");
-  EXPECT_NE(r->class_ids[0], r->class_ids[1]);
+  // No label_id and no labels-file: no class id, in the result meta (-1) or the ROI's detection.
+  EXPECT_EQ(r->class_ids[0], -1);
+  EXPECT_EQ(r->class_ids[1], -1);
+  EXPECT_STREQ(r->labels[1], "car");
+  EXPECT_EQ(rois[1].label_id, -1);
+  gst_buffer_unref(out);
+}
+
+// The class id of an ROI meta: its detection's label_id, an int or a uint as detectors write it;
+// else its roi_type's line in labels-file; else none. Never a number made of the type's name.
+TEST_F(CudaNmsElement, RoiClassIdsAreLabelIdsOrTheLabelsFilesLines) {
+  const LabelsFile names("person\ncar\n");
+  start("backend=cpu labels-file=" + names.path());
+  GstBuffer *in = gst_buffer_new();
+  auto add = [&](const char *type, guint x, GstStructure *detection) {
+    GstVideoRegionOfInterestMeta *roi =
+        gst_buffer_add_video_region_of_interest_meta(in, type, x, 10, 50, 50);
+    if (detection) gst_video_region_of_interest_meta_add_param(roi, detection);
+  };
+  add("person", 0, gst_structure_new("detection", "confidence", G_TYPE_DOUBLE, 0.9, "label_id",
+                                     G_TYPE_UINT, 7u, NULL));
+  add("car", 100, nullptr);  // line 1 of the labels file
+  add("truck", 200, nullptr);  // in no file: no class id
+  add("bus", 300, gst_structure_new("detection", "confidence", G_TYPE_DOUBLE, 0.8, "label_id",
+                                    G_TYPE_INT, 5, NULL));
+  GstBuffer *out = process(in);
+  GstCudaNmsResultMeta *r = gst_buffer_get_cuda_nms_result_meta(out);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->n_kept, 4u);
+  std::map<std::string, int> ids;
+  for (guint i = 0; i < r->n_kept; ++i) ids[r->labels[i]] = r->class_ids[i];
+  // Classes 7 and 5, past the labels file's lines, keep their ROI types as labels.
+  EXPECT_EQ(ids,
+            (std::map<std::string, int>{{"person", 7}, {"car", 1}, {"truck", -1}, {"bus", 5}}))
+      << "labels: " << r->labels[0] << " " << r->labels[1] << " " << r->labels[2] << " "
+      << r->labels[3];
+  std::map<std::string, int> roi_ids;
+  for (const Roi &roi : rois_of(out)) roi_ids[roi.type] = roi.label_id;
+  EXPECT_EQ(roi_ids["truck"], -1);  // the detection structure has no label_id
+  EXPECT_EQ(roi_ids["car"], 1);
   gst_buffer_unref(out);
 }
 

@@ -87,12 +87,8 @@ TEST_F(CudaNmsElement, TheLabelsPropertyNamesClassesByIndexAndWins) {
 }
 
 TEST_F(CudaNmsElement, ALabelsFileNamesClassesByLine) {
-  gchar *path = nullptr;
-  const int fd = g_file_open_tmp("labels-XXXXXX.names", &path, nullptr);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  ASSERT_TRUE(g_file_set_contents(path, "cat\n dog \n", -1, nullptr));
-  start(std::string("backend=cpu labels-file=") + path);
+  const LabelsFile names("cat\n dog \n");
+  start("backend=cpu labels-file=" + names.path());
   GstBuffer *out = process(packed_buffer(two_classes()));
   EXPECT_TRUE(labelled(out, {"cat", "dog"}));
   gst_buffer_unref(out);
@@ -103,8 +99,6 @@ TEST_F(CudaNmsElement, ALabelsFileNamesClassesByLine) {
   out = process(packed_buffer(two_classes()));
   EXPECT_TRUE(labelled(out, {"cat", "dog"}));
   gst_buffer_unref(out);
-  g_unlink(path);
-  g_free(path);
 }
 
 TEST_F(CudaNmsElement, AnUnreadableLabelsFileIsAnErrorAtStart) {

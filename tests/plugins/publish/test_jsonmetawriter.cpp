@@ -1,6 +1,6 @@
 // jsonmetawriter when its file cannot be written: a full disk or a file size limit stops the
 // stream with an element error carrying the OS's reason; no JSON line is lost silently. And the
-// points and members of kept boxes in its lines.
+// points, members and class ids of kept boxes in its lines.
 #include <glib/gstdio.h>
 #include <gst/check/gstharness.h>
 #include <gst/cudanms/cudanmsmeta.h>
@@ -15,6 +15,7 @@
 #include <csignal>
 #include <string>
 
+#include "detectionsjson.h"
 #include "plugins/cv_support.h"
 
 namespace cudanms::testing {
@@ -139,6 +140,49 @@ TEST_F(JsonMetaWriter, PointsAndMembersOfAKeptBox) {
   g_unlink(path.c_str());
   g_rmdir(dir);
   g_free(dir);
+}
+
+// ROI metas of another detector, straight into the JSON (no cudanms): the class id is the
+// detection's label_id, written as a uint as DL Streamer's detectors write it, and a box of an
+// roi_type alone has none: no "class_id" (cudanms) or "label_id" (dlstreamer), never a number
+// made of its type's name.
+TEST_F(JsonMetaWriter, ClassIdsOfRoiMetasAreTheirLabelIdsOrNone) {
+  GstBuffer *buf = gst_buffer_new();
+  GstVideoRegionOfInterestMeta *person =
+      gst_buffer_add_video_region_of_interest_meta(buf, "person", 10, 10, 20, 40);
+  gst_video_region_of_interest_meta_add_param(
+      person, gst_structure_new("detection", "confidence", G_TYPE_DOUBLE, 0.9, "label_id",
+                                G_TYPE_UINT, 0u, NULL));
+  gst_buffer_add_video_region_of_interest_meta(buf, "car", 40, 10, 20, 20);
+  for (const DetectionsFormat format : {DetectionsFormat::kCudanms, DetectionsFormat::kDlStreamer}) {
+    DetectionsStream stream;
+    GstCaps *caps = gst_caps_from_string("video/x-raw,format=GRAY8,width=64,height=48");
+    stream.on_caps(caps);
+    gst_caps_unref(caps);
+    gsize length = 0;
+    gchar *text = stream.encode(nullptr, buf, format, "", nullptr, &length);
+    const bool dlstreamer = format == DetectionsFormat::kDlStreamer;
+    JsonParser *parser = json_parser_new();
+    ASSERT_TRUE(json_parser_load_from_data(parser, text, -1, nullptr)) << text;
+    JsonArray *boxes = json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)),
+                                                    dlstreamer ? "objects" : "boxes");
+    ASSERT_EQ(json_array_get_length(boxes), 2u) << text;
+    for (guint i = 0; i < 2; ++i) {
+      JsonObject *box = json_array_get_object_element(boxes, i);
+      if (dlstreamer) box = json_object_get_object_member(box, "detection");
+      const char *id = dlstreamer ? "label_id" : "class_id";
+      const std::string label = json_object_get_string_member(box, "label");
+      if (label == "person") {
+        EXPECT_EQ(json_object_get_int_member(box, id), 0) << text;
+      } else {
+        EXPECT_EQ(label, "car") << text;
+        EXPECT_FALSE(json_object_has_member(box, id)) << text;
+      }
+    }
+    g_object_unref(parser);
+    g_free(text);
+  }
+  gst_buffer_unref(buf);
 }
 
 }  // namespace

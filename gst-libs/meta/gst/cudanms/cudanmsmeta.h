@@ -199,7 +199,8 @@ typedef struct _GstCudaNmsResultMeta GstCudaNmsResultMeta;
  * @n_kept: number of kept boxes
  * @boxes: @n_kept x {x1, y1, x2, y2} in frame pixels (clipped to the frame), best score first
  * @scores: @n_kept scores
- * @class_ids: @n_kept class ids
+ * @class_ids: @n_kept class ids; -1 for a box that has none (an ROI meta's roi_type without a
+ *   label_id, which labels-file does not list)
  * @candidates_in: candidates given to NMS on this frame
  * @dropped_score: candidates scoring below the score threshold
  * @invalid: candidates with NaN/inf values, negative sizes, or wholly outside the frame
