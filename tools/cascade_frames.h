@@ -4,6 +4,7 @@
 // $CUDANMS_CASCADE_FRAMES, written by tools/gpu-host/make-cascade-frames.py the same way.
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <opencv2/core.hpp>
@@ -130,6 +131,35 @@ inline cv::Mat cascade_frame(const std::string &name, std::string *why) {
     if (f.name == name) return f.gray;
   }
   return {};
+}
+
+// Every `stride`th frame of a video, gray; every frame where CUDANMS_FULL_VIDEOS is set.
+inline std::vector<cv::Mat> video_gray_frames(const std::string &name, std::string *why) {
+  const int stride = env_or("CUDANMS_FULL_VIDEOS", "").empty() ? 10 : 1;
+  std::vector<cv::Mat> out;
+  const std::string dir = env_or("CUDANMS_VIDEO_FRAMES", "");
+  if (!dir.empty()) {  // PGMs by make-cascade-frames.py --videos: NAME_NNNN.pgm
+    for (int index = 0;; index += stride) {
+      char file[64];
+      std::snprintf(file, sizeof file, "/%s_%04d.pgm", name.c_str(), index);
+      cv::Mat gray = read_pgm(dir + file);
+      if (gray.empty()) break;
+      out.push_back(gray);
+    }
+  }
+#ifdef CUDANMS_DECODES_FRAMES
+  if (dir.empty()) {
+    const std::string samples =
+        env_or("CUDANMS_OPENCV_SAMPLES", "/usr/share/doc/opencv-doc/examples/data");
+    cv::VideoCapture capture(samples + "/" + name + ".avi");
+    cv::Mat frame;
+    for (int index = 0; capture.read(frame); ++index) {
+      if (index % stride == 0) out.push_back(to_gray(frame));
+    }
+  }
+#endif
+  if (out.empty()) *why = name + ": no frames (opencv-doc's samples, or CUDANMS_VIDEO_FRAMES)";
+  return out;
 }
 
 }  // namespace cudanms::tools

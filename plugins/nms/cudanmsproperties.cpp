@@ -1,5 +1,7 @@
 #include "cudanmsproperties.h"
 
+#include <limits>
+
 namespace {
 
 #define GST_TYPE_CUDA_NMS_OVERLAP (gst_cuda_nms_overlap_get_type())
@@ -111,7 +113,9 @@ void CudaNmsProperties::install(GObjectClass *klass) {
   g_object_class_install_property(
       klass, PROP_SCORE_THRESHOLD,
       g_param_spec_double("score-threshold", "Score threshold",
-                          "Candidates scoring below this are dropped before NMS (and counted)",
+                          "Candidates scoring below this are dropped before NMS (and counted); "
+                          "method=group, as OpenCV's groupRectangles, looks at no score unless "
+                          "this is set",
                           -G_MAXDOUBLE, G_MAXDOUBLE, d.score_threshold, rw));
   g_object_class_install_property(
       klass, PROP_MAX_CANDIDATES,
@@ -254,6 +258,7 @@ bool CudaNmsProperties::set(guint prop_id, const GValue *value) {
       break;
     case PROP_SCORE_THRESHOLD:
       s.score_threshold = g_value_get_double(value);
+      s.score_threshold_set = true;
       break;
     case PROP_MAX_CANDIDATES:
       s.max_candidates = g_value_get_uint(value);
@@ -418,7 +423,10 @@ cudanms::Params Settings::params() const {
   params.method = method;
   params.overlap = overlap;
   params.threshold = static_cast<float>(iou_threshold);
-  params.score_threshold = static_cast<float>(score_threshold);
+  // A cascade's windows score below 0 as often as above, and detectMultiScale groups them all.
+  params.score_threshold = method == cudanms::Method::kGroup && !score_threshold_set
+                               ? -std::numeric_limits<float>::infinity()
+                               : static_cast<float>(score_threshold);
   params.max_candidates = max_candidates;
   params.max_detections = max_detections;
   params.class_agnostic = class_agnostic;

@@ -52,6 +52,8 @@ struct Settings {
   cudanms::Overlap overlap = cudanms::Overlap::kIoU;
   cudanms::Method method = cudanms::Method::kGreedy;
   double score_threshold = 0.0;
+  // Set by the user: method=group applies it then only (groupRectangles looks at no score).
+  bool score_threshold_set = false;
   guint max_candidates = 4096;
   guint max_detections = 0;
   bool class_agnostic = false;

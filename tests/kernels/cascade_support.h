@@ -24,6 +24,7 @@ namespace cudanms::testing {
 using tools::cascade_frames;
 using tools::env_or;
 using tools::GrayFrame;
+using tools::video_gray_frames;
 
 inline std::string cascade_path(const std::string &name) {
   const std::string root = env_or("CUDANMS_OPENCV_DATA", "/usr/share/opencv4");

@@ -7,6 +7,11 @@
 #include <gst/video/video.h>
 
 #include <opencv2/imgproc.hpp>
+#include <opencv2/objdetect.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
 
 #include "cudanms/bounded_file.h"
 #include "plugins/cv_support.h"
@@ -301,6 +306,62 @@ std::string start_error(const std::string &properties) {
   gst_element_set_state(pipeline, GST_STATE_NULL);
   gst_object_unref(pipeline);
   return text;
+}
+
+// The README's grouping line as a user writes it, `cudacascade scale-factor=1.1 min-size=40x40 !
+// cudanms method=group min-neighbors=3` (no score-threshold: group looks at no score, as
+// groupRectangles), against detectMultiScale(gray, 1.1, 3, 0, 40x40): the same faces, to the
+// pixel, on every tenth frame of Megamind.avi; with CUDANMS_FULL_VIDEOS=1 on every frame of it
+// and of vtest.avi (the library's grouping is compared on both in test_group_opencv). The
+// element's default 0 had dropped the windows scoring below it: 16 of Megamind's 418 faces were
+// identical.
+TEST(CudaCascadeElement, TheReadmesGroupingLineGivesDetectMultiScalesFaces) {
+  init_cv_elements_once();
+  const std::string model = cascade_path("haarcascade_frontalface_default");
+  if (!file_exists(model)) GTEST_SKIP() << model << " is missing: install opencv-data";
+  cv::CascadeClassifier reference(model);
+  size_t faces = 0;
+  const bool full = !tools::env_or("CUDANMS_FULL_VIDEOS", "").empty();
+  for (const char *video : {"Megamind", "vtest"}) {
+    if (!full && std::string(video) == "vtest") break;
+    std::string why;
+    const std::vector<cv::Mat> frames = video_gray_frames(video, &why);
+    if (frames.empty()) GTEST_SKIP() << why;
+    const std::string desc = "cudacascade model=\"" + model +
+                             "\" scale-factor=1.1 min-size=40x40 ! cudanms method=group "
+                             "min-neighbors=3";
+    GstHarness *h = gst_harness_new_parse(desc.c_str());
+    gchar *caps = g_strdup_printf("video/x-raw,format=GRAY8,width=%d,height=%d,framerate=30/1",
+                                  frames[0].cols, frames[0].rows);
+    gst_harness_set_src_caps_str(h, caps);
+    g_free(caps);
+    size_t want_total = 0, same = 0;
+    for (size_t f = 0; f < frames.size(); ++f) {
+      std::vector<cv::Rect> want;
+      reference.detectMultiScale(frames[f], want, 1.1, 3, 0, cv::Size(40, 40));
+      GstBuffer *out = gst_harness_push_and_pull(h, make_frame(frames[f], "GRAY8"));
+      ASSERT_NE(out, nullptr);
+      const Attached a = attached(out);
+      gst_buffer_unref(out);
+      std::vector<std::tuple<int, int, int, int>> ours, theirs;
+      for (size_t k = 0; k + 3 < a.kept.size(); k += 4) {
+        const int x = static_cast<int>(a.kept[k]), y = static_cast<int>(a.kept[k + 1]);
+        ours.emplace_back(x, y, static_cast<int>(a.kept[k + 2]) - x,
+                          static_cast<int>(a.kept[k + 3]) - y);
+      }
+      for (const cv::Rect &r : want) theirs.emplace_back(r.x, r.y, r.width, r.height);
+      std::sort(ours.begin(), ours.end());
+      std::sort(theirs.begin(), theirs.end());
+      EXPECT_EQ(ours, theirs) << video << " frame " << f << " (of those read)";
+      want_total += theirs.size();
+      same += ours == theirs ? theirs.size() : 0;
+    }
+    gst_harness_teardown(h);
+    std::printf("%s: %zu frames, OpenCV's faces %zu, on frames found identically %zu\n", video,
+                frames.size(), want_total, same);
+    faces += want_total;
+  }
+  EXPECT_GT(faces, 10u);
 }
 
 TEST(CudaCascadeElement, BadModelsAndBackendsAreClearErrorsAtStart) {
