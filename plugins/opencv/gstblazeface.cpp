@@ -76,7 +76,9 @@ enum {
 #define DEFAULT_MODEL ""
 #define DEFAULT_SCORE_THRESHOLD 0.5
 
-#define VIDEO_FORMATS "{ BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
+/* YUV too, read as dnndetect reads it (cudanms/dnn.h): a decoder's I420 reaches both elements
+ * as it is, and neither sees another's conversion to RGB. */
+#define VIDEO_FORMATS "{ BGR, RGB, BGRx, BGRA, RGBx, RGBA, I420, NV12 }"
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
