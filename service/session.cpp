@@ -418,7 +418,8 @@ void Session::stop(std::function<void()> finalised) {
   std::shared_ptr<Session> self = shared_from_this();
   std::thread([self, finalised = std::move(finalised)]() mutable {
     GstBus *bus = gst_element_get_bus(self->pipeline_);
-    if (self->recording_ && !self->ended_) {
+    // A connection that never had a frame (refused, no stream) has no segment to finalise.
+    if (self->recording_ && !self->ended_ && self->first_frame_seen_.load()) {
       // An end of stream where the frames come in: what is already in the pipeline is recorded,
       // then splitmuxsink finalises its segment and the pipeline posts EOS (an EOS still on the
       // bus, not yet seen by the camera, means it did so already).
