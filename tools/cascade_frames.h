@@ -4,6 +4,7 @@
 // $CUDANMS_CASCADE_FRAMES, written by tools/gpu-host/make-cascade-frames.py the same way.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -133,9 +134,11 @@ inline cv::Mat cascade_frame(const std::string &name, std::string *why) {
   return {};
 }
 
-// Every `stride`th frame of a video, gray; every frame where CUDANMS_FULL_VIDEOS is set.
+// Every tenth frame of a video (every CUDANMS_VIDEO_STRIDE-th where it is set), gray; every frame
+// where CUDANMS_FULL_VIDEOS is set.
 inline std::vector<cv::Mat> video_gray_frames(const std::string &name, std::string *why) {
-  const int stride = env_or("CUDANMS_FULL_VIDEOS", "").empty() ? 10 : 1;
+  const int every = std::atoi(env_or("CUDANMS_VIDEO_STRIDE", "10").c_str());
+  const int stride = env_or("CUDANMS_FULL_VIDEOS", "").empty() ? std::max(every, 1) : 1;
   std::vector<cv::Mat> out;
   const std::string dir = env_or("CUDANMS_VIDEO_FRAMES", "");
   if (!dir.empty()) {  // PGMs by make-cascade-frames.py --videos: NAME_NNNN.pgm
