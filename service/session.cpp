@@ -230,15 +230,12 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
     g_object_set(count, "counts", lines, NULL);
     gst_structure_free(lines);
   }
-  guint gpu_id = 0;
-  if (config.nms.count("gpu-id")) {
-    set_on_all(s->pipeline_, "gpu-id", config.nms.at("gpu-id"));
-    gpu_id = static_cast<guint>(std::stoul(config.nms.at("gpu-id")));
-  }
+  const int gpu = gpu_of(config);
+  if (config.nms.count("gpu-id")) set_on_all(s->pipeline_, "gpu-id", config.nms.at("gpu-id"));
   if (config.on_cpu) {
     set_on_all(s->pipeline_, "backend", "cpu");
   } else if (contexts) {
-    contexts->share_with(s->pipeline_, gpu_id);
+    contexts->share_with(s->pipeline_, static_cast<guint>(gpu));
   }
   GstPad *intake = gst_element_get_static_pad(s->intake_, "src");
   gst_pad_add_probe(intake, GST_PAD_PROBE_TYPE_BUFFER, on_intake, s.get(), nullptr);
@@ -260,7 +257,7 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   // description may name any of its elements so).
   if (GstElement *source = config.source.empty() ? gst_bin_get_by_name(bin, "source") : nullptr) {
     g_signal_connect(source, "autoplug-select", G_CALLBACK(on_autoplug_select),
-                     GINT_TO_POINTER(config.on_cpu ? -1 : static_cast<int>(gpu_id)));
+                     GINT_TO_POINTER(gpu));
     // The config outlives the session's pipeline: the camera owns both.
     g_signal_connect_data(
         source, "source-setup", G_CALLBACK(on_source_setup), new CameraConfig(config),
