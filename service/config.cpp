@@ -340,6 +340,15 @@ const Key kKeys[] = {
        s->gpu_failure = v;
        return "";
      }},
+    {"workers", Where::kService,
+     "per-gpu: a worker process per GPU, restarted by itself when it dies, the others "
+     "untouched (default with more than one GPU); one: every camera in the service's process. "
+     "Read at start only",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       if (v != "per-gpu" && v != "one") return "must be per-gpu or one, not \"" + v + "\"";
+       s->workers = v;
+       return "";
+     }},
     // A camera's, or every camera's default in [service].
     {"url", Where::kCamera, "the camera: rtsp://user:password@host/path, file:///..., or a path",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
@@ -804,13 +813,15 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
 }
 
 bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors,
-                 int visible_gpus) {
+                 int visible_gpus, std::string *text_read) {
   std::string text, why;
   if (!read_bounded_file(path, kConfigFileLimit, &text, &why)) {
     errors->push_back(path + ": cannot read the config: " + why);
     return false;
   }
-  return parse_config(text, path, config, errors, visible_gpus);
+  if (!parse_config(text, path, config, errors, visible_gpus)) return false;
+  if (text_read) *text_read = std::move(text);
+  return true;
 }
 
 std::string config_for_urls(const std::vector<std::string> &urls,
@@ -845,6 +856,10 @@ std::string describe_keys() {
       "normalized, anchor, classes, hysteresis, track-timeout): lines and zones count the "
       "tracked boxes (gst-inspect-1.0 boxcount)\n";
   return out;
+}
+
+bool ServiceConfig::per_gpu_workers() const {
+  return workers == "per-gpu" || (workers.empty() && gpus.size() > 1);
 }
 
 bool CameraConfig::counting() const {

@@ -66,15 +66,22 @@ struct ServiceConfig {
   // A GPU's failure: "move" its cameras to the least loaded GPU left (the CPU when none is), or
   // run them on the "cpu".
   std::string gpu_failure = "move";
+  // A worker process per GPU ("per-gpu"), every camera in this one ("one"), or "" for per-gpu
+  // where cameras may run on more than one GPU (supervisor.h).
+  std::string workers;
   std::vector<CameraConfig> cameras;
+
+  // Whether the cameras run in a worker process per GPU.
+  bool per_gpu_workers() const;
 };
 
 // Reads and checks the key file at `path` (at most kConfigFileLimit bytes). On any error: false,
 // and every error found, each "FILE:GROUP:KEY: reason" (GROUP and KEY empty where the error is
 // the file's or the group's). GPU indices (gpus, gpu-id) are checked against `visible_gpus`
-// (-1: the CUDA devices this process sees, CUDA_VISIBLE_DEVICES applied).
+// (-1: the CUDA devices this process sees, CUDA_VISIBLE_DEVICES applied). `text_read`: the
+// file's text, what `config` was parsed from.
 bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors,
-                 int visible_gpus = -1);
+                 int visible_gpus = -1, std::string *text_read = nullptr);
 
 // The same from a key file's text; `name` stands for FILE in the errors.
 bool parse_config(const std::string &text, const std::string &name, ServiceConfig *config,

@@ -9,12 +9,18 @@
 
 namespace cudanms::service {
 
+// What each line starts with: "cudanms-service", or a worker's "cudanms-service[gpu N]".
+inline const char *&log_name() {
+  static const char *name = "cudanms-service";
+  return name;
+}
+
 G_GNUC_PRINTF(1, 2) inline void log_line(const char *format, ...) {
   va_list args;
   va_start(args, format);
   gchar *text = g_strdup_vprintf(format, args);
   va_end(args);
-  fprintf(stderr, "cudanms-service: %s\n", text);  // one write a line: lines never interleave
+  fprintf(stderr, "%s: %s\n", log_name(), text);  // one write a line: lines never interleave
   g_free(text);
 }
 

@@ -7,6 +7,9 @@
 //   cudanms-service --check-config cameras.conf     check it: exit 0, or 2 with every error
 //   cudanms-service [options] URL...                one camera a URL, the options as defaults
 //
+// With more than one GPU (or workers = per-gpu) this process supervises a worker process per GPU
+// (supervisor.h), each this program again: --worker GPU --run-dir DIR.
+//
 // Exit status: 0 stopped by a signal, every output finalised; 1 the service could not start (or
 // not finalise in time); 2 a usage or config error.
 #include <glib-unix.h>
@@ -16,28 +19,36 @@
 
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "assignment.h"
 #include "config.h"
 #include "log.h"
 #include "service.h"
+#include "supervisor.h"
 
 using namespace cudanms::service;
 
 namespace {
 
 constexpr guint kShutdownSeconds = 10;  // past this, the service exits with what it finalised
+// A supervisor waits for its workers' own kShutdownSeconds.
+constexpr guint kSupervisorShutdownSeconds = kShutdownSeconds + 2;
 // glibc gives each new thread an arena of its own, up to 8 a core; every reconnect starts new
 // streaming threads, and their arenas' leftovers grew the RSS by 0.1-0.2 MB a reconnect on the
 // H100 (1 MB with 16 cameras), where one arena kept it flat (README: Measured). Two arenas, unless
 // MALLOC_ARENA_MAX says otherwise.
 constexpr int kMallocArenas = 2;
 
+// What the signals act on: a Service, or a Supervisor of workers.
 struct Run {
   GMainLoop *loop = nullptr;
-  Service *service = nullptr;
+  std::function<void(std::function<void()>)> shutdown;
+  std::function<void()> reload;
+  guint shutdown_seconds = kShutdownSeconds;
   int exit_code = 0;
   int signals = 0;
 };
@@ -50,21 +61,79 @@ gboolean on_stop_signal(gpointer data, int signal_number) {
   }
   log_line("%s: stopping every camera and finalising the outputs (again to exit now)",
            g_strsignal(signal_number));
-  run->service->shutdown([run] {
+  run->shutdown([run] {
     log_line("stopped");
     g_main_loop_quit(run->loop);
   });
   g_timeout_add_seconds(
-      kShutdownSeconds,
+      run->shutdown_seconds,
       [](gpointer data) -> gboolean {
         auto *run = static_cast<Run *>(data);
-        log_line("not stopped after %u s: exiting with what is finalised", kShutdownSeconds);
+        log_line("not stopped after %u s: exiting with what is finalised", run->shutdown_seconds);
         run->exit_code = 1;
         g_main_loop_quit(run->loop);
         return G_SOURCE_REMOVE;
       },
       run);
   return G_SOURCE_CONTINUE;
+}
+
+void add_signals(Run *run) {
+  g_unix_signal_add(
+      SIGINT, [](gpointer data) -> gboolean { return on_stop_signal(data, SIGINT); }, run);
+  g_unix_signal_add(
+      SIGTERM, [](gpointer data) -> gboolean { return on_stop_signal(data, SIGTERM); }, run);
+  g_unix_signal_add(
+      SIGHUP,
+      [](gpointer data) -> gboolean {
+        static_cast<Run *>(data)->reload();
+        return G_SOURCE_CONTINUE;
+      },
+      run);
+}
+
+// Runs `runner` (a Service or a Supervisor) until a signal stops it; the exit status.
+template <typename Runner>
+int run_until_stopped(Run *run, Runner *runner) {
+  run->shutdown = [runner](std::function<void()> done) { runner->shutdown(std::move(done)); };
+  run->reload = [runner] { runner->reload(); };
+  std::string why;
+  if (!runner->start(&why)) {
+    log_line("%s", why.c_str());
+    return 1;
+  }
+  g_main_loop_run(run->loop);
+  // Pipelines still stopping on their threads: leave without tearing down under them.
+  if (run->exit_code != 0) _exit(run->exit_code);
+  return 0;
+}
+
+// A worker of a supervisor: the cameras the run directory assigns to `gpu`. Its signals are
+// handled before it reads the directory: a SIGHUP meanwhile is a reload, not its end.
+int run_worker(unsigned gpu, const std::string &run_dir) {
+  static const std::string name = "cudanms-service[gpu " + std::to_string(gpu) + "]";
+  log_name() = name.c_str();
+  Run run;
+  run.loop = g_main_loop_new(nullptr, FALSE);
+  add_signals(&run);
+  ServiceConfig config;
+  std::vector<std::string> errors;
+  if (!load_worker_config(run_dir, gpu, &config, &errors)) {
+    for (const std::string &e : errors) log_line("%s", e.c_str());
+    return 2;
+  }
+  Service service(
+      [run_dir, gpu](ServiceConfig *next, std::vector<std::string> *errors) {
+        return load_worker_config(run_dir, gpu, next, errors);
+      },
+      run_config_path(run_dir), std::move(config));
+  service.on_gpu_failed([](unsigned failed) {
+    g_print("%s\n", Supervisor::gpu_failed_line(failed).c_str());
+    fflush(stdout);
+  });
+  const int status = run_until_stopped(&run, &service);
+  g_main_loop_unref(run.loop);
+  return status;
 }
 
 }  // namespace
@@ -75,6 +144,8 @@ int main(int argc, char **argv) {
   gchar *record_dir = nullptr, *metrics = nullptr, *mqtt = nullptr;
   gchar **sets = nullptr, **urls = nullptr;
   gboolean list_keys = FALSE;
+  gint worker_gpu = -1;
+  gchar *run_dir = nullptr;
   const GOptionEntry entries[] = {
       {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path, "Run the cameras of this config",
        "FILE"},
@@ -93,6 +164,10 @@ int main(int argc, char **argv) {
        "HOST:PORT"},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets,
        "With URLs: any other key of the config's [service] group (repeatable)", "KEY=VALUE"},
+      {"worker", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &worker_gpu,
+       "Run as the supervisor's worker of this GPU", "GPU"},
+      {"run-dir", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &run_dir,
+       "With --worker: the supervisor's run directory", "DIR"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &urls, nullptr, "URL..."},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   GOptionContext *context = g_option_context_new("[URL...] - cameras run as a service");
@@ -115,6 +190,8 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  if (worker_gpu >= 0 && run_dir) return run_worker(static_cast<unsigned>(worker_gpu), run_dir);
+
   ServiceConfig config;
   std::vector<std::string> errors;
   const int sources = (config_path != nullptr) + (check_path != nullptr) + (urls != nullptr);
@@ -132,10 +209,10 @@ int main(int argc, char **argv) {
     g_print("%s: good: %zu cameras (%zu enabled)\n", check_path, config.cameras.size(), enabled);
     return 0;
   }
-  std::string path;
+  std::string path, text;
   if (config_path) {
     path = config_path;
-    if (!load_config(path, &config, &errors)) {
+    if (!load_config(path, &config, &errors, -1, &text)) {
       for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
       return 2;
     }
@@ -155,7 +232,8 @@ int main(int argc, char **argv) {
       keys[std::string(*set, static_cast<size_t>(equals - *set))] = equals + 1;
     }
     std::vector<std::string> list(urls, urls + g_strv_length(urls));
-    if (!parse_config(config_for_urls(list, keys), "command line", &config, &errors)) {
+    text = config_for_urls(list, keys);
+    if (!parse_config(text, "command line", &config, &errors)) {
       for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
       return 2;
     }
@@ -163,27 +241,24 @@ int main(int argc, char **argv) {
 
   Run run;
   run.loop = g_main_loop_new(nullptr, FALSE);
-  Service service(path, std::move(config));
-  run.service = &service;
-  g_unix_signal_add(
-      SIGINT, [](gpointer data) -> gboolean { return on_stop_signal(data, SIGINT); }, &run);
-  g_unix_signal_add(
-      SIGTERM, [](gpointer data) -> gboolean { return on_stop_signal(data, SIGTERM); }, &run);
-  g_unix_signal_add(
-      SIGHUP,
-      [](gpointer data) -> gboolean {
-        static_cast<Run *>(data)->service->reload();
-        return G_SOURCE_CONTINUE;
-      },
-      &run);
-  std::string why;
-  if (!service.start(&why)) {
-    log_line("%s", why.c_str());
-    return 1;
+  add_signals(&run);
+  int status;
+  if (config.per_gpu_workers() && !config.gpus.empty()) {
+    log_line("a worker process per GPU (workers = per-gpu): %zu GPUs", config.gpus.size());
+    run.shutdown_seconds = kSupervisorShutdownSeconds;
+    Supervisor supervisor(path, text, std::move(config));
+    status = run_until_stopped(&run, &supervisor);
+  } else {
+    if (config.per_gpu_workers())
+      log_line("workers = per-gpu with no GPU to run on: every camera in this process");
+    Service::ConfigSource source;
+    if (!path.empty())
+      source = [path](ServiceConfig *next, std::vector<std::string> *errors) {
+        return load_config(path, next, errors);
+      };
+    Service service(source, path, std::move(config));
+    status = run_until_stopped(&run, &service);
   }
-  g_main_loop_run(run.loop);
-  // Pipelines still stopping on their threads: leave without tearing down under them.
-  if (run.exit_code != 0) _exit(run.exit_code);
   g_main_loop_unref(run.loop);
-  return 0;
+  return status;
 }

@@ -1,15 +1,18 @@
 #include "metrics.h"
 
+#include <gio/gunixsocketaddress.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <malloc.h>
 #include <unistd.h>
 
-#include <cstring>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
+
+#include "log.h"
 
 // AddressSanitizer's allocator, when the service is built with it (tools/sanitize.sh): malloc's
 // own statistics then see nothing.
@@ -286,45 +289,77 @@ std::string render_health(const std::vector<CameraSnapshot> &cameras, double upt
   json_builder_set_member_name(b, "status");
   json_builder_add_string_value(b, all_streaming ? "ok" : "degraded");
   json_builder_end_object(b);
-  JsonNode *root = json_builder_get_root(b);
+  *status = all_streaming ? 200 : 503;
+  return json_text(b);
+}
+
+std::string json_text(JsonBuilder *builder) {
+  JsonNode *root = json_builder_get_root(builder);
   gchar *text = json_to_string(root, TRUE);
   std::string out = std::string(text) + "\n";
   g_free(text);
   json_node_unref(root);
-  g_object_unref(b);
-  *status = all_streaming ? 200 : 503;
+  g_object_unref(builder);
   return out;
 }
 
-MetricsServer::MetricsServer(Cameras cameras, Gpus gpus)
-    : cameras_(std::move(cameras)), gpus_(std::move(gpus)), started_us_(g_get_monotonic_time()) {}
-
-MetricsServer::~MetricsServer() {
-  if (server_) {
-    soup_server_disconnect(server_);
-    g_object_unref(server_);
-  }
+ProcessSnapshot process_snapshot(double uptime_s, std::map<unsigned, bool> placement_gpus) {
+  ProcessSnapshot process;
+  process.uptime_s = uptime_s;
+  process.resident_bytes = resident_bytes();
+  process.heap_bytes = heap_bytes();
+  process.threads = entries_of("/proc/self/task");
+  process.open_fds = entries_of("/proc/self/fd");
+  process.gpus = gpu_memory();
+  process.placement_gpus = std::move(placement_gpus);
+  return process;
 }
 
-bool MetricsServer::listen(const std::string &address, std::string *error) {
+MetricsServer::MetricsServer(Handler handler) : handler_(std::move(handler)) {}
+
+MetricsServer::~MetricsServer() { close(); }
+
+void MetricsServer::close() {
   if (server_) {
     soup_server_disconnect(server_);
     g_object_unref(server_);
     server_ = nullptr;
-    url_.clear();
   }
+  if (!socket_path_.empty()) g_unlink(socket_path_.c_str());
+  socket_path_.clear();
+  url_.clear();
+}
+
+void MetricsServer::listen_again(const std::string &address) {
+  std::string error;
+  if (listen(address, &error)) {
+    log_line("metrics now at %s/metrics", url_.c_str());
+  } else {
+    log_line("%s; no metrics until the next reload", error.c_str());
+  }
+}
+
+bool MetricsServer::listen(const std::string &address, std::string *error) {
+  close();
   if (address.empty()) return true;
-  const size_t colon = address.rfind(':');
-  std::string host = address.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  if (host == "localhost") host = "127.0.0.1";
-  const guint16 port = static_cast<guint16>(std::stoi(address.substr(colon + 1)));
+  GSocketAddress *where = nullptr;
+  if (g_str_has_prefix(address.c_str(), "unix:")) {
+    socket_path_ = address.substr(5);
+    g_unlink(socket_path_.c_str());  // a dead process's
+    where = g_unix_socket_address_new(socket_path_.c_str());
+  } else {
+    const size_t colon = address.rfind(':');
+    std::string host = address.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    if (host == "localhost") host = "127.0.0.1";
+    const guint16 port = static_cast<guint16>(std::stoi(address.substr(colon + 1)));
+    GInetAddress *ip = g_inet_address_new_from_string(host.c_str());
+    where = g_inet_socket_address_new(ip, port);
+    g_object_unref(ip);
+  }
   server_ = soup_server_new("server-header", "cudanms-service", nullptr);
   soup_server_add_handler(server_, "/metrics", handle, this, nullptr);
   soup_server_add_handler(server_, "/health", handle, this, nullptr);
-  GInetAddress *ip = g_inet_address_new_from_string(host.c_str());
-  GSocketAddress *where = g_inet_socket_address_new(ip, port);
-  g_object_unref(ip);
   GError *gerror = nullptr;
   const gboolean ok =
       soup_server_listen(server_, where, static_cast<SoupServerListenOptions>(0), &gerror);
@@ -334,7 +369,12 @@ bool MetricsServer::listen(const std::string &address, std::string *error) {
     g_clear_error(&gerror);
     g_object_unref(server_);
     server_ = nullptr;
+    socket_path_.clear();
     return false;
+  }
+  if (!socket_path_.empty()) {
+    url_ = address;
+    return true;
   }
   GSList *uris = soup_server_get_uris(server_);
   if (uris) {
@@ -347,35 +387,26 @@ bool MetricsServer::listen(const std::string &address, std::string *error) {
   return true;
 }
 
-void MetricsServer::handle(SoupServer *, SoupServerMessage *message, const char *path, GHashTable *,
-                           gpointer data) {
+void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const char *path,
+                           GHashTable *, gpointer data) {
   auto *self = static_cast<MetricsServer *>(data);
   if (g_strcmp0(soup_server_message_get_method(message), "GET") != 0) {
     soup_server_message_set_status(message, SOUP_STATUS_METHOD_NOT_ALLOWED, nullptr);
     return;
   }
-  const std::vector<CameraSnapshot> cameras = self->cameras_();
-  const double uptime = (g_get_monotonic_time() - self->started_us_) / 1e6;
-  std::string body;
-  const char *type;
-  int status = 200;
-  if (g_str_equal(path, "/metrics")) {
-    ProcessSnapshot process;
-    process.uptime_s = uptime;
-    process.resident_bytes = resident_bytes();
-    process.heap_bytes = heap_bytes();
-    process.threads = entries_of("/proc/self/task");
-    process.open_fds = entries_of("/proc/self/fd");
-    process.gpus = gpu_memory();
-    process.placement_gpus = self->gpus_();
-    body = render_metrics(cameras, process);
-    type = "text/plain; version=0.0.4; charset=utf-8";
-  } else {
-    body = render_health(cameras, uptime, &status);
-    type = "application/json";
-  }
-  soup_server_message_set_status(message, static_cast<guint>(status), nullptr);
-  soup_server_message_set_response(message, type, SOUP_MEMORY_COPY, body.data(), body.size());
+  // Paused until answered; the server and the message are held until then, so that an answer
+  // that comes after a reload's new listen (or the client's leaving) lands on live objects.
+  soup_server_message_pause(message);
+  g_object_ref(server);
+  g_object_ref(message);
+  self->handler_(path, [server, message](Reply reply) {
+    soup_server_message_set_status(message, static_cast<guint>(reply.status), nullptr);
+    soup_server_message_set_response(message, reply.type.c_str(), SOUP_MEMORY_COPY,
+                                     reply.body.data(), reply.body.size());
+    soup_server_message_unpause(message);
+    g_object_unref(message);
+    g_object_unref(server);
+  });
 }
 
 }  // namespace cudanms::service

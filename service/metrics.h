@@ -1,8 +1,10 @@
 // The service's HTTP endpoint (libsoup 3's SoupServer, on the main loop): /metrics in the
 // Prometheus text exposition format, /health as JSON (200 when every enabled camera streams,
-// 503 otherwise). The rendering is separate from the server, so that tests read it as is.
+// 503 otherwise). The rendering is separate from the server, so that tests read it as is, and
+// so that a supervisor serves its workers' answers merged (worker_merge.h).
 #pragma once
 
+#include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
 
 #include <functional>
@@ -32,30 +34,48 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
                            const ProcessSnapshot &process);
 // The health document; `*status` 200 or 503.
 std::string render_health(const std::vector<CameraSnapshot> &cameras, double uptime_s, int *status);
+// `builder`'s document as text, a newline after it; unrefs the builder.
+std::string json_text(JsonBuilder *builder);
+// This process's figures now; `placement_gpus` as ProcessSnapshot's.
+ProcessSnapshot process_snapshot(double uptime_s, std::map<unsigned, bool> placement_gpus);
+
+// What the endpoint answers a GET.
+struct Reply {
+  int status = 200;
+  std::string type;  // the Content-Type
+  std::string body;
+};
+constexpr const char *kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
+constexpr const char *kHealthType = "application/json";
 
 class MetricsServer {
  public:
-  using Cameras = std::function<std::vector<CameraSnapshot>()>;
-  using Gpus = std::function<std::map<unsigned, bool>()>;  // ProcessSnapshot::placement_gpus
-  MetricsServer(Cameras cameras, Gpus gpus);
+  using Respond = std::function<void(Reply)>;
+  // Answers a GET of `path` (/metrics or /health) through `respond`, once: at once, or later
+  // from the main loop (a supervisor asks its workers first).
+  using Handler = std::function<void(const std::string &path, Respond respond)>;
+  explicit MetricsServer(Handler handler);
   ~MetricsServer();
   MetricsServer(const MetricsServer &) = delete;
   MetricsServer &operator=(const MetricsServer &) = delete;
 
-  // Listens on HOST:PORT (port 0: a free one); false with the reason.
+  // Listens on HOST:PORT (port 0: a free one) or on a Unix socket, unix:PATH; false with the
+  // reason.
   bool listen(const std::string &address, std::string *error);
-  // http://HOST:PORT where it listens, "" when it does not.
+  // A reload's new address: listens there, and logs where, or why not.
+  void listen_again(const std::string &address);
+  // http://HOST:PORT or unix:PATH where it listens, "" when it does not.
   const std::string &url() const { return url_; }
 
  private:
   static void handle(SoupServer *server, SoupServerMessage *message, const char *path,
                      GHashTable *query, gpointer data);
+  void close();
 
-  Cameras cameras_;
-  Gpus gpus_;
+  Handler handler_;
   SoupServer *server_ = nullptr;
   std::string url_;
-  gint64 started_us_;
+  std::string socket_path_;  // unix:PATH's, removed when closed
 };
 
 }  // namespace cudanms::service

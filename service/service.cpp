@@ -35,28 +35,41 @@ std::map<std::string, std::string> unchanged(const std::map<std::string, std::st
 
 }  // namespace
 
-Service::Service(std::string config_path, ServiceConfig config)
-    : config_path_(std::move(config_path)),
+Service::Service(ConfigSource source, std::string source_name, ServiceConfig config)
+    : source_(std::move(source)),
+      source_name_(std::move(source_name)),
       config_(std::move(config)),
       placement_(config_.gpus),
-      metrics_([this] { return snapshots(); },
-               [this] {
-                 std::map<unsigned, bool> gpus;
-                 for (const auto &[gpu, load] : placement_.loads())
-                   gpus[gpu] = placement_.failed(gpu);
-                 return gpus;
-               }) {}
+      metrics_([this](const std::string &path, MetricsServer::Respond respond) {
+        serve(path, std::move(respond));
+      }),
+      started_us_(g_get_monotonic_time()) {}
 
 Service::~Service() {
   if (tick_timer_) g_source_remove(tick_timer_);
 }
 
+void Service::serve(const std::string &path, MetricsServer::Respond respond) const {
+  const double uptime = (g_get_monotonic_time() - started_us_) / 1e6;
+  Reply reply;
+  if (path == "/metrics") {
+    std::map<unsigned, bool> gpus;
+    for (const auto &[gpu, load] : placement_.loads()) gpus[gpu] = placement_.failed(gpu);
+    reply.type = kMetricsType;
+    reply.body = render_metrics(snapshots(), process_snapshot(uptime, std::move(gpus)));
+  } else {
+    reply.type = kHealthType;
+    reply.body = render_health(snapshots(), uptime, &reply.status);
+  }
+  respond(std::move(reply));
+}
+
 bool Service::start(std::string *error) {
   if (!metrics_.listen(config_.metrics_address, error)) return false;
-  if (!metrics_.url().empty())
+  if (g_str_has_prefix(metrics_.url().c_str(), "http"))
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
              metrics_.url().c_str());
-  apply_service_settings(config_);
+  status_.apply(config_);
   for (const CameraConfig &camera : config_.cameras) start_camera(camera);
   tick_timer_ = g_timeout_add(
       kTickMs,
@@ -71,38 +84,6 @@ bool Service::start(std::string *error) {
       },
       this);
   return true;
-}
-
-void Service::apply_service_settings(const ServiceConfig &config) {
-#ifdef CUDANMS_HAVE_MQTT
-  if (status_ && config.mqtt_address == config_.mqtt_address &&
-      config.mqtt_prefix == config_.mqtt_prefix)
-    return;
-  if (status_) {
-    status_->set_status(config_.mqtt_prefix + "/status", "offline");
-    status_->stop(std::chrono::milliseconds(1000));
-    status_.reset();
-  }
-  if (config.mqtt_address.empty()) return;
-  MqttOptions options;
-  options.address = config.mqtt_address;
-  options.topic = config.mqtt_prefix + "/status";
-  options.client_id =
-      std::string("cudanms-") + g_get_host_name() + "-" + std::to_string(getpid()) + "-service";
-  options.will_topic = options.topic;
-  options.will_message = "offline";
-  status_ = std::make_unique<MqttPublisher>(options, nullptr);
-  std::string error;
-  if (!status_->start(&error)) {
-    log_line("cannot publish the service's status to %s: %s", config.mqtt_address.c_str(),
-             error.c_str());
-    status_.reset();
-    return;
-  }
-  status_->set_status(options.topic, "online");
-#else
-  (void)config;
-#endif
 }
 
 CameraConfig Service::placed(const CameraConfig &config) {
@@ -151,6 +132,7 @@ void Service::gpu_failed(const std::string &name, const std::string &reason) {
     stop_camera(m, "GPU " + std::to_string(gpu) + " failed: restarting elsewhere",
                 [this, unplaced] { start_camera(unplaced); });
   }
+  if (gpu_failed_told_) gpu_failed_told_(gpu);
 }
 
 void Service::start_camera(const CameraConfig &config, CountingState counted) {
@@ -183,28 +165,21 @@ void Service::stop_camera(const std::string &name, const std::string &reason,
 }
 
 void Service::reload() {
-  if (config_path_.empty()) {
+  if (!source_) {
     log_line("SIGHUP: no config file to read again (the cameras came from the command line)");
     return;
   }
   ServiceConfig next;
   std::vector<std::string> errors;
-  if (!load_config(config_path_, &next, &errors)) {
+  if (!source_(&next, &errors)) {
     for (const std::string &e : errors) log_line("%s", e.c_str());
     log_line("SIGHUP: %s has %zu errors: nothing changed, the cameras run on as before",
-             config_path_.c_str(), errors.size());
+             source_name_.c_str(), errors.size());
     return;
   }
-  log_line("SIGHUP: reading %s again", config_path_.c_str());
-  if (next.metrics_address != config_.metrics_address) {
-    std::string error;
-    if (metrics_.listen(next.metrics_address, &error)) {
-      log_line("metrics now at %s/metrics", metrics_.url().c_str());
-    } else {
-      log_line("%s; no metrics until the next reload", error.c_str());
-    }
-  }
-  apply_service_settings(next);
+  log_line("SIGHUP: reading %s again", source_name_.c_str());
+  if (next.metrics_address != config_.metrics_address) metrics_.listen_again(next.metrics_address);
+  status_.apply(next);
   if (next.gpus != config_.gpus) placement_.set_gpus(next.gpus);
 
   std::map<std::string, const CameraConfig *> wanted;
@@ -269,13 +244,7 @@ void Service::finish_shutdown() {
         return G_SOURCE_REMOVE;
       },
       new std::function<void()>([this, done] {
-#ifdef CUDANMS_HAVE_MQTT
-        if (status_) {
-          status_->set_status(config_.mqtt_prefix + "/status", "offline");
-          status_->stop(std::chrono::milliseconds(1000));
-          status_.reset();
-        }
-#endif
+        status_.offline();
         done();
       }),
       [](gpointer data) { delete static_cast<std::function<void()> *>(data); });

@@ -17,16 +17,17 @@
 #include "cuda_contexts.h"
 #include "metrics.h"
 #include "placement.h"
-#ifdef CUDANMS_HAVE_MQTT
-#include "mqttpublisher.h"
-#endif
+#include "status.h"
 
 namespace cudanms::service {
 
 class Service {
  public:
-  // `config_path`: re-read on reload; "" for a service from the command line (no reload).
-  Service(std::string config_path, ServiceConfig config);
+  // What a reload reads: true with the config, or false with every error.
+  using ConfigSource = std::function<bool(ServiceConfig *, std::vector<std::string> *)>;
+  // `source`: read again at a reload, `source_name` in the log (the file); an empty source for a
+  // service from the command line (no reload).
+  Service(ConfigSource source, std::string source_name, ServiceConfig config);
   ~Service();
   Service(const Service &) = delete;
   Service &operator=(const Service &) = delete;
@@ -41,18 +42,23 @@ class Service {
   // Every camera stopped and finalised, then `done`.
   void shutdown(std::function<void()> done);
   std::vector<CameraSnapshot> snapshots() const;
+  // Called on the main loop when a GPU fails, after its cameras have been moved (a worker tells
+  // its supervisor).
+  void on_gpu_failed(std::function<void(unsigned gpu)> told) { gpu_failed_told_ = std::move(told); }
 
  private:
   // `counted`: what the camera counted before a restart, to go on from.
   void start_camera(const CameraConfig &config, CountingState counted = {});
   void stop_camera(const std::string &name, const std::string &reason, std::function<void()> then);
-  void apply_service_settings(const ServiceConfig &config);
   void finish_shutdown();  // once the last camera stopped
   // The config of `config`'s camera as it runs: on its GPU (gpu-id), or on the CPU.
   CameraConfig placed(const CameraConfig &config);
   void gpu_failed(const std::string &camera, const std::string &reason);
 
-  std::string config_path_;
+  void serve(const std::string &path, MetricsServer::Respond respond) const;
+
+  ConfigSource source_;
+  std::string source_name_;
   ServiceConfig config_;
   CudaContexts cuda_contexts_;  // declared before the cameras: destroyed after them
   Placement placement_;
@@ -63,9 +69,9 @@ class Service {
   guint tick_timer_ = 0;
   bool shutting_down_ = false;
   std::function<void()> shut_down_;  // what runs once all is stopped
-#ifdef CUDANMS_HAVE_MQTT
-  std::unique_ptr<MqttPublisher> status_;  // PREFIX/status: online, and the will "offline"
-#endif
+  std::function<void(unsigned)> gpu_failed_told_;
+  ServiceStatus status_;
+  gint64 started_us_;
 };
 
 }  // namespace cudanms::service

@@ -215,6 +215,100 @@ TEST_F(Service, AFailedGpuMovesOnlyItsCameras) {
   g_unsetenv("CUDANMS_TEST_GPU_COUNT");
 }
 
+// Two GPUs (pretended), a worker process each (workers = per-gpu, their default). SIGKILL to GPU
+// 1's worker: its camera streams again within the first back-off (1 s) and 2 s, while GPU 0's
+// cameras stream on, their worker untouched; a reload reaches both workers; SIGTERM finalises
+// every camera's outputs.
+TEST_F(Service, AKilledWorkerComesBackAndTheOtherGpusCamerasDoNotNotice) {
+  constexpr double kFirstBackoff = 1;
+  const std::string source =
+      "source = videotestsrc is-live=true ! video/x-raw,width=320,height=240,framerate=10/1\n";
+  auto cameras = [&](const std::vector<std::string> &names) {
+    std::string text;
+    for (const std::string &name : names) text += "\n[camera." + name + "]\n" + source;
+    return text;
+  };
+  g_setenv("CUDANMS_TEST_GPU_COUNT", "2", TRUE);
+  ServiceRun service(dir_);
+  ASSERT_TRUE(service.start(service_group() + cameras({"a", "b", "c"})));
+  g_unsetenv("CUDANMS_TEST_GPU_COUNT");  // the service's children inherited it
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  ASSERT_NE(service.log().find("a worker process per GPU"), std::string::npos) << service.log();
+  JsonObject *metrics = service.scrape("/metrics");
+  ASSERT_NE(metrics, nullptr);
+  EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_gpu", "a"), 0);
+  EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_gpu", "b"), 1);
+  EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_gpu", "c"), 0);
+  EXPECT_EQ(ServiceRun::value(metrics, "cudanms_worker_up,worker=1", ""), 1);
+  EXPECT_GT(ServiceRun::value(metrics, "process_resident_memory_bytes,worker=0", ""), 0);
+  EXPECT_GT(ServiceRun::value(metrics, "process_resident_memory_bytes,worker=supervisor", ""), 0);
+  auto worker_pid = [&](const char *gpu) -> GPid {
+    JsonObject *health = service.scrape("/health");
+    if (!health) return 0;
+    JsonObject *workers =
+        json_object_get_object_member(json_object_get_object_member(health, "health"), "workers");
+    return static_cast<GPid>(
+        json_object_get_int_member(json_object_get_object_member(workers, gpu), "pid"));
+  };
+  const GPid gpu0 = worker_pid("0"), gpu1 = worker_pid("1");
+  ASSERT_GT(gpu0, 0);
+  ASSERT_GT(gpu1, 0);
+  const std::map<std::string, double> before = rates_over(service, {"a", "c"}, 4);
+
+  const size_t log_length = service.log().size();
+  ASSERT_EQ(kill(gpu1, SIGKILL), 0);
+  const double killed = now_s();
+  g_usleep(100 * 1000);
+  const size_t frames_b = service.frames("b");
+  const std::map<std::string, double> during = rates_over(service, {"a", "c"}, 1.5);
+  ASSERT_TRUE(eventually(kFirstBackoff + 2 - (now_s() - killed),
+                         [&] { return service.frames("b") > frames_b; }))
+      << service.log();
+  printf("b's frames again %.2f s after its worker was killed; a, c: %.1f, %.1f frames/s before, "
+         "%.1f, %.1f meanwhile\n",
+         now_s() - killed, before.at("a"), before.at("c"), during.at("a"), during.at("c"));
+  for (const char *camera : {"a", "c"})
+    EXPECT_GE(during.at(camera), 0.9 * before.at(camera)) << camera << " slowed";
+  ASSERT_TRUE(all_streaming(service, 5)) << service.log();
+  EXPECT_EQ(worker_pid("0"), gpu0) << "GPU 0's worker was restarted too";
+  metrics = service.scrape("/metrics");
+  ASSERT_NE(metrics, nullptr);
+  EXPECT_EQ(ServiceRun::value(metrics, "cudanms_worker_restarts_total,worker=1", ""), 1);
+  EXPECT_EQ(ServiceRun::value(metrics, "cudanms_worker_restarts_total,worker=0", ""), 0);
+  for (const char *camera : {"a", "c"})
+    EXPECT_EQ(ServiceRun::value(metrics, "cudanms_camera_reconnects_total", camera), 0) << camera;
+  std::string later = service.log().substr(log_length);
+  EXPECT_NE(later.find("worker of GPU 1 (pid " + std::to_string(gpu1) + ") killed by signal 9"),
+            std::string::npos)
+      << later;
+  EXPECT_EQ(later.find("camera a:"), std::string::npos) << later;
+  EXPECT_EQ(later.find("camera c:"), std::string::npos) << later;
+
+  // A reload: c removed, d added (on the GPU with the fewest cameras); a and b not touched.
+  const size_t reload_at = service.log().size();
+  service.write_config(service_group() + cameras({"a", "b", "d"}));
+  service.signal(SIGHUP);
+  ASSERT_TRUE(eventually(15, [&] { return service.frames("d") > 5; })) << service.log();
+  EXPECT_EQ(service.state_of("c"), "absent");
+  later = service.log().substr(reload_at);
+  EXPECT_NE(later.find("camera c: streaming -> stopped: removed from the config"),
+            std::string::npos)
+      << later;
+  EXPECT_EQ(later.find("camera a:"), std::string::npos) << later;
+  EXPECT_EQ(later.find("camera b:"), std::string::npos) << later;
+
+  // SIGTERM: every worker finalises its cameras, then the supervisor exits 0.
+  service.signal(SIGTERM);
+  EXPECT_EQ(service.wait_exit(20), 0) << service.log();
+  for (const char *camera : {"a", "b", "d"}) {
+    CameraLines lines;
+    service.parse_lines(camera, &lines);
+    ASSERT_TRUE(lines.error.empty()) << lines.error;
+    ASSERT_FALSE(lines.states.empty()) << camera;
+    EXPECT_STREQ(json_object_get_string_member(lines.states.back(), "state"), "stopped") << camera;
+  }
+}
+
 // Down when the service starts: retried (and counted) while the other streams; then it comes
 // back at one size, and after a restart at another: frames and boxes follow each size.
 TEST_F(Service, ACameraDownAtStartIsRetriedAndMayComeBackAtAnotherSize) {

@@ -1,0 +1,104 @@
+#include "assignment.h"
+
+#include <glib.h>
+
+#include <utility>
+
+namespace cudanms::service {
+
+std::string assignment_text(const Assignment &assignment) {
+  GKeyFile *file = g_key_file_new();
+  for (const auto &[camera, gpu] : assignment.cameras)
+    g_key_file_set_uint64(file, "cameras", camera.c_str(), gpu);
+  std::vector<gint> failed(assignment.failed.begin(), assignment.failed.end());
+  if (!failed.empty())
+    g_key_file_set_integer_list(file, "gpus", "failed", failed.data(), failed.size());
+  gchar *data = g_key_file_to_data(file, nullptr, nullptr);
+  std::string text = data;
+  g_free(data);
+  g_key_file_free(file);
+  return text;
+}
+
+bool parse_assignment(const std::string &text, Assignment *assignment, std::string *error) {
+  GKeyFile *file = g_key_file_new();
+  GError *gerror = nullptr;
+  Assignment out;
+  bool good = g_key_file_load_from_data(file, text.c_str(), text.size(), G_KEY_FILE_NONE, &gerror);
+  if (good) {
+    gchar **keys = g_key_file_get_keys(file, "cameras", nullptr, nullptr);
+    for (gchar **key = keys; good && key && *key; ++key) {
+      const guint64 gpu = g_key_file_get_uint64(file, "cameras", *key, &gerror);
+      good = gerror == nullptr;
+      if (good) out.cameras[*key] = static_cast<unsigned>(gpu);
+    }
+    g_strfreev(keys);
+  }
+  if (good) {
+    gsize n = 0;
+    gint *failed = g_key_file_get_integer_list(file, "gpus", "failed", &n, nullptr);
+    for (gsize i = 0; i < n; ++i) out.failed.insert(static_cast<unsigned>(failed[i]));
+    g_free(failed);
+  }
+  if (!good) *error = gerror ? gerror->message : "not a key file";
+  g_clear_error(&gerror);
+  g_key_file_free(file);
+  if (good) *assignment = std::move(out);
+  return good;
+}
+
+std::string run_config_path(const std::string &run_dir) { return run_dir + "/cameras.conf"; }
+std::string run_assignment_path(const std::string &run_dir) { return run_dir + "/assignment"; }
+std::string worker_socket_address(const std::string &run_dir, unsigned gpu) {
+  return "unix:" + run_dir + "/worker-" + std::to_string(gpu) + ".sock";
+}
+
+ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &assignment,
+                            const std::string &run_dir) {
+  const bool failed = assignment.failed.count(gpu) > 0;
+  ServiceConfig out = std::move(all);
+  std::vector<CameraConfig> mine;
+  for (CameraConfig &camera : out.cameras) {
+    const auto assigned = assignment.cameras.find(camera.name);
+    if (assigned == assignment.cameras.end() || assigned->second != gpu) continue;
+    // The assignment places the camera: the worker pins it to its GPU (a gpu-id of the config
+    // whose GPU failed was moved here), or runs it on the CPU once the GPU failed.
+    if (failed)
+      camera.nms.erase("gpu-id");
+    else
+      camera.nms["gpu-id"] = std::to_string(gpu);
+    mine.push_back(std::move(camera));
+  }
+  out.cameras = std::move(mine);
+  out.all_gpus = false;
+  out.gpus.clear();
+  if (!failed) out.gpus.push_back(gpu);
+  out.metrics_address = worker_socket_address(run_dir, gpu);
+  out.mqtt_address.clear();  // the service's status is the supervisor's; cameras keep theirs
+  return out;
+}
+
+bool load_worker_config(const std::string &run_dir, unsigned gpu, ServiceConfig *config,
+                        std::vector<std::string> *errors) {
+  ServiceConfig all;
+  if (!load_config(run_config_path(run_dir), &all, errors)) return false;
+  gchar *text = nullptr;
+  GError *gerror = nullptr;
+  Assignment assignment;
+  std::string why;
+  if (!g_file_get_contents(run_assignment_path(run_dir).c_str(), &text, nullptr, &gerror)) {
+    why = gerror->message;
+    g_clear_error(&gerror);
+  } else {
+    parse_assignment(text, &assignment, &why);
+    g_free(text);
+  }
+  if (!why.empty()) {
+    errors->push_back(run_assignment_path(run_dir) + ": " + why);
+    return false;
+  }
+  *config = worker_config(std::move(all), gpu, assignment, run_dir);
+  return true;
+}
+
+}  // namespace cudanms::service

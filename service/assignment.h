@@ -1,0 +1,40 @@
+// Which worker runs each camera when the service runs a worker process per GPU (supervisor.h).
+// The supervisor writes the config it read and this assignment into its run directory; each
+// worker reads both, at its start and at every SIGHUP, and runs its own GPU's cameras.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config.h"
+
+namespace cudanms::service {
+
+struct Assignment {
+  std::map<std::string, unsigned> cameras;  // camera -> the GPU of the worker that runs it
+  std::set<unsigned> failed;                // GPUs a CUDA failure took out
+};
+
+// As a key file: [cameras] NAME = GPU, [gpus] failed = LIST.
+std::string assignment_text(const Assignment &assignment);
+// False with the reason when `text` is not such a key file.
+bool parse_assignment(const std::string &text, Assignment *assignment, std::string *error);
+
+// The run directory's files.
+std::string run_config_path(const std::string &run_dir);
+std::string run_assignment_path(const std::string &run_dir);
+std::string worker_socket_address(const std::string &run_dir, unsigned gpu);  // unix:PATH
+
+// What the worker of `gpu` runs of `all`: the cameras assigned to it, on its GPU (or on the CPU
+// once its GPU failed: their cameras stay there, as gpu-failure = cpu or no GPU left has it), its
+// endpoint on its socket, and no service status on MQTT (the supervisor's).
+ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &assignment,
+                            const std::string &run_dir);
+
+// The worker's config as its run directory has it now; false with every error.
+bool load_worker_config(const std::string &run_dir, unsigned gpu, ServiceConfig *config,
+                        std::vector<std::string> *errors);
+
+}  // namespace cudanms::service

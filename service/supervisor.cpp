@@ -1,0 +1,476 @@
+#include "supervisor.h"
+
+#include <gio/gunixsocketaddress.h>
+#include <glib/gstdio.h>
+#include <sys/prctl.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <set>
+
+#include "log.h"
+#include "worker_merge.h"
+
+namespace cudanms::service {
+namespace {
+
+// A worker that ran this long before it died is restarted at once; one that dies sooner waits
+// a back-off that doubles from the first to the last.
+constexpr double kSteadySeconds = 30, kFirstBackoffSeconds = 1, kLastBackoffSeconds = 30;
+constexpr guint kWorkerAnswerSeconds = 3;  // a stopped worker must not hold the endpoint
+
+// In the worker, between fork and exec: it ends with the supervisor (SIGTERM finalises its
+// outputs), and a SIGHUP before it has its handler does not kill it (its start reads the files
+// anyway).
+void worker_child_setup(gpointer) {
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  signal(SIGHUP, SIG_IGN);
+}
+
+std::string exit_text(GSubprocess *process) {
+  if (g_subprocess_get_if_signaled(process)) {
+    const int number = g_subprocess_get_term_sig(process);
+    return std::string("killed by signal ") + std::to_string(number) + " (" +
+           g_strsignal(number) + ")";
+  }
+  return "exited with status " + std::to_string(g_subprocess_get_exit_status(process));
+}
+
+// One GET of the supervisor's endpoint, asked of every live worker.
+struct Gather {
+  Supervisor *supervisor;
+  std::string path;
+  MetricsServer::Respond respond;
+  std::vector<WorkerAnswer> answers;
+  std::set<unsigned> answered;
+  int pending = 0;
+  std::function<void(Gather *)> finish;
+};
+
+struct Ask {
+  Gather *gather;
+  unsigned gpu;
+  SoupMessage *message;
+};
+
+void on_answer(GObject *session, GAsyncResult *result, gpointer data) {
+  auto *ask = static_cast<Ask *>(data);
+  GBytes *body = soup_session_send_and_read_finish(SOUP_SESSION(session), result, nullptr);
+  const guint status = soup_message_get_status(ask->message);
+  // /health answers 503 for a degraded worker: its document is what counts.
+  if (body && (status == 200 || status == 503)) {
+    gsize size = 0;
+    const char *data_ptr = static_cast<const char *>(g_bytes_get_data(body, &size));
+    ask->gather->answers.push_back({std::to_string(ask->gpu), std::string(data_ptr, size)});
+    ask->gather->answered.insert(ask->gpu);
+  }
+  if (body) g_bytes_unref(body);
+  g_object_unref(ask->message);
+  Gather *gather = ask->gather;
+  delete ask;
+  if (--gather->pending == 0) {
+    gather->finish(gather);
+    delete gather;
+  }
+}
+
+}  // namespace
+
+std::string Supervisor::gpu_failed_line(unsigned gpu) {
+  return "gpu-failed " + std::to_string(gpu);
+}
+
+Supervisor::Supervisor(std::string config_path, std::string config_text, ServiceConfig config)
+    : config_path_(std::move(config_path)),
+      config_text_(std::move(config_text)),
+      config_(std::move(config)),
+      placement_(config_.gpus),
+      metrics_([this](const std::string &path, MetricsServer::Respond respond) {
+        serve(path, std::move(respond));
+      }),
+      started_us_(g_get_monotonic_time()) {}
+
+Supervisor::~Supervisor() {
+  for (auto &[gpu, worker] : workers_) {
+    if (worker->restart_timer) g_source_remove(worker->restart_timer);
+    if (worker->cancel) g_cancellable_cancel(worker->cancel);
+    if (worker->process) {
+      g_subprocess_force_exit(worker->process);
+      g_subprocess_wait(worker->process, nullptr, nullptr);
+      g_object_unref(worker->process);
+    }
+    g_clear_object(&worker->cancel);
+    g_clear_object(&worker->events);
+    g_clear_object(&worker->session);
+  }
+  if (run_dir_.empty()) return;
+  if (GDir *dir = g_dir_open(run_dir_.c_str(), 0, nullptr)) {
+    while (const gchar *name = g_dir_read_name(dir)) g_unlink((run_dir_ + "/" + name).c_str());
+    g_dir_close(dir);
+  }
+  g_rmdir(run_dir_.c_str());
+}
+
+bool Supervisor::start(std::string *error) {
+  GError *gerror = nullptr;
+  gchar *dir = g_dir_make_tmp("cudanms-service-XXXXXX", &gerror);
+  gchar *self = g_file_read_link("/proc/self/exe", gerror ? nullptr : &gerror);
+  if (!dir || !self) {
+    *error = std::string("cannot make the workers' run directory: ") + gerror->message;
+    g_clear_error(&gerror);
+    g_free(dir);
+    g_free(self);
+    return false;
+  }
+  run_dir_ = dir;
+  executable_ = self;
+  g_free(dir);
+  g_free(self);
+  assign();
+  if (!write_run_files(error)) return false;
+  if (!metrics_.listen(config_.metrics_address, error)) return false;
+  if (!metrics_.url().empty())
+    log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
+             metrics_.url().c_str());
+  status_.apply(config_);
+  start_workers();
+  return true;
+}
+
+void Supervisor::assign() {
+  placement_.set_gpus(config_.gpus);
+  std::set<std::string> names;
+  for (const CameraConfig &camera : config_.cameras) names.insert(camera.name);
+  for (auto it = assignment_.cameras.begin(); it != assignment_.cameras.end();) {
+    if (names.count(it->first)) {
+      ++it;
+      continue;
+    }
+    placement_.release(it->first);
+    on_cpu_.erase(it->first);
+    it = assignment_.cameras.erase(it);
+  }
+  for (const CameraConfig &camera : config_.cameras) {
+    if (on_cpu_.count(camera.name)) continue;  // stays with its failed GPU's worker
+    const auto fixed = camera.nms.find("gpu-id");
+    if (fixed != camera.nms.end()) {
+      const unsigned gpu = static_cast<unsigned>(std::stoul(fixed->second));
+      if (!placement_.failed(gpu)) {
+        placement_.pin(camera.name, gpu);
+        assignment_.cameras[camera.name] = gpu;
+        continue;
+      }
+    }
+    const int gpu = placement_.place(camera.name);
+    if (gpu >= 0) {
+      assignment_.cameras[camera.name] = static_cast<unsigned>(gpu);
+    } else if (!assignment_.cameras.count(camera.name)) {
+      // Every GPU it could use has failed: a failed GPU's worker runs it on the CPU.
+      assignment_.cameras[camera.name] = config_.gpus.front();
+      on_cpu_.insert(camera.name);
+    }
+  }
+}
+
+bool Supervisor::write_run_files(std::string *error) {
+  GError *gerror = nullptr;
+  // g_file_set_contents renames a finished file into place: a worker never reads half of one.
+  if (!g_file_set_contents(run_config_path(run_dir_).c_str(), config_text_.c_str(),
+                           static_cast<gssize>(config_text_.size()), &gerror) ||
+      !g_file_set_contents(run_assignment_path(run_dir_).c_str(),
+                           assignment_text(assignment_).c_str(), -1, &gerror)) {
+    *error = std::string("cannot write the workers' run directory: ") + gerror->message;
+    g_clear_error(&gerror);
+    return false;
+  }
+  return true;
+}
+
+void Supervisor::start_workers() {
+  std::set<unsigned> needed(config_.gpus.begin(), config_.gpus.end());
+  for (const auto &[camera, gpu] : assignment_.cameras) needed.insert(gpu);
+  for (unsigned gpu : needed) {
+    auto &worker = workers_[gpu];
+    if (!worker) {
+      worker = std::make_unique<Worker>();
+      worker->supervisor = this;
+      worker->gpu = gpu;
+      GSocketAddress *socket = g_unix_socket_address_new(
+          worker_socket_address(run_dir_, gpu).substr(strlen("unix:")).c_str());
+      worker->session = soup_session_new_with_options("remote-connectable", socket, "timeout",
+                                                      kWorkerAnswerSeconds, nullptr);
+      g_object_unref(socket);
+    }
+    worker->wanted = true;
+    if (!worker->process && !worker->restart_timer) spawn(*worker);
+  }
+  for (auto &[gpu, worker] : workers_) {
+    if (needed.count(gpu) || !worker->wanted) continue;
+    worker->wanted = false;  // its GPU left the config and no camera is left to it
+    if (worker->restart_timer) g_source_remove(worker->restart_timer);
+    worker->restart_timer = 0;
+    if (worker->process) g_subprocess_send_signal(worker->process, SIGTERM);
+    log_line("worker of GPU %u: no camera left to it, stopping", gpu);
+  }
+}
+
+void Supervisor::spawn(Worker &worker) {
+  worker.restart_timer = 0;
+  GSubprocessLauncher *launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_subprocess_launcher_set_child_setup(launcher, worker_child_setup, nullptr, nullptr);
+  const std::string gpu = std::to_string(worker.gpu);
+  const gchar *argv[] = {executable_.c_str(), "--worker", gpu.c_str(), "--run-dir",
+                         run_dir_.c_str(), nullptr};
+  GError *error = nullptr;
+  worker.process = g_subprocess_launcher_spawnv(launcher, argv, &error);
+  g_object_unref(launcher);
+  worker.started_us = g_get_monotonic_time();
+  if (!worker.process) {
+    worker.last_exit = std::string("could not start: ") + error->message;
+    log_line("worker of GPU %u %s", worker.gpu, worker.last_exit.c_str());
+    g_clear_error(&error);
+    worker.backoff_s = kLastBackoffSeconds;
+    worker.restart_timer = g_timeout_add_seconds(
+        static_cast<guint>(worker.backoff_s),
+        [](gpointer data) -> gboolean {
+          auto *w = static_cast<Worker *>(data);
+          w->supervisor->spawn(*w);
+          return G_SOURCE_REMOVE;
+        },
+        &worker);
+    return;
+  }
+  worker.pid = std::atol(g_subprocess_get_identifier(worker.process));
+  worker.cancel = g_cancellable_new();
+  worker.events = g_data_input_stream_new(g_subprocess_get_stdout_pipe(worker.process));
+  log_line("worker of GPU %u: pid %ld", worker.gpu, worker.pid);
+  g_subprocess_wait_async(worker.process, worker.cancel, on_exit, &worker);
+  read_line(worker);
+}
+
+void Supervisor::read_line(Worker &worker) {
+  g_data_input_stream_read_line_async(worker.events, G_PRIORITY_DEFAULT, worker.cancel, on_line,
+                                      &worker);
+}
+
+void Supervisor::on_line(GObject *stream, GAsyncResult *result, gpointer data) {
+  GError *error = nullptr;
+  gchar *line =
+      g_data_input_stream_read_line_finish(G_DATA_INPUT_STREAM(stream), result, nullptr, &error);
+  if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {  // `data` may be gone
+    g_error_free(error);
+    return;
+  }
+  g_clear_error(&error);
+  if (!line) return;  // the worker closed its stdout: it is ending
+  auto *worker = static_cast<Worker *>(data);
+  unsigned gpu = 0;
+  if (sscanf(line, "gpu-failed %u", &gpu) == 1) worker->supervisor->gpu_failed(gpu);
+  g_free(line);
+  worker->supervisor->read_line(*worker);
+}
+
+void Supervisor::on_exit(GObject *process, GAsyncResult *result, gpointer data) {
+  GError *error = nullptr;
+  g_subprocess_wait_finish(G_SUBPROCESS(process), result, &error);
+  if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+    g_error_free(error);
+    return;
+  }
+  g_clear_error(&error);
+  auto *worker = static_cast<Worker *>(data);
+  Supervisor *self = worker->supervisor;
+  const double ran_s = (g_get_monotonic_time() - worker->started_us) / 1e6;
+  worker->last_exit = exit_text(worker->process);
+  g_cancellable_cancel(worker->cancel);
+  g_clear_object(&worker->cancel);
+  g_clear_object(&worker->events);
+  g_clear_object(&worker->process);
+  const long pid = worker->pid;
+  worker->pid = 0;
+  if (self->shutting_down_) {
+    log_line("worker of GPU %u (pid %ld) %s", worker->gpu, pid, worker->last_exit.c_str());
+    self->finish_shutdown();
+    return;
+  }
+  if (!worker->wanted) {
+    log_line("worker of GPU %u (pid %ld) %s: stopped", worker->gpu, pid,
+             worker->last_exit.c_str());
+    return;
+  }
+  worker->backoff_s = ran_s >= kSteadySeconds
+                          ? 0
+                          : std::clamp(2 * worker->backoff_s, kFirstBackoffSeconds,
+                                       kLastBackoffSeconds);
+  worker->restarts++;
+  log_line("worker of GPU %u (pid %ld) %s after %.1f s: restarting it in %.0f s", worker->gpu,
+           pid, worker->last_exit.c_str(), ran_s, worker->backoff_s);
+  if (worker->backoff_s == 0) {
+    self->spawn(*worker);
+    return;
+  }
+  worker->restart_timer = g_timeout_add(
+      static_cast<guint>(worker->backoff_s * 1000),
+      [](gpointer data) -> gboolean {
+        auto *w = static_cast<Worker *>(data);
+        w->supervisor->spawn(*w);
+        return G_SOURCE_REMOVE;
+      },
+      worker);
+}
+
+void Supervisor::gpu_failed(unsigned gpu) {
+  if (placement_.failed(gpu)) return;
+  std::vector<std::string> moved = placement_.fail(gpu);
+  assignment_.failed.insert(gpu);
+  int elsewhere = 0;
+  for (const std::string &name : moved) {
+    const int to = config_.gpu_failure == "move" ? placement_.place(name) : -1;
+    if (to >= 0) {
+      assignment_.cameras[name] = static_cast<unsigned>(to);
+      elsewhere++;
+    } else {
+      on_cpu_.insert(name);  // its worker runs it on the CPU
+    }
+  }
+  log_line("GPU %u failed: %d of its %zu cameras move to the other GPUs' workers, %zu stay on "
+           "the CPU",
+           gpu, elsewhere, moved.size(), moved.size() - elsewhere);
+  std::string error;
+  if (!write_run_files(&error)) {
+    log_line("%s", error.c_str());
+    return;
+  }
+  start_workers();
+  tell_workers();
+}
+
+void Supervisor::tell_workers() {
+  for (auto &[gpu, worker] : workers_)
+    if (worker->process) g_subprocess_send_signal(worker->process, SIGHUP);
+}
+
+void Supervisor::reload() {
+  if (config_path_.empty()) {
+    log_line("SIGHUP: no config file to read again (the cameras came from the command line)");
+    return;
+  }
+  ServiceConfig next;
+  std::vector<std::string> errors;
+  std::string text;
+  if (load_config(config_path_, &next, &errors, -1, &text) && next.gpus.empty())
+    errors.push_back(config_path_ + ":service:gpus: a worker per GPU needs a GPU; "
+                     "gpus = none takes a restart with workers = one");
+  if (!errors.empty()) {
+    for (const std::string &e : errors) log_line("%s", e.c_str());
+    log_line("SIGHUP: %s has %zu errors: nothing changed, the cameras run on as before",
+             config_path_.c_str(), errors.size());
+    return;
+  }
+  log_line("SIGHUP: reading %s again", config_path_.c_str());
+  if (next.workers == "one") log_line("SIGHUP: workers = one takes a restart; per GPU until then");
+  if (next.metrics_address != config_.metrics_address) metrics_.listen_again(next.metrics_address);
+  status_.apply(next);
+  config_ = std::move(next);
+  config_text_ = std::move(text);
+  assign();
+  std::string error;
+  if (!write_run_files(&error)) {
+    log_line("%s: the workers run on as before", error.c_str());
+    return;
+  }
+  // The workers running now read the new files on SIGHUP; those started now read them anyway.
+  tell_workers();
+  start_workers();
+}
+
+void Supervisor::shutdown(std::function<void()> done) {
+  shutting_down_ = true;
+  shut_down_ = std::move(done);
+  for (auto &[gpu, worker] : workers_) {
+    if (worker->restart_timer) g_source_remove(worker->restart_timer);
+    worker->restart_timer = 0;
+    if (worker->process) g_subprocess_send_signal(worker->process, SIGTERM);
+  }
+  finish_shutdown();
+}
+
+void Supervisor::finish_shutdown() {
+  if (!shut_down_) return;
+  for (const auto &[gpu, worker] : workers_)
+    if (worker->process) return;
+  status_.offline();
+  std::function<void()> done = std::move(shut_down_);
+  shut_down_ = nullptr;
+  done();
+}
+
+void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) {
+  auto *gather = new Gather{this, path, std::move(respond), {}, {}, 1, nullptr};
+  gather->finish = [this](Gather *g) {
+    const double uptime = (g_get_monotonic_time() - started_us_) / 1e6;
+    // The cameras of a worker that did not answer (down, restarting, stopped), as not streaming.
+    std::vector<CameraSnapshot> unanswered;
+    for (const auto &[name, gpu] : assignment_.cameras) {
+      if (g->answered.count(gpu)) continue;
+      const Worker *worker = workers_.count(gpu) ? workers_.at(gpu).get() : nullptr;
+      CameraSnapshot c;
+      c.name = name;
+      c.state = worker && worker->process ? CameraState::kStarting : CameraState::kReconnecting;
+      c.last_error = "its worker (GPU " + std::to_string(gpu) + ") " +
+                     (worker && worker->process ? "did not answer"
+                      : worker && !worker->last_exit.empty()
+                          ? worker->last_exit + "; restarting"
+                          : "is not running");
+      for (const CameraConfig &camera : config_.cameras)
+        if (camera.name == name) c.enabled = camera.enabled;
+      unanswered.push_back(std::move(c));
+    }
+    Reply reply;
+    if (g->path == "/metrics") {
+      ProcessSnapshot process = process_snapshot(uptime, {});
+      process.gpus.clear();  // the workers' to give
+      std::string own = render_metrics(unanswered, process);
+      own += "# HELP cudanms_worker_up 1 while the GPU's worker process runs\n"
+             "# TYPE cudanms_worker_up gauge\n";
+      for (const auto &[gpu, worker] : workers_)
+        if (worker->wanted)
+          own += "cudanms_worker_up{worker=\"" + std::to_string(gpu) + "\"} " +
+                 (worker->process ? "1" : "0") + "\n";
+      own += "# HELP cudanms_worker_restarts_total Times the GPU's worker was started again\n"
+             "# TYPE cudanms_worker_restarts_total counter\n";
+      for (const auto &[gpu, worker] : workers_)
+        if (worker->wanted)
+          own += "cudanms_worker_restarts_total{worker=\"" + std::to_string(gpu) + "\"} " +
+                 std::to_string(worker->restarts) + "\n";
+      g->answers.insert(g->answers.begin(), {"supervisor", own});
+      reply.type = kMetricsType;
+      reply.body = merge_metrics(g->answers);
+    } else {
+      int ignored = 0;
+      g->answers.push_back({"supervisor", render_health(unanswered, uptime, &ignored)});
+      std::vector<WorkerHealth> workers;
+      for (const auto &[gpu, worker] : workers_)
+        if (worker->wanted)
+          workers.push_back({std::to_string(gpu), worker->process != nullptr, worker->pid,
+                             worker->restarts, worker->last_exit});
+      reply.type = kHealthType;
+      reply.body = merge_health(g->answers, workers, uptime, &reply.status);
+    }
+    g->respond(std::move(reply));
+  };
+  for (auto &[gpu, worker] : workers_) {
+    if (!worker->process) continue;
+    SoupMessage *message = soup_message_new("GET", ("http://worker" + path).c_str());
+    gather->pending++;
+    soup_session_send_and_read_async(worker->session, message, G_PRIORITY_DEFAULT, nullptr,
+                                     on_answer, new Ask{gather, gpu, message});
+  }
+  if (--gather->pending == 0) {  // no worker to ask
+    gather->finish(gather);
+    delete gather;
+  }
+}
+
+}  // namespace cudanms::service

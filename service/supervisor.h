@@ -1,0 +1,93 @@
+// The service as a worker process per GPU (workers = per-gpu): the supervisor reads the config,
+// assigns each camera to a GPU (placement.h: its gpu-id, else the GPU with the fewest cameras;
+// a camera keeps its GPU across reloads and restarts), writes config and assignment into its run
+// directory (assignment.h) and runs a worker per GPU: this program again, a Service of that GPU's
+// cameras alone. A worker that dies (a crash, a driver fault, SIGKILL) is restarted at once, or
+// after a back-off of 1 s doubling to 30 s when it keeps dying; the other GPUs' cameras do not
+// notice. The supervisor keeps what is the whole service's: /metrics and /health, merged from
+// the workers' (worker_merge.h), and the service's status on MQTT. SIGHUP re-reads the config
+// and tells each worker; a GPU failure a worker reports moves its cameras to the other workers
+// (gpu-failure = move). Workers die with the supervisor (PR_SET_PDEATHSIG: SIGTERM, which
+// finalises their outputs). Runs on the main loop.
+#pragma once
+
+#include <gio/gio.h>
+#include <libsoup/soup.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "assignment.h"
+#include "config.h"
+#include "metrics.h"
+#include "placement.h"
+#include "status.h"
+
+namespace cudanms::service {
+
+class Supervisor {
+ public:
+  // `config_path`: re-read on reload, "" for cameras from the command line; `config_text`: what
+  // `config` was parsed from, handed to the workers as it is.
+  Supervisor(std::string config_path, std::string config_text, ServiceConfig config);
+  ~Supervisor();
+  Supervisor(const Supervisor &) = delete;
+  Supervisor &operator=(const Supervisor &) = delete;
+
+  // The run directory, the endpoint, then a worker per GPU; false with the reason.
+  bool start(std::string *error);
+  void reload();
+  // SIGTERM to every worker (each finalises its outputs), then `done` once all have exited.
+  void shutdown(std::function<void()> done);
+
+  // What the lines a worker writes on its stdout say: "gpu-failed N".
+  static std::string gpu_failed_line(unsigned gpu);
+
+ private:
+  struct Worker {
+    Supervisor *supervisor = nullptr;
+    unsigned gpu = 0;
+    GSubprocess *process = nullptr;  // null while down
+    GCancellable *cancel = nullptr;  // this run's reads and wait
+    GDataInputStream *events = nullptr;  // its stdout: gpu_failed_line()
+    SoupSession *session = nullptr;  // to its endpoint (its Unix socket)
+    long pid = 0;
+    long restarts = 0;
+    gint64 started_us = 0;
+    double backoff_s = 0;
+    guint restart_timer = 0;
+    bool wanted = true;  // false once no camera and no GPU of the config is left to it
+    std::string last_exit;
+  };
+
+  bool write_run_files(std::string *error);
+  void assign();  // every camera of config_ to a GPU's worker
+  void start_workers();
+  void spawn(Worker &worker);
+  static void on_exit(GObject *process, GAsyncResult *result, gpointer data);
+  static void on_line(GObject *stream, GAsyncResult *result, gpointer data);
+  void read_line(Worker &worker);
+  void gpu_failed(unsigned gpu);
+  void tell_workers();  // SIGHUP: read the run directory again
+  void serve(const std::string &path, MetricsServer::Respond respond);
+  void finish_shutdown();
+
+  std::string config_path_, config_text_;
+  ServiceConfig config_;
+  std::string run_dir_, executable_;
+  Placement placement_;
+  Assignment assignment_;
+  std::set<std::string> on_cpu_;  // their GPUs failed: run on the CPU by the failed GPU's worker
+  std::map<unsigned, std::unique_ptr<Worker>> workers_;
+  MetricsServer metrics_;
+  ServiceStatus status_;
+  gint64 started_us_;
+  bool shutting_down_ = false;
+  std::function<void()> shut_down_;
+};
+
+}  // namespace cudanms::service
