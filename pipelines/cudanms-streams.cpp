@@ -41,6 +41,7 @@
 #include "elementcudacontext.h"
 #include "gpulist.h"
 #include "nvdec.h"
+#include "streams_workers.h"
 
 #ifdef CUDANMS_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -56,6 +57,8 @@ struct Options {
   gboolean preload_gpu = FALSE;  // the preloaded frames in GPU memory (NV12, cudaupload)
   gboolean nvdec = FALSE;        // sources decoded by nvh264dec into GPU memory
   gchar *gpus = nullptr;         // "all" or indices: the streams spread over these GPUs
+  gchar *workers = nullptr;      // "per-gpu": a process per GPU of --gpus; "one" (default)
+  gint worker_of = -1;           // a per-gpu worker: the J-th GPU of --gpus, its streams alone
   gchar *size = nullptr;
   gchar *detector = nullptr;
   gchar *nms = nullptr;
@@ -539,6 +542,7 @@ void summarize(App *app) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  const std::vector<std::string> unparsed(argv, argv + argc);  // for --workers per-gpu
   App app;
   Options &o = app.options;
   gchar **sources = nullptr;
@@ -560,6 +564,12 @@ int main(int argc, char **argv) {
        "Spread the streams over these GPUs, stream i on the (i mod G)-th: all, or indices 0,1 "
        "(default: GPU 0)",
        "LIST"},
+      {"workers", 0, 0, G_OPTION_ARG_STRING, &o.workers,
+       "With --gpus: per-gpu runs a process per GPU, each its streams (one: all in this one, "
+       "the default)",
+       "per-gpu|one"},
+      {"worker-of", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &o.worker_of,
+       "Run the streams of the J-th GPU of --gpus alone (a --workers per-gpu worker)", "J"},
       {"size", 0, 0, G_OPTION_ARG_STRING, &o.size, "Frame size with --preload (default 1920x1080)",
        "WxH"},
       {"detector", 0, 0, G_OPTION_ARG_STRING, &o.detector,
@@ -639,6 +649,23 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (!o.gpus) app.gpus = {0};
+  const bool per_gpu = o.workers && g_str_equal(o.workers, "per-gpu");
+  if ((o.workers && !per_gpu && !g_str_equal(o.workers, "one")) || (per_gpu && !o.gpus) ||
+      o.worker_of >= static_cast<int>(app.gpus.size())) {
+    g_printerr("--workers is per-gpu (with --gpus) or one\n");
+    return 2;
+  }
+  if (per_gpu && o.worker_of < 0) {
+    // Fewer streams than GPUs: the GPUs past the last stream have none, and no worker.
+    std::vector<unsigned> with_streams(app.gpus.begin(),
+                                       app.gpus.begin() + std::min<size_t>(app.gpus.size(), n));
+    return run_streams_per_gpu(unparsed, with_streams, o.json);
+  }
+  // A worker: stream i where i mod G = J, numbered as in one process, on the J-th GPU.
+  std::vector<int> mine;
+  for (int i = 0; i < n; ++i)
+    if (o.worker_of < 0 || i % static_cast<int>(app.gpus.size()) == o.worker_of) mine.push_back(i);
+  if (o.worker_of >= 0) app.gpus = {app.gpus[static_cast<size_t>(o.worker_of)]};
   for (unsigned gpu : app.gpus) {
     if (o.nvdec && nvdec_for(gpu).empty()) {
       g_printerr("--nvdec: no NVDEC H.264 decoder for GPU %u (gst-plugins-bad's nvcodec)\n", gpu);
@@ -666,14 +693,14 @@ int main(int argc, char **argv) {
   }
   for (unsigned gpu : app.gpus) app.gpu_used_before[gpu] = gpu_memory_used(gpu);
   std::string desc;
-  for (int i = 0; i < n; ++i) desc += branch(app, i, o.preload ? nullptr : sources[i]);
+  for (int i : mine) desc += branch(app, i, o.preload ? nullptr : sources[i]);
   // Strict: an element that is not there (a plugin not found) is an error, not a gap.
   app.pipeline = gst_parse_launch_full(desc.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
   if (!app.pipeline || error) {
     g_printerr("cannot build the pipeline: %s\n", error ? error->message : "");
     return 2;
   }
-  for (int i = 0; i < n; ++i) {
+  for (int i : mine) {
     auto stream = std::make_unique<Stream>();
     stream->index = i;
     stream->gpu = static_cast<int>(gpu_of(app, i));

@@ -1,5 +1,6 @@
 // pipelines/streams as a user runs it: N streams of vtest.avi's frames in one process, the summary
 // and its JSON; bad input is a usage error.
+#include "cudanms/nms.h"
 #include "script_support.h"
 #include "support/blazeface_model.h"
 
@@ -57,6 +58,37 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   const double share = json_object_get_double_member(summary, "nms_share_percent");
   EXPECT_GE(share, 0.0);
   EXPECT_LT(share, 100.0);
+  g_object_unref(parser);
+}
+
+// --workers per-gpu: a process per GPU, stream i on the (i mod G)-th, numbered as in one process;
+// the parent's summary adds theirs up.
+TEST(Streams, AWorkerPerGpuRunsEveryStream) {
+  SKIP_WITHOUT_VTEST();
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(run_preloaded(dir,
+                          {"--streams", "5", "--frames", "6", "--preload-frames", "4", "--gpus",
+                           "all", "--workers", "per-gpu"},
+                          &out),
+            0)
+      << out;
+  printf("%s", out.c_str());
+  EXPECT_NE(out.find("workers: a process per GPU"), std::string::npos) << out;
+  EXPECT_NE(out.find("streams 5  frames 30  total "), std::string::npos) << out;
+  JsonParser *parser = json_parser_new();
+  JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
+  ASSERT_NE(summary, nullptr);
+  EXPECT_EQ(json_object_get_int_member(summary, "frames"), 30);
+  JsonArray *per_gpu = json_object_get_array_member(summary, "per_gpu");
+  const int gpus = std::min(cuda_device_count(), 5);
+  ASSERT_EQ(static_cast<int>(json_array_get_length(per_gpu)), gpus);
+  for (int j = 0; j < gpus; ++j) {
+    JsonObject *g = json_array_get_object_element(per_gpu, static_cast<guint>(j));
+    EXPECT_EQ(json_object_get_int_member(g, "streams"), (5 - j + gpus - 1) / gpus) << j;
+    EXPECT_GT(json_object_get_double_member(g, "fps"), 0.0) << j;
+  }
   g_object_unref(parser);
 }
 
@@ -138,6 +170,8 @@ TEST(Streams, BadInputIsAUsageError) {
            {script("streams"), "--nvdec", "--preload", opencv_sample("vtest.avi")},
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--gpus", "0,0"},
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--gpus", "99"},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--workers", "per-gpu"},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--workers", "two"},
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--gpus", "first"}}) {
     GSubprocess *run = spawn(argv, dir.file("out"), dir.file("err"));
     EXPECT_EQ(wait_exit(run, 120), 2) << argv.back() << ": " << read_file(dir.file("err"));
