@@ -20,12 +20,15 @@
 #include "common/cascade_eval.h"
 #include "common/cascade_geometry.h"
 #include "cuda/cuda_device.h"
+#include "cuda/host_wait.h"
 #include "cuda_cascade.h"
 
 #define CASCADE_TRY(call) CUDANMS_CUDA_TRY(call)
 
 namespace cudanms::cascade::detail {
 namespace {
+
+using cudanms::detail::kBlockingEventFlags;
 
 constexpr uint32_t kFullMask = 0xffffffffu;
 constexpr int kThreads = 256;
@@ -618,6 +621,7 @@ class CudaDetector final : public Detector {
     if (staged_) cudaEventDestroy(staged_);
     if (slots_copied_) cudaEventDestroy(slots_copied_);
     if (image_read_) cudaEventDestroy(image_read_);
+    if (done_) cudaEventDestroy(done_);
   }
 
   Status init(const DetectorOptions &options) {
@@ -626,9 +630,11 @@ class CudaDetector final : public Detector {
     CUDANMS_ENTER(binding_);
     sm_count_ = binding_.sm_count();
     w_ = std::make_unique<Workspace>();
-    CASCADE_TRY(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
-    CASCADE_TRY(cudaEventCreateWithFlags(&slots_copied_, cudaEventDisableTiming));
-    CASCADE_TRY(cudaEventCreateWithFlags(&image_read_, cudaEventDisableTiming));
+    // The host waits on these (host_wait.h).
+    CASCADE_TRY(cudaEventCreateWithFlags(&staged_, kBlockingEventFlags));
+    CASCADE_TRY(cudaEventCreateWithFlags(&slots_copied_, kBlockingEventFlags));
+    CASCADE_TRY(cudaEventCreateWithFlags(&image_read_, kBlockingEventFlags));
+    CASCADE_TRY(cudaEventCreateWithFlags(&done_, kBlockingEventFlags));
     if (options.stream) {
       stream_ = static_cast<cudaStream_t>(options.stream);
     } else {
@@ -686,7 +692,7 @@ class CudaDetector final : public Detector {
     const size_t pixels = row * geometry_.image_height;
     bool staged = false;
     std::vector<size_t> host_frames;
-    CASCADE_TRY(cudaEventSynchronize(slots_copied_));
+    CASCADE_TRY(waits_.event(slots_copied_));
     Status reserved = w_->h_slots.reserve(frames.size());
     if (reserved.ok()) reserved = w_->slots.reserve(frames.size());
     if (!reserved.ok()) return reserved;
@@ -701,7 +707,7 @@ class CudaDetector final : public Detector {
         slot.stride = image.stride;
       } else {
         if (!staged) {  // the last batch's copy is done: the staging buffers may grow
-          CASCADE_TRY(cudaEventSynchronize(staged_));
+          CASCADE_TRY(waits_.event(staged_));
           Status status = w_->image.reserve(pixels * frames.size());
           if (status.ok()) status = w_->h_image.reserve(pixels * frames.size());
           if (!status.ok()) return status;
@@ -788,7 +794,7 @@ class CudaDetector final : public Detector {
       if (!status.ok()) return status;
     }
     // The caller may reuse device pixels once detect() returns: wait for their one reader.
-    if (on_device) CASCADE_TRY(cudaEventSynchronize(image_read_));
+    if (on_device) CASCADE_TRY(waits_.event(image_read_));
     return Status::Ok();
   }
 
@@ -834,7 +840,7 @@ class CudaDetector final : public Detector {
     if (status.ok()) status = launch(1, false);
     if (!status.ok()) return status;
     if (stop_) CASCADE_TRY(cudaEventRecord(stop_, stream_));
-    CASCADE_TRY(cudaStreamSynchronize(stream_));
+    CASCADE_TRY(waits_.stream(stream_, done_));
 
     const size_t segments = bounds_.size() - 1;
     const uint32_t found = w_->h_counts.get()[segments];
@@ -1100,6 +1106,8 @@ class CudaDetector final : public Detector {
   cudaEvent_t staged_ = nullptr;        // the last copy out of the pinned staging buffer
   cudaEvent_t slots_copied_ = nullptr;  // the last copy out of the pinned slots
   cudaEvent_t image_read_ = nullptr;    // the resize of the last frame, which reads its pixels
+  cudaEvent_t done_ = nullptr;          // the host's wait for a frame's windows
+  cudanms::detail::HostWait waits_;
   std::vector<int> bounds_;             // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;

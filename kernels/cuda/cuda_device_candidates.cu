@@ -8,6 +8,7 @@
 
 #include "cuda_device.h"
 #include "cudanms/device_candidates.h"
+#include "host_wait.h"
 
 namespace cudanms {
 namespace detail {
@@ -48,12 +49,15 @@ class Buffer final : public DeviceCandidates {
   ~Buffer() override {
     cudaFree(memory_);
     if (ready_) cudaEventDestroy(ready_);
+    if (downloaded_) cudaEventDestroy(downloaded_);
     if (stream_) cudaStreamDestroy(stream_);
   }
   Status allocate() {
     const size_t bytes = Layout(capacity_).bytes;
     CUDANMS_CUDA_TRY(cudaMalloc(&memory_, bytes));
-    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    // Consumers on the host wait on these (host_wait.h).
+    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&ready_, kBlockingEventFlags));
+    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&downloaded_, kBlockingEventFlags));
     CUDANMS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     // Zeroed once, as a download's fixed-size first copy reads past a small frame's count; and
     // finished here, before a producer's stream (which need not wait for this one) writes it.
@@ -112,7 +116,7 @@ class Buffer final : public DeviceCandidates {
     const Layout staged(n_staged), full(capacity_);
     unsigned char *host = staged_.get();
     if (sealed_) {
-      CUDANMS_CUDA_TRY(cudaEventSynchronize(ready_));
+      CUDANMS_CUDA_TRY(waits_.event(ready_));
       return from_staging(out);
     }
     CUDANMS_CUDA_TRY(cudaStreamWaitEvent(stream_, ready_, 0));
@@ -124,7 +128,7 @@ class Buffer final : public DeviceCandidates {
                                      n_staged * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     CUDANMS_CUDA_TRY(cudaMemcpyAsync(host + staged.class_ids, at(full.class_ids),
                                      n_staged * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    CUDANMS_CUDA_TRY(waits_.stream(stream_, downloaded_));
     return from_staging(out);
   }
 
@@ -151,6 +155,8 @@ class Buffer final : public DeviceCandidates {
   void *context_;
   void *memory_ = nullptr;
   cudaEvent_t ready_ = nullptr;
+  cudaEvent_t downloaded_ = nullptr;  // the host's wait for a download
+  mutable HostWait waits_;
   cudaStream_t stream_ = nullptr;      // the downloads' copies
   MappedArray<unsigned char> staged_;  // pinned: seal's summary, or a download's first copy
   mutable std::mutex download_mutex_;
@@ -248,7 +254,8 @@ Status device_count(const DeviceCandidatesView &view, uint32_t *count) {
   if (view.count == nullptr) return Status::Error("device candidates have no count");
   detail::DeviceBinding::Scope scope(view.context);
   if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
-  if (view.ready) CUDANMS_CUDA_TRY(cudaEventSynchronize(static_cast<cudaEvent_t>(view.ready)));
+  thread_local detail::HostWait waits;  // the calling thread's: a view has no owner here
+  if (view.ready) CUDANMS_CUDA_TRY(waits.event(static_cast<cudaEvent_t>(view.ready)));
   if (view.host_count && view.ready) {
     *count = *static_cast<const volatile uint32_t *>(view.host_count);
   } else {

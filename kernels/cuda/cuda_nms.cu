@@ -41,6 +41,7 @@
 #include "frame_args.h"
 #include "graph_cache.h"
 #include "group.h"
+#include "host_wait.h"
 #include "neighbours.h"
 #include "output.h"
 #include "pairs.h"
@@ -122,6 +123,7 @@ class CudaContext final : public Context {
     if (owns_stream_) cudaStreamDestroy(stream_);
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
+    if (done_) cudaEventDestroy(done_);
   }
 
   Status init(const ContextOptions &options) {
@@ -135,6 +137,7 @@ class CudaContext final : public Context {
       CUDANMS_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
       owns_stream_ = true;
     }
+    CUDANMS_TRY(cudaEventCreateWithFlags(&done_, kBlockingEventFlags));
     if (options.time_device) {
       CUDANMS_TRY(cudaEventCreate(&start_));
       CUDANMS_TRY(cudaEventCreate(&stop_));
@@ -253,7 +256,7 @@ class CudaContext final : public Context {
         CUDANMS_TRY(cudaMemcpyAsync(slot_moves_.data(), f.slot_moves, ranked * sizeof(uint32_t),
                                     cudaMemcpyDeviceToHost, stream_));
       }
-      CUDANMS_TRY(cudaStreamSynchronize(stream_));
+      CUDANMS_TRY(waits_.stream(stream_, done_));
       if (f.slot_moves) {
         for (uint32_t &claim : claims_) {
           if (claim != UINT32_MAX) claim = slot_moves_[claim];
@@ -445,7 +448,7 @@ class CudaContext final : public Context {
   // The one synchronisation of a frame or a batch.
   Status finish(Result *result) {
     if (stop_) CUDANMS_TRY(cudaEventRecord(stop_, stream_));
-    CUDANMS_TRY(cudaStreamSynchronize(stream_));
+    CUDANMS_TRY(waits_.stream(stream_, done_));
     if (stop_) {
       float ms = 0;
       CUDANMS_TRY(cudaEventElapsedTime(&ms, start_, stop_));
@@ -536,6 +539,8 @@ class CudaContext final : public Context {
   bool owns_stream_ = false;
   cudaEvent_t start_ = nullptr;  // both set only with ContextOptions::time_device
   cudaEvent_t stop_ = nullptr;
+  cudaEvent_t done_ = nullptr;  // what the host waits on
+  HostWait waits_;
   int sms_ = 1;                                             // the device's multiprocessors
   std::unique_ptr<Context> cpu_ = create_cpu_context({});   // frames past kMaxCudaCandidates
   std::vector<uint32_t> rank_order_, claims_, slot_moves_;  // weighted frames with points

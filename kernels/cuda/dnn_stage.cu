@@ -5,11 +5,13 @@
 
 #include "cuda_device.h"
 #include "cudanms/dnn.h"
+#include "host_wait.h"
 
 namespace cudanms::dnn {
 namespace {
 
 using detail::DeviceArray;
+using detail::kBlockingEventFlags;
 using detail::DeviceBinding;
 using detail::MappedArray;
 
@@ -81,6 +83,7 @@ class Stage final : public CudaStage {
     DeviceBinding::Scope scope(binding_.context());
     buffers_.reset();
     if (copied_) cudaEventDestroy(copied_);
+    if (done_) cudaEventDestroy(done_);
     if (stream_) cudaStreamDestroy(stream_);
   }
   Status open(int device) {
@@ -88,7 +91,9 @@ class Stage final : public CudaStage {
     if (!status.ok()) return status;
     CUDANMS_ENTER(binding_);
     CUDANMS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
+    // The host waits on these (host_wait.h).
+    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&copied_, kBlockingEventFlags));
+    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&done_, kBlockingEventFlags));
     return Status::Ok();
   }
   void *stream() const override { return stream_; }
@@ -96,7 +101,7 @@ class Stage final : public CudaStage {
   const std::string &device_name() const override { return binding_.name(); }
   Status synchronize() override {
     CUDANMS_ENTER(binding_);
-    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    CUDANMS_CUDA_TRY(waits_.stream(stream_, done_));
     return Status::Ok();
   }
 
@@ -119,7 +124,7 @@ class Stage final : public CudaStage {
 
   Status frames_copied() override {
     CUDANMS_ENTER(binding_);
-    CUDANMS_CUDA_TRY(cudaEventSynchronize(copied_));
+    CUDANMS_CUDA_TRY(waits_.event(copied_));
     return Status::Ok();
   }
 
@@ -173,7 +178,7 @@ class Stage final : public CudaStage {
     pack_candidates<<<outputs.batch, 256, 0, stream_>>>(packing, buffers_->counts.device(),
                                                         buffers_->host.device());
     CUDANMS_CUDA_TRY(cudaGetLastError());
-    CUDANMS_CUDA_TRY(cudaStreamSynchronize(stream_));
+    CUDANMS_CUDA_TRY(waits_.stream(stream_, done_));
     const float *at = buffers_->host.get();
     for (int i = 0; i < outputs.batch; i++) {
       if (!host[i]) continue;
@@ -233,6 +238,8 @@ class Stage final : public CudaStage {
   DeviceBinding binding_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t copied_ = nullptr;  // after the last upload of host frames
+  cudaEvent_t done_ = nullptr;    // the host's waits for the stream
+  detail::HostWait waits_;
   // Freed in the destructor, inside the binding's scope.
   struct Buffers {
     DeviceArray<float> input;
