@@ -114,9 +114,11 @@ struct App {
   GMainLoop *loop = nullptr;
   std::vector<std::unique_ptr<Stream>> streams;
   std::vector<unsigned> gpus;  // the GPUs the streams run on (--gpus; else GPU 0)
-  // --preload: the frames, per GPU with --preload-gpu (each GPU reads its own copy).
-  std::map<unsigned, std::vector<GstBuffer *>> preloaded;
+  // --preload: the frames, per GPU with --preload-gpu (each GPU reads its own copy), and a copy
+  // per kStreamsPerCopy streams of a GPU (or of the host): copies[k] is the k-th.
+  std::map<unsigned, std::vector<std::vector<GstBuffer *>>> preloaded;
   GstCaps *preloaded_caps = nullptr;
+  int preload_stride = 1;  // copies_needed()
   // --preload-gpu, --nvdec, --gpus: each GPU's primary context, shared by its streams.
   std::map<unsigned, GstContext *> cuda_contexts;
   int exit_code = 0;
@@ -220,6 +222,23 @@ void watch(GstElement *element, Stream *stream, int which) {
 // ---------------------------------------------------------------------------------------------
 // --preload: the frames, decoded once.
 
+// A GstMemory counts the maps it is under in 8 bits: more than 255 at once corrupt its lock
+// state (GStreamer-CRITICAL "gst_mini_object_unlock: assertion '(state & access_mode) ==
+// access_mode' failed", then wrong maps). Every stream maps the frame it pushed, an I420 frame's
+// three planes each: a copy of the preloaded frames serves at most 64 streams.
+constexpr int kStreamsPerCopy = 64;
+
+// One set of preloaded frames serves the streams i = j mod `preload_stride` (stream i runs on GPU
+// i mod G): all streams, or one GPU's (--preload-gpu, or a --workers per-gpu worker's).
+int copies_needed(const App &app) {
+  const int streams = (app.options.streams + app.preload_stride - 1) / app.preload_stride;
+  return (streams + kStreamsPerCopy - 1) / kStreamsPerCopy;
+}
+// Stream i's copy: by its rank among the streams of its set.
+size_t preloaded_copy(const App &app, int i) {
+  return static_cast<size_t>(i / app.preload_stride / kStreamsPerCopy);
+}
+
 bool preload(App *app, unsigned gpu_index, std::string *error) {
   gchar *uri = gst_uri_is_valid(app->options.preload)
                    ? g_strdup(app->options.preload)
@@ -249,7 +268,7 @@ bool preload(App *app, unsigned gpu_index, std::string *error) {
     return false;
   }
   if (gpu) gst_element_set_context(pipeline, app->cuda_contexts.at(gpu_index));
-  std::vector<GstBuffer *> &frames = app->preloaded[gpu_index];
+  std::vector<GstBuffer *> frames;
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "frames");
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstBus *bus = gst_element_get_bus(pipeline);
@@ -286,6 +305,12 @@ bool preload(App *app, unsigned gpu_index, std::string *error) {
     *error = std::string("no frame could be decoded from ") + app->options.preload +
              (decode_error.empty() ? "" : ": " + decode_error);
     return false;
+  }
+  std::vector<std::vector<GstBuffer *>> &copies = app->preloaded[gpu_index];
+  copies.push_back(frames);
+  for (int k = 1; k < copies_needed(*app); ++k) {
+    copies.emplace_back();
+    for (GstBuffer *frame : frames) copies.back().push_back(gst_buffer_copy_deep(frame));
   }
   return true;
 }
@@ -665,6 +690,7 @@ int main(int argc, char **argv) {
   std::vector<int> mine;
   for (int i = 0; i < n; ++i)
     if (o.worker_of < 0 || i % static_cast<int>(app.gpus.size()) == o.worker_of) mine.push_back(i);
+  if (o.preload_gpu || o.worker_of >= 0) app.preload_stride = static_cast<int>(app.gpus.size());
   if (o.worker_of >= 0) app.gpus = {app.gpus[static_cast<size_t>(o.worker_of)]};
   for (unsigned gpu : app.gpus) {
     if (o.nvdec && nvdec_for(gpu).empty()) {
@@ -728,7 +754,9 @@ int main(int argc, char **argv) {
       gst_caps_set_simple(frame_caps, "framerate", GST_TYPE_FRACTION, 30, 1, NULL);
       gst_app_src_set_caps(GST_APP_SRC(src), frame_caps);
       gst_caps_unref(frame_caps);
-      stream->source = &app.preloaded[o.preload_gpu ? static_cast<unsigned>(stream->gpu) : 0];
+      // Host frames: decoded once, under the first GPU's key.
+      const unsigned set = o.preload_gpu ? static_cast<unsigned>(stream->gpu) : app.gpus.front();
+      stream->source = &app.preloaded.at(set).at(preloaded_copy(app, i));
       stream->limit = static_cast<guint64>(o.frames);
       stream->duration = GST_SECOND / 30;
       GstAppSrcCallbacks callbacks = {};
@@ -770,8 +798,9 @@ int main(int argc, char **argv) {
   if (app.exit_code == 0) summarize(&app);
   gst_object_unref(app.pipeline);
   g_main_loop_unref(app.loop);
-  for (auto &[gpu, frames] : app.preloaded)
-    for (GstBuffer *b : frames) gst_buffer_unref(b);
+  for (auto &[gpu, copies] : app.preloaded)
+    for (const auto &frames : copies)
+      for (GstBuffer *b : frames) gst_buffer_unref(b);
   if (app.preloaded_caps) gst_caps_unref(app.preloaded_caps);
   for (auto &[gpu, context] : app.cuda_contexts) gst_context_unref(context);
   g_strfreev(sources);

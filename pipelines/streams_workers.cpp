@@ -67,7 +67,8 @@ int run_streams_per_gpu(const std::vector<std::string> &argv, const std::vector<
       args.push_back(extra);
     args.push_back(nullptr);
     GError *error = nullptr;
-    GSubprocess *worker = g_subprocess_newv(args.data(), G_SUBPROCESS_FLAGS_NONE, &error);
+    // Their summaries come back through --json: their stdout would repeat them.
+    GSubprocess *worker = g_subprocess_newv(args.data(), G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error);
     if (!worker) {
       g_printerr("--workers per-gpu: cannot start GPU %u's worker: %s\n", gpus[j],
                  error->message);
@@ -77,9 +78,15 @@ int run_streams_per_gpu(const std::vector<std::string> &argv, const std::vector<
     }
     workers.push_back(worker);
   }
-  for (GSubprocess *worker : workers) {
+  for (size_t j = 0; j < workers.size(); ++j) {
+    GSubprocess *worker = workers[j];
     g_subprocess_wait(worker, nullptr, nullptr);
     const int exit = g_subprocess_get_if_exited(worker) ? g_subprocess_get_exit_status(worker) : 1;
+    if (g_subprocess_get_if_signaled(worker))
+      g_printerr("GPU %u's worker was killed by signal %d (%s)\n", gpus[j],
+                 g_subprocess_get_term_sig(worker), g_strsignal(g_subprocess_get_term_sig(worker)));
+    else if (exit != 0)
+      g_printerr("GPU %u's worker exited with status %d\n", gpus[j], exit);
     status = std::max(status, exit);
     g_object_unref(worker);
   }

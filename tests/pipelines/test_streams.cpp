@@ -61,6 +61,22 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   g_object_unref(parser);
 }
 
+// 200 streams of one set of preloaded frames: a GstMemory counts the maps it is under in 8 bits,
+// and 200 streams mapping an I420 frame's three planes at once overflowed it (a CRITICAL, fatal
+// in the tests, then wrong maps: issue 43's "4-GPU CRITICAL", 128 streams of host frames). Every
+// frame delivered, no CRITICAL.
+TEST(Streams, TwoHundredStreamsOfOnePreloadRaiseNoCritical) {
+  SKIP_WITHOUT_VTEST();
+  ASSERT_STREQ(g_getenv("G_DEBUG"), "fatal-criticals") << "the test setup makes CRITICALs fatal";
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(run_preloaded(dir, {"--streams", "200", "--frames", "10", "--preload-frames", "4"},
+                          &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("streams 200  frames 2000  total "), std::string::npos) << out;
+}
+
 // --workers per-gpu: a process per GPU, stream i on the (i mod G)-th, numbered as in one process;
 // the parent's summary adds theirs up.
 TEST(Streams, AWorkerPerGpuRunsEveryStream) {
