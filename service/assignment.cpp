@@ -10,6 +10,8 @@ std::string assignment_text(const Assignment &assignment) {
   GKeyFile *file = g_key_file_new();
   for (const auto &[camera, gpu] : assignment.cameras)
     g_key_file_set_uint64(file, "cameras", camera.c_str(), gpu);
+  for (const auto &[camera, epoch] : assignment.epochs)
+    g_key_file_set_uint64(file, "epochs", camera.c_str(), epoch);
   std::vector<gint> failed(assignment.failed.begin(), assignment.failed.end());
   if (!failed.empty())
     g_key_file_set_integer_list(file, "gpus", "failed", failed.data(), failed.size());
@@ -33,6 +35,13 @@ bool parse_assignment(const std::string &text, Assignment *assignment, std::stri
       if (good) out.cameras[*key] = static_cast<unsigned>(gpu);
     }
     g_strfreev(keys);
+    keys = g_key_file_get_keys(file, "epochs", nullptr, nullptr);
+    for (gchar **key = keys; good && key && *key; ++key) {
+      const guint64 epoch = g_key_file_get_uint64(file, "epochs", *key, &gerror);
+      good = gerror == nullptr;
+      if (good) out.epochs[*key] = epoch;
+    }
+    g_strfreev(keys);
   }
   if (good) {
     gsize n = 0;
@@ -53,6 +62,13 @@ std::string worker_socket_address(const std::string &run_dir, unsigned gpu) {
   return "unix:" + run_dir + "/worker-" + std::to_string(gpu) + ".sock";
 }
 
+std::string counts_file_name(const std::string &camera, guint64 epoch) {
+  gchar *escaped = g_uri_escape_string(camera.c_str(), nullptr, FALSE);
+  std::string name = std::string("counts-") + escaped + "-" + std::to_string(epoch) + ".json";
+  g_free(escaped);
+  return name;
+}
+
 ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &assignment,
                             const std::string &run_dir) {
   const bool failed = assignment.failed.count(gpu) > 0;
@@ -67,6 +83,10 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
       camera.nms.erase("gpu-id");
     else
       camera.nms["gpu-id"] = std::to_string(gpu);
+    const auto epoch = assignment.epochs.find(camera.name);
+    camera.counts_file = run_dir + "/" +
+                         counts_file_name(camera.name,
+                                          epoch == assignment.epochs.end() ? 0 : epoch->second);
     mine.push_back(std::move(camera));
   }
   out.cameras = std::move(mine);

@@ -3,6 +3,8 @@
 // worker reads both, at its start and at every SIGHUP, and runs its own GPU's cameras.
 #pragma once
 
+#include <glib.h>
+
 #include <map>
 #include <set>
 #include <string>
@@ -14,10 +16,13 @@ namespace cudanms::service {
 
 struct Assignment {
   std::map<std::string, unsigned> cameras;  // camera -> the GPU of the worker that runs it
-  std::set<unsigned> failed;                // GPUs a CUDA failure took out
+  // camera -> the reload that brought it into the config: its counts file's (a camera removed and
+  // added again starts counting anew, as in one process; one moved to another worker goes on).
+  std::map<std::string, guint64> epochs;
+  std::set<unsigned> failed;  // GPUs a CUDA failure took out
 };
 
-// As a key file: [cameras] NAME = GPU, [gpus] failed = LIST.
+// As a key file: [cameras] NAME = GPU, [epochs] NAME = N, [gpus] failed = LIST.
 std::string assignment_text(const Assignment &assignment);
 // False with the reason when `text` is not such a key file.
 bool parse_assignment(const std::string &text, Assignment *assignment, std::string *error);
@@ -26,10 +31,13 @@ bool parse_assignment(const std::string &text, Assignment *assignment, std::stri
 std::string run_config_path(const std::string &run_dir);
 std::string run_assignment_path(const std::string &run_dir);
 std::string worker_socket_address(const std::string &run_dir, unsigned gpu);  // unix:PATH
+// Where a camera's counts are kept (counting_file.h): counts-NAME-EPOCH.json, NAME escaped.
+std::string counts_file_name(const std::string &camera, guint64 epoch);
 
 // What the worker of `gpu` runs of `all`: the cameras assigned to it, on its GPU (or on the CPU
 // once its GPU failed: their cameras stay there, as gpu-failure = cpu or no GPU left has it), its
-// endpoint on its socket, and no service status on MQTT (the supervisor's).
+// endpoint on its socket, its counts in the run directory, and no service status on MQTT (the
+// supervisor's).
 ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &assignment,
                             const std::string &run_dir);
 

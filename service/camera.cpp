@@ -108,6 +108,7 @@ void Camera::apply_counting(const CameraConfig &next) {
   log_line("camera %s: new lines and zones, counting on without a reconnection",
            config_.name.c_str());
   if (session_) session_->set_counting(config_.count);
+  outputs_->set_line_shapes(counting_shapes(config_, "lines"));
 }
 
 void Camera::end_session() {

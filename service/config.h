@@ -42,6 +42,9 @@ struct CameraConfig {
   // Set by the service, not the config: the camera's GPU failed and it runs on the CPU
   // (backend=cpu on every element that has one).
   bool on_cpu = false;
+  // Set by a worker (assignment.h), not the config: where the camera's counts are kept across
+  // the worker's deaths (counting_file.h); "" for none.
+  std::string counts_file;
 
   // Every setting as the config resolved it: two cameras with equal settings run the same way
   // (what SIGHUP compares to decide whether a camera restarts).

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "counting_file.h"
 #include "log.h"
 
 namespace cudanms::service {
@@ -37,7 +38,44 @@ CountingState CountingState::kept_for(const std::map<std::string, std::string> &
 }
 
 CameraOutputs::CameraOutputs(const CameraConfig &config, CountingState counted)
-    : config_(config), counting_(std::move(counted)) {}
+    : config_(config),
+      counting_(std::move(counted)),
+      line_shapes_(counting_shapes(config, "lines")) {
+  std::lock_guard<std::mutex> guard(counts_lock_);
+  save_counting_if_changed();  // ids reserved from the start
+}
+
+void CameraOutputs::set_line_shapes(std::map<std::string, std::string> shapes) {
+  std::lock_guard<std::mutex> guard(counts_lock_);
+  line_shapes_ = std::move(shapes);
+  saved_ = CountingState();  // saved again, with the new shapes
+  reserved_ids_ = 0;
+  save_counting_if_changed();
+}
+
+void CameraOutputs::save_counting_if_changed() {
+  if (config_.counts_file.empty()) return;
+  if (counting_.next_track_id < reserved_ids_ && counting_.lines == saved_.lines &&
+      counting_.crossings == saved_.crossings)
+    return;
+  CountingState saving = counting_;
+  saving.occupancy.clear();
+  const guint64 reserve = counting_.next_track_id < reserved_ids_
+                             ? reserved_ids_
+                             : counting_.next_track_id + kReservedIds;
+  saving.next_track_id = reserve;
+  std::string error;
+  if (!save_counting(config_.counts_file, saving, line_shapes_, &error)) {
+    if (!save_failing_)
+      log_line("camera %s: cannot keep its counts in %s: %s", config_.name.c_str(),
+               config_.counts_file.c_str(), error.c_str());
+    save_failing_ = true;
+    return;
+  }
+  save_failing_ = false;
+  saved_ = std::move(saving);
+  reserved_ids_ = reserve;
+}
 
 CameraOutputs::~CameraOutputs() { close(0); }
 
@@ -115,6 +153,13 @@ bool CameraOutputs::writes() const {
 
 void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment, double chain_s) {
   const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buffer);
+  {
+    // Counted (and kept in the counts file) before the frame is written: what a JSON line or a
+    // message says was counted survives the worker's death.
+    std::lock_guard<std::mutex> guard(counts_lock_);
+    count(buffer);
+    save_counting_if_changed();
+  }
   if (writes()) {
     std::lock_guard<std::mutex> guard(file_lock_);
     const DetectionsFormat format =
@@ -132,7 +177,6 @@ void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment, doubl
     g_free(text);
   }
   std::lock_guard<std::mutex> guard(counts_lock_);
-  count(buffer);
   counts_.frames++;
   counts_.last_frame_us = g_get_monotonic_time();
   counts_.chain_sum_s += chain_s;

@@ -69,6 +69,8 @@ class CameraOutputs {
   void close(guint flush_ms);
   FrameCounts counts() const;
   CountingState counting() const;
+  // A reload's new lines, as counting_shapes() gives them: what the counts file names.
+  void set_line_shapes(std::map<std::string, std::string> shapes);
 
  private:
   bool writes() const;                               // a file or MQTT to encode frames for
@@ -84,10 +86,16 @@ class CameraOutputs {
   bool write_failing_ = false;  // reported once until a line is written again
   DetectionsStream encoder_;
   void count(GstBuffer *buffer);  // with counts_lock_ held
+  void save_counting_if_changed();  // with counts_lock_ held: config_.counts_file
 
   mutable std::mutex counts_lock_;
   FrameCounts counts_;
   CountingState counting_;
+  // config_.counts_file: what it holds, the lines' shapes and the ids reserved up to.
+  CountingState saved_;
+  std::map<std::string, std::string> line_shapes_;
+  guint64 reserved_ids_ = 0;
+  bool save_failing_ = false;  // reported once until a save works again
   size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us
 };
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "counting_file.h"
 #include "log.h"
 #include "session.h"
 
@@ -31,6 +32,15 @@ std::map<std::string, std::string> unchanged(const std::map<std::string, std::st
     if (found != before.end() && found->second == shape) out[name] = shape;
   }
   return out;
+}
+
+// What a worker kept of the camera's counts before it died (counting_file.h), for the lines whose
+// shapes are still the config's; nothing without a counts file.
+CountingState stored_counting(const CameraConfig &config) {
+  CountingState stored;
+  std::map<std::string, std::string> shapes;
+  if (config.counts_file.empty() || !load_counting(config.counts_file, &stored, &shapes)) return {};
+  return stored.kept_for(unchanged(shapes, counting_shapes(config, "lines")));
 }
 
 }  // namespace
@@ -70,7 +80,7 @@ bool Service::start(std::string *error) {
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
              metrics_.url().c_str());
   status_.apply(config_);
-  for (const CameraConfig &camera : config_.cameras) start_camera(camera);
+  for (const CameraConfig &camera : config_.cameras) start_camera(camera, stored_counting(camera));
   tick_timer_ = g_timeout_add(
       kTickMs,
       [](gpointer data) -> gboolean {
@@ -129,8 +139,9 @@ void Service::gpu_failed(const std::string &name, const std::string &reason) {
     CameraConfig unplaced = running->second->config();
     for (const CameraConfig &c : config_.cameras)
       if (c.name == m) unplaced = c;  // without the gpu-id the placement gave it
+    const CountingState counted = running->second->counting();  // its counts and ids go on
     stop_camera(m, "GPU " + std::to_string(gpu) + " failed: restarting elsewhere",
-                [this, unplaced] { start_camera(unplaced); });
+                [this, unplaced, counted] { start_camera(unplaced, counted); });
   }
   if (gpu_failed_told_) gpu_failed_told_(gpu);
 }
@@ -213,7 +224,7 @@ void Service::reload() {
   for (const CameraConfig &c : next.cameras) {
     if (cameras_.count(c.name) || std::find(names.begin(), names.end(), c.name) != names.end())
       continue;
-    start_camera(c);
+    start_camera(c, stored_counting(c));
     added++;
   }
   log_line("SIGHUP: %d added, %d removed, %d restarted, %d with new lines or zones, %zu untouched",

@@ -149,9 +149,11 @@ void Supervisor::assign() {
     }
     placement_.release(it->first);
     on_cpu_.erase(it->first);
+    assignment_.epochs.erase(it->first);
     it = assignment_.cameras.erase(it);
   }
   for (const CameraConfig &camera : config_.cameras) {
+    if (!assignment_.epochs.count(camera.name)) assignment_.epochs[camera.name] = next_epoch_++;
     if (on_cpu_.count(camera.name)) continue;  // stays with its failed GPU's worker
     const auto fixed = camera.nms.find("gpu-id");
     if (fixed != camera.nms.end()) {
@@ -171,6 +173,18 @@ void Supervisor::assign() {
       on_cpu_.insert(camera.name);
     }
   }
+}
+
+void Supervisor::forget_removed_counts() {
+  std::set<std::string> current;
+  for (const auto &[camera, epoch] : assignment_.epochs)
+    current.insert(counts_file_name(camera, epoch));
+  GDir *dir = g_dir_open(run_dir_.c_str(), 0, nullptr);
+  if (!dir) return;
+  while (const gchar *name = g_dir_read_name(dir))
+    if (g_str_has_prefix(name, "counts-") && !current.count(name))
+      g_unlink((run_dir_ + "/" + name).c_str());
+  g_dir_close(dir);
 }
 
 bool Supervisor::write_run_files(std::string *error) {
@@ -383,6 +397,7 @@ void Supervisor::reload() {
   // The workers running now read the new files on SIGHUP; those started now read them anyway.
   tell_workers();
   start_workers();
+  forget_removed_counts();
 }
 
 void Supervisor::shutdown(std::function<void()> done) {

@@ -66,6 +66,7 @@ class Supervisor {
 
   bool write_run_files(std::string *error);
   void assign();  // every camera of config_ to a GPU's worker
+  void forget_removed_counts();  // the counts files of cameras no longer in the config
   void start_workers();
   void spawn(Worker &worker);
   static void on_exit(GObject *process, GAsyncResult *result, gpointer data);
@@ -81,6 +82,7 @@ class Supervisor {
   std::string run_dir_, executable_;
   Placement placement_;
   Assignment assignment_;
+  guint64 next_epoch_ = 1;  // Assignment::epochs
   std::set<std::string> on_cpu_;  // their GPUs failed: run on the CPU by the failed GPU's worker
   std::map<unsigned, std::unique_ptr<Worker>> workers_;
   MetricsServer metrics_;

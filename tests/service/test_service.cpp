@@ -768,6 +768,39 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
   EXPECT_EQ(service.log().find("camera a: streaming -> stopped"), std::string::npos);
 }
 
+// A worker killed while its camera counts (two pretended GPUs): the restarted worker goes on from
+// the counts it kept (counting_file.h), with ids above every id given before.
+TEST_F(Service, AKilledWorkersCameraCountsOn) {
+  LoopbackCamera a(dir_, "a", "768x576");
+  ASSERT_TRUE(a.start());
+  g_setenv("CUDANMS_TEST_GPU_COUNT", "2", TRUE);
+  ServiceRun service(dir_);
+  const bool started = service.start(service_group() +
+                                     camera_group("a", a.url(), "lines = door:384,0,384,576\n"));
+  g_unsetenv("CUDANMS_TEST_GPU_COUNT");
+  ASSERT_TRUE(started);
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  ASSERT_TRUE(eventually(60, [&] { return counted(service, "a").events >= 1; }))
+      << "no crossing in 60 s\n"
+      << service.log();
+  JsonObject *health = service.scrape("/health");
+  ASSERT_NE(health, nullptr);
+  const gint64 pid = json_object_get_int_member(
+      json_object_get_object_member(
+          json_object_get_object_member(json_object_get_object_member(health, "health"),
+                                        "workers"),
+          "0"),
+      "pid");
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(static_cast<pid_t>(pid), SIGKILL), 0);
+  g_usleep(300 * 1000);
+  const Counted before = counted(service, "a");
+  ASSERT_NO_FATAL_FAILURE(expect_counts_go_on(service, "a", before, 1 + 5));
+  EXPECT_NE(service.log().find("worker of GPU 0 (pid " + std::to_string(pid) + ") killed"),
+            std::string::npos)
+      << service.log();
+}
+
 // The process's heap, threads and open descriptors, each the least of five scrapes: frames in
 // flight come and go, what leaks stays.
 struct Footprint {

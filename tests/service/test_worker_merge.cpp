@@ -5,7 +5,10 @@
 
 #include <sstream>
 
+#include <glib/gstdio.h>
+
 #include "assignment.h"
+#include "counting_file.h"
 #include "worker_merge.h"
 
 namespace cudanms::service {
@@ -25,11 +28,13 @@ size_t count(const std::vector<std::string> &lines, const std::string &line) {
 TEST(Assignment, ReadsBackWhatItWrote) {
   Assignment a;
   a.cameras = {{"door", 0}, {"yard west", 3}, {"gate", 1}};
+  a.epochs = {{"door", 1}, {"yard west", 7}, {"gate", 2}};
   a.failed = {3};
   Assignment b;
   std::string error;
   ASSERT_TRUE(parse_assignment(assignment_text(a), &b, &error)) << error;
   EXPECT_EQ(b.cameras, a.cameras);
+  EXPECT_EQ(b.epochs, a.epochs);
   EXPECT_EQ(b.failed, a.failed);
   EXPECT_FALSE(parse_assignment("[cameras]\ndoor = zero\n", &b, &error));
   EXPECT_FALSE(error.empty());
@@ -55,6 +60,7 @@ TEST(Assignment, AWorkerTakesItsCamerasOnItsGpu) {
   EXPECT_EQ(one.cameras[0].nms.at("gpu-id"), "1");
   EXPECT_EQ(one.cameras[1].nms.at("gpu-id"), "1");
   EXPECT_EQ(one.cameras[1].mqtt_address, "127.0.0.1:1883") << "cameras publish from workers";
+  EXPECT_EQ(one.cameras[0].counts_file, "/run/x/counts-b-0.json");
   EXPECT_EQ(one.gpus, std::vector<unsigned>{1});
   EXPECT_FALSE(one.all_gpus);
   EXPECT_EQ(one.metrics_address, "unix:/run/x/worker-1.sock");
@@ -64,6 +70,35 @@ TEST(Assignment, AWorkerTakesItsCamerasOnItsGpu) {
   const ServiceConfig failed = worker_config(all, 1, assignment, "/run/x");
   EXPECT_TRUE(failed.gpus.empty());
   EXPECT_EQ(failed.cameras[0].nms.count("gpu-id"), 0u);
+}
+
+TEST(CountingFile, ReadsBackWhatItWrote) {
+  gchar *dir = g_dir_make_tmp("counting-XXXXXX", nullptr);
+  const std::string path = std::string(dir) + "/" + counts_file_name("yard/west gate", 3);
+  EXPECT_EQ(path.substr(path.rfind('/') + 1), "counts-yard%2Fwest%20gate-3.json");
+  CountingState state;
+  state.next_track_id = 120;
+  state.lines = {{"door", {3, 5}}, {"top", {0, 1}}};
+  state.crossings = {{{"door", "in", "person"}, 3}, {{"door", "out", ""}, 5}};
+  state.occupancy = {{{"hall", "person"}, 2}};
+  const std::map<std::string, std::string> shapes = {{"door", "384,0 384,576"},
+                                                     {"top", "0,200 768,200"}};
+  std::string error;
+  ASSERT_TRUE(save_counting(path, state, shapes, &error)) << error;
+  CountingState read;
+  std::map<std::string, std::string> read_shapes;
+  ASSERT_TRUE(load_counting(path, &read, &read_shapes));
+  EXPECT_EQ(read.next_track_id, 120u);
+  EXPECT_EQ(read.lines, state.lines);
+  EXPECT_EQ(read.crossings, state.crossings);
+  EXPECT_TRUE(read.occupancy.empty()) << "a zone's occupancy starts again";
+  EXPECT_EQ(read_shapes, shapes);
+  EXPECT_FALSE(load_counting(std::string(dir) + "/none.json", &read, &read_shapes));
+  ASSERT_TRUE(g_file_set_contents(path.c_str(), "[1, 2", -1, nullptr));
+  EXPECT_FALSE(load_counting(path, &read, &read_shapes)) << "not JSON";
+  g_unlink(path.c_str());
+  g_rmdir(dir);
+  g_free(dir);
 }
 
 const char *kWorker0 = R"(# HELP cudanms_camera_up 1 while the camera streams, else 0
