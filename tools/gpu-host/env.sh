@@ -42,6 +42,16 @@ if [ ! -f "$CUDANMS_CASCADE_FRAMES/messi5.pgm" ] && [ -d "$_cudanms_debs/media" 
   python3 "$(dirname "${BASH_SOURCE[0]}")/make-cascade-frames.py" "$_cudanms_debs/media" \
     "$CUDANMS_CASCADE_FRAMES" || echo "warning: no cascade frames (needs Python OpenCV)" >&2
 fi
+# The grouping tests' video frames (this OpenCV C++ has no videoio): every 10th frame, as the tests
+# read them, or every frame with CUDANMS_FULL_VIDEOS=1.
+_cudanms_stride=10
+[ -n "${CUDANMS_FULL_VIDEOS:-}" ] && _cudanms_stride=1
+export CUDANMS_VIDEO_FRAMES=/tmp/cudanms-video-frames-$_cudanms_stride
+if [ ! -f "$CUDANMS_VIDEO_FRAMES/Megamind_bugy_0000.pgm" ] && [ -d "$_cudanms_debs/media" ]; then
+  python3 "$(dirname "${BASH_SOURCE[0]}")/make-cascade-frames.py" --videos "$_cudanms_debs/media" \
+    "$CUDANMS_VIDEO_FRAMES" "$_cudanms_stride" >/dev/null ||
+    echo "warning: no video frames (needs Python OpenCV)" >&2
+fi
 # OpenCV's sample videos for the tests that read them (no opencv-doc here): the carried media/,
 # its AVIs as Y4M where these packages cannot play AVI (no gst-plugins-good, no gst-libav: they
 # would not fit the carry).

@@ -65,7 +65,7 @@ mkdir -p media
 # The sample media the cascade tests make their frames from (opencv-doc, which the README's
 # set-up installs); env.sh turns them into PGMs with the host's Python OpenCV.
 [ "$profile" = tests ] &&
-  cp /usr/share/doc/opencv-doc/examples/data/{Megamind.avi,vtest.avi,messi5.jpg} media/
+  cp /usr/share/doc/opencv-doc/examples/data/{Megamind.avi,Megamind_bugy.avi,vtest.avi,messi5.jpg} media/
 # BlazeFace's ONNX (the GPU host has no npm): env.sh puts it in the cache, and run-cuda-suite.sh
 # converts it to TorchScript with the host's PyTorch for dnndetect.
 [ "$profile" = tests ] && cp "$("$OLDPWD"/tools/fetch-blazeface.sh)" media/

@@ -4,14 +4,19 @@
 where it can, made with the host's Python OpenCV.
     make-cascade-frames.py SAMPLES_DIR OUT_DIR   (SAMPLES_DIR holds Megamind.avi, vtest.avi,
                                                    messi5.jpg from Debian's opencv-doc)
-    make-cascade-frames.py --videos SAMPLES_DIR OUT_DIR
-        every frame of both videos, as OUT_DIR/Megamind_NNNN.pgm and vtest_NNNN.pgm (for
-        tests/kernels/test_group_opencv.cpp: CUDANMS_VIDEO_FRAMES=OUT_DIR)"""
+    make-cascade-frames.py --videos SAMPLES_DIR OUT_DIR [STRIDE]
+        every STRIDE-th frame (default every frame) of the videos the grouping tests compare, as
+        OUT_DIR/NAME_NNNN.pgm, NNNN the frame's index (for test_group_opencv and test_cudacascade:
+        CUDANMS_VIDEO_FRAMES=OUT_DIR)"""
 import os
 import sys
 
 import cv2
 import numpy as np
+
+# Megamind_bugy: the clip issue 44 found the element's default grouping wrong on, which no test
+# had tuned to.
+VIDEOS = ("Megamind", "vtest", "Megamind_bugy")
 
 
 def video_frames(path, wanted):
@@ -29,26 +34,27 @@ def video_frames(path, wanted):
     return out
 
 
-def write_videos(samples, out_dir):
+def write_videos(samples, out_dir, stride):
     os.makedirs(out_dir, exist_ok=True)
-    for name in ("Megamind", "vtest"):
+    for name in VIDEOS:
         capture = cv2.VideoCapture(os.path.join(samples, name + ".avi"))
         index = 0
         while True:
             ok, frame = capture.read()
             if not ok:
                 break
-            gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
-            cv2.imwrite(os.path.join(out_dir, f"{name}_{index:04d}.pgm"), gray)
+            if index % stride == 0:
+                gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+                cv2.imwrite(os.path.join(out_dir, f"{name}_{index:04d}.pgm"), gray)
             index += 1
         if index == 0:
             sys.exit(f"{name}.avi: no frames")
-        print(f"wrote {index} frames of {name}.avi into {out_dir}")
+        print(f"wrote every {stride} of {index} frames of {name}.avi into {out_dir}")
 
 
 def main():
     if sys.argv[1] == "--videos":
-        write_videos(sys.argv[2], sys.argv[3])
+        write_videos(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else 1)
         return
     samples, out_dir = sys.argv[1], sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
