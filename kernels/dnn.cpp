@@ -41,9 +41,10 @@ Letterbox Letterbox::fit(int frame_width, int frame_height, const InputSpec &spe
   }
   const double scale =
       std::min(double(spec.width) / frame_width, double(spec.height) / frame_height);
-  l.scaled_width = std::clamp(static_cast<int>(std::lround(frame_width * scale)), 1, spec.width);
-  l.scaled_height =
-      std::clamp(static_cast<int>(std::lround(frame_height * scale)), 1, spec.height);
+  // Ties to even, as Python's round() in Ultralytics' LetterBox: 1280x721 at 0.5 is 360 rows.
+  const auto rounded = [](double v) { return static_cast<int>(std::nearbyint(v)); };
+  l.scaled_width = std::clamp(rounded(frame_width * scale), 1, spec.width);
+  l.scaled_height = std::clamp(rounded(frame_height * scale), 1, spec.height);
   l.pad_x = (spec.width - l.scaled_width) / 2;
   l.pad_y = (spec.height - l.scaled_height) / 2;
   return l;

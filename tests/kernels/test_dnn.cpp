@@ -261,6 +261,53 @@ TEST(DnnInput, LetterboxFitsAndCentres) {
   EXPECT_EQ(dnn::Letterbox::fit(10000, 1, spec_of(128, 128)).scaled_height, 1);
 }
 
+// Ultralytics' LetterBox (auto=False, scaleup=True, center=True), as ultralytics/data/augment.py
+// writes it: r = min(H/h, W/w); new = (round(w*r), round(h*r)) with Python's round (ties to
+// even); dw = (W - new_w)/2; left = round(dw - 0.1), top likewise; grey 114 around.
+struct UltralyticsBox {
+  int width, height, left, top;
+};
+UltralyticsBox ultralytics_letterbox(int w, int h, int W, int H) {
+  const double r = std::min(double(H) / h, double(W) / w);
+  const auto python_round = [](double v) { return static_cast<int>(std::nearbyint(v)); };
+  const int new_w = python_round(w * r), new_h = python_round(h * r);
+  const double dw = (W - new_w) / 2.0, dh = (H - new_h) / 2.0;
+  return {new_w, new_h, python_round(dw - 0.1), python_round(dh - 0.1)};
+}
+
+// decoder=yolo's letterbox is Ultralytics': the same scaled size and offsets on frames of every
+// shape, ties included (1280x721 at r = 0.5 is 360.5 rows: Python rounds to 360), and grey 114
+// in the padding.
+TEST(DnnInput, LetterboxIsUltralyticsLetterBox) {
+  std::mt19937 rng(44);
+  std::vector<std::pair<int, int>> frames = {{1920, 1080}, {1280, 721}, {721, 1280}, {640, 480},
+                                             {1023, 577},  {3, 1001},   {1001, 3},   {640, 640}};
+  for (int i = 0; i < 2000; i++) frames.emplace_back(1 + rng() % 4000, 1 + rng() % 4000);
+  for (const auto &[W, H] : {std::pair{640, 640}, std::pair{640, 384}, std::pair{320, 320}}) {
+    for (const auto &[w, h] : frames) {
+      const dnn::Letterbox ours = dnn::Letterbox::fit(w, h, spec_of(W, H));
+      const UltralyticsBox theirs = ultralytics_letterbox(w, h, W, H);
+      if (theirs.width < 1 || theirs.height < 1) continue;  // a frame Ultralytics cannot scale
+      ASSERT_EQ(ours.scaled_width, theirs.width) << w << "x" << h << " into " << W << "x" << H;
+      ASSERT_EQ(ours.scaled_height, theirs.height) << w << "x" << h << " into " << W << "x" << H;
+      ASSERT_EQ(ours.pad_x, theirs.left) << w << "x" << h << " into " << W << "x" << H;
+      ASSERT_EQ(ours.pad_y, theirs.top) << w << "x" << h << " into " << W << "x" << H;
+    }
+  }
+  // The padding: grey 114, scaled as the pixels are (YOLO: [0, 1]).
+  dnn::InputSpec spec = spec_of(8, 8);
+  spec.pad_value = 114;
+  for (float &s : spec.scale) s = 1.0f / 255;
+  const std::vector<uint8_t> white(8 * 4 * 3, 255);
+  std::vector<float> chw(3 * 8 * 8);
+  ASSERT_TRUE(dnn::preprocess(rgb_image(white, 8, 4), spec, chw.data()).ok());
+  for (int c = 0; c < 3; c++) {
+    EXPECT_FLOAT_EQ(chw[c * 64 + 0], 114.0f / 255) << "the top row is padding";
+    EXPECT_FLOAT_EQ(chw[c * 64 + 2 * 8 + 3], 1.0f) << "the frame sits in rows 2 to 5";
+    EXPECT_FLOAT_EQ(chw[c * 64 + 7 * 8 + 7], 114.0f / 255) << "the bottom row is padding";
+  }
+}
+
 // BlazeFace's outputs for one frame: every anchor's logit `rest`, its regressors 0.
 struct BlazeFaceOutputs {
   explicit BlazeFaceOutputs(float rest) : regressors(896 * 16, 0.0f), logits(896, rest) {
