@@ -245,14 +245,7 @@ void Supervisor::spawn(Worker &worker) {
     log_line("worker of GPU %u %s", worker.gpu, worker.last_exit.c_str());
     g_clear_error(&error);
     worker.backoff_s = kLastBackoffSeconds;
-    worker.restart_timer = g_timeout_add_seconds(
-        static_cast<guint>(worker.backoff_s),
-        [](gpointer data) -> gboolean {
-          auto *w = static_cast<Worker *>(data);
-          w->supervisor->spawn(*w);
-          return G_SOURCE_REMOVE;
-        },
-        &worker);
+    restart_later(worker);
     return;
   }
   worker.pid = std::atol(g_subprocess_get_identifier(worker.process));
@@ -324,14 +317,18 @@ void Supervisor::on_exit(GObject *process, GAsyncResult *result, gpointer data) 
     self->spawn(*worker);
     return;
   }
-  worker->restart_timer = g_timeout_add(
-      static_cast<guint>(worker->backoff_s * 1000),
+  self->restart_later(*worker);
+}
+
+void Supervisor::restart_later(Worker &worker) {
+  worker.restart_timer = g_timeout_add(
+      static_cast<guint>(worker.backoff_s * 1000),
       [](gpointer data) -> gboolean {
         auto *w = static_cast<Worker *>(data);
         w->supervisor->spawn(*w);
         return G_SOURCE_REMOVE;
       },
-      worker);
+      &worker);
 }
 
 void Supervisor::gpu_failed(unsigned gpu) {

@@ -69,6 +69,7 @@ class Supervisor {
   void forget_removed_counts();  // the counts files of cameras no longer in the config
   void start_workers();
   void spawn(Worker &worker);
+  void restart_later(Worker &worker);  // spawn() after worker.backoff_s
   static void on_exit(GObject *process, GAsyncResult *result, gpointer data);
   static void on_line(GObject *stream, GAsyncResult *result, gpointer data);
   void read_line(Worker &worker);
