@@ -103,6 +103,54 @@ void set_on_all(GstElement *bin, const char *name, const std::string &value) {
   gst_iterator_free(it);
 }
 
+// Wakes every rtpjitterbuffer's pushing thread before the pipeline leaves PLAYING. In GStreamer
+// 1.22 a jitterbuffer that has an end of stream (an RTSP camera's BYE, its clip's end) waits for
+// its timers to drain, on the condition its timer thread waits on too. Paused (on the way to
+// NULL) the timer thread no longer drains them, and the one signal of the flush that follows can
+// wake it rather than the pusher, which sleeps on holding its pad's stream lock: the state change
+// never returns, and the connection's threads and sockets stay (found by
+// TwoHundredReconnectionsLeakNothing under load). Flush-start events sent while it still plays
+// set it flushing and signal again, until its task has stopped pushing (bounded).
+void flush_jitterbuffers(GstElement *pipeline) {
+  std::vector<GstElement *> jitterbuffers;
+  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline));
+  GValue item = G_VALUE_INIT;
+  for (bool done = false; !done;) {
+    switch (gst_iterator_next(it, &item)) {
+      case GST_ITERATOR_OK: {
+        GstElement *element = GST_ELEMENT(g_value_get_object(&item));
+        GstElementFactory *factory = gst_element_get_factory(element);
+        if (factory && !g_strcmp0(GST_OBJECT_NAME(factory), "rtpjitterbuffer"))
+          jitterbuffers.push_back(GST_ELEMENT(gst_object_ref(element)));
+        g_value_reset(&item);
+        break;
+      }
+      case GST_ITERATOR_RESYNC:  // rtspsrc added or removed elements meanwhile
+        for (GstElement *e : jitterbuffers) gst_object_unref(e);
+        jitterbuffers.clear();
+        gst_iterator_resync(it);
+        break;
+      default:
+        done = true;
+    }
+  }
+  g_value_unset(&item);
+  gst_iterator_free(it);
+  for (GstElement *jitterbuffer : jitterbuffers) {
+    GstPad *sink = gst_element_get_static_pad(jitterbuffer, "sink");
+    GstPad *src = gst_element_get_static_pad(jitterbuffer, "src");
+    // Its timers run out within its latency (rtspsrc's default: 2 s).
+    for (int tries = 0; sink && src && tries < 150; ++tries) {
+      gst_pad_send_event(sink, gst_event_new_flush_start());
+      if (gst_pad_get_task_state(src) != GST_TASK_STARTED) break;
+      g_usleep(20 * 1000);
+    }
+    if (sink) gst_object_unref(sink);
+    if (src) gst_object_unref(src);
+    gst_object_unref(jitterbuffer);
+  }
+}
+
 // A warning of an element that gave up on CUDA and runs on on the CPU (cudanms, cudacascade:
 // RESOURCE FAILED, "CUDA ... failed"): the GPU under it is no longer to be trusted.
 bool is_cuda_failure(GstMessage *message) {
@@ -431,6 +479,7 @@ void Session::stop(std::function<void()> finalised) {
     on_main_loop(std::move(finalised));
     gst_bus_set_flushing(bus, TRUE);
     gst_object_unref(bus);
+    flush_jitterbuffers(self->pipeline_);
     gst_element_set_state(self->pipeline_, GST_STATE_NULL);
     // The last reference goes on the main loop, with the camera's own.
     on_main_loop([self]() mutable {

@@ -147,6 +147,25 @@ class ServiceRun {
     return status;
   }
   GSubprocess *process() { return process_; }
+  // Every thread's stack, through gdb (run.sh installs it): where a connection that never
+  // finished its teardown waits.
+  std::string thread_stacks() const {
+    const gchar *pid = process_ ? g_subprocess_get_identifier(process_) : nullptr;
+    if (!pid) return "(the service is not running)";
+    const gchar *argv[] = {"gdb", "-batch", "-p", pid, "-ex", "thread apply all bt", nullptr};
+    gchar *out = nullptr, *err = nullptr;
+    GError *error = nullptr;
+    std::string stacks;
+    if (g_spawn_sync(nullptr, const_cast<gchar **>(argv), nullptr, G_SPAWN_SEARCH_PATH, nullptr,
+                     nullptr, &out, &err, nullptr, &error))
+      stacks = std::string(out) + err;
+    else
+      stacks = std::string("no stacks: ") + error->message;
+    g_clear_error(&error);
+    g_free(out);
+    g_free(err);
+    return stacks;
+  }
 
   // http://127.0.0.1:PORT, from the log's first line.
   std::string metrics_base() const {

@@ -979,6 +979,9 @@ TEST_F(Service, TwoHundredReconnectionsLeakNothing) {
   EXPECT_LT(at_200.heap - at_50.heap, 2e6) << at_50.heap << " -> " << at_200.heap;
   EXPECT_LE(at_200.threads, at_50.threads + 2);
   EXPECT_LE(at_200.fds, at_50.fds);
+  if (at_200.threads > at_50.threads + 2 || at_200.fds > at_50.fds)
+    ADD_FAILURE() << "a connection's teardown did not finish; the service's threads:\n"
+                  << service.thread_stacks() << "\n" << service.log();
 
   service.signal(SIGTERM);
   EXPECT_EQ(service.wait_exit(60), 0) << service.log();
