@@ -29,6 +29,8 @@ targets=(
   # kernels, too slow under racecheck); then cudacascade ! cudanms through GStreamer.
   "tests/kernels/test_device_candidates|CudaDeviceCandidates.*-*Large*:*Past*"
   "tests/plugins/test_cudacascade|CudaCascadeElement.FramesInCudaMemory*"
+  # The DNN library's kernels: the input tensor of each pixel format, the heads' decoding.
+  "tests/kernels/test_dnn|CudaDnn.*"
 )
 # ONLY=test_cuda_cascade keeps the targets whose binary name contains it.
 if [ -n "${ONLY:-}" ]; then

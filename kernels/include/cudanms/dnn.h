@@ -69,10 +69,11 @@ struct Letterbox {
   float frame_y(float input_y) const;
 };
 
-// How each input pixel is sampled, on both backends: an axis scaled down averages the frame's
-// pixels its footprint covers (weighted by coverage, OpenCV's INTER_AREA); an axis scaled up
-// interpolates linearly between the two nearest pixel centres (INTER_LINEAR). YUV pixels are
-// converted to RGB (clamped to 0..255) before they are averaged.
+// How each input pixel is sampled, on both backends: bilinear interpolation between the four
+// frame pixels around its centre, scaled up or down, the rule of OpenCV's
+// `cv::resize(INTER_LINEAR)` (which Ultralytics' LetterBox calls) and of MediaPipe's GPU
+// ImageToTensorCalculator, computed in float (no rounding to 8 bits between). YUV pixels are
+// converted to RGB (clamped to 0..255) before they are interpolated.
 //
 // One frame into its [3, spec.height, spec.width] slice of an NCHW float tensor, RGB planes.
 Status preprocess(const Image &image, const InputSpec &spec, float *chw);
