@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -485,6 +487,10 @@ void Session::stop(std::function<void()> finalised) {
     on_main_loop([self]() mutable {
       self.reset();
       stopping_sessions--;
+      // The connection's memory back to the system: glibc keeps what is freed in its heap and
+      // arenas, and on the H100 soak (16 NVDEC cameras, 20 reconnects a minute) RSS grew 6 MB a
+      // minute that way while malloc's bytes in use fell.
+      malloc_trim(0);
     });
   }).detach();
 }
