@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "cudanms/dnn.h"
@@ -261,7 +262,11 @@ TEST_F(DnnDetect, DecodedVideosGiveBothElementsTheSameFaces) {
   std::string why;
   if (cudanms::cuda_available(&why) && TorchModel::cuda_usable(0)) backends.push_back("cuda");
   for (const std::string &backend : backends) {
-    for (const char *video : {"Megamind.avi", "Megamind_bugy.avi"}) {
+    // vtest.avi: pedestrians too far and small for the front model, which finds no face in
+    // either element: its 795 frames check that neither finds one the other does not.
+    for (const auto &[video, frames, faces] :
+         {std::tuple{"Megamind.avi", 200u, 100u}, std::tuple{"Megamind_bugy.avi", 200u, 100u},
+          std::tuple{"vtest.avi", 700u, 0u}}) {
       ElementsCompared compared;
       ASSERT_NO_FATAL_FAILURE(compare_elements(video, backend, &compared));
       std::printf("%s (%s) through dnndetect backend=%s and blazeface: %zu frames, %zu faces, "
@@ -269,8 +274,8 @@ TEST_F(DnnDetect, DecodedVideosGiveBothElementsTheSameFaces) {
                   video, compared.format.c_str(), backend.c_str(), compared.frames,
                   compared.faces, compared.worst);
       EXPECT_EQ(compared.format, "I420") << video;  // what this test is about
-      EXPECT_GT(compared.frames, 200u) << video;
-      EXPECT_GT(compared.faces, 100u) << video;
+      EXPECT_GT(compared.frames, frames) << video;
+      EXPECT_GE(compared.faces, faces) << video;
     }
   }
 }
