@@ -79,10 +79,7 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
     if (assigned == assignment.cameras.end() || assigned->second != gpu) continue;
     // The assignment places the camera: the worker pins it to its GPU (a gpu-id of the config
     // whose GPU failed was moved here), or runs it on the CPU once the GPU failed.
-    if (failed)
-      camera.nms.erase("gpu-id");
-    else
-      camera.nms["gpu-id"] = std::to_string(gpu);
+    camera.gpu_id = failed ? std::nullopt : std::optional<unsigned>(gpu);
     const auto epoch = assignment.epochs.find(camera.name);
     camera.counts_file = run_dir + "/" +
                          counts_file_name(camera.name,

@@ -101,10 +101,10 @@ void Camera::connect() {
 
 void Camera::apply_counting(const CameraConfig &next) {
   const bool on_cpu = config_.on_cpu;
-  const std::map<std::string, std::string> nms = config_.nms;  // as placed (gpu-id)
+  const std::optional<unsigned> gpu_id = config_.gpu_id;  // as placed
   config_ = next;
   config_.on_cpu = on_cpu;
-  config_.nms = nms;
+  config_.gpu_id = gpu_id;
   log_line("camera %s: new lines and zones, counting on without a reconnection",
            config_.name.c_str());
   if (session_) session_->set_counting(config_.count);
@@ -216,8 +216,7 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
 }
 
 int Camera::gpu() const {
-  const auto id = config_.nms.find("gpu-id");
-  return config_.on_cpu || id == config_.nms.end() ? -1 : static_cast<int>(std::stoul(id->second));
+  return config_.on_cpu || !config_.gpu_id ? -1 : static_cast<int>(*config_.gpu_id);
 }
 
 double Camera::load() const {

@@ -631,7 +631,10 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
     const auto property = nms_properties.find(key);
     if (property == nms_properties.end()) return std::string("unknown key");
     const std::string why = check_property(property->second, value);
-    if (why.empty()) camera->nms[key] = value;
+    if (why.empty() && key == "gpu-id")
+      camera->gpu_id = static_cast<unsigned>(g_ascii_strtoull(value.c_str(), nullptr, 10));
+    else if (why.empty())
+      camera->nms[key] = value;
     if (why.empty() && key == "labels-file") {
       std::string contents, unreadable;
       if (!read_bounded_file(value, kLabelsFileLimit, &contents, &unreadable))
@@ -672,7 +675,7 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
       CameraConfig scratch;
       why = k && k->where == Where::kService ? k->apply(value, &scratch, &out)
                                              : apply_camera_key(key, value, &scratch);
-      if (why.empty() && key == "gpu-id") why = missing_gpu(std::stoul(value));
+      if (why.empty() && scratch.gpu_id) why = missing_gpu(*scratch.gpu_id);
       if (!why.empty()) {
         errors->push_back(where + ":" + key + ": " + why);
         bad_defaults.insert(key);
@@ -741,8 +744,8 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
       }
       camera.settings[key] = value;
     }
-    if (own.count("gpu-id") && camera.nms.count("gpu-id")) {
-      const std::string why = missing_gpu(std::stoul(camera.nms.at("gpu-id")));
+    if (own.count("gpu-id") && camera.gpu_id) {
+      const std::string why = missing_gpu(*camera.gpu_id);
       if (!why.empty()) {
         errors->push_back(where + ":gpu-id: " + why);
         good = false;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,11 @@ struct CameraConfig {
   std::string uri;     // from `url`: a URI (rtsp://, file://, http://), or a file's path as a URI
   std::string source;  // or a gst-launch description of raw video (a webcam, a custom decoder)
   std::string detector;
-  // cudanms's properties as the config gives them, by name (gpu-id also goes to the detector).
+  // cudanms's properties as the config gives them, by name, but gpu-id.
   std::map<std::string, std::string> nms;
+  // The camera's GPU, which every element with a gpu-id property gets: the config's gpu-id (it
+  // fixes the GPU), else where the service placed it; none: not placed yet, or the CPU.
+  std::optional<unsigned> gpu_id;
   bool tracker = true;                       // boxtrack after cudanms
   std::map<std::string, std::string> track;  // boxtrack's properties, by name
   std::map<std::string, std::string> count;  // boxcount's (lines, zones, normalized, ...)

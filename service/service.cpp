@@ -103,10 +103,9 @@ CameraConfig Service::placed(const CameraConfig &config) {
     out.on_cpu = true;
     return out;
   }
-  const auto fixed = config.nms.find("gpu-id");
-  const bool pinned = fixed != config.nms.end();
-  if (pinned && !placement_.failed(static_cast<unsigned>(std::stoul(fixed->second)))) {
-    placement_.pin(config.name, static_cast<unsigned>(std::stoul(fixed->second)));
+  const bool pinned = config.gpu_id.has_value();
+  if (pinned && !placement_.failed(*config.gpu_id)) {
+    placement_.pin(config.name, *config.gpu_id);
     return out;
   }
   if (!pinned && !config_.all_gpus && config_.gpus.empty()) {
@@ -115,7 +114,7 @@ CameraConfig Service::placed(const CameraConfig &config) {
   }
   const int gpu = placement_.place(config.name);
   if (gpu >= 0) {
-    out.nms["gpu-id"] = std::to_string(gpu);
+    out.gpu_id = static_cast<unsigned>(gpu);
   } else if (pinned || !config_.gpus.empty()) {
     out.on_cpu = true;  // every GPU it could use has failed
   }

@@ -21,7 +21,7 @@ std::atomic<int> stopping_sessions{0};
 // The GPU the camera's elements run on (gpu-id, by default CUDA's first); -1: the CPU.
 int gpu_of(const CameraConfig &c) {
   if (c.on_cpu) return -1;
-  return c.nms.count("gpu-id") ? std::stoi(c.nms.at("gpu-id")) : 0;
+  return c.gpu_id ? static_cast<int>(*c.gpu_id) : 0;
 }
 
 // A camera's own source, its NVDEC decoders moved to the camera's GPU (a description written for
@@ -281,7 +281,7 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
     gst_structure_free(lines);
   }
   const int gpu = gpu_of(config);
-  if (config.nms.count("gpu-id")) set_on_all(s->pipeline_, "gpu-id", config.nms.at("gpu-id"));
+  if (config.gpu_id) set_on_all(s->pipeline_, "gpu-id", std::to_string(*config.gpu_id));
   if (config.on_cpu) {
     set_on_all(s->pipeline_, "backend", "cpu");
   } else if (contexts) {

@@ -155,9 +155,8 @@ void Supervisor::assign() {
   for (const CameraConfig &camera : config_.cameras) {
     if (!assignment_.epochs.count(camera.name)) assignment_.epochs[camera.name] = next_epoch_++;
     if (on_cpu_.count(camera.name)) continue;  // stays with its failed GPU's worker
-    const auto fixed = camera.nms.find("gpu-id");
-    if (fixed != camera.nms.end()) {
-      const unsigned gpu = static_cast<unsigned>(std::stoul(fixed->second));
+    if (camera.gpu_id) {
+      const unsigned gpu = *camera.gpu_id;
       if (!placement_.failed(gpu)) {
         placement_.pin(camera.name, gpu);
         assignment_.cameras[camera.name] = gpu;

@@ -282,6 +282,24 @@ TEST_F(Config, GpusAreTheVisibleOnesUnlessTheConfigNamesSome) {
   EXPECT_TRUE(config.gpus.empty());
 }
 
+// A camera's gpu-id is a number of its config, from its group or [service]'s, not one of
+// cudanms's properties as text.
+TEST_F(Config, GpuIdIsTheCamerasGpuNumber) {
+  ServiceConfig config;
+  ASSERT_EQ(errors_of("[service]\ngpu-id = 1\n"
+                      "[camera.a]\nurl = rtsp://127.0.0.1/a\ngpu-id = 2\n"
+                      "[camera.b]\nurl = rtsp://127.0.0.1/b\n",
+                      &config, 3),
+            std::vector<std::string>{});
+  ASSERT_EQ(config.cameras.size(), 2u);
+  EXPECT_EQ(config.cameras[0].gpu_id, 2u);
+  EXPECT_EQ(config.cameras[1].gpu_id, 1u);
+  EXPECT_EQ(config.cameras[0].nms.count("gpu-id"), 0u);
+  ASSERT_EQ(errors_of("[camera.a]\nurl = rtsp://127.0.0.1/a\n", &config, 3),
+            std::vector<std::string>{});
+  EXPECT_FALSE(config.cameras[0].gpu_id.has_value());  // placed by the service
+}
+
 TEST_F(Config, AGpuThatDoesNotExistIsAnError) {
   EXPECT_EQ(errors_of("[service]\ngpus = 0,3\ngpu-failure = sideways\n"
                       "[camera.a]\nurl = rtsp://127.0.0.1/a\ngpu-id = 2\n"

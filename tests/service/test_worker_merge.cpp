@@ -51,14 +51,14 @@ TEST(Assignment, AWorkerTakesItsCamerasOnItsGpu) {
     c.mqtt_address = all.mqtt_address;
     all.cameras.push_back(c);
   }
-  all.cameras[2].nms["gpu-id"] = "0";  // pinned to GPU 0, moved to 1 after GPU 0 failed
+  all.cameras[2].gpu_id = 0;  // pinned to GPU 0, moved to 1 after GPU 0 failed
   Assignment assignment;
   assignment.cameras = {{"a", 0}, {"b", 1}, {"c", 1}};
   const ServiceConfig one = worker_config(all, 1, assignment, "/run/x");
   ASSERT_EQ(one.cameras.size(), 2u);
   EXPECT_EQ(one.cameras[0].name, "b");
-  EXPECT_EQ(one.cameras[0].nms.at("gpu-id"), "1");
-  EXPECT_EQ(one.cameras[1].nms.at("gpu-id"), "1");
+  EXPECT_EQ(one.cameras[0].gpu_id, 1u);
+  EXPECT_EQ(one.cameras[1].gpu_id, 1u);
   EXPECT_EQ(one.cameras[1].mqtt_address, "127.0.0.1:1883") << "cameras publish from workers";
   EXPECT_EQ(one.cameras[0].counts_file, "/run/x/counts-b-0.json");
   EXPECT_EQ(one.gpus, std::vector<unsigned>{1});
@@ -69,7 +69,7 @@ TEST(Assignment, AWorkerTakesItsCamerasOnItsGpu) {
   assignment.failed = {1};  // its cameras run on the CPU
   const ServiceConfig failed = worker_config(all, 1, assignment, "/run/x");
   EXPECT_TRUE(failed.gpus.empty());
-  EXPECT_EQ(failed.cameras[0].nms.count("gpu-id"), 0u);
+  EXPECT_FALSE(failed.cameras[0].gpu_id.has_value());
 }
 
 TEST(CountingFile, ReadsBackWhatItWrote) {
