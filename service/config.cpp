@@ -272,12 +272,16 @@ class ConfigReader {
       }
     }
     if (!values.count("detector")) values["detector"] = kDefaultDetector;
-    // A cascade's windows are grouped as detectMultiScale groups them (OpenCV's faces), unless
-    // the camera or the service names a method.
+    // cascade-grouping: a cascade's windows are grouped as detectMultiScale groups them
+    // (OpenCV's faces), unless the camera or the service names a method.
     const std::string &detector = values["detector"];
+    const std::string grouping =
+        values.count("cascade-grouping") ? values["cascade-grouping"] : "auto";
     const bool cascade =
-        detector.rfind("cudacascade", 0) == 0 ||
-        (detector.rfind("cvdetect", 0) == 0 && detector.find(".xml") != std::string::npos);
+        grouping == "on" ||
+        (grouping == "auto" &&
+         (detector.rfind("cudacascade", 0) == 0 ||
+          (detector.rfind("cvdetect", 0) == 0 && detector.find(".xml") != std::string::npos)));
     if (cascade && !values.count("method")) {
       values["method"] = "group";
       values.emplace("min-neighbors", "3");

@@ -361,6 +361,16 @@ const Key kKeys[] = {
        c->share_cuda_context = v == "shared";
        return "";
      }},
+    {"cascade-grouping", Where::kAnywhere,
+     "auto (default): a cascade detector's raw windows (cudacascade, or cvdetect with a cascade "
+     "XML) are grouped as OpenCV's detectMultiScale groups them (cudanms method=group "
+     "min-neighbors=3) unless method is given; on: any detector's windows so; off: never (cudanms's "
+     "own default, greedy NMS)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *) -> std::string {
+       if (v != "auto" && v != "on" && v != "off")
+         return "must be auto, on or off, not \"" + v + "\"";
+       return "";
+     }},
     {"tracker", Where::kAnywhere,
      "true (default): boxtrack gives the kept boxes ids (its properties are keys too: "
      "track-thresh, track-buffer, ...); false: none, and no counting",

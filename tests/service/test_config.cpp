@@ -130,6 +130,24 @@ TEST_F(Config, CascadesAreGroupedAsOpenCvGroupsThem) {
   EXPECT_EQ(config.cameras[1].nms.at("min-neighbors"), "5");
   EXPECT_EQ(config.cameras[2].nms.at("method"), "weighted");
   EXPECT_EQ(config.cameras[2].nms.count("min-neighbors"), 0u);
+
+  // The policy as a key: off leaves a cascade's windows to cudanms's default, on groups any
+  // detector's; a value it does not know is an error.
+  ASSERT_EQ(errors_of("[service]\ncascade-grouping = off\n"
+                      "[camera.door]\nsource = videotestsrc is-live=true\n"
+                      "[camera.yard]\nsource = videotestsrc is-live=true\n"
+                      "detector = cvdetect model=hog-people\ncascade-grouping = on\n",
+                      &config),
+            std::vector<std::string>());
+  ASSERT_EQ(config.cameras.size(), 2u);
+  EXPECT_EQ(config.cameras[0].nms.count("method"), 0u);
+  EXPECT_EQ(config.cameras[1].nms.at("method"), "group");
+  EXPECT_EQ(config.cameras[1].nms.at("min-neighbors"), "3");
+  EXPECT_EQ(errors_of("[camera.door]\nsource = videotestsrc is-live=true\n"
+                      "cascade-grouping = sometimes\n"),
+            std::vector<std::string>{
+                "cams.conf:camera.door:cascade-grouping: must be auto, on or off, not "
+                "\"sometimes\""});
 }
 
 TEST_F(Config, MqttTopicsComeFromThePrefix) {
