@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -87,22 +88,46 @@ void set_properties(GstElement *element, const std::map<std::string, std::string
     gst_util_set_object_arg(G_OBJECT(element), key.c_str(), value.c_str());
 }
 
+// Calls `visit` on every element of `bin`, those of nested bins too. They are collected first,
+// each with a reference, and collected again from the start when the bin changed meanwhile
+// (uridecodebin and rtspsrc add and remove theirs as they run).
+void for_each_element(GstElement *bin, const std::function<void(GstElement *)> &visit) {
+  std::vector<GstElement *> elements;
+  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
+  GValue item = G_VALUE_INIT;
+  for (bool done = false; !done;) {
+    switch (gst_iterator_next(it, &item)) {
+      case GST_ITERATOR_OK:
+        elements.push_back(GST_ELEMENT(g_value_dup_object(&item)));
+        g_value_reset(&item);
+        break;
+      case GST_ITERATOR_RESYNC:
+        for (GstElement *e : elements) gst_object_unref(e);
+        elements.clear();
+        gst_iterator_resync(it);
+        break;
+      default:
+        done = true;
+    }
+  }
+  g_value_unset(&item);
+  gst_iterator_free(it);
+  for (GstElement *e : elements) {
+    visit(e);
+    gst_object_unref(e);
+  }
+}
+
 // Every element of `bin` that has a property `name` gets `value` (the camera's gpu-id; backend=cpu
 // when its GPU failed): an enum property only where `value` is one of its values.
 void set_on_all(GstElement *bin, const char *name, const std::string &value) {
-  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
-  GValue item = G_VALUE_INIT;
-  while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
-    GObject *element = G_OBJECT(g_value_get_object(&item));
+  for_each_element(bin, [&](GstElement *element) {
     GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), name);
     const bool takes_it =
         pspec && (!G_IS_PARAM_SPEC_ENUM(pspec) ||
                   g_enum_get_value_by_nick(G_PARAM_SPEC_ENUM(pspec)->enum_class, value.c_str()));
-    if (takes_it) gst_util_set_object_arg(element, name, value.c_str());
-    g_value_reset(&item);
-  }
-  g_value_unset(&item);
-  gst_iterator_free(it);
+    if (takes_it) gst_util_set_object_arg(G_OBJECT(element), name, value.c_str());
+  });
 }
 
 // Wakes every rtpjitterbuffer's pushing thread before the pipeline leaves PLAYING. In GStreamer
@@ -114,33 +139,11 @@ void set_on_all(GstElement *bin, const char *name, const std::string &value) {
 // TwoHundredReconnectionsLeakNothing under load). Flush-start events sent while it still plays
 // set it flushing and signal again, until its task has stopped pushing (bounded).
 void flush_jitterbuffers(GstElement *pipeline) {
-  std::vector<GstElement *> jitterbuffers;
-  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline));
-  GValue item = G_VALUE_INIT;
-  for (bool done = false; !done;) {
-    switch (gst_iterator_next(it, &item)) {
-      case GST_ITERATOR_OK: {
-        GstElement *element = GST_ELEMENT(g_value_get_object(&item));
-        GstElementFactory *factory = gst_element_get_factory(element);
-        if (factory && !g_strcmp0(GST_OBJECT_NAME(factory), "rtpjitterbuffer"))
-          jitterbuffers.push_back(GST_ELEMENT(gst_object_ref(element)));
-        g_value_reset(&item);
-        break;
-      }
-      case GST_ITERATOR_RESYNC:  // rtspsrc added or removed elements meanwhile
-        for (GstElement *e : jitterbuffers) gst_object_unref(e);
-        jitterbuffers.clear();
-        gst_iterator_resync(it);
-        break;
-      default:
-        done = true;
-    }
-  }
-  g_value_unset(&item);
-  gst_iterator_free(it);
-  for (GstElement *jitterbuffer : jitterbuffers) {
-    GstPad *sink = gst_element_get_static_pad(jitterbuffer, "sink");
-    GstPad *src = gst_element_get_static_pad(jitterbuffer, "src");
+  for_each_element(pipeline, [](GstElement *element) {
+    GstElementFactory *factory = gst_element_get_factory(element);
+    if (!factory || g_strcmp0(GST_OBJECT_NAME(factory), "rtpjitterbuffer")) return;
+    GstPad *sink = gst_element_get_static_pad(element, "sink");
+    GstPad *src = gst_element_get_static_pad(element, "src");
     // Its timers run out within its latency (rtspsrc's default: 2 s).
     for (int tries = 0; sink && src && tries < 150; ++tries) {
       gst_pad_send_event(sink, gst_event_new_flush_start());
@@ -149,8 +152,7 @@ void flush_jitterbuffers(GstElement *pipeline) {
     }
     if (sink) gst_object_unref(sink);
     if (src) gst_object_unref(src);
-    gst_object_unref(jitterbuffer);
-  }
+  });
 }
 
 // A warning of an element that gave up on CUDA and runs on on the CPU (cudanms, cudacascade:
@@ -420,37 +422,20 @@ GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer d
 
 guint64 Session::queued_bytes() const {
   guint64 total = 0;
-  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(pipeline_));
-  GValue item = G_VALUE_INIT;
-  for (bool done = false; !done;) {
-    switch (gst_iterator_next(it, &item)) {
-      case GST_ITERATOR_OK: {
-        // queue's level is a guint, queue2's a guint64.
-        GObject *element = G_OBJECT(g_value_get_object(&item));
-        GParamSpec *level =
-            g_object_class_find_property(G_OBJECT_GET_CLASS(element), "current-level-bytes");
-        if (level && level->value_type == G_TYPE_UINT) {
-          guint bytes = 0;
-          g_object_get(element, "current-level-bytes", &bytes, NULL);
-          total += bytes;
-        } else if (level && level->value_type == G_TYPE_UINT64) {
-          guint64 bytes = 0;
-          g_object_get(element, "current-level-bytes", &bytes, NULL);
-          total += bytes;
-        }
-        g_value_reset(&item);
-        break;
-      }
-      case GST_ITERATOR_RESYNC:  // uridecodebin added or removed elements meanwhile
-        gst_iterator_resync(it);
-        total = 0;
-        break;
-      default:
-        done = true;
+  for_each_element(pipeline_, [&total](GstElement *element) {
+    // queue's level is a guint, queue2's a guint64.
+    GParamSpec *level =
+        g_object_class_find_property(G_OBJECT_GET_CLASS(element), "current-level-bytes");
+    if (level && level->value_type == G_TYPE_UINT) {
+      guint bytes = 0;
+      g_object_get(element, "current-level-bytes", &bytes, NULL);
+      total += bytes;
+    } else if (level && level->value_type == G_TYPE_UINT64) {
+      guint64 bytes = 0;
+      g_object_get(element, "current-level-bytes", &bytes, NULL);
+      total += bytes;
     }
-  }
-  g_value_unset(&item);
-  gst_iterator_free(it);
+  });
   return total;
 }
 

@@ -3,7 +3,7 @@
 // the bilinear taps, and each head's decoding of one anchor.
 #pragma once
 
-#include <math.h>  // ::floorf, ::ceilf, ::expf for host and device alike
+#include <math.h>  // ::floorf, ::expf for host and device alike
 
 #include <cstdint>
 

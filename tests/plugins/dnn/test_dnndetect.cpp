@@ -1,5 +1,5 @@
-// dnndetect: the element's kept faces against the blazeface element's on Megamind.avi, a tiny random YOLO decoded against
-// a decoder written here, and bad settings as errors at start. The BlazeFace tests need the
+// dnndetect: the element's kept faces against the blazeface element's on decoded videos, a tiny
+// random YOLO decoded against a decoder written here, and bad settings as errors at start. The BlazeFace tests need the
 // models of the README's set-up (tools/fetch-blazeface.sh, tools/blazeface-to-torchscript.py);
 // the YOLO test makes its model with Debian's python3-torch. Each skips, visibly, without.
 #include <glib/gstdio.h>
