@@ -21,7 +21,7 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from service_process import ROOT, start_service
 
 
 def footprint(pid):
@@ -61,28 +61,18 @@ def main():
     url = server.stdout.readline().strip()
     if not url.startswith("rtsp://"):
         sys.exit("the server did not start: see %s/server.err" % work)
-    config = os.path.join(work, "cameras.conf")
-    with open(config, "w") as f:
-        f.write("[service]\nmetrics-address = 127.0.0.1:0\nreconnect-initial = 0.05\n"
-                "reconnect-max = 0.05\n")
-        if args.detector:
-            f.write("detector = %s\n" % args.detector)
-        f.write("\n[camera.short]\n")
-        f.write("source = %s\n" % args.source.replace("URL", url) if args.source
-                else "url = %s\n" % url)
-    log = open(os.path.join(work, "service.err"), "w+")
-    service = subprocess.Popen([os.path.join(ROOT, "pipelines", "service"), "--config", config],
-                               stdout=subprocess.DEVNULL, stderr=log)
-    metrics_url, deadline = None, time.monotonic() + 60
-    while not metrics_url and time.monotonic() < deadline:
-        time.sleep(0.2)
-        log.seek(0)
-        found = re.search(r"metrics at (http://\S+/metrics)", log.read())
-        metrics_url = found.group(1) if found else None
-    if not metrics_url:
-        service.kill()
+    config = ("[service]\nmetrics-address = 127.0.0.1:0\nreconnect-initial = 0.05\n"
+              "reconnect-max = 0.05\n")
+    if args.detector:
+        config += "detector = %s\n" % args.detector
+    config += "\n[camera.short]\n"
+    config += ("source = %s\n" % args.source.replace("URL", url) if args.source
+               else "url = %s\n" % url)
+    service, base = start_service(config, work)
+    if not service:
         server.kill()
         sys.exit("the service did not start: see %s/service.err" % work)
+    metrics_url = base + "/metrics"
     pid = service.pid  # pipelines/service execs the binary
     samples, next_mark = [], 25
     end = time.monotonic() + args.minutes * 60

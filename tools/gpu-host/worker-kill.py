@@ -23,7 +23,7 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from service_process import start_service
 
 
 def get(url):
@@ -52,25 +52,14 @@ def main():
     parser.add_argument("--detector", default="")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="worker-kill-")
-    config = os.path.join(work, "cameras.conf")
-    with open(config, "w") as f:
-        f.write("[service]\nmetrics-address = 127.0.0.1:0\n")
-        if args.detector:
-            f.write("detector = %s\n" % args.detector)
-        for i in range(args.cameras):
-            f.write("\n[camera.cam%d]\nsource = videotestsrc is-live=true pattern=ball ! "
-                    "video/x-raw,width=1920,height=1080,framerate=30/1\n" % i)
-    log = open(os.path.join(work, "service.err"), "w+")
-    service = subprocess.Popen([os.path.join(ROOT, "pipelines", "service"), "--config", config],
-                               stdout=subprocess.DEVNULL, stderr=log)
-    base, deadline = None, time.monotonic() + 60
-    while not base and time.monotonic() < deadline:
-        time.sleep(0.2)
-        log.seek(0)
-        found = re.search(r"metrics at (http://\S+)/metrics", log.read())
-        base = found.group(1) if found else None
-    if not base:
-        service.kill()
+    config = "[service]\nmetrics-address = 127.0.0.1:0\n"
+    if args.detector:
+        config += "detector = %s\n" % args.detector
+    for i in range(args.cameras):
+        config += ("\n[camera.cam%d]\nsource = videotestsrc is-live=true pattern=ball ! "
+                   "video/x-raw,width=1920,height=1080,framerate=30/1\n" % i)
+    service, base = start_service(config, work)
+    if not service:
         sys.exit("the service did not start: see %s/service.err" % work)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
