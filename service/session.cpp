@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpufailure.h"
 #include "log.h"
 #include "main_loop.h"
 #include "nvdec.h"
@@ -153,26 +154,6 @@ void flush_jitterbuffers(GstElement *pipeline) {
     if (sink) gst_object_unref(sink);
     if (src) gst_object_unref(src);
   });
-}
-
-// A warning of an element that gave up on CUDA and runs on on the CPU (cudanms, cudacascade:
-// RESOURCE FAILED, "CUDA ... failed"): the GPU under it is no longer to be trusted.
-bool is_cuda_failure(GstMessage *message) {
-  GError *error = nullptr;
-  gst_message_parse_warning(message, &error, nullptr);
-  const bool cuda = error->domain == GST_RESOURCE_ERROR &&
-                    error->code == GST_RESOURCE_ERROR_FAILED && strstr(error->message, "CUDA") &&
-                    strstr(error->message, "failed");
-  g_clear_error(&error);
-  return cuda;
-}
-
-std::string warning_text(GstMessage *message) {
-  GError *error = nullptr;
-  gst_message_parse_warning(message, &error, nullptr);
-  const std::string text = std::string(GST_OBJECT_NAME(message->src)) + ": " + error->message;
-  g_clear_error(&error);
-  return text;
 }
 
 // An error message as one line: the message, and the last line of the details when they add
@@ -358,10 +339,13 @@ gboolean Session::on_bus(GstBus *, GstMessage *message, gpointer data) {
     case GST_MESSAGE_ERROR:
       if (s->events_.failed) s->events_.failed(error_text(message));
       break;
-    case GST_MESSAGE_WARNING:
-      if (is_cuda_failure(message) && s->events_.gpu_failed)
-        s->events_.gpu_failed(warning_text(message));
+    case GST_MESSAGE_ELEMENT: {
+      // An element whose GPU failed under it (gpufailure.h): the GPU is no longer to be trusted.
+      std::string error;
+      if (gst_cv_parse_gpu_failed(message, nullptr, &error) && s->events_.gpu_failed)
+        s->events_.gpu_failed(std::string(GST_OBJECT_NAME(message->src)) + ": " + error);
       break;
+    }
     case GST_MESSAGE_EOS:
       s->ended_ = true;  // every sink has finalised its output
       if (s->events_.failed) s->events_.failed("the stream ended");

@@ -1,7 +1,6 @@
-/* The properties that mean the same in every detector element (cvdetect, blazeface, cudacascade):
- * the class of the candidates it attaches with the label it announces for it, and the sizes of
- * the windows it looks for. Each element keeps these values in its settings, under its lock, and
- * hands its property calls to them first. */
+/* Two pairs of the properties every detector shares (GstCudaNmsDetector installs and keeps
+ * them): the class of the candidates it attaches with the label it announces for it, and the
+ * sizes of the windows it looks for. */
 #pragma once
 
 #include <glib-object.h>

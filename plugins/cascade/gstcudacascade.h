@@ -4,12 +4,13 @@
 #pragma once
 
 #include <gst/gst.h>
-#include <gst/video/gstvideofilter.h>
+
+#include "gstcudanmsdetector.h"
 
 G_BEGIN_DECLS
 
 #define GST_TYPE_CUDA_CASCADE (gst_cuda_cascade_get_type())
-G_DECLARE_FINAL_TYPE(GstCudaCascade, gst_cuda_cascade, GST, CUDA_CASCADE, GstVideoFilter)
+G_DECLARE_FINAL_TYPE(GstCudaCascade, gst_cuda_cascade, GST, CUDA_CASCADE, GstCudaNmsDetector)
 
 GST_ELEMENT_REGISTER_DECLARE(cudacascade);
 

@@ -4,12 +4,13 @@
 #pragma once
 
 #include <gst/gst.h>
-#include <gst/video/gstvideofilter.h>
+
+#include "gstcudanmsdetector.h"
 
 G_BEGIN_DECLS
 
 #define GST_TYPE_DNN_DETECT (gst_dnn_detect_get_type())
-G_DECLARE_FINAL_TYPE(GstDnnDetect, gst_dnn_detect, GST, DNN_DETECT, GstVideoFilter)
+G_DECLARE_FINAL_TYPE(GstDnnDetect, gst_dnn_detect, GST, DNN_DETECT, GstCudaNmsDetector)
 
 GST_ELEMENT_REGISTER_DECLARE(dnndetect);
 

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "gpufailure.h"
+
 GST_DEBUG_CATEGORY_EXTERN(gst_cuda_nms_debug);
 #define GST_CAT_DEFAULT gst_cuda_nms_debug
 
@@ -154,6 +156,7 @@ gboolean ElementNms::run(GstElement *self, const Settings &s, const cudanms::Can
     GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
                         ("CUDA non-maximum suppression failed: switching to the CPU"),
                         ("%s failed: %s", context.device_name().c_str(), status.message().c_str()));
+    gst_cv_post_gpu_failed(self, s.gpu_id, context.device_name() + ": " + status.message());
     nms_ = create_cpu_context(self);
     nms_shared_ = false;
     in_place_.reset();

@@ -71,22 +71,6 @@ GType gst_cuda_nms_soft_decay_get_type(void) {
   return type;
 }
 
-#define GST_TYPE_CUDA_NMS_BACKEND (gst_cuda_nms_backend_get_type())
-GType gst_cuda_nms_backend_get_type(void) {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {GST_CUDA_NMS_BACKEND_AUTO, "CUDA when a device is usable, else the CPU (with a warning)",
-       "auto"},
-      {GST_CUDA_NMS_BACKEND_CUDA, "CUDA only: an error when no device is usable", "cuda"},
-      {GST_CUDA_NMS_BACKEND_CPU, "CPU only", "cpu"},
-      {0, NULL, NULL}};
-  if (g_once_init_enter(&type)) {
-    GType t = g_enum_register_static("GstCudaNmsBackend", values);
-    g_once_init_leave(&type, t);
-  }
-  return type;
-}
-
 }  // namespace
 
 void CudaNmsProperties::install(GObjectClass *klass) {
@@ -241,7 +225,6 @@ void CudaNmsProperties::install(GObjectClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_OVERLAP, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_METHOD, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_SOFT_DECAY, static_cast<GstPluginAPIFlags>(0));
-  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_BACKEND, static_cast<GstPluginAPIFlags>(0));
 }
 
 bool CudaNmsProperties::set(guint prop_id, const GValue *value) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend.h"
 #include "cudanms/nms.h"
 #include "cudanmslabels.h"
 
@@ -38,13 +39,6 @@ enum {
   PROP_DETECTIONS_TOTAL,
   PROP_LAST_LATENCY_US,
 };
-
-/* The values of the "backend" property. */
-typedef enum {
-  GST_CUDA_NMS_BACKEND_AUTO,
-  GST_CUDA_NMS_BACKEND_CUDA,
-  GST_CUDA_NMS_BACKEND_CPU,
-} GstCudaNmsBackend;
 
 /* What the settable properties say; copied under the lock at the top of each frame. */
 struct Settings {

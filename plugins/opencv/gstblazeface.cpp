@@ -38,16 +38,13 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <memory>
-#include <mutex>
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
 #include <string>
 #include <vector>
 
 #include "detections.h"
-#include "detectorproperties.h"
 #include "dnnimage.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_blaze_face_debug);
@@ -65,9 +62,6 @@ constexpr int kFirstHeadAnchors = 512;
 enum {
   PROP_0,
   PROP_MODEL,
-  PROP_SCORE_THRESHOLD,
-  PROP_LABEL,
-  PROP_CLASS_ID,
 };
 
 #define MODEL_FILE "face_detection_front_128x128_barracuda.onnx"
@@ -86,13 +80,6 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
     "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
 
 namespace {
-
-/* What the properties say; copied under the lock at the top of each frame. */
-struct Settings {
-  std::string model = DEFAULT_MODEL;
-  double score_threshold = DEFAULT_SCORE_THRESHOLD;
-  DetectorClass detected{"face"};
-};
 
 /* The model property, or where tools/fetch-blazeface.sh keeps the model when it is empty. */
 std::string model_path(const std::string &model) {
@@ -138,8 +125,7 @@ bool find_heads(const std::vector<cv::Mat> &outputs, Heads *heads, std::string *
 }  // namespace
 
 struct GstBlazeFacePrivate {
-  std::mutex lock; /* guards settings */
-  Settings settings;
+  std::string model = DEFAULT_MODEL; /* under the base's lock */
 
   /* Streaming thread (and start/stop) only. */
   std::unique_ptr<cv::dnn::Net> net;
@@ -150,16 +136,15 @@ struct GstBlazeFacePrivate {
   /* The two heads end to end, as dnndetect's network gives them: [896, 16] and [896, 1]. */
   std::vector<float> regressors, logits;
   dnn::Candidates candidates;
-  GstCvLabelAnnouncer announcer;
 };
 
 struct _GstBlazeFace {
-  GstVideoFilter parent;
+  GstCudaNmsDetector parent;
   GstBlazeFacePrivate *priv;
 };
 
 #define gst_blaze_face_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstBlazeFace, gst_blaze_face, GST_TYPE_VIDEO_FILTER,
+G_DEFINE_TYPE_WITH_CODE(GstBlazeFace, gst_blaze_face, GST_TYPE_CUDA_NMS_DETECTOR,
                         GST_DEBUG_CATEGORY_INIT(gst_blaze_face_debug, "blazeface", 0,
                                                 "BlazeFace DNN face detector"));
 GST_ELEMENT_REGISTER_DEFINE(blazeface, "blazeface", GST_RANK_NONE, GST_TYPE_BLAZE_FACE);
@@ -169,20 +154,17 @@ static void gst_blaze_face_set_property(GObject *object, guint prop_id, const GV
                                         GParamSpec *pspec);
 static void gst_blaze_face_get_property(GObject *object, guint prop_id, GValue *value,
                                         GParamSpec *pspec);
-static gboolean gst_blaze_face_start(GstBaseTransform *trans);
-static gboolean gst_blaze_face_stop(GstBaseTransform *trans);
-static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
-                                                       GstVideoFrame *frame);
+static gboolean gst_blaze_face_open(GstCudaNmsDetector *detector,
+                                    const GstCudaNmsDetectorSettings &shared);
+static void gst_blaze_face_close(GstCudaNmsDetector *detector);
+static GstCudaNmsDetection gst_blaze_face_detect_on_host(GstCudaNmsDetector *detector,
+                                                         GstBuffer *buffer, GstVideoFrame *frame,
+                                                         const GstCudaNmsDetectorSettings &shared);
 
 static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  GstVideoFilterClass *filter_class = GST_VIDEO_FILTER_CLASS(klass);
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                  G_PARAM_STATIC_STRINGS);
-  const GParamFlags rw_ready = static_cast<GParamFlags>(
-      G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
+  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   gobject_class->finalize = gst_blaze_face_finalize;
   gobject_class->set_property = gst_blaze_face_set_property;
@@ -195,16 +177,17 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
                           "); empty: $XDG_CACHE_HOME/cudanms/" MODEL_CACHE_DIR "/" MODEL_FILE
                           ", where tools/fetch-blazeface.sh puts it. Loaded when the element "
                           "starts",
-                          DEFAULT_MODEL, rw_ready));
-  g_object_class_install_property(
-      gobject_class, PROP_SCORE_THRESHOLD,
-      g_param_spec_double("score-threshold", "Score threshold",
-                          "Anchors scoring below this (sigmoid of the logit, 0..1) are not "
-                          "emitted; MediaPipe's face graphs use 0.5 to 0.75",
-                          0.0, 1.0, DEFAULT_SCORE_THRESHOLD, rw));
-  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, "face",
-                         "Name of the detected class, announced downstream for overlays and "
-                         "writers");
+                          DEFAULT_MODEL,
+                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
+                                                   G_PARAM_STATIC_STRINGS)));
+  GstCudaNmsDetectorProperties shared;
+  shared.label_default = "face";
+  shared.label_blurb = "Name of the detected class, announced downstream for overlays and writers";
+  shared.threshold_blurb =
+      "Anchors scoring below this (sigmoid of the logit, 0..1) are not emitted; MediaPipe's face "
+      "graphs use 0.5 to 0.75";
+  shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
+  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -214,20 +197,12 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
       "above the score threshold as cudanms candidates metadata",
       "cudanms developers");
 
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_blaze_face_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR(gst_blaze_face_stop);
-  filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_blaze_face_transform_frame_ip);
+  detector_class->open = GST_DEBUG_FUNCPTR(gst_blaze_face_open);
+  detector_class->close = GST_DEBUG_FUNCPTR(gst_blaze_face_close);
+  detector_class->detect_on_host = GST_DEBUG_FUNCPTR(gst_blaze_face_detect_on_host);
 }
 
-static void gst_blaze_face_init(GstBlazeFace *self) {
-  self->priv = new GstBlazeFacePrivate();
-  /* The defaults, applied here (the member initialisers take them from DEFAULT_*). */
-  self->priv->settings = Settings();
-  /* Adds metadata: in place, never passthrough, so that the buffer is writable. */
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
-  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
-  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
-}
+static void gst_blaze_face_init(GstBlazeFace *self) { self->priv = new GstBlazeFacePrivate(); }
 
 static void gst_blaze_face_finalize(GObject *object) {
   GstBlazeFace *self = GST_BLAZE_FACE(object);
@@ -238,42 +213,25 @@ static void gst_blaze_face_finalize(GObject *object) {
 
 static void gst_blaze_face_set_property(GObject *object, guint prop_id, const GValue *value,
                                         GParamSpec *pspec) {
-  GstBlazeFace *self = GST_BLAZE_FACE(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
-  Settings &s = self->priv->settings;
-  if (s.detected.set(pspec, value)) return;
-  switch (prop_id) {
-    case PROP_MODEL: {
-      const gchar *model = g_value_get_string(value);
-      s.model = model ? model : DEFAULT_MODEL;
-      break;
-    }
-    case PROP_SCORE_THRESHOLD:
-      s.score_threshold = g_value_get_double(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
+  if (prop_id != PROP_MODEL) {
+    G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
+    return;
   }
+  GstBlazeFace *self = GST_BLAZE_FACE(object);
+  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+  const gchar *model = g_value_get_string(value);
+  self->priv->model = model ? model : DEFAULT_MODEL;
 }
 
 static void gst_blaze_face_get_property(GObject *object, guint prop_id, GValue *value,
                                         GParamSpec *pspec) {
-  GstBlazeFace *self = GST_BLAZE_FACE(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
-  const Settings &s = self->priv->settings;
-  if (s.detected.get(pspec, value)) return;
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, s.model.c_str());
-      break;
-    case PROP_SCORE_THRESHOLD:
-      g_value_set_double(value, s.score_threshold);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
+  if (prop_id != PROP_MODEL) {
+    G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
+    return;
   }
+  GstBlazeFace *self = GST_BLAZE_FACE(object);
+  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+  g_value_set_string(value, self->priv->model.c_str());
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -287,16 +245,16 @@ static void infer(GstBlazeFacePrivate *priv) {
   priv->net->forward(priv->outputs, priv->output_names);
 }
 
-static gboolean gst_blaze_face_start(GstBaseTransform *trans) {
-  GstBlazeFace *self = GST_BLAZE_FACE(trans);
+static gboolean gst_blaze_face_open(GstCudaNmsDetector *detector,
+                                    const GstCudaNmsDetectorSettings &) {
+  GstBlazeFace *self = GST_BLAZE_FACE(detector);
   GstBlazeFacePrivate *priv = self->priv;
   std::string model;
   {
-    std::lock_guard<std::mutex> guard(priv->lock);
-    model = model_path(priv->settings.model);
+    auto guard = gst_cuda_nms_detector_lock(detector);
+    model = model_path(priv->model);
   }
-  priv->net.reset();
-  priv->announcer.reset();
+  gst_cuda_nms_detector_set_device(detector, "cpu", nullptr);
 
   std::string unreadable;
   if (!cudanms::check_bounded_file(model, cudanms::kModelFileLimit, &unreadable)) {
@@ -332,9 +290,8 @@ static gboolean gst_blaze_face_start(GstBaseTransform *trans) {
   return TRUE;
 }
 
-static gboolean gst_blaze_face_stop(GstBaseTransform *trans) {
-  GST_BLAZE_FACE(trans)->priv->net.reset();
-  return TRUE;
+static void gst_blaze_face_close(GstCudaNmsDetector *detector) {
+  GST_BLAZE_FACE(detector)->priv->net.reset();
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -366,38 +323,23 @@ static cudanms::Status letterbox_into_input(GstBlazeFacePrivate *priv, GstVideoF
   return cudanms::Status::Ok();
 }
 
-static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
-                                                       GstVideoFrame *frame) {
-  GstBlazeFace *self = GST_BLAZE_FACE(filter);
-  GstBlazeFacePrivate *priv = self->priv;
-  Settings s;
-  {
-    std::lock_guard<std::mutex> guard(priv->lock);
-    s = priv->settings;
-  }
-  priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.detected.class_id, s.detected.label);
-
-  const auto start = std::chrono::steady_clock::now();
+static GstCudaNmsDetection gst_blaze_face_detect_on_host(
+    GstCudaNmsDetector *detector, GstBuffer *buffer, GstVideoFrame *frame,
+    const GstCudaNmsDetectorSettings &shared) {
+  GstBlazeFacePrivate *priv = GST_BLAZE_FACE(detector)->priv;
   const dnn::Letterbox box = dnn::Letterbox::fit(GST_VIDEO_FRAME_WIDTH(frame),
                                                  GST_VIDEO_FRAME_HEIGHT(frame), input_spec());
   const cudanms::Status prepared = letterbox_into_input(priv, frame);
-  if (!prepared.ok()) {
-    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Cannot read the frame"),
-                      ("%s", prepared.message().c_str()));
-    return GST_FLOW_ERROR;
-  }
+  if (!prepared.ok()) return GstCudaNmsDetection::failed("Cannot read the frame", prepared.message());
   try {
     infer(priv);
   } catch (const cv::Exception &e) {
-    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("OpenCV DNN inference failed"), ("%s", e.what()));
-    return GST_FLOW_ERROR;
+    return GstCudaNmsDetection::failed("OpenCV DNN inference failed", e.what());
   }
   Heads heads;
   std::string why;
-  if (!find_heads(priv->outputs, &heads, &why)) {
-    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("Unexpected network output"), ("%s", why.c_str()));
-    return GST_FLOW_ERROR;
-  }
+  if (!find_heads(priv->outputs, &heads, &why))
+    return GstCudaNmsDetection::failed("Unexpected network output", why);
   priv->regressors.clear();
   priv->logits.clear();
   for (int h = 0; h < 2; h++) {
@@ -413,21 +355,13 @@ static GstFlowReturn gst_blaze_face_transform_frame_ip(GstVideoFilter *filter,
   outputs.batch = 1;
   outputs.anchors = static_cast<int>(priv->logits.size());
   outputs.classes = 1;
-  const dnn::DecodeParams params{static_cast<float>(s.score_threshold), s.detected.class_id};
+  const dnn::DecodeParams params{static_cast<float>(shared.threshold), shared.detected.class_id};
   const cudanms::Status decoded = dnn::decode(outputs, 0, box, params, &priv->candidates);
-  if (!decoded.ok()) {
-    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("Cannot decode the network's output"),
-                      ("%s", decoded.message().c_str()));
-    return GST_FLOW_ERROR;
-  }
-  GST_LOG_OBJECT(
-      self, "%zu candidates in %.2f ms", priv->candidates.size(),
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-
-  if (!gst_cv_attach_candidates(frame->buffer, priv->candidates.boxes, priv->candidates.scores,
-                                s.detected.class_id, priv->candidates.points, kKeypoints)) {
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  return GST_FLOW_OK;
+  if (!decoded.ok())
+    return GstCudaNmsDetection::failed("Cannot decode the network's output", decoded.message());
+  GST_LOG_OBJECT(detector, "%zu candidates", priv->candidates.size());
+  if (!gst_cv_attach_candidates(buffer, priv->candidates.boxes, priv->candidates.scores,
+                                shared.detected.class_id, priv->candidates.points, kKeypoints))
+    return GstCudaNmsDetection::failed("Could not add the candidates meta");
+  return GstCudaNmsDetection::done();
 }

@@ -5,12 +5,13 @@
 #pragma once
 
 #include <gst/gst.h>
-#include <gst/video/gstvideofilter.h>
+
+#include "gstcudanmsdetector.h"
 
 G_BEGIN_DECLS
 
 #define GST_TYPE_BLAZE_FACE (gst_blaze_face_get_type())
-G_DECLARE_FINAL_TYPE(GstBlazeFace, gst_blaze_face, GST, BLAZE_FACE, GstVideoFilter)
+G_DECLARE_FINAL_TYPE(GstBlazeFace, gst_blaze_face, GST, BLAZE_FACE, GstCudaNmsDetector)
 
 GST_ELEMENT_REGISTER_DECLARE(blazeface);
 

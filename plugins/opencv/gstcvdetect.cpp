@@ -28,10 +28,8 @@
 #include <gst/video/video.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <memory>
-#include <mutex>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/objdetect.hpp>
@@ -39,9 +37,7 @@
 #include <vector>
 
 #include "detections.h"
-#include "detectorproperties.h"
 #include "grayframe.h"
-#include "labels.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cv_detect_debug);
 #define GST_CAT_DEFAULT gst_cv_detect_debug
@@ -51,12 +47,7 @@ enum {
   PROP_MODEL,
   PROP_SCALE_FACTOR,
   PROP_WIN_STRIDE,
-  PROP_MIN_SIZE,
-  PROP_MAX_SIZE,
-  PROP_HIT_THRESHOLD,
   PROP_DOWNSCALE,
-  PROP_LABEL,
-  PROP_CLASS_ID,
 };
 
 #define MODEL_HOG_PEOPLE "hog-people"
@@ -76,33 +67,19 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
 
 namespace {
 
-/* What the properties say; copied under the lock at the top of each frame. */
+/* What its own properties say (the shared ones are the base class's); copied under the base's
+ * lock for each frame. */
 struct Settings {
   std::string model = DEFAULT_MODEL;
   double scale_factor = DEFAULT_SCALE_FACTOR;
   guint win_stride = DEFAULT_WIN_STRIDE;
-  WindowSizes sizes;
-  double hit_threshold = DEFAULT_HIT_THRESHOLD;
   double downscale = DEFAULT_DOWNSCALE;
-  DetectorClass detected;
 };
-
-std::string label_for(const Settings &s) {
-  if (!s.detected.label.empty()) return s.detected.label;
-  if (s.model == MODEL_HOG_PEOPLE) return "person";
-  gchar *base = g_path_get_basename(s.model.c_str());
-  std::string name = base;
-  g_free(base);
-  const size_t dot = name.rfind('.');
-  if (dot != std::string::npos && dot > 0) name.resize(dot);
-  return name;
-}
 
 }  // namespace
 
 struct GstCvDetectPrivate {
-  std::mutex lock; /* guards settings */
-  Settings settings;
+  Settings settings; /* under the base's lock */
 
   /* Streaming thread (and start/stop) only. */
   std::unique_ptr<cv::HOGDescriptor> hog;
@@ -113,16 +90,15 @@ struct GstCvDetectPrivate {
   std::vector<std::vector<double>> level_weights;
   std::vector<float> boxes;
   std::vector<float> scores;
-  GstCvLabelAnnouncer announcer;
 };
 
 struct _GstCvDetect {
-  GstVideoFilter parent;
+  GstCudaNmsDetector parent;
   GstCvDetectPrivate *priv;
 };
 
 #define gst_cv_detect_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstCvDetect, gst_cv_detect, GST_TYPE_VIDEO_FILTER,
+G_DEFINE_TYPE_WITH_CODE(GstCvDetect, gst_cv_detect, GST_TYPE_CUDA_NMS_DETECTOR,
                         GST_DEBUG_CATEGORY_INIT(gst_cv_detect_debug, "cvdetect", 0,
                                                 "OpenCV sliding-window detector"));
 GST_ELEMENT_REGISTER_DEFINE(cvdetect, "cvdetect", GST_RANK_NONE, GST_TYPE_CV_DETECT);
@@ -132,15 +108,19 @@ static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GVa
                                        GParamSpec *pspec);
 static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *value,
                                        GParamSpec *pspec);
-static gboolean gst_cv_detect_start(GstBaseTransform *trans);
-static gboolean gst_cv_detect_stop(GstBaseTransform *trans);
-static GstFlowReturn gst_cv_detect_transform_frame_ip(GstVideoFilter *filter, GstVideoFrame *frame);
+static gboolean gst_cv_detect_open(GstCudaNmsDetector *detector,
+                                   const GstCudaNmsDetectorSettings &shared);
+static void gst_cv_detect_close(GstCudaNmsDetector *detector);
+static GstCudaNmsDetection gst_cv_detect_detect_on_host(GstCudaNmsDetector *detector,
+                                                        GstBuffer *buffer, GstVideoFrame *frame,
+                                                        const GstCudaNmsDetectorSettings &shared);
+static std::string gst_cv_detect_default_label(GstCudaNmsDetector *detector,
+                                               const GstCudaNmsDetectorSettings &shared);
 
 static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  GstVideoFilterClass *filter_class = GST_VIDEO_FILTER_CLASS(klass);
+  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
   const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
                                                   G_PARAM_STATIC_STRINGS);
   const GParamFlags rw_ready = static_cast<GParamFlags>(
@@ -167,15 +147,6 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
                         "Step of the sliding window in pixels of a pyramid level (HOG only; a "
                         "multiple of 8 is fastest; cascades step by 1-2 pixels themselves)",
                         1, 256, DEFAULT_WIN_STRIDE, rw));
-  WindowSizes::install(gobject_class, PROP_MIN_SIZE, PROP_MAX_SIZE,
-                       "Smallest window, WxH in frame pixels; smaller than the model's window "
-                       "(64x128 for hog-people) upscales the frame. 0x0: the model's window");
-  g_object_class_install_property(
-      gobject_class, PROP_HIT_THRESHOLD,
-      g_param_spec_double("hit-threshold", "Hit threshold",
-                          "Windows scoring below this are not emitted (HOG: SVM margin; "
-                          "cascades: last-stage level weight)",
-                          -G_MAXDOUBLE, G_MAXDOUBLE, DEFAULT_HIT_THRESHOLD, rw));
   g_object_class_install_property(
       gobject_class, PROP_DOWNSCALE,
       g_param_spec_double("downscale", "Downscale",
@@ -183,9 +154,20 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
                           "speed: the smallest window becomes the model's window / downscale "
                           "(HOG: unless min-size says otherwise); boxes are in frame pixels",
                           0.05, 1.0, DEFAULT_DOWNSCALE, rw));
-  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, "",
-                         "Name of the detected class, announced downstream for overlays and "
-                         "writers; empty: 'person' for hog-people, else the model file's name");
+  GstCudaNmsDetectorProperties shared;
+  shared.label_blurb =
+      "Name of the detected class, announced downstream for overlays and writers; empty: "
+      "'person' for hog-people, else the model file's name";
+  shared.threshold_name = "hit-threshold";
+  shared.threshold_blurb =
+      "Windows scoring below this are not emitted (HOG: SVM margin; cascades: last-stage level "
+      "weight)";
+  shared.threshold_min = -G_MAXDOUBLE, shared.threshold_max = G_MAXDOUBLE;
+  shared.threshold_default = DEFAULT_HIT_THRESHOLD;
+  shared.min_size_blurb =
+      "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
+      "hog-people) upscales the frame. 0x0: the model's window";
+  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -195,19 +177,16 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
       "with scores as cudanms candidates metadata",
       "cudanms developers");
 
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_cv_detect_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR(gst_cv_detect_stop);
-  filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_cv_detect_transform_frame_ip);
+  detector_class->open = GST_DEBUG_FUNCPTR(gst_cv_detect_open);
+  detector_class->close = GST_DEBUG_FUNCPTR(gst_cv_detect_close);
+  detector_class->detect_on_host = GST_DEBUG_FUNCPTR(gst_cv_detect_detect_on_host);
+  detector_class->default_label = GST_DEBUG_FUNCPTR(gst_cv_detect_default_label);
 }
 
 static void gst_cv_detect_init(GstCvDetect *self) {
   self->priv = new GstCvDetectPrivate();
   /* The defaults, applied here (the member initialisers take them from DEFAULT_*). */
   self->priv->settings = Settings();
-  /* Adds metadata: in place, never passthrough, so that the buffer is writable. */
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
-  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
-  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
 }
 
 static void gst_cv_detect_finalize(GObject *object) {
@@ -220,17 +199,8 @@ static void gst_cv_detect_finalize(GObject *object) {
 static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GValue *value,
                                        GParamSpec *pspec) {
   GstCvDetect *self = GST_CV_DETECT(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
+  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
   Settings &s = self->priv->settings;
-  bool bad_size = false;
-  if (s.detected.set(pspec, value)) return;
-  if (s.sizes.set(pspec, value, &bad_size)) {
-    if (bad_size) {
-      GST_WARNING_OBJECT(self, "ignoring %s=\"%s\": expected WxH, e.g. 64x128", pspec->name,
-                         g_value_get_string(value));
-    }
-    return;
-  }
   switch (prop_id) {
     case PROP_MODEL: {
       const gchar *model = g_value_get_string(value);
@@ -243,14 +213,12 @@ static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GVa
     case PROP_WIN_STRIDE:
       s.win_stride = g_value_get_uint(value);
       break;
-    case PROP_HIT_THRESHOLD:
-      s.hit_threshold = g_value_get_double(value);
-      break;
     case PROP_DOWNSCALE:
       s.downscale = g_value_get_double(value);
       break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      guard.unlock();
+      G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
       break;
   }
 }
@@ -258,9 +226,8 @@ static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GVa
 static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *value,
                                        GParamSpec *pspec) {
   GstCvDetect *self = GST_CV_DETECT(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
+  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
   const Settings &s = self->priv->settings;
-  if (s.detected.get(pspec, value) || s.sizes.get(pspec, value)) return;
   switch (prop_id) {
     case PROP_MODEL:
       g_value_set_string(value, s.model.c_str());
@@ -271,34 +238,32 @@ static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *v
     case PROP_WIN_STRIDE:
       g_value_set_uint(value, s.win_stride);
       break;
-    case PROP_HIT_THRESHOLD:
-      g_value_set_double(value, s.hit_threshold);
-      break;
     case PROP_DOWNSCALE:
       g_value_set_double(value, s.downscale);
       break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      guard.unlock();
+      G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
       break;
   }
+}
+
+/* Its own settings as the properties say them now. */
+static Settings settings_of(GstCvDetect *self) {
+  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+  return self->priv->settings;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* The model                                                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
-static gboolean gst_cv_detect_start(GstBaseTransform *trans) {
-  GstCvDetect *self = GST_CV_DETECT(trans);
+static gboolean gst_cv_detect_open(GstCudaNmsDetector *detector,
+                                   const GstCudaNmsDetectorSettings &) {
+  GstCvDetect *self = GST_CV_DETECT(detector);
   GstCvDetectPrivate *priv = self->priv;
-  std::string model;
-  {
-    std::lock_guard<std::mutex> guard(priv->lock);
-    model = priv->settings.model;
-  }
-  priv->hog.reset();
-  priv->cascade.reset();
-  priv->announcer.reset();
-
+  const std::string model = settings_of(self).model;
+  gst_cuda_nms_detector_set_device(detector, "cpu", nullptr);
   if (model == MODEL_HOG_PEOPLE) {
     priv->hog = std::make_unique<cv::HOGDescriptor>();
     priv->hog->setSVMDetector(cv::HOGDescriptor::getDefaultPeopleDetector());
@@ -333,42 +298,46 @@ static gboolean gst_cv_detect_start(GstBaseTransform *trans) {
   return TRUE;
 }
 
-static gboolean gst_cv_detect_stop(GstBaseTransform *trans) {
-  GstCvDetect *self = GST_CV_DETECT(trans);
+static void gst_cv_detect_close(GstCudaNmsDetector *detector) {
+  GstCvDetect *self = GST_CV_DETECT(detector);
   self->priv->hog.reset();
   self->priv->cascade.reset();
-  return TRUE;
+}
+
+/* 'person' for the HOG people detector, else the model file's name. */
+static std::string gst_cv_detect_default_label(GstCudaNmsDetector *detector,
+                                               const GstCudaNmsDetectorSettings &) {
+  const std::string model = settings_of(GST_CV_DETECT(detector)).model;
+  if (model == MODEL_HOG_PEOPLE) return "person";
+  gchar *base = g_path_get_basename(model.c_str());
+  std::string name = base;
+  g_free(base);
+  const size_t dot = name.rfind('.');
+  if (dot != std::string::npos && dot > 0) name.resize(dot);
+  return name;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* The frame                                                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
-/* The frame as 8-bit grey (gst_cv_gray_of), or an element error for a format it does not know. */
-static bool gray_of(GstCvDetect *self, GstVideoFrame *frame, cv::Mat *gray) {
-  if (gst_cv_gray_of(frame, &self->priv->gray, gray)) return true;
-  GST_ELEMENT_ERROR(
-      self, STREAM, FORMAT,
-      ("Unsupported format %s", gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(frame))), (NULL));
-  return false;
-}
-
 /* HOG over a pyramid of levels whose windows span [min-size, max-size] in frame pixels. Levels run
  * in parallel; hits are emitted level by level, in OpenCV's scan order, so a frame's candidates are
  * always in the same order. */
-static void detect_hog(GstCvDetect *self, const Settings &s, const cv::Mat &gray) {
+static void detect_hog(GstCvDetect *self, const Settings &s,
+                       const GstCudaNmsDetectorSettings &shared, const cv::Mat &gray) {
   GstCvDetectPrivate *priv = self->priv;
   const cv::Size win = priv->hog->winSize;
   /* The smallest window: min-size when set (smaller than the model's window: the frame is
    * upscaled), else the model's window on the downscaled copy. */
   double s_min = 1.0 / s.downscale;
-  if (s.sizes.min_width > 0 || s.sizes.min_height > 0)
+  if (shared.sizes.min_width > 0 || shared.sizes.min_height > 0)
     s_min =
-        std::max(double(s.sizes.min_width) / win.width, double(s.sizes.min_height) / win.height);
+        std::max(double(shared.sizes.min_width) / win.width, double(shared.sizes.min_height) / win.height);
   double s_max = std::min(double(gray.cols) / win.width, double(gray.rows) / win.height);
-  if (s.sizes.max_width > 0 && s.sizes.max_height > 0)
-    s_max = std::min(s_max, std::min(double(s.sizes.max_width) / win.width,
-                                     double(s.sizes.max_height) / win.height));
+  if (shared.sizes.max_width > 0 && shared.sizes.max_height > 0)
+    s_max = std::min(s_max, std::min(double(shared.sizes.max_width) / win.width,
+                                     double(shared.sizes.max_height) / win.height));
   std::vector<double> scales;
   for (double sc = s_min; sc <= s_max * (1 + 1e-9) && scales.size() < 256; sc *= s.scale_factor)
     scales.push_back(sc);
@@ -389,7 +358,7 @@ static void detect_hog(GstCvDetect *self, const Settings &s, const cv::Mat &gray
         cv::resize(gray, level, size, 0, 0, scales[k] < 1 ? cv::INTER_LINEAR : cv::INTER_AREA);
       }
       level_scale[k] = cv::Size2d(double(gray.cols) / size.width, double(gray.rows) / size.height);
-      hog.detect(level, priv->level_hits[k], priv->level_weights[k], s.hit_threshold, stride,
+      hog.detect(level, priv->level_hits[k], priv->level_weights[k], shared.threshold, stride,
                  cv::Size());
     }
   });
@@ -407,7 +376,8 @@ static void detect_hog(GstCvDetect *self, const Settings &s, const cv::Mat &gray
 }
 
 /* A cascade with grouping off (minNeighbors = 0) and the last stage's level weights as scores. */
-static void detect_cascade(GstCvDetect *self, const Settings &s, const cv::Mat &gray) {
+static void detect_cascade(GstCvDetect *self, const Settings &s,
+                           const GstCudaNmsDetectorSettings &shared, const cv::Mat &gray) {
   GstCvDetectPrivate *priv = self->priv;
   const double d = s.downscale;
   if (d < 1.0) {
@@ -419,15 +389,15 @@ static void detect_cascade(GstCvDetect *self, const Settings &s, const cv::Mat &
   }
   cv::equalizeHist(priv->small, priv->small);
   const double sx = double(gray.cols) / priv->small.cols, sy = double(gray.rows) / priv->small.rows;
-  const cv::Size min_size(cvRound(s.sizes.min_width / sx), cvRound(s.sizes.min_height / sy));
-  const cv::Size max_size(cvRound(s.sizes.max_width / sx), cvRound(s.sizes.max_height / sy));
+  const cv::Size min_size(cvRound(shared.sizes.min_width / sx), cvRound(shared.sizes.min_height / sy));
+  const cv::Size max_size(cvRound(shared.sizes.max_width / sx), cvRound(shared.sizes.max_height / sy));
   std::vector<cv::Rect> objects;
   std::vector<int> levels;
   std::vector<double> weights;
   priv->cascade->detectMultiScale(priv->small, objects, levels, weights, s.scale_factor, 0, 0,
                                   min_size, max_size, true);
   for (size_t i = 0; i < objects.size(); i++) {
-    if (i < weights.size() && weights[i] < s.hit_threshold) continue;
+    if (i < weights.size() && weights[i] < shared.threshold) continue;
     const cv::Rect &r = objects[i];
     priv->boxes.insert(
         priv->boxes.end(),
@@ -437,46 +407,29 @@ static void detect_cascade(GstCvDetect *self, const Settings &s, const cv::Mat &
   }
 }
 
-/* Tells downstream the name of the class, once and whenever it changes. */
-static void announce_label(GstCvDetect *self, const Settings &s) {
-  self->priv->announcer.announce(GST_BASE_TRANSFORM_SRC_PAD(self), s.detected.class_id,
-                                 label_for(s));
-}
-
-static GstFlowReturn gst_cv_detect_transform_frame_ip(GstVideoFilter *filter,
-                                                      GstVideoFrame *frame) {
-  GstCvDetect *self = GST_CV_DETECT(filter);
+static GstCudaNmsDetection gst_cv_detect_detect_on_host(GstCudaNmsDetector *detector,
+                                                        GstBuffer *buffer, GstVideoFrame *frame,
+                                                        const GstCudaNmsDetectorSettings &shared) {
+  GstCvDetect *self = GST_CV_DETECT(detector);
   GstCvDetectPrivate *priv = self->priv;
-  Settings s;
-  {
-    std::lock_guard<std::mutex> guard(priv->lock);
-    s = priv->settings;
-  }
-  announce_label(self, s);
-
+  const Settings s = settings_of(self);
   cv::Mat gray;
-  if (!gray_of(self, frame, &gray)) return GST_FLOW_ERROR;
+  if (!gst_cv_gray_of(frame, &priv->gray, &gray))
+    return GstCudaNmsDetection::failed(std::string("Unsupported format ") +
+                                       gst_video_format_to_string(GST_VIDEO_FRAME_FORMAT(frame)));
   priv->boxes.clear();
   priv->scores.clear();
-  const auto start = std::chrono::steady_clock::now();
   try {
     if (priv->hog) {
-      detect_hog(self, s, gray);
+      detect_hog(self, s, shared, gray);
     } else if (priv->cascade) {
-      detect_cascade(self, s, gray);
+      detect_cascade(self, s, shared, gray);
     }
   } catch (const cv::Exception &e) {
-    GST_ELEMENT_ERROR(self, LIBRARY, FAILED, ("OpenCV detection failed"), ("%s", e.what()));
-    return GST_FLOW_ERROR;
+    return GstCudaNmsDetection::failed("OpenCV detection failed", e.what());
   }
-  const guint n = static_cast<guint>(priv->scores.size());
-  GST_LOG_OBJECT(
-      self, "%u candidates in %.1f ms", n,
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-
-  if (!gst_cv_attach_candidates(frame->buffer, priv->boxes, priv->scores, s.detected.class_id)) {
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Could not add the candidates meta"), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  return GST_FLOW_OK;
+  GST_LOG_OBJECT(self, "%zu candidates", priv->scores.size());
+  if (!gst_cv_attach_candidates(buffer, priv->boxes, priv->scores, shared.detected.class_id))
+    return GstCudaNmsDetection::failed("Could not add the candidates meta");
+  return GstCudaNmsDetection::done();
 }

@@ -4,12 +4,13 @@
 #pragma once
 
 #include <gst/gst.h>
-#include <gst/video/gstvideofilter.h>
+
+#include "gstcudanmsdetector.h"
 
 G_BEGIN_DECLS
 
 #define GST_TYPE_CV_DETECT (gst_cv_detect_get_type())
-G_DECLARE_FINAL_TYPE(GstCvDetect, gst_cv_detect, GST, CV_DETECT, GstVideoFilter)
+G_DECLARE_FINAL_TYPE(GstCvDetect, gst_cv_detect, GST, CV_DETECT, GstCudaNmsDetector)
 
 GST_ELEMENT_REGISTER_DECLARE(cvdetect);
 

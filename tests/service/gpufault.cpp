@@ -1,10 +1,14 @@
 /* gpufault: a test element that stands for a GPU failing under a camera. Passthrough; after
  * `after` frames, when the service has put it on GPU `fail-on-gpu` (its gpu-id, which the
- * service sets on every element of a camera's chain), it posts once the warning that cudanms
- * posts when CUDA fails mid-stream (RESOURCE FAILED, "CUDA ... failed: switching to the CPU").
+ * service sets on every element of a camera's chain), it posts once what cudanms and the
+ * detectors post when CUDA fails mid-stream: the "cudanms-gpu-failed" message (gpufailure.h).
  * Built as a plugin of its own for the service's tests only: CI has no GPU to fail. */
 #include <gst/base/gstbasetransform.h>
 #include <gst/gst.h>
+
+#include <string>
+
+#include "gpufailure.h"
 
 G_BEGIN_DECLS
 #define GST_TYPE_GPU_FAULT (gst_gpu_fault_get_type())
@@ -62,9 +66,8 @@ static GstFlowReturn transform_ip(GstBaseTransform *transform, GstBuffer *) {
   GstGpuFault *self = GST_GPU_FAULT(transform);
   if (++self->frames >= self->after && !self->failed && self->gpu_id == self->fail_on_gpu) {
     self->failed = TRUE;
-    GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
-                        ("CUDA non-maximum suppression failed: switching to the CPU"),
-                        ("injected by the test on GPU %d", self->gpu_id));
+    gst_cv_post_gpu_failed(GST_ELEMENT(self), self->gpu_id,
+                           "injected by the test on GPU " + std::to_string(self->gpu_id));
   }
   return GST_FLOW_OK;
 }
@@ -86,7 +89,7 @@ static void gst_gpu_fault_class_init(GstGpuFaultClass *klass) {
       g_param_spec_uint("after", "After", "Frames before it fails", 0, G_MAXUINT, 10, rw));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_set_static_metadata(element_class, "GPU fault (tests)", "Filter/Video",
-                                        "Posts a CUDA failure's warning on a chosen GPU",
+                                        "Posts a GPU failure's message on a chosen GPU",
                                         "cudanms");
   GstCaps *any = gst_caps_new_any();
   gst_element_class_add_pad_template(

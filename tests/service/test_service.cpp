@@ -164,7 +164,7 @@ TEST_F(Service, ASourceDescriptionMayNameAnElementSource) {
 }
 
 // Two GPUs (pretended: CI has none), cameras a and c placed on GPU 0, b on GPU 1; after 20
-// frames GPU 1 "fails" under b (gpufault posts cudanms's CUDA-failure warning). b alone restarts:
+// frames GPU 1 "fails" under b (gpufault posts the cudanms-gpu-failed message). b alone restarts:
 // on GPU 0 with gpu-failure = move, on the CPU with gpu-failure = cpu; a and c are not touched.
 TEST_F(Service, AFailedGpuMovesOnlyItsCameras) {
   LoopbackCamera a(dir_, "a"), b(dir_, "b"), c(dir_, "c");

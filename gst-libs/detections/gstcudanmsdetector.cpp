@@ -1,0 +1,492 @@
+#include "gstcudanmsdetector.h"
+
+#include <cudanms/bounded_file.h>
+#include <gst/cudanms/cudanmsmeta.h>
+
+#include <fstream>
+#include <vector>
+
+#include "cudaframe.h"
+#include "detections.h"
+#include "devicecandidates.h"
+#include "elementcudacontext.h"
+#include "gpufailure.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_cuda_nms_detector_debug);
+#define GST_CAT_DEFAULT gst_cuda_nms_detector_debug
+
+/* Far above any subclass's own ids: the subclass installs these on its class and hands them on. */
+enum {
+  PROP_LABEL = 0x1000,
+  PROP_CLASS_ID,
+  PROP_THRESHOLD,
+  PROP_MIN_SIZE,
+  PROP_MAX_SIZE,
+  PROP_LABELS_FILE,
+  PROP_BACKEND,
+  PROP_GPU_ID,
+  PROP_DEVICE_CANDIDATES,
+  PROP_DEVICE,
+  PROP_FRAMES_IN_GPU_MEMORY,
+};
+
+namespace {
+
+struct DetectorState {
+  std::mutex lock; /* guards settings, device and frames_in_gpu_memory */
+  GstCudaNmsDetectorSettings settings;
+  std::string device; /* where the detector runs, once started */
+  guint64 frames_in_gpu_memory = 0;
+
+  /* Streaming thread (and start/stop) only. */
+  void *device_context = nullptr; /* the CUcontext of frames read in place */
+  ElementCudaContext cuda;        /* the pipeline's, where there is one */
+  GstCvDeviceCandidatesPool pool;
+  std::vector<std::string> labels; /* the labels file's, by class id */
+  std::vector<GstCvLabelAnnouncer> announcers;
+};
+
+}  // namespace
+
+/* C++ state, made in init and deleted in finalize. */
+struct GstCudaNmsDetectorPrivate {
+  DetectorState *state;
+};
+
+#define gst_cuda_nms_detector_parent_class parent_class
+G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstCudaNmsDetector, gst_cuda_nms_detector, GST_TYPE_VIDEO_FILTER,
+                                 G_ADD_PRIVATE(GstCudaNmsDetector);
+                                 GST_DEBUG_CATEGORY_INIT(gst_cuda_nms_detector_debug,
+                                                         "cudanmsdetector", 0,
+                                                         "Base class of the detectors"));
+
+static DetectorState *priv_of(GstCudaNmsDetector *self) {
+  return static_cast<GstCudaNmsDetectorPrivate *>(gst_cuda_nms_detector_get_instance_private(self))
+      ->state;
+}
+
+static void gst_cuda_nms_detector_constructed(GObject *object);
+static void gst_cuda_nms_detector_finalize(GObject *object);
+static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id,
+                                               const GValue *value, GParamSpec *pspec);
+static void gst_cuda_nms_detector_get_property(GObject *object, guint prop_id, GValue *value,
+                                               GParamSpec *pspec);
+static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans);
+static gboolean gst_cuda_nms_detector_stop(GstBaseTransform *trans);
+static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans,
+                                                        GstBuffer *buffer);
+static void gst_cuda_nms_detector_set_context(GstElement *element, GstContext *context);
+static gboolean gst_cuda_nms_detector_query(GstBaseTransform *trans, GstPadDirection direction,
+                                            GstQuery *query);
+
+static void gst_cuda_nms_detector_class_init(GstCudaNmsDetectorClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+
+  gobject_class->constructed = gst_cuda_nms_detector_constructed;
+  gobject_class->finalize = gst_cuda_nms_detector_finalize;
+  gobject_class->set_property = gst_cuda_nms_detector_set_property;
+  gobject_class->get_property = gst_cuda_nms_detector_get_property;
+  trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_nms_detector_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_nms_detector_stop);
+  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_cuda_nms_detector_transform_ip);
+  trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_nms_detector_query);
+  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_nms_detector_set_context);
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_DETECTOR, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_BACKEND, static_cast<GstPluginAPIFlags>(0));
+}
+
+static void gst_cuda_nms_detector_init(GstCudaNmsDetector *self) {
+  static_cast<GstCudaNmsDetectorPrivate *>(gst_cuda_nms_detector_get_instance_private(self))
+      ->state = new DetectorState();
+  /* Adds metadata: in place, never passthrough, so that the buffer is writable. */
+  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
+  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
+  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
+}
+
+/* The defaults of the shared properties as the subclass installed them (its label, its
+ * threshold's), applied once its class is the object's. */
+static void gst_cuda_nms_detector_constructed(GObject *object) {
+  guint n = 0;
+  GParamSpec **specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(object), &n);
+  for (guint i = 0; i < n; i++) {
+    if (specs[i]->param_id < PROP_LABEL || !(specs[i]->flags & G_PARAM_WRITABLE)) continue;
+    GValue value = G_VALUE_INIT;
+    g_value_init(&value, specs[i]->value_type);
+    g_param_value_set_default(specs[i], &value);
+    gst_cuda_nms_detector_set_property(object, specs[i]->param_id, &value, specs[i]);
+    g_value_unset(&value);
+  }
+  g_free(specs);
+  G_OBJECT_CLASS(parent_class)->constructed(object);
+}
+
+static void gst_cuda_nms_detector_finalize(GObject *object) {
+  delete priv_of(GST_CUDA_NMS_DETECTOR(object));
+  G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The shared properties                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *klass,
+                                                    const GstCudaNmsDetectorProperties &p) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                  G_PARAM_STATIC_STRINGS);
+  const GParamFlags rw_ready = static_cast<GParamFlags>(
+      G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
+  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  /* GObject does not inherit these: a subclass with no properties of its own gets the base's. */
+  if (!gobject_class->set_property) gobject_class->set_property = gst_cuda_nms_detector_set_property;
+  if (!gobject_class->get_property) gobject_class->get_property = gst_cuda_nms_detector_get_property;
+
+  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, p.label_default,
+                         p.label_blurb);
+  g_object_class_install_property(
+      gobject_class, PROP_THRESHOLD,
+      g_param_spec_double(p.threshold_name, p.threshold_name, p.threshold_blurb, p.threshold_min,
+                          p.threshold_max, p.threshold_default, rw));
+  if (p.min_size_blurb) WindowSizes::install(gobject_class, PROP_MIN_SIZE, PROP_MAX_SIZE, p.min_size_blurb);
+  if (p.labels_file_blurb) {
+    g_object_class_install_property(
+        gobject_class, PROP_LABELS_FILE,
+        g_param_spec_string("labels-file", "Labels file", p.labels_file_blurb, "", rw_ready));
+  }
+  if (!p.backend_blurb) return;
+  g_object_class_install_property(
+      gobject_class, PROP_BACKEND,
+      g_param_spec_enum("backend", "Backend", p.backend_blurb, GST_TYPE_CUDA_NMS_BACKEND,
+                        GST_CUDA_NMS_BACKEND_AUTO, rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_GPU_ID,
+      g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0, G_MAXINT, 0, rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_DEVICE_CANDIDATES,
+      g_param_spec_boolean("device-candidates", "Device candidates", p.device_candidates_blurb,
+                           TRUE, rw_ready));
+  g_object_class_install_property(
+      gobject_class, PROP_DEVICE,
+      g_param_spec_string("device", "Device",
+                          "Where the detector runs once started, e.g. \"cuda:0 (NVIDIA H100 "
+                          "80GB HBM3)\" or \"cpu\"; empty before",
+                          "", ro));
+  g_object_class_install_property(
+      gobject_class, PROP_FRAMES_IN_GPU_MEMORY,
+      g_param_spec_uint64("frames-in-gpu-memory", "Frames in GPU memory",
+                          "Frames since start read in place in GPU memory (GstCudaMemory of the "
+                          "detector's CUDA context), with no download",
+                          0, G_MAXUINT64, 0, ro));
+}
+
+static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id,
+                                               const GValue *value, GParamSpec *pspec) {
+  DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
+  std::lock_guard<std::mutex> guard(priv->lock);
+  GstCudaNmsDetectorSettings &s = priv->settings;
+  bool bad_size = false;
+  switch (prop_id) {
+    case PROP_LABEL:
+    case PROP_CLASS_ID:
+      s.detected.set(pspec, value);
+      break;
+    case PROP_THRESHOLD:
+      s.threshold = g_value_get_double(value);
+      break;
+    case PROP_MIN_SIZE:
+    case PROP_MAX_SIZE:
+      s.sizes.set(pspec, value, &bad_size);
+      if (bad_size) {
+        GST_WARNING_OBJECT(object, "ignoring %s=\"%s\": expected WxH, e.g. 40x40", pspec->name,
+                           g_value_get_string(value));
+      }
+      break;
+    case PROP_LABELS_FILE: {
+      const gchar *path = g_value_get_string(value);
+      s.labels_file = path ? path : "";
+      break;
+    }
+    case PROP_BACKEND:
+      s.backend = static_cast<GstCudaNmsBackend>(g_value_get_enum(value));
+      break;
+    case PROP_GPU_ID:
+      s.gpu_id = g_value_get_int(value);
+      break;
+    case PROP_DEVICE_CANDIDATES:
+      s.device_candidates = g_value_get_boolean(value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+}
+
+static void gst_cuda_nms_detector_get_property(GObject *object, guint prop_id, GValue *value,
+                                               GParamSpec *pspec) {
+  DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
+  std::lock_guard<std::mutex> guard(priv->lock);
+  const GstCudaNmsDetectorSettings &s = priv->settings;
+  switch (prop_id) {
+    case PROP_LABEL:
+    case PROP_CLASS_ID:
+      s.detected.get(pspec, value);
+      break;
+    case PROP_THRESHOLD:
+      g_value_set_double(value, s.threshold);
+      break;
+    case PROP_MIN_SIZE:
+    case PROP_MAX_SIZE:
+      s.sizes.get(pspec, value);
+      break;
+    case PROP_LABELS_FILE:
+      g_value_set_string(value, s.labels_file.c_str());
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum(value, s.backend);
+      break;
+    case PROP_GPU_ID:
+      g_value_set_int(value, s.gpu_id);
+      break;
+    case PROP_DEVICE_CANDIDATES:
+      g_value_set_boolean(value, s.device_candidates);
+      break;
+    case PROP_DEVICE:
+      g_value_set_string(value, priv->device.c_str());
+      break;
+    case PROP_FRAMES_IN_GPU_MEMORY:
+      g_value_set_uint64(value, priv->frames_in_gpu_memory);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      break;
+  }
+}
+
+std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self) {
+  return std::unique_lock<std::mutex>(priv_of(self)->lock);
+}
+
+/* The settings as the properties say them now. */
+static GstCudaNmsDetectorSettings snapshot(GstCudaNmsDetector *self) {
+  DetectorState *priv = priv_of(self);
+  std::lock_guard<std::mutex> guard(priv->lock);
+  return priv->settings;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Start and stop                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+void gst_cuda_nms_detector_set_device(GstCudaNmsDetector *self, const std::string &name,
+                                      void *cuda_context) {
+  DetectorState *priv = priv_of(self);
+  priv->device_context = cuda_context;
+  std::lock_guard<std::mutex> guard(priv->lock);
+  priv->device = name;
+}
+
+bool gst_cuda_nms_detector_on_cuda(GstCudaNmsDetector *self) {
+  return priv_of(self)->device_context != nullptr;
+}
+
+ElementCudaContext &gst_cuda_nms_detector_cuda_context(GstCudaNmsDetector *self) {
+  return priv_of(self)->cuda;
+}
+
+/* Reads a labels file: one name per line, line N naming class id N, blank lines naming none. */
+static bool read_labels(const std::string &path, std::vector<std::string> *labels,
+                        std::string *why) {
+  labels->clear();
+  if (path.empty()) return true;
+  if (!cudanms::check_bounded_file(path, cudanms::kModelFileLimit, why)) return false;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    labels->push_back(line);
+  }
+  return true;
+}
+
+static void close_detector(GstCudaNmsDetector *self) {
+  DetectorState *priv = priv_of(self);
+  GST_CUDA_NMS_DETECTOR_GET_CLASS(self)->close(self);
+  priv->pool.reset(); /* buffers still downstream keep it until they go */
+  priv->cuda.reset();
+  gst_cuda_nms_detector_set_device(self, "", nullptr);
+}
+
+static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans) {
+  GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(trans);
+  DetectorState *priv = priv_of(self);
+  const GstCudaNmsDetectorSettings s = snapshot(self);
+  close_detector(self);
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    priv->frames_in_gpu_memory = 0;
+  }
+  priv->announcers.clear();
+  std::string why;
+  if (!read_labels(s.labels_file, &priv->labels, &why)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
+                      ("Labels file \"%s\" cannot be read", s.labels_file.c_str()),
+                      ("%s", why.c_str()));
+    return FALSE;
+  }
+  /* In the pipeline's CUDA context (shared with cudanms, cudaupload, nvh264dec...) where
+   * gstreamer-cuda finds or makes one; else the library works in the device's primary one. */
+  if (s.backend != GST_CUDA_NMS_BACKEND_CPU && cudanms::cuda_available())
+    priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id);
+  return GST_CUDA_NMS_DETECTOR_GET_CLASS(self)->open(self, s);
+}
+
+static gboolean gst_cuda_nms_detector_stop(GstBaseTransform *trans) {
+  close_detector(GST_CUDA_NMS_DETECTOR(trans));
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The frame                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Tells downstream the names of the classes, once and whenever they change: the labels file's,
+ * else the label of class-id. */
+static void announce_labels(GstCudaNmsDetector *self, const GstCudaNmsDetectorSettings &s) {
+  DetectorState *priv = priv_of(self);
+  GstPad *pad = GST_BASE_TRANSFORM_SRC_PAD(self);
+  if (!priv->labels.empty()) {
+    priv->announcers.resize(priv->labels.size());
+    for (size_t c = 0; c < priv->labels.size(); c++) {
+      if (!priv->labels[c].empty())
+        priv->announcers[c].announce(pad, static_cast<gint>(c), priv->labels[c]);
+    }
+    return;
+  }
+  GstCudaNmsDetectorClass *klass = GST_CUDA_NMS_DETECTOR_GET_CLASS(self);
+  std::string label = s.detected.label;
+  if (label.empty() && klass->default_label) label = klass->default_label(self, s);
+  if (label.empty()) return;
+  priv->announcers.resize(1);
+  priv->announcers[0].announce(pad, s.detected.class_id, label);
+}
+
+std::shared_ptr<cudanms::DeviceCandidates> gst_cuda_nms_detector_device_candidates(
+    GstCudaNmsDetector *self, GstBuffer *buffer, const GstCudaNmsDetectorSettings &s,
+    size_t capacity) {
+  DetectorState *priv = priv_of(self);
+  if (!s.device_candidates || !priv->device_context || capacity == 0) return nullptr;
+  GstCudaNmsCandidatesMeta *existing = gst_buffer_get_cuda_nms_candidates_meta(buffer);
+  if (existing && (existing->n > 0 || existing->device)) return nullptr;
+  ElementCudaContext::Scope scope(priv->cuda); /* the detector's context */
+  return priv->pool.acquire(GST_ELEMENT(self), s.gpu_id, capacity);
+}
+
+/* The GPU failed under the detector: told (a warning for people, the cudanms-gpu-failed message
+ * for programs), then the detector made again on the CPU where the subclass can. FALSE: the
+ * stream stops (the error posted). */
+static bool fall_back_to_cpu(GstCudaNmsDetector *self, const GstCudaNmsDetectorSettings &s,
+                             const std::string &why) {
+  DetectorState *priv = priv_of(self);
+  GstCudaNmsDetectorClass *klass = GST_CUDA_NMS_DETECTOR_GET_CLASS(self);
+  gst_cv_post_gpu_failed(GST_ELEMENT(self), s.gpu_id, why);
+  priv->pool.reset();
+  if (!klass->fall_back_to_cpu || !klass->fall_back_to_cpu(self, s)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, FAILED, ("CUDA detection failed on GPU %d", s.gpu_id),
+                      ("%s", why.c_str()));
+    return false;
+  }
+  GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
+                      ("CUDA detection failed on GPU %d: continuing on the CPU", s.gpu_id),
+                      ("%s", why.c_str()));
+  return true;
+}
+
+/* FALSE (the error posted) unless the detection is done. */
+static bool finished(GstCudaNmsDetector *self, const GstCudaNmsDetection &detection) {
+  if (detection.outcome() == GstCudaNmsDetection::Outcome::kDone) return true;
+  const std::string summary =
+      detection.summary().empty() ? "Detection failed" : detection.summary();
+  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("%s", summary.c_str()),
+                    ("%s", detection.detail().c_str()));
+  return false;
+}
+
+/* The frame mapped for reading only (GstVideoFilter would map it writable, copying frames that
+ * other buffers share, e.g. after a tee), detected on the host; once more on the CPU when the
+ * GPU fails. */
+static GstFlowReturn detect_on_host(GstCudaNmsDetector *self, GstBuffer *buffer,
+                                    const GstCudaNmsDetectorSettings &s) {
+  GstCudaNmsDetectorClass *klass = GST_CUDA_NMS_DETECTOR_GET_CLASS(self);
+  GstVideoFrame frame;
+  /* NO_REF: the buffer stays writable for the meta. */
+  if (!gst_video_frame_map(
+          &frame, &GST_VIDEO_FILTER(self)->in_info, buffer,
+          static_cast<GstMapFlags>(GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF))) {
+    GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Could not read the frame"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  GstCudaNmsDetection detection = klass->detect_on_host(self, buffer, &frame, s);
+  bool ok;
+  if (detection.outcome() == GstCudaNmsDetection::Outcome::kGpuFailed) {
+    ok = fall_back_to_cpu(self, s, detection.detail()) &&
+         finished(self, klass->detect_on_host(self, buffer, &frame, s));
+  } else {
+    ok = finished(self, detection);
+  }
+  gst_video_frame_unmap(&frame);
+  return ok ? GST_FLOW_OK : GST_FLOW_ERROR;
+}
+
+static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans,
+                                                        GstBuffer *buffer) {
+  GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(trans);
+  DetectorState *priv = priv_of(self);
+  GstCudaNmsDetectorClass *klass = GST_CUDA_NMS_DETECTOR_GET_CLASS(self);
+  if (!GST_VIDEO_FILTER(trans)->negotiated) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("unknown format"));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+  const GstCudaNmsDetectorSettings s = snapshot(self);
+  announce_labels(self, s);
+  const gint64 start = g_get_monotonic_time();
+  if (priv->device_context && klass->detect_on_device) {
+    CudaFrame frame;
+    if (frame.map(buffer, priv->device_context) &&
+        (!klass->reads_in_place || klass->reads_in_place(frame.format()))) {
+      const GstCudaNmsDetection detection = klass->detect_on_device(self, buffer, frame, s);
+      if (detection.outcome() == GstCudaNmsDetection::Outcome::kDone) {
+        std::lock_guard<std::mutex> guard(priv->lock);
+        priv->frames_in_gpu_memory++;
+      }
+      if (detection.outcome() != GstCudaNmsDetection::Outcome::kGpuFailed) {
+        GST_LOG_OBJECT(self, "frame in GPU memory detected in %.2f ms",
+                       (g_get_monotonic_time() - start) / 1000.0);
+        return finished(self, detection) ? GST_FLOW_OK : GST_FLOW_ERROR;
+      }
+      /* On the CPU from now on: this frame too, mapped on the host. */
+      if (!fall_back_to_cpu(self, s, detection.detail())) return GST_FLOW_ERROR;
+    }
+  }
+  const GstFlowReturn ret = detect_on_host(self, buffer, s);
+  GST_LOG_OBJECT(self, "frame detected in %.2f ms", (g_get_monotonic_time() - start) / 1000.0);
+  return ret;
+}
+
+/* The pipeline's CUDA context, handed over by the application or a neighbour... */
+static void gst_cuda_nms_detector_set_context(GstElement *element, GstContext *context) {
+  GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(element);
+  const gint gpu_id = snapshot(self).gpu_id;
+  priv_of(self)->cuda.set_context(element, context, gpu_id);
+  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
+}
+
+/* ...and shared with neighbours asking for it. */
+static gboolean gst_cuda_nms_detector_query(GstBaseTransform *trans, GstPadDirection direction,
+                                            GstQuery *query) {
+  if (priv_of(GST_CUDA_NMS_DETECTOR(trans))->cuda.handle_query(GST_ELEMENT(trans), query))
+    return TRUE;
+  return GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
+}
