@@ -1,7 +1,9 @@
 // The cascade detector on CUDA (Micikevicius, "Maximizing Face Detection Performance", GTC 2015):
 // every scale resized and integrated on the GPU, one thread per window, the stages run in
-// segments, each launch over a queue of the windows alive after the one before. The per-window
-// arithmetic is common/cascade_eval.h, the same code the CPU twin runs.
+// segments, each launch over a queue of the windows alive after the one before. The kernels are
+// cascade_stages.h's, a file per stage; this is the detector that sizes the tables and workspace
+// and launches them. The per-window arithmetic is common/cascade_eval.h, the same code the CPU
+// twin runs.
 //
 // Per frame (detect() into host windows): one upload of the grey image, the launches, one copy
 // back of the windows into mapped host memory and one synchronisation (a second copy only when a
@@ -19,6 +21,7 @@
 
 #include "common/cascade_eval.h"
 #include "common/cascade_geometry.h"
+#include "cuda/cascade_stages.h"
 #include "cuda/cuda_device.h"
 #include "cuda/host_wait.h"
 #include "cuda_cascade.h"
@@ -30,9 +33,6 @@ namespace {
 
 using cudanms::detail::kBlockingEventFlags;
 
-constexpr uint32_t kFullMask = 0xffffffffu;
-constexpr int kThreads = 256;
-constexpr int kWarpsPerBlock = kThreads / 32;
 constexpr size_t kMappedWindows = 16 * 1024;  // windows copied back with the one synchronisation
 constexpr size_t kSharedBytes = 48 * 1024;    // shared memory without opting in to more
 constexpr size_t kStagingThreads = 8;         // copying a batch's host frames
@@ -40,573 +40,6 @@ constexpr size_t kStagingThreads = 8;         // copying a batch's host frames
 using ::cudanms::detail::DeviceArray;
 using ::cudanms::detail::DeviceBinding;
 using ::cudanms::detail::MappedArray;
-
-// A Level as the kernels need it.
-struct DeviceLevel {
-  int32_t width, height, step, cols, rows;
-  // This level's first item in running totals over all levels: image rows (the row scans), grid
-  // rows (the walk), tiles of windows (segment 1).
-  int32_t first_row, first_grid_row, first_tile;
-  int32_t x_taps, y_taps;
-  int64_t origin;
-  int64_t first_window;
-  float factor;  // the window in image pixels: cascade_geometry's window_rect
-  int32_t out_width, out_height;
-  int32_t frame;  // of the batch: the levels of frame f follow those of frame f - 1
-};
-
-// A frame of the batch: where its pixels are, and (device candidates) where its windows go.
-struct FrameSlot {
-  const uint8_t *pixels;
-  size_t stride;
-  float4 *boxes;
-  float *scores;
-  int32_t *class_ids;
-  uint32_t *count;
-  uint32_t capacity;
-  int32_t class_id;
-  double min_score;
-};
-
-struct QueueEntry {
-  int32_t level, x, y;
-  float norm;
-};
-
-struct OutWindow {
-  int32_t level, x, y, pad;
-  double score;
-};
-
-// The level holding global item `i` of the running totals in `first` (ascending, level 0 at 0).
-template <typename T>
-__device__ int find_level(const DeviceLevel *levels, int count, T DeviceLevel::*first, int64_t i) {
-  int lo = 0, hi = count - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (static_cast<int64_t>(levels[mid].*first) <= i) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
-}
-
-// Detection into device candidates: the last segment appends each window that passes to its
-// frame's list, by its index in the grid of all levels, and emit_candidates puts them in
-// detect()'s order (scale, row, column: the index's) by ranking them, so that NMS breaks ties as
-// on the host path.
-struct Final {
-  uint32_t index;  // in the grid of all levels of the batch: fewer than 2^31 (detect_batch)
-  float score;
-};
-struct Finals {
-  Final *list = nullptr;  // null: not detecting into device candidates
-  size_t per_frame = 0;   // frame f lists from list + f * per_frame, its count in counts[f]
-  uint32_t *counts = nullptr;
-  const FrameSlot *frames = nullptr;
-  int image_width = 0, image_height = 0;
-};
-
-// window_rect of cascade_geometry.cpp: false when the clipped rectangle is empty.
-__device__ bool window_box(const DeviceLevel &level, int x, int y, int image_width,
-                           int image_height, float4 *box) {
-  const int x0 = __float2int_rn(static_cast<float>(x) * level.factor);
-  const int y0 = __float2int_rn(static_cast<float>(y) * level.factor);
-  const int x1 = max(x0, 0), y1 = max(y0, 0);
-  const int x2 = min(x0 + level.out_width, image_width);
-  const int y2 = min(y0 + level.out_height, image_height);
-  *box = make_float4(x1, y1, x2, y2);
-  return x2 > x1 && y2 > y1;
-}
-
-__device__ void append_final(const Finals &f, const DeviceLevel &level, int x, int y,
-                             double score) {
-  float4 box;
-  if (!window_box(level, x, y, f.image_width, f.image_height, &box) ||
-      score < f.frames[level.frame].min_score)
-    return;
-  const int64_t i =
-      level.first_window + static_cast<int64_t>(y / level.step) * level.cols + x / level.step;
-  f.list[level.frame * f.per_frame + atomicAdd(f.counts + level.frame, 1u)] =
-      Final{static_cast<uint32_t>(i), static_cast<float>(score)};
-}
-
-// Each frame's listed windows as its candidates at their rank by grid index (their place in
-// detect()'s order), those ranked below the capacity; the count, above it or not, reaches the
-// consumer, which reports an excess. Blocks blockIdx.y take frame blockIdx.y. A window's rank is
-// counted against every other of its frame, tile by tile in shared memory: a frame's few dozen
-// windows take one block (a CUB select over the ~900 K statuses of a 1080p frame took ~10 us and
-// a launch more); thousands cost O(n^2) but stay exact.
-constexpr int kRankTile = 1024;
-
-__global__ void emit_candidates(Finals f, const DeviceLevel *levels, int level_count) {
-  __shared__ uint32_t tile[kRankTile];
-  const int frame_index = blockIdx.y;
-  const FrameSlot frame = f.frames[frame_index];
-  const Final *list = f.list + frame_index * f.per_frame;
-  const uint32_t n = f.counts[frame_index];
-  if (blockIdx.x == 0 && threadIdx.x == 0) *frame.count = n;
-  for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
-    const uint32_t k = base + threadIdx.x;
-    const Final mine = k < n ? list[k] : Final{0, 0};
-    uint32_t rank = 0;
-    for (uint32_t t0 = 0; t0 < n; t0 += kRankTile) {
-      const uint32_t m = min(static_cast<uint32_t>(kRankTile), n - t0);
-      __syncthreads();  // the tile before is read
-      for (uint32_t j = threadIdx.x; j < m; j += blockDim.x) tile[j] = list[t0 + j].index;
-      __syncthreads();
-      for (uint32_t j = 0; j < m; ++j) rank += tile[j] < mine.index;
-    }
-    if (k >= n || rank >= frame.capacity) continue;
-    const DeviceLevel level =
-        levels[find_level(levels, level_count, &DeviceLevel::first_window, mine.index)];
-    const int g = static_cast<int>(mine.index - level.first_window);
-    float4 box;
-    window_box(level, (g % level.cols) * level.step, (g / level.cols) * level.step, f.image_width,
-               f.image_height, &box);
-    frame.boxes[rank] = box;
-    frame.scores[rank] = mine.score;
-    frame.class_ids[rank] = frame.class_id;
-  }
-}
-
-__global__ void resize_levels(const FrameSlot *frames, const DeviceLevel *levels,
-                              const AxisTap *x_taps, const AxisTap *y_taps, int stride,
-                              uint8_t *resized) {
-  const DeviceLevel level = levels[blockIdx.z];
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= level.width || y >= level.height) return;
-  const FrameSlot &frame = frames[level.frame];
-  resized[level.origin + static_cast<int64_t>(y) * stride + x] =
-      resize_pixel(frame.pixels, frame.stride, x_taps[level.x_taps + x], y_taps[level.y_taps + y]);
-}
-
-// One step of a warp-wide running sum over 32 consecutive elements: the lane's inclusive sum plus
-// what came before (*carry), which then moves on past the 32.
-__device__ uint32_t running_sum(uint32_t v, int lane, uint32_t *carry) {
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const uint32_t n = __shfl_up_sync(kFullMask, v, d);
-    if (lane >= d) v += n;
-  }
-  v += *carry;
-  *carry = __shfl_sync(kFullMask, v, 31);
-  return v;
-}
-
-// One warp per image row of every level: the row's running sums (and of squares) into row y + 1,
-// columns 1..width, of the integral planes. The column pass finishes them.
-__global__ void integral_rows(const DeviceLevel *levels, int level_count, int total_rows,
-                              const uint8_t *resized, int stride, int32_t *sum, int32_t *sqsum) {
-  const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= total_rows) return;
-  const DeviceLevel level = levels[find_level(levels, level_count, &DeviceLevel::first_row, row)];
-  const int y = row - level.first_row;
-  const uint8_t *src = resized + level.origin + static_cast<int64_t>(y) * stride;
-  const int64_t out = level.origin + static_cast<int64_t>(y + 1) * stride + 1;
-  uint32_t carry = 0, carry_sq = 0;
-  for (int x0 = 0; x0 < level.width; x0 += 32) {
-    const int x = x0 + lane;
-    const uint32_t v = x < level.width ? src[x] : 0;
-    const uint32_t s = running_sum(v, lane, &carry);
-    if (x < level.width) sum[out + x] = static_cast<int32_t>(s);
-    if (sqsum) {
-      const uint32_t q = running_sum(v * v, lane, &carry_sq);
-      if (x < level.width) sqsum[out + x] = static_cast<int32_t>(q);
-    }
-  }
-}
-
-// The column pass: a block per 32 adjacent integral columns of one level (blockIdx.z), its warps
-// one above the other down bands of kBandRows rows. Each lane sums kRowsPerLane rows of its
-// column in registers, the warps' totals are added up in shared memory: every load and store is
-// a warp's 32 adjacent columns (coalesced), each value read and written once. (A warp per column
-// read 32 rows of one column per load: 32 sectors for 128 useful bytes.)
-constexpr int kColumnTile = 32;
-constexpr int kColumnWarps = 16;
-constexpr int kRowsPerLane = 8;
-constexpr int kBandRows = kColumnWarps * kRowsPerLane;
-
-__global__ void __launch_bounds__(kColumnTile *kColumnWarps)
-    integral_columns(const DeviceLevel *levels, int stride, int32_t *sum, int32_t *sqsum) {
-  __shared__ uint32_t totals[2][kColumnWarps][kColumnTile + 1];  // +1: no bank conflicts
-  const DeviceLevel level = levels[blockIdx.z];
-  if (static_cast<int>(blockIdx.x) * kColumnTile >= level.width) return;  // the whole block
-  const int lane = threadIdx.x, warp = threadIdx.y;
-  const int x = blockIdx.x * kColumnTile + lane;
-  const bool column_inside = x < level.width;
-  const int64_t top = level.origin + stride + 1 + x;  // integral row 1 of column x + 1
-  uint32_t carry = 0, carry_sq = 0;                   // the bands above
-  for (int band = 0; band < level.height; band += kBandRows) {
-    const int y0 = band + warp * kRowsPerLane;
-    uint32_t s[kRowsPerLane], q[kRowsPerLane];
-    uint32_t run = 0, run_sq = 0;
-#pragma unroll
-    for (int k = 0; k < kRowsPerLane; ++k) {
-      const bool inside = column_inside && y0 + k < level.height;
-      const int64_t p = top + static_cast<int64_t>(y0 + k) * stride;
-      run += inside ? static_cast<uint32_t>(sum[p]) : 0u;
-      s[k] = run;
-      if (sqsum) {
-        run_sq += inside ? static_cast<uint32_t>(sqsum[p]) : 0u;
-        q[k] = run_sq;
-      }
-    }
-    totals[0][warp][lane] = run;
-    totals[1][warp][lane] = run_sq;
-    __syncthreads();
-    uint32_t above = carry, above_sq = carry_sq;
-    for (int w = 0; w < kColumnWarps; ++w) {
-      if (w == warp) above = carry, above_sq = carry_sq;  // what the warps above this one add
-      carry += totals[0][w][lane];
-      carry_sq += totals[1][w][lane];
-    }
-    __syncthreads();  // the totals are read before the next band writes them
-#pragma unroll
-    for (int k = 0; k < kRowsPerLane; ++k) {
-      if (!column_inside || y0 + k >= level.height) continue;
-      const int64_t p = top + static_cast<int64_t>(y0 + k) * stride;
-      sum[p] = static_cast<int32_t>(s[k] + above);
-      if (sqsum) sqsum[p] = static_cast<int32_t>(q[k] + above_sq);
-    }
-  }
-}
-
-// The tilted integral of one level on the grid rotated by 45 degrees (see tilted_integral in
-// common/cascade_geometry.h): scatter, sums along v downwards, along u, gather.
-__global__ void tilted_scatter(const uint8_t *resized, int64_t origin, int stride, int width,
-                               int height, int n, uint32_t *grid) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y;
-  if (x >= width) return;
-  grid[static_cast<int64_t>(x + y) * n + (x - y + height - 1)] =
-      resized[origin + static_cast<int64_t>(y) * stride + x];
-}
-
-__global__ void tilted_suffix_rows(int n, uint32_t *grid) {
-  const int u = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (u >= n) return;
-  uint32_t *row = grid + static_cast<int64_t>(u) * n;
-  uint32_t carry = 0;
-  for (int v0 = n - 1; v0 >= 0; v0 -= 32) {
-    const int v = v0 - lane;  // lane 0 takes the rightmost element of the chunk
-    const uint32_t s = running_sum(v >= 0 ? row[v] : 0, lane, &carry);
-    if (v >= 0) row[v] = s;
-  }
-}
-
-__global__ void tilted_prefix_columns(int n, uint32_t *grid) {
-  const int v = blockIdx.x * blockDim.x + threadIdx.x;
-  if (v >= n) return;
-  uint32_t acc = grid[v];
-  for (int u = 1; u < n; ++u) {
-    const int64_t p = static_cast<int64_t>(u) * n + v;
-    acc += grid[p];
-    grid[p] = acc;
-  }
-}
-
-__global__ void tilted_gather(const uint32_t *grid, int n, int width, int height, int64_t origin,
-                              int stride, int32_t *tilted) {
-  const int X = blockIdx.x * blockDim.x + threadIdx.x;
-  const int Y = blockIdx.y;
-  if (X > width) return;
-  const int u = X + Y - 2;
-  const int v = X - Y + height - 1;
-  uint32_t value = 0;
-  if (u >= 0 && v < n) value = grid[static_cast<int64_t>(min(u, n - 1)) * n + max(v, 0)];
-  tilted[origin + static_cast<int64_t>(Y) * stride + X] = static_cast<int32_t>(value);
-}
-
-// Segment 1 over every window of every level, a block a tile of kTileRows x kTileCols windows of
-// one level: a block finds its level once, a thread its window with no search or division, and
-// a warp's windows are neighbours of one row (a window a thread over all levels spent a binary
-// search, a division and the level's 64 bytes on each). Status 0: evaluated and failed the first
-// stage (OpenCV then skips the next window of the row); 1: flat or failed a later stage; 2:
-// alive, with its normalisation factor in norms.
-constexpr int kTileCols = 32;
-constexpr int kTileRows = kThreads / kTileCols;
-
-__host__ __device__ int tiles_across(int cols) { return (cols + kTileCols - 1) / kTileCols; }
-
-__global__ void __launch_bounds__(kThreads)
-    first_segment(CascadeView c, const DeviceLevel *levels, int level_count, int stride,
-                  const int32_t *sum, const int32_t *sqsum, const int32_t *tilted, int end,
-                  uint8_t *status, float *norms) {
-  const DeviceLevel level =
-      levels[find_level(levels, level_count, &DeviceLevel::first_tile, blockIdx.x)];
-  const int tile = static_cast<int>(blockIdx.x) - level.first_tile;
-  const int across = tiles_across(level.cols);
-  const int col = tile % across * kTileCols + static_cast<int>(threadIdx.x) % kTileCols;
-  const int row = tile / across * kTileRows + static_cast<int>(threadIdx.x) / kTileCols;
-  if (col >= level.cols || row >= level.rows) return;
-  const int64_t i = level.first_window + static_cast<int64_t>(row) * level.cols + col;
-  const int64_t at =
-      level.origin + static_cast<int64_t>(row * level.step) * stride + col * level.step;
-  const int32_t *window_sum = window_in(sum, at);
-  float norm = 1.f;
-  uint8_t s = 1;
-  if (c.is_lbp || haar_window_norm(c, window_sum, sqsum + at, &norm)) {
-    double weight;
-    const int failed = run_stages(c, window_sum, window_in(tilted, at), norm, 0, end, &weight);
-    s = failed == 0 ? 0 : failed < end ? 1 : 2;
-  }
-  status[i] = s;
-  if (s == 2) norms[i] = norm;  // the walk reads it for the windows that go on only
-}
-
-// OpenCV's walk along a row, one window at a time, is a map of the state "the walk lands on this
-// window" to the state at the next: not landed -> lands; landed -> lands unless the window failed
-// the first stage. Such a map of {0, 1} is two bits (bit b: where state b goes), and the maps of
-// consecutive windows compose (associatively) into the map over all of them: a warp scan.
-__device__ uint32_t walk_step(uint32_t map, uint32_t state) { return (map >> state) & 1u; }
-__device__ uint32_t walk_compose(uint32_t later, uint32_t earlier) {
-  return walk_step(later, walk_step(earlier, 0)) | walk_step(later, walk_step(earlier, 1)) << 1;
-}
-
-// The map of OpenCV's walk over 32 windows from `col0`, a lane each: lane j's map takes the
-// state at col0 to the state at col0 + j + 1. Windows past the row map to themselves.
-__device__ uint32_t walk_scan(const uint8_t *row_status, int cols, int col0, int lane,
-                              uint8_t *status) {
-  const int col = col0 + lane;
-  *status = col < cols ? row_status[col] : 0;
-  uint32_t map = col >= cols ? 2u : 1u | (*status != 0 ? 2u : 0u);  // 2: the identity
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const uint32_t earlier = __shfl_up_sync(kFullMask, map, d);
-    if (lane >= d) map = walk_compose(map, earlier);
-  }
-  return map;
-}
-
-// A block per grid row, its warps over consecutive stretches of the row's windows, 32 at a time:
-// each warp first composes its stretch into one map, the maps of the warps before it give the
-// state it starts in, then it walks its stretch again, counting the alive windows the walk
-// reaches (the statuses as ballots), and a third time to queue them. The block claims its place
-// in the queue with one atomic: one per window chunk put thousands of same-address atomics on a
-// 1080p frame. (A warp per row walked a 1080p row's ~30 chunks in a chain.)
-constexpr int kWalkWarps = 8;
-
-// OpenCV's walk through chunks [begin, end) of a row, landing on the first window or not:
-// visit(column of the lane, bits of the windows reached, bits of those that join the queue).
-template <typename Visit>
-__device__ void walk_stretch(const uint8_t *row_status, int cols, int begin, int end,
-                             uint32_t lands, int lane, Visit visit) {
-  uint8_t s;
-  for (int c = begin; c < end; ++c) {
-    const int col = c * 32 + lane;
-    const uint32_t map = walk_scan(row_status, cols, c * 32, lane, &s);
-    const uint32_t lands_next = walk_step(map, lands);  // on window col + 1
-    uint32_t lands_here = __shfl_up_sync(kFullMask, lands_next, 1);
-    if (lane == 0) lands_here = lands;
-    const uint32_t reached = __ballot_sync(kFullMask, col < cols && lands_here);
-    const uint32_t alive = __ballot_sync(kFullMask, s == 2);
-    lands = __shfl_sync(kFullMask, lands_next, 31);
-    visit(col, reached, reached & alive);
-  }
-}
-
-__global__ void __launch_bounds__(kWalkWarps * 32)
-    walk_rows(const DeviceLevel *levels, int level_count, const uint8_t *status, const float *norms,
-              QueueEntry *queue, uint32_t *queue_count, unsigned long long *reached_count) {
-  __shared__ uint32_t stretch_maps[kWalkWarps], joining_counts[kWalkWarps],
-      reached_counts[kWalkWarps];
-  __shared__ uint32_t block_base;
-  const int r = blockIdx.x;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int li = find_level(levels, level_count, &DeviceLevel::first_grid_row, r);
-  const DeviceLevel level = levels[li];
-  const int row = r - level.first_grid_row;
-  const int64_t first = level.first_window + static_cast<int64_t>(row) * level.cols;
-  const uint8_t *row_status = status + first;
-  const int chunks = (level.cols + 31) / 32;
-  const int per_warp = (chunks + kWalkWarps - 1) / kWalkWarps;
-  const int chunk_begin = min(chunks, warp * per_warp);
-  const int chunk_end = min(chunks, chunk_begin + per_warp);
-  uint8_t s;
-  uint32_t stretch = 2u;  // the identity
-  for (int c = chunk_begin; c < chunk_end; ++c)
-    stretch = walk_compose(
-        __shfl_sync(kFullMask, walk_scan(row_status, level.cols, c * 32, lane, &s), 31), stretch);
-  if (lane == 0) stretch_maps[warp] = stretch;
-  __syncthreads();
-  uint32_t lands = 1;  // whether the walk lands on the stretch's first window
-  for (int w = 0; w < warp; ++w) lands = walk_step(stretch_maps[w], lands);
-
-  uint32_t joining_total = 0, reached_total = 0;
-  walk_stretch(row_status, level.cols, chunk_begin, chunk_end, lands, lane,
-               [&](int, uint32_t reached, uint32_t joining) {
-                 reached_total += __popc(reached);
-                 joining_total += __popc(joining);
-               });
-  if (lane == 0) joining_counts[warp] = joining_total, reached_counts[warp] = reached_total;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    uint32_t joining = 0, reached = 0;
-    for (int w = 0; w < kWalkWarps; ++w) joining += joining_counts[w], reached += reached_counts[w];
-    block_base = joining ? atomicAdd(queue_count, joining) : 0;
-    if (reached) atomicAdd(reached_count, static_cast<unsigned long long>(reached));
-  }
-  __syncthreads();
-  if (joining_total == 0) return;
-  uint32_t base = block_base;
-  for (int w = 0; w < warp; ++w) base += joining_counts[w];
-  walk_stretch(row_status, level.cols, chunk_begin, chunk_end, lands, lane,
-               [&](int col, uint32_t, uint32_t joining) {
-                 if ((joining >> lane) & 1u) {
-                   queue[base + __popc(joining & ((1u << lane) - 1))] =
-                       QueueEntry{li, col * level.step, row * level.step, norms[first + col]};
-                 }
-                 base += __popc(joining);
-               });
-}
-
-// A stage for a window on the G lanes of its group: the lanes walk the stage's trees in
-// parallel. Where the stage sums are exact in any order (stage_sums_exact), each lane adds its
-// own leaves and the lanes' sums meet in a butterfly, every lane with the total; else the leaves
-// go to the group's `mine` in shared memory and its first lane adds them in tree order. Either
-// way OpenCV's double sum, bit for bit, on every lane of the group.
-template <int G>
-__device__ double stage_sum(const CascadeView &c, const StageView &stage, const int32_t *sum,
-                            const int32_t *tilted, float norm, int sub, unsigned mask,
-                            float *mine) {
-  if (c.exact_stage_sums) {
-    double part = 0;
-    for (int t = sub; t < stage.trees; t += G)
-      part += static_cast<double>(
-          tree_leaf(c, load_record(c.trees + stage.first_tree + t), sum, tilted, norm));
-#pragma unroll
-    for (int lanes = G / 2; lanes > 0; lanes /= 2) part += __shfl_xor_sync(mask, part, lanes, G);
-    return part;
-  }
-  for (int t = sub; t < stage.trees; t += G)
-    mine[t] = tree_leaf(c, load_record(c.trees + stage.first_tree + t), sum, tilted, norm);
-  __syncwarp(mask);
-  double weight = 0;
-  if (sub == 0) {
-    for (int t = 0; t < stage.trees; ++t) weight += static_cast<double>(mine[t]);
-  }
-  weight = __shfl_sync(mask, weight, 0, G);
-  __syncwarp(mask);
-  return weight;
-}
-
-// The lanes of this thread's group (threads threadIdx.x / G * G on) as a warp mask.
-template <int G>
-__device__ unsigned group_mask() {
-  return G == 32 ? kFullMask : ((1u << G) - 1) << (threadIdx.x % 32 / G * G);
-}
-
-// A segment before the last, stages [first, end): a block takes kThreads / G windows of the queue
-// and runs them stage by stage, the survivors of each stage packed to the front in shared
-// memory (in order) before the next, so its warps stay full as windows fail; the survivors of
-// the segment join the next queue with one atomic a block. (Each group running its window's
-// stages alone kept a warp until its deepest window was done: a 2-lane warp's 16 windows fail at
-// different stages, and its lanes were 48 % busy over stages 4-7. A launch a stage keeps them
-// busy too but each waits for the one before.)
-template <int G>
-__global__ void __launch_bounds__(kThreads)
-    middle_segment(CascadeView c, const DeviceLevel *levels, int stride, const int32_t *sum,
-                   const int32_t *tilted, int first, int end, const QueueEntry *in,
-                   const uint32_t *in_count, QueueEntry *out, uint32_t *out_count, int max_trees) {
-  constexpr int kGroups = kThreads / G;
-  __shared__ QueueEntry live[kGroups];
-  __shared__ uint32_t kept_by_warp[kWarpsPerBlock];
-  __shared__ uint32_t block_base;
-  extern __shared__ float leaves[];
-  const int group = static_cast<int>(threadIdx.x) / G, sub = static_cast<int>(threadIdx.x) % G;
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const unsigned mask = group_mask<G>();
-  float *mine = leaves + group * max_trees;
-  const uint32_t n = *in_count;
-  for (uint32_t start = blockIdx.x * kGroups; start < n; start += gridDim.x * kGroups) {
-    uint32_t live_n = min(n - start, static_cast<uint32_t>(kGroups));
-    if (threadIdx.x < live_n) live[threadIdx.x] = in[start + threadIdx.x];
-    __syncthreads();
-    for (int si = first; si < end && live_n > 0; ++si) {
-      QueueEntry e{};
-      bool keep = false;
-      if (group < static_cast<int>(live_n)) {
-        e = live[group];
-        const int64_t at = levels[e.level].origin + static_cast<int64_t>(e.y) * stride + e.x;
-        const StageView stage = load_record(c.stages + si);
-        const double weight = stage_sum<G>(c, stage, window_in(sum, at), window_in(tilted, at),
-                                           e.norm, sub, mask, mine);
-        keep = sub == 0 && !(weight < static_cast<double>(stage.threshold));
-      }
-      const uint32_t kept = __ballot_sync(kFullMask, keep);
-      if (lane == 0) kept_by_warp[warp] = __popc(kept);
-      __syncthreads();  // every group has read its window before the survivors move
-      uint32_t place = __popc(kept & ((1u << lane) - 1)), total = 0;
-      for (int w = 0; w < kWarpsPerBlock; ++w) {
-        if (w < warp) place += kept_by_warp[w];
-        total += kept_by_warp[w];
-      }
-      if (keep) live[place] = e;
-      live_n = total;
-      __syncthreads();
-    }
-    if (live_n > 0) {
-      if (threadIdx.x == 0) block_base = atomicAdd(out_count, live_n);
-      __syncthreads();
-      if (threadIdx.x < live_n) out[block_base + threadIdx.x] = live[threadIdx.x];
-    }
-    __syncthreads();  // the next windows overwrite live
-  }
-}
-
-// The last segment, stages [first, end), a group of G lanes per window (a warp: its few deep
-// windows are each a chain of stages); the windows that pass go to the output.
-template <int G>
-__global__ void last_segment(CascadeView c, const DeviceLevel *levels, int stride,
-                             const int32_t *sum, const int32_t *tilted, int first, int end,
-                             const QueueEntry *in, const uint32_t *in_count, OutWindow *windows,
-                             uint32_t *window_count, Finals finals, int max_trees) {
-  extern __shared__ float leaves[];
-  const int sub = threadIdx.x % G;
-  const unsigned mask = group_mask<G>();
-  float *mine = leaves + (threadIdx.x / G) * max_trees;
-  const uint32_t n = *in_count;
-  const uint32_t groups = gridDim.x * (blockDim.x / G);
-  for (uint32_t i = (blockIdx.x * blockDim.x + threadIdx.x) / G; i < n; i += groups) {
-    const QueueEntry e = in[i];
-    const int64_t at = levels[e.level].origin + static_cast<int64_t>(e.y) * stride + e.x;
-    const int32_t *window_sum = window_in(sum, at), *window_tilted = window_in(tilted, at);
-    bool alive = true;
-    double weight = 0;
-    for (int si = first; si < end && alive; ++si) {
-      const StageView stage = load_record(c.stages + si);
-      weight = stage_sum<G>(c, stage, window_sum, window_tilted, e.norm, sub, mask, mine);
-      alive = !(weight < static_cast<double>(stage.threshold));
-    }
-    if (!alive || sub != 0) continue;
-    if (finals.list) {
-      append_final(finals, levels[e.level], e.x, e.y, weight);
-    } else {
-      windows[atomicAdd(window_count, 1u)] = OutWindow{e.level, e.x, e.y, 0, weight};
-    }
-  }
-}
-
-// The counts and the first windows into mapped host memory, so one synchronisation brings all.
-__global__ void publish(const uint32_t *counts, int count_n, const unsigned long long *reached,
-                        const OutWindow *windows, uint32_t capacity, uint32_t *h_counts,
-                        unsigned long long *h_reached, OutWindow *h_windows) {
-  const uint32_t n = min(counts[count_n - 1], capacity);
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-    h_windows[i] = windows[i];
-  if (blockIdx.x == 0 && threadIdx.x < count_n) h_counts[threadIdx.x] = counts[threadIdx.x];
-  if (blockIdx.x == 0 && threadIdx.x == 0) *h_reached = *reached;
-}
-
-unsigned blocks_for(size_t items, int threads) {
-  return static_cast<unsigned>(std::max<size_t>((items + threads - 1) / threads, 1));
-}
 
 class CudaDetector final : public Detector {
  public:
@@ -783,10 +216,10 @@ class CudaDetector final : public Detector {
       if (!status.ok()) return status;
       const unsigned frame_blocks = std::max<unsigned>(
           1, static_cast<unsigned>(sm_count_) / static_cast<unsigned>(frames.size()));
-      emit_candidates<<<dim3(frame_blocks, static_cast<unsigned>(frames.size())), kThreads, 0,
-                        stream_>>>(finals(), w_->levels.get(),
-                                   static_cast<int>(g.levels.size() * frames.size()));
-      CASCADE_TRY(cudaGetLastError());
+      CASCADE_TRY(emit_candidates_async(frame_blocks, static_cast<int>(frames.size()), finals(),
+                                        w_->levels.get(),
+                                        static_cast<int>(g.levels.size() * frames.size()),
+                                        stream_));
       for (const DeviceFrame &frame : frames) on_device |= frame.image.on_device;
     }
     for (const DeviceFrame &frame : frames) {
@@ -977,21 +410,13 @@ class CudaDetector final : public Detector {
     const int total_grid_rows = total_grid_rows_ * static_cast<int>(frames);
     const bool haar = model_->feature_type == FeatureType::kHaar;
     const Level &widest = g.levels.front();
-    const dim3 block2d(32, 8);
-    const dim3 grid2d((widest.width + 31) / 32, (widest.height + 7) / 8, levels);
-    resize_levels<<<grid2d, block2d, 0, stream_>>>(w_->slots.get(), w_->levels.get(),
-                                                   w_->x_taps.get(), w_->y_taps.get(), g.stride,
-                                                   w_->resized.get());
-    CASCADE_TRY(cudaGetLastError());
+    CASCADE_TRY(resize_levels_async(w_->slots.get(), w_->levels.get(), levels, widest.width,
+                                    widest.height, w_->x_taps.get(), w_->y_taps.get(), g.stride,
+                                    w_->resized.get(), stream_));
     CASCADE_TRY(cudaEventRecord(image_read_, stream_));  // the frames' only reader is done
     int32_t *sq = haar ? w_->sqsum.get() : nullptr;
-    integral_rows<<<blocks_for(total_rows, kWarpsPerBlock), kThreads, 0, stream_>>>(
-        w_->levels.get(), levels, total_rows, w_->resized.get(), g.stride, w_->sum.get(), sq);
-    CASCADE_TRY(cudaGetLastError());
-    integral_columns<<<dim3((widest.width + kColumnTile - 1) / kColumnTile, 1, levels),
-                       dim3(kColumnTile, kColumnWarps), 0, stream_>>>(w_->levels.get(), g.stride,
-                                                                      w_->sum.get(), sq);
-    CASCADE_TRY(cudaGetLastError());
+    CASCADE_TRY(integrals_async(w_->levels.get(), levels, total_rows, widest.width,
+                                w_->resized.get(), g.stride, w_->sum.get(), sq, stream_));
     if (model_->has_tilted_features) {
       Status status = tilted_integrals(frames);
       if (!status.ok()) return status;
@@ -1002,14 +427,12 @@ class CudaDetector final : public Detector {
     CASCADE_TRY(cudaMemsetAsync(w_->counts.get(), 0, (bounds_.size() + frames) * sizeof(uint32_t),
                                 stream_));
     CASCADE_TRY(cudaMemsetAsync(w_->reached.get(), 0, sizeof(unsigned long long), stream_));
-    first_segment<<<static_cast<unsigned>(total_tiles_ * frames), kThreads, 0, stream_>>>(
-        view_, w_->levels.get(), levels, g.stride, w_->sum.get(), sq, tilted, bounds_[1],
-        w_->status.get(), w_->norms.get());
-    CASCADE_TRY(cudaGetLastError());
-    walk_rows<<<static_cast<unsigned>(total_grid_rows), kWalkWarps * 32, 0, stream_>>>(
-        w_->levels.get(), levels, w_->status.get(), w_->norms.get(), w_->queue_a.get(),
-        w_->counts.get(), w_->reached.get());
-    CASCADE_TRY(cudaGetLastError());
+    CASCADE_TRY(first_segment_async(static_cast<int>(total_tiles_ * frames), view_,
+                                    w_->levels.get(), levels, g.stride, w_->sum.get(), sq, tilted,
+                                    bounds_[1], w_->status.get(), w_->norms.get(), stream_));
+    CASCADE_TRY(walk_rows_async(total_grid_rows, w_->levels.get(), levels, w_->status.get(),
+                                w_->norms.get(), w_->queue_a.get(), w_->counts.get(),
+                                w_->reached.get(), stream_));
     // With one segment, the queue holds windows that passed every stage: running the last stage
     // again gives their score.
     QueueEntry *in = w_->queue_a.get(), *out = w_->queue_b.get();
@@ -1024,34 +447,23 @@ class CudaDetector final : public Detector {
           view_.exact_stage_sums ? 0 : (kThreads / group) * max_trees_ * sizeof(float);
       const uint32_t *in_count = w_->counts.get() + k - 1;
       if (last) {
-        auto kernel = group == 2    ? last_segment<2>
-                      : group == 4  ? last_segment<4>
-                      : group == 8  ? last_segment<8>
-                      : group == 16 ? last_segment<16>
-                                    : last_segment<32>;
-        kernel<<<queue_blocks, kThreads, shared, stream_>>>(
-            view_, w_->levels.get(), g.stride, w_->sum.get(), tilted, first, end, in, in_count,
-            into_finals ? nullptr : w_->windows.get(), w_->counts.get() + segments,
-            into_finals ? finals() : Finals{}, max_trees_);
+        CASCADE_TRY(last_segment_async(group, queue_blocks, shared, view_, w_->levels.get(),
+                                       g.stride, w_->sum.get(), tilted, first, end, in, in_count,
+                                       into_finals ? nullptr : w_->windows.get(),
+                                       w_->counts.get() + segments,
+                                       into_finals ? finals() : Finals{}, max_trees_, stream_));
       } else {
-        auto kernel = group == 2    ? middle_segment<2>
-                      : group == 4  ? middle_segment<4>
-                      : group == 8  ? middle_segment<8>
-                      : group == 16 ? middle_segment<16>
-                                    : middle_segment<32>;
-        kernel<<<queue_blocks, kThreads, shared, stream_>>>(
-            view_, w_->levels.get(), g.stride, w_->sum.get(), tilted, first, end, in, in_count, out,
-            w_->counts.get() + k, max_trees_);
+        CASCADE_TRY(middle_segment_async(group, queue_blocks, shared, view_, w_->levels.get(),
+                                         g.stride, w_->sum.get(), tilted, first, end, in, in_count,
+                                         out, w_->counts.get() + k, max_trees_, stream_));
       }
-      CASCADE_TRY(cudaGetLastError());
       std::swap(in, out);
     }
     if (into_finals) return Status::Ok();  // detect_batch_checked orders them
-    publish<<<64, kThreads, 0, stream_>>>(
-        w_->counts.get(), static_cast<int>(segments + 1), w_->reached.get(), w_->windows.get(),
-        static_cast<uint32_t>(w_->h_windows.size()), w_->h_counts.device(), w_->h_reached.device(),
-        w_->h_windows.device());
-    CASCADE_TRY(cudaGetLastError());
+    CASCADE_TRY(publish_async(w_->counts.get(), static_cast<int>(segments + 1), w_->reached.get(),
+                              w_->windows.get(), static_cast<uint32_t>(w_->h_windows.size()),
+                              w_->h_counts.device(), w_->h_reached.device(),
+                              w_->h_windows.device(), stream_));
     return Status::Ok();
   }
 
@@ -1077,21 +489,9 @@ class CudaDetector final : public Detector {
     const Geometry &g = geometry_;
     for (size_t f = 0; f < frames; ++f) {
       for (const Level &l : g.levels) {
-        const int n = l.width + l.height - 1;
         const int64_t origin = static_cast<int64_t>(f * g.plane_size + l.origin);
-        CASCADE_TRY(cudaMemsetAsync(w_->tilt_grid.get(), 0,
-                                    static_cast<size_t>(n) * n * sizeof(uint32_t), stream_));
-        tilted_scatter<<<dim3((l.width + 127) / 128, l.height), 128, 0, stream_>>>(
-            w_->resized.get(), origin, g.stride, l.width, l.height, n, w_->tilt_grid.get());
-        CASCADE_TRY(cudaGetLastError());
-        tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream_>>>(
-            n, w_->tilt_grid.get());
-        CASCADE_TRY(cudaGetLastError());
-        tilted_prefix_columns<<<blocks_for(n, 128), 128, 0, stream_>>>(n, w_->tilt_grid.get());
-        CASCADE_TRY(cudaGetLastError());
-        tilted_gather<<<dim3((l.width + 1 + 127) / 128, l.height + 1), 128, 0, stream_>>>(
-            w_->tilt_grid.get(), n, l.width, l.height, origin, g.stride, w_->tilted.get());
-        CASCADE_TRY(cudaGetLastError());
+        CASCADE_TRY(tilted_integral_async(w_->resized.get(), origin, g.stride, l.width, l.height,
+                                          w_->tilt_grid.get(), w_->tilted.get(), stream_));
       }
     }
     return Status::Ok();
