@@ -263,10 +263,11 @@ TEST_F(DnnDetect, DecodedVideosGiveBothElementsTheSameFaces) {
   if (cudanms::cuda_available(&why) && TorchModel::cuda_usable(0)) backends.push_back("cuda");
   for (const std::string &backend : backends) {
     // vtest.avi: pedestrians too far and small for the front model, which finds no face in
-    // either element: its 795 frames check that neither finds one the other does not.
+    // either element: its frames (795; the GPU host's YUV4MPEG2 copy, its first 300) check that
+    // neither finds one the other does not.
     for (const auto &[video, frames, faces] :
          {std::tuple{"Megamind.avi", 200u, 100u}, std::tuple{"Megamind_bugy.avi", 200u, 100u},
-          std::tuple{"vtest.avi", 700u, 0u}}) {
+          std::tuple{"vtest.avi", 250u, 0u}}) {
       ElementsCompared compared;
       ASSERT_NO_FATAL_FAILURE(compare_elements(video, backend, &compared));
       std::printf("%s (%s) through dnndetect backend=%s and blazeface: %zu frames, %zu faces, "
