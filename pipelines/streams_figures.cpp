@@ -1,0 +1,224 @@
+// cudanms-streams' figures: the probes that time each element's work on a frame, the GPU memory
+// the process holds, and the summary at the end.
+#include <gst/cudanms/cudanmsmeta.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "streams_app.h"
+
+#ifdef CUDANMS_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0.0;
+  size_t rank = static_cast<size_t>(std::ceil(p * values.size()));
+  rank = std::min(std::max<size_t>(rank, 1), values.size()) - 1;
+  std::nth_element(values.begin(), values.begin() + rank, values.end());
+  return values[rank];
+}
+
+// Timing probes: an in-place element runs between its sink pad and its src pad on the stream's
+// thread, so the two probes bracket exactly its work on the frame.
+
+struct Probe {
+  Stream *stream;
+  int element;
+};
+
+GstPadProbeReturn on_enter(GstPad *, GstPadProbeInfo *, gpointer data) {
+  auto *p = static_cast<Probe *>(data);
+  p->stream->element_start_us[p->element] = g_get_monotonic_time();
+  return GST_PAD_PROBE_OK;
+}
+
+GstPadProbeReturn on_leave(GstPad *, GstPadProbeInfo *info, gpointer data) {
+  auto *p = static_cast<Probe *>(data);
+  Stream *s = p->stream;
+  const gint64 now = g_get_monotonic_time();
+  s->element_us[p->element].push_back(static_cast<double>(now - s->element_start_us[p->element]));
+  if (p->element == 1) {
+    s->chain_us.push_back(static_cast<double>(now - s->element_start_us[0]));
+    if (const GstCudaNmsResultMeta *r =
+            gst_buffer_get_cuda_nms_result_meta(GST_PAD_PROBE_INFO_BUFFER(info)))
+      if (r->gpu_time_ns > 0) s->nms_gpu_us.push_back(r->gpu_time_ns / 1000.0);
+    if (s->first_us == 0) s->first_us = now;
+    s->last_us = now;
+    s->frames.fetch_add(1, std::memory_order_relaxed);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+// One GPU's streams (--gpus): their frames/s from their first frame to their last, their
+// elements' time per frame, and the memory the process added on the device.
+struct GpuFigures {
+  unsigned gpu = 0;
+  int streams = 0;
+  guint64 frames = 0;
+  double fps = 0, detector_p50_us = 0, nms_p50_us = 0, memory_mib = 0;
+};
+
+double memory_mib(const App &app, unsigned gpu) {
+  const auto running = app.gpu_used_running.find(gpu), before = app.gpu_used_before.find(gpu);
+  if (running == app.gpu_used_running.end() || before == app.gpu_used_before.end()) return 0;
+  return (running->second - std::min(running->second, before->second)) / (1024.0 * 1024.0);
+}
+
+GpuFigures gpu_figures(const App &app, unsigned gpu) {
+  GpuFigures g;
+  g.gpu = gpu;
+  std::vector<double> detector, nms;
+  gint64 first = G_MAXINT64, last = 0;
+  for (const auto &s : app.streams) {
+    if (s->gpu != static_cast<int>(gpu)) continue;
+    g.streams++;
+    g.frames += s->frames;
+    detector.insert(detector.end(), s->element_us[0].begin(), s->element_us[0].end());
+    nms.insert(nms.end(), s->element_us[1].begin(), s->element_us[1].end());
+    if (s->frames > 0) first = std::min(first, s->first_us), last = std::max(last, s->last_us);
+  }
+  if (last > first) g.fps = (g.frames - 1) / ((last - first) / 1e6);
+  g.detector_p50_us = percentile(detector, 0.5);
+  g.nms_p50_us = percentile(nms, 0.5);
+  g.memory_mib = memory_mib(app, gpu);
+  return g;
+}
+
+}  // namespace
+
+void watch(GstElement *element, Stream *stream, int which) {
+  auto *probe = new Probe{stream, which};
+  GstPad *sink = gst_element_get_static_pad(element, "sink");
+  GstPad *src = gst_element_get_static_pad(element, "src");
+  gst_pad_add_probe(sink, GST_PAD_PROBE_TYPE_BUFFER, on_enter, probe, nullptr);
+  gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, on_leave, probe,
+                    [](gpointer p) { delete static_cast<Probe *>(p); });
+  gst_object_unref(sink);
+  gst_object_unref(src);
+}
+
+size_t gpu_memory_used(unsigned gpu) {
+#ifdef CUDANMS_HAVE_CUDA
+  size_t free_bytes = 0, total = 0;
+  if (cudaSetDevice(static_cast<int>(gpu)) == cudaSuccess &&
+      cudaMemGetInfo(&free_bytes, &total) == cudaSuccess)
+    return total - free_bytes;
+#else
+  (void)gpu;
+#endif
+  return 0;
+}
+
+void sample_gpu_memory(App *app) {
+  for (unsigned gpu : app->gpus)
+    app->gpu_used_running[gpu] = std::max(app->gpu_used_running[gpu], gpu_memory_used(gpu));
+}
+
+void summarize(App *app) {
+  std::vector<double> detector, nms, chain, nms_gpu;
+  guint64 frames = 0, published = 0, dropped = 0;
+  double slowest = 1e300, fastest = 0;
+  gint64 first = G_MAXINT64, last = 0;
+  for (const auto &s : app->streams) {
+    detector.insert(detector.end(), s->element_us[0].begin(), s->element_us[0].end());
+    nms.insert(nms.end(), s->element_us[1].begin(), s->element_us[1].end());
+    chain.insert(chain.end(), s->chain_us.begin(), s->chain_us.end());
+    nms_gpu.insert(nms_gpu.end(), s->nms_gpu_us.begin(), s->nms_gpu_us.end());
+    frames += s->frames;
+    published += s->published;
+    dropped += s->dropped;
+    const double seconds = (s->last_us - s->first_us) / 1e6;
+    const double fps = seconds > 0 ? (s->frames - 1) / seconds : 0;
+    slowest = std::min(slowest, fps);
+    fastest = std::max(fastest, fps);
+    if (s->frames > 0) first = std::min(first, s->first_us), last = std::max(last, s->last_us);
+  }
+  // From the first frame out of any stream to the last: the chain's aggregate throughput.
+  const double wall = last > first ? (last - first) / 1e6 : 0;
+  const double total_fps = wall > 0 ? (frames - 1) / wall : 0;
+  // NMS's own GPU work against the whole chain's time per frame (cudanms's time between its pads
+  // also holds the wait for the detector's GPU work, which it is ordered after).
+  double chain_sum = 0, gpu_sum = 0;
+  for (double v : chain) chain_sum += v;
+  for (double v : nms_gpu) gpu_sum += v;
+  const double share = chain_sum > 0 && !nms_gpu.empty() ? 100.0 * gpu_sum / chain_sum : 0;
+  double memory = 0;
+  for (unsigned gpu : app->gpus) memory += memory_mib(*app, gpu);
+  const int n = static_cast<int>(app->streams.size());
+  double mean_batch = 0;
+  for (const auto &s : app->streams) mean_batch += n ? s->mean_batch / n : 0;
+  // Every figure once, by its JSON name; the text lines below pick them from here.
+  const std::vector<std::pair<const char *, double>> figures = {
+      {"streams", n},
+      {"frames", static_cast<double>(frames)},
+      {"total_fps", total_fps},
+      {"min_stream_fps", slowest},
+      {"max_stream_fps", fastest},
+      {"chain_p50_us", percentile(chain, 0.5)},
+      {"chain_p99_us", percentile(chain, 0.99)},
+      {"detector_p50_us", percentile(detector, 0.5)},
+      {"detector_p99_us", percentile(detector, 0.99)},
+      {"nms_p50_us", percentile(nms, 0.5)},
+      {"nms_p99_us", percentile(nms, 0.99)},
+      {"nms_gpu_p50_us", percentile(nms_gpu, 0.5)},
+      {"nms_gpu_p99_us", percentile(nms_gpu, 0.99)},
+      {"nms_share_percent", share},
+      {"gpu_memory_mib", memory},
+      {"published", static_cast<double>(published)},
+      {"dropped", static_cast<double>(dropped)},
+      {"messages_per_s", wall > 0 ? published / wall : 0},
+      {"detector_mean_batch", mean_batch}};
+  auto fig = [&figures](size_t i) { return figures[i].second; };
+  g_print("streams %d  frames %" G_GUINT64_FORMAT "  total %.1f fps  per stream %.1f..%.1f fps\n",
+          n, frames, fig(2), fig(3), fig(4));
+  g_print(
+      "per frame p50/p99 (us): chain %.0f/%.0f  detector %.0f/%.0f  cudanms %.0f/%.0f  "
+      "NMS GPU work %.0f/%.0f\n",
+      fig(5), fig(6), fig(7), fig(8), fig(9), fig(10), fig(11), fig(12));
+  g_print("NMS share %.2f%% of the chain's time  GPU memory %.0f MiB (%.1f MiB per stream)\n",
+          fig(13), fig(14), n ? fig(14) / n : 0);
+  if (fig(18) > 0) g_print("detector: %.2f frames per forward on average\n", fig(18));
+  std::vector<GpuFigures> per_gpu;
+  if (app->options.gpus)
+    for (unsigned gpu : app->gpus) per_gpu.push_back(gpu_figures(*app, gpu));
+  for (const GpuFigures &g : per_gpu)
+    g_print(
+        "GPU %u: %d streams  %.1f fps  detector p50 %.0f us  cudanms p50 %.0f us  memory %.0f "
+        "MiB\n",
+        g.gpu, g.streams, g.fps, g.detector_p50_us, g.nms_p50_us, g.memory_mib);
+  if (app->options.publish) {
+    g_print("published to %s: %.0f messages (%.1f/s), dropped %.0f\n", app->options.publish,
+            fig(15), fig(17), fig(16));
+    for (const auto &s : app->streams) {
+      g_print("  %s: %" G_GUINT64_FORMAT " published, %" G_GUINT64_FORMAT " dropped\n",
+              s->camera_id.c_str(), s->published, s->dropped);
+    }
+  }
+  if (!app->options.json) return;
+  FILE *f = fopen(app->options.json, "w");
+  if (!f) {
+    g_printerr("cannot write %s\n", app->options.json);
+    return;
+  }
+  for (size_t i = 0; i < figures.size(); ++i)
+    fprintf(f, "%s\"%s\": %.10g", i ? ", " : "{", figures[i].first, figures[i].second);
+  if (!per_gpu.empty()) {
+    fprintf(f, ", \"per_gpu\": [");
+    for (size_t i = 0; i < per_gpu.size(); ++i) {
+      const GpuFigures &g = per_gpu[i];
+      fprintf(f,
+              "%s{\"gpu\": %u, \"streams\": %d, \"frames\": %" G_GUINT64_FORMAT
+              ", \"fps\": %.10g, \"detector_p50_us\": %.10g, \"nms_p50_us\": %.10g, "
+              "\"gpu_memory_mib\": %.10g}",
+              i ? ", " : "", g.gpu, g.streams, g.frames, g.fps, g.detector_p50_us, g.nms_p50_us,
+              g.memory_mib);
+    }
+    fprintf(f, "]");
+  }
+  fprintf(f, "}\n");
+  fclose(f);
+}
