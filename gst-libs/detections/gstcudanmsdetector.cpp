@@ -106,13 +106,15 @@ static void gst_cuda_nms_detector_init(GstCudaNmsDetector *self) {
   gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
 }
 
-/* The defaults of the shared properties as the subclass installed them (its label, its
- * threshold's), applied once its class is the object's. */
+/* The defaults of the properties as the subclass installed them (its label, its threshold's,
+ * its own), applied once its class is the object's. */
 static void gst_cuda_nms_detector_constructed(GObject *object) {
   guint n = 0;
   GParamSpec **specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(object), &n);
   for (guint i = 0; i < n; i++) {
-    if (specs[i]->param_id < PROP_LABEL || !(specs[i]->flags & G_PARAM_WRITABLE)) continue;
+    if (!g_type_is_a(specs[i]->owner_type, GST_TYPE_CUDA_NMS_DETECTOR) ||
+        !(specs[i]->flags & G_PARAM_WRITABLE))
+      continue;
     GValue value = G_VALUE_INIT;
     g_value_init(&value, specs[i]->value_type);
     g_param_value_set_default(specs[i], &value);
@@ -219,7 +221,7 @@ static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id,
       s.device_candidates = g_value_get_boolean(value);
       break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      s.own.set(value, pspec->name);
       break;
   }
 }
@@ -260,7 +262,7 @@ static void gst_cuda_nms_detector_get_property(GObject *object, guint prop_id, G
       g_value_set_uint64(value, priv->frames_in_gpu_memory);
       break;
     default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      if (!s.own.get(pspec->name, value)) G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
   }
 }
@@ -269,11 +271,69 @@ std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self
   return std::unique_lock<std::mutex>(priv_of(self)->lock);
 }
 
-/* The settings as the properties say them now. */
-static GstCudaNmsDetectorSettings snapshot(GstCudaNmsDetector *self) {
+GstCudaNmsDetectorSettings gst_cuda_nms_detector_settings(GstCudaNmsDetector *self) {
   DetectorState *priv = priv_of(self);
   std::lock_guard<std::mutex> guard(priv->lock);
   return priv->settings;
+}
+
+GstCudaNmsDetectorValues::GstCudaNmsDetectorValues()
+    : values_(gst_structure_new_empty("values")) {}
+GstCudaNmsDetectorValues::GstCudaNmsDetectorValues(const GstCudaNmsDetectorValues &other)
+    : values_(gst_structure_copy(other.values_)) {}
+GstCudaNmsDetectorValues &GstCudaNmsDetectorValues::operator=(
+    const GstCudaNmsDetectorValues &other) {
+  if (this != &other) {
+    gst_structure_free(values_);
+    values_ = gst_structure_copy(other.values_);
+  }
+  return *this;
+}
+GstCudaNmsDetectorValues::~GstCudaNmsDetectorValues() { gst_structure_free(values_); }
+
+void GstCudaNmsDetectorValues::set(const GValue *value, const gchar *name) {
+  gst_structure_set_value(values_, name, value);
+}
+
+bool GstCudaNmsDetectorValues::get(const gchar *name, GValue *value) const {
+  const GValue *held = gst_structure_get_value(values_, name);
+  if (!held) return false;
+  g_value_copy(held, value);
+  return true;
+}
+
+std::string GstCudaNmsDetectorValues::text(const gchar *name) const {
+  const gchar *held = gst_structure_get_string(values_, name);
+  return held ? held : "";
+}
+
+double GstCudaNmsDetectorValues::number(const gchar *name) const {
+  gdouble held = 0;
+  gst_structure_get_double(values_, name, &held);
+  return held;
+}
+
+gint GstCudaNmsDetectorValues::integer(const gchar *name) const {
+  gint held = 0;
+  gst_structure_get_int(values_, name, &held);
+  return held;
+}
+
+guint GstCudaNmsDetectorValues::natural(const gchar *name) const {
+  guint held = 0;
+  gst_structure_get_uint(values_, name, &held);
+  return held;
+}
+
+bool GstCudaNmsDetectorValues::flag(const gchar *name) const {
+  gboolean held = FALSE;
+  gst_structure_get_boolean(values_, name, &held);
+  return held;
+}
+
+gint GstCudaNmsDetectorValues::enumeration(const gchar *name) const {
+  const GValue *held = gst_structure_get_value(values_, name);
+  return held && G_VALUE_HOLDS_ENUM(held) ? g_value_get_enum(held) : 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -322,7 +382,7 @@ static void close_detector(GstCudaNmsDetector *self) {
 static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans) {
   GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(trans);
   DetectorState *priv = priv_of(self);
-  const GstCudaNmsDetectorSettings s = snapshot(self);
+  const GstCudaNmsDetectorSettings s = gst_cuda_nms_detector_settings(self);
   close_detector(self);
   {
     std::lock_guard<std::mutex> guard(priv->lock);
@@ -449,7 +509,7 @@ static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans,
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("unknown format"));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  const GstCudaNmsDetectorSettings s = snapshot(self);
+  const GstCudaNmsDetectorSettings s = gst_cuda_nms_detector_settings(self);
   announce_labels(self, s);
   const gint64 start = g_get_monotonic_time();
   if (priv->device_context && klass->detect_on_device) {
@@ -478,7 +538,7 @@ static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans,
 /* The pipeline's CUDA context, handed over by the application or a neighbour... */
 static void gst_cuda_nms_detector_set_context(GstElement *element, GstContext *context) {
   GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(element);
-  const gint gpu_id = snapshot(self).gpu_id;
+  const gint gpu_id = gst_cuda_nms_detector_settings(self).gpu_id;
   priv_of(self)->cuda.set_context(element, context, gpu_id);
   GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
 }

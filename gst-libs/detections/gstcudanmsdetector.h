@@ -45,7 +45,32 @@ G_DECLARE_DERIVABLE_TYPE(GstCudaNmsDetector, gst_cuda_nms_detector, GST, CUDA_NM
 
 G_END_DECLS
 
-/* What the shared properties say; a copy, taken under the lock, goes with each call. */
+/* The values of a subclass's own properties, by name, as they were when the settings were
+ * copied: the base keeps them (a subclass needs no set_property or get_property of its own, its
+ * defaults are its param specs'). A name the subclass did not install reads as 0 or "". */
+class GstCudaNmsDetectorValues {
+ public:
+  GstCudaNmsDetectorValues();
+  GstCudaNmsDetectorValues(const GstCudaNmsDetectorValues &other);
+  GstCudaNmsDetectorValues &operator=(const GstCudaNmsDetectorValues &other);
+  ~GstCudaNmsDetectorValues();
+
+  void set(const GValue *value, const gchar *name);
+  /* FALSE when there is no value of that name (the caller leaves @value as it is). */
+  bool get(const gchar *name, GValue *value) const;
+
+  std::string text(const gchar *name) const;
+  double number(const gchar *name) const;
+  gint integer(const gchar *name) const;
+  guint natural(const gchar *name) const;
+  bool flag(const gchar *name) const;
+  gint enumeration(const gchar *name) const;
+
+ private:
+  GstStructure *values_;
+};
+
+/* What the properties say; a copy, taken under the lock, goes with each call. */
 struct GstCudaNmsDetectorSettings {
   DetectorClass detected; /* label, class-id */
   std::string labels_file;
@@ -54,6 +79,7 @@ struct GstCudaNmsDetectorSettings {
   GstCudaNmsBackend backend = GST_CUDA_NMS_BACKEND_AUTO;
   gint gpu_id = 0;
   bool device_candidates = true;
+  GstCudaNmsDetectorValues own; /* the subclass's own properties */
 };
 
 /* What a detection gives the base: done; failed (the stream stops with an element error, this
@@ -129,13 +155,16 @@ struct GstCudaNmsDetectorProperties {
   const gchar *device_candidates_blurb = nullptr;
 };
 
-/* In the subclass's class_init. Its set_property and get_property hand the ids they do not know
- * to the parent class's. */
+/* In the subclass's class_init, before it installs properties of its own (whose values the base
+ * keeps too). A subclass with read-only properties (counters) answers them in its get_property
+ * and hands the other ids to the parent class's. */
 void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *klass,
                                                     const GstCudaNmsDetectorProperties &properties);
 
-/* The lock that guards the settings: a subclass guards its own with it too. */
+/* The lock that guards the settings: a subclass guards its own counters with it too. */
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self);
+/* The settings as the properties say them now. */
+GstCudaNmsDetectorSettings gst_cuda_nms_detector_settings(GstCudaNmsDetector *self);
 
 /* In open() and fall_back_to_cpu(): where the detector runs, e.g. "cuda:0 (NVIDIA H100)" or
  * "cpu" (the device property), and the CUcontext whose GPU memory it reads frames from in place

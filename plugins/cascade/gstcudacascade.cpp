@@ -76,21 +76,8 @@ static GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
                             GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS) CUDA_MEMORY_CAPS));
 
-namespace {
-
-/* What its own properties say (the shared ones are the base class's); copied under the base's
- * lock for each frame. */
-struct Settings {
-  std::string model = DEFAULT_MODEL;
-  double scale_factor = DEFAULT_SCALE_FACTOR;
-};
-
-}  // namespace
-
+/* Streaming thread (and start/stop) only. */
 struct GstCudaCascadePrivate {
-  Settings settings; /* under the base's lock */
-
-  /* Streaming thread (and start/stop) only. */
   std::shared_ptr<const cudanms::cascade::Model> model;
   std::unique_ptr<cudanms::cascade::Detector> detector;
   cv::Mat gray;
@@ -110,10 +97,6 @@ G_DEFINE_TYPE_WITH_CODE(GstCudaCascade, gst_cuda_cascade, GST_TYPE_CUDA_NMS_DETE
 GST_ELEMENT_REGISTER_DEFINE(cudacascade, "cudacascade", GST_RANK_NONE, GST_TYPE_CUDA_CASCADE);
 
 static void gst_cuda_cascade_finalize(GObject *object);
-static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
-                                          GParamSpec *pspec);
-static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue *value,
-                                          GParamSpec *pspec);
 static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,
                                       const GstCudaNmsDetectorSettings &shared);
 static void gst_cuda_cascade_close(GstCudaNmsDetector *detector);
@@ -135,24 +118,7 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   gobject_class->finalize = gst_cuda_cascade_finalize;
-  gobject_class->set_property = gst_cuda_cascade_set_property;
-  gobject_class->get_property = gst_cuda_cascade_get_property;
 
-  g_object_class_install_property(
-      gobject_class, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-                          "Path of an OpenCV Haar or LBP cascade XML file (Debian package "
-                          "opencv-data); loaded when the element starts",
-                          DEFAULT_MODEL,
-                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                                   G_PARAM_STATIC_STRINGS)));
-  g_object_class_install_property(
-      gobject_class, PROP_SCALE_FACTOR,
-      g_param_spec_double("scale-factor", "Scale factor",
-                          "Ratio between the window sizes of consecutive scales", 1.01, 4.0,
-                          DEFAULT_SCALE_FACTOR,
-                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                   G_PARAM_STATIC_STRINGS)));
   GstCudaNmsDetectorProperties shared;
   shared.label_blurb =
       "Name of the detected class, announced downstream for overlays and writers; empty: the "
@@ -169,6 +135,21 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
       "With the CUDA detector, leave the candidates in GPU memory for cudanms to use in place "
       "(readers on the host download them once); false: copy them to host memory each frame";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
+  g_object_class_install_property(
+      gobject_class, PROP_MODEL,
+      g_param_spec_string("model", "Model",
+                          "Path of an OpenCV Haar or LBP cascade XML file (Debian package "
+                          "opencv-data); loaded when the element starts",
+                          DEFAULT_MODEL,
+                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
+                                                   G_PARAM_STATIC_STRINGS)));
+  g_object_class_install_property(
+      gobject_class, PROP_SCALE_FACTOR,
+      g_param_spec_double("scale-factor", "Scale factor",
+                          "Ratio between the window sizes of consecutive scales", 1.01, 4.0,
+                          DEFAULT_SCALE_FACTOR,
+                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                   G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -189,59 +170,11 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
 
 static void gst_cuda_cascade_init(GstCudaCascade *self) {
   self->priv = new GstCudaCascadePrivate();
-  self->priv->settings = Settings();
 }
 
 static void gst_cuda_cascade_finalize(GObject *object) {
-  GstCudaCascade *self = GST_CUDA_CASCADE(object);
-  delete self->priv;
-  self->priv = nullptr;
+  delete GST_CUDA_CASCADE(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
-                                          GParamSpec *pspec) {
-  GstCudaCascade *self = GST_CUDA_CASCADE(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  Settings &s = self->priv->settings;
-  switch (prop_id) {
-    case PROP_MODEL: {
-      const gchar *model = g_value_get_string(value);
-      s.model = model ? model : "";
-      break;
-    }
-    case PROP_SCALE_FACTOR:
-      s.scale_factor = g_value_get_double(value);
-      break;
-    default:
-      guard.unlock();
-      G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
-      break;
-  }
-}
-
-static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue *value,
-                                          GParamSpec *pspec) {
-  GstCudaCascade *self = GST_CUDA_CASCADE(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  const Settings &s = self->priv->settings;
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, s.model.c_str());
-      break;
-    case PROP_SCALE_FACTOR:
-      g_value_set_double(value, s.scale_factor);
-      break;
-    default:
-      guard.unlock();
-      G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
-      break;
-  }
-}
-
-static Settings settings_of(GstCudaCascade *self) {
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  return self->priv->settings;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -263,11 +196,11 @@ static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,
                                       const GstCudaNmsDetectorSettings &shared) {
   GstCudaCascade *self = GST_CUDA_CASCADE(detector);
   GstCudaCascadePrivate *priv = self->priv;
-  const Settings s = settings_of(self);
+  const std::string model = shared.own.text("model");
   cudanms::Status status;
-  priv->model = cudanms::cascade::Model::load(s.model, &status);
+  priv->model = cudanms::cascade::Model::load(model, &status);
   if (!priv->model) {
-    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot use model \"%s\"", s.model.c_str()),
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Cannot use model \"%s\"", model.c_str()),
                       ("%s. model must be the path of an OpenCV Haar or LBP cascade XML file, "
                        "e.g. " DEFAULT_MODEL " (Debian package opencv-data)",
                        status.message().c_str()));
@@ -300,7 +233,7 @@ static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,
     return FALSE;
   }
   use_detector(self, std::move(made));
-  GST_INFO_OBJECT(self, "model %s (%zu stages) on %s", s.model.c_str(), priv->model->stages.size(),
+  GST_INFO_OBJECT(self, "model %s (%zu stages) on %s", model.c_str(), priv->model->stages.size(),
                   priv->detector->device_name().c_str());
   return TRUE;
 }
@@ -382,9 +315,8 @@ static GstCudaNmsDetection detect(GstCudaCascade *self, GstBuffer *buffer,
                                   const GstCudaNmsDetectorSettings &shared,
                                   const cudanms::cascade::GrayView &view) {
   GstCudaCascadePrivate *priv = self->priv;
-  const Settings s = settings_of(self);
   cudanms::cascade::DetectParams params;
-  params.scale_factor = s.scale_factor;
+  params.scale_factor = shared.own.number("scale-factor");
   params.min_width = shared.sizes.min_width, params.min_height = shared.sizes.min_height;
   params.max_width = shared.sizes.max_width, params.max_height = shared.sizes.max_height;
   const size_t most = std::min<size_t>(priv->detector->max_windows(view.width, view.height, params),

@@ -70,6 +70,19 @@ static GType gst_dnn_detect_decoder_get_type(void) {
 }
 
 
+DnnDetectSettings::DnnDetectSettings(const GstCudaNmsDetectorValues &own)
+    : model(own.text("model")),
+      decoder(static_cast<GstDnnDetectDecoder>(own.enumeration("decoder"))),
+      input_width(own.integer("input-width")),
+      input_height(own.integer("input-height")),
+      letterbox(own.flag("letterbox")),
+      mean(own.text("mean")),
+      scale(own.text("scale")),
+      cuda_graphs(own.flag("cuda-graphs")),
+      batch_size(own.integer("batch-size")),
+      batch_timeout(own.natural("batch-timeout")),
+      batch_group(own.text("batch-group")) {}
+
 bool DnnDetectSettings::input_spec(dnn::InputSpec *spec, std::string *why) const {
   const bool blazeface = decoder == GST_DNN_DETECT_DECODER_BLAZEFACE;
   *spec = dnn::InputSpec();
@@ -193,88 +206,8 @@ void gst_dnn_detect_install_properties(GObjectClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_DECODER, static_cast<GstPluginAPIFlags>(0));
 }
 
-static void set_string(std::string *field, const GValue *value) {
-  const gchar *text = g_value_get_string(value);
-  *field = text ? text : "";
-}
-
-bool gst_dnn_detect_set_property(DnnDetectSettings *s, guint prop_id, const GValue *value) {
+bool gst_dnn_detect_get_counter(const DnnDetectCounters &counters, guint prop_id, GValue *value) {
   switch (prop_id) {
-    case PROP_MODEL:
-      set_string(&s->model, value);
-      break;
-    case PROP_DECODER:
-      s->decoder = static_cast<GstDnnDetectDecoder>(g_value_get_enum(value));
-      break;
-    case PROP_INPUT_WIDTH:
-      s->input_width = g_value_get_int(value);
-      break;
-    case PROP_INPUT_HEIGHT:
-      s->input_height = g_value_get_int(value);
-      break;
-    case PROP_LETTERBOX:
-      s->letterbox = g_value_get_boolean(value);
-      break;
-    case PROP_MEAN:
-      set_string(&s->mean, value);
-      break;
-    case PROP_SCALE:
-      set_string(&s->scale, value);
-      break;
-    case PROP_CUDA_GRAPHS:
-      s->cuda_graphs = g_value_get_boolean(value);
-      break;
-    case PROP_BATCH_SIZE:
-      s->batch_size = g_value_get_int(value);
-      break;
-    case PROP_BATCH_TIMEOUT:
-      s->batch_timeout = g_value_get_uint(value);
-      break;
-    case PROP_BATCH_GROUP:
-      set_string(&s->batch_group, value);
-      break;
-    default:
-      return false;
-  }
-  return true;
-}
-
-bool gst_dnn_detect_get_property(const DnnDetectSettings &s, const DnnDetectCounters &counters,
-                                 guint prop_id, GValue *value) {
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, s.model.c_str());
-      break;
-    case PROP_DECODER:
-      g_value_set_enum(value, s.decoder);
-      break;
-    case PROP_INPUT_WIDTH:
-      g_value_set_int(value, s.input_width);
-      break;
-    case PROP_INPUT_HEIGHT:
-      g_value_set_int(value, s.input_height);
-      break;
-    case PROP_LETTERBOX:
-      g_value_set_boolean(value, s.letterbox);
-      break;
-    case PROP_MEAN:
-      g_value_set_string(value, s.mean.c_str());
-      break;
-    case PROP_SCALE:
-      g_value_set_string(value, s.scale.c_str());
-      break;
-    case PROP_CUDA_GRAPHS:
-      g_value_set_boolean(value, s.cuda_graphs);
-      break;
-    case PROP_BATCH_SIZE:
-      g_value_set_int(value, s.batch_size);
-      break;
-    case PROP_BATCH_TIMEOUT:
-      g_value_set_uint(value, s.batch_timeout);
-      break;
-    case PROP_BATCH_GROUP:
-      g_value_set_string(value, s.batch_group.c_str());
-      break;
     case PROP_FRAMES_IN_PINNED_MEMORY:
       g_value_set_uint64(value, counters.frames_in_pinned_memory);
       break;

@@ -7,22 +7,26 @@
 
 #include <string>
 
+#include "gstcudanmsdetector.h"
+
 typedef enum {
   GST_DNN_DETECT_DECODER_BLAZEFACE,
   GST_DNN_DETECT_DECODER_YOLO,
 } GstDnnDetectDecoder;
 
-/* What the properties say; copied under the base's lock at start and for each frame. */
+/* What its own properties say, from the base's copy of them. */
 struct DnnDetectSettings {
   std::string model;
-  GstDnnDetectDecoder decoder = GST_DNN_DETECT_DECODER_BLAZEFACE;
-  int input_width = 0, input_height = 0;
-  bool letterbox = true;
+  GstDnnDetectDecoder decoder;
+  int input_width, input_height;
+  bool letterbox;
   std::string mean, scale;
-  bool cuda_graphs = true;
-  int batch_size = 1;
-  guint batch_timeout = 20000;
+  bool cuda_graphs;
+  int batch_size;
+  guint batch_timeout;
   std::string batch_group;
+
+  explicit DnnDetectSettings(const GstCudaNmsDetectorValues &own);
 
   /* The network's input: the decoder's own unless set; false (and *why) for a bad mean or
    * scale. */
@@ -37,9 +41,7 @@ struct DnnDetectCounters {
   guint64 frames = 0, batched_frames = 0, graphed_frames = 0, frames_in_pinned_memory = 0;
 };
 
-/* Installs the properties on @klass with ids from 1; set() and get() answer them, FALSE for an
- * id that is not one of them. */
+/* Installs the properties on @klass (the base keeps their values); gst_dnn_detect_get_counter
+ * answers the read-only ones, FALSE for an id that is not one of them. */
 void gst_dnn_detect_install_properties(GObjectClass *klass);
-bool gst_dnn_detect_set_property(DnnDetectSettings *settings, guint prop_id, const GValue *value);
-bool gst_dnn_detect_get_property(const DnnDetectSettings &settings,
-                                 const DnnDetectCounters &counters, guint prop_id, GValue *value);
+bool gst_dnn_detect_get_counter(const DnnDetectCounters &counters, guint prop_id, GValue *value);

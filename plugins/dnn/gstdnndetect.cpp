@@ -81,9 +81,7 @@ static GstStaticPadTemplate src_template =
                             GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS) CUDA_MEMORY_CAPS));
 
 struct GstDnnDetectPrivate {
-  /* Under the base's lock. */
-  DnnDetectSettings settings;
-  DnnDetectCounters counters;
+  DnnDetectCounters counters; /* under the base's lock */
 
   /* Streaming thread (and start/stop) only. */
   dnn::InputSpec spec;
@@ -105,8 +103,6 @@ G_DEFINE_TYPE_WITH_CODE(GstDnnDetect, gst_dnn_detect, GST_TYPE_CUDA_NMS_DETECTOR
 GST_ELEMENT_REGISTER_DEFINE(dnndetect, "dnndetect", GST_RANK_NONE, GST_TYPE_DNN_DETECT);
 
 static void gst_dnn_detect_finalize(GObject *object);
-static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GValue *value,
-                                        GParamSpec *pspec);
 static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *value,
                                         GParamSpec *pspec);
 static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
@@ -132,10 +128,8 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   gobject_class->finalize = gst_dnn_detect_finalize;
-  gobject_class->set_property = gst_dnn_detect_set_property;
   gobject_class->get_property = gst_dnn_detect_get_property;
 
-  gst_dnn_detect_install_properties(gobject_class);
   GstCudaNmsDetectorProperties shared;
   shared.label_blurb =
       "Name of class-id's candidates, announced downstream for overlays and writers; empty: "
@@ -150,6 +144,7 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
       "With the CUDA backend, leave candidates without points in GPU memory for cudanms to use "
       "in place; false, and for decoders with points: host memory each frame";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
+  gst_dnn_detect_install_properties(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -171,34 +166,18 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
 static void gst_dnn_detect_init(GstDnnDetect *self) { self->priv = new GstDnnDetectPrivate(); }
 
 static void gst_dnn_detect_finalize(GObject *object) {
-  GstDnnDetect *self = GST_DNN_DETECT(object);
-  delete self->priv;
-  self->priv = nullptr;
+  delete GST_DNN_DETECT(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
-static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GValue *value,
-                                        GParamSpec *pspec) {
-  GstDnnDetect *self = GST_DNN_DETECT(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  if (gst_dnn_detect_set_property(&self->priv->settings, prop_id, value)) return;
-  guard.unlock();
-  G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
-}
-
+/* Its counters; the base keeps every other property. */
 static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *value,
                                         GParamSpec *pspec) {
   GstDnnDetect *self = GST_DNN_DETECT(object);
   auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  if (gst_dnn_detect_get_property(self->priv->settings, self->priv->counters, prop_id, value))
-    return;
+  if (gst_dnn_detect_get_counter(self->priv->counters, prop_id, value)) return;
   guard.unlock();
   G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
-}
-
-static DnnDetectSettings settings_of(GstDnnDetect *self) {
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  return self->priv->settings;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -218,7 +197,7 @@ static void use_network(GstDnnDetect *self, std::unique_ptr<DnnBatchGroup::Membe
 static std::unique_ptr<DnnBatchGroup::Member> join_batch_group(
     GstDnnDetect *self, const GstCudaNmsDetectorSettings &shared, bool on_cpu, std::string *why,
     std::string *detail) {
-  const DnnDetectSettings s = settings_of(self);
+  const DnnDetectSettings s(shared.own);
   DnnBatchGroup::Options options;
   options.name = s.batch_group;
   options.batch_size = s.batch_size;
@@ -272,7 +251,7 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
                                     const GstCudaNmsDetectorSettings &shared) {
   GstDnnDetect *self = GST_DNN_DETECT(detector);
   GstDnnDetectPrivate *priv = self->priv;
-  const DnnDetectSettings s = settings_of(self);
+  const DnnDetectSettings s(shared.own);
   {
     auto guard = gst_cuda_nms_detector_lock(detector);
     priv->counters = DnnDetectCounters();
@@ -349,10 +328,10 @@ static std::string gst_dnn_detect_default_label(GstCudaNmsDetector *detector,
 /* ------------------------------------------------------------------------------------------ */
 
 /* Counted, and a network that could not be captured as a CUDA graph warned about once. */
-static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer) {
+static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer,
+                  const GstCudaNmsDetectorSettings &shared) {
   GstDnnDetectPrivate *priv = self->priv;
   const DnnDetector &detector = priv->network->detector();
-  bool graphs_wanted;
   {
     auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
     DnnDetectCounters &c = priv->counters;
@@ -361,9 +340,8 @@ static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer) {
     if (!job.on_device && detector.on_cuda() && gst_cv_buffer_is_pinned(buffer))
       c.frames_in_pinned_memory++;
     if (job.graphed) c.graphed_frames++;
-    graphs_wanted = priv->settings.cuda_graphs;
   }
-  if (!detector.on_cuda() || !graphs_wanted || job.graphed || priv->graph_problem_told) return;
+  if (!detector.on_cuda() || !shared.own.flag("cuda-graphs") || job.graphed || priv->graph_problem_told) return;
   const std::string problem = detector.graph_problem();
   if (problem.empty()) return;
   priv->graph_problem_told = true;
@@ -397,7 +375,7 @@ static GstCudaNmsDetection detect(GstDnnDetect *self, GstBuffer *buffer,
     if (detector.on_cuda()) return GstCudaNmsDetection::gpu_failed(status.message());
     return GstCudaNmsDetection::failed("Detection failed", status.message());
   }
-  count(self, job, buffer);
+  count(self, job, buffer, shared);
   if (out) {
     if (!gst_cv_attach_device_candidates(buffer, std::move(out), shared.gpu_id))
       return GstCudaNmsDetection::failed("Could not attach the device candidates");

@@ -125,7 +125,6 @@ bool find_heads(const std::vector<cv::Mat> &outputs, Heads *heads, std::string *
 }  // namespace
 
 struct GstBlazeFacePrivate {
-  std::string model = DEFAULT_MODEL; /* under the base's lock */
 
   /* Streaming thread (and start/stop) only. */
   std::unique_ptr<cv::dnn::Net> net;
@@ -150,10 +149,6 @@ G_DEFINE_TYPE_WITH_CODE(GstBlazeFace, gst_blaze_face, GST_TYPE_CUDA_NMS_DETECTOR
 GST_ELEMENT_REGISTER_DEFINE(blazeface, "blazeface", GST_RANK_NONE, GST_TYPE_BLAZE_FACE);
 
 static void gst_blaze_face_finalize(GObject *object);
-static void gst_blaze_face_set_property(GObject *object, guint prop_id, const GValue *value,
-                                        GParamSpec *pspec);
-static void gst_blaze_face_get_property(GObject *object, guint prop_id, GValue *value,
-                                        GParamSpec *pspec);
 static gboolean gst_blaze_face_open(GstCudaNmsDetector *detector,
                                     const GstCudaNmsDetectorSettings &shared);
 static void gst_blaze_face_close(GstCudaNmsDetector *detector);
@@ -167,9 +162,15 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   gobject_class->finalize = gst_blaze_face_finalize;
-  gobject_class->set_property = gst_blaze_face_set_property;
-  gobject_class->get_property = gst_blaze_face_get_property;
 
+  GstCudaNmsDetectorProperties shared;
+  shared.label_default = "face";
+  shared.label_blurb = "Name of the detected class, announced downstream for overlays and writers";
+  shared.threshold_blurb =
+      "Anchors scoring below this (sigmoid of the logit, 0..1) are not emitted; MediaPipe's face "
+      "graphs use 0.5 to 0.75";
+  shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
+  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
   g_object_class_install_property(
       gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model",
@@ -180,14 +181,6 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
                           DEFAULT_MODEL,
                           static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
                                                    G_PARAM_STATIC_STRINGS)));
-  GstCudaNmsDetectorProperties shared;
-  shared.label_default = "face";
-  shared.label_blurb = "Name of the detected class, announced downstream for overlays and writers";
-  shared.threshold_blurb =
-      "Anchors scoring below this (sigmoid of the logit, 0..1) are not emitted; MediaPipe's face "
-      "graphs use 0.5 to 0.75";
-  shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
-  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -205,33 +198,8 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
 static void gst_blaze_face_init(GstBlazeFace *self) { self->priv = new GstBlazeFacePrivate(); }
 
 static void gst_blaze_face_finalize(GObject *object) {
-  GstBlazeFace *self = GST_BLAZE_FACE(object);
-  delete self->priv;
-  self->priv = nullptr;
+  delete GST_BLAZE_FACE(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static void gst_blaze_face_set_property(GObject *object, guint prop_id, const GValue *value,
-                                        GParamSpec *pspec) {
-  if (prop_id != PROP_MODEL) {
-    G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
-    return;
-  }
-  GstBlazeFace *self = GST_BLAZE_FACE(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  const gchar *model = g_value_get_string(value);
-  self->priv->model = model ? model : DEFAULT_MODEL;
-}
-
-static void gst_blaze_face_get_property(GObject *object, guint prop_id, GValue *value,
-                                        GParamSpec *pspec) {
-  if (prop_id != PROP_MODEL) {
-    G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
-    return;
-  }
-  GstBlazeFace *self = GST_BLAZE_FACE(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  g_value_set_string(value, self->priv->model.c_str());
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -246,14 +214,10 @@ static void infer(GstBlazeFacePrivate *priv) {
 }
 
 static gboolean gst_blaze_face_open(GstCudaNmsDetector *detector,
-                                    const GstCudaNmsDetectorSettings &) {
+                                    const GstCudaNmsDetectorSettings &shared) {
   GstBlazeFace *self = GST_BLAZE_FACE(detector);
   GstBlazeFacePrivate *priv = self->priv;
-  std::string model;
-  {
-    auto guard = gst_cuda_nms_detector_lock(detector);
-    model = model_path(priv->model);
-  }
+  const std::string model = model_path(shared.own.text("model"));
   gst_cuda_nms_detector_set_device(detector, "cpu", nullptr);
 
   std::string unreadable;

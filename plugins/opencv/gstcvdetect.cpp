@@ -67,21 +67,26 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
 
 namespace {
 
-/* What its own properties say (the shared ones are the base class's); copied under the base's
- * lock for each frame. */
+/* What its own properties say, from the base's copy of them. */
 struct Settings {
-  std::string model = DEFAULT_MODEL;
-  double scale_factor = DEFAULT_SCALE_FACTOR;
-  guint win_stride = DEFAULT_WIN_STRIDE;
-  double downscale = DEFAULT_DOWNSCALE;
+  std::string model;
+  double scale_factor;
+  guint win_stride;
+  double downscale;
+
+  explicit Settings(const GstCudaNmsDetectorSettings &shared)
+      : model(shared.own.text("model")),
+        scale_factor(shared.own.number("scale-factor")),
+        win_stride(shared.own.natural("win-stride")),
+        downscale(shared.own.number("downscale")) {
+    if (model.empty()) model = DEFAULT_MODEL;
+  }
 };
 
 }  // namespace
 
+/* Streaming thread (and start/stop) only. */
 struct GstCvDetectPrivate {
-  Settings settings; /* under the base's lock */
-
-  /* Streaming thread (and start/stop) only. */
   std::unique_ptr<cv::HOGDescriptor> hog;
   std::unique_ptr<cv::CascadeClassifier> cascade;
   cv::Mat gray;  /* the frame in gray, when it has no gray plane to wrap */
@@ -104,10 +109,6 @@ G_DEFINE_TYPE_WITH_CODE(GstCvDetect, gst_cv_detect, GST_TYPE_CUDA_NMS_DETECTOR,
 GST_ELEMENT_REGISTER_DEFINE(cvdetect, "cvdetect", GST_RANK_NONE, GST_TYPE_CV_DETECT);
 
 static void gst_cv_detect_finalize(GObject *object);
-static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GValue *value,
-                                       GParamSpec *pspec);
-static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *value,
-                                       GParamSpec *pspec);
 static gboolean gst_cv_detect_open(GstCudaNmsDetector *detector,
                                    const GstCudaNmsDetectorSettings &shared);
 static void gst_cv_detect_close(GstCudaNmsDetector *detector);
@@ -127,9 +128,21 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
       G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
 
   gobject_class->finalize = gst_cv_detect_finalize;
-  gobject_class->set_property = gst_cv_detect_set_property;
-  gobject_class->get_property = gst_cv_detect_get_property;
 
+  GstCudaNmsDetectorProperties shared;
+  shared.label_blurb =
+      "Name of the detected class, announced downstream for overlays and writers; empty: "
+      "'person' for hog-people, else the model file's name";
+  shared.threshold_name = "hit-threshold";
+  shared.threshold_blurb =
+      "Windows scoring below this are not emitted (HOG: SVM margin; cascades: last-stage level "
+      "weight)";
+  shared.threshold_min = -G_MAXDOUBLE, shared.threshold_max = G_MAXDOUBLE;
+  shared.threshold_default = DEFAULT_HIT_THRESHOLD;
+  shared.min_size_blurb =
+      "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
+      "hog-people) upscales the frame. 0x0: the model's window";
+  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
   g_object_class_install_property(
       gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model",
@@ -154,20 +167,6 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
                           "speed: the smallest window becomes the model's window / downscale "
                           "(HOG: unless min-size says otherwise); boxes are in frame pixels",
                           0.05, 1.0, DEFAULT_DOWNSCALE, rw));
-  GstCudaNmsDetectorProperties shared;
-  shared.label_blurb =
-      "Name of the detected class, announced downstream for overlays and writers; empty: "
-      "'person' for hog-people, else the model file's name";
-  shared.threshold_name = "hit-threshold";
-  shared.threshold_blurb =
-      "Windows scoring below this are not emitted (HOG: SVM margin; cascades: last-stage level "
-      "weight)";
-  shared.threshold_min = -G_MAXDOUBLE, shared.threshold_max = G_MAXDOUBLE;
-  shared.threshold_default = DEFAULT_HIT_THRESHOLD;
-  shared.min_size_blurb =
-      "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
-      "hog-people) upscales the frame. 0x0: the model's window";
-  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -183,75 +182,11 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
   detector_class->default_label = GST_DEBUG_FUNCPTR(gst_cv_detect_default_label);
 }
 
-static void gst_cv_detect_init(GstCvDetect *self) {
-  self->priv = new GstCvDetectPrivate();
-  /* The defaults, applied here (the member initialisers take them from DEFAULT_*). */
-  self->priv->settings = Settings();
-}
+static void gst_cv_detect_init(GstCvDetect *self) { self->priv = new GstCvDetectPrivate(); }
 
 static void gst_cv_detect_finalize(GObject *object) {
-  GstCvDetect *self = GST_CV_DETECT(object);
-  delete self->priv;
-  self->priv = nullptr;
+  delete GST_CV_DETECT(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GValue *value,
-                                       GParamSpec *pspec) {
-  GstCvDetect *self = GST_CV_DETECT(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  Settings &s = self->priv->settings;
-  switch (prop_id) {
-    case PROP_MODEL: {
-      const gchar *model = g_value_get_string(value);
-      s.model = model && *model ? model : DEFAULT_MODEL;
-      break;
-    }
-    case PROP_SCALE_FACTOR:
-      s.scale_factor = g_value_get_double(value);
-      break;
-    case PROP_WIN_STRIDE:
-      s.win_stride = g_value_get_uint(value);
-      break;
-    case PROP_DOWNSCALE:
-      s.downscale = g_value_get_double(value);
-      break;
-    default:
-      guard.unlock();
-      G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
-      break;
-  }
-}
-
-static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *value,
-                                       GParamSpec *pspec) {
-  GstCvDetect *self = GST_CV_DETECT(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  const Settings &s = self->priv->settings;
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, s.model.c_str());
-      break;
-    case PROP_SCALE_FACTOR:
-      g_value_set_double(value, s.scale_factor);
-      break;
-    case PROP_WIN_STRIDE:
-      g_value_set_uint(value, s.win_stride);
-      break;
-    case PROP_DOWNSCALE:
-      g_value_set_double(value, s.downscale);
-      break;
-    default:
-      guard.unlock();
-      G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
-      break;
-  }
-}
-
-/* Its own settings as the properties say them now. */
-static Settings settings_of(GstCvDetect *self) {
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  return self->priv->settings;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -259,10 +194,10 @@ static Settings settings_of(GstCvDetect *self) {
 /* ------------------------------------------------------------------------------------------ */
 
 static gboolean gst_cv_detect_open(GstCudaNmsDetector *detector,
-                                   const GstCudaNmsDetectorSettings &) {
+                                   const GstCudaNmsDetectorSettings &shared) {
   GstCvDetect *self = GST_CV_DETECT(detector);
   GstCvDetectPrivate *priv = self->priv;
-  const std::string model = settings_of(self).model;
+  const std::string model = Settings(shared).model;
   gst_cuda_nms_detector_set_device(detector, "cpu", nullptr);
   if (model == MODEL_HOG_PEOPLE) {
     priv->hog = std::make_unique<cv::HOGDescriptor>();
@@ -305,9 +240,9 @@ static void gst_cv_detect_close(GstCudaNmsDetector *detector) {
 }
 
 /* 'person' for the HOG people detector, else the model file's name. */
-static std::string gst_cv_detect_default_label(GstCudaNmsDetector *detector,
-                                               const GstCudaNmsDetectorSettings &) {
-  const std::string model = settings_of(GST_CV_DETECT(detector)).model;
+static std::string gst_cv_detect_default_label(GstCudaNmsDetector *,
+                                               const GstCudaNmsDetectorSettings &shared) {
+  const std::string model = Settings(shared).model;
   if (model == MODEL_HOG_PEOPLE) return "person";
   gchar *base = g_path_get_basename(model.c_str());
   std::string name = base;
@@ -412,7 +347,7 @@ static GstCudaNmsDetection gst_cv_detect_detect_on_host(GstCudaNmsDetector *dete
                                                         const GstCudaNmsDetectorSettings &shared) {
   GstCvDetect *self = GST_CV_DETECT(detector);
   GstCvDetectPrivate *priv = self->priv;
-  const Settings s = settings_of(self);
+  const Settings s(shared);
   cv::Mat gray;
   if (!gst_cv_gray_of(frame, &priv->gray, &gray))
     return GstCudaNmsDetection::failed(std::string("Unsupported format ") +
