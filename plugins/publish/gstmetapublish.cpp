@@ -42,59 +42,11 @@
 
 #include "detectionsjson.h"
 #include "linesfile.h"
+#include "metapublishproperties.h"
 #include "mqttpublisher.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_meta_publish_debug);
 #define GST_CAT_DEFAULT gst_meta_publish_debug
-
-enum class PublishMethod { kFile, kMqtt };
-
-#define GST_TYPE_META_PUBLISH_METHOD (gst_meta_publish_method_get_type())
-static GType gst_meta_publish_method_get_type(void) {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {static_cast<gint>(PublishMethod::kFile), "JSON lines to a file or stdout", "file"},
-      {static_cast<gint>(PublishMethod::kMqtt), "MQTT messages to a broker", "mqtt"},
-      {0, nullptr, nullptr}};
-  if (g_once_init_enter(&type)) {
-    g_once_init_leave(&type, g_enum_register_static("GstMetaPublishMethod", values));
-  }
-  return type;
-}
-
-enum {
-  PROP_0,
-  PROP_METHOD,
-  PROP_FORMAT,
-  PROP_CAMERA_ID,
-  PROP_LOCATION,
-  PROP_ADDRESS,
-  PROP_TOPIC,
-  PROP_EVENTS_TOPIC,
-  PROP_CLIENT_ID,
-  PROP_QOS,
-  PROP_TLS,
-  PROP_CA_FILE,
-  PROP_CERT_FILE,
-  PROP_KEY_FILE,
-  PROP_USERNAME,
-  PROP_PASSWORD,
-  PROP_MAX_QUEUED,
-  PROP_FLUSH_TIMEOUT,
-  PROP_PUBLISHED,
-  PROP_DROPPED,
-  PROP_QUEUED,
-  PROP_CONNECTED,
-};
-
-#define DEFAULT_METHOD PublishMethod::kFile
-#define DEFAULT_FORMAT DetectionsFormat::kCudanms
-#define DEFAULT_LOCATION ""
-#define DEFAULT_ADDRESS "localhost:1883"
-#define DEFAULT_TOPIC "cudanms/detections"
-#define DEFAULT_QOS 0
-#define DEFAULT_MAX_QUEUED 1000
-#define DEFAULT_FLUSH_TIMEOUT_MS 2000
 
 #define CAPS_STR "video/x-raw(ANY)"
 
@@ -105,17 +57,11 @@ static GstStaticPadTemplate src_template =
 
 struct GstMetaPublishPrivate {
   std::mutex lock; /* guards the settings */
-  PublishMethod method = DEFAULT_METHOD;
-  DetectionsFormat format = DEFAULT_FORMAT;
-  std::string camera_id;
-  std::string location = DEFAULT_LOCATION;
-  std::string events_topic; /* "": the topic's /events */
-  MqttOptions mqtt;
-  guint flush_timeout_ms = DEFAULT_FLUSH_TIMEOUT_MS;
+  MetaPublishSettings settings;
 
   /* Streaming thread (and start/stop) only. */
-  PublishMethod running_method = DEFAULT_METHOD;
-  DetectionsFormat running_format = DEFAULT_FORMAT;
+  PublishMethod running_method = PublishMethod::kFile;
+  DetectionsFormat running_format = DetectionsFormat::kCudanms;
   std::string running_camera_id;
   std::string running_events_topic;
   LinesFile file;
@@ -151,20 +97,6 @@ static gboolean gst_meta_publish_set_caps(GstBaseTransform *trans, GstCaps *inca
 static gboolean gst_meta_publish_sink_event(GstBaseTransform *trans, GstEvent *event);
 static GstFlowReturn gst_meta_publish_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
 
-static GParamFlags settable() {
-  return static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                  G_PARAM_STATIC_STRINGS);
-}
-static GParamFlags readable() {
-  return static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-}
-
-static void install_string(GObjectClass *klass, guint id, const char *name, const char *nick,
-                           const char *blurb, const char *default_value) {
-  g_object_class_install_property(
-      klass, id, g_param_spec_string(name, nick, blurb, default_value, settable()));
-}
-
 static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
@@ -174,79 +106,7 @@ static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
   gobject_class->set_property = gst_meta_publish_set_property;
   gobject_class->get_property = gst_meta_publish_get_property;
 
-  g_object_class_install_property(
-      gobject_class, PROP_METHOD,
-      g_param_spec_enum("method", "Method", "Where the messages go", GST_TYPE_META_PUBLISH_METHOD,
-                        static_cast<gint>(DEFAULT_METHOD), settable()));
-  g_object_class_install_property(
-      gobject_class, PROP_FORMAT,
-      g_param_spec_enum("format", "Format",
-                        "The messages' JSON: cudanms's own or DL Streamer gvametaconvert's",
-                        GST_TYPE_DETECTIONS_FORMAT, static_cast<gint>(DEFAULT_FORMAT), settable()));
-  install_string(gobject_class, PROP_CAMERA_ID, "camera-id", "Camera id",
-                 "Names the stream in every message (\"source\"); empty leaves it out", "");
-  install_string(gobject_class, PROP_LOCATION, "location", "Location",
-                 "method=file: the file (replaced at start); empty or '-': stdout",
-                 DEFAULT_LOCATION);
-  install_string(gobject_class, PROP_ADDRESS, "address", "Address",
-                 "method=mqtt: the broker, host:port or a URI (tcp://, ssl://)", DEFAULT_ADDRESS);
-  install_string(gobject_class, PROP_TOPIC, "topic", "Topic", "method=mqtt: the topic",
-                 DEFAULT_TOPIC);
-  install_string(gobject_class, PROP_EVENTS_TOPIC, "events-topic", "Events topic",
-                 "method=mqtt: each counting event (boxcount) as a message of its own to this "
-                 "topic; empty: TOPIC/events",
-                 "");
-  install_string(gobject_class, PROP_CLIENT_ID, "client-id", "Client id",
-                 "method=mqtt: the MQTT client id; empty: cudanms-<pid>-<element name>", "");
-  g_object_class_install_property(
-      gobject_class, PROP_QOS,
-      g_param_spec_int("qos", "QoS",
-                       "method=mqtt: 0 (at most once) or 1 (at least once: each message counts "
-                       "as published when the broker acknowledged it)",
-                       0, 1, DEFAULT_QOS, settable()));
-  g_object_class_install_property(
-      gobject_class, PROP_TLS,
-      g_param_spec_boolean("tls", "TLS", "method=mqtt: connect with TLS (ssl://)", FALSE,
-                           settable()));
-  install_string(gobject_class, PROP_CA_FILE, "ca-file", "CA file",
-                 "method=mqtt, TLS: PEM file of the certificates to trust", "");
-  install_string(gobject_class, PROP_CERT_FILE, "cert-file", "Certificate file",
-                 "method=mqtt, TLS: PEM file of the client's certificate", "");
-  install_string(gobject_class, PROP_KEY_FILE, "key-file", "Key file",
-                 "method=mqtt, TLS: PEM file of the client's private key", "");
-  install_string(gobject_class, PROP_USERNAME, "username", "User name",
-                 "method=mqtt: user name for the broker", "");
-  install_string(gobject_class, PROP_PASSWORD, "password", "Password",
-                 "method=mqtt: password for the broker", "");
-  g_object_class_install_property(
-      gobject_class, PROP_MAX_QUEUED,
-      g_param_spec_uint("max-queued", "Max queued",
-                        "method=mqtt: messages kept while the broker is slow or away; past "
-                        "it the oldest is dropped and counted",
-                        1, G_MAXINT, DEFAULT_MAX_QUEUED, settable()));
-  g_object_class_install_property(
-      gobject_class, PROP_FLUSH_TIMEOUT,
-      g_param_spec_uint("flush-timeout", "Flush timeout",
-                        "method=mqtt: milliseconds the queue gets to drain when the element "
-                        "stops; what is left is counted as dropped",
-                        0, G_MAXINT, DEFAULT_FLUSH_TIMEOUT_MS, settable()));
-  g_object_class_install_property(
-      gobject_class, PROP_PUBLISHED,
-      g_param_spec_uint64("published", "Published",
-                          "Messages published (MQTT) or lines written (file)", 0, G_MAXUINT64, 0,
-                          readable()));
-  g_object_class_install_property(
-      gobject_class, PROP_DROPPED,
-      g_param_spec_uint64("dropped", "Dropped", "Messages dropped: queue full, or left at stop", 0,
-                          G_MAXUINT64, 0, readable()));
-  g_object_class_install_property(
-      gobject_class, PROP_QUEUED,
-      g_param_spec_uint64("queued", "Queued", "Messages waiting for the broker", 0, G_MAXUINT64, 0,
-                          readable()));
-  g_object_class_install_property(
-      gobject_class, PROP_CONNECTED,
-      g_param_spec_boolean("connected", "Connected", "Connected to the broker now", FALSE,
-                           readable()));
+  gst_meta_publish_install_properties(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -262,172 +122,38 @@ static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_meta_publish_sink_event);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_meta_publish_transform_ip);
   trans_class->transform_ip_on_passthrough = TRUE;
-  gst_type_mark_as_plugin_api(GST_TYPE_META_PUBLISH_METHOD, static_cast<GstPluginAPIFlags>(0));
-  gst_type_mark_as_plugin_api(GST_TYPE_DETECTIONS_FORMAT, static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_meta_publish_init(GstMetaPublish *self) {
-  self->priv = new GstMetaPublishPrivate();
-  /* The defaults, applied here. */
-  MqttOptions &mqtt = self->priv->mqtt;
-  mqtt.address = DEFAULT_ADDRESS;
-  mqtt.topic = DEFAULT_TOPIC;
-  mqtt.qos = DEFAULT_QOS;
-  mqtt.max_queued = DEFAULT_MAX_QUEUED;
+  self->priv = new GstMetaPublishPrivate(); /* the defaults: MetaPublishSettings' */
   /* Reads metadata only: passthrough, so the buffer is neither copied nor made writable. */
   gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), TRUE);
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
 }
 
 static void gst_meta_publish_finalize(GObject *object) {
-  GstMetaPublish *self = GST_META_PUBLISH(object);
-  delete self->priv;
-  self->priv = nullptr;
+  delete GST_META_PUBLISH(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static std::string string_of(const GValue *value) {
-  const gchar *s = g_value_get_string(value);
-  return s ? s : "";
 }
 
 static void gst_meta_publish_set_property(GObject *object, guint prop_id, const GValue *value,
                                           GParamSpec *pspec) {
   GstMetaPublishPrivate *priv = GST_META_PUBLISH(object)->priv;
   std::lock_guard<std::mutex> guard(priv->lock);
-  MqttOptions &mqtt = priv->mqtt;
-  switch (prop_id) {
-    case PROP_METHOD:
-      priv->method = static_cast<PublishMethod>(g_value_get_enum(value));
-      break;
-    case PROP_FORMAT:
-      priv->format = static_cast<DetectionsFormat>(g_value_get_enum(value));
-      break;
-    case PROP_CAMERA_ID:
-      priv->camera_id = string_of(value);
-      break;
-    case PROP_LOCATION:
-      priv->location = string_of(value);
-      break;
-    case PROP_ADDRESS:
-      mqtt.address = string_of(value);
-      break;
-    case PROP_TOPIC:
-      mqtt.topic = string_of(value);
-      break;
-    case PROP_EVENTS_TOPIC:
-      priv->events_topic = string_of(value);
-      break;
-    case PROP_CLIENT_ID:
-      mqtt.client_id = string_of(value);
-      break;
-    case PROP_QOS:
-      mqtt.qos = g_value_get_int(value);
-      break;
-    case PROP_TLS:
-      mqtt.tls = g_value_get_boolean(value);
-      break;
-    case PROP_CA_FILE:
-      mqtt.ca_file = string_of(value);
-      break;
-    case PROP_CERT_FILE:
-      mqtt.cert_file = string_of(value);
-      break;
-    case PROP_KEY_FILE:
-      mqtt.key_file = string_of(value);
-      break;
-    case PROP_USERNAME:
-      mqtt.username = string_of(value);
-      break;
-    case PROP_PASSWORD:
-      mqtt.password = string_of(value);
-      break;
-    case PROP_MAX_QUEUED:
-      mqtt.max_queued = g_value_get_uint(value);
-      break;
-    case PROP_FLUSH_TIMEOUT:
-      priv->flush_timeout_ms = g_value_get_uint(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
+  if (!gst_meta_publish_set_setting(&priv->settings, prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static void gst_meta_publish_get_property(GObject *object, guint prop_id, GValue *value,
                                           GParamSpec *pspec) {
   GstMetaPublishPrivate *priv = GST_META_PUBLISH(object)->priv;
   std::lock_guard<std::mutex> guard(priv->lock);
-  const MqttOptions &mqtt = priv->mqtt;
   const MqttStats stats = priv->publisher ? priv->publisher->stats() : MqttStats();
-  switch (prop_id) {
-    case PROP_METHOD:
-      g_value_set_enum(value, static_cast<gint>(priv->method));
-      break;
-    case PROP_FORMAT:
-      g_value_set_enum(value, static_cast<gint>(priv->format));
-      break;
-    case PROP_CAMERA_ID:
-      g_value_set_string(value, priv->camera_id.c_str());
-      break;
-    case PROP_LOCATION:
-      g_value_set_string(value, priv->location.c_str());
-      break;
-    case PROP_ADDRESS:
-      g_value_set_string(value, mqtt.address.c_str());
-      break;
-    case PROP_TOPIC:
-      g_value_set_string(value, mqtt.topic.c_str());
-      break;
-    case PROP_EVENTS_TOPIC:
-      g_value_set_string(value, priv->events_topic.c_str());
-      break;
-    case PROP_CLIENT_ID:
-      g_value_set_string(value, mqtt.client_id.c_str());
-      break;
-    case PROP_QOS:
-      g_value_set_int(value, mqtt.qos);
-      break;
-    case PROP_TLS:
-      g_value_set_boolean(value, mqtt.tls);
-      break;
-    case PROP_CA_FILE:
-      g_value_set_string(value, mqtt.ca_file.c_str());
-      break;
-    case PROP_CERT_FILE:
-      g_value_set_string(value, mqtt.cert_file.c_str());
-      break;
-    case PROP_KEY_FILE:
-      g_value_set_string(value, mqtt.key_file.c_str());
-      break;
-    case PROP_USERNAME:
-      g_value_set_string(value, mqtt.username.c_str());
-      break;
-    case PROP_PASSWORD:
-      g_value_set_string(value, mqtt.password.c_str());
-      break;
-    case PROP_MAX_QUEUED:
-      g_value_set_uint(value, static_cast<guint>(mqtt.max_queued));
-      break;
-    case PROP_FLUSH_TIMEOUT:
-      g_value_set_uint(value, priv->flush_timeout_ms);
-      break;
-    case PROP_PUBLISHED:
-      g_value_set_uint64(value, priv->publisher ? stats.published : priv->written.load());
-      break;
-    case PROP_DROPPED:
-      g_value_set_uint64(value, stats.dropped);
-      break;
-    case PROP_QUEUED:
-      g_value_set_uint64(value, stats.queued);
-      break;
-    case PROP_CONNECTED:
-      g_value_set_boolean(value, stats.connected);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
+  MetaPublishCounts counts;
+  counts.published = priv->publisher ? stats.published : priv->written.load();
+  counts.dropped = stats.dropped, counts.queued = stats.queued, counts.connected = stats.connected;
+  if (!gst_meta_publish_get_setting(priv->settings, counts, prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
 }
 
 static void post_element_message(GstMetaPublish *self, GstStructure *s) {
@@ -463,13 +189,14 @@ static gboolean gst_meta_publish_start(GstBaseTransform *trans) {
   MqttOptions mqtt;
   {
     std::lock_guard<std::mutex> guard(priv->lock);
-    priv->running_method = priv->method;
-    priv->running_format = priv->format;
-    priv->running_camera_id = priv->camera_id;
+    priv->running_method = priv->settings.method;
+    priv->running_format = priv->settings.format;
+    priv->running_camera_id = priv->settings.camera_id;
     priv->running_events_topic =
-        priv->events_topic.empty() ? priv->mqtt.topic + "/events" : priv->events_topic;
-    location = priv->location;
-    mqtt = priv->mqtt;
+        priv->settings.events_topic.empty() ? priv->settings.mqtt.topic + "/events"
+                                        : priv->settings.events_topic;
+    location = priv->settings.location;
+    mqtt = priv->settings.mqtt;
     priv->publisher.reset();
   }
   priv->stream.reset();
@@ -540,7 +267,7 @@ static gboolean gst_meta_publish_stop(GstBaseTransform *trans) {
   guint flush_ms;
   {
     std::lock_guard<std::mutex> guard(priv->lock);
-    flush_ms = priv->flush_timeout_ms;
+    flush_ms = priv->settings.flush_timeout_ms;
   }
   /* The publisher stays (stopped) so that its counts remain readable until the next start. */
   if (priv->publisher) {

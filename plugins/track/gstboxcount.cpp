@@ -44,29 +44,13 @@
 #include <mutex>
 #include <set>
 
+#include "boxcountproperties.h"
 #include "frameclock.h"
 #include "keptboxes.h"
 #include "labels.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_box_count_debug);
 #define GST_CAT_DEFAULT gst_box_count_debug
-
-enum {
-  PROP_0,
-  PROP_LINES,
-  PROP_ZONES,
-  PROP_NORMALIZED,
-  PROP_ANCHOR,
-  PROP_CLASSES,
-  PROP_HYSTERESIS,
-  PROP_TRACK_TIMEOUT,
-  PROP_COUNTS,
-};
-
-#define DEFAULT_NORMALIZED FALSE
-#define DEFAULT_ANCHOR cudanms::CountAnchor::kBottomCenter
-#define DEFAULT_HYSTERESIS 0.1
-#define DEFAULT_TRACK_TIMEOUT 30
 
 #define CAPS_STR "video/x-raw(ANY)"
 
@@ -75,70 +59,9 @@ static GstStaticPadTemplate sink_template =
 static GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
 
-#define GST_TYPE_BOX_COUNT_ANCHOR (gst_box_count_anchor_get_type())
-static GType gst_box_count_anchor_get_type(void) {
-  static GType type = 0;
-  static const GEnumValue values[] = {
-      {static_cast<gint>(cudanms::CountAnchor::kBottomCenter), "The box's bottom centre",
-       "bottom-center"},
-      {static_cast<gint>(cudanms::CountAnchor::kCenter), "The box's centre", "center"},
-      {static_cast<gint>(cudanms::CountAnchor::kTopCenter), "The box's top centre", "top-center"},
-      {0, nullptr, nullptr}};
-  if (g_once_init_enter(&type)) {
-    g_once_init_leave(&type, g_enum_register_static("GstBoxCountAnchor", values));
-  }
-  return type;
-}
-
-namespace {
-
-/* What the properties say, as set. */
-struct Settings {
-  std::string lines, zones, classes;
-  bool normalized = DEFAULT_NORMALIZED;
-  cudanms::CounterParams params{DEFAULT_ANCHOR, DEFAULT_HYSTERESIS, DEFAULT_TRACK_TIMEOUT};
-};
-
-/* Lines and zones parsed, in the units of the text. */
-struct Geometry {
-  std::vector<cudanms::CountLine> lines;
-  std::vector<cudanms::CountZone> zones;
-};
-
-bool parse_geometry(const Settings &s, Geometry *g, std::string *error) {
-  std::string why;
-  if (!cudanms::parse_lines(s.lines, s.normalized, &g->lines, &why)) {
-    *error = "lines: " + why;
-    return false;
-  }
-  if (!cudanms::parse_zones(s.zones, s.normalized, &g->zones, &why)) {
-    *error = "zones: " + why;
-    return false;
-  }
-  return true;
-}
-
-/* The geometry in frame pixels. */
-Geometry in_pixels(Geometry g, bool normalized, int width, int height) {
-  if (!normalized) return g;
-  auto scale = [&](cudanms::CountPoint &p) {
-    p.x *= width;
-    p.y *= height;
-  };
-  for (auto &line : g.lines) {
-    scale(line.a);
-    scale(line.b);
-  }
-  for (auto &zone : g.zones)
-    for (auto &p : zone.polygon) scale(p);
-  return g;
-}
-
-}  // namespace
-
 struct GstBoxCountPrivate {
   std::mutex lock; /* guards settings, the counter's counts and resume */
-  Settings settings;
+  BoxCountSettings settings;
   bool settings_changed = true;
   cudanms::Counter counter;
   std::map<std::string, cudanms::LineCounts> resume; /* counts set before their line exists */
@@ -185,58 +108,11 @@ static void gst_box_count_class_init(GstBoxCountClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                  G_PARAM_STATIC_STRINGS);
-
   gobject_class->finalize = gst_box_count_finalize;
   gobject_class->set_property = gst_box_count_set_property;
   gobject_class->get_property = gst_box_count_get_property;
 
-  g_object_class_install_property(
-      gobject_class, PROP_LINES,
-      g_param_spec_string("lines", "Lines",
-                          "Counting lines, NAME:x1,y1,x2,y2 separated by ';': in crosses from "
-                          "s < 0 to s > 0, s = (x2-x1)(py-y1) - (y2-y1)(px-x1)",
-                          "", rw));
-  g_object_class_install_property(
-      gobject_class, PROP_ZONES,
-      g_param_spec_string("zones", "Zones",
-                          "Zones, NAME:x1,y1 x2,y2 x3,y3 ... separated by ';': simple polygons "
-                          "of at least 3 points",
-                          "", rw));
-  g_object_class_install_property(
-      gobject_class, PROP_NORMALIZED,
-      g_param_spec_boolean("normalized", "Normalized",
-                           "Lines and zones are in 0..1 of the frame, not in pixels",
-                           DEFAULT_NORMALIZED, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_ANCHOR,
-      g_param_spec_enum("anchor", "Anchor", "The point of a box that counts",
-                        GST_TYPE_BOX_COUNT_ANCHOR, static_cast<gint>(DEFAULT_ANCHOR), rw));
-  g_object_class_install_property(
-      gobject_class, PROP_CLASSES,
-      g_param_spec_string("classes", "Classes",
-                          "Count only boxes of these labels or class ids, comma-separated "
-                          "(\"person,car\"); empty: every box",
-                          "", rw));
-  g_object_class_install_property(
-      gobject_class, PROP_HYSTERESIS,
-      g_param_spec_double("hysteresis", "Hysteresis",
-                          "A track changes side of a line or zone edge once its anchor is more "
-                          "than this times its box's height from it (0: at once)",
-                          0.0, 10.0, DEFAULT_HYSTERESIS, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_TRACK_TIMEOUT,
-      g_param_spec_uint("track-timeout", "Track timeout",
-                        "Frames (of time) a track may go unseen before it is forgotten and "
-                        "leaves its zones; boxtrack's track-buffer",
-                        1, 1000000, DEFAULT_TRACK_TIMEOUT, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_COUNTS,
-      g_param_spec_boxed("counts", "Counts",
-                         "The lines' running counts: one field a line, a structure \"line\" "
-                         "with guint64 fields in and out; set them to carry counts over",
-                         GST_TYPE_STRUCTURE, rw));
+  gst_box_count_install_properties(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -250,7 +126,6 @@ static void gst_box_count_class_init(GstBoxCountClass *klass) {
   trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_box_count_set_caps);
   trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_box_count_sink_event);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_box_count_transform_ip);
-  gst_type_mark_as_plugin_api(GST_TYPE_BOX_COUNT_ANCHOR, static_cast<GstPluginAPIFlags>(0));
 }
 
 static void gst_box_count_init(GstBoxCount *self) {
@@ -263,15 +138,8 @@ static void gst_box_count_init(GstBoxCount *self) {
 }
 
 static void gst_box_count_finalize(GObject *object) {
-  GstBoxCount *self = GST_BOX_COUNT(object);
-  delete self->priv;
-  self->priv = nullptr;
+  delete GST_BOX_COUNT(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static std::string string_of(const GValue *value) {
-  const gchar *s = g_value_get_string(value);
-  return s ? s : "";
 }
 
 /* Counts set through the counts property go to their lines: at once to those that exist, to
@@ -320,72 +188,23 @@ static void gst_box_count_set_property(GObject *object, guint prop_id, const GVa
                                        GParamSpec *pspec) {
   GstBoxCountPrivate *priv = GST_BOX_COUNT(object)->priv;
   std::lock_guard<std::mutex> guard(priv->lock);
-  Settings &s = priv->settings;
-  switch (prop_id) {
-    case PROP_LINES:
-      s.lines = string_of(value);
-      break;
-    case PROP_ZONES:
-      s.zones = string_of(value);
-      break;
-    case PROP_NORMALIZED:
-      s.normalized = g_value_get_boolean(value);
-      break;
-    case PROP_ANCHOR:
-      s.params.anchor = static_cast<cudanms::CountAnchor>(g_value_get_enum(value));
-      break;
-    case PROP_CLASSES:
-      s.classes = string_of(value);
-      break;
-    case PROP_HYSTERESIS:
-      s.params.hysteresis = g_value_get_double(value);
-      break;
-    case PROP_TRACK_TIMEOUT:
-      s.params.track_timeout = g_value_get_uint(value);
-      break;
-    case PROP_COUNTS:
-      if (const GstStructure *counts = gst_value_get_structure(value)) take_counts(priv, counts);
-      return;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      return;
+  if (prop_id == PROP_COUNTS) {
+    if (const GstStructure *counts = gst_value_get_structure(value)) take_counts(priv, counts);
+  } else if (gst_box_count_set_setting(&priv->settings, prop_id, value)) {
+    priv->settings_changed = true;
+  } else {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
-  priv->settings_changed = true;
 }
 
 static void gst_box_count_get_property(GObject *object, guint prop_id, GValue *value,
                                        GParamSpec *pspec) {
   GstBoxCountPrivate *priv = GST_BOX_COUNT(object)->priv;
   std::lock_guard<std::mutex> guard(priv->lock);
-  const Settings &s = priv->settings;
-  switch (prop_id) {
-    case PROP_LINES:
-      g_value_set_string(value, s.lines.c_str());
-      break;
-    case PROP_ZONES:
-      g_value_set_string(value, s.zones.c_str());
-      break;
-    case PROP_NORMALIZED:
-      g_value_set_boolean(value, s.normalized);
-      break;
-    case PROP_ANCHOR:
-      g_value_set_enum(value, static_cast<gint>(s.params.anchor));
-      break;
-    case PROP_CLASSES:
-      g_value_set_string(value, s.classes.c_str());
-      break;
-    case PROP_HYSTERESIS:
-      g_value_set_double(value, s.params.hysteresis);
-      break;
-    case PROP_TRACK_TIMEOUT:
-      g_value_set_uint(value, static_cast<guint>(s.params.track_timeout));
-      break;
-    case PROP_COUNTS:
-      g_value_take_boxed(value, counts_structure(priv));
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
+  if (prop_id == PROP_COUNTS) {
+    g_value_take_boxed(value, counts_structure(priv));
+  } else if (!gst_box_count_get_setting(priv->settings, prop_id, value)) {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
   }
 }
 
@@ -403,7 +222,7 @@ static bool take_settings(GstBoxCount *self, std::string *error) {
   GstBoxCountPrivate *priv = self->priv;
   std::lock_guard<std::mutex> guard(priv->lock);
   if (!priv->settings_changed) return true;
-  const Settings s = priv->settings;
+  const BoxCountSettings s = priv->settings;
   priv->settings_changed = false;
   Geometry g;
   if (!parse_geometry(s, &g, error)) return false;

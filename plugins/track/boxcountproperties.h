@@ -1,0 +1,48 @@
+/* boxcount's properties: the lines, zones and counting rules as set (BoxCountSettings) and their
+ * geometry parsed; the element answers "counts" (the running counts) itself. */
+#pragma once
+
+#include <cudanms/count.h>
+#include <gst/gst.h>
+
+#include <string>
+#include <vector>
+
+#define DEFAULT_NORMALIZED FALSE
+#define DEFAULT_ANCHOR cudanms::CountAnchor::kBottomCenter
+#define DEFAULT_HYSTERESIS 0.1
+#define DEFAULT_TRACK_TIMEOUT 30
+
+enum {
+  PROP_0,
+  PROP_LINES,
+  PROP_ZONES,
+  PROP_NORMALIZED,
+  PROP_ANCHOR,
+  PROP_CLASSES,
+  PROP_HYSTERESIS,
+  PROP_TRACK_TIMEOUT,
+  PROP_COUNTS,
+};
+
+/* What the properties say, as set. */
+struct BoxCountSettings {
+  std::string lines, zones, classes;
+  bool normalized = DEFAULT_NORMALIZED;
+  cudanms::CounterParams params{DEFAULT_ANCHOR, DEFAULT_HYSTERESIS, DEFAULT_TRACK_TIMEOUT};
+};
+
+/* Lines and zones parsed, in the units of the text. */
+struct Geometry {
+  std::vector<cudanms::CountLine> lines;
+  std::vector<cudanms::CountZone> zones;
+};
+
+bool parse_geometry(const BoxCountSettings &s, Geometry *g, std::string *error);
+/* The geometry in frame pixels. */
+Geometry in_pixels(Geometry g, bool normalized, int width, int height);
+
+/* Installs every property on @klass; set and get answer the settings' ids, FALSE for another. */
+void gst_box_count_install_properties(GObjectClass *klass);
+bool gst_box_count_set_setting(BoxCountSettings *settings, guint prop_id, const GValue *value);
+bool gst_box_count_get_setting(const BoxCountSettings &settings, guint prop_id, GValue *value);
