@@ -70,8 +70,7 @@ int run_streams_per_gpu(const std::vector<std::string> &argv, const std::vector<
     // Their summaries come back through --json: their stdout would repeat them.
     GSubprocess *worker = g_subprocess_newv(args.data(), G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error);
     if (!worker) {
-      g_printerr("--workers per-gpu: cannot start GPU %u's worker: %s\n", gpus[j],
-                 error->message);
+      g_printerr("--workers per-gpu: cannot start GPU %u's worker: %s\n", gpus[j], error->message);
       g_clear_error(&error);
       status = 1;
       break;
@@ -93,7 +92,8 @@ int run_streams_per_gpu(const std::vector<std::string> &argv, const std::vector<
   g_free(self);
 
   std::vector<Summary> per_gpu;
-  for (size_t j = 0; j < workers.size(); ++j) per_gpu.push_back(read_summary(summaries[j], gpus[j]));
+  for (size_t j = 0; j < workers.size(); ++j)
+    per_gpu.push_back(read_summary(summaries[j], gpus[j]));
   Summary all;
   all.min_fps = per_gpu.empty() ? 0 : 1e300;
   for (const Summary &s : per_gpu) {
@@ -112,9 +112,10 @@ int run_streams_per_gpu(const std::vector<std::string> &argv, const std::vector<
     g_print("GPU memory %.0f MiB (%.1f MiB per stream)\n", all.memory_mib,
             all.streams > 0 ? all.memory_mib / all.streams : 0);
     for (const Summary &s : per_gpu)
-      g_print("GPU %u: %.0f streams  %.1f fps  detector p50 %.0f us  cudanms p50 %.0f us  memory "
-              "%.0f MiB\n",
-              s.gpu, s.streams, s.total_fps, s.detector_p50_us, s.nms_p50_us, s.memory_mib);
+      g_print(
+          "GPU %u: %.0f streams  %.1f fps  detector p50 %.0f us  cudanms p50 %.0f us  memory "
+          "%.0f MiB\n",
+          s.gpu, s.streams, s.total_fps, s.detector_p50_us, s.nms_p50_us, s.memory_mib);
   }
   if (status == 0 && json) {
     if (FILE *f = fopen(json, "w")) {

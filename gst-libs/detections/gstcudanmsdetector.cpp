@@ -67,14 +67,13 @@ static DetectorState *priv_of(GstCudaNmsDetector *self) {
 
 static void gst_cuda_nms_detector_constructed(GObject *object);
 static void gst_cuda_nms_detector_finalize(GObject *object);
-static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id,
-                                               const GValue *value, GParamSpec *pspec);
+static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, const GValue *value,
+                                               GParamSpec *pspec);
 static void gst_cuda_nms_detector_get_property(GObject *object, guint prop_id, GValue *value,
                                                GParamSpec *pspec);
 static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans);
 static gboolean gst_cuda_nms_detector_stop(GstBaseTransform *trans);
-static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans,
-                                                        GstBuffer *buffer);
+static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans, GstBuffer *buffer);
 static void gst_cuda_nms_detector_set_context(GstElement *element, GstContext *context);
 static gboolean gst_cuda_nms_detector_query(GstBaseTransform *trans, GstPadDirection direction,
                                             GstQuery *query);
@@ -143,16 +142,18 @@ void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *kla
       G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
   const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   /* GObject does not inherit these: a subclass with no properties of its own gets the base's. */
-  if (!gobject_class->set_property) gobject_class->set_property = gst_cuda_nms_detector_set_property;
-  if (!gobject_class->get_property) gobject_class->get_property = gst_cuda_nms_detector_get_property;
+  if (!gobject_class->set_property)
+    gobject_class->set_property = gst_cuda_nms_detector_set_property;
+  if (!gobject_class->get_property)
+    gobject_class->get_property = gst_cuda_nms_detector_get_property;
 
-  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, p.label_default,
-                         p.label_blurb);
+  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, p.label_default, p.label_blurb);
   g_object_class_install_property(
       gobject_class, PROP_THRESHOLD,
       g_param_spec_double(p.threshold_name, p.threshold_name, p.threshold_blurb, p.threshold_min,
                           p.threshold_max, p.threshold_default, rw));
-  if (p.min_size_blurb) WindowSizes::install(gobject_class, PROP_MIN_SIZE, PROP_MAX_SIZE, p.min_size_blurb);
+  if (p.min_size_blurb)
+    WindowSizes::install(gobject_class, PROP_MIN_SIZE, PROP_MAX_SIZE, p.min_size_blurb);
   if (p.labels_file_blurb) {
     g_object_class_install_property(
         gobject_class, PROP_LABELS_FILE,
@@ -166,10 +167,9 @@ void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *kla
   g_object_class_install_property(
       gobject_class, PROP_GPU_ID,
       g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0, G_MAXINT, 0, rw_ready));
-  g_object_class_install_property(
-      gobject_class, PROP_DEVICE_CANDIDATES,
-      g_param_spec_boolean("device-candidates", "Device candidates", p.device_candidates_blurb,
-                           TRUE, rw_ready));
+  g_object_class_install_property(gobject_class, PROP_DEVICE_CANDIDATES,
+                                  g_param_spec_boolean("device-candidates", "Device candidates",
+                                                       p.device_candidates_blurb, TRUE, rw_ready));
   g_object_class_install_property(
       gobject_class, PROP_DEVICE,
       g_param_spec_string("device", "Device",
@@ -184,8 +184,35 @@ void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *kla
                           0, G_MAXUINT64, 0, ro));
 }
 
-static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id,
-                                               const GValue *value, GParamSpec *pspec) {
+void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klass,
+                                                   const gchar *formats,
+                                                   const gchar *cuda_formats) {
+  const gchar *video = "video/x-raw%s, format = (string) %s, width = " GST_VIDEO_SIZE_RANGE
+                       ", height = " GST_VIDEO_SIZE_RANGE ", framerate = " GST_VIDEO_FPS_RANGE;
+  gchar *system = g_strdup_printf(video, "", formats);
+  gchar *text = system;
+#ifdef CUDANMS_HAVE_GST_CUDA
+  if (cuda_formats) {
+    gchar *gpu = g_strdup_printf(video, "(memory:CUDAMemory)", cuda_formats);
+    text = g_strconcat(system, "; ", gpu, nullptr);
+    g_free(gpu);
+    g_free(system);
+  }
+#else
+  (void)cuda_formats;
+#endif
+  GstCaps *caps = gst_caps_from_string(text);
+  g_free(text);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_caps_unref(caps);
+}
+
+static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, const GValue *value,
+                                               GParamSpec *pspec) {
   DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
   std::lock_guard<std::mutex> guard(priv->lock);
   GstCudaNmsDetectorSettings &s = priv->settings;
@@ -277,8 +304,7 @@ GstCudaNmsDetectorSettings gst_cuda_nms_detector_settings(GstCudaNmsDetector *se
   return priv->settings;
 }
 
-GstCudaNmsDetectorValues::GstCudaNmsDetectorValues()
-    : values_(gst_structure_new_empty("values")) {}
+GstCudaNmsDetectorValues::GstCudaNmsDetectorValues() : values_(gst_structure_new_empty("values")) {}
 GstCudaNmsDetectorValues::GstCudaNmsDetectorValues(const GstCudaNmsDetectorValues &other)
     : values_(gst_structure_copy(other.values_)) {}
 GstCudaNmsDetectorValues &GstCudaNmsDetectorValues::operator=(

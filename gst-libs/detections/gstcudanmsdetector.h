@@ -161,6 +161,12 @@ struct GstCudaNmsDetectorProperties {
 void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *klass,
                                                     const GstCudaNmsDetectorProperties &properties);
 
+/* In the subclass's class_init: its sink and src pads (an in-place filter: the same caps on
+ * both), video in system memory in @formats ("{ GRAY8, I420 }") and, with gstreamer-cuda, in GPU
+ * memory (memory:CUDAMemory) in @cuda_formats, where it reads frames in place (NULL: none). */
+void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klass,
+                                                   const gchar *formats, const gchar *cuda_formats);
+
 /* The lock that guards the settings: a subclass guards its own counters with it too. */
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self);
 /* The settings as the properties say them now. */

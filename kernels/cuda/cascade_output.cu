@@ -58,8 +58,7 @@ __global__ void publish(const uint32_t *counts, int count_n, const unsigned long
 }  // namespace
 
 cudaError_t emit_candidates_async(unsigned blocks_per_frame, int frames, const Finals &finals,
-                                  const DeviceLevel *levels, int level_count,
-                                  cudaStream_t stream) {
+                                  const DeviceLevel *levels, int level_count, cudaStream_t stream) {
   emit_candidates<<<dim3(blocks_per_frame, static_cast<unsigned>(frames)), kThreads, 0, stream>>>(
       finals, levels, level_count);
   return cudaGetLastError();

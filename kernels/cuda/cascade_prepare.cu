@@ -159,10 +159,10 @@ __global__ void tilted_gather(const uint32_t *grid, int n, int width, int height
 
 }  // namespace
 
-cudaError_t resize_levels_async(const FrameSlot *frames, const DeviceLevel *levels,
-                                int level_count, int widest_width, int widest_height,
-                                const AxisTap *x_taps, const AxisTap *y_taps, int stride,
-                                uint8_t *resized, cudaStream_t stream) {
+cudaError_t resize_levels_async(const FrameSlot *frames, const DeviceLevel *levels, int level_count,
+                                int widest_width, int widest_height, const AxisTap *x_taps,
+                                const AxisTap *y_taps, int stride, uint8_t *resized,
+                                cudaStream_t stream) {
   const dim3 block(32, 8);
   const dim3 grid((widest_width + 31) / 32, (widest_height + 7) / 8, level_count);
   resize_levels<<<grid, block, 0, stream>>>(frames, levels, x_taps, y_taps, stride, resized);
@@ -189,7 +189,7 @@ cudaError_t tilted_integral_async(const uint8_t *resized, int64_t origin, int st
       cudaMemsetAsync(grid, 0, static_cast<size_t>(n) * n * sizeof(uint32_t), stream);
   if (error != cudaSuccess) return error;
   tilted_scatter<<<dim3((width + 127) / 128, height), 128, 0, stream>>>(resized, origin, stride,
-                                                                       width, height, n, grid);
+                                                                        width, height, n, grid);
   if ((error = cudaGetLastError()) != cudaSuccess) return error;
   tilted_suffix_rows<<<blocks_for(n, kWarpsPerBlock), kThreads, 0, stream>>>(n, grid);
   if ((error = cudaGetLastError()) != cudaSuccess) return error;

@@ -206,9 +206,8 @@ cudaError_t middle_segment_async(int group, unsigned blocks, size_t shared, cons
 cudaError_t last_segment_async(int group, unsigned blocks, size_t shared, const CascadeView &c,
                                const DeviceLevel *levels, int stride, const int32_t *sum,
                                const int32_t *tilted, int first, int end, const QueueEntry *in,
-                               const uint32_t *in_count, OutWindow *windows,
-                               uint32_t *window_count, const Finals &finals, int max_trees,
-                               cudaStream_t stream) {
+                               const uint32_t *in_count, OutWindow *windows, uint32_t *window_count,
+                               const Finals &finals, int max_trees, cudaStream_t stream) {
   auto kernel = group == 2    ? last_segment<2>
                 : group == 4  ? last_segment<4>
                 : group == 8  ? last_segment<8>

@@ -72,7 +72,6 @@ __device__ int find_level(const DeviceLevel *levels, int count, T DeviceLevel::*
   return lo;
 }
 
-
 // Detection into device candidates: the last segment appends each window that passes to its
 // frame's list, by its index in the grid of all levels, and emit_candidates puts them in
 // detect()'s order (scale, row, column: the index's) by ranking them, so that NMS breaks ties as
@@ -91,7 +90,7 @@ struct Finals {
 
 // window_rect of cascade_geometry.cpp: false when the clipped rectangle is empty.
 __device__ inline bool window_box(const DeviceLevel &level, int x, int y, int image_width,
-                           int image_height, float4 *box) {
+                                  int image_height, float4 *box) {
   const int x0 = __float2int_rn(static_cast<float>(x) * level.factor);
   const int y0 = __float2int_rn(static_cast<float>(y) * level.factor);
   const int x1 = max(x0, 0), y1 = max(y0, 0);
@@ -107,17 +106,16 @@ constexpr int kTileRows = kThreads / kTileCols;
 
 __host__ __device__ inline int tiles_across(int cols) { return (cols + kTileCols - 1) / kTileCols; }
 
-
 inline unsigned blocks_for(size_t items, int threads) {
   return static_cast<unsigned>(std::max<size_t>((items + threads - 1) / threads, 1));
 }
 
 // Frame preparation and integrals (cascade_prepare.cu). Every level of the batch (the widest
 // first) resized from its frame, with OpenCV's bit-exact bilinear taps.
-cudaError_t resize_levels_async(const FrameSlot *frames, const DeviceLevel *levels,
-                                int level_count, int widest_width, int widest_height,
-                                const AxisTap *x_taps, const AxisTap *y_taps, int stride,
-                                uint8_t *resized, cudaStream_t stream);
+cudaError_t resize_levels_async(const FrameSlot *frames, const DeviceLevel *levels, int level_count,
+                                int widest_width, int widest_height, const AxisTap *x_taps,
+                                const AxisTap *y_taps, int stride, uint8_t *resized,
+                                cudaStream_t stream);
 // Their integrals, and integrals of squares where sqsum is not null.
 cudaError_t integrals_async(const DeviceLevel *levels, int level_count, int total_rows,
                             int widest_width, const uint8_t *resized, int stride, int32_t *sum,
@@ -125,8 +123,7 @@ cudaError_t integrals_async(const DeviceLevel *levels, int level_count, int tota
 // The tilted integral of one level at `origin` of the planes; grid: (width + height - 1)^2 words
 // of scratch.
 cudaError_t tilted_integral_async(const uint8_t *resized, int64_t origin, int stride, int width,
-                                  int height, uint32_t *grid, int32_t *tilted,
-                                  cudaStream_t stream);
+                                  int height, uint32_t *grid, int32_t *tilted, cudaStream_t stream);
 
 // The segments (cascade_segments.cu). Segment 1, stages [0, end), over every window: status and
 // normalisation of each (the walk's input).
@@ -146,9 +143,8 @@ cudaError_t middle_segment_async(int group, unsigned blocks, size_t shared, cons
 cudaError_t last_segment_async(int group, unsigned blocks, size_t shared, const CascadeView &c,
                                const DeviceLevel *levels, int stride, const int32_t *sum,
                                const int32_t *tilted, int first, int end, const QueueEntry *in,
-                               const uint32_t *in_count, OutWindow *windows,
-                               uint32_t *window_count, const Finals &finals, int max_trees,
-                               cudaStream_t stream);
+                               const uint32_t *in_count, OutWindow *windows, uint32_t *window_count,
+                               const Finals &finals, int max_trees, cudaStream_t stream);
 
 // The row walk (cascade_walk.cu): OpenCV's walk along each grid row over segment 1's statuses,
 // the windows it reaches alive queued for the next segment, those it reaches counted.
@@ -160,12 +156,10 @@ cudaError_t walk_rows_async(int total_grid_rows, const DeviceLevel *levels, int 
 // The output (cascade_output.cu). Each frame's listed windows as its device candidates, in
 // detect()'s order; blocks_per_frame blocks a frame.
 cudaError_t emit_candidates_async(unsigned blocks_per_frame, int frames, const Finals &finals,
-                                  const DeviceLevel *levels, int level_count,
-                                  cudaStream_t stream);
+                                  const DeviceLevel *levels, int level_count, cudaStream_t stream);
 // The counts and the first `capacity` windows into mapped host memory.
 cudaError_t publish_async(const uint32_t *counts, int count_n, const unsigned long long *reached,
                           const OutWindow *windows, uint32_t capacity, uint32_t *h_counts,
-                          unsigned long long *h_reached, OutWindow *h_windows,
-                          cudaStream_t stream);
+                          unsigned long long *h_reached, OutWindow *h_windows, cudaStream_t stream);
 
 }  // namespace cudanms::cascade::detail

@@ -216,10 +216,9 @@ class CudaDetector final : public Detector {
       if (!status.ok()) return status;
       const unsigned frame_blocks = std::max<unsigned>(
           1, static_cast<unsigned>(sm_count_) / static_cast<unsigned>(frames.size()));
-      CASCADE_TRY(emit_candidates_async(frame_blocks, static_cast<int>(frames.size()), finals(),
-                                        w_->levels.get(),
-                                        static_cast<int>(g.levels.size() * frames.size()),
-                                        stream_));
+      CASCADE_TRY(emit_candidates_async(
+          frame_blocks, static_cast<int>(frames.size()), finals(), w_->levels.get(),
+          static_cast<int>(g.levels.size() * frames.size()), stream_));
       for (const DeviceFrame &frame : frames) on_device |= frame.image.on_device;
     }
     for (const DeviceFrame &frame : frames) {
@@ -447,11 +446,10 @@ class CudaDetector final : public Detector {
           view_.exact_stage_sums ? 0 : (kThreads / group) * max_trees_ * sizeof(float);
       const uint32_t *in_count = w_->counts.get() + k - 1;
       if (last) {
-        CASCADE_TRY(last_segment_async(group, queue_blocks, shared, view_, w_->levels.get(),
-                                       g.stride, w_->sum.get(), tilted, first, end, in, in_count,
-                                       into_finals ? nullptr : w_->windows.get(),
-                                       w_->counts.get() + segments,
-                                       into_finals ? finals() : Finals{}, max_trees_, stream_));
+        CASCADE_TRY(last_segment_async(
+            group, queue_blocks, shared, view_, w_->levels.get(), g.stride, w_->sum.get(), tilted,
+            first, end, in, in_count, into_finals ? nullptr : w_->windows.get(),
+            w_->counts.get() + segments, into_finals ? finals() : Finals{}, max_trees_, stream_));
       } else {
         CASCADE_TRY(middle_segment_async(group, queue_blocks, shared, view_, w_->levels.get(),
                                          g.stride, w_->sum.get(), tilted, first, end, in, in_count,
@@ -462,8 +460,8 @@ class CudaDetector final : public Detector {
     if (into_finals) return Status::Ok();  // detect_batch_checked orders them
     CASCADE_TRY(publish_async(w_->counts.get(), static_cast<int>(segments + 1), w_->reached.get(),
                               w_->windows.get(), static_cast<uint32_t>(w_->h_windows.size()),
-                              w_->h_counts.device(), w_->h_reached.device(),
-                              w_->h_windows.device(), stream_));
+                              w_->h_counts.device(), w_->h_reached.device(), w_->h_windows.device(),
+                              stream_));
     return Status::Ok();
   }
 
@@ -508,7 +506,7 @@ class CudaDetector final : public Detector {
   cudaEvent_t image_read_ = nullptr;    // the resize of the last frame, which reads its pixels
   cudaEvent_t done_ = nullptr;          // the host's wait for a frame's windows
   cudanms::detail::HostWait waits_;
-  std::vector<int> bounds_;             // segment k runs stages [bounds_[k], bounds_[k + 1])
+  std::vector<int> bounds_;  // segment k runs stages [bounds_[k], bounds_[k + 1])
 
   Geometry geometry_;
   int total_rows_ = 0, total_grid_rows_ = 0, total_tiles_ = 0;  // of one frame

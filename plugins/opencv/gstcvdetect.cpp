@@ -60,11 +60,6 @@ enum {
 
 #define VIDEO_FORMATS "{ BGR, RGB, BGRx, BGRA, RGBx, RGBA, I420, YV12, NV12, NV21, GRAY8 }"
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
-
 namespace {
 
 /* What its own properties say, from the base's copy of them. */
@@ -168,8 +163,7 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
                           "(HOG: unless min-size says otherwise); boxes are in frame pixels",
                           0.05, 1.0, DEFAULT_DOWNSCALE, rw));
 
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, nullptr);
   gst_element_class_set_static_metadata(
       element_class, "OpenCV sliding-window detector", "Filter/Analyzer/Video",
       "Runs an OpenCV HOG or cascade detector and attaches its raw, ungrouped candidate windows "
@@ -267,8 +261,8 @@ static void detect_hog(GstCvDetect *self, const Settings &s,
    * upscaled), else the model's window on the downscaled copy. */
   double s_min = 1.0 / s.downscale;
   if (shared.sizes.min_width > 0 || shared.sizes.min_height > 0)
-    s_min =
-        std::max(double(shared.sizes.min_width) / win.width, double(shared.sizes.min_height) / win.height);
+    s_min = std::max(double(shared.sizes.min_width) / win.width,
+                     double(shared.sizes.min_height) / win.height);
   double s_max = std::min(double(gray.cols) / win.width, double(gray.rows) / win.height);
   if (shared.sizes.max_width > 0 && shared.sizes.max_height > 0)
     s_max = std::min(s_max, std::min(double(shared.sizes.max_width) / win.width,
@@ -324,8 +318,10 @@ static void detect_cascade(GstCvDetect *self, const Settings &s,
   }
   cv::equalizeHist(priv->small, priv->small);
   const double sx = double(gray.cols) / priv->small.cols, sy = double(gray.rows) / priv->small.rows;
-  const cv::Size min_size(cvRound(shared.sizes.min_width / sx), cvRound(shared.sizes.min_height / sy));
-  const cv::Size max_size(cvRound(shared.sizes.max_width / sx), cvRound(shared.sizes.max_height / sy));
+  const cv::Size min_size(cvRound(shared.sizes.min_width / sx),
+                          cvRound(shared.sizes.min_height / sy));
+  const cv::Size max_size(cvRound(shared.sizes.max_width / sx),
+                          cvRound(shared.sizes.max_height / sy));
   std::vector<cv::Rect> objects;
   std::vector<int> levels;
   std::vector<double> weights;

@@ -192,9 +192,9 @@ static gboolean gst_meta_publish_start(GstBaseTransform *trans) {
     priv->running_method = priv->settings.method;
     priv->running_format = priv->settings.format;
     priv->running_camera_id = priv->settings.camera_id;
-    priv->running_events_topic =
-        priv->settings.events_topic.empty() ? priv->settings.mqtt.topic + "/events"
-                                        : priv->settings.events_topic;
+    priv->running_events_topic = priv->settings.events_topic.empty()
+                                     ? priv->settings.mqtt.topic + "/events"
+                                     : priv->settings.events_topic;
     location = priv->settings.location;
     mqtt = priv->settings.mqtt;
     priv->publisher.reset();

@@ -85,8 +85,7 @@ void gst_meta_publish_install_properties(GObjectClass *klass) {
                  DEFAULT_LOCATION);
   install_string(klass, PROP_ADDRESS, "address", "Address",
                  "method=mqtt: the broker, host:port or a URI (tcp://, ssl://)", DEFAULT_ADDRESS);
-  install_string(klass, PROP_TOPIC, "topic", "Topic", "method=mqtt: the topic",
-                 DEFAULT_TOPIC);
+  install_string(klass, PROP_TOPIC, "topic", "Topic", "method=mqtt: the topic", DEFAULT_TOPIC);
   install_string(klass, PROP_EVENTS_TOPIC, "events-topic", "Events topic",
                  "method=mqtt: each counting event (boxcount) as a message of its own to this "
                  "topic; empty: TOPIC/events",

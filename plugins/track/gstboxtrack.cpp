@@ -408,9 +408,10 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
   for (const KeptBox &b : boxes) {
     /* A box without a class id (an ROI type alone): its label stands for the class, as a
      * negative number, which class ids never are. */
-    const gint class_id = b.class_id >= 0 || b.label.empty()
-                              ? b.class_id
-                              : -static_cast<gint>(g_quark_from_string(b.label.c_str()) & 0x7fffffff);
+    const gint class_id =
+        b.class_id >= 0 || b.label.empty()
+            ? b.class_id
+            : -static_cast<gint>(g_quark_from_string(b.label.c_str()) & 0x7fffffff);
     priv->detections.push_back(
         {b.x1, b.y1, b.x2, b.y2, static_cast<float>(b.score), static_cast<int32_t>(class_id)});
   }

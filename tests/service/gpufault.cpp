@@ -89,8 +89,7 @@ static void gst_gpu_fault_class_init(GstGpuFaultClass *klass) {
       g_param_spec_uint("after", "After", "Frames before it fails", 0, G_MAXUINT, 10, rw));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_set_static_metadata(element_class, "GPU fault (tests)", "Filter/Video",
-                                        "Posts a GPU failure's message on a chosen GPU",
-                                        "cudanms");
+                                        "Posts a GPU failure's message on a chosen GPU", "cudanms");
   GstCaps *any = gst_caps_new_any();
   gst_element_class_add_pad_template(
       element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, any));

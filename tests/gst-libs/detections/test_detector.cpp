@@ -2,12 +2,11 @@
 // shared properties as a subclass installs them (its defaults applied), the labels it announces,
 // and a GPU failing mid-stream: told as the cudanms-gpu-failed message, then the frame detected
 // again on the CPU, or the stream stopped where the subclass cannot fall back.
+#include <glib/gstdio.h>
 #include <gst/check/gstharness.h>
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
 #include <gtest/gtest.h>
-
-#include <glib/gstdio.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,7 +25,7 @@ G_END_DECLS
 
 // What the fake GPU does; set by each test before it starts the element.
 struct FakeGpu {
-  int fail_on_frame = -1;    // the frame (from 0) whose detection fails on the GPU; -1: none
+  int fail_on_frame = -1;     // the frame (from 0) whose detection fails on the GPU; -1: none
   bool can_fall_back = true;  // whether the subclass can move to the CPU
 };
 FakeGpu fake_gpu;
@@ -89,10 +88,10 @@ static void test_detector_class_init(TestDetectorClass *klass) {
   gst_element_class_set_static_metadata(element_class, "Test detector", "Filter/Analyzer/Video",
                                         "The base class's test subclass", "cudanms");
   GstCaps *caps = gst_caps_from_string("video/x-raw,format=GRAY8");
-  gst_element_class_add_pad_template(element_class,
-                                     gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
-  gst_element_class_add_pad_template(element_class,
-                                     gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
   gst_caps_unref(caps);
   detector_class->open = open_detector;
   detector_class->close = close_detector;
@@ -195,7 +194,8 @@ TEST_F(Detector, AGpuFailureIsToldThenTheFrameIsDetectedOnTheCpu) {
   EXPECT_EQ(string_property(element, "device"), "cpu");
   EXPECT_EQ(TEST_DETECTOR(element)->cpu_frames, 2);  // the failing frame and the next
 
-  std::vector<GstMessage *> told = messages(GstMessageType(GST_MESSAGE_ELEMENT | GST_MESSAGE_WARNING | GST_MESSAGE_ERROR));
+  std::vector<GstMessage *> told =
+      messages(GstMessageType(GST_MESSAGE_ELEMENT | GST_MESSAGE_WARNING | GST_MESSAGE_ERROR));
   int gpu_failed = 0, warnings = 0, errors = 0;
   for (GstMessage *m : told) {
     int gpu = -1;
