@@ -12,8 +12,20 @@
 #include "elementcudacontext.h"
 #include "gpufailure.h"
 
-GST_DEBUG_CATEGORY_STATIC(gst_cuda_nms_detector_debug);
-#define GST_CAT_DEFAULT gst_cuda_nms_detector_debug
+/* Looked up, not set at registration: every module's copy logs (see
+ * gst_cuda_nms_detector_get_type). */
+static GstDebugCategory *detector_debug() {
+  static GstDebugCategory *category = nullptr;
+  if (g_once_init_enter(&category)) {
+    GstDebugCategory *made = nullptr;
+    GST_DEBUG_CATEGORY_INIT(made, "cudanmsdetector", 0, "Base class of the detectors");
+    g_once_init_leave(&category, made);
+  }
+  return category;
+}
+#define GST_CAT_DEFAULT detector_debug()
+/* The parent class, GstVideoFilter's (one copy in the process, gstreamer-video's). */
+#define parent_class static_cast<GstVideoFilterClass *>(g_type_class_peek(GST_TYPE_VIDEO_FILTER))
 
 /* Far above any subclass's own ids: the subclass installs these on its class and hands them on. */
 enum {
@@ -30,9 +42,7 @@ enum {
   PROP_FRAMES_IN_GPU_MEMORY,
 };
 
-namespace {
-
-struct DetectorState {
+struct GstCudaNmsDetectorState {
   std::mutex lock; /* guards settings, device and frames_in_gpu_memory */
   GstCudaNmsDetectorSettings settings;
   std::string device; /* where the detector runs, once started */
@@ -46,23 +56,36 @@ struct DetectorState {
   std::vector<GstCvLabelAnnouncer> announcers;
 };
 
-}  // namespace
+typedef GstCudaNmsDetectorState DetectorState;
 
-/* C++ state, made in init and deleted in finalize. */
-struct GstCudaNmsDetectorPrivate {
-  DetectorState *state;
-};
+static DetectorState *priv_of(GstCudaNmsDetector *self) { return self->state; }
 
-#define gst_cuda_nms_detector_parent_class parent_class
-G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstCudaNmsDetector, gst_cuda_nms_detector, GST_TYPE_VIDEO_FILTER,
-                                 G_ADD_PRIVATE(GstCudaNmsDetector);
-                                 GST_DEBUG_CATEGORY_INIT(gst_cuda_nms_detector_debug,
-                                                         "cudanmsdetector", 0,
-                                                         "Base class of the detectors"));
+static void gst_cuda_nms_detector_class_init(GstCudaNmsDetectorClass *klass);
+static void gst_cuda_nms_detector_init(GstCudaNmsDetector *self);
 
-static DetectorState *priv_of(GstCudaNmsDetector *self) {
-  return static_cast<GstCudaNmsDetectorPrivate *>(gst_cuda_nms_detector_get_instance_private(self))
-      ->state;
+/* Registered once a process by the first plugin module to ask (under GStreamer's plugin-loading
+ * lock); the other modules' copies of this file find it by name and use its class, whose
+ * functions are the first module's. */
+GType gst_cuda_nms_detector_get_type(void) {
+  static gsize type = 0;
+  if (g_once_init_enter(&type)) {
+    GType registered = g_type_from_name("GstCudaNmsDetector");
+    if (!registered) {
+      registered = g_type_register_static_simple(
+          GST_TYPE_VIDEO_FILTER, g_intern_static_string("GstCudaNmsDetector"),
+          sizeof(GstCudaNmsDetectorClass),
+          [](gpointer klass, gpointer) {
+            gst_cuda_nms_detector_class_init(static_cast<GstCudaNmsDetectorClass *>(klass));
+          },
+          sizeof(GstCudaNmsDetector),
+          [](GTypeInstance *instance, gpointer) {
+            gst_cuda_nms_detector_init(reinterpret_cast<GstCudaNmsDetector *>(instance));
+          },
+          G_TYPE_FLAG_ABSTRACT);
+    }
+    g_once_init_leave(&type, registered);
+  }
+  return type;
 }
 
 static void gst_cuda_nms_detector_constructed(GObject *object);
@@ -97,8 +120,7 @@ static void gst_cuda_nms_detector_class_init(GstCudaNmsDetectorClass *klass) {
 }
 
 static void gst_cuda_nms_detector_init(GstCudaNmsDetector *self) {
-  static_cast<GstCudaNmsDetectorPrivate *>(gst_cuda_nms_detector_get_instance_private(self))
-      ->state = new DetectorState();
+  self->state = new DetectorState();
   /* Adds metadata: in place, never passthrough, so that the buffer is writable. */
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
   gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);

@@ -17,8 +17,10 @@
  *   frame read again there.
  * A subclass opens and closes its model and detects on a frame; nothing else.
  *
- * In a shared library of its own (as GstOpencvVideoFilter is), so that every plugin module of a
- * process derives from the one registered type. */
+ * Each plugin module that uses it holds a copy (a static library, like the others here), and
+ * GStreamer loads each module on its own: the first to ask registers the type, the others find
+ * it by name (gst_cuda_nms_detector_get_type), and nothing in it keeps state that only the
+ * registering copy would set. */
 #pragma once
 
 #include <cudanms/nms.h>
@@ -36,14 +38,27 @@ class ElementCudaContext;
 namespace cudanms {
 class DeviceCandidates;
 }
+struct GstCudaNmsDetectorState;
 
-G_BEGIN_DECLS
+/* As G_DECLARE_DERIVABLE_TYPE declares it, with the C++ state in the instance: a private offset
+ * would be set in the registering module's copy only. */
+typedef struct _GstCudaNmsDetector {
+  GstVideoFilter parent;
+  GstCudaNmsDetectorState *state;
+} GstCudaNmsDetector;
+typedef struct _GstCudaNmsDetectorClass GstCudaNmsDetectorClass;
 
+GType gst_cuda_nms_detector_get_type(void);
 #define GST_TYPE_CUDA_NMS_DETECTOR (gst_cuda_nms_detector_get_type())
-G_DECLARE_DERIVABLE_TYPE(GstCudaNmsDetector, gst_cuda_nms_detector, GST, CUDA_NMS_DETECTOR,
-                         GstVideoFilter)
-
-G_END_DECLS
+#define GST_CUDA_NMS_DETECTOR(obj) \
+  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_CUDA_NMS_DETECTOR, GstCudaNmsDetector))
+#define GST_CUDA_NMS_DETECTOR_CLASS(klass) \
+  (G_TYPE_CHECK_CLASS_CAST((klass), GST_TYPE_CUDA_NMS_DETECTOR, GstCudaNmsDetectorClass))
+#define GST_CUDA_NMS_DETECTOR_GET_CLASS(obj) \
+  (G_TYPE_INSTANCE_GET_CLASS((obj), GST_TYPE_CUDA_NMS_DETECTOR, GstCudaNmsDetectorClass))
+#define GST_IS_CUDA_NMS_DETECTOR(obj) \
+  (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_CUDA_NMS_DETECTOR))
+_GLIB_DEFINE_AUTOPTR_CHAINUP(GstCudaNmsDetector, GstVideoFilter) /* as G_DECLARE_DERIVABLE_TYPE */
 
 /* The values of a subclass's own properties, by name, as they were when the settings were
  * copied: the base keeps them (a subclass needs no set_property or get_property of its own, its
