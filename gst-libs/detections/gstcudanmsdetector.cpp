@@ -43,8 +43,11 @@ enum {
 };
 
 struct GstCudaNmsDetectorState {
-  std::mutex lock; /* guards settings, device and frames_in_gpu_memory */
+  std::mutex lock; /* guards settings, snapshot, device and frames_in_gpu_memory */
   GstCudaNmsDetectorSettings settings;
+  /* What the frames read: a copy of settings, made again after a property changed, so that a
+   * frame takes a reference, not a copy of strings and a GstStructure. */
+  std::shared_ptr<const GstCudaNmsDetectorSettings> snapshot;
   std::string device; /* where the detector runs, once started */
   guint64 frames_in_gpu_memory = 0;
 
@@ -238,6 +241,7 @@ static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, c
   DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
   std::lock_guard<std::mutex> guard(priv->lock);
   GstCudaNmsDetectorSettings &s = priv->settings;
+  priv->snapshot.reset();
   bool bad_size = false;
   switch (prop_id) {
     case PROP_LABEL:
@@ -320,10 +324,13 @@ std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self
   return std::unique_lock<std::mutex>(priv_of(self)->lock);
 }
 
-GstCudaNmsDetectorSettings gst_cuda_nms_detector_settings(GstCudaNmsDetector *self) {
+std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(
+    GstCudaNmsDetector *self) {
   DetectorState *priv = priv_of(self);
   std::lock_guard<std::mutex> guard(priv->lock);
-  return priv->settings;
+  if (!priv->snapshot)
+    priv->snapshot = std::make_shared<const GstCudaNmsDetectorSettings>(priv->settings);
+  return priv->snapshot;
 }
 
 GstCudaNmsDetectorValues::GstCudaNmsDetectorValues() : values_(gst_structure_new_empty("values")) {}
@@ -430,7 +437,8 @@ static void close_detector(GstCudaNmsDetector *self) {
 static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans) {
   GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(trans);
   DetectorState *priv = priv_of(self);
-  const GstCudaNmsDetectorSettings s = gst_cuda_nms_detector_settings(self);
+  const auto settings = gst_cuda_nms_detector_settings(self);
+  const GstCudaNmsDetectorSettings &s = *settings;
   close_detector(self);
   {
     std::lock_guard<std::mutex> guard(priv->lock);
@@ -557,7 +565,8 @@ static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans,
     GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, (NULL), ("unknown format"));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  const GstCudaNmsDetectorSettings s = gst_cuda_nms_detector_settings(self);
+  const auto settings = gst_cuda_nms_detector_settings(self);
+  const GstCudaNmsDetectorSettings &s = *settings;
   announce_labels(self, s);
   const gint64 start = g_get_monotonic_time();
   if (priv->device_context && klass->detect_on_device) {
@@ -586,7 +595,7 @@ static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans,
 /* The pipeline's CUDA context, handed over by the application or a neighbour... */
 static void gst_cuda_nms_detector_set_context(GstElement *element, GstContext *context) {
   GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(element);
-  const gint gpu_id = gst_cuda_nms_detector_settings(self).gpu_id;
+  const gint gpu_id = gst_cuda_nms_detector_settings(self)->gpu_id;
   priv_of(self)->cuda.set_context(element, context, gpu_id);
   GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
 }

@@ -6,7 +6,8 @@
  * - the lock and the shared properties (label, class-id, labels-file, the score threshold,
  *   min-size and max-size, backend, gpu-id, device-candidates, and the read-only device and
  *   frames-in-gpu-memory), installed by each subclass for what it has
- *   (gst_cuda_nms_detector_class_install_properties) and copied under the lock for each frame;
+ *   (gst_cuda_nms_detector_class_install_properties) and one copy of them, made again when one
+ * changes, goes with each frame;
  * - the labels it announces downstream;
  * - the pipeline's CUDA context (found or made in start(), answered to neighbours) and the device
  *   candidates pool;
@@ -85,7 +86,7 @@ class GstCudaNmsDetectorValues {
   GstStructure *values_;
 };
 
-/* What the properties say; a copy, taken under the lock, goes with each call. */
+/* What the properties say; the same copy goes with each call until a property changes. */
 struct GstCudaNmsDetectorSettings {
   DetectorClass detected; /* label, class-id */
   std::string labels_file;
@@ -184,8 +185,9 @@ void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klas
 
 /* The lock that guards the settings: a subclass guards its own counters with it too. */
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self);
-/* The settings as the properties say them now. */
-GstCudaNmsDetectorSettings gst_cuda_nms_detector_settings(GstCudaNmsDetector *self);
+/* The settings as the properties say them now (shared until a property changes). */
+std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(
+    GstCudaNmsDetector *self);
 
 /* In open() and fall_back_to_cpu(): where the detector runs, e.g. "cuda:0 (NVIDIA H100)" or
  * "cpu" (the device property), and the CUcontext whose GPU memory it reads frames from in place

@@ -177,6 +177,28 @@ TEST_F(Detector, TheSubclassDefaultsAreApplied) {
   EXPECT_EQ(g_object_class_find_property(G_OBJECT_GET_CLASS(element), "score-threshold"), nullptr);
 }
 
+// Frames share one copy of the settings until a property changes: the next frame has the new
+// value, and so do the ones after it.
+TEST_F(Detector, APropertyChangedWhilePlayingReachesTheNextFrame) {
+  GstElement *element = make();
+  start();
+  auto next_score = [&] {
+    EXPECT_EQ(push_frame(), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(harness_);
+    GstCudaNmsCandidatesMeta *meta = gst_buffer_get_cuda_nms_candidates_meta(out);
+    const float score = meta && meta->n == 1 ? meta->scores[0] : -1.0f;
+    gst_buffer_unref(out);
+    return score;
+  };
+  EXPECT_FLOAT_EQ(next_score(), 0.25f);
+  EXPECT_FLOAT_EQ(next_score(), 0.25f);
+  g_object_set(element, "hit-threshold", 0.5, NULL);
+  EXPECT_FLOAT_EQ(next_score(), 0.5f);
+  EXPECT_FLOAT_EQ(next_score(), 0.5f);
+  g_object_set(element, "hit-threshold", -1.0, NULL);
+  EXPECT_FLOAT_EQ(next_score(), -1.0f);
+}
+
 TEST_F(Detector, AGpuFailureIsToldThenTheFrameIsDetectedOnTheCpu) {
   fake_gpu.fail_on_frame = 2;
   GstElement *element = make();
