@@ -13,12 +13,14 @@
 #include <gst/video/video.h>
 
 #include <algorithm>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "percentile.h"
+#include "pipelinestop.h"
 
 namespace {
 
@@ -62,14 +64,6 @@ struct App {
   double last_stats_p50 = -1;
   guint finish_timer = 0;
 };
-
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0.0;
-  size_t rank = static_cast<size_t>(std::ceil(p * values.size()));
-  rank = std::min(std::max<size_t>(rank, 1), values.size()) - 1;
-  std::nth_element(values.begin(), values.begin() + rank, values.end());
-  return values[rank];
-}
 
 // After cudanms: counts every frame's result; past --max-frames, ends the stream there.
 GstPadProbeReturn on_nms_buffer(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
@@ -394,6 +388,7 @@ int main(int argc, char **argv) {
     }
     gst_object_unref(d);
   }
+  gst_cv_flush_jitterbuffers(app.pipeline);  // an RTSP camera's ended stream would hang NULL
   gst_element_set_state(app.pipeline, GST_STATE_NULL);
   const double elapsed = (g_get_monotonic_time() - app.started_us) / 1e6;
 

@@ -33,6 +33,7 @@
 #include "elementcudacontext.h"
 #include "gpulist.h"
 #include "nvdec.h"
+#include "pipelinestop.h"
 #include "streams_app.h"
 #include "streams_workers.h"
 
@@ -388,6 +389,7 @@ int main(int argc, char **argv) {
       g_object_get(detector, "mean-batch", &s->mean_batch, NULL);
     gst_object_unref(detector);
   }
+  gst_cv_flush_jitterbuffers(app.pipeline);  // RTSP cameras' ended streams would hang NULL
   gst_element_set_state(app.pipeline, GST_STATE_NULL);  // metapublish flushes its queue here
   for (auto &s : app.streams) {
     GstElement *pub =

@@ -3,9 +3,9 @@
 #include <gst/cudanms/cudanmsmeta.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 
+#include "percentile.h"
 #include "streams_app.h"
 
 #ifdef CUDANMS_HAVE_CUDA
@@ -13,14 +13,6 @@
 #endif
 
 namespace {
-
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0.0;
-  size_t rank = static_cast<size_t>(std::ceil(p * values.size()));
-  rank = std::min(std::max<size_t>(rank, 1), values.size()) - 1;
-  std::nth_element(values.begin(), values.begin() + rank, values.end());
-  return values[rank];
-}
 
 // Timing probes: an in-place element runs between its sink pad and its src pad on the stream's
 // thread, so the two probes bracket exactly its work on the frame.

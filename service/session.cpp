@@ -13,6 +13,7 @@
 #include "log.h"
 #include "main_loop.h"
 #include "nvdec.h"
+#include "pipelinestop.h"
 
 namespace cudanms::service {
 namespace {
@@ -89,70 +90,15 @@ void set_properties(GstElement *element, const std::map<std::string, std::string
     gst_util_set_object_arg(G_OBJECT(element), key.c_str(), value.c_str());
 }
 
-// Calls `visit` on every element of `bin`, those of nested bins too. They are collected first,
-// each with a reference, and collected again from the start when the bin changed meanwhile
-// (uridecodebin and rtspsrc add and remove theirs as they run).
-void for_each_element(GstElement *bin, const std::function<void(GstElement *)> &visit) {
-  std::vector<GstElement *> elements;
-  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
-  GValue item = G_VALUE_INIT;
-  for (bool done = false; !done;) {
-    switch (gst_iterator_next(it, &item)) {
-      case GST_ITERATOR_OK:
-        elements.push_back(GST_ELEMENT(g_value_dup_object(&item)));
-        g_value_reset(&item);
-        break;
-      case GST_ITERATOR_RESYNC:
-        for (GstElement *e : elements) gst_object_unref(e);
-        elements.clear();
-        gst_iterator_resync(it);
-        break;
-      default:
-        done = true;
-    }
-  }
-  g_value_unset(&item);
-  gst_iterator_free(it);
-  for (GstElement *e : elements) {
-    visit(e);
-    gst_object_unref(e);
-  }
-}
-
 // Every element of `bin` that has a property `name` gets `value` (the camera's gpu-id; backend=cpu
 // when its GPU failed): an enum property only where `value` is one of its values.
 void set_on_all(GstElement *bin, const char *name, const std::string &value) {
-  for_each_element(bin, [&](GstElement *element) {
+  gst_cv_for_each_element(bin, [&](GstElement *element) {
     GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), name);
     const bool takes_it =
         pspec && (!G_IS_PARAM_SPEC_ENUM(pspec) ||
                   g_enum_get_value_by_nick(G_PARAM_SPEC_ENUM(pspec)->enum_class, value.c_str()));
     if (takes_it) gst_util_set_object_arg(G_OBJECT(element), name, value.c_str());
-  });
-}
-
-// Wakes every rtpjitterbuffer's pushing thread before the pipeline leaves PLAYING. In GStreamer
-// 1.22 a jitterbuffer that has an end of stream (an RTSP camera's BYE, its clip's end) waits for
-// its timers to drain, on the condition its timer thread waits on too. Paused (on the way to
-// NULL) the timer thread no longer drains them, and the one signal of the flush that follows can
-// wake it rather than the pusher, which sleeps on holding its pad's stream lock: the state change
-// never returns, and the connection's threads and sockets stay (found by
-// TwoHundredReconnectionsLeakNothing under load). Flush-start events sent while it still plays
-// set it flushing and signal again, until its task has stopped pushing (bounded).
-void flush_jitterbuffers(GstElement *pipeline) {
-  for_each_element(pipeline, [](GstElement *element) {
-    GstElementFactory *factory = gst_element_get_factory(element);
-    if (!factory || g_strcmp0(GST_OBJECT_NAME(factory), "rtpjitterbuffer")) return;
-    GstPad *sink = gst_element_get_static_pad(element, "sink");
-    GstPad *src = gst_element_get_static_pad(element, "src");
-    // Its timers run out within its latency (rtspsrc's default: 2 s).
-    for (int tries = 0; sink && src && tries < 150; ++tries) {
-      gst_pad_send_event(sink, gst_event_new_flush_start());
-      if (gst_pad_get_task_state(src) != GST_TASK_STARTED) break;
-      g_usleep(20 * 1000);
-    }
-    if (sink) gst_object_unref(sink);
-    if (src) gst_object_unref(src);
   });
 }
 
@@ -406,7 +352,7 @@ GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer d
 
 guint64 Session::queued_bytes() const {
   guint64 total = 0;
-  for_each_element(pipeline_, [&total](GstElement *element) {
+  gst_cv_for_each_element(pipeline_, [&total](GstElement *element) {
     // queue's level is a guint, queue2's a guint64.
     GParamSpec *level =
         g_object_class_find_property(G_OBJECT_GET_CLASS(element), "current-level-bytes");
@@ -450,7 +396,7 @@ void Session::stop(std::function<void()> finalised) {
     on_main_loop(std::move(finalised));
     gst_bus_set_flushing(bus, TRUE);
     gst_object_unref(bus);
-    flush_jitterbuffers(self->pipeline_);
+    gst_cv_flush_jitterbuffers(self->pipeline_);
     gst_element_set_state(self->pipeline_, GST_STATE_NULL);
     // The last reference goes on the main loop, with the camera's own.
     on_main_loop([self]() mutable {
