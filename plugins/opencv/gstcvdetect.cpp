@@ -62,20 +62,22 @@ enum {
 
 namespace {
 
-/* What its own properties say, from the base's copy of them. */
+/* The model its property names, read at start. */
+std::string model_of(const GstCudaNmsDetectorSettings &shared) {
+  const std::string model = shared.own.text("model");
+  return model.empty() ? DEFAULT_MODEL : model;
+}
+
+/* What its own properties say for each frame, from the base's copy of them. */
 struct Settings {
-  std::string model;
   double scale_factor;
   guint win_stride;
   double downscale;
 
   explicit Settings(const GstCudaNmsDetectorSettings &shared)
-      : model(shared.own.text("model")),
-        scale_factor(shared.own.number("scale-factor")),
+      : scale_factor(shared.own.number("scale-factor")),
         win_stride(shared.own.natural("win-stride")),
-        downscale(shared.own.number("downscale")) {
-    if (model.empty()) model = DEFAULT_MODEL;
-  }
+        downscale(shared.own.number("downscale")) {}
 };
 
 }  // namespace
@@ -191,7 +193,7 @@ static gboolean gst_cv_detect_open(GstCudaNmsDetector *detector,
                                    const GstCudaNmsDetectorSettings &shared) {
   GstCvDetect *self = GST_CV_DETECT(detector);
   GstCvDetectPrivate *priv = self->priv;
-  const std::string model = Settings(shared).model;
+  const std::string model = model_of(shared);
   gst_cuda_nms_detector_set_device(detector, "cpu", nullptr);
   if (model == MODEL_HOG_PEOPLE) {
     priv->hog = std::make_unique<cv::HOGDescriptor>();
@@ -236,7 +238,7 @@ static void gst_cv_detect_close(GstCudaNmsDetector *detector) {
 /* 'person' for the HOG people detector, else the model file's name. */
 static std::string gst_cv_detect_default_label(GstCudaNmsDetector *,
                                                const GstCudaNmsDetectorSettings &shared) {
-  const std::string model = Settings(shared).model;
+  const std::string model = model_of(shared);
   if (model == MODEL_HOG_PEOPLE) return "person";
   gchar *base = g_path_get_basename(model.c_str());
   std::string name = base;
