@@ -211,6 +211,9 @@ static void gst_box_count_get_property(GObject *object, guint prop_id, GValue *v
 /* The counter takes the geometry in pixels (with lock held); lines and zones of the same name
  * and points keep what they had. */
 static void apply_geometry(GstBoxCountPrivate *priv) {
+  // Normalized shapes wait for the frame's size: placed in a frame of 0 x 0 they would be other
+  // lines than the same ones placed in the frame later, and lose the counts they resumed.
+  if (priv->normalized && (priv->width <= 0 || priv->height <= 0)) return;
   const Geometry g = in_pixels(priv->geometry, priv->normalized, priv->width, priv->height);
   priv->counter.set_lines(g.lines);
   priv->counter.set_zones(g.zones);

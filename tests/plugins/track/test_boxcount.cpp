@@ -55,14 +55,22 @@ struct Chain {
   GstBus *bus;
   GstElement *count;
 
-  explicit Chain(const std::string &count_properties) {
+  // `counts`: boxcount's counts property, set before the frames' caps come (as the camera
+  // service sets it before a connection's first frame).
+  explicit Chain(const std::string &count_properties, const char *counts = nullptr) {
     init_track_elements_once();
     h = gst_harness_new_parse(
         ("cudanms ! boxtrack ! boxcount name=count " + count_properties).c_str());
+    count = gst_bin_get_by_name(GST_BIN(h->element), "count");
+    if (counts) {
+      GstStructure *resume = gst_structure_from_string(counts, nullptr);
+      EXPECT_NE(resume, nullptr);
+      g_object_set(count, "counts", resume, NULL);
+      gst_structure_free(resume);
+    }
     gst_harness_set_src_caps_str(h, kCaps);
     bus = gst_bus_new();
     gst_element_set_bus(h->element, bus);
-    count = gst_bin_get_by_name(GST_BIN(h->element), "count");
   }
   ~Chain() {
     gst_object_unref(count);
@@ -151,6 +159,18 @@ TEST(BoxCount, CountsPropertyReadsAndResumes) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].in, 11u);
   EXPECT_EQ(lines[1].in, 7u);
+}
+
+// As the camera service sets them at a reconnection: normalized lines and their counts before
+// the first frame says the frame's size.
+TEST(BoxCount, NormalizedLinesResumeTheirCounts) {
+  Chain c("normalized=true lines=\"mid:0,0.5,1,0.5\"",
+          "counts, mid=(structure)\"line\\,\\ in\\=(guint64)10\\,\\ out\\=(guint64)4\\;\"");
+  walk_down(c);
+  const auto lines = c.push(frame_of({}, 40 * kFrame));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].in, 11u);
+  EXPECT_EQ(lines[0].out, 4u);
 }
 
 TEST(BoxCount, BadLinesWhilePlayingWarnAndKeepTheOldOnes) {
