@@ -184,7 +184,9 @@ void encode_dlstreamer(JsonBuilder *b, GstBuffer *buf, const std::vector<KeptBox
 }
 
 /* One event's members: kind, name, direction (lines), track_id, label. */
-void add_event(JsonBuilder *b, const GstCudaNmsCountEvent &e) {
+/* `id`: the event's number among its camera's events (0: none given). */
+void add_event(JsonBuilder *b, const GstCudaNmsCountEvent &e, guint64 id) {
+  if (id) add_int(b, "id", static_cast<gint64>(id));
   add_string(b, "kind", gst_cuda_nms_count_event_kind_name(e.kind));
   add_string(b, "name", e.name ? e.name : "");
   if (e.kind == GST_CUDA_NMS_COUNT_LINE_CROSSED)
@@ -194,12 +196,12 @@ void add_event(JsonBuilder *b, const GstCudaNmsCountEvent &e) {
 }
 
 /* "events": [...], "counts": {"lines": {NAME: {"in", "out"}}, "zones": {NAME: {LABEL: n}}}. */
-void encode_counts(JsonBuilder *b, const GstCudaNmsCountsMeta *counts) {
+void encode_counts(JsonBuilder *b, const GstCudaNmsCountsMeta *counts, guint64 first_event_id) {
   json_builder_set_member_name(b, "events");
   json_builder_begin_array(b);
   for (guint i = 0; i < counts->n_events; i++) {
     json_builder_begin_object(b);
-    add_event(b, counts->events[i]);
+    add_event(b, counts->events[i], first_event_id ? first_event_id + i : 0);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -242,8 +244,8 @@ gchar *to_text(JsonGenerator **generator, JsonBuilder *b, gsize *length) {
 }  // namespace
 
 gchar *DetectionsStream::encode(GstObject *element, GstBuffer *buf, DetectionsFormat format,
-                                const std::string &source, const GstSegment *segment,
-                                gsize *length) {
+                                const std::string &source, const GstSegment *segment, gsize *length,
+                                guint64 first_event_id) {
   const DetectionsFrame frame{frames_++, width_, height_, source, segment};
   GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
   const std::vector<KeptBox> boxes = gst_cv_kept_boxes(buf, labels_);
@@ -255,21 +257,21 @@ gchar *DetectionsStream::encode(GstObject *element, GstBuffer *buf, DetectionsFo
     encode_cudanms(element, b, buf, result, boxes, frame);
   }
   if (const GstCudaNmsCountsMeta *counts = gst_buffer_get_cuda_nms_counts_meta(buf))
-    encode_counts(b, counts);
+    encode_counts(b, counts, first_event_id);
   json_builder_end_object(b);
   gchar *text = to_text(&generator_, b, length);
   g_object_unref(b);
   return text;
 }
 
-std::vector<std::string> DetectionsStream::encode_events(GstBuffer *buf,
-                                                         const std::string &source) {
+std::vector<std::string> DetectionsStream::encode_events(GstBuffer *buf, const std::string &source,
+                                                         guint64 first_event_id) {
   std::vector<std::string> out;
   const GstCudaNmsCountsMeta *counts = gst_buffer_get_cuda_nms_counts_meta(buf);
   for (guint i = 0; counts && i < counts->n_events; i++) {
     JsonBuilder *b = json_builder_new();
     json_builder_begin_object(b);
-    add_event(b, counts->events[i]);
+    add_event(b, counts->events[i], first_event_id ? first_event_id + i : 0);
     if (!source.empty()) add_string(b, "source", source);
     /* The frame the last encode() wrote: frames_ counts from 1 there. */
     add_int(b, "frame", static_cast<gint64>(frames_ > 0 ? frames_ - 1 : 0));

@@ -11,8 +11,8 @@
  * The boxes come from the frame's GstCudaNmsResultMeta, else from its ROI metas; a box's track
  * id (boxtrack) is "track_id" (cudanms) or "id" (dlstreamer, as gvametaconvert writes it), absent
  * for a box of no track. With a GstCudaNmsCountsMeta (boxcount) both formats add
- *   events      [{kind: line-crossed | zone-entered | zone-left, name, direction: in | out
- *               (lines), track_id, label}]
+ *   events      [{id (when the caller numbers its events), kind: line-crossed |
+ *               zone-entered | zone-left, name, direction: in | out (lines), track_id, label}]
  *   counts      {lines: {NAME: {in, out}}, zones: {NAME: {LABEL: occupancy}}} */
 #pragma once
 
@@ -41,13 +41,17 @@ class DetectionsStream {
   void on_caps(GstCaps *caps);
   void on_event(GstEvent *event);
   /* The next frame's JSON object, one line without the newline: g_free it. `source` names the
-   * camera ("" leaves it out); `segment` (may be null) gives the stream time; `element` logs. */
+   * camera ("" leaves it out); `segment` (may be null) gives the stream time; `element` logs.
+   * `first_event_id`: the frame's events are numbered from it (0: no ids). */
   gchar *encode(GstObject *element, GstBuffer *buf, DetectionsFormat format,
-                const std::string &source, const GstSegment *segment, gsize *length);
+                const std::string &source, const GstSegment *segment, gsize *length,
+                guint64 first_event_id = 0);
   /* The frame's counting events (its GstCudaNmsCountsMeta), one JSON object each, for consumers
    * that want events alone (metapublish's events topic): kind, name, direction, track_id,
-   * label, source, frame (as the last encode() numbered it) and pts. */
-  std::vector<std::string> encode_events(GstBuffer *buf, const std::string &source);
+   * label, source, frame (as the last encode() numbered it) and pts; numbered from
+   * `first_event_id` as encode() numbers them (0: no ids). */
+  std::vector<std::string> encode_events(GstBuffer *buf, const std::string &source,
+                                         guint64 first_event_id = 0);
 
  private:
   guint64 frames_ = 0;

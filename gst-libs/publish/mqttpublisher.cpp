@@ -87,16 +87,33 @@ bool MqttPublisher::start(std::string *error) {
 void MqttPublisher::push(std::string message) { push("", std::move(message)); }
 
 void MqttPublisher::push(std::string topic, std::string message) {
+  enqueue({std::move(topic), std::move(message), nullptr});
+}
+
+void MqttPublisher::push_reliable(std::string topic, std::string message,
+                                  std::function<void()> delivered) {
+  enqueue({std::move(topic), std::move(message), std::move(delivered)});
+}
+
+void MqttPublisher::enqueue(Message message) {
   {
     std::lock_guard<std::mutex> guard(lock_);
-    if (queue_.size() >= std::max<size_t>(options_.max_queued, 1)) {
-      queue_.pop_front();
-      stats_.dropped++;
-    }
-    queue_.push_back({std::move(topic), std::move(message)});
-    stats_.queued = queue_.size();
+    queue_.push_back(std::move(message));
+    trim_queue();
   }
   wake_.notify_one();
+}
+
+void MqttPublisher::trim_queue() {
+  // The oldest ordinary message goes first; reliable ones are never dropped here.
+  auto next = queue_.begin();
+  while (queue_.size() > std::max<size_t>(options_.max_queued, 1)) {
+    next = std::find_if(next, queue_.end(), [](const Message &m) { return !m.delivered; });
+    if (next == queue_.end()) break;
+    next = queue_.erase(next);
+    stats_.dropped++;
+  }
+  stats_.queued = queue_.size();
 }
 
 void MqttPublisher::set_status(std::string topic, std::string message) {
@@ -157,6 +174,7 @@ void MqttPublisher::connection_lost() {
 }
 
 void MqttPublisher::sent(int token, bool ok) {
+  std::function<void()> delivered;
   {
     std::lock_guard<std::mutex> guard(lock_);
     auto found = std::find_if(in_flight_.begin(), in_flight_.end(),
@@ -166,6 +184,7 @@ void MqttPublisher::sent(int token, bool ok) {
       // be sent and counted again.
       if (ok) confirmed_early_.insert(token);
     } else if (ok) {
+      delivered = std::move(found->second.delivered);
       in_flight_.erase(found);
       stats_.published++;
     } else {
@@ -173,6 +192,7 @@ void MqttPublisher::sent(int token, bool ok) {
     }
   }
   wake_.notify_all();
+  if (delivered) delivered();
 }
 
 void MqttPublisher::status_sent(bool ok) {
@@ -237,11 +257,7 @@ void MqttPublisher::requeue_in_flight() {
   }
   in_flight_.clear();
   confirmed_early_.clear();
-  while (queue_.size() > std::max<size_t>(options_.max_queued, 1)) {
-    queue_.pop_back();  // only when newer messages filled the queue meanwhile
-    stats_.dropped++;
-  }
-  stats_.queued = queue_.size();
+  trim_queue();  // only when newer messages filled the queue meanwhile
 }
 
 // Sends the status, retained, QoS 1, outside the window of counted messages (a status lost
@@ -350,7 +366,7 @@ void MqttPublisher::run() {
     MQTTAsync_message m = MQTTAsync_message_initializer;
     m.payload = message.payload.data();
     m.payloadlen = static_cast<int>(message.payload.size());
-    m.qos = options_.qos;
+    m.qos = message.delivered ? 1 : options_.qos;
     m.retained = 0;
     MQTTAsync_responseOptions response = MQTTAsync_responseOptions_initializer;
     response.onSuccess = &on_sent;
@@ -364,6 +380,11 @@ void MqttPublisher::run() {
     if (rc == MQTTASYNC_SUCCESS) {
       if (confirmed_early_.erase(response.token) > 0) {
         stats_.published++;
+        if (message.delivered) {
+          guard.unlock();
+          message.delivered();
+          guard.lock();
+        }
       } else {
         in_flight_.emplace_back(response.token, std::move(message));
       }

@@ -72,6 +72,11 @@ class MqttPublisher {
   // Queues a message for the topic of the options (or `topic`); never blocks on the network.
   void push(std::string message);
   void push(std::string topic, std::string message);
+  // A message that must arrive (a counting event): QoS 1 whatever the options say, never
+  // dropped from a full queue (ordinary messages make room), and `delivered` called on Paho's
+  // thread once the broker acknowledged it. One still queued when the publisher stops is not
+  // delivered: the caller keeps it until told (an outbox).
+  void push_reliable(std::string topic, std::string message, std::function<void()> delivered);
   // The retained status on `topic` (QoS 1): replaces any not yet sent, never dropped.
   void set_status(std::string topic, std::string message);
   // Gives the worker up to `flush` to publish what is queued, then stops it; what is left is
@@ -109,7 +114,10 @@ class MqttPublisher {
   struct Message {
     std::string topic;  // "": the options' topic
     std::string payload;
+    std::function<void()> delivered;  // a reliable message's (push_reliable)
   };
+  void enqueue(Message message);
+  void trim_queue();  // with lock_ held: ordinary messages past max_queued dropped, oldest first
   std::deque<Message> queue_;
   std::deque<std::pair<int, Message>> in_flight_;  // (token, message), oldest first
   std::set<int> confirmed_early_;  // confirmed before MQTTAsync_sendMessage returned
