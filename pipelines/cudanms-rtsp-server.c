@@ -4,7 +4,9 @@
  * (a camera that comes back at another resolution); --count-file keeps the number of frames
  * served so far in a file, exact even after SIGKILL (what the chaos soak compares with);
  * --loop sends an H.264 file's own frames over and over, without decoding or encoding them: a
- * camera that never ends, many of them for the price of none. */
+ * camera that never ends, many of them for the price of none. --cameras N serves N such cameras
+ * at MOUNT1 ... MOUNTN; --clients-file keeps how many clients play each mount now and the most
+ * that ever did at once (a fleet's test: a camera is never run by two hosts). */
 #include <errno.h>
 #include <fcntl.h>
 #include <glib-unix.h>
@@ -17,6 +19,52 @@
 
 static gint count_fd = -1;
 static guint64 frames_served = 0;
+
+/* --clients-file: for each mount, the clients whose media is prepared now and the most ever. */
+static gchar *clients_file = NULL;
+static GHashTable *clients_now = NULL, *clients_most = NULL; /* mount -> count */
+static GMutex clients_lock;
+
+static void write_clients(void) {
+  GString *text = g_string_new("");
+  GList *mounts = g_hash_table_get_keys(clients_most);
+  mounts = g_list_sort(mounts, (GCompareFunc)g_strcmp0);
+  for (GList *m = mounts; m; m = m->next)
+    g_string_append_printf(text, "%s %d %d\n", (const gchar *)m->data,
+                           GPOINTER_TO_INT(g_hash_table_lookup(clients_now, m->data)),
+                           GPOINTER_TO_INT(g_hash_table_lookup(clients_most, m->data)));
+  g_list_free(mounts);
+  if (!g_file_set_contents(clients_file, text->str, (gssize)text->len, NULL))
+    g_printerr("cudanms-rtsp-server: cannot write %s\n", clients_file);
+  g_string_free(text, TRUE);
+}
+
+static void count_client(const gchar *mount, gint change) {
+  g_mutex_lock(&clients_lock);
+  const gint now = GPOINTER_TO_INT(g_hash_table_lookup(clients_now, mount)) + change;
+  g_hash_table_insert(clients_now, g_strdup(mount), GINT_TO_POINTER(now));
+  if (now > GPOINTER_TO_INT(g_hash_table_lookup(clients_most, mount)) ||
+      !g_hash_table_contains(clients_most, mount))
+    g_hash_table_insert(clients_most, g_strdup(mount), GINT_TO_POINTER(now));
+  write_clients();
+  g_mutex_unlock(&clients_lock);
+}
+
+static void on_media_unprepared(GstRTSPMedia *media, gpointer mount) {
+  if (g_object_get_data(G_OBJECT(media), "cudanms-counted")) {
+    g_object_set_data(G_OBJECT(media), "cudanms-counted", NULL);
+    count_client(mount, -1);
+  }
+}
+
+/* Each client's media (the factories are not shared): one client of the mount until it is
+ * unprepared, which a TEARDOWN or a closed connection does. */
+static void on_client_media(GstRTSPMediaFactory *factory, GstRTSPMedia *media, gpointer mount) {
+  (void)factory;
+  g_object_set_data(G_OBJECT(media), "cudanms-counted", GINT_TO_POINTER(1));
+  count_client(mount, +1);
+  g_signal_connect(media, "unprepared", G_CALLBACK(on_media_unprepared), mount);
+}
 
 /* On each client's streaming thread: one encoded frame into the payloader. */
 static GstPadProbeReturn count_frame(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
@@ -148,6 +196,7 @@ int main(int argc, char **argv) {
   gchar *size = NULL;
   gchar *count_file = NULL;
   gboolean loop_clip = FALSE;
+  gint cameras = 0;
   GOptionEntry entries[] = {
       {"port", 'p', 0, G_OPTION_ARG_INT, &port, "TCP port (0: any free port; default 8554)",
        "PORT"},
@@ -162,6 +211,12 @@ int main(int argc, char **argv) {
       {"loop", 0, 0, G_OPTION_ARG_NONE, &loop_clip,
        "Send the H.264 file's own frames in a loop (no decoding, no encoding; not with --size)",
        NULL},
+      {"cameras", 0, 0, G_OPTION_ARG_INT, &cameras,
+       "Serve N cameras, at the mount point with 1 to N after it (default: one, at the mount)",
+       "N"},
+      {"clients-file", 0, 0, G_OPTION_ARG_FILENAME, &clients_file,
+       "Keep in this file each mount's clients now and the most at once: MOUNT NOW MOST a line",
+       "FILE"},
       {NULL, 0, 0, G_OPTION_ARG_NONE, NULL, NULL, NULL}};
   GOptionContext *context = g_option_context_new("FILE-OR-URI");
   g_option_context_set_summary(context,
@@ -171,7 +226,7 @@ int main(int argc, char **argv) {
   g_option_context_add_group(context, gst_init_get_option_group());
   GError *error = NULL;
   if (!g_option_context_parse(context, &argc, &argv, &error) || argc != 2 || port < 0 ||
-      port > 65535) {
+      port > 65535 || cameras < 0 || cameras > 1000) {
     g_printerr("cudanms-rtsp-server: %s\nusage: cudanms-rtsp-server [--port N] FILE-OR-URI\n",
                error ? error->message : "one file or URI is needed");
     return 2;
@@ -240,12 +295,35 @@ int main(int argc, char **argv) {
         uri, scale, bitrate);
     g_free(scale);
   }
-  gst_rtsp_media_factory_set_launch(factory, launch);
-  gst_rtsp_media_factory_set_shared(factory, FALSE);
-  if (count_fd >= 0)
-    g_signal_connect(factory, "media-configure", G_CALLBACK(on_media_configure), NULL);
+  if (clients_file) {
+    clients_now = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    clients_most = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  }
   GstRTSPMountPoints *mounts = gst_rtsp_server_get_mount_points(server);
-  gst_rtsp_mount_points_add_factory(mounts, mount, factory);
+  for (gint i = 0; i < MAX(cameras, 1); i++) {
+    gchar *path = cameras ? g_strdup_printf("%s%d", mount, i + 1) : g_strdup(mount);
+    if (i > 0) {
+      factory = gst_rtsp_media_factory_new();
+      if (loop_clip)
+        g_signal_connect(factory, "media-configure", G_CALLBACK(on_clip_media_configure), NULL);
+    }
+    gst_rtsp_media_factory_set_launch(factory, launch);
+    gst_rtsp_media_factory_set_shared(factory, FALSE);
+    if (count_fd >= 0)
+      g_signal_connect(factory, "media-configure", G_CALLBACK(on_media_configure), NULL);
+    if (clients_file) {
+      g_mutex_lock(&clients_lock);
+      g_hash_table_insert(clients_now, g_strdup(path), GINT_TO_POINTER(0));
+      g_hash_table_insert(clients_most, g_strdup(path), GINT_TO_POINTER(0));
+      write_clients();
+      g_mutex_unlock(&clients_lock);
+      /* The mount's name lives as long as the server. */
+      g_signal_connect(factory, "media-configure", G_CALLBACK(on_client_media),
+                       (gpointer)g_intern_string(path));
+    }
+    gst_rtsp_mount_points_add_factory(mounts, path, factory);
+    g_free(path);
+  }
   g_object_unref(mounts);
 
   if (gst_rtsp_server_attach(server, NULL) == 0) {
@@ -254,7 +332,7 @@ int main(int argc, char **argv) {
   }
   const int bound = gst_rtsp_server_get_bound_port(server);
   const gchar *host = g_str_equal(address, "0.0.0.0") ? "127.0.0.1" : address;
-  printf("rtsp://%s:%d%s\n", host, bound, mount);
+  printf("rtsp://%s:%d%s%s\n", host, bound, mount, cameras ? "1" : "");
   fflush(stdout);
   g_printerr("cudanms-rtsp-server: serving %s (Ctrl-C to stop)\n", uri);
 
