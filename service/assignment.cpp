@@ -15,6 +15,14 @@ std::string assignment_text(const Assignment &assignment) {
   std::vector<gint> failed(assignment.failed.begin(), assignment.failed.end());
   if (!failed.empty())
     g_key_file_set_integer_list(file, "gpus", "failed", failed.data(), failed.size());
+  g_key_file_set_uint64(file, "assignment", "generation", assignment.generation);
+  if (!assignment.fleet_endpoints.empty()) {
+    std::vector<const gchar *> endpoints;
+    for (const std::string &e : assignment.fleet_endpoints) endpoints.push_back(e.c_str());
+    g_key_file_set_string_list(file, "fleet", "endpoints", endpoints.data(), endpoints.size());
+    g_key_file_set_string(file, "fleet", "keys", assignment.fleet_keys.c_str());
+    g_key_file_set_int64(file, "fleet", "lease", assignment.fleet_lease);
+  }
   gchar *data = g_key_file_to_data(file, nullptr, nullptr);
   std::string text = data;
   g_free(data);
@@ -48,6 +56,14 @@ bool parse_assignment(const std::string &text, Assignment *assignment, std::stri
     gint *failed = g_key_file_get_integer_list(file, "gpus", "failed", &n, nullptr);
     for (gsize i = 0; i < n; ++i) out.failed.insert(static_cast<unsigned>(failed[i]));
     g_free(failed);
+    gchar **endpoints = g_key_file_get_string_list(file, "fleet", "endpoints", &n, nullptr);
+    for (gsize i = 0; i < n; ++i) out.fleet_endpoints.push_back(endpoints[i]);
+    g_strfreev(endpoints);
+    gchar *keys = g_key_file_get_string(file, "fleet", "keys", nullptr);
+    out.fleet_keys = keys ? keys : "";
+    g_free(keys);
+    out.fleet_lease = g_key_file_get_int64(file, "fleet", "lease", nullptr);
+    out.generation = g_key_file_get_uint64(file, "assignment", "generation", nullptr);
   }
   if (!good) *error = gerror ? gerror->message : "not a key file";
   g_clear_error(&gerror);
@@ -59,7 +75,16 @@ bool parse_assignment(const std::string &text, Assignment *assignment, std::stri
 std::string run_config_path(const std::string &run_dir) { return run_dir + "/cameras.conf"; }
 std::string run_assignment_path(const std::string &run_dir) { return run_dir + "/assignment"; }
 std::string worker_socket_address(const std::string &run_dir, unsigned gpu) {
-  return "unix:" + run_dir + "/worker-" + std::to_string(gpu) + ".sock";
+  return "unix:" + run_dir + "/worker-" + worker_label(gpu) + ".sock";
+}
+std::string run_lease_path(const std::string &run_dir) { return run_dir + "/fleet-lease"; }
+
+std::string worker_name(unsigned worker) {
+  return worker == kCpuWorker ? "the CPU" : "GPU " + std::to_string(worker);
+}
+
+std::string worker_label(unsigned worker) {
+  return worker == kCpuWorker ? "cpu" : std::to_string(worker);
 }
 
 std::string counts_file_name(const std::string &camera, guint64 epoch) {
@@ -71,7 +96,7 @@ std::string counts_file_name(const std::string &camera, guint64 epoch) {
 
 ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &assignment,
                             const std::string &run_dir) {
-  const bool failed = assignment.failed.count(gpu) > 0;
+  const bool failed = gpu == kCpuWorker || assignment.failed.count(gpu) > 0;
   ServiceConfig out = std::move(all);
   std::vector<CameraConfig> mine;
   for (CameraConfig &camera : out.cameras) {
@@ -81,11 +106,18 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
     // whose GPU failed was moved here), or runs it on the CPU once the GPU failed.
     camera.gpu_id = failed ? std::nullopt : std::optional<unsigned>(gpu);
     const auto epoch = assignment.epochs.find(camera.name);
-    camera.counts_file = run_dir + "/" +
-                         counts_file_name(camera.name,
-                                          epoch == assignment.epochs.end() ? 0 : epoch->second);
+    camera.counts_file =
+        run_dir + "/" +
+        counts_file_name(camera.name, epoch == assignment.epochs.end() ? 0 : epoch->second);
+    if (!assignment.fleet_endpoints.empty())
+      camera.fleet_store = {assignment.fleet_endpoints,
+                            assignment.fleet_keys + "owners/" + camera.name,
+                            assignment.fleet_keys + "state/" + camera.name, assignment.fleet_lease};
     mine.push_back(std::move(camera));
   }
+  out.fleet = FleetSettings();
+  out.fleet.endpoints = assignment.fleet_endpoints;
+  out.generation = assignment.generation;
   out.cameras = std::move(mine);
   out.all_gpus = false;
   out.gpus.clear();
@@ -98,7 +130,7 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
 bool load_worker_config(const std::string &run_dir, unsigned gpu, ServiceConfig *config,
                         std::vector<std::string> *errors) {
   ServiceConfig all;
-  if (!load_config(run_config_path(run_dir), &all, errors)) return false;
+  if (!load_config(run_config_path(run_dir), &all, errors, -1, nullptr, false)) return false;
   gchar *text = nullptr;
   GError *gerror = nullptr;
   Assignment assignment;

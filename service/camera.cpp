@@ -177,6 +177,15 @@ void Camera::finished_stopping() {
 }
 
 void Camera::tick(gint64 now_us) {
+  if (outputs_->not_owner() && session_ && !stopping_) {
+    // A fleet's camera that etcd gave to another host meanwhile: it is that host's to run.
+    if (retry_timer_) g_source_remove(retry_timer_);
+    retry_timer_ = 0;
+    end_session();
+    last_error_ = "another host owns this camera now";
+    set_state(CameraState::kStopped, last_error_);
+    return;
+  }
   const FrameCounts counts = outputs_->counts();
   frame_samples_.push_back({now_us, counts.frames, counts.chain_sum_s});
   while (frame_samples_.size() > 2 && now_us - frame_samples_[1].time_us >= kRateWindowUs)

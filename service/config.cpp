@@ -20,7 +20,6 @@ const char *const kDefaultDetector =
     "cudacascade model=/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml "
     "min-size=40x40 scale-factor=1.1";
 
-
 // The CUDA devices this process sees; CUDANMS_TEST_GPU_COUNT pretends to that many instead, for
 // the service's tests of placement and GPU failures on machines without GPUs (the elements then
 // run on the CPU whatever their gpu-id).
@@ -320,7 +319,7 @@ class ConfigReader {
 
   // What holds across groups: the gpus against the visible GPUs, a camera at least, and each
   // camera's MQTT topics from the prefix unless it names its own.
-  ServiceConfig finish(GKeyFile *file, gsize n_groups) {
+  ServiceConfig finish(GKeyFile *file, gsize n_groups, bool need_camera) {
     if (out_.all_gpus) {
       for (unsigned gpu = 0; gpu < visible_; ++gpu) out_.gpus.push_back(gpu);
     } else {
@@ -328,8 +327,15 @@ class ConfigReader {
         if (const std::string why = missing_gpu(gpu); !why.empty())
           errors_->push_back(name_ + ":service:gpus: " + why);
     }
-    if (n_groups == 0 || (n_groups == 1 && g_key_file_has_group(file, "service")))
+    const bool no_camera =
+        n_groups == 0 || (n_groups == 1 && g_key_file_has_group(file, "service"));
+    if (out_.fleet.on() && !no_camera)
+      errors_->push_back(name_ +
+                         ": a fleet host runs the cameras etcd has (fleet = ...): keep them there "
+                         "(cudanms-service fleet import FILE), not in the host's file");
+    else if (no_camera && !out_.fleet.on() && need_camera)
       errors_->push_back(name_ + ": no camera: add a [camera.NAME] group with its url");
+    if (out_.fleet.on() && out_.fleet.host_id.empty()) out_.fleet.host_id = g_get_host_name();
     for (CameraConfig &camera : out_.cameras) {
       if (out_.mqtt_address.empty()) {
         if (camera.settings.count("mqtt-topic"))
@@ -454,7 +460,7 @@ class ConfigReader {
 }  // namespace
 
 bool parse_config(const std::string &text, const std::string &name, ServiceConfig *config,
-                  std::vector<std::string> *errors, int visible_gpus) {
+                  std::vector<std::string> *errors, int visible_gpus, bool need_camera) {
   const size_t errors_before = errors->size();
   find_repeats(text, name, errors);
   GKeyFile *file = g_key_file_new();
@@ -473,13 +479,14 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
     const std::string g = *group;
     if (g == "service") continue;
     if (g.rfind(kCameraPrefix, 0) != 0) {
-      errors->push_back(name + ":" + g + ": unknown group (groups are [service] and [camera.NAME])");
+      errors->push_back(name + ":" + g +
+                        ": unknown group (groups are [service] and [camera.NAME])");
       continue;
     }
     reader.read_camera(file, g);
   }
   g_strfreev(groups);
-  ServiceConfig out = reader.finish(file, n_groups);
+  ServiceConfig out = reader.finish(file, n_groups, need_camera);
   g_key_file_free(file);
   if (errors->size() > errors_before) return false;
   *config = std::move(out);
@@ -487,13 +494,13 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
 }
 
 bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors,
-                 int visible_gpus, std::string *text_read) {
+                 int visible_gpus, std::string *text_read, bool need_camera) {
   std::string text, why;
   if (!read_bounded_file(path, kConfigFileLimit, &text, &why)) {
     errors->push_back(path + ": cannot read the config: " + why);
     return false;
   }
-  if (!parse_config(text, path, config, errors, visible_gpus)) return false;
+  if (!parse_config(text, path, config, errors, visible_gpus, need_camera)) return false;
   if (text_read) *text_read = std::move(text);
   return true;
 }

@@ -5,12 +5,23 @@
 // Checking collects every error before refusing, each as "FILE:GROUP:KEY: reason".
 #pragma once
 
+#include <glib.h>
+
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace cudanms::service {
+
+// Set by a fleet host's worker (assignment.h), not the config: where a camera's counts and its
+// events not yet acknowledged by the broker are kept in etcd, written only while the host's
+// lease owns the camera (fleet_store.h).
+struct FleetStoreConfig {
+  std::vector<std::string> endpoints;  // none: not a fleet's camera
+  std::string owner_key, state_key;
+  long long lease = 0;
+};
 
 // One camera, its settings resolved ([camera.NAME] over [service] over the defaults).
 struct CameraConfig {
@@ -49,6 +60,7 @@ struct CameraConfig {
   // Set by a worker (assignment.h), not the config: where the camera's counts are kept across
   // the worker's deaths (counting_file.h); "" for none.
   std::string counts_file;
+  FleetStoreConfig fleet_store;
 
   // Every setting as the config resolved it: two cameras with equal settings run the same way
   // (what SIGHUP compares to decide whether a camera restarts).
@@ -61,6 +73,24 @@ struct CameraConfig {
 // The lines (or zones) of a camera's `count` settings, by name, each as its points' text, for
 // telling which ones a reload left as they were.
 std::map<std::string, std::string> counting_shapes(const CameraConfig &camera, const char *key);
+
+// A host of a fleet (docs/fleet.md): its cameras are kept in etcd under
+// PREFIX/SITE/cameras/NAME, and the hosts of a site share them out through leases.
+struct FleetSettings {
+  std::vector<std::string> endpoints;  // etcd's, http://HOST:PORT; none: not a fleet host
+  std::string prefix = "/cudanms";
+  std::string site = "default";
+  std::string host_id;  // default: the machine's name
+  int capacity = 8;     // cameras per GPU (the CPU counts as one)
+  double ttl_s = 5;     // the lease's: a host silent this long loses its cameras
+
+  bool on() const { return !endpoints.empty(); }
+  std::string folder() const { return prefix + "/" + site + "/"; }  // every key of the site
+  // PREFIX/SITE/KIND/NAME: KIND is cameras, hosts, owners or state; "" NAME: the folder.
+  std::string key(const std::string &kind, const std::string &name = "") const {
+    return folder() + kind + "/" + name;
+  }
+};
 
 struct ServiceConfig {
   std::string metrics_address = "127.0.0.1:9358";  // "" for none
@@ -76,7 +106,9 @@ struct ServiceConfig {
   // A worker process per GPU ("per-gpu"), every camera in this one ("one"), or "" for per-gpu
   // where cameras may run on more than one GPU (supervisor.h).
   std::string workers;
+  FleetSettings fleet;
   std::vector<CameraConfig> cameras;
+  guint64 generation = 0;  // a worker's: the supervisor's assignment it comes from
 
   // Whether the cameras run in a worker process per GPU.
   bool per_gpu_workers() const;
@@ -86,13 +118,15 @@ struct ServiceConfig {
 // and every error found, each "FILE:GROUP:KEY: reason" (GROUP and KEY empty where the error is
 // the file's or the group's). GPU indices (gpus, gpu-id) are checked against `visible_gpus`
 // (-1: the CUDA devices this process sees, CUDA_VISIBLE_DEVICES applied). `text_read`: the
-// file's text, what `config` was parsed from.
+// file's text, what `config` was parsed from. `need_camera`: a file without a camera (and
+// without `fleet`) is an error; the service's own files may have none (a worker with nothing
+// to run, a fleet host that owns no camera yet).
 bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors,
-                 int visible_gpus = -1, std::string *text_read = nullptr);
+                 int visible_gpus = -1, std::string *text_read = nullptr, bool need_camera = true);
 
 // The same from a key file's text; `name` stands for FILE in the errors.
 bool parse_config(const std::string &text, const std::string &name, ServiceConfig *config,
-                  std::vector<std::string> *errors, int visible_gpus = -1);
+                  std::vector<std::string> *errors, int visible_gpus = -1, bool need_camera = true);
 
 // The key file of the command-line form: one camera a URL (cam1, cam2, ...), the options as
 // [service] keys.

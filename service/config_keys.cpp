@@ -8,11 +8,13 @@
 #include <gst/gst.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 #include <string>
 
+#include "etcd.h"
 #include "gpulist.h"
 
 namespace cudanms::service {
@@ -127,7 +129,6 @@ std::string check_models(GstElement *bin) {
   return why;
 }
 
-
 // A directory the service writes in: one that exists and is writable, or one it can make (the
 // camera makes it when it starts) in the nearest folder that exists.
 std::string check_directory(const std::string &path) {
@@ -143,6 +144,15 @@ std::string check_directory(const std::string &path) {
   if (access(existing.c_str(), W_OK | X_OK) != 0)
     return "cannot write in " + existing + ": " + g_strerror(errno);
   return "";
+}
+
+// A site's or a host's name in the fleet's keys.
+std::string check_name(const std::string &name) {
+  const bool good =
+      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return g_ascii_isalnum(c) || c == '-' || c == '_' || c == '.';
+      });
+  return good ? "" : "must be 1 to 64 letters, digits, -, _ and ., not \"" + name + "\"";
 }
 
 // A topic, or a topic prefix, the service publishes to: no wildcards.
@@ -223,6 +233,49 @@ const Key kKeys[] = {
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
        if (v != "per-gpu" && v != "one") return "must be per-gpu or one, not \"" + v + "\"";
        s->workers = v;
+       return "";
+     }},
+    {"fleet", Where::kService,
+     "etcd's endpoints, http://HOST:PORT[,...]: this host runs its share of the site's cameras, "
+     "kept in etcd, instead of cameras of its own (docs/fleet.md)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       if (v.empty()) return (s->fleet.endpoints.clear()), "";
+       return EtcdClient::check_endpoints(v, &s->fleet.endpoints);
+     }},
+    {"site", Where::kService, "the fleet's site: hosts of one site share its cameras (default)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_name(v);
+       if (why.empty()) s->fleet.site = v;
+       return why;
+     }},
+    {"host-id", Where::kService,
+     "this host's name in the fleet, unique in its site (default: the machine's name)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_name(v);
+       if (why.empty()) s->fleet.host_id = v;
+       return why;
+     }},
+    {"capacity", Where::kService,
+     "the cameras this host runs at most, per GPU of gpus (the CPU counts as one; default 8)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       char *end = nullptr;
+       const long n = std::strtol(v.c_str(), &end, 10);
+       if (v.empty() || *end != '\0' || n < 1 || n > 10000)
+         return "must be 1 to 10000 cameras, not \"" + v + "\"";
+       s->fleet.capacity = static_cast<int>(n);
+       return "";
+     }},
+    {"fleet-ttl", Where::kService,
+     "seconds of the host's etcd lease (default 5): a host silent this long loses its cameras to "
+     "the others, and stops them itself before (fencing)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       return parse_seconds(v, 2, &s->fleet.ttl_s);
+     }},
+    {"fleet-prefix", Where::kService, "where the fleet's keys are in etcd (default /cudanms)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       if (v.size() < 2 || v[0] != '/' || v.back() == '/')
+         return "must start with / and not end with one, not \"" + v + "\"";
+       s->fleet.prefix = v;
        return "";
      }},
     // A camera's, or every camera's default in [service].
@@ -364,7 +417,8 @@ const Key kKeys[] = {
     {"cascade-grouping", Where::kAnywhere,
      "auto (default): a cascade detector's raw windows (cudacascade, or cvdetect with a cascade "
      "XML) are grouped as OpenCV's detectMultiScale groups them (cudanms method=group "
-     "min-neighbors=3) unless method is given; on: any detector's windows so; off: never (cudanms's "
+     "min-neighbors=3) unless method is given; on: any detector's windows so; off: never "
+     "(cudanms's "
      "own default, greedy NMS)",
      [](const std::string &v, CameraConfig *, ServiceConfig *) -> std::string {
        if (v != "auto" && v != "on" && v != "off")

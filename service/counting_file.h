@@ -14,8 +14,17 @@ namespace cudanms::service {
 
 constexpr guint64 kReservedIds = 100;
 
-// Writes `state` (all but the zones' occupancy, which starts again) and the camera's lines as
-// their shapes (counting_shapes) to `path`, atomically; false with the reason.
+// `state` as JSON (all but the zones' occupancy, which starts again, and, without
+// `undelivered`, the events not yet delivered), with the camera's lines as their shapes
+// (counting_shapes): what the counts file and a fleet's state key hold.
+std::string counting_json(const CountingState &state,
+                          const std::map<std::string, std::string> &line_shapes,
+                          bool undelivered = true);
+// Reads counting_json's text; false when it is not such a document.
+bool parse_counting(const std::string &text, CountingState *state,
+                    std::map<std::string, std::string> *line_shapes);
+
+// Writes counting_json to `path`, atomically; false with the reason.
 bool save_counting(const std::string &path, const CountingState &state,
                    const std::map<std::string, std::string> &line_shapes, std::string *error);
 // Reads what save_counting wrote; false when there is no such file or it is not one.

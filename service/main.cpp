@@ -6,7 +6,10 @@
 //   cudanms-service --config cameras.conf           the cameras of a config file
 //   cudanms-service --check-config cameras.conf     check it: exit 0, or 2 with every error
 //   cudanms-service [options] URL...                one camera a URL, the options as defaults
+//   cudanms-service fleet import|add|remove|list    a fleet's cameras in etcd (fleet_cli.h)
 //
+// A config whose [service] has `fleet = URL,...` makes this host one of a fleet: its cameras
+// come from etcd (fleet_agent.h), in worker processes.
 // With more than one GPU (or workers = per-gpu) this process supervises a worker process per GPU
 // (supervisor.h), each this program again: --worker GPU --run-dir DIR.
 //
@@ -21,11 +24,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "assignment.h"
 #include "config.h"
+#include "fence.h"
+#include "fleet_cli.h"
 #include "log.h"
 #include "service.h"
 #include "supervisor.h"
@@ -108,10 +114,15 @@ int run_until_stopped(Run *run, Runner *runner) {
   return 0;
 }
 
-// A worker of a supervisor: the cameras the run directory assigns to `gpu`. Its signals are
-// handled before it reads the directory: a SIGHUP meanwhile is a reload, not its end.
+// A worker of a supervisor: the cameras the run directory assigns to `gpu` (or kCpuWorker). Its
+// signals are handled before it reads the directory: a SIGHUP meanwhile is a reload, not its end.
+// A fleet host's worker runs its cameras only while the host's lease is sure to be alive
+// (fence.h), and tells the supervisor each camera that has stopped, which another host may then
+// take.
 int run_worker(unsigned gpu, const std::string &run_dir) {
-  static const std::string name = "cudanms-service[gpu " + std::to_string(gpu) + "]";
+  static const std::string name =
+      "cudanms-service[" + (gpu == kCpuWorker ? std::string("cpu") : "gpu " + std::to_string(gpu)) +
+      "]";
   log_name() = name.c_str();
   Run run;
   run.loop = g_main_loop_new(nullptr, FALSE);
@@ -122,6 +133,7 @@ int run_worker(unsigned gpu, const std::string &run_dir) {
     for (const std::string &e : errors) log_line("%s", e.c_str());
     return 2;
   }
+  const bool fleet = config.fleet.on();
   Service service(
       [run_dir, gpu](ServiceConfig *next, std::vector<std::string> *errors) {
         return load_worker_config(run_dir, gpu, next, errors);
@@ -131,7 +143,23 @@ int run_worker(unsigned gpu, const std::string &run_dir) {
     g_print("%s\n", Supervisor::gpu_failed_line(failed).c_str());
     fflush(stdout);
   });
+  std::unique_ptr<LeaseFence> fence;
+  if (fleet) {
+    service.on_camera_stopped([](const std::string &camera) {
+      g_print("%s\n", Supervisor::camera_stopped_line(camera).c_str());
+      fflush(stdout);
+    });
+    service.on_loaded([](guint64 generation, const std::vector<std::string> &running) {
+      std::string names;
+      for (const std::string &name : running) names += (names.empty() ? "" : ",") + name;
+      g_print("loaded %" G_GUINT64_FORMAT " %s\n", generation, names.c_str());
+      fflush(stdout);
+    });
+    fence = std::make_unique<LeaseFence>(run_lease_path(run_dir),
+                                         [&service](bool fenced) { service.set_fenced(fenced); });
+  }
   const int status = run_until_stopped(&run, &service);
+  fence.reset();
   g_main_loop_unref(run.loop);
   return status;
 }
@@ -139,12 +167,13 @@ int run_worker(unsigned gpu, const std::string &run_dir) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && g_str_equal(argv[1], "fleet")) return run_fleet_command(argc - 1, argv + 1);
   if (!g_getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, kMallocArenas);
   gchar *config_path = nullptr, *check_path = nullptr, *detector = nullptr, *json_dir = nullptr;
   gchar *record_dir = nullptr, *metrics = nullptr, *mqtt = nullptr;
   gchar **sets = nullptr, **urls = nullptr;
   gboolean list_keys = FALSE;
-  gint worker_gpu = -1;
+  gchar *worker = nullptr;
   gchar *run_dir = nullptr;
   const GOptionEntry entries[] = {
       {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path, "Run the cameras of this config",
@@ -164,8 +193,8 @@ int main(int argc, char **argv) {
        "HOST:PORT"},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &sets,
        "With URLs: any other key of the config's [service] group (repeatable)", "KEY=VALUE"},
-      {"worker", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &worker_gpu,
-       "Run as the supervisor's worker of this GPU", "GPU"},
+      {"worker", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING, &worker,
+       "Run as the supervisor's worker of this GPU (or cpu)", "GPU"},
       {"run-dir", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME, &run_dir,
        "With --worker: the supervisor's run directory", "DIR"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &urls, nullptr, "URL..."},
@@ -190,7 +219,11 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  if (worker_gpu >= 0 && run_dir) return run_worker(static_cast<unsigned>(worker_gpu), run_dir);
+  if (worker && run_dir)
+    return run_worker(g_str_equal(worker, "cpu")
+                          ? kCpuWorker
+                          : static_cast<unsigned>(g_ascii_strtoull(worker, nullptr, 10)),
+                      run_dir);
 
   ServiceConfig config;
   std::vector<std::string> errors;
@@ -243,10 +276,21 @@ int main(int argc, char **argv) {
   run.loop = g_main_loop_new(nullptr, FALSE);
   add_signals(&run);
   int status;
-  if (config.per_gpu_workers() && !config.gpus.empty()) {
-    log_line("a worker process per GPU (workers = per-gpu): %zu GPUs", config.gpus.size());
+  if (config.fleet.on() || (config.per_gpu_workers() && !config.gpus.empty())) {
+    if (config.fleet.on() && config.gpus.empty())
+      log_line("a fleet host: its cameras from etcd, in a worker process for the CPU");
+    else if (config.fleet.on())
+      log_line("a fleet host: its cameras from etcd, in a worker process per GPU: %zu GPUs",
+               config.gpus.size());
+    else
+      log_line("a worker process per GPU (workers = per-gpu): %zu GPUs", config.gpus.size());
     run.shutdown_seconds = kSupervisorShutdownSeconds;
     Supervisor supervisor(path, text, std::move(config));
+    supervisor.on_refused([&run, &supervisor](const std::string &why) {
+      log_line("%s", why.c_str());
+      run.exit_code = 2;
+      supervisor.shutdown([&run] { g_main_loop_quit(run.loop); });
+    });
     status = run_until_stopped(&run, &supervisor);
   } else {
     if (config.per_gpu_workers())

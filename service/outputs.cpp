@@ -30,6 +30,8 @@ const char *mqtt_status(const std::string &state) {
 CountingState CountingState::kept_for(const std::map<std::string, std::string> &lines_kept) const {
   CountingState out;
   out.next_track_id = next_track_id;
+  out.next_event_id = next_event_id;
+  out.undelivered = undelivered;
   for (const auto &[name, counts] : lines)
     if (lines_kept.count(name)) out.lines[name] = counts;
   for (const auto &[key, n] : crossings)
@@ -41,40 +43,119 @@ CameraOutputs::CameraOutputs(const CameraConfig &config, CountingState counted)
     : config_(config),
       counting_(std::move(counted)),
       line_shapes_(counting_shapes(config, "lines")) {
-  std::lock_guard<std::mutex> guard(counts_lock_);
-  save_counting_if_changed();  // ids reserved from the start
+  if (!config_.fleet_store.endpoints.empty())
+    store_ = std::make_unique<FleetStore>(config_.fleet_store);
+  keep_counting();  // ids reserved from the start
 }
 
 void CameraOutputs::set_line_shapes(std::map<std::string, std::string> shapes) {
-  std::lock_guard<std::mutex> guard(counts_lock_);
-  line_shapes_ = std::move(shapes);
-  saved_ = CountingState();  // saved again, with the new shapes
-  reserved_ids_ = 0;
-  save_counting_if_changed();
+  {
+    std::lock_guard<std::mutex> guard(keep_lock_);
+    line_shapes_ = std::move(shapes);
+    saved_ = CountingState();  // kept again, with the new shapes
+    reserved_ids_ = reserved_events_ = 0;
+  }
+  keep_counting();
 }
 
-void CameraOutputs::save_counting_if_changed() {
-  if (config_.counts_file.empty()) return;
-  if (counting_.next_track_id < reserved_ids_ && counting_.lines == saved_.lines &&
-      counting_.crossings == saved_.crossings)
-    return;
-  CountingState saving = counting_;
-  saving.occupancy.clear();
-  const guint64 reserve = counting_.next_track_id < reserved_ids_
-                             ? reserved_ids_
-                             : counting_.next_track_id + kReservedIds;
-  saving.next_track_id = reserve;
+bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
+  const bool fleet = store_ != nullptr;
+  if (config_.counts_file.empty() && !fleet) return true;
+  std::lock_guard<std::mutex> guard(keep_lock_);
+  const gint64 now_us = g_get_monotonic_time();
+  std::set<guint64> delivered;
+  {
+    std::lock_guard<std::mutex> taken(delivered_->lock);
+    delivered.swap(delivered_->ids);
+  }
+  CountingState now;
+  {
+    std::lock_guard<std::mutex> counts(counts_lock_);
+    for (guint64 id : delivered) counting_.undelivered.erase(id);
+    for (const auto &[id, message] : sent) counting_.undelivered[id] = message;
+    now = counting_;
+  }
+  // Delivered events alone leave the outbox at most once a second; anything counted at once.
+  const bool counted = now.next_track_id >= reserved_ids_ ||
+                       now.next_event_id >= reserved_events_ || now.lines != saved_.lines ||
+                       now.crossings != saved_.crossings || !sent.empty();
+  const bool forgetting = !delivered.empty() && now_us - forgotten_us_ >= G_USEC_PER_SEC;
+  if (!counted && !forgetting) {
+    std::lock_guard<std::mutex> back(delivered_->lock);
+    delivered_->ids.insert(delivered.begin(), delivered.end());
+    return !not_owner_;
+  }
+  CountingState keeping = now;
+  keeping.occupancy.clear();
+  keeping.next_track_id =
+      now.next_track_id < reserved_ids_ ? reserved_ids_ : now.next_track_id + kReservedIds;
+  keeping.next_event_id =
+      now.next_event_id < reserved_events_ ? reserved_events_ : now.next_event_id + kReservedIds;
   std::string error;
-  if (!save_counting(config_.counts_file, saving, line_shapes_, &error)) {
+  bool kept = true;
+  if (!config_.counts_file.empty() &&
+      !save_counting(config_.counts_file, keeping, line_shapes_, &error)) {
     if (!save_failing_)
       log_line("camera %s: cannot keep its counts in %s: %s", config_.name.c_str(),
                config_.counts_file.c_str(), error.c_str());
     save_failing_ = true;
-    return;
+    kept = false;
   }
-  save_failing_ = false;
-  saved_ = std::move(saving);
-  reserved_ids_ = reserve;
+  // etcd: a host cut off from it waits on it once a second at most, not on every frame; it
+  // fences itself within its lease's time anyway (fleet_agent.h).
+  if (fleet && now_us >= store_retry_us_) {
+    switch (store_->save(counting_json(keeping, line_shapes_, false), sent, delivered, &error)) {
+      case FleetStore::Outcome::kStored:
+        if (store_retry_us_)
+          log_line("camera %s: its counts are kept in etcd again", config_.name.c_str());
+        store_retry_us_ = 0;
+        forgotten_us_ = now_us;
+        delivered.clear();
+        break;
+      case FleetStore::Outcome::kNotOwner:
+        if (!not_owner_.exchange(true))
+          log_line("camera %s: etcd says another host owns it now: nothing more is published here",
+                   config_.name.c_str());
+        delivered.clear();
+        break;
+      case FleetStore::Outcome::kFailed:
+        if (!store_retry_us_)
+          log_line("camera %s: cannot keep its counts in etcd: %s; trying again each second",
+                   config_.name.c_str(), error.c_str());
+        store_retry_us_ = now_us + G_USEC_PER_SEC;
+        kept = false;
+        break;
+    }
+  } else if (fleet) {
+    kept = false;
+  }
+  if (!delivered.empty()) {  // not out of the outbox yet: next time
+    std::lock_guard<std::mutex> back(delivered_->lock);
+    delivered_->ids.insert(delivered.begin(), delivered.end());
+  }
+  if (kept) {
+    save_failing_ = false;
+    saved_ = keeping;
+    reserved_ids_ = keeping.next_track_id;
+    reserved_events_ = keeping.next_event_id;
+  }
+  return !not_owner_;
+}
+
+void CameraOutputs::send_event(guint64 id, std::string message) {
+#ifdef CUDANMS_HAVE_MQTT
+  if (!mqtt_) return;
+  std::weak_ptr<Delivered> delivered = delivered_;
+  mqtt_->push_reliable(config_.mqtt_topic + "/events", std::move(message), [delivered, id] {
+    if (auto d = delivered.lock()) {
+      std::lock_guard<std::mutex> guard(d->lock);
+      d->ids.insert(id);
+    }
+  });
+#else
+  (void)id;
+  (void)message;
+#endif
 }
 
 CameraOutputs::~CameraOutputs() { close(0); }
@@ -113,6 +194,14 @@ bool CameraOutputs::open(std::string *error) {
       mqtt_.reset();
       return false;
     }
+    // What the camera's last host sent and the broker may never have had, again, under the
+    // same ids: consumers that de-duplicate on (camera, id) count each event once.
+    std::map<guint64, std::string> undelivered;
+    {
+      std::lock_guard<std::mutex> guard(counts_lock_);
+      undelivered = counting_.undelivered;
+    }
+    for (auto &[id, message] : undelivered) send_event(id, std::move(message));
   }
 #endif
   return true;
@@ -152,30 +241,44 @@ bool CameraOutputs::writes() const {
 }
 
 void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment, double chain_s) {
+  if (not_owner_) return;
   const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buffer);
+  guint64 first_event = 0;
   {
-    // Counted (and kept in the counts file) before the frame is written: what a JSON line or a
-    // message says was counted survives the worker's death.
     std::lock_guard<std::mutex> guard(counts_lock_);
-    count(buffer);
-    save_counting_if_changed();
+    first_event = count(buffer);
   }
+  gchar *text = nullptr;
+  gsize length = 0;
+  std::map<guint64, std::string> events;
   if (writes()) {
     std::lock_guard<std::mutex> guard(file_lock_);
     const DetectionsFormat format =
         config_.format == "dlstreamer" ? DetectionsFormat::kDlStreamer : DetectionsFormat::kCudanms;
-    gsize length = 0;
-    gchar *text = encoder_.encode(nullptr, buffer, format, config_.name, segment, &length);
+    text = encoder_.encode(nullptr, buffer, format, config_.name, segment, &length, first_event);
+#ifdef CUDANMS_HAVE_MQTT
+    guint64 id = first_event;
+    if (mqtt_)
+      for (std::string &event : encoder_.encode_events(buffer, config_.name, first_event))
+        events[id++] = std::move(event);
+#endif
+  }
+  // Counted and kept (the counts file; etcd, with the events in its outbox) before the frame
+  // is written or sent: what a JSON line or a message says survives the worker's or the host's
+  // death. A frame of a camera another host owns now is not published.
+  const bool ours = keep_counting(store_ ? events : std::map<guint64, std::string>());
+  if (ours && text) {
+    std::lock_guard<std::mutex> guard(file_lock_);
     write_line(text, length);
 #ifdef CUDANMS_HAVE_MQTT
     if (mqtt_) {
       mqtt_->push(std::string(text, length));
-      for (std::string &event : encoder_.encode_events(buffer, config_.name))
-        mqtt_->push(config_.mqtt_topic + "/events", std::move(event));
+      for (auto &[id, event] : events) send_event(id, std::move(event));
     }
 #endif
-    g_free(text);
   }
+  g_free(text);
+  if (!ours) return;
   std::lock_guard<std::mutex> guard(counts_lock_);
   counts_.frames++;
   counts_.last_frame_us = g_get_monotonic_time();
@@ -252,13 +355,15 @@ void CameraOutputs::close(guint flush_ms) {
   file_open_ = false;
 }
 
-void CameraOutputs::count(GstBuffer *buffer) {
+guint64 CameraOutputs::count(GstBuffer *buffer) {
   if (const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buffer);
       result && result->track_ids)
     for (guint i = 0; i < result->n_kept; i++)
       counting_.next_track_id = std::max(counting_.next_track_id, result->track_ids[i] + 1);
   const GstCudaNmsCountsMeta *counts = gst_buffer_get_cuda_nms_counts_meta(buffer);
-  if (!counts) return;
+  if (!counts) return 0;
+  const guint64 first_event = counts->n_events ? counting_.next_event_id : 0;
+  counting_.next_event_id += counts->n_events;
   for (guint i = 0; i < counts->n_events; i++) {
     const GstCudaNmsCountEvent &e = counts->events[i];
     if (e.kind != GST_CUDA_NMS_COUNT_LINE_CROSSED) continue;
@@ -274,6 +379,7 @@ void CameraOutputs::count(GstBuffer *buffer) {
     for (guint k = 0; k < z.n_labels; k++)
       counting_.occupancy[{z.name, z.labels[k].label}] = z.labels[k].occupancy;
   }
+  return first_event;
 }
 
 CountingState CameraOutputs::counting() const {

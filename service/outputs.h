@@ -6,15 +6,18 @@
 
 #include <gst/gst.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "config.h"
 #include "detectionsjson.h"
+#include "fleet_store.h"
 #include "linesfile.h"
 #ifdef CUDANMS_HAVE_MQTT
 #include "mqttpublisher.h"
@@ -37,10 +40,14 @@ struct FrameCounts {
 // every crossing by line, direction and label, and each zone's occupancy by label now.
 struct CountingState {
   guint64 next_track_id = 1;
+  guint64 next_event_id = 1;  // the camera's counting events are numbered 1, 2, ... (their "id")
   std::map<std::string, std::pair<guint64, guint64>> lines;  // name -> (in, out)
   std::map<std::tuple<std::string, std::string, std::string>, guint64>
       crossings;                                                     // line, in|out, label
   std::map<std::pair<std::string, std::string>, guint64> occupancy;  // zone, label -> objects
+  // A fleet's camera: its events sent to the broker and not yet acknowledged (id -> message),
+  // kept in etcd until they are, so that the host that takes the camera over sends them again.
+  std::map<guint64, std::string> undelivered;
 
   // Only what belongs to the lines of these names (zones' occupancy starts again).
   CountingState kept_for(const std::map<std::string, std::string> &lines_kept) const;
@@ -71,6 +78,9 @@ class CameraOutputs {
   CountingState counting() const;
   // A reload's new lines, as counting_shapes() gives them: what the counts file names.
   void set_line_shapes(std::map<std::string, std::string> shapes);
+  // A fleet's camera that etcd says another host owns now: its frames are no longer ours to
+  // publish (the camera stops it).
+  bool not_owner() const { return not_owner_.load(); }
 
  private:
   bool writes() const;                               // a file or MQTT to encode frames for
@@ -85,18 +95,37 @@ class CameraOutputs {
   bool file_open_ = false;
   bool write_failing_ = false;  // reported once until a line is written again
   DetectionsStream encoder_;
-  void count(GstBuffer *buffer);  // with counts_lock_ held
-  void save_counting_if_changed();  // with counts_lock_ held: config_.counts_file
+  // The frame's counts into counting_, with counts_lock_ held; the first of the ids it gave
+  // the frame's events (0: no event).
+  guint64 count(GstBuffer *buffer);
+  // What was counted kept where it outlives the process (config_.counts_file, and etcd for a
+  // fleet's camera: `sent`, the frame's events, into its outbox), before the frame is written
+  // or sent; false when the camera is no longer this host's. On the streaming thread.
+  bool keep_counting(std::map<guint64, std::string> sent = {});
+  void send_event(guint64 id, std::string message);  // reliable: its delivery is noted
 
   mutable std::mutex counts_lock_;
   FrameCounts counts_;
   CountingState counting_;
-  // config_.counts_file: what it holds, the lines' shapes and the ids reserved up to.
+  size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us
+
+  // What keep_counting last kept, the lines' shapes, and the track and event ids reserved up to
+  // (given out past what was kept, never to be given again after a death).
+  std::mutex keep_lock_;
   CountingState saved_;
   std::map<std::string, std::string> line_shapes_;
-  guint64 reserved_ids_ = 0;
-  bool save_failing_ = false;  // reported once until a save works again
-  size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us
+  guint64 reserved_ids_ = 0, reserved_events_ = 0;
+  bool save_failing_ = false;          // reported once until a save works again
+  std::unique_ptr<FleetStore> store_;  // a fleet's camera: etcd
+  gint64 store_retry_us_ = 0;          // after a failure, the next try not before
+  gint64 forgotten_us_ = 0;            // delivered events last taken out of the outbox
+  std::atomic<bool> not_owner_{false};
+  // Events the broker acknowledged (Paho's thread), to take out of the outbox.
+  struct Delivered {
+    std::mutex lock;
+    std::set<guint64> ids;
+  };
+  std::shared_ptr<Delivered> delivered_ = std::make_shared<Delivered>();
 };
 
 }  // namespace cudanms::service

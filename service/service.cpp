@@ -80,7 +80,9 @@ bool Service::start(std::string *error) {
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
              metrics_.url().c_str());
   status_.apply(config_);
+  started_ = true;
   for (const CameraConfig &camera : config_.cameras) start_camera(camera, stored_counting(camera));
+  tell_loaded();
   tick_timer_ = g_timeout_add(
       kTickMs,
       [](gpointer data) -> gboolean {
@@ -145,8 +147,27 @@ void Service::gpu_failed(const std::string &name, const std::string &reason) {
   if (gpu_failed_told_) gpu_failed_told_(gpu);
 }
 
+void Service::set_fenced(bool fenced) {
+  if (fenced == fenced_) return;
+  fenced_ = fenced;
+  if (fenced) {
+    std::vector<std::string> names;
+    for (const auto &[name, camera] : cameras_) names.push_back(name);
+    log_line(
+        "fenced: the host's etcd lease is not sure to be alive: stopping its %zu cameras "
+        "before another host may take them",
+        names.size());
+    for (const std::string &name : names)
+      stop_camera(name, "fenced: the host's etcd lease is not sure to be alive", nullptr);
+    return;
+  }
+  log_line("the host's etcd lease is renewed: its cameras may run");
+  if (started_) reload();
+}
+
 void Service::start_camera(const CameraConfig &config, CountingState counted) {
   if (shutting_down_) return;  // a restart that a reload asked for, overtaken by the shutdown
+  if (fenced_) return;         // they start again when the lease is renewed
   const std::string name = config.name;
   auto camera = std::make_unique<Camera>(
       placed(config), &cuda_contexts_,
@@ -163,12 +184,13 @@ void Service::stop_camera(const std::string &name, const std::string &reason,
   Camera *camera = found->second.get();
   stopping_.push_back(std::move(found->second));
   cameras_.erase(found);
-  camera->stop(reason, [this, camera, then = std::move(then)] {
+  camera->stop(reason, [this, camera, name, then = std::move(then)] {
     for (auto it = stopping_.begin(); it != stopping_.end(); ++it) {
       if (it->get() != camera) continue;
       stopping_.erase(it);
       break;
     }
+    if (camera_stopped_told_) camera_stopped_told_(name);
     if (then) then();
     finish_shutdown();
   });
@@ -177,6 +199,10 @@ void Service::stop_camera(const std::string &name, const std::string &reason,
 void Service::reload() {
   if (!source_) {
     log_line("SIGHUP: no config file to read again (the cameras came from the command line)");
+    return;
+  }
+  if (fenced_) {
+    log_line("SIGHUP: fenced: the config is read again when the lease is renewed");
     return;
   }
   ServiceConfig next;
@@ -229,6 +255,15 @@ void Service::reload() {
   log_line("SIGHUP: %d added, %d removed, %d restarted, %d with new lines or zones, %zu untouched",
            added, removed, changed, recounted, next.cameras.size() - added - changed - recounted);
   config_ = std::move(next);
+  tell_loaded();
+}
+
+void Service::tell_loaded() {
+  if (!loaded_told_) return;
+  std::vector<std::string> names;
+  for (const auto &[name, camera] : cameras_) names.push_back(name);
+  for (const auto &camera : stopping_) names.push_back(camera->config().name);
+  loaded_told_(config_.generation, names);
 }
 
 void Service::shutdown(std::function<void()> done) {

@@ -45,6 +45,20 @@ class Service {
   // Called on the main loop when a GPU fails, after its cameras have been moved (a worker tells
   // its supervisor).
   void on_gpu_failed(std::function<void(unsigned gpu)> told) { gpu_failed_told_ = std::move(told); }
+  // Called on the main loop once a camera has stopped, its outputs final and its connection
+  // closed (a fleet's worker tells its supervisor, which may then let another host have it).
+  void on_camera_stopped(std::function<void(const std::string &camera)> told) {
+    camera_stopped_told_ = std::move(told);
+  }
+  // Called on the main loop once a config has been taken (at the start, at each reload), with
+  // its generation (ServiceConfig::generation) and the cameras that run or are stopping now:
+  // one that is not among them has stopped, or never ran here.
+  void on_loaded(std::function<void(guint64, const std::vector<std::string> &)> told) {
+    loaded_told_ = std::move(told);
+  }
+  // A fleet host's lease is not sure to be alive (fence.h): every camera stops and none starts
+  // until it is again; then the cameras of the config, as it is then, start.
+  void set_fenced(bool fenced);
 
  private:
   // `counted`: what the camera counted before a restart, to go on from.
@@ -70,6 +84,11 @@ class Service {
   bool shutting_down_ = false;
   std::function<void()> shut_down_;  // what runs once all is stopped
   std::function<void(unsigned)> gpu_failed_told_;
+  std::function<void(const std::string &)> camera_stopped_told_;
+  std::function<void(guint64, const std::vector<std::string> &)> loaded_told_;
+  void tell_loaded();
+  bool started_ = false;
+  bool fenced_ = false;
   ServiceStatus status_;
   gint64 started_us_;
 };

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "fence.h"
 #include "gpufailure.h"
 #include "log.h"
 #include "main_loop.h"
@@ -307,7 +308,9 @@ gboolean Session::on_bus(GstBus *, GstMessage *message, gpointer data) {
 }
 
 // The detector and cudanms run on the intake queue's streaming thread, up to the output probe.
+// A fleet host past its lease's fence (fence.h) detects nothing more.
 GstPadProbeReturn Session::on_intake(GstPad *, GstPadProbeInfo *, gpointer data) {
+  if (!LeaseFence::open_now()) return GST_PAD_PROBE_DROP;
   static_cast<Session *>(data)->chain_start_us_ = g_get_monotonic_time();
   return GST_PAD_PROBE_OK;
 }
@@ -323,6 +326,7 @@ GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer d
   auto *s = static_cast<Session *>(data);
   if (s->detached_.load()) return GST_PAD_PROBE_OK;
   if (GST_PAD_PROBE_INFO_TYPE(info) & GST_PAD_PROBE_TYPE_BUFFER) {
+    if (!LeaseFence::open_now()) return GST_PAD_PROBE_DROP;  // nor publishes (fence.h)
     const double chain_s =
         s->chain_start_us_ ? (g_get_monotonic_time() - s->chain_start_us_) / 1e6 : 0.0;
     s->outputs_->on_frame(GST_PAD_PROBE_INFO_BUFFER(info), &s->segment_, chain_s);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "fence.h"
 #include "log.h"
 #include "worker_merge.h"
 
@@ -31,8 +32,8 @@ void worker_child_setup(gpointer) {
 std::string exit_text(GSubprocess *process) {
   if (g_subprocess_get_if_signaled(process)) {
     const int number = g_subprocess_get_term_sig(process);
-    return std::string("killed by signal ") + std::to_string(number) + " (" +
-           g_strsignal(number) + ")";
+    return std::string("killed by signal ") + std::to_string(number) + " (" + g_strsignal(number) +
+           ")";
   }
   return "exited with status " + std::to_string(g_subprocess_get_exit_status(process));
 }
@@ -62,7 +63,7 @@ void on_answer(GObject *session, GAsyncResult *result, gpointer data) {
   if (body && (status == 200 || status == 503)) {
     gsize size = 0;
     const char *data_ptr = static_cast<const char *>(g_bytes_get_data(body, &size));
-    ask->gather->answers.push_back({std::to_string(ask->gpu), std::string(data_ptr, size)});
+    ask->gather->answers.push_back({worker_label(ask->gpu), std::string(data_ptr, size)});
     ask->gather->answered.insert(ask->gpu);
   }
   if (body) g_bytes_unref(body);
@@ -79,6 +80,10 @@ void on_answer(GObject *session, GAsyncResult *result, gpointer data) {
 
 std::string Supervisor::gpu_failed_line(unsigned gpu) {
   return "gpu-failed " + std::to_string(gpu);
+}
+
+std::string Supervisor::camera_stopped_line(const std::string &camera) {
+  return "camera-stopped " + camera;
 }
 
 Supervisor::Supervisor(std::string config_path, std::string config_text, ServiceConfig config)
@@ -127,6 +132,12 @@ bool Supervisor::start(std::string *error) {
   executable_ = self;
   g_free(dir);
   g_free(self);
+  if (config_.fleet.on()) {  // its workers are a fleet's from their start: fenced till renewed
+    assignment_.fleet_endpoints = config_.fleet.endpoints;
+    assignment_.fleet_keys = config_.fleet.folder();
+    std::string why;
+    LeaseFence::write(run_lease_path(run_dir_), 0, &why);
+  }
   assign();
   if (!write_run_files(error)) return false;
   if (!metrics_.listen(config_.metrics_address, error)) return false;
@@ -135,7 +146,56 @@ bool Supervisor::start(std::string *error) {
              metrics_.url().c_str());
   status_.apply(config_);
   start_workers();
+  if (!config_.fleet.on()) return true;
+  FleetAgent::Hooks hooks;
+  hooks.run = [this](const std::string &text, const std::map<std::string, std::string> &seeds,
+                     long long lease) { run_fleet_config(text, seeds, lease); };
+  hooks.fence = [this](gint64 fence_at_us) {
+    std::string why;
+    if (!LeaseFence::write(run_lease_path(run_dir_), fence_at_us, &why))
+      log_line("fleet: cannot write the workers' fence: %s", why.c_str());
+  };
+  hooks.refuse = [this](const std::string &why) {
+    if (refused_) refused_(why);
+  };
+  const int units = config_.gpus.empty() ? 1 : static_cast<int>(config_.gpus.size());
+  fleet_ = std::make_unique<FleetAgent>(config_.fleet, config_text_, units, metrics_.url(),
+                                        std::move(hooks));
+  fleet_->start();
   return true;
+}
+
+void Supervisor::run_fleet_config(const std::string &text,
+                                  const std::map<std::string, std::string> &seeds,
+                                  long long lease) {
+  ServiceConfig next;
+  std::vector<std::string> errors;
+  if (!parse_config(text, "etcd", &next, &errors, -1, false)) {
+    // Each camera was checked alone; what only holds across cameras (two on one JSON file) may
+    // still fail here.
+    for (const std::string &e : errors) log_line("fleet: %s", e.c_str());
+    log_line("fleet: the cameras etcd gives this host do not run together: nothing changed");
+    return;
+  }
+  next.fleet = config_.fleet;
+  assignment_.fleet_endpoints = config_.fleet.endpoints;
+  assignment_.fleet_keys = config_.fleet.folder();
+  assignment_.fleet_lease = lease;
+  apply(std::move(next), text, seeds);
+}
+
+void Supervisor::camera_stopped(const std::string &camera) {
+  leaving_.erase(camera);
+  if (fleet_) fleet_->camera_stopped(camera);
+}
+
+void Supervisor::worker_loaded(unsigned gpu, guint64 generation,
+                               const std::set<std::string> &running) {
+  std::vector<std::string> stopped;
+  for (const auto &[camera, left] : leaving_)
+    if (left.first == gpu && left.second <= generation && !running.count(camera))
+      stopped.push_back(camera);
+  for (const std::string &camera : stopped) camera_stopped(camera);
 }
 
 void Supervisor::assign() {
@@ -154,6 +214,10 @@ void Supervisor::assign() {
   }
   for (const CameraConfig &camera : config_.cameras) {
     if (!assignment_.epochs.count(camera.name)) assignment_.epochs[camera.name] = next_epoch_++;
+    if (config_.gpus.empty() && !camera.gpu_id) {  // a host without GPUs: the CPU's worker
+      assignment_.cameras[camera.name] = kCpuWorker;
+      continue;
+    }
     if (on_cpu_.count(camera.name)) continue;  // stays with its failed GPU's worker
     if (camera.gpu_id) {
       const unsigned gpu = *camera.gpu_id;
@@ -187,6 +251,7 @@ void Supervisor::forget_removed_counts() {
 }
 
 bool Supervisor::write_run_files(std::string *error) {
+  assignment_.generation++;
   GError *gerror = nullptr;
   // g_file_set_contents renames a finished file into place: a worker never reads half of one.
   if (!g_file_set_contents(run_config_path(run_dir_).c_str(), config_text_.c_str(),
@@ -202,6 +267,7 @@ bool Supervisor::write_run_files(std::string *error) {
 
 void Supervisor::start_workers() {
   std::set<unsigned> needed(config_.gpus.begin(), config_.gpus.end());
+  if (needed.empty()) needed.insert(kCpuWorker);
   for (const auto &[camera, gpu] : assignment_.cameras) needed.insert(gpu);
   for (unsigned gpu : needed) {
     auto &worker = workers_[gpu];
@@ -224,7 +290,7 @@ void Supervisor::start_workers() {
     if (worker->restart_timer) g_source_remove(worker->restart_timer);
     worker->restart_timer = 0;
     if (worker->process) g_subprocess_send_signal(worker->process, SIGTERM);
-    log_line("worker of GPU %u: no camera left to it, stopping", gpu);
+    log_line("worker of %s: no camera left to it, stopping", worker_name(gpu).c_str());
   }
 }
 
@@ -232,16 +298,16 @@ void Supervisor::spawn(Worker &worker) {
   worker.restart_timer = 0;
   GSubprocessLauncher *launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
   g_subprocess_launcher_set_child_setup(launcher, worker_child_setup, nullptr, nullptr);
-  const std::string gpu = std::to_string(worker.gpu);
-  const gchar *argv[] = {executable_.c_str(), "--worker", gpu.c_str(), "--run-dir",
-                         run_dir_.c_str(), nullptr};
+  const std::string gpu = worker.gpu == kCpuWorker ? "cpu" : std::to_string(worker.gpu);
+  const gchar *argv[] = {executable_.c_str(), "--worker",       gpu.c_str(),
+                         "--run-dir",         run_dir_.c_str(), nullptr};
   GError *error = nullptr;
   worker.process = g_subprocess_launcher_spawnv(launcher, argv, &error);
   g_object_unref(launcher);
   worker.started_us = g_get_monotonic_time();
   if (!worker.process) {
     worker.last_exit = std::string("could not start: ") + error->message;
-    log_line("worker of GPU %u %s", worker.gpu, worker.last_exit.c_str());
+    log_line("worker of %s %s", worker_name(worker.gpu).c_str(), worker.last_exit.c_str());
     g_clear_error(&error);
     worker.backoff_s = kLastBackoffSeconds;
     restart_later(worker);
@@ -250,7 +316,7 @@ void Supervisor::spawn(Worker &worker) {
   worker.pid = std::atol(g_subprocess_get_identifier(worker.process));
   worker.cancel = g_cancellable_new();
   worker.events = g_data_input_stream_new(g_subprocess_get_stdout_pipe(worker.process));
-  log_line("worker of GPU %u: pid %ld", worker.gpu, worker.pid);
+  log_line("worker of %s: pid %ld", worker_name(worker.gpu).c_str(), worker.pid);
   g_subprocess_wait_async(worker.process, worker.cancel, on_exit, &worker);
   read_line(worker);
 }
@@ -272,7 +338,21 @@ void Supervisor::on_line(GObject *stream, GAsyncResult *result, gpointer data) {
   if (!line) return;  // the worker closed its stdout: it is ending
   auto *worker = static_cast<Worker *>(data);
   unsigned gpu = 0;
-  if (sscanf(line, "gpu-failed %u", &gpu) == 1) worker->supervisor->gpu_failed(gpu);
+  const std::string stopped = camera_stopped_line("");
+  guint64 generation = 0;
+  int consumed = 0;
+  if (sscanf(line, "gpu-failed %u", &gpu) == 1) {
+    worker->supervisor->gpu_failed(gpu);
+  } else if (g_str_has_prefix(line, stopped.c_str())) {
+    worker->supervisor->camera_stopped(line + stopped.size());
+  } else if (sscanf(line, "loaded %" G_GUINT64_FORMAT " %n", &generation, &consumed) == 1) {
+    std::set<std::string> running;
+    gchar **names = g_strsplit(line + consumed, ",", -1);
+    for (gchar **name = names; *name; ++name)
+      if (**name) running.insert(*name);
+    g_strfreev(names);
+    worker->supervisor->worker_loaded(worker->gpu, generation, running);
+  }
   g_free(line);
   worker->supervisor->read_line(*worker);
 }
@@ -295,23 +375,32 @@ void Supervisor::on_exit(GObject *process, GAsyncResult *result, gpointer data) 
   g_clear_object(&worker->process);
   const long pid = worker->pid;
   worker->pid = 0;
+  // Its cameras died with it: nothing of them runs until it is back.
+  std::vector<std::string> died;
+  for (const auto &[camera, gpu] : self->assignment_.cameras)
+    if (gpu == worker->gpu) died.push_back(camera);
+  for (const auto &[camera, left] : self->leaving_)
+    if (left.first == worker->gpu) died.push_back(camera);
+  for (const std::string &camera : died) self->camera_stopped(camera);
   if (self->shutting_down_) {
-    log_line("worker of GPU %u (pid %ld) %s", worker->gpu, pid, worker->last_exit.c_str());
+    log_line("worker of %s (pid %ld) %s", worker_name(worker->gpu).c_str(), pid,
+             worker->last_exit.c_str());
     self->finish_shutdown();
     return;
   }
   if (!worker->wanted) {
-    log_line("worker of GPU %u (pid %ld) %s: stopped", worker->gpu, pid,
+    log_line("worker of %s (pid %ld) %s: stopped", worker_name(worker->gpu).c_str(), pid,
              worker->last_exit.c_str());
     return;
   }
-  worker->backoff_s = ran_s >= kSteadySeconds
-                          ? 0
-                          : std::clamp(2 * worker->backoff_s, kFirstBackoffSeconds,
-                                       kLastBackoffSeconds);
+  worker->backoff_s =
+      ran_s >= kSteadySeconds
+          ? 0
+          : std::clamp(2 * worker->backoff_s, kFirstBackoffSeconds, kLastBackoffSeconds);
   worker->restarts++;
-  log_line("worker of GPU %u (pid %ld) %s after %.1f s: restarting it in %.0f s", worker->gpu,
-           pid, worker->last_exit.c_str(), ran_s, worker->backoff_s);
+  log_line("worker of %s (pid %ld) %s after %.1f s: restarting it in %.0f s",
+           worker_name(worker->gpu).c_str(), pid, worker->last_exit.c_str(), ran_s,
+           worker->backoff_s);
   if (worker->backoff_s == 0) {
     self->spawn(*worker);
     return;
@@ -344,9 +433,10 @@ void Supervisor::gpu_failed(unsigned gpu) {
       on_cpu_.insert(name);  // its worker runs it on the CPU
     }
   }
-  log_line("GPU %u failed: %d of its %zu cameras move to the other GPUs' workers, %zu stay on "
-           "the CPU",
-           gpu, elsewhere, moved.size(), moved.size() - elsewhere);
+  log_line(
+      "GPU %u failed: %d of its %zu cameras move to the other GPUs' workers, %zu stay on "
+      "the CPU",
+      gpu, elsewhere, moved.size(), moved.size() - elsewhere);
   std::string error;
   if (!write_run_files(&error)) {
     log_line("%s", error.c_str());
@@ -366,11 +456,18 @@ void Supervisor::reload() {
     log_line("SIGHUP: no config file to read again (the cameras came from the command line)");
     return;
   }
+  if (fleet_) {
+    log_line(
+        "SIGHUP: a fleet host reads its file at its start only; its cameras change in etcd "
+        "(cudanms-service fleet add, remove, import)");
+    return;
+  }
   ServiceConfig next;
   std::vector<std::string> errors;
   std::string text;
   if (load_config(config_path_, &next, &errors, -1, &text) && next.gpus.empty())
-    errors.push_back(config_path_ + ":service:gpus: a worker per GPU needs a GPU; "
+    errors.push_back(config_path_ +
+                     ":service:gpus: a worker per GPU needs a GPU; "
                      "gpus = none takes a restart with workers = one");
   if (!errors.empty()) {
     for (const std::string &e : errors) log_line("%s", e.c_str());
@@ -382,9 +479,38 @@ void Supervisor::reload() {
   if (next.workers == "one") log_line("SIGHUP: workers = one takes a restart; per GPU until then");
   if (next.metrics_address != config_.metrics_address) metrics_.listen_again(next.metrics_address);
   status_.apply(next);
+  apply(std::move(next), std::move(text));
+}
+
+void Supervisor::apply(ServiceConfig next, std::string text,
+                       const std::map<std::string, std::string> &seeds) {
   config_ = std::move(next);
   config_text_ = std::move(text);
+  const std::map<std::string, unsigned> before = assignment_.cameras;
   assign();
+  // Each camera that left its worker: stopped once the worker says so, or says it runs a later
+  // assignment without it; at once when the worker is down.
+  for (const auto &[camera, gpu] : before) {
+    const auto now = assignment_.cameras.find(camera);
+    if (now != assignment_.cameras.end() && now->second == gpu) continue;
+    const auto worker = workers_.find(gpu);
+    if (worker == workers_.end() || !worker->second->process) {
+      if (now == assignment_.cameras.end()) camera_stopped(camera);
+      continue;
+    }
+    leaving_[camera] = {gpu, assignment_.generation + 1};  // the generation written below
+  }
+  // The counts a fleet's camera just taken goes on from, where its worker reads them when it
+  // starts the camera.
+  for (const auto &[camera, counted] : seeds) {
+    const std::string path = run_dir_ + "/" + counts_file_name(camera, assignment_.epochs[camera]);
+    GError *gerror = nullptr;
+    if (!g_file_set_contents(path.c_str(), counted.c_str(), -1, &gerror)) {
+      log_line("fleet: camera %s: cannot hand its counts over: %s", camera.c_str(),
+               gerror->message);
+      g_clear_error(&gerror);
+    }
+  }
   std::string error;
   if (!write_run_files(&error)) {
     log_line("%s: the workers run on as before", error.c_str());
@@ -429,11 +555,10 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
       CameraSnapshot c;
       c.name = name;
       c.state = worker && worker->process ? CameraState::kStarting : CameraState::kReconnecting;
-      c.last_error = "its worker (GPU " + std::to_string(gpu) + ") " +
-                     (worker && worker->process ? "did not answer"
-                      : worker && !worker->last_exit.empty()
-                          ? worker->last_exit + "; restarting"
-                          : "is not running");
+      c.last_error = "its worker (" + worker_name(gpu) + ") " +
+                     (worker && worker->process              ? "did not answer"
+                      : worker && !worker->last_exit.empty() ? worker->last_exit + "; restarting"
+                                                             : "is not running");
       for (const CameraConfig &camera : config_.cameras)
         if (camera.name == name) c.enabled = camera.enabled;
       unanswered.push_back(std::move(c));
@@ -443,18 +568,21 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
       ProcessSnapshot process = process_snapshot(uptime, {});
       process.gpus.clear();  // the workers' to give
       std::string own = render_metrics(unanswered, process);
-      own += "# HELP cudanms_worker_up 1 while the GPU's worker process runs\n"
-             "# TYPE cudanms_worker_up gauge\n";
+      own +=
+          "# HELP cudanms_worker_up 1 while the GPU's worker process runs\n"
+          "# TYPE cudanms_worker_up gauge\n";
       for (const auto &[gpu, worker] : workers_)
         if (worker->wanted)
-          own += "cudanms_worker_up{worker=\"" + std::to_string(gpu) + "\"} " +
+          own += "cudanms_worker_up{worker=\"" + worker_label(gpu) + "\"} " +
                  (worker->process ? "1" : "0") + "\n";
-      own += "# HELP cudanms_worker_restarts_total Times the GPU's worker was started again\n"
-             "# TYPE cudanms_worker_restarts_total counter\n";
+      own +=
+          "# HELP cudanms_worker_restarts_total Times the GPU's worker was started again\n"
+          "# TYPE cudanms_worker_restarts_total counter\n";
       for (const auto &[gpu, worker] : workers_)
         if (worker->wanted)
-          own += "cudanms_worker_restarts_total{worker=\"" + std::to_string(gpu) + "\"} " +
+          own += "cudanms_worker_restarts_total{worker=\"" + worker_label(gpu) + "\"} " +
                  std::to_string(worker->restarts) + "\n";
+      if (fleet_) own += fleet_->metrics();
       g->answers.insert(g->answers.begin(), {"supervisor", own});
       reply.type = kMetricsType;
       reply.body = merge_metrics(g->answers);
@@ -464,10 +592,16 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
       std::vector<WorkerHealth> workers;
       for (const auto &[gpu, worker] : workers_)
         if (worker->wanted)
-          workers.push_back({std::to_string(gpu), worker->process != nullptr, worker->pid,
+          workers.push_back({worker_label(gpu), worker->process != nullptr, worker->pid,
                              worker->restarts, worker->last_exit});
       reply.type = kHealthType;
-      reply.body = merge_health(g->answers, workers, uptime, &reply.status);
+      std::function<bool(JsonBuilder *)> fleet;
+      if (fleet_)
+        fleet = [this](JsonBuilder *b) {
+          fleet_->health(b);
+          return fleet_->healthy();
+        };
+      reply.body = merge_health(g->answers, workers, uptime, &reply.status, fleet);
     }
     g->respond(std::move(reply));
   };

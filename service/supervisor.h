@@ -1,4 +1,5 @@
-// The service as a worker process per GPU (workers = per-gpu): the supervisor reads the config,
+// The service as a worker process per GPU (workers = per-gpu; a fleet host's, or one for the CPU
+// where there is no GPU): the supervisor reads the config,
 // assigns each camera to a GPU (placement.h: its gpu-id, else the GPU with the fewest cameras;
 // a camera keeps its GPU across reloads and restarts), writes config and assignment into its run
 // directory (assignment.h) and runs a worker per GPU: this program again, a Service of that GPU's
@@ -8,7 +9,9 @@
 // the workers' (worker_merge.h), and the service's status on MQTT. SIGHUP re-reads the config
 // and tells each worker; a GPU failure a worker reports moves its cameras to the other workers
 // (gpu-failure = move). Workers die with the supervisor (PR_SET_PDEATHSIG: SIGTERM, which
-// finalises their outputs). Runs on the main loop.
+// finalises their outputs). A fleet host's supervisor takes its cameras from its FleetAgent
+// instead of its file, and passes the agent's fence on to the workers (fence.h). Runs on the
+// main loop.
 #pragma once
 
 #include <gio/gio.h>
@@ -23,6 +26,7 @@
 
 #include "assignment.h"
 #include "config.h"
+#include "fleet_agent.h"
 #include "metrics.h"
 #include "placement.h"
 #include "status.h"
@@ -44,17 +48,22 @@ class Supervisor {
   // SIGTERM to every worker (each finalises its outputs), then `done` once all have exited.
   void shutdown(std::function<void()> done);
 
-  // What the lines a worker writes on its stdout say: "gpu-failed N".
+  // Called when this host cannot be one of its fleet (fleet_agent.h), with the reason: the
+  // service then stops and exits with status 2.
+  void on_refused(std::function<void(const std::string &why)> told) { refused_ = std::move(told); }
+
+  // What the lines a worker writes on its stdout say: "gpu-failed N", "camera-stopped NAME".
   static std::string gpu_failed_line(unsigned gpu);
+  static std::string camera_stopped_line(const std::string &camera);
 
  private:
   struct Worker {
     Supervisor *supervisor = nullptr;
-    unsigned gpu = 0;
-    GSubprocess *process = nullptr;  // null while down
-    GCancellable *cancel = nullptr;  // this run's reads and wait
+    unsigned gpu = 0;                    // or kCpuWorker
+    GSubprocess *process = nullptr;      // null while down
+    GCancellable *cancel = nullptr;      // this run's reads and wait
     GDataInputStream *events = nullptr;  // its stdout: gpu_failed_line()
-    SoupSession *session = nullptr;  // to its endpoint (its Unix socket)
+    SoupSession *session = nullptr;      // to its endpoint (its Unix socket)
     long pid = 0;
     long restarts = 0;
     gint64 started_us = 0;
@@ -65,7 +74,17 @@ class Supervisor {
   };
 
   bool write_run_files(std::string *error);
-  void assign();  // every camera of config_ to a GPU's worker
+  // A fleet host's: the cameras its lease owns now, as config text, with the counts of those it
+  // has just taken (counting_json), and the lease.
+  void run_fleet_config(const std::string &text, const std::map<std::string, std::string> &seeds,
+                        long long lease);
+  // A new config to every worker; `seeds`: counts files to write first (run_fleet_config).
+  void apply(ServiceConfig next, std::string text,
+             const std::map<std::string, std::string> &seeds = {});
+  void camera_stopped(const std::string &camera);
+  // A worker's "loaded GENERATION NAMES" line: the cameras it runs or is stopping.
+  void worker_loaded(unsigned gpu, guint64 generation, const std::set<std::string> &running);
+  void assign();                 // every camera of config_ to a GPU's worker
   void forget_removed_counts();  // the counts files of cameras no longer in the config
   void start_workers();
   void spawn(Worker &worker);
@@ -83,7 +102,7 @@ class Supervisor {
   std::string run_dir_, executable_;
   Placement placement_;
   Assignment assignment_;
-  guint64 next_epoch_ = 1;  // Assignment::epochs
+  guint64 next_epoch_ = 1;        // Assignment::epochs
   std::set<std::string> on_cpu_;  // their GPUs failed: run on the CPU by the failed GPU's worker
   std::map<unsigned, std::unique_ptr<Worker>> workers_;
   MetricsServer metrics_;
@@ -91,6 +110,11 @@ class Supervisor {
   gint64 started_us_;
   bool shutting_down_ = false;
   std::function<void()> shut_down_;
+  std::unique_ptr<FleetAgent> fleet_;  // a fleet host's part in its site
+  // Cameras that left their worker's assignment and may still run there: camera -> (the
+  // worker, the generation that left it out).
+  std::map<std::string, std::pair<unsigned, guint64>> leaving_;
+  std::function<void(const std::string &)> refused_;
 };
 
 }  // namespace cudanms::service

@@ -100,7 +100,8 @@ std::string merge_metrics(const std::vector<WorkerAnswer> &answers) {
 }
 
 std::string merge_health(const std::vector<WorkerAnswer> &answers,
-                         const std::vector<WorkerHealth> &workers, double uptime_s, int *status) {
+                         const std::vector<WorkerHealth> &workers, double uptime_s, int *status,
+                         const std::function<bool(JsonBuilder *)> &more) {
   bool ok = true;
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
@@ -124,11 +125,10 @@ std::string merge_health(const std::vector<WorkerAnswer> &answers,
       JsonNode *camera = json_object_get_member(cameras, name);
       if (JSON_NODE_HOLDS_OBJECT(camera)) {
         JsonObject *o = json_node_get_object(camera);
-        const bool enabled = !json_object_has_member(o, "enabled") ||
-                             json_object_get_boolean_member(o, "enabled");
-        const char *state = json_object_has_member(o, "state")
-                                ? json_object_get_string_member(o, "state")
-                                : "";
+        const bool enabled =
+            !json_object_has_member(o, "enabled") || json_object_get_boolean_member(o, "enabled");
+        const char *state =
+            json_object_has_member(o, "state") ? json_object_get_string_member(o, "state") : "";
         if (enabled && g_strcmp0(state, "streaming") != 0) ok = false;
       }
       json_builder_set_member_name(b, name);
@@ -155,6 +155,7 @@ std::string merge_health(const std::vector<WorkerAnswer> &answers,
     json_builder_end_object(b);
   }
   json_builder_end_object(b);
+  if (more && !more(b)) ok = false;
   json_builder_set_member_name(b, "status");
   json_builder_add_string_value(b, ok ? "ok" : "degraded");
   json_builder_end_object(b);

@@ -3,6 +3,9 @@
 // change with `workers`.
 #pragma once
 
+#include <json-glib/json-glib.h>
+
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,8 +34,10 @@ struct WorkerHealth {
 
 // The answers' /health documents as one: every camera of every answer, the workers, and the
 // status: ok (200) when every enabled camera streams and every worker is up, else degraded
-// (503). An answer that is not such a document counts as a degraded one.
+// (503). An answer that is not such a document counts as a degraded one. `more` adds members of
+// the supervisor's own (a fleet host's "fleet"), and says whether they are healthy.
 std::string merge_health(const std::vector<WorkerAnswer> &answers,
-                         const std::vector<WorkerHealth> &workers, double uptime_s, int *status);
+                         const std::vector<WorkerHealth> &workers, double uptime_s, int *status,
+                         const std::function<bool(JsonBuilder *)> &more = nullptr);
 
 }  // namespace cudanms::service

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <json-glib/json-glib.h>
 
+#include <cmath>
 #include <csignal>
 #include <functional>
 #include <map>

@@ -87,10 +87,14 @@ class Broker {
   // SIGKILL: the broker vanishes mid-stream, as a crashed or unplugged one does.
   void kill() {
     if (pid_ <= 0) return;
+    ::kill(pid_, SIGCONT);
     ::kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
+  // SIGSTOP and SIGCONT: a broker that hangs, and then goes on.
+  void stop() { ::kill(pid_, SIGSTOP); }
+  void resume() { ::kill(pid_, SIGCONT); }
   int port() const { return port_; }
   // The broker's folder, for the files its config names.
   const std::string &dir() {

@@ -1,0 +1,494 @@
+#include "etcd.h"
+
+#include <algorithm>
+#include <set>
+
+namespace cudanms::service {
+namespace {
+
+// gRPC's "unavailable": the member has no leader, or is stopping; another member may answer.
+constexpr gint64 kUnavailable = 14;
+
+std::string base64(const std::string &bytes) {
+  gchar *text = g_base64_encode(reinterpret_cast<const guchar *>(bytes.data()), bytes.size());
+  std::string out = text;
+  g_free(text);
+  return out;
+}
+
+std::string unbase64(const char *text) {
+  if (!text || !*text) return "";
+  gsize length = 0;
+  guchar *bytes = g_base64_decode(text, &length);
+  std::string out(reinterpret_cast<const char *>(bytes), length);
+  g_free(bytes);
+  return out;
+}
+
+// An int64 field: the gateway writes them as strings; absent (proto3's default) is 0.
+gint64 int_member(JsonObject *object, const char *name) {
+  if (!object || !json_object_has_member(object, name)) return 0;
+  JsonNode *node = json_object_get_member(object, name);
+  if (!JSON_NODE_HOLDS_VALUE(node)) return 0;
+  if (json_node_get_value_type(node) == G_TYPE_STRING)
+    return g_ascii_strtoll(json_node_get_string(node), nullptr, 10);
+  return json_node_get_int(node);
+}
+
+JsonObject *object_member(JsonObject *object, const char *name) {
+  if (!object || !json_object_has_member(object, name)) return nullptr;
+  JsonNode *node = json_object_get_member(object, name);
+  return JSON_NODE_HOLDS_OBJECT(node) ? json_node_get_object(node) : nullptr;
+}
+
+JsonArray *array_member(JsonObject *object, const char *name) {
+  if (!object || !json_object_has_member(object, name)) return nullptr;
+  JsonNode *node = json_object_get_member(object, name);
+  return JSON_NODE_HOLDS_ARRAY(node) ? json_node_get_array(node) : nullptr;
+}
+
+EtcdKeyValue key_value(JsonObject *kv) {
+  EtcdKeyValue out;
+  out.key = unbase64(json_object_get_string_member_with_default(kv, "key", ""));
+  out.value = unbase64(json_object_get_string_member_with_default(kv, "value", ""));
+  out.create_revision = int_member(kv, "create_revision");
+  out.mod_revision = int_member(kv, "mod_revision");
+  out.version = int_member(kv, "version");
+  out.lease = int_member(kv, "lease");
+  return out;
+}
+
+std::vector<EtcdKeyValue> kvs_of(JsonObject *range) {
+  std::vector<EtcdKeyValue> out;
+  JsonArray *kvs = array_member(range, "kvs");
+  for (guint i = 0; kvs && i < json_array_get_length(kvs); ++i)
+    if (JsonObject *kv = json_array_get_object_element(kvs, i)) out.push_back(key_value(kv));
+  return out;
+}
+
+// The body's JSON, or null (and `why`) when it is none.
+JsonNode *parse(const char *data, gsize size, std::string *why) {
+  JsonParser *parser = json_parser_new();
+  GError *error = nullptr;
+  JsonNode *root = nullptr;
+  if (json_parser_load_from_data(parser, data, static_cast<gssize>(size), &error) &&
+      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+    root = json_node_copy(json_parser_get_root(parser));
+  } else {
+    *why = std::string("not a JSON object: ") +
+           (error ? error->message : std::string(data, std::min<gsize>(size, 200)));
+  }
+  g_clear_error(&error);
+  g_object_unref(parser);
+  return root;
+}
+
+// What a gateway's answer says: a reply, or (`retry`) a reason to ask the next member.
+EtcdReply read_answer(const std::string &endpoint, guint status, GBytes *body, bool *retry) {
+  *retry = false;
+  gsize size = 0;
+  const char *data = body ? static_cast<const char *>(g_bytes_get_data(body, &size)) : "";
+  std::string why;
+  JsonNode *root = parse(data, size, &why);
+  if (status == SOUP_STATUS_OK && root) return EtcdReply(root, "");
+  std::string message = why;
+  gint64 code = 0;
+  if (root) {
+    JsonObject *o = json_node_get_object(root);
+    message = json_object_get_string_member_with_default(
+        o, "message", json_object_get_string_member_with_default(o, "error", ""));
+    code = int_member(o, "code");
+    json_node_unref(root);
+  }
+  *retry = code == kUnavailable || status >= 500 || status < 100;
+  return EtcdReply(nullptr, endpoint + ": HTTP " + std::to_string(status) + ": " + message);
+}
+
+}  // namespace
+
+EtcdReply::EtcdReply(JsonNode *root, std::string error) : root_(root), error_(std::move(error)) {}
+EtcdReply::~EtcdReply() {
+  if (root_) json_node_unref(root_);
+}
+EtcdReply::EtcdReply(const EtcdReply &other)
+    : root_(other.root_ ? json_node_ref(other.root_) : nullptr), error_(other.error_) {}
+EtcdReply &EtcdReply::operator=(EtcdReply other) {
+  std::swap(root_, other.root_);
+  std::swap(error_, other.error_);
+  return *this;
+}
+
+JsonObject *EtcdReply::object() const {
+  return root_ && JSON_NODE_HOLDS_OBJECT(root_) ? json_node_get_object(root_) : nullptr;
+}
+
+gint64 EtcdReply::revision() const {
+  return int_member(object_member(object(), "header"), "revision");
+}
+
+bool EtcdReply::succeeded() const {
+  JsonObject *o = object();
+  return o && json_object_get_boolean_member_with_default(o, "succeeded", FALSE);
+}
+
+std::vector<EtcdKeyValue> EtcdReply::kvs(int index) const {
+  JsonObject *o = object();
+  if (index < 0) return kvs_of(o);
+  JsonArray *responses = array_member(o, "responses");
+  if (!responses || static_cast<guint>(index) >= json_array_get_length(responses)) return {};
+  return kvs_of(object_member(json_array_get_object_element(responses, index), "response_range"));
+}
+
+gint64 EtcdReply::lease_id() const {
+  JsonObject *result = object_member(object(), "result");
+  return int_member(result ? result : object(), "ID");
+}
+
+gint64 EtcdReply::ttl() const {
+  JsonObject *result = object_member(object(), "result");
+  return int_member(result ? result : object(), "TTL");
+}
+
+namespace etcd {
+
+std::string prefix_end(const std::string &prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(end.back() + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+std::string range(const std::string &key, bool prefix) {
+  std::string out = "{\"request_range\":{\"key\":\"" + base64(key) + "\"";
+  if (prefix) out += ",\"range_end\":\"" + base64(prefix_end(key)) + "\"";
+  return out + "}}";
+}
+
+std::string put(const std::string &key, const std::string &value, gint64 lease) {
+  std::string out =
+      "{\"request_put\":{\"key\":\"" + base64(key) + "\",\"value\":\"" + base64(value) + "\"";
+  if (lease) out += ",\"lease\":\"" + std::to_string(lease) + "\"";
+  return out + "}}";
+}
+
+std::string remove(const std::string &key, bool prefix) {
+  std::string out = "{\"request_delete_range\":{\"key\":\"" + base64(key) + "\"";
+  if (prefix) out += ",\"range_end\":\"" + base64(prefix_end(key)) + "\"";
+  return out + "}}";
+}
+
+std::string absent(const std::string &key) {
+  return "{\"key\":\"" + base64(key) +
+         "\",\"target\":\"CREATE\",\"create_revision\":\"0\",\"result\":\"EQUAL\"}";
+}
+
+std::string leased(const std::string &key, gint64 lease) {
+  return "{\"key\":\"" + base64(key) + "\",\"target\":\"LEASE\",\"lease\":\"" +
+         std::to_string(lease) + "\",\"result\":\"EQUAL\"}";
+}
+
+std::string value_is(const std::string &key, const std::string &value) {
+  return "{\"key\":\"" + base64(key) + "\",\"target\":\"VALUE\",\"value\":\"" + base64(value) +
+         "\",\"result\":\"EQUAL\"}";
+}
+
+std::string txn(const std::vector<std::string> &compare, const std::vector<std::string> &success,
+                const std::vector<std::string> &failure) {
+  auto list = [](const std::vector<std::string> &items) {
+    std::string out = "[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+    return out + "]";
+  };
+  return "{\"compare\":" + list(compare) + ",\"success\":" + list(success) +
+         ",\"failure\":" + list(failure) + "}";
+}
+
+}  // namespace etcd
+
+struct EtcdClient::Call {
+  EtcdClient *client;
+  std::weak_ptr<int> alive;
+  std::string path, body;
+  Done done;
+  size_t first = 0, tried = 0;
+  std::string errors;  // each endpoint's, for the reply when none answers
+  GCancellable *cancel = nullptr;
+  guint timer = 0;
+  SoupMessage *message = nullptr;
+  std::string endpoint;
+};
+
+EtcdClient::EtcdClient(std::vector<std::string> endpoints, guint timeout_ms)
+    : endpoints_(std::move(endpoints)),
+      timeout_ms_(timeout_ms),
+      // A watch holds a connection for its life: room beside it for the calls. The session's own
+      // timeout bounds the blocking calls (post_sync); the asynchronous ones have a timer each.
+      session_(soup_session_new_with_options("max-conns-per-host", 16, "max-conns", 64, "timeout",
+                                             std::max(1u, (timeout_ms + 999) / 1000), nullptr)),
+      alive_(std::make_shared<int>(0)) {}
+
+EtcdClient::~EtcdClient() {
+  alive_.reset();
+  soup_session_abort(session_);
+  g_object_unref(session_);
+}
+
+std::string EtcdClient::current() const {
+  return endpoints_.empty() ? "" : endpoints_[current_.load() % endpoints_.size()];
+}
+
+void EtcdClient::post(const std::string &path, const std::string &body, Done done) {
+  auto call = std::make_shared<Call>();
+  call->client = this;
+  call->alive = alive_;
+  call->path = path;
+  call->body = body;
+  call->done = std::move(done);
+  call->first = current_.load();
+  attempt(std::move(call));
+}
+
+void EtcdClient::attempt(std::shared_ptr<Call> call) {
+  if (call->tried >= endpoints_.size()) {
+    call->done(EtcdReply(nullptr, "no etcd endpoint answered: " + call->errors));
+    return;
+  }
+  const size_t index = (call->first + call->tried) % endpoints_.size();
+  call->endpoint = endpoints_[index];
+  call->message = soup_message_new("POST", (call->endpoint + call->path).c_str());
+  GBytes *bytes = g_bytes_new(call->body.data(), call->body.size());
+  soup_message_set_request_body_from_bytes(call->message, "application/json", bytes);
+  g_bytes_unref(bytes);
+  call->cancel = g_cancellable_new();
+  call->timer = g_timeout_add(
+      timeout_ms_,
+      [](gpointer data) -> gboolean {
+        auto *c = static_cast<Call *>(data);
+        c->timer = 0;
+        g_cancellable_cancel(c->cancel);
+        return G_SOURCE_REMOVE;
+      },
+      call.get());
+  soup_session_send_and_read_async(session_, call->message, G_PRIORITY_DEFAULT, call->cancel,
+                                   on_answer, new std::shared_ptr<Call>(call));
+}
+
+void EtcdClient::on_answer(GObject *source, GAsyncResult *result, gpointer data) {
+  std::shared_ptr<Call> call = std::move(*static_cast<std::shared_ptr<Call> *>(data));
+  delete static_cast<std::shared_ptr<Call> *>(data);
+  GError *error = nullptr;
+  GBytes *body = soup_session_send_and_read_finish(SOUP_SESSION(source), result, &error);
+  const bool timed_out = call->timer == 0;
+  if (call->timer) g_source_remove(call->timer);
+  call->timer = 0;
+  const guint status = soup_message_get_status(call->message);
+  g_clear_object(&call->message);
+  g_clear_object(&call->cancel);
+  if (call->alive.expired()) {  // the client is gone: nobody to tell
+    g_clear_error(&error);
+    if (body) g_bytes_unref(body);
+    return;
+  }
+  EtcdClient *self = call->client;
+  bool retry = true;
+  EtcdReply reply;
+  if (error) {
+    reply = EtcdReply(
+        nullptr, call->endpoint + ": " +
+                     (timed_out ? "no answer within " + std::to_string(self->timeout_ms_) + " ms"
+                                : std::string(error->message)));
+    g_clear_error(&error);
+  } else {
+    reply = read_answer(call->endpoint, status, body, &retry);
+  }
+  if (body) g_bytes_unref(body);
+  if (reply.ok() || !retry) {
+    self->current_ = (call->first + call->tried) % self->endpoints_.size();
+    call->done(std::move(reply));
+    return;
+  }
+  call->errors += (call->errors.empty() ? "" : "; ") + reply.error();
+  call->tried++;
+  self->attempt(std::move(call));
+}
+
+EtcdReply EtcdClient::post_sync(const std::string &path, const std::string &body) {
+  std::string errors;
+  const size_t first = current_.load();
+  for (size_t tried = 0; tried < endpoints_.size(); ++tried) {
+    const size_t index = (first + tried) % endpoints_.size();
+    SoupMessage *message = soup_message_new("POST", (endpoints_[index] + path).c_str());
+    GBytes *bytes = g_bytes_new(body.data(), body.size());
+    soup_message_set_request_body_from_bytes(message, "application/json", bytes);
+    g_bytes_unref(bytes);
+    GError *error = nullptr;
+    GBytes *answer = soup_session_send_and_read(session_, message, nullptr, &error);
+    bool retry = true;
+    EtcdReply reply;
+    if (error) {
+      reply = EtcdReply(nullptr, endpoints_[index] + ": " + error->message);
+      g_clear_error(&error);
+    } else {
+      reply = read_answer(endpoints_[index], soup_message_get_status(message), answer, &retry);
+    }
+    if (answer) g_bytes_unref(answer);
+    g_object_unref(message);
+    if (reply.ok() || !retry) {
+      current_ = index;
+      return reply;
+    }
+    errors += (errors.empty() ? "" : "; ") + reply.error();
+  }
+  return EtcdReply(nullptr, "no etcd endpoint answered: " + errors);
+}
+
+std::string EtcdClient::check_endpoints(const std::string &list, std::vector<std::string> *out) {
+  std::vector<std::string> endpoints;
+  gchar **items = g_strsplit(list.c_str(), ",", -1);
+  std::string why;
+  for (gchar **item = items; *item && why.empty(); ++item) {
+    std::string endpoint = g_strstrip(*item);
+    if (endpoint.empty()) continue;
+    GUri *uri = g_uri_parse(endpoint.c_str(), G_URI_FLAGS_NONE, nullptr);
+    if (!uri || g_strcmp0(g_uri_get_scheme(uri), "http") != 0 || !g_uri_get_host(uri) ||
+        g_uri_get_port(uri) <= 0 || (*g_uri_get_path(uri) && g_strcmp0(g_uri_get_path(uri), "/")))
+      why = "an endpoint is http://HOST:PORT, not \"" + endpoint + "\"";
+    if (uri) g_uri_unref(uri);
+    while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+    endpoints.push_back(endpoint);
+  }
+  g_strfreev(items);
+  if (why.empty() && endpoints.empty()) why = "names no endpoint";
+  if (why.empty() && out) *out = std::move(endpoints);
+  return why;
+}
+
+EtcdWatch::EtcdWatch(EtcdClient *client, std::string key, std::string range_end,
+                     gint64 start_revision, Events events, Broken broken)
+    : events_(std::move(events)),
+      broken_(std::move(broken)),
+      endpoint_(client->current()),
+      cancel_(g_cancellable_new()) {
+  // Lines stream for as long as the watch lives: no timeout on this message's session.
+  message_ = soup_message_new("POST", (endpoint_ + "/v3/watch").c_str());
+  gchar *k = g_base64_encode(reinterpret_cast<const guchar *>(key.data()), key.size());
+  gchar *e = g_base64_encode(reinterpret_cast<const guchar *>(range_end.data()), range_end.size());
+  const std::string body = std::string("{\"create_request\":{\"key\":\"") + k +
+                           "\",\"range_end\":\"" + e + "\",\"start_revision\":\"" +
+                           std::to_string(start_revision) + "\",\"prev_kv\":true}}";
+  g_free(k);
+  g_free(e);
+  GBytes *bytes = g_bytes_new(body.data(), body.size());
+  soup_message_set_request_body_from_bytes(message_, "application/json", bytes);
+  g_bytes_unref(bytes);
+  static SoupSession *streams = soup_session_new_with_options("timeout", 0, "max-conns", 64,
+                                                              "max-conns-per-host", 16, nullptr);
+  soup_session_send_async(streams, message_, G_PRIORITY_DEFAULT, cancel_, on_opened, this);
+}
+
+EtcdWatch::~EtcdWatch() {
+  ended_ = true;
+  g_cancellable_cancel(cancel_);  // the pending read answers "cancelled" and touches nothing
+  g_object_unref(cancel_);
+  g_clear_object(&lines_);
+  g_clear_object(&message_);
+}
+
+void EtcdWatch::fail(const std::string &why) {
+  if (ended_) return;
+  ended_ = true;
+  broken_(endpoint_ + ": " + why);  // may destroy this watch
+}
+
+void EtcdWatch::on_opened(GObject *source, GAsyncResult *result, gpointer data) {
+  GError *error = nullptr;
+  GInputStream *stream = soup_session_send_finish(SOUP_SESSION(source), result, &error);
+  if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+    g_error_free(error);
+    if (stream) g_object_unref(stream);
+    return;
+  }
+  auto *self = static_cast<EtcdWatch *>(data);
+  if (!stream) {
+    const std::string why = error->message;
+    g_clear_error(&error);
+    self->fail(why);
+    return;
+  }
+  const guint status = soup_message_get_status(self->message_);
+  if (status != SOUP_STATUS_OK) {
+    g_object_unref(stream);
+    self->fail("HTTP " + std::to_string(status));
+    return;
+  }
+  self->lines_ = g_data_input_stream_new(stream);
+  g_object_unref(stream);
+  self->read_next();
+}
+
+void EtcdWatch::read_next() {
+  g_data_input_stream_read_line_async(lines_, G_PRIORITY_DEFAULT, cancel_, on_line, this);
+}
+
+void EtcdWatch::on_line(GObject *source, GAsyncResult *result, gpointer data) {
+  GError *error = nullptr;
+  gsize length = 0;
+  gchar *line =
+      g_data_input_stream_read_line_finish(G_DATA_INPUT_STREAM(source), result, &length, &error);
+  if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+    g_error_free(error);
+    g_free(line);
+    return;
+  }
+  auto *self = static_cast<EtcdWatch *>(data);
+  if (!line) {
+    const std::string why = error ? error->message : "the stream ended";
+    g_clear_error(&error);
+    self->fail(why);
+    return;
+  }
+  std::string why;
+  JsonNode *root = parse(line, length, &why);
+  g_free(line);
+  if (!root) {
+    self->fail(why);
+    return;
+  }
+  JsonObject *result_object = object_member(json_node_get_object(root), "result");
+  if (!result_object) {
+    JsonObject *o = json_node_get_object(root);
+    why = json_object_get_string_member_with_default(o, "message", "an error");
+    json_node_unref(root);
+    self->fail(why);
+    return;
+  }
+  if (json_object_get_boolean_member_with_default(result_object, "canceled", FALSE)) {
+    why = "cancelled by etcd";
+    if (const gint64 compacted = int_member(result_object, "compact_revision"))
+      why += " (compacted up to revision " + std::to_string(compacted) + ")";
+    json_node_unref(root);
+    self->fail(why);
+    return;
+  }
+  std::vector<EtcdEvent> events;
+  JsonArray *list = array_member(result_object, "events");
+  for (guint i = 0; list && i < json_array_get_length(list); ++i) {
+    JsonObject *e = json_array_get_object_element(list, i);
+    EtcdEvent event;
+    event.deleted =
+        g_strcmp0(json_object_get_string_member_with_default(e, "type", "PUT"), "DELETE") == 0;
+    if (JsonObject *kv = object_member(e, "kv")) event.kv = key_value(kv);
+    events.push_back(std::move(event));
+  }
+  const gint64 revision = int_member(object_member(result_object, "header"), "revision");
+  json_node_unref(root);
+  self->read_next();  // before the handler, which may destroy the watch (and so cancel this read)
+  if (!events.empty()) self->events_(events, revision);
+}
+
+}  // namespace cudanms::service

@@ -1,0 +1,142 @@
+// A client of etcd v3 through its JSON gateway (etcd 3.4: /v3/kv/range, put, deleterange, txn,
+// /v3/lease/grant, keepalive, revoke, /v3/watch), over libsoup 3. Keys and values are byte
+// strings, base64 on the wire; revisions and lease ids are decimal strings there. A cluster is
+// several endpoints: a request that cannot reach one (refused, timed out, or a member without
+// a leader) goes to the next, and the one that answered is asked first next time.
+//
+// post() runs on the main loop (its answer comes there); post_sync() may be called from any
+// thread (libsoup 3.2's sessions send from any thread), for a camera's streaming thread that must
+// know its counts are stored before it publishes them.
+#pragma once
+
+#include <gio/gio.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cudanms::service {
+
+struct EtcdKeyValue {
+  std::string key, value;
+  gint64 create_revision = 0, mod_revision = 0, version = 0, lease = 0;
+};
+
+// What etcd answered, or why nothing did.
+class EtcdReply {
+ public:
+  EtcdReply() = default;
+  EtcdReply(JsonNode *root, std::string error);  // takes `root`
+  ~EtcdReply();
+  EtcdReply(const EtcdReply &other);
+  EtcdReply &operator=(EtcdReply other);
+
+  // etcd answered: a result, or a transaction whose comparisons failed.
+  bool ok() const { return root_ != nullptr && error_.empty(); }
+  // Why not: no endpoint answered ("unreachable: ..."), or etcd's own error.
+  const std::string &error() const { return error_; }
+  // The store's revision when it answered.
+  gint64 revision() const;
+  // A transaction's comparisons held (its success operations ran).
+  bool succeeded() const;
+  // A range's keys, or those of the `index`th response of a transaction.
+  std::vector<EtcdKeyValue> kvs(int index = -1) const;
+  // A lease's id (grant) and time to live (grant, keepalive: 0 when the lease is gone).
+  gint64 lease_id() const;
+  gint64 ttl() const;
+  JsonObject *object() const;  // the answer's top object, or null
+
+ private:
+  JsonNode *root_ = nullptr;
+  std::string error_;
+};
+
+// The JSON of a transaction's parts, and of the requests (etcd_txn's text is a request body).
+namespace etcd {
+std::string range(const std::string &key, bool prefix = false);
+std::string put(const std::string &key, const std::string &value, gint64 lease = 0);
+std::string remove(const std::string &key, bool prefix = false);
+std::string absent(const std::string &key);                // compare: no such key
+std::string leased(const std::string &key, gint64 lease);  // compare: the key's lease is it
+std::string value_is(const std::string &key, const std::string &value);  // compare
+std::string txn(const std::vector<std::string> &compare, const std::vector<std::string> &success,
+                const std::vector<std::string> &failure = {});
+// The end of the range of every key that starts with `prefix`.
+std::string prefix_end(const std::string &prefix);
+}  // namespace etcd
+
+class EtcdClient {
+ public:
+  using Done = std::function<void(EtcdReply)>;
+  // `endpoints`: http://HOST:PORT each; `timeout_ms`: what one endpoint gets to answer.
+  EtcdClient(std::vector<std::string> endpoints, guint timeout_ms = 1000);
+  ~EtcdClient();
+  EtcdClient(const EtcdClient &) = delete;
+  EtcdClient &operator=(const EtcdClient &) = delete;
+
+  // POST `body` to `path` (/v3/kv/txn ...) on the main loop; `done` there, unless the client is
+  // destroyed first.
+  void post(const std::string &path, const std::string &body, Done done);
+  // The same, blocking, from any thread.
+  EtcdReply post_sync(const std::string &path, const std::string &body);
+
+  const std::vector<std::string> &endpoints() const { return endpoints_; }
+  // The endpoint that answered last (asked first next time).
+  std::string current() const;
+  SoupSession *session() const { return session_; }
+
+  // Checks an endpoint list "http://h:p[,http://h:p...]": "" when good, else why not.
+  static std::string check_endpoints(const std::string &list, std::vector<std::string> *out);
+
+ private:
+  struct Call;
+  void attempt(std::shared_ptr<Call> call);
+  static void on_answer(GObject *source, GAsyncResult *result, gpointer data);
+
+  std::vector<std::string> endpoints_;
+  guint timeout_ms_;
+  SoupSession *session_;
+  std::shared_ptr<int> alive_;  // pending calls hold it weakly
+  std::atomic<size_t> current_{0};
+};
+
+// A watch of a key range from a revision on: its events as they come, on the main loop. It ends
+// (broken) when its endpoint goes away or etcd cancels it (compacted: the revision is gone);
+// whoever made it reads the range again and watches anew.
+struct EtcdEvent {
+  bool deleted = false;
+  EtcdKeyValue kv;
+};
+
+class EtcdWatch {
+ public:
+  using Events = std::function<void(const std::vector<EtcdEvent> &events, gint64 revision)>;
+  using Broken = std::function<void(const std::string &why)>;
+  // Watches [key, range_end) from `start_revision` through `client`'s current endpoint.
+  EtcdWatch(EtcdClient *client, std::string key, std::string range_end, gint64 start_revision,
+            Events events, Broken broken);
+  ~EtcdWatch();
+  EtcdWatch(const EtcdWatch &) = delete;
+  EtcdWatch &operator=(const EtcdWatch &) = delete;
+  const std::string &endpoint() const { return endpoint_; }
+
+ private:
+  static void on_opened(GObject *source, GAsyncResult *result, gpointer data);
+  static void on_line(GObject *source, GAsyncResult *result, gpointer data);
+  void read_next();
+  void fail(const std::string &why);
+
+  Events events_;
+  Broken broken_;
+  std::string endpoint_;
+  GCancellable *cancel_;
+  SoupMessage *message_ = nullptr;
+  GDataInputStream *lines_ = nullptr;
+  bool ended_ = false;
+};
+
+}  // namespace cudanms::service

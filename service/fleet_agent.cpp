@@ -1,0 +1,690 @@
+#include "fleet_agent.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "counting_file.h"
+#include "fleet_plan.h"
+#include "fleet_store.h"
+#include "log.h"
+#include "metrics.h"
+
+namespace cudanms::service {
+namespace {
+
+constexpr guint kRetryMs = 250;       // after a renewal or a read that got no answer
+constexpr guint kJoinRetryMs = 1000;  // a lease or a registration that could not be had
+constexpr guint kPlanDelayMs = 50;    // events that come together are planned once
+constexpr size_t kRecentRenewals = 256;
+// The fleet's own keys of a host's [service] group: none is a camera's default.
+const char *const kFleetKeys[] = {"fleet",    "site",      "host-id",
+                                  "capacity", "fleet-ttl", "fleet-prefix"};
+
+std::string seconds_text(double s) {
+  gchar *text = g_strdup_printf("%.1f s", s);
+  std::string out = text;
+  g_free(text);
+  return out;
+}
+
+std::string escaped(const std::string &value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+bool valid_camera_name(const std::string &name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return g_ascii_isalnum(c) || c == '-' || c == '_';
+  });
+}
+
+int capacity_of(const std::string &value) {
+  JsonParser *parser = json_parser_new();
+  int capacity = 1;
+  if (json_parser_load_from_data(parser, value.c_str(), -1, nullptr) &&
+      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
+    capacity = static_cast<int>(json_object_get_int_member_with_default(
+        json_node_get_object(json_parser_get_root(parser)), "capacity", 1));
+  g_object_unref(parser);
+  return std::max(1, capacity);
+}
+
+}  // namespace
+
+std::string FleetAgent::camera_defaults(const std::string &host_text) {
+  GKeyFile *file = g_key_file_new();
+  GKeyFile *defaults = g_key_file_new();
+  if (g_key_file_load_from_data(file, host_text.c_str(), host_text.size(), G_KEY_FILE_NONE,
+                                nullptr)) {
+    gchar **keys = g_key_file_get_keys(file, "service", nullptr, nullptr);
+    for (gchar **key = keys; key && *key; ++key) {
+      if (std::find_if(std::begin(kFleetKeys), std::end(kFleetKeys),
+                       [&](const char *k) { return g_str_equal(k, *key); }) != std::end(kFleetKeys))
+        continue;
+      gchar *value = g_key_file_get_value(file, "service", *key, nullptr);
+      g_key_file_set_value(defaults, "service", *key, value);
+      g_free(value);
+    }
+    g_strfreev(keys);
+  }
+  gchar *data = g_key_file_to_data(defaults, nullptr, nullptr);
+  std::string out = data && *data ? data : "[service]\n";
+  g_free(data);
+  g_key_file_free(defaults);
+  g_key_file_free(file);
+  return out;
+}
+
+FleetAgent::FleetAgent(FleetSettings settings, const std::string &host_text, int units,
+                       std::string metrics_url, Hooks hooks)
+    : settings_(std::move(settings)),
+      defaults_(camera_defaults(host_text)),
+      units_(std::max(1, units)),
+      metrics_url_(std::move(metrics_url)),
+      hooks_(std::move(hooks)),
+      client_(settings_.endpoints) {}
+
+FleetAgent::~FleetAgent() {
+  for (guint timer : {renew_timer_, fence_timer_, plan_timer_, retry_timer_})
+    if (timer) g_source_remove(timer);
+}
+
+void FleetAgent::start() {
+  log_line("fleet: host %s of site %s (%d cameras at most), etcd at %s", settings_.host_id.c_str(),
+           settings_.site.c_str(), units_ * settings_.capacity, client_.current().c_str());
+  hooks_.fence(0);  // nothing runs before the first renewal
+  grant();
+}
+
+void FleetAgent::retry(guint ms, void (FleetAgent::*step)()) {
+  if (retry_timer_) g_source_remove(retry_timer_);
+  struct Later {
+    FleetAgent *self;
+    void (FleetAgent::*step)();
+  };
+  retry_timer_ = g_timeout_add_full(
+      G_PRIORITY_DEFAULT, ms,
+      [](gpointer data) -> gboolean {
+        auto *later = static_cast<Later *>(data);
+        later->self->retry_timer_ = 0;
+        (later->self->*later->step)();
+        return G_SOURCE_REMOVE;
+      },
+      new Later{this, step}, [](gpointer data) { delete static_cast<Later *>(data); });
+}
+
+void FleetAgent::degraded(const std::string &why) {
+  degraded_why_ = why;
+  if (etcd_answers_) log_line("fleet: %s", why.c_str());
+  etcd_answers_ = false;
+}
+
+void FleetAgent::grant() {
+  const gint64 sent = g_get_monotonic_time();
+  const long long ttl = std::llround(settings_.ttl_s);
+  client_.post("/v3/lease/grant", "{\"TTL\":\"" + std::to_string(ttl) + "\"}",
+               [this, sent](EtcdReply reply) {
+                 if (!reply.ok() || reply.lease_id() == 0 || reply.ttl() <= 0) {
+                   degraded("no etcd: " + reply.error());
+                   retry(kJoinRetryMs, &FleetAgent::grant);
+                   return;
+                 }
+                 lease_ = reply.lease_id();
+                 renew_sent_us_ = sent;
+                 valid_until_us_ = sent + reply.ttl() * G_USEC_PER_SEC;
+                 log_line("fleet: lease %lld of %lld s", lease_,
+                          static_cast<long long>(reply.ttl()));
+                 schedule_keep_alive(static_cast<guint>(settings_.ttl_s * 1000 / 5));
+                 register_host();
+               });
+}
+
+void FleetAgent::register_host() {
+  if (!lease_) return;
+  const std::string key = settings_.key("hosts", settings_.host_id);
+  gchar *value = g_strdup_printf(
+      "{\"capacity\":%d,\"units\":%d,\"pid\":%d,\"hostname\":\"%s\",\"metrics\":\"%s\"}",
+      units_ * settings_.capacity, units_, static_cast<int>(getpid()),
+      escaped(g_get_host_name()).c_str(), escaped(metrics_url_).c_str());
+  const std::string body =
+      etcd::txn({etcd::absent(key)}, {etcd::put(key, value, lease_)}, {etcd::range(key)});
+  g_free(value);
+  client_.post("/v3/kv/txn", body, [this, key, lease = lease_](EtcdReply reply) {
+    if (lease != lease_) return;
+    if (!reply.ok()) {
+      degraded("no etcd: " + reply.error());
+      retry(kJoinRetryMs, &FleetAgent::register_host);
+      return;
+    }
+    const std::vector<EtcdKeyValue> held = reply.kvs(0);
+    if (!reply.succeeded() && !(held.size() == 1 && held[0].lease == lease_)) {
+      const gint64 now = g_get_monotonic_time();
+      if (!refused_since_us_) {
+        refused_since_us_ = now;
+        log_line(
+            "fleet: host-id %s is held by a live lease in etcd (%s): another host, or this "
+            "one before a restart; waiting up to %s for it to end",
+            settings_.host_id.c_str(), key.c_str(), seconds_text(settings_.ttl_s + 2).c_str());
+      }
+      if (now - refused_since_us_ > static_cast<gint64>((settings_.ttl_s + 2) * 1e6)) {
+        hooks_.refuse("fleet: host-id " + settings_.host_id + " is another live host's in site " +
+                      settings_.site + " (" + key + " = " + (held.empty() ? "" : held[0].value) +
+                      "): give each host a host-id of its own");
+        return;
+      }
+      retry(kJoinRetryMs, &FleetAgent::register_host);
+      return;
+    }
+    refused_since_us_ = 0;
+    registered_ = true;
+    log_line("fleet: host %s joined site %s", settings_.host_id.c_str(), settings_.site.c_str());
+    fence_at_us_ =
+        valid_until_us_ - static_cast<gint64>(std::max(1.0, 0.3 * settings_.ttl_s) * 1e6);
+    if (g_get_monotonic_time() < fence_at_us_) {
+      fenced_ = false;
+      degraded_why_.clear();
+      hooks_.fence(fence_at_us_);
+      check_fence();
+    }
+    list();
+  });
+}
+
+void FleetAgent::schedule_keep_alive(guint ms) {
+  if (renew_timer_) g_source_remove(renew_timer_);
+  renew_timer_ = g_timeout_add(
+      ms,
+      [](gpointer data) -> gboolean {
+        auto *self = static_cast<FleetAgent *>(data);
+        self->renew_timer_ = 0;
+        self->keep_alive();
+        return G_SOURCE_REMOVE;
+      },
+      this);
+}
+
+void FleetAgent::keep_alive() {
+  if (!lease_ || renewing_) return;
+  renewing_ = true;
+  const gint64 sent = g_get_monotonic_time();
+  client_.post(
+      "/v3/lease/keepalive", "{\"ID\":\"" + std::to_string(lease_) + "\"}",
+      [this, sent, lease = lease_](EtcdReply reply) {
+        renewing_ = false;
+        if (lease != lease_) return;
+        if (!reply.ok()) {
+          degraded("no etcd: " + reply.error());
+          schedule_keep_alive(kRetryMs);
+          check_fence();
+          return;
+        }
+        if (reply.ttl() <= 0) {
+          lose_lease("its lease " + std::to_string(lease_) + " has ended");
+          return;
+        }
+        const gint64 now = g_get_monotonic_time();
+        const double took = (now - sent) / 1e6;
+        renewals_++;
+        renew_sum_s_ += took;
+        recent_renew_s_.push_back(took);
+        if (recent_renew_s_.size() > kRecentRenewals) recent_renew_s_.pop_front();
+        if (!etcd_answers_) log_line("fleet: etcd answers again (%s)", client_.current().c_str());
+        etcd_answers_ = true;
+        renew_sent_us_ = sent;
+        valid_until_us_ = sent + reply.ttl() * G_USEC_PER_SEC;
+        fence_at_us_ =
+            valid_until_us_ - static_cast<gint64>(std::max(1.0, 0.3 * settings_.ttl_s) * 1e6);
+        schedule_keep_alive(static_cast<guint>(settings_.ttl_s * 1000 / 5));
+        if (!registered_) return;
+        if (now >= fence_at_us_) return;  // an answer too late to count on: fenced it stays
+        hooks_.fence(fence_at_us_);
+        check_fence();
+        if (fenced_) {
+          fenced_ = false;
+          degraded_why_.clear();
+          log_line("fleet: its lease %lld is still alive: its cameras run again", lease_);
+          list();
+        } else if (watch_ && watch_->endpoint() != client_.current()) {
+          list();  // the watch's member stopped answering: watch through the one that answers
+        }
+      });
+}
+
+void FleetAgent::check_fence() {
+  if (fence_timer_) g_source_remove(fence_timer_);
+  fence_timer_ = 0;
+  const gint64 now = g_get_monotonic_time();
+  if (!registered_ || fenced_) return;
+  if (now >= fence_at_us_) {
+    fence_now("no renewal of its lease for " + seconds_text((now - renew_sent_us_) / 1e6));
+    return;
+  }
+  fence_timer_ = g_timeout_add(
+      static_cast<guint>((fence_at_us_ - now) / 1000 + 1),
+      [](gpointer data) -> gboolean {
+        auto *self = static_cast<FleetAgent *>(data);
+        self->fence_timer_ = 0;
+        self->check_fence();
+        return G_SOURCE_REMOVE;
+      },
+      this);
+}
+
+void FleetAgent::fence_now(const std::string &why) {
+  if (fenced_) return;
+  fenced_ = true;
+  degraded_why_ = why;
+  log_line("fleet: fenced: %s: stopping its %zu cameras before its lease may end", why.c_str(),
+           running_.size());
+  hooks_.fence(0);
+  losses_ += running_.size();
+  running_.clear();
+  releasing_.clear();
+  push_config();
+}
+
+void FleetAgent::lose_lease(const std::string &why) {
+  fence_now(why);
+  log_line("fleet: %s: joining again with a new lease", why.c_str());
+  lease_ = 0;
+  registered_ = false;
+  claiming_.clear();
+  watch_.reset();
+  if (renew_timer_) g_source_remove(renew_timer_);
+  renew_timer_ = 0;
+  grant();
+}
+
+void FleetAgent::list() {
+  if (!registered_) return;
+  const std::string body = etcd::txn(
+      {}, {etcd::range(settings_.key("cameras"), true), etcd::range(settings_.key("hosts"), true),
+           etcd::range(settings_.key("owners"), true)});
+  client_.post("/v3/kv/txn", body, [this, lease = lease_](EtcdReply reply) {
+    if (lease != lease_) return;
+    if (!reply.ok()) {
+      degraded("no etcd: " + reply.error());
+      retry(kRetryMs, &FleetAgent::list);
+      return;
+    }
+    cameras_.clear();
+    hosts_.clear();
+    owners_.clear();
+    for (int i = 0; i < 3; ++i)
+      for (const EtcdKeyValue &kv : reply.kvs(i)) apply(kv, false);
+    watch(reply.revision() + 1);
+    replan();
+  });
+}
+
+void FleetAgent::watch(gint64 from_revision) {
+  watch_ = std::make_unique<EtcdWatch>(
+      &client_, settings_.key("cameras"), etcd::prefix_end(settings_.key("owners")), from_revision,
+      [this](const std::vector<EtcdEvent> &events, gint64) { on_events(events); },
+      [this](const std::string &why) {
+        // Read the site again and watch anew (the watch is replaced there, not here, in its own
+        // callback).
+        log_line("fleet: the watch of etcd ended (%s): reading the site again", why.c_str());
+        retry(kRetryMs, &FleetAgent::list);
+      });
+}
+
+void FleetAgent::on_events(const std::vector<EtcdEvent> &events) {
+  for (const EtcdEvent &event : events) apply(event.kv, event.deleted);
+  replan_soon();
+}
+
+std::string FleetAgent::kind_of(const std::string &key, std::string *name) const {
+  for (const char *kind : {"cameras", "hosts", "owners"}) {
+    const std::string folder = settings_.key(kind);
+    if (key.size() > folder.size() && key.compare(0, folder.size(), folder) == 0) {
+      *name = key.substr(folder.size());
+      return kind;
+    }
+  }
+  return "";
+}
+
+void FleetAgent::apply(const EtcdKeyValue &kv, bool deleted) {
+  std::string name;
+  const std::string kind = kind_of(kv.key, &name);
+  if (kind == "cameras") {
+    if (deleted) {
+      cameras_.erase(name);
+      checked_.erase(name);
+    } else {
+      cameras_[name] = kv.value;
+    }
+  } else if (kind == "hosts") {
+    if (deleted) {
+      hosts_.erase(name);
+      if (name == settings_.host_id && registered_) {
+        log_line("fleet: this host's key is gone from etcd: registering again");
+        register_host();
+      }
+    } else {
+      hosts_[name] = capacity_of(kv.value);
+    }
+  } else if (kind == "owners") {
+    if (deleted) {
+      owners_.erase(name);
+    } else {
+      owners_[name] = {kv.value, kv.lease};
+    }
+  }
+}
+
+void FleetAgent::replan_soon() {
+  if (plan_timer_) return;
+  plan_timer_ = g_timeout_add(
+      kPlanDelayMs,
+      [](gpointer data) -> gboolean {
+        auto *self = static_cast<FleetAgent *>(data);
+        self->plan_timer_ = 0;
+        self->replan();
+        return G_SOURCE_REMOVE;
+      },
+      this);
+}
+
+const FleetAgent::Checked &FleetAgent::checked(const std::string &camera) {
+  const std::string &text = cameras_[camera];
+  auto found = checked_.find(camera);
+  if (found != checked_.end() && found->second.text == text) return found->second;
+  Checked c;
+  c.text = text;
+  const std::string key = settings_.key("cameras", camera);
+  if (!valid_camera_name(camera)) {
+    c.error = key + ": a camera's name is 1 to 64 letters, digits, - and _";
+  } else {
+    // The value holds a camera's keys, as an INI group does below its [camera.NAME] line.
+    GKeyFile *file = g_key_file_new();
+    const std::string group = "camera." + camera;
+    const std::string document = "[" + group + "]\n" + text;
+    GError *error = nullptr;
+    if (!g_key_file_load_from_data(file, document.c_str(), document.size(), G_KEY_FILE_NONE,
+                                   &error)) {
+      c.error = key + ": " + error->message;
+      g_clear_error(&error);
+    } else {
+      gsize groups = 0;
+      g_strfreev(g_key_file_get_groups(file, &groups));
+      if (groups != 1) {
+        c.error = key + ": holds a [group] line: give the camera's keys alone";
+      } else {
+        gchar *data = g_key_file_to_data(file, nullptr, nullptr);
+        c.group = std::string("\n") + data;
+        g_free(data);
+      }
+    }
+    g_key_file_free(file);
+  }
+  if (c.error.empty()) {
+    ServiceConfig parsed;
+    std::vector<std::string> errors;
+    if (parse_config(defaults_ + c.group, key, &parsed, &errors)) {
+      c.enabled = parsed.cameras.empty() || parsed.cameras[0].enabled;
+    } else {
+      for (const std::string &e : errors) c.error += (c.error.empty() ? "" : "; ") + e;
+    }
+  }
+  if (!c.error.empty())
+    log_line("fleet: camera %s cannot run: %s", camera.c_str(), c.error.c_str());
+  return checked_[camera] = std::move(c);
+}
+
+void FleetAgent::replan() {
+  if (plan_timer_) g_source_remove(plan_timer_);
+  plan_timer_ = 0;
+  if (!registered_ || fenced_) return;
+  const std::string &me = settings_.host_id;
+  FleetView view;
+  view.hosts = hosts_;
+  view.hosts[me] = units_ * settings_.capacity;  // this host, even before its key shows
+  std::set<std::string> mine;
+  for (const auto &[camera, owner] : owners_) {
+    if (owner.lease == lease_) {
+      mine.insert(camera);
+      view.owners[camera] = me;
+    } else {
+      // A key of this host's earlier lease is no camera of its own: it ends with that lease.
+      view.owners[camera] = owner.host == me ? me + " (an earlier lease)" : owner.host;
+    }
+  }
+  for (const auto &[camera, text] : cameras_) {
+    const Checked &c = checked(camera);
+    if (c.error.empty() && c.enabled) view.cameras.insert(camera);
+  }
+  unplaced_.clear();
+  for (const std::string &camera : view.cameras)
+    if (!view.owners.count(camera)) unplaced_.insert(camera);
+
+  const FleetPlan plan = plan_fleet(view, me);
+  for (const std::string &camera : plan.claims)
+    if (!claiming_.count(camera)) claim(camera);
+  for (const std::string &camera : plan.releases)
+    if (!releasing_.count(camera)) release(camera, "rebalancing: another host has room for it");
+
+  std::set<std::string> run;
+  for (const std::string &camera : mine) {
+    if (!view.cameras.count(camera)) {
+      if (!releasing_.count(camera))
+        release(camera, cameras_.count(camera)
+                            ? (checked(camera).error.empty() ? "disabled in etcd"
+                                                             : "its keys in etcd cannot run")
+                            : "removed from etcd");
+      continue;
+    }
+    if (!releasing_.count(camera)) run.insert(camera);
+  }
+  for (const std::string &camera : running_) {
+    if (mine.count(camera)) continue;
+    losses_++;
+    log_line("fleet: camera %s: etcd no longer says this host owns it: stopping it",
+             camera.c_str());
+  }
+  running_ = std::move(run);
+  push_config();
+}
+
+void FleetAgent::claim(const std::string &camera) {
+  claiming_.insert(camera);
+  const std::string owner = settings_.key("owners", camera);
+  const std::string state = settings_.key("state", camera);
+  const std::string body =
+      etcd::txn({etcd::absent(owner)}, {etcd::put(owner, settings_.host_id, lease_),
+                                        etcd::range(state), etcd::range(state + "/events/", true)});
+  client_.post("/v3/kv/txn", body, [this, camera, state, lease = lease_](EtcdReply reply) {
+    claiming_.erase(camera);
+    if (lease != lease_ || !registered_) return;
+    if (!reply.ok()) {
+      log_line("fleet: camera %s: the claim got no answer: %s", camera.c_str(),
+               reply.error().c_str());
+      return;  // the next renewal or event plans again
+    }
+    if (!reply.succeeded()) return;  // another host was first: the watch says which
+    claims_++;
+    owners_[camera] = {settings_.host_id, lease_};
+    const std::vector<EtcdKeyValue> stored = reply.kvs(1), undelivered = reply.kvs(2);
+    CountingState counted;
+    std::map<std::string, std::string> shapes;
+    if (!stored.empty() && !parse_counting(stored[0].value, &counted, &shapes))
+      log_line("fleet: camera %s: %s is no counts document: counting anew", camera.c_str(),
+               state.c_str());
+    for (const EtcdKeyValue &event : undelivered) {
+      const std::string id = event.key.substr(event.key.rfind('/') + 1);
+      counted.undelivered[g_ascii_strtoull(id.c_str(), nullptr, 10)] = event.value;
+    }
+    if (!stored.empty() || !undelivered.empty())
+      seeds_[camera] = counting_json(counted, shapes, true);
+    guint64 total = 0;
+    for (const auto &[line, in_out] : counted.lines) total += in_out.first + in_out.second;
+    log_line("fleet: camera %s is this host's now (its lines' counts: %" G_GUINT64_FORMAT
+             ", events to send again: %zu)",
+             camera.c_str(), total, counted.undelivered.size());
+    replan();
+  });
+}
+
+void FleetAgent::release(const std::string &camera, const std::string &why) {
+  releasing_.insert(camera);
+  log_line("fleet: camera %s goes: %s", camera.c_str(), why.c_str());
+  if (!running_.count(camera)) forget_owner_key(camera);  // nothing of it runs here
+}
+
+void FleetAgent::camera_stopped(const std::string &camera) {
+  if (releasing_.count(camera) && !running_.count(camera)) forget_owner_key(camera);
+}
+
+void FleetAgent::forget_owner_key(const std::string &camera) {
+  const std::string owner = settings_.key("owners", camera);
+  client_.post(
+      "/v3/kv/txn", etcd::txn({etcd::leased(owner, lease_)}, {etcd::remove(owner)}),
+      [this, camera, lease = lease_](EtcdReply reply) {
+        if (lease != lease_ || !releasing_.count(camera)) return;
+        if (!reply.ok()) {  // etcd away: the next plan releases it again
+          log_line("fleet: camera %s: cannot give it up yet: %s", camera.c_str(),
+                   reply.error().c_str());
+          releasing_.erase(camera);
+          replan_soon();
+          return;
+        }
+        releasing_.erase(camera);
+        if (reply.succeeded()) {
+          releases_++;
+          owners_.erase(camera);
+          log_line("fleet: camera %s stopped here: another host may take it", camera.c_str());
+        } else {
+          log_line("fleet: camera %s: its owner key is no longer this host's", camera.c_str());
+        }
+        replan_soon();
+      });
+}
+
+void FleetAgent::push_config() {
+  std::string text = defaults_;
+  std::map<std::string, std::string> seeds;
+  for (const std::string &camera : running_) {
+    text += checked_[camera].group;
+    const auto seed = seeds_.find(camera);
+    if (seed != seeds_.end()) {
+      seeds[camera] = std::move(seed->second);
+      seeds_.erase(seed);
+    }
+  }
+  if (text == last_config_ && seeds.empty()) return;
+  last_config_ = text;
+  hooks_.run(text, seeds, registered_ && !fenced_ ? lease_ : 0);
+}
+
+std::string FleetAgent::metrics() const {
+  const std::string host = "host=\"" + escaped(settings_.host_id) + "\"";
+  std::ostringstream out;
+  auto family = [&](const char *name, const char *type, const char *help, double value) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n"
+        << name << "{" << host << "} " << value << "\n";
+  };
+  family("cudanms_fleet_up", "gauge",
+         "1 while this host holds its etcd lease and is sure of it (not fenced)",
+         healthy() ? 1 : 0);
+  family("cudanms_fleet_cameras_owned", "gauge", "Cameras this host runs for its site",
+         static_cast<double>(running_.size()));
+  family("cudanms_fleet_claims_total", "counter", "Cameras this host took in etcd",
+         static_cast<double>(claims_));
+  family("cudanms_fleet_losses_total", "counter",
+         "Cameras this host stopped because it was not sure of its lease (fenced) or etcd gave "
+         "them to another host",
+         static_cast<double>(losses_));
+  family("cudanms_fleet_releases_total", "counter",
+         "Cameras this host gave up for another host (rebalancing, removed or disabled in etcd)",
+         static_cast<double>(releases_));
+  family("cudanms_fleet_hosts", "gauge", "Live hosts of the site, as this host sees them",
+         static_cast<double>(hosts_.size()));
+  family("cudanms_fleet_cameras", "gauge", "Cameras of the site in etcd",
+         static_cast<double>(cameras_.size()));
+  family("cudanms_fleet_cameras_unowned", "gauge",
+         "Cameras of the site that can run and no host runs (all full, or a host just died)",
+         static_cast<double>(unplaced_.size()));
+  std::vector<double> sorted(recent_renew_s_.begin(), recent_renew_s_.end());
+  std::sort(sorted.begin(), sorted.end());
+  auto quantile = [&](double q) -> double {
+    if (sorted.empty()) return NAN;
+    const size_t rank = static_cast<size_t>(std::ceil(q * sorted.size()));
+    return sorted[std::min(sorted.size(), std::max<size_t>(rank, 1)) - 1];
+  };
+  out << "# HELP cudanms_fleet_lease_renew_seconds Time etcd took to renew this host's lease "
+         "(p50, p99 of the last 256)\n# TYPE cudanms_fleet_lease_renew_seconds summary\n";
+  for (double q : {0.5, 0.99}) {
+    char text[32];
+    g_ascii_formatd(text, sizeof text, "%.6f", quantile(q));
+    out << "cudanms_fleet_lease_renew_seconds{" << host << ",quantile=\"" << q << "\"} "
+        << (std::isnan(quantile(q)) ? "NaN" : text) << "\n";
+  }
+  char sum[32];
+  g_ascii_formatd(sum, sizeof sum, "%.6f", renew_sum_s_);
+  out << "cudanms_fleet_lease_renew_seconds_sum{" << host << "} " << sum << "\n"
+      << "cudanms_fleet_lease_renew_seconds_count{" << host << "} " << renewals_ << "\n";
+  return out.str();
+}
+
+void FleetAgent::health(JsonBuilder *b) const {
+  json_builder_set_member_name(b, "fleet");
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "status");
+  json_builder_add_string_value(b, healthy() ? "ok"
+                                             : (etcd_answers_ ? "degraded (" + degraded_why_ + ")"
+                                                              : std::string("degraded (no etcd)"))
+                                                   .c_str());
+  json_builder_set_member_name(b, "reason");
+  json_builder_add_string_value(b, healthy() ? "" : degraded_why_.c_str());
+  json_builder_set_member_name(b, "site");
+  json_builder_add_string_value(b, settings_.site.c_str());
+  json_builder_set_member_name(b, "host");
+  json_builder_add_string_value(b, settings_.host_id.c_str());
+  json_builder_set_member_name(b, "lease");
+  json_builder_add_int_value(b, lease_);
+  json_builder_set_member_name(b, "etcd");
+  json_builder_add_string_value(b, client_.current().c_str());
+  json_builder_set_member_name(b, "capacity");
+  json_builder_add_int_value(b, units_ * settings_.capacity);
+  json_builder_set_member_name(b, "cameras");
+  json_builder_begin_array(b);
+  for (const std::string &camera : running_) json_builder_add_string_value(b, camera.c_str());
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "hosts");
+  json_builder_begin_object(b);
+  for (const auto &[host, capacity] : hosts_) {
+    int owned = 0;
+    for (const auto &[camera, owner] : owners_) owned += owner.host == host;
+    json_builder_set_member_name(b, host.c_str());
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "capacity");
+    json_builder_add_int_value(b, capacity);
+    json_builder_set_member_name(b, "cameras");
+    json_builder_add_int_value(b, owned);
+    json_builder_end_object(b);
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "invalid");
+  json_builder_begin_object(b);
+  for (const auto &[camera, c] : checked_) {
+    if (c.error.empty() || !cameras_.count(camera)) continue;
+    json_builder_set_member_name(b, camera.c_str());
+    json_builder_add_string_value(b, c.error.c_str());
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "unowned");
+  json_builder_begin_array(b);
+  for (const std::string &camera : unplaced_) json_builder_add_string_value(b, camera.c_str());
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+}
+
+}  // namespace cudanms::service

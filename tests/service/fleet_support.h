@@ -1,0 +1,385 @@
+// Shared by the fleet's tests: an etcd cluster of the test's own (Debian's etcd-server) on
+// 127.0.0.1, whose members the tests kill and restart; a camera server (pipelines/rtsp-server
+// --cameras N --loop) sending a ball that crosses the middle of the frame, which counts each
+// camera's clients; and fleet hosts (pipelines/service with fleet = ... in [service]), each in a
+// process group of its own so that a test kills a whole host (its supervisor and its workers) at
+// once, or stops the process that holds its lease alone. Every wait is bounded.
+#pragma once
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <gst/gst.h>
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "etcd.h"
+#include "service_support.h"
+#include "support/mqtt_broker.h"
+
+namespace cudanms::testing {
+
+inline std::string etcd_binary() {
+  gchar *found = g_find_program_in_path("etcd");
+  std::string path = found ? found : "";
+  g_free(found);
+  return path;
+}
+
+// A clip of videotestsrc's ball on black, 160x120 at 10 frames/s, 10 s a loop, H.264 without
+// B-frames: its centre crosses the middle of the frame once each way a loop.
+inline bool make_ball_clip(const std::string &path) {
+  const std::string raw = path + ".i420";
+  const std::string steps[] = {
+      // Every other frame of the ball's 20 s wave: a loop of 10 s at 10 frames/s.
+      "videotestsrc pattern=ball motion=wavy num-buffers=200 ! "
+      "video/x-raw,width=160,height=120,framerate=10/1,format=I420 ! videorate ! "
+      "video/x-raw,framerate=5/1 ! filesink location=\"" +
+          raw + "\"",
+      "filesrc location=\"" + raw +
+          "\" ! rawvideoparse width=160 height=120 format=i420 "
+          "framerate=10/1 ! x264enc bframes=0 key-int-max=10 tune=zerolatency "
+          "speed-preset=ultrafast ! h264parse ! mp4mux ! filesink location=\"" +
+          path + "\""};
+  for (const std::string &step : steps) {
+    GstElement *pipeline = gst_parse_launch(step.c_str(), nullptr);
+    if (!pipeline) return false;
+    gst_element_set_state(pipeline, GST_STATE_PLAYING);
+    GstBus *bus = gst_element_get_bus(pipeline);
+    GstMessage *end = gst_bus_timed_pop_filtered(
+        bus, 30 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
+    const bool good = end && GST_MESSAGE_TYPE(end) == GST_MESSAGE_EOS;
+    if (end) gst_message_unref(end);
+    gst_object_unref(bus);
+    gst_element_set_state(pipeline, GST_STATE_NULL);
+    gst_object_unref(pipeline);
+    if (!good) return false;
+  }
+  g_remove(raw.c_str());
+  return true;
+}
+
+// A process of the test's own, in a process group of its own.
+class Process {
+ public:
+  ~Process() { kill_group(); }
+  bool spawn(const std::vector<std::string> &argv, const std::string &out, const std::string &err,
+             bool stdout_pipe = false) {
+    GSubprocessLauncher *launcher = g_subprocess_launcher_new(
+        stdout_pipe ? G_SUBPROCESS_FLAGS_STDOUT_PIPE : G_SUBPROCESS_FLAGS_NONE);
+    g_subprocess_launcher_set_child_setup(
+        launcher, [](gpointer) { setpgid(0, 0); }, nullptr, nullptr);
+    if (!stdout_pipe) g_subprocess_launcher_set_stdout_file_path(launcher, out.c_str());
+    g_subprocess_launcher_set_stderr_file_path(launcher, err.c_str());
+    std::vector<const gchar *> args;
+    for (const std::string &a : argv) args.push_back(a.c_str());
+    args.push_back(nullptr);
+    GError *error = nullptr;
+    process_ = g_subprocess_launcher_spawnv(launcher, args.data(), &error);
+    g_object_unref(launcher);
+    if (!process_) ADD_FAILURE() << argv[0] << ": " << error->message;
+    g_clear_error(&error);
+    if (process_) pid_ = std::atoi(g_subprocess_get_identifier(process_));
+    return process_ != nullptr;
+  }
+  // SIGKILL to the whole group: the machine it stands for is gone.
+  void kill_group() {
+    if (!process_) return;
+    ::kill(-pid_, SIGCONT);
+    ::kill(-pid_, SIGKILL);
+    g_subprocess_wait(process_, nullptr, nullptr);
+    g_clear_object(&process_);
+  }
+  void signal(int number) { ::kill(pid_, number); }
+  // Its exit status (-1: killed, or still running after `seconds`).
+  int wait_exit(double seconds) {
+    if (!process_) return -1;
+    const int status = cudanms::testing::wait_exit(process_, seconds);
+    ::kill(-pid_, SIGKILL);  // what it left running
+    g_clear_object(&process_);
+    return status;
+  }
+  bool running() const { return process_ && g_subprocess_get_identifier(process_); }
+  GSubprocess *subprocess() { return process_; }
+
+ private:
+  GSubprocess *process_ = nullptr;
+  int pid_ = 0;
+};
+
+// etcd members on 127.0.0.1, one cluster.
+class EtcdCluster {
+ public:
+  EtcdCluster(const TempDir &dir, int members) : dir_(dir), members_(members) {
+    for (int i = 0; i < members; ++i) {
+      client_ports_.push_back(free_port());
+      peer_ports_.push_back(free_port());
+    }
+    for (int i = 0; i < members; ++i)
+      cluster_ += (i ? "," : "") + name(i) + "=http://127.0.0.1:" + std::to_string(peer_ports_[i]);
+    processes_.resize(members);
+  }
+  bool start() {
+    for (int i = 0; i < members_; ++i)
+      if (!start_member(i)) return false;
+    return healthy(20);
+  }
+  bool start_member(int i) {
+    processes_[i] = std::make_unique<Process>();
+    const std::string client = "http://127.0.0.1:" + std::to_string(client_ports_[i]);
+    const std::string peer = "http://127.0.0.1:" + std::to_string(peer_ports_[i]);
+    return processes_[i]->spawn(
+        {etcd_binary(), "--name", name(i), "--data-dir", dir_.file(("etcd-" + name(i)).c_str()),
+         "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls",
+         peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster_,
+         "--initial-cluster-state", "new", "--initial-cluster-token", "cudanms-test"},
+        dir_.file(("etcd-" + name(i) + ".out").c_str()),
+        dir_.file(("etcd-" + name(i) + ".err").c_str()));
+  }
+  void kill(int i) { processes_[i]->kill_group(); }
+  // Whether a member answers with a leader, within `seconds`.
+  bool healthy(double seconds) {
+    service::EtcdClient client(endpoint_list(), 500);
+    return eventually(seconds, [&] {
+      const service::EtcdReply reply = client.post_sync("/v3/kv/range", "{\"key\":\"AA==\"}");
+      return reply.ok();
+    });
+  }
+  // The leader's index, -1 when none answers.
+  int leader() {
+    for (int i = 0; i < members_; ++i) {
+      if (!processes_[i] || !processes_[i]->running()) continue;
+      service::EtcdClient client({endpoint(i)}, 1000);
+      const service::EtcdReply status = client.post_sync("/v3/maintenance/status", "{}");
+      if (!status.ok()) continue;
+      JsonObject *o = status.object();
+      const std::string leader = json_object_get_string_member_with_default(o, "leader", "");
+      const std::string me = json_object_get_string_member_with_default(
+          json_object_get_object_member(o, "header"), "member_id", "");
+      if (!leader.empty() && leader == me) return i;
+    }
+    return -1;
+  }
+  std::string endpoint(int i) const {
+    return "http://127.0.0.1:" + std::to_string(client_ports_[i]);
+  }
+  std::vector<std::string> endpoint_list() const {
+    std::vector<std::string> out;
+    for (int i = 0; i < members_; ++i) out.push_back(endpoint(i));
+    return out;
+  }
+  std::string endpoints() const {
+    std::string out;
+    for (int i = 0; i < members_; ++i) out += (i ? "," : "") + endpoint(i);
+    return out;
+  }
+  int members() const { return members_; }
+
+ private:
+  static std::string name(int i) { return "m" + std::to_string(i); }
+  const TempDir &dir_;
+  const int members_;
+  std::vector<int> client_ports_, peer_ports_;
+  std::string cluster_;
+  std::vector<std::unique_ptr<Process>> processes_;
+};
+
+// pipelines/rtsp-server --cameras N --loop CLIP: cameras at BASE1 ... BASEN, each client
+// counted (--clients-file).
+class CameraServer {
+ public:
+  explicit CameraServer(const TempDir &dir) : dir_(dir) {}
+  bool start(int cameras, const std::string &clip) {
+    if (!process_.spawn(
+            {script("rtsp-server"), "--port", "0", "--address", "127.0.0.1", "--loop", "--cameras",
+             std::to_string(cameras), "--mount", "/cam", "--clients-file", clients_path(), clip},
+            "", dir_.file("cameras.err"), true))
+      return false;
+    GDataInputStream *out =
+        g_data_input_stream_new(g_subprocess_get_stdout_pipe(process_.subprocess()));
+    gchar *line = g_data_input_stream_read_line(out, nullptr, nullptr, nullptr);
+    g_object_unref(out);
+    if (!line) return false;
+    base_ = line;
+    g_free(line);
+    base_.pop_back();  // rtsp://127.0.0.1:PORT/cam1 -> .../cam
+    return true;
+  }
+  std::string url(int camera) const { return base_ + std::to_string(camera); }
+  std::string clients_path() const { return dir_.file("clients"); }
+  // mount -> {clients now, the most at once}.
+  std::map<std::string, std::pair<int, int>> clients() const {
+    std::map<std::string, std::pair<int, int>> out;
+    for (const std::string &line : lines_of(clients_path())) {
+      char mount[64];
+      int now = 0, most = 0;
+      if (sscanf(line.c_str(), "%63s %d %d", mount, &now, &most) == 3) out[mount] = {now, most};
+    }
+    return out;
+  }
+  // The most clients any camera had at once.
+  int most_clients() const {
+    int most = 0;
+    for (const auto &[mount, counts] : clients()) most = std::max(most, counts.second);
+    return most;
+  }
+
+ private:
+  const TempDir &dir_;
+  Process process_;
+  std::string base_;
+};
+
+// A fleet host: pipelines/service --config NAME.conf, its log, its endpoint.
+class FleetHost {
+ public:
+  FleetHost(const TempDir &dir, std::string name) : dir_(dir), name_(std::move(name)) {}
+
+  bool start(const std::string &config) {
+    g_file_set_contents(config_path().c_str(), config.c_str(), -1, nullptr);
+    g_remove(log_path().c_str());
+    if (!process_.spawn({script("service"), "--config", config_path()},
+                        dir_.file((name_ + ".out").c_str()), log_path()))
+      return false;
+    const bool listening = eventually(30, [&] { return !base().empty() || !process_.running(); });
+    if (!listening || !process_.running()) ADD_FAILURE() << name_ << " did not start:\n" << log();
+    return listening && process_.running();
+  }
+  void kill() { process_.kill_group(); }
+  // SIGSTOP / SIGCONT to the process that holds the host's lease (its supervisor) alone.
+  void stop_supervisor() { process_.signal(SIGSTOP); }
+  void resume_supervisor() { process_.signal(SIGCONT); }
+  void terminate() { process_.signal(SIGTERM); }
+  int wait_exit(double seconds) { return process_.wait_exit(seconds); }
+  bool running() const { return process_.running(); }
+
+  const std::string &name() const { return name_; }
+  std::string config_path() const { return dir_.file((name_ + ".conf").c_str()); }
+  std::string log_path() const { return dir_.file((name_ + ".err").c_str()); }
+  std::string log() const { return read_file(log_path()); }
+  std::string base() const {
+    const std::string text = log();
+    const size_t at = text.find("metrics at ");
+    if (at == std::string::npos) return "";
+    const size_t end = text.find("/metrics", at);
+    return end == std::string::npos ? "" : text.substr(at + 11, end - at - 11);
+  }
+  // GET of the endpoint: the body, "" when it does not answer.
+  std::string get(const std::string &path, guint *status = nullptr) const {
+    if (base().empty()) return "";
+    SoupSession *session = soup_session_new_with_options("timeout", 3, nullptr);
+    SoupMessage *message = soup_message_new("GET", (base() + path).c_str());
+    GBytes *body = soup_session_send_and_read(session, message, nullptr, nullptr);
+    std::string out;
+    if (body) {
+      gsize size = 0;
+      const char *data = static_cast<const char *>(g_bytes_get_data(body, &size));
+      out.assign(data, size);
+      g_bytes_unref(body);
+    }
+    if (status) *status = soup_message_get_status(message);
+    g_object_unref(message);
+    g_object_unref(session);
+    return out;
+  }
+  // /health's cameras and their states ("" for none: not answering).
+  std::map<std::string, std::string> cameras(std::string *fleet_status = nullptr) const {
+    std::map<std::string, std::string> out;
+    const std::string text = get("/health");
+    JsonParser *parser = json_parser_new();
+    if (!text.empty() && json_parser_load_from_data(parser, text.c_str(), -1, nullptr)) {
+      JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+      JsonObject *cameras = json_object_get_object_member(root, "cameras");
+      GList *names = cameras ? json_object_get_members(cameras) : nullptr;
+      for (GList *n = names; n; n = n->next) {
+        const char *name = static_cast<const char *>(n->data);
+        out[name] =
+            json_object_get_string_member(json_object_get_object_member(cameras, name), "state");
+      }
+      g_list_free(names);
+      if (fleet_status && json_object_has_member(root, "fleet"))
+        *fleet_status =
+            json_object_get_string_member(json_object_get_object_member(root, "fleet"), "status");
+    }
+    g_object_unref(parser);
+    return out;
+  }
+  // The cameras it runs that stream.
+  std::set<std::string> streaming() const {
+    std::set<std::string> out;
+    for (const auto &[camera, state] : cameras())
+      if (state == "streaming") out.insert(camera);
+    return out;
+  }
+  std::string json_path(const std::string &camera) const {
+    return dir_.file((name_ + "-" + camera + ".jsonl").c_str());
+  }
+
+ private:
+  const TempDir &dir_;
+  const std::string name_;
+  Process process_;
+};
+
+// What a camera's JSON lines say, over every host that ran it.
+struct CameraRecord {
+  size_t frames = 0;
+  gint64 last_in = -1, last_out = -1;  // the line "middle"'s counts in the last frame
+  guint64 max_track_id = 0, max_event_id = 0;
+  std::vector<guint64> event_ids;
+  std::vector<std::string> states;  // "state: reason" of each state line
+};
+
+inline CameraRecord read_camera(const std::string &path) {
+  CameraRecord record;
+  for (const std::string &line : lines_of(path)) {
+    JsonParser *parser = json_parser_new();
+    if (!json_parser_load_from_data(parser, line.c_str(), -1, nullptr)) {
+      g_object_unref(parser);
+      continue;  // the last line of a killed host may be cut short
+    }
+    JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+    if (json_object_has_member(o, "state")) {
+      record.states.push_back(std::string(json_object_get_string_member(o, "state")) + ": " +
+                              json_object_get_string_member(o, "reason"));
+    } else if (json_object_has_member(o, "boxes")) {
+      record.frames++;
+      JsonArray *boxes = json_object_get_array_member(o, "boxes");
+      for (guint i = 0; i < json_array_get_length(boxes); ++i) {
+        JsonObject *box = json_array_get_object_element(boxes, i);
+        if (json_object_has_member(box, "track_id"))
+          record.max_track_id =
+              std::max<guint64>(record.max_track_id, json_object_get_int_member(box, "track_id"));
+      }
+      if (json_object_has_member(o, "events")) {
+        JsonArray *events = json_object_get_array_member(o, "events");
+        for (guint i = 0; i < json_array_get_length(events); ++i) {
+          const guint64 id =
+              json_object_get_int_member(json_array_get_object_element(events, i), "id");
+          record.event_ids.push_back(id);
+          record.max_event_id = std::max(record.max_event_id, id);
+        }
+      }
+      if (json_object_has_member(o, "counts")) {
+        JsonObject *lines =
+            json_object_get_object_member(json_object_get_object_member(o, "counts"), "lines");
+        if (lines && json_object_has_member(lines, "middle")) {
+          JsonObject *middle = json_object_get_object_member(lines, "middle");
+          record.last_in = json_object_get_int_member(middle, "in");
+          record.last_out = json_object_get_int_member(middle, "out");
+        }
+      }
+    }
+    g_object_unref(parser);
+  }
+  return record;
+}
+
+}  // namespace cudanms::testing

@@ -1,0 +1,544 @@
+// A site's cameras over a fleet of hosts (docs/fleet.md), as a site runs them: an etcd cluster
+// of the test's own, a camera server with a dozen cameras on 127.0.0.1 that counts each camera's
+// clients, a broker (Debian's mosquitto), and fleet hosts (pipelines/service, fleet = ...) that
+// the tests kill (SIGKILL: the whole host), stop (SIGSTOP: the process that holds its lease) and
+// start again; etcd's members killed too. The detector is brightspot (a test plugin), cheap
+// enough for twelve cameras on two cores: what is under test is where the cameras run. Every
+// wait is bounded. Skips without etcd (Debian's etcd-server).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "fleet_support.h"
+
+namespace cudanms::testing {
+namespace {
+
+constexpr double kTtl = 5;               // fleet-ttl: the default
+constexpr double kReconnectInitial = 1;  // the back-off's first wait
+// A dead host's camera streams again on another within this (the issue's bound).
+constexpr double kTakeover = kTtl + kReconnectInitial + 2;
+
+class Fleet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gst_init(nullptr, nullptr);
+    if (etcd_binary().empty()) GTEST_SKIP() << "no etcd: install the Debian package etcd-server";
+    ASSERT_TRUE(make_ball_clip(clip())) << "cannot make the cameras' clip";
+  }
+  std::string clip() const { return dir_.file("ball.mp4"); }
+
+  // The site's cameras cam1 ... camN, as a file to import: each counts the ball crossing the
+  // middle of its frame.
+  std::string cameras_file(int n, const CameraServer &server, int first = 1) {
+    std::string text =
+        "[service]\ndetector = brightspot\nlines = middle:0.5,0,0.5,1\nnormalized = true\n";
+    for (int i = first; i < first + n; ++i)
+      text += "\n[camera.cam" + std::to_string(i) + "]\nurl = " + server.url(i) + "\n";
+    const std::string path = dir_.file("site.conf");
+    g_file_set_contents(path.c_str(), text.c_str(), -1, nullptr);
+    return path;
+  }
+
+  std::string host_config(const std::string &name, const std::string &endpoints,
+                          const std::map<std::string, std::string> &more = {}) {
+    std::map<std::string, std::string> keys = {{"fleet", endpoints},
+                                               {"site", "test"},
+                                               {"host-id", name},
+                                               {"gpus", "none"},
+                                               {"capacity", "6"},
+                                               {"metrics-address", "127.0.0.1:0"},
+                                               {"json", dir_.path + "/" + name + "-{camera}.jsonl"},
+                                               {"reconnect-initial", "1"},
+                                               {"reconnect-max", "4"},
+                                               {"stall-timeout", "3"}};
+    for (const auto &[key, value] : more) keys[key] = value;
+    std::string text = "[service]\n";
+    for (const auto &[key, value] : keys) text += key + " = " + value + "\n";
+    return text;
+  }
+
+  // pipelines/service fleet ARGS...: its exit status; its output in *out.
+  int fleet(const std::vector<std::string> &args, std::string *out = nullptr) {
+    std::vector<std::string> argv = {script("service"), "fleet"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    GSubprocess *p = spawn(argv, dir_.file("fleet.out"), dir_.file("fleet.err"));
+    const int status = wait_exit(p, 30);
+    g_object_unref(p);
+    if (out) *out = read_file(dir_.file("fleet.out")) + read_file(dir_.file("fleet.err"));
+    return status;
+  }
+
+  // camera -> the host it streams on; a camera streaming on two hosts fails the test.
+  static std::map<std::string, std::string> placement(const std::vector<FleetHost *> &hosts) {
+    std::map<std::string, std::string> out;
+    for (FleetHost *host : hosts) {
+      if (!host->running()) continue;
+      for (const std::string &camera : host->streaming()) {
+        EXPECT_FALSE(out.count(camera))
+            << camera << " streams on " << out[camera] << " and " << host->name();
+        out[camera] = host->name();
+      }
+    }
+    return out;
+  }
+
+  // Frames of each camera so far, over every host's JSON lines.
+  static std::map<std::string, size_t> frames(const std::vector<FleetHost *> &hosts,
+                                              const std::vector<std::string> &cameras) {
+    std::map<std::string, size_t> out;
+    for (const std::string &camera : cameras)
+      for (FleetHost *host : hosts) out[camera] += read_camera(host->json_path(camera)).frames;
+    return out;
+  }
+  static std::map<std::string, double> rates(const std::vector<FleetHost *> &hosts,
+                                             const std::vector<std::string> &cameras,
+                                             double seconds) {
+    const auto before = frames(hosts, cameras);
+    const double start = now_s();
+    g_usleep(static_cast<gulong>(seconds * 1e6));
+    const auto after = frames(hosts, cameras);
+    std::map<std::string, double> out;
+    for (const std::string &camera : cameras)
+      out[camera] = (after.at(camera) - before.at(camera)) / (now_s() - start);
+    return out;
+  }
+  static std::vector<std::string> names(int n, int first = 1) {
+    std::vector<std::string> out;
+    for (int i = first; i < first + n; ++i) out.push_back("cam" + std::to_string(i));
+    return out;
+  }
+  static std::string logs(const std::vector<FleetHost *> &hosts) {
+    std::string out;
+    for (FleetHost *host : hosts) out += "---- " + host->name() + "\n" + host->log();
+    return out;
+  }
+
+  TempDir dir_;
+};
+
+// Three hosts share twelve cameras, four each. One host dies (SIGKILL of its supervisor and its
+// worker at once) while the broker hangs (SIGSTOP), so that events it counted were never
+// acknowledged: its cameras stream again on the other two within the lease's TTL, the back-off
+// and 2 s; no camera ever has two clients at its server; counts go on from where the dead host
+// left them (never lower), track and event ids are never given twice, and once the broker goes
+// on every event the JSON lines show reaches it (at least once: the next host sends the dead
+// host's unacknowledged ones again, under their ids); the other cameras keep their frame rate.
+// The host comes back and takes its share by rebalancing: four cameras move, no more.
+TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
+  const int mqtt_port = free_port();
+  Broker broker(mqtt_port);
+  if (mosquitto_binary().empty() || !broker.start()) GTEST_SKIP() << "no mosquitto";
+  Subscriber events(mqtt_port, "cudanms/+/events");
+  ASSERT_TRUE(events.connected());
+  EtcdCluster etcd(dir_, 1);
+  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
+  CameraServer server(dir_);
+  ASSERT_TRUE(server.start(12, clip()));
+  ASSERT_EQ(
+      fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", cameras_file(12, server)}), 0)
+      << read_file(dir_.file("fleet.err"));
+
+  FleetHost a(dir_, "a"), b(dir_, "b"), c(dir_, "c");
+  const std::vector<FleetHost *> hosts = {&a, &b, &c};
+  const std::map<std::string, std::string> mqtt = {{"mqtt-address", broker.address()}};
+  for (FleetHost *host : hosts)
+    ASSERT_TRUE(host->start(host_config(host->name(), etcd.endpoints(), mqtt)));
+  ASSERT_TRUE(eventually(40, [&] { return placement(hosts).size() == 12; })) << logs(hosts);
+  ASSERT_TRUE(eventually(20, [&] {
+    std::map<std::string, int> per_host;
+    for (const auto &[camera, host] : placement(hosts)) per_host[host]++;
+    return per_host["a"] == 4 && per_host["b"] == 4 && per_host["c"] == 4;
+  })) << logs(hosts);
+  // Each camera's ball crosses its line every 5 s.
+  ASSERT_TRUE(eventually(30, [&] {
+    for (const std::string &camera : names(12)) {
+      size_t crossings = 0;
+      for (FleetHost *host : hosts)
+        crossings += read_camera(host->json_path(camera)).event_ids.size();
+      if (crossings == 0) return false;
+    }
+    return true;
+  })) << logs(hosts);
+
+  std::vector<std::string> victims, others;
+  for (const auto &[camera, host] : placement(hosts))
+    (host == "a" ? victims : others).push_back(camera);
+  ASSERT_EQ(victims.size(), 4u);
+  const std::map<std::string, double> before = rates(hosts, others, 6);
+  // Events a counts while the broker hangs: sent, never acknowledged.
+  size_t sent = 0;
+  for (const std::string &camera : victims)
+    sent += read_camera(a.json_path(camera)).event_ids.size();
+  broker.stop();
+  ASSERT_TRUE(eventually(10, [&] {
+    size_t now = 0;
+    for (const std::string &camera : victims)
+      now += read_camera(a.json_path(camera)).event_ids.size();
+    return now > sent;
+  })) << "no crossing on a's cameras in 10 s";
+  std::map<std::string, CameraRecord> left;  // what a's JSON lines said last
+  std::map<std::string, size_t> elsewhere;   // each victim's frames on b and c so far
+  a.kill();
+  const double killed = now_s();
+  for (const std::string &camera : victims) {
+    left[camera] = read_camera(a.json_path(camera));
+    elsewhere[camera] =
+        read_camera(b.json_path(camera)).frames + read_camera(c.json_path(camera)).frames;
+  }
+  const std::vector<FleetHost *> survivors = {&b, &c};
+  std::map<std::string, double> recovered;
+  // The others' frame rate while the dead host's cameras move.
+  const double window_start = now_s();
+  const auto others_before = frames(survivors, others);
+  ASSERT_TRUE(eventually(kTakeover + 5, [&] {
+    for (const std::string &camera : victims) {
+      if (recovered.count(camera)) continue;
+      const size_t now =
+          read_camera(b.json_path(camera)).frames + read_camera(c.json_path(camera)).frames;
+      if (now > elsewhere[camera]) recovered[camera] = now_s() - killed;
+    }
+    return recovered.size() == victims.size();
+  })) << logs(hosts);
+  for (const auto &[camera, seconds] : recovered) {
+    printf("%s: frames again on another host %.1f s after its host was killed\n", camera.c_str(),
+           seconds);
+    EXPECT_LE(seconds, kTakeover) << camera;
+  }
+  g_usleep(static_cast<gulong>(std::max(0.0, 6 - (now_s() - window_start)) * 1e6));
+  const auto others_after = frames(survivors, others);
+  const double window = now_s() - window_start;
+  for (const std::string &camera : others) {
+    const double during = (others_after.at(camera) - others_before.at(camera)) / window;
+    printf("%s: %.2f frames/s before, %.2f while the dead host's cameras moved\n", camera.c_str(),
+           before.at(camera), during);
+    EXPECT_GE(during, 0.95 * before.at(camera)) << camera;
+  }
+
+  // The events a counted that the hanging broker never acknowledged: in etcd's outbox, for the
+  // next host to send again.
+  int resent = 0;
+  for (FleetHost *host : survivors)
+    for (const std::string &line : lines_of(host->log_path())) {
+      int n = 0;
+      const size_t at = line.find("events to send again: ");
+      if (at != std::string::npos && sscanf(line.c_str() + at, "events to send again: %d", &n) == 1)
+        resent += n;
+    }
+  printf("%d unacknowledged events of the dead host's to send again\n", resent);
+  EXPECT_GE(resent, 1);
+
+  // Counts, track ids and event ids go on from the dead host's.
+  for (const std::string &camera : victims) {
+    CameraRecord moved;
+    for (FleetHost *host : survivors) {
+      const CameraRecord r = read_camera(host->json_path(camera));
+      if (r.frames) moved = r;
+    }
+    ASSERT_GT(moved.frames, 0u) << camera;
+    EXPECT_GE(moved.last_in, left[camera].last_in) << camera;
+    EXPECT_GE(moved.last_out, left[camera].last_out) << camera;
+    EXPECT_GT(left[camera].last_in + left[camera].last_out, 0) << camera << " counted nothing";
+    if (!moved.event_ids.empty()) {
+      EXPECT_GT(*std::min_element(moved.event_ids.begin(), moved.event_ids.end()),
+                left[camera].max_event_id)
+          << camera << ": an event id given twice";
+    }
+    EXPECT_GT(moved.max_track_id, left[camera].max_track_id) << camera;
+  }
+
+  // The host comes back: it takes its share from the others, four cameras, no more.
+  const std::map<std::string, std::string> settled = placement(hosts);
+  ASSERT_TRUE(a.start(host_config("a", etcd.endpoints(), mqtt)));
+  ASSERT_TRUE(eventually(30, [&] {
+    std::map<std::string, int> per_host;
+    for (const auto &[camera, host] : placement(hosts)) per_host[host]++;
+    return per_host["a"] == 4 && per_host["b"] == 4 && per_host["c"] == 4;
+  })) << logs(hosts);
+  int moved = 0;
+  for (const auto &[camera, host] : placement(hosts)) moved += settled.at(camera) != host;
+  EXPECT_EQ(moved, 4);
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+
+  // Every event of the JSON lines reached the broker, whichever host sent it.
+  broker.resume();
+  std::set<std::pair<std::string, guint64>> published;
+  ASSERT_TRUE(eventually(20, [&] {
+    published.clear();
+    for (const std::string &message : events.messages()) {
+      JsonParser *parser = json_parser_new();
+      if (json_parser_load_from_data(parser, message.c_str(), -1, nullptr)) {
+        JsonObject *o = json_node_get_object(json_parser_get_root(parser));
+        published.insert({json_object_get_string_member(o, "source"),
+                          static_cast<guint64>(json_object_get_int_member(o, "id"))});
+      }
+      g_object_unref(parser);
+    }
+    for (const std::string &camera : names(12))
+      for (FleetHost *host : hosts)
+        for (guint64 id : read_camera(host->json_path(camera)).event_ids)
+          if (!published.count({camera, id})) return false;
+    return true;
+  })) << "an event of the JSON lines never reached the broker";
+  printf("%zu events published (%zu messages, duplicates included)\n", published.size(),
+         events.messages().size());
+
+  for (FleetHost *host : hosts) host->terminate();
+  for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
+}
+
+// Three hosts, twelve cameras. One host's supervisor, which holds its lease, stops (SIGSTOP)
+// past the lease's TTL: its worker stops its cameras before the TTL ends (fencing) and the other
+// two take them, never a camera with two clients. Let go on (SIGCONT), the host joins again with
+// a new lease and takes back what rebalancing gives it, four cameras, no more. A camera added to
+// etcd starts on a host within 2 s; removed, it stops within 2 s.
+TEST_F(Fleet, AStoppedHostFencesItselfAndRejoinsAsRebalancingAllows) {
+  EtcdCluster etcd(dir_, 1);
+  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
+  CameraServer server(dir_);
+  ASSERT_TRUE(server.start(13, clip()));
+  ASSERT_EQ(
+      fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", cameras_file(12, server)}), 0)
+      << read_file(dir_.file("fleet.err"));
+  FleetHost a(dir_, "a"), b(dir_, "b"), c(dir_, "c");
+  const std::vector<FleetHost *> hosts = {&a, &b, &c};
+  for (FleetHost *host : hosts)
+    ASSERT_TRUE(host->start(host_config(host->name(), etcd.endpoints())));
+  auto balanced = [&] {
+    std::map<std::string, int> per_host;
+    for (const auto &[camera, host] : placement(hosts)) per_host[host]++;
+    return per_host["a"] == 4 && per_host["b"] == 4 && per_host["c"] == 4;
+  };
+  ASSERT_TRUE(eventually(40, balanced)) << logs(hosts);
+
+  std::vector<std::string> stopped_cameras;
+  for (const auto &[camera, host] : placement(hosts))
+    if (host == "b") stopped_cameras.push_back(camera);
+  b.stop_supervisor();
+  const double stopped = now_s();
+  // Fenced: b's worker stops each camera before the lease can end, without its supervisor.
+  std::map<std::string, double> fenced;
+  ASSERT_TRUE(eventually(kTtl + 2, [&] {
+    for (const std::string &camera : stopped_cameras)
+      for (const std::string &state : read_camera(b.json_path(camera)).states)
+        if (!fenced.count(camera) && state.rfind("stopped: fenced", 0) == 0)
+          fenced[camera] = now_s() - stopped;
+    return fenced.size() == stopped_cameras.size();
+  })) << b.log();
+  for (const auto &[camera, seconds] : fenced) {
+    printf("%s: stopped by its fenced host %.1f s after the host's supervisor stopped\n",
+           camera.c_str(), seconds);
+    EXPECT_LT(seconds, kTtl) << camera;
+  }
+  const std::vector<FleetHost *> others = {&a, &c};
+  ASSERT_TRUE(eventually(kTakeover + 2, [&] { return placement(others).size() == 12; }))
+      << logs(hosts);
+  printf("all 12 cameras on a and c %.1f s after b's supervisor stopped\n", now_s() - stopped);
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+
+  // Let go on past its TTL: it joins again and takes what rebalancing gives it.
+  g_usleep(static_cast<gulong>(std::max(0.0, kTtl + 3 - (now_s() - stopped)) * 1e6));
+  const std::map<std::string, std::string> settled = placement(others);
+  b.resume_supervisor();
+  ASSERT_TRUE(eventually(30, balanced)) << logs(hosts);
+  int moved = 0;
+  for (const auto &[camera, host] : placement(hosts)) moved += settled.at(camera) != host;
+  EXPECT_EQ(moved, 4) << "rebalancing moves what it must, no more";
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+
+  // Added in etcd: started on a host with the fewest cameras within 2 s.
+  ASSERT_EQ(fleet({"--fleet", etcd.endpoints(), "--site", "test", "add", "cam13",
+                   "url=" + server.url(13), "detector=brightspot"}),
+            0)
+      << read_file(dir_.file("fleet.err"));
+  const double added = now_s();
+  std::string started_on;
+  ASSERT_TRUE(eventually(2, [&] {
+    for (FleetHost *host : hosts)
+      if (host->cameras().count("cam13")) started_on = host->name();
+    return !started_on.empty();
+  })) << logs(hosts);
+  printf("cam13 started on %s %.1f s after it was added\n", started_on.c_str(), now_s() - added);
+  ASSERT_TRUE(eventually(10, [&] { return placement(hosts).count("cam13") > 0; })) << logs(hosts);
+  // Removed: stopped within 2 s, its server without a client.
+  ASSERT_EQ(fleet({"--fleet", etcd.endpoints(), "--site", "test", "remove", "cam13"}), 0);
+  const double removed = now_s();
+  ASSERT_TRUE(eventually(2, [&] {
+    for (FleetHost *host : hosts)
+      if (host->cameras().count("cam13")) return false;
+    return server.clients()["/cam13"].first == 0;
+  })) << logs(hosts);
+  printf("cam13 stopped %.1f s after it was removed\n", now_s() - removed);
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+  for (FleetHost *host : hosts) host->terminate();
+  for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
+}
+
+// Two hosts on a three-member etcd. The leader is killed: the fleet goes on, no camera stops.
+// Every member is killed: each host runs its cameras until its lease would have ended, stops
+// them before (fencing), says "degraded (no etcd)" on /health; etcd back, the cameras run again.
+TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
+  EtcdCluster etcd(dir_, 3);
+  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
+  CameraServer server(dir_);
+  ASSERT_TRUE(server.start(4, clip()));
+  ASSERT_EQ(
+      fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", cameras_file(4, server)}), 0)
+      << read_file(dir_.file("fleet.err"));
+  FleetHost a(dir_, "a"), b(dir_, "b");
+  const std::vector<FleetHost *> hosts = {&a, &b};
+  for (FleetHost *host : hosts)
+    ASSERT_TRUE(host->start(host_config(host->name(), etcd.endpoints())));
+  ASSERT_TRUE(eventually(40, [&] { return placement(hosts).size() == 4; })) << logs(hosts);
+  auto stops = [&] {  // state lines "stopped" so far, over every camera and host
+    size_t n = 0;
+    for (const std::string &camera : names(4))
+      for (FleetHost *host : hosts)
+        for (const std::string &state : read_camera(host->json_path(camera)).states)
+          n += state.rfind("stopped", 0) == 0;
+    return n;
+  };
+  const size_t stops_before = stops();
+
+  const int leader = etcd.leader();
+  ASSERT_GE(leader, 0);
+  etcd.kill(leader);
+  const auto before = frames(hosts, names(4));
+  g_usleep(static_cast<gulong>((kTtl + 3) * 1e6));
+  EXPECT_EQ(stops(), stops_before) << "a camera stopped when etcd's leader died\n" << logs(hosts);
+  EXPECT_EQ(placement(hosts).size(), 4u) << logs(hosts);
+  const auto after = frames(hosts, names(4));
+  for (const std::string &camera : names(4)) EXPECT_GT(after.at(camera), before.at(camera) + 50);
+  printf("etcd's leader (member %d) killed: %zu cameras stopped, every camera went on\n", leader,
+         stops() - stops_before);
+  ASSERT_TRUE(etcd.start_member(leader));
+
+  for (int i = 0; i < etcd.members(); ++i) etcd.kill(i);
+  const double gone = now_s();
+  // Each camera stopped (fenced) before its host's lease could have ended.
+  ASSERT_TRUE(eventually(kTtl + 2, [&] { return stops() >= stops_before + 4; })) << logs(hosts);
+  const double fenced = now_s() - gone;
+  printf("every member of etcd killed: all 4 cameras fenced within %.1f s\n", fenced);
+  EXPECT_LT(fenced, kTtl);
+  std::string status;
+  a.cameras(&status);
+  EXPECT_EQ(status, "degraded (no etcd)");
+  guint http = 0;
+  a.get("/health", &http);
+  EXPECT_EQ(http, 503u);
+  const auto fenced_frames = frames(hosts, names(4));
+  g_usleep(2 * G_USEC_PER_SEC);
+  EXPECT_EQ(frames(hosts, names(4)), fenced_frames) << "frames published while fenced";
+
+  for (int i = 0; i < etcd.members(); ++i) ASSERT_TRUE(etcd.start_member(i));
+  const double back = now_s();
+  ASSERT_TRUE(eventually(30, [&] { return placement(hosts).size() == 4; })) << logs(hosts);
+  printf("etcd back: all 4 cameras stream again %.1f s later\n", now_s() - back);
+  a.cameras(&status);
+  EXPECT_EQ(status, "ok");
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+  for (FleetHost *host : hosts) host->terminate();
+  for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
+}
+
+// What a site gets wrong: an etcd no one answers at, an endpoint that is no URL, cameras in a
+// fleet host's own file, cameras in etcd that cannot run (each reported with its key, the others
+// run), two hosts with one host-id (the second refused), and the fleet command's errors.
+TEST_F(Fleet, BadInputGetsClearAnswers) {
+  // Nobody at the address: the host runs, degraded, and says so.
+  FleetHost lone(dir_, "lone");
+  ASSERT_TRUE(lone.start(host_config("lone", "http://127.0.0.1:" + std::to_string(free_port()))));
+  std::string status;
+  ASSERT_TRUE(eventually(5, [&] {
+    lone.cameras(&status);
+    return status == "degraded (no etcd)";
+  })) << lone.log();
+  guint http = 0;
+  lone.get("/health", &http);
+  EXPECT_EQ(http, 503u);
+  EXPECT_NE(lone.log().find("fleet: no etcd: no etcd endpoint answered"), std::string::npos)
+      << lone.log();
+  lone.terminate();
+  EXPECT_EQ(lone.wait_exit(15), 0);
+
+  // Config errors, with FILE:GROUP:KEY.
+  const std::string host_file = dir_.file("host.conf");
+  auto check = [&](const std::string &text) {
+    g_file_set_contents(host_file.c_str(), text.c_str(), -1, nullptr);
+    GSubprocess *p = spawn({script("service"), "--check-config", host_file}, dir_.file("check.out"),
+                           dir_.file("check.err"));
+    EXPECT_EQ(wait_exit(p, 30), 2);
+    g_object_unref(p);
+    return read_file(dir_.file("check.err"));
+  };
+  EXPECT_NE(check("[service]\nfleet = ftp://127.0.0.1:2379\n")
+                .find(host_file + ":service:fleet: an endpoint is http://HOST:PORT"),
+            std::string::npos);
+  EXPECT_NE(check("[service]\nfleet = http://127.0.0.1:2379\n[camera.x]\nurl = rtsp://h/x\n")
+                .find("a fleet host runs the cameras etcd has"),
+            std::string::npos);
+  EXPECT_NE(check("[service]\nfleet = http://127.0.0.1:2379\nhost-id = a/b\n")
+                .find(host_file + ":service:host-id: must be 1 to 64 letters"),
+            std::string::npos);
+
+  EtcdCluster etcd(dir_, 1);
+  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
+  CameraServer server(dir_);
+  ASSERT_TRUE(server.start(2, clip()));
+  ASSERT_EQ(
+      fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", cameras_file(2, server)}), 0);
+  // Cameras that cannot run, put there by hand: one naming an element that does not exist, one
+  // whose value smuggles in a group of its own.
+  service::EtcdClient client(etcd.endpoint_list(), 2000);
+  const std::string bad = "url = " + server.url(1) + "\ndetector = nosuchelement\n";
+  const std::string evil = "url = " + server.url(2) + "\n[service]\nmetrics-address = 0.0.0.0:80\n";
+  ASSERT_TRUE(client
+                  .post_sync("/v3/kv/txn",
+                             service::etcd::txn(
+                                 {}, {service::etcd::put("/cudanms/test/cameras/bad", bad),
+                                      service::etcd::put("/cudanms/test/cameras/evil", evil)}))
+                  .ok());
+  FleetHost a(dir_, "a"), twin(dir_, "twin");
+  ASSERT_TRUE(a.start(host_config("a", etcd.endpoints())));
+  ASSERT_TRUE(eventually(30, [&] { return a.streaming().size() == 2; })) << a.log();
+  const std::string health = a.get("/health");
+  EXPECT_NE(health.find("\"bad\" : \"/cudanms/test/cameras/bad:camera.bad:detector:"),
+            std::string::npos)
+      << health;
+  EXPECT_NE(health.find("\"evil\" : \"/cudanms/test/cameras/evil: holds a [group] line"),
+            std::string::npos)
+      << health;
+  EXPECT_EQ(a.cameras().count("bad") + a.cameras().count("evil"), 0u);
+
+  // A second host with a's host-id is refused, and a runs on.
+  ASSERT_TRUE(twin.start(host_config("a", etcd.endpoints())));
+  EXPECT_EQ(twin.wait_exit(kTtl + 10), 2) << twin.log();
+  EXPECT_NE(twin.log().find("host-id a is another live host's in site test"), std::string::npos)
+      << twin.log();
+  EXPECT_EQ(a.streaming().size(), 2u) << a.log();
+
+  // The fleet command's errors.
+  std::string out;
+  g_file_set_contents(dir_.file("typo.conf").c_str(), "[camera.x]\nurl = rtsp://h/x\nlatensy = 5\n",
+                      -1, nullptr);
+  EXPECT_EQ(fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", dir_.file("typo.conf")},
+                  &out),
+            2);
+  EXPECT_NE(out.find(dir_.file("typo.conf") + ":camera.x:latensy: unknown key"), std::string::npos)
+      << out;
+  EXPECT_EQ(
+      fleet({"--fleet", etcd.endpoints(), "--site", "test", "add", "cam1", "url=" + server.url(1)},
+            &out),
+      1);
+  EXPECT_NE(out.find("camera cam1 is there already"), std::string::npos) << out;
+  EXPECT_EQ(fleet({"--fleet", etcd.endpoints(), "--site", "test", "remove", "nosuch"}, &out), 1);
+  EXPECT_NE(out.find("no camera nosuch"), std::string::npos) << out;
+  EXPECT_EQ(fleet({"--fleet", etcd.endpoints(), "--site", "test", "list"}, &out), 0);
+  EXPECT_NE(out.find("cam1"), std::string::npos) << out;
+  a.terminate();
+  EXPECT_EQ(a.wait_exit(15), 0) << a.log();
+}
+
+}  // namespace
+}  // namespace cudanms::testing
