@@ -114,16 +114,22 @@ void Camera::apply_counting(const CameraConfig &next) {
 void Camera::end_session() {
   if (!session_) return;
   finalising_++;
+  closing_++;
   std::shared_ptr<Session> ending = std::move(session_);
-  ending->stop([this] {
-    finalising_--;
-    if (finalising_ > 0) return;
-    if (stopping_) {
-      finished_stopping();
-    } else if (state_ == CameraState::kReconnecting && retry_timer_ == 0) {
-      connect();  // the back-off ran out while the last connection was finalising
-    }
-  });
+  ending->stop(
+      [this] {
+        finalising_--;
+        if (finalising_ > 0) return;
+        if (stopping_) {
+          finished_stopping();
+        } else if (state_ == CameraState::kReconnecting && retry_timer_ == 0) {
+          connect();  // the back-off ran out while the last connection was finalising
+        }
+      },
+      [this] {
+        closing_--;
+        tell_stopped();
+      });
 }
 
 void Camera::fail(const std::string &reason) {
@@ -170,10 +176,22 @@ void Camera::finished_stopping() {
   if (state_ != CameraState::kStopped) set_state(CameraState::kStopped, stop_reason_);
   // Off the main loop: a broker that is away holds the MQTT flush for up to its timeout, and the
   // cameras stopping at once should wait for it side by side, not one after another.
-  std::thread([outputs = outputs_, done = std::move(stopped_)] {
+  std::thread([this, outputs = outputs_] {
     outputs->close(kFlushMs);
-    if (done) on_main_loop(done);
+    on_main_loop([this] {
+      outputs_closed_ = true;
+      tell_stopped();
+    });
   }).detach();
+}
+
+void Camera::tell_stopped() {
+  // Stopped means its outputs are final and no connection of it is open any more (a fleet lets
+  // another host have the camera then: never two clients at the camera).
+  if (!stopping_ || !outputs_closed_ || closing_ > 0 || !stopped_) return;
+  std::function<void()> done = std::move(stopped_);
+  stopped_ = nullptr;
+  done();
 }
 
 void Camera::tick(gint64 now_us) {

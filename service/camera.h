@@ -60,7 +60,8 @@ class Camera {
   const CameraConfig &config() const { return config_; }
   // Opens the outputs and connects; a disabled camera stays stopped.
   void start();
-  // The recording finalised, the outputs closed, the camera stopped for `reason`: then `done`.
+  // The recording finalised, the outputs closed, every connection closed (its pipeline
+  // stopped), the camera stopped for `reason`: then `done`. The camera lives until then.
   void stop(const std::string &reason, std::function<void()> done);
   // Each second: the stall watchdog, and the frame rate's samples.
   void tick(gint64 now_us);
@@ -80,6 +81,7 @@ class Camera {
   void set_state(CameraState state, const std::string &reason, const std::string &detail = "");
   void end_session();  // stops the current session, if any
   void finished_stopping();
+  void tell_stopped();  // `stopped_`, once the outputs and every connection are closed
 
   CameraConfig config_;
   CudaContexts *const contexts_;  // null: a context of the camera's own
@@ -95,6 +97,8 @@ class Camera {
   guint64 reconnects_ = 0;
   guint retry_timer_ = 0;
   int finalising_ = 0;  // sessions whose outputs are not final yet
+  int closing_ = 0;     // sessions whose pipelines have not stopped yet
+  bool outputs_closed_ = false;
   bool stopping_ = false;
   std::string stop_reason_;
   std::function<void()> stopped_;

@@ -373,7 +373,7 @@ guint64 Session::queued_bytes() const {
   return total;
 }
 
-void Session::stop(std::function<void()> finalised) {
+void Session::stop(std::function<void()> finalised, std::function<void()> closed) {
   // From here on the camera hears nothing more of this connection.
   events_ = Events();
   if (bus_watch_) {
@@ -382,7 +382,7 @@ void Session::stop(std::function<void()> finalised) {
   }
   stopping_sessions++;
   std::shared_ptr<Session> self = shared_from_this();
-  std::thread([self, finalised = std::move(finalised)]() mutable {
+  std::thread([self, finalised = std::move(finalised), closed = std::move(closed)]() mutable {
     GstBus *bus = gst_element_get_bus(self->pipeline_);
     // A connection that never had a frame (refused, no stream) has no segment to finalise.
     if (self->recording_ && !self->ended_ && self->first_frame_seen_.load()) {
@@ -403,9 +403,10 @@ void Session::stop(std::function<void()> finalised) {
     gst_cv_flush_jitterbuffers(self->pipeline_);
     gst_element_set_state(self->pipeline_, GST_STATE_NULL);
     // The last reference goes on the main loop, with the camera's own.
-    on_main_loop([self]() mutable {
+    on_main_loop([self, closed = std::move(closed)]() mutable {
       self.reset();
       stopping_sessions--;
+      if (closed) closed();
       // The connection's memory back to the system: glibc keeps what is freed in its heap and
       // arenas, and on the H100 soak (16 NVDEC cameras, 20 reconnects a minute) RSS grew 6 MB a
       // minute that way while malloc's bytes in use fell.

@@ -59,8 +59,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Ends the connection off the main loop: the recording gets an end of stream (at most
   // kFinaliseSeconds) so that its segment is finalised, then `finalised` runs on the main loop;
-  // the pipeline then stops on that thread, and the session lives until it has.
-  void stop(std::function<void()> finalised);
+  // the pipeline then stops on that thread (its source's connection closed), then `closed` runs
+  // on the main loop; the session lives until it has.
+  void stop(std::function<void()> finalised, std::function<void()> closed);
   gint64 started_us() const { return started_us_; }
   // boxcount's settings (new lines and zones) while it runs; nothing without a boxcount.
   void set_counting(const std::map<std::string, std::string> &count);
