@@ -87,11 +87,15 @@ std::string worker_label(unsigned worker) {
   return worker == kCpuWorker ? "cpu" : std::to_string(worker);
 }
 
-std::string counts_file_name(const std::string &camera, guint64 epoch) {
+std::string counts_file_prefix(const std::string &camera) {
   gchar *escaped = g_uri_escape_string(camera.c_str(), nullptr, FALSE);
-  std::string name = std::string("counts-") + escaped + "-" + std::to_string(epoch) + ".json";
+  std::string prefix = std::string("counts-") + escaped + "-";
   g_free(escaped);
-  return name;
+  return prefix;
+}
+
+std::string counts_file_name(const std::string &camera, guint64 epoch) {
+  return counts_file_prefix(camera) + std::to_string(epoch) + ".json";
 }
 
 ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &assignment,

@@ -49,6 +49,7 @@ std::string worker_socket_address(const std::string &run_dir, unsigned gpu);  //
 std::string run_lease_path(const std::string &run_dir);  // a fleet host's fence (fence.h)
 // Where a camera's counts are kept (counting_file.h): counts-NAME-EPOCH.json, NAME escaped.
 std::string counts_file_name(const std::string &camera, guint64 epoch);
+std::string counts_file_prefix(const std::string &camera);  // of any epoch's
 
 // What the worker of `gpu` runs of `all`: the cameras assigned to it, on its GPU (or on the CPU:
 // the CPU's worker, or once its GPU failed: their cameras stay there, as gpu-failure = cpu or no

@@ -283,16 +283,21 @@ void FleetAgent::fence_now(const std::string &why) {
   degraded_why_ = why;
   log_line("fleet: fenced: %s: stopping its %zu cameras before its lease may end", why.c_str(),
            running_.size());
+  // The workers stop every camera and start none until a renewal; their assignment stays: if
+  // the lease outlives the outage, no other host could have run them, and each goes on from
+  // its worker's own counts, which are the newest (those made while etcd did not answer too).
   hooks_.fence(0);
   losses_ += running_.size();
-  running_.clear();
-  releasing_.clear();
-  push_config();
 }
 
 void FleetAgent::lose_lease(const std::string &why) {
   fence_now(why);
   log_line("fleet: %s: joining again with a new lease", why.c_str());
+  // Its cameras may run elsewhere by now: none is this host's until it takes it again.
+  running_.clear();
+  releasing_.clear();
+  seeds_.clear();
+  push_config();
   lease_ = 0;
   registered_ = false;
   claiming_.clear();
@@ -482,7 +487,13 @@ void FleetAgent::replan() {
                             : "removed from etcd");
       continue;
     }
-    if (!releasing_.count(camera)) run.insert(camera);
+    if (releasing_.count(camera)) continue;
+    // A camera starts here only with its counts as etcd has them, which a claim's answer
+    // carries (the watch may show its owner key first), or a read once it is this host's.
+    if (running_.count(camera) || seeds_.count(camera))
+      run.insert(camera);
+    else if (!claiming_.count(camera))
+      take(camera, false);
   }
   for (const std::string &camera : running_) {
     if (mine.count(camera)) continue;
@@ -494,25 +505,32 @@ void FleetAgent::replan() {
   push_config();
 }
 
-void FleetAgent::claim(const std::string &camera) {
+void FleetAgent::claim(const std::string &camera) { take(camera, true); }
+
+void FleetAgent::take(const std::string &camera, bool claim) {
   claiming_.insert(camera);
   const std::string owner = settings_.key("owners", camera);
   const std::string state = settings_.key("state", camera);
+  // A claim puts the owner key if there is none; a camera this host owns already (its cameras
+  // stopped by a fence, its lease still alive) is read while the key is still under its lease.
+  // Either way its counts and undelivered events come in the same transaction.
+  std::vector<std::string> reads = {etcd::range(state), etcd::range(state + "/events/", true)};
+  std::vector<std::string> ops = reads;
+  if (claim) ops.insert(ops.begin(), etcd::put(owner, settings_.host_id, lease_));
   const std::string body =
-      etcd::txn({etcd::absent(owner)}, {etcd::put(owner, settings_.host_id, lease_),
-                                        etcd::range(state), etcd::range(state + "/events/", true)});
-  client_.post("/v3/kv/txn", body, [this, camera, state, lease = lease_](EtcdReply reply) {
+      etcd::txn({claim ? etcd::absent(owner) : etcd::leased(owner, lease_)}, ops);
+  client_.post("/v3/kv/txn", body, [this, camera, state, claim, lease = lease_](EtcdReply reply) {
     claiming_.erase(camera);
     if (lease != lease_ || !registered_) return;
     if (!reply.ok()) {
-      log_line("fleet: camera %s: the claim got no answer: %s", camera.c_str(),
-               reply.error().c_str());
+      log_line("fleet: camera %s: etcd did not answer: %s", camera.c_str(), reply.error().c_str());
       return;  // the next renewal or event plans again
     }
-    if (!reply.succeeded()) return;  // another host was first: the watch says which
-    claims_++;
+    if (!reply.succeeded()) return;  // another host has it: the watch says which
+    if (claim) claims_++;
     owners_[camera] = {settings_.host_id, lease_};
-    const std::vector<EtcdKeyValue> stored = reply.kvs(1), undelivered = reply.kvs(2);
+    const int first = claim ? 1 : 0;
+    const std::vector<EtcdKeyValue> stored = reply.kvs(first), undelivered = reply.kvs(first + 1);
     CountingState counted;
     std::map<std::string, std::string> shapes;
     if (!stored.empty() && !parse_counting(stored[0].value, &counted, &shapes))
@@ -522,13 +540,14 @@ void FleetAgent::claim(const std::string &camera) {
       const std::string id = event.key.substr(event.key.rfind('/') + 1);
       counted.undelivered[g_ascii_strtoull(id.c_str(), nullptr, 10)] = event.value;
     }
-    if (!stored.empty() || !undelivered.empty())
-      seeds_[camera] = counting_json(counted, shapes, true);
+    seeds_[camera] =
+        stored.empty() && undelivered.empty() ? "" : counting_json(counted, shapes, true);
     guint64 total = 0;
     for (const auto &[line, in_out] : counted.lines) total += in_out.first + in_out.second;
-    log_line("fleet: camera %s is this host's now (its lines' counts: %" G_GUINT64_FORMAT
+    log_line("fleet: camera %s %s (its lines' counts: %" G_GUINT64_FORMAT
              ", events to send again: %zu)",
-             camera.c_str(), total, counted.undelivered.size());
+             camera.c_str(), claim ? "is this host's now" : "runs here again", total,
+             counted.undelivered.size());
     replan();
   });
 }
@@ -575,7 +594,7 @@ void FleetAgent::push_config() {
     text += checked_[camera].group;
     const auto seed = seeds_.find(camera);
     if (seed != seeds_.end()) {
-      seeds[camera] = std::move(seed->second);
+      if (!seed->second.empty()) seeds[camera] = std::move(seed->second);
       seeds_.erase(seed);
     }
   }

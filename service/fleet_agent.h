@@ -95,6 +95,9 @@ class FleetAgent {
   void replan_soon();
   void replan();
   void claim(const std::string &camera);
+  // The camera's counts read (and, with `claim`, its owner key put) in one transaction; then it
+  // may start here.
+  void take(const std::string &camera, bool claim);
   void release(const std::string &camera, const std::string &why);
   void forget_owner_key(const std::string &camera);
   void push_config();
@@ -126,10 +129,11 @@ class FleetAgent {
   std::map<std::string, Owner> owners_;
   std::map<std::string, Checked> checked_;
 
-  std::set<std::string> running_;             // handed to the workers
-  std::set<std::string> claiming_;            // a claim in flight
-  std::set<std::string> releasing_;           // stopping, to give up once stopped
-  std::map<std::string, std::string> seeds_;  // claimed, not yet handed over: their counts
+  std::set<std::string> running_;    // handed to the workers
+  std::set<std::string> claiming_;   // a claim in flight
+  std::set<std::string> releasing_;  // stopping, to give up once stopped
+  // Taken, not yet handed to the workers: their counts as etcd had them ("": none).
+  std::map<std::string, std::string> seeds_;
   std::string last_config_;
 
   // Figures.

@@ -248,8 +248,16 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
     EXPECT_GT(moved.max_track_id, left[camera].max_track_id) << camera;
   }
 
-  // The host comes back: it takes its share from the others, four cameras, no more.
+  // The host comes back: it takes its share from the others, four cameras, no more, and their
+  // counts go on there (a claim's answer carries them: the watch may show its owner key first).
   const std::map<std::string, std::string> settled = placement(hosts);
+  std::map<std::string, CameraRecord> before_rebalance;
+  std::map<std::string, size_t> frames_on_a;  // from its first run
+  for (const auto &[camera, host] : settled) {
+    for (FleetHost *h : survivors)
+      if (h->name() == host) before_rebalance[camera] = read_camera(h->json_path(camera));
+    frames_on_a[camera] = read_camera(a.json_path(camera)).frames;
+  }
   ASSERT_TRUE(a.start(host_config("a", etcd.endpoints(), mqtt)));
   ASSERT_TRUE(eventually(30, [&] {
     std::map<std::string, int> per_host;
@@ -257,7 +265,15 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
     return per_host["a"] == 4 && per_host["b"] == 4 && per_host["c"] == 4;
   })) << logs(hosts);
   int moved = 0;
-  for (const auto &[camera, host] : placement(hosts)) moved += settled.at(camera) != host;
+  for (const auto &[camera, host] : placement(hosts)) {
+    if (settled.at(camera) == host) continue;
+    moved++;
+    ASSERT_TRUE(eventually(
+        5, [&] { return read_camera(a.json_path(camera)).frames > frames_on_a[camera] + 5; }));
+    const CameraRecord now = read_camera(a.json_path(camera));
+    EXPECT_GE(now.last_in, before_rebalance[camera].last_in) << camera << " moved to a";
+    EXPECT_GE(now.last_out, before_rebalance[camera].last_out) << camera << " moved to a";
+  }
   EXPECT_EQ(moved, 4);
   EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
 
@@ -430,11 +446,28 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
   const auto fenced_frames = frames(hosts, names(4));
   g_usleep(2 * G_USEC_PER_SEC);
   EXPECT_EQ(frames(hosts, names(4)), fenced_frames) << "frames published while fenced";
+  std::map<std::string, gint64> counted;  // each camera's line counts, in + out, when fenced
+  for (const std::string &camera : names(4))
+    for (FleetHost *host : hosts) {
+      const CameraRecord r = read_camera(host->json_path(camera));
+      counted[camera] = std::max(counted[camera], r.last_in + r.last_out);
+    }
 
   for (int i = 0; i < etcd.members(); ++i) ASSERT_TRUE(etcd.start_member(i));
   const double back = now_s();
   ASSERT_TRUE(eventually(30, [&] { return placement(hosts).size() == 4; })) << logs(hosts);
   printf("etcd back: all 4 cameras stream again %.1f s later\n", now_s() - back);
+  // Their counts go on (read again from etcd, whether the lease outlived the outage or not).
+  g_usleep(G_USEC_PER_SEC);
+  for (const std::string &camera : names(4)) {
+    gint64 now = 0;
+    for (FleetHost *host : hosts) {
+      const CameraRecord r = read_camera(host->json_path(camera));
+      now = std::max(now, r.last_in + r.last_out);
+    }
+    EXPECT_GE(now, counted[camera]) << camera;
+    EXPECT_GT(counted[camera], 0) << camera << " counted nothing before the outage";
+  }
   a.cameras(&status);
   EXPECT_EQ(status, "ok");
   EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
