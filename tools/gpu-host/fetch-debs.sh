@@ -6,8 +6,8 @@
 #   tools/gpu-host/fetch-debs.sh [DIR]
 #   tools/gpu-host/fetch-debs.sh --service [DIR]   (default .device/debs-service) the camera
 #     service and its loopback cameras instead of the tests' media: gst-plugins-good (rtspsrc),
-#     gst-rtsp-server and libsoup 3, and only the 1080p H.264 clip; about 50 MB, so that it fits
-#     the device tool's carry with the tree
+#     gst-rtsp-server, libsoup 3 and etcd, and only the 1080p H.264 clip; about 61 MB, so that it
+#     fits the device tool's carry (64 MiB) with the tree
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 profile=tests
@@ -45,14 +45,13 @@ cuda_gst=(gstreamer1.0-plugins-bad libgstreamer-plugins-bad1.0-0 libgstreamer-pl
 
 # The camera service (service/): RTSP client and server, libsoup 3 for its HTTP endpoint, with
 # what they load that an Ubuntu GPU image may lack; x264 for its recordings and the service
-# tests' clips; heaptrack, to find where a growing heap grows; the Prometheus client's parser,
-# which the service tests read /metrics with.
+# tests' clips; the Prometheus client's parser, which the service tests read /metrics with;
+# etcd, for a fleet of hosts (run-fleet.sh). (heaptrack, which found where the heap grew in
+# issue 43, made way for etcd: the device tool carries 64 MiB with the tree.)
 service=(gstreamer1.0-plugins-good libgstrtspserver-1.0-0 libgstrtspserver-1.0-dev libsoup-3.0-0
   libsoup-3.0-dev libsoup-3.0-common libnghttp2-14 libpsl5 libbrotli1 libsqlite3-0 libunistring2
   libidn2-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1
-  gstreamer1.0-plugins-ugly libx264-164 heaptrack libboost-filesystem1.74.0
-  libboost-iostreams1.74.0 libboost-program-options1.74.0 libboost-system1.74.0
-  python3-prometheus-client python3-decorator)
+  gstreamer1.0-plugins-ugly libx264-164 python3-prometheus-client python3-decorator etcd-server)
 
 mkdir -p "$dir"
 cd "$dir"
