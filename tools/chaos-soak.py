@@ -16,9 +16,11 @@ from cudanms_camera_gpu): the other GPUs' cameras should keep their rate (goal: 
 --gpus sets the service's gpus key.
 
 Figures: crashes of the service (goal 0); its RSS after the first minute, at the end and the
-slope (goal flat); reconnects; the recovery time after each server returned, p50/p99, and each
-against the wait its back-off still had (goal: recovery <= that wait + 2 s); frames delivered
-(cudanms_camera_frames_total) against frames the servers sent (their --count-file; goal >= 99%).
+slope (goal flat), of all its processes together and of each (the supervisor and each GPU's
+worker, where its cameras live); reconnects; the recovery time after each server returned,
+p50/p99, and each against the wait its back-off still had (goal: recovery <= that wait + 2 s);
+frames delivered (cudanms_camera_frames_total) against frames the servers sent (their
+--count-file; goal >= 99%).
 The service runs with the defaults of a real site: reconnect 1 s doubling to 30 s, watchdog 10 s.
 """
 import argparse
@@ -131,11 +133,34 @@ class Service:
         metrics = metrics or self.metrics()
         return metrics.get(("cudanms_camera_frames_total", camera, ""), 0)
 
+    def rss_by_process(self):
+        """{"service": KiB} for one process; with workers, {"supervisor": KiB, "worker gpu N":
+        KiB, ...}: the service's memory is where its cameras live, in its workers."""
+        def rss(pid):
+            try:
+                for line in open("/proc/%d/status" % pid):
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+            except OSError:
+                pass
+            return 0
+        out = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                ppid = int(open("/proc/%s/stat" % entry).read().rsplit(")", 1)[1].split()[1])
+                argv = open("/proc/%s/cmdline" % entry).read().split("\0")
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == self.process.pid and "--worker" in argv:
+                out["worker gpu " + argv[argv.index("--worker") + 1]] = rss(int(entry))
+        out["supervisor" if out else "service"] = rss(self.process.pid)
+        return out
+
     def rss_kib(self):
-        for line in open("/proc/%d/status" % self.process.pid):
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        return 0
+        """The service's RSS: its process's, and its workers' with them."""
+        return sum(self.rss_by_process().values())
 
     def wait_left(self, camera, at):
         """How long the camera's back-off still had to run at `at` (0 when an attempt is on)."""
@@ -228,7 +253,8 @@ def main():
     service = Service(config, work)
     started = time.monotonic()
     end = started + args.minutes * 60
-    rss = []  # (minutes, KiB)
+    rss = []  # (minutes, KiB): every process of the service together
+    rss_each = {}  # process -> [(minutes, KiB)]
     recoveries = []  # dict per return
     bursts = []
     crashed = False
@@ -240,7 +266,10 @@ def main():
         nonlocal next_rss
         if time.monotonic() >= next_rss:
             minutes = (time.monotonic() - started) / 60
-            rss.append((minutes, service.rss_kib()))
+            each = service.rss_by_process()
+            rss.append((minutes, sum(each.values())))
+            for name, kib in each.items():
+                rss_each.setdefault(name, []).append((minutes, kib))
             try:
                 in_use = service.metrics().get(("cudanms_process_heap_bytes", "", ""))
                 if in_use is not None:
@@ -387,6 +416,12 @@ def main():
         "rss_kib_first_minute": after_first[0][1], "rss_kib_end": rss[-1][1],
         "rss_slope_kib_per_min": round(slope, 1),
         "rss_samples_min_kib": [(round(t, 2), k) for t, k in rss],
+        "rss_by_process": {
+            name: {"kib_first_minute": ([k for t, k in samples if t >= 1.0] or [0])[0],
+                   "kib_end": samples[-1][1],
+                   "slope_kib_per_min": round(slope_per_minute(
+                       [(t, k) for t, k in samples if t >= 1.0] or samples), 1)}
+            for name, samples in rss_each.items()},
         "heap_slope_kib_per_min": round(heap_slope, 1),
         "heap_samples_min_kib": [(round(t, 2), k) for t, k in heap],
         "reconnects": reconnects, "reconnects_total": sum(reconnects.values()),
@@ -403,6 +438,9 @@ def main():
           (figures["crashes"], exit_code, stop_seconds))
     print("RSS %d KiB after the first minute, %d KiB at the end, slope %.1f KiB/min" %
           (figures["rss_kib_first_minute"], figures["rss_kib_end"], slope))
+    for name, each in sorted(figures["rss_by_process"].items()):
+        print("  %s: %d KiB after the first minute, %d KiB at the end, slope %.1f KiB/min" %
+              (name, each["kib_first_minute"], each["kib_end"], each["slope_kib_per_min"]))
     if heap:
         print("heap (malloc's bytes in use) %d KiB after the first minute, %d KiB at the end, "
               "slope %.1f KiB/min" % (heap[0][1], heap[-1][1], heap_slope))
