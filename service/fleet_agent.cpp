@@ -103,22 +103,25 @@ void FleetAgent::start() {
   grant();
 }
 
-void FleetAgent::retry(guint ms, void (FleetAgent::*step)()) {
-  if (retry_timer_) g_source_remove(retry_timer_);
+void FleetAgent::later(guint *timer, guint ms, void (FleetAgent::*step)()) {
+  if (*timer) g_source_remove(*timer);
   struct Later {
     FleetAgent *self;
+    guint *timer;
     void (FleetAgent::*step)();
   };
-  retry_timer_ = g_timeout_add_full(
+  *timer = g_timeout_add_full(
       G_PRIORITY_DEFAULT, ms,
       [](gpointer data) -> gboolean {
-        auto *later = static_cast<Later *>(data);
-        later->self->retry_timer_ = 0;
-        (later->self->*later->step)();
+        auto *l = static_cast<Later *>(data);
+        *l->timer = 0;
+        (l->self->*l->step)();
         return G_SOURCE_REMOVE;
       },
-      new Later{this, step}, [](gpointer data) { delete static_cast<Later *>(data); });
+      new Later{this, timer, step}, [](gpointer data) { delete static_cast<Later *>(data); });
 }
+
+void FleetAgent::retry(guint ms, void (FleetAgent::*step)()) { later(&retry_timer_, ms, step); }
 
 void FleetAgent::degraded(const std::string &why) {
   degraded_why_ = why;
@@ -198,16 +201,7 @@ void FleetAgent::register_host() {
 }
 
 void FleetAgent::schedule_keep_alive(guint ms) {
-  if (renew_timer_) g_source_remove(renew_timer_);
-  renew_timer_ = g_timeout_add(
-      ms,
-      [](gpointer data) -> gboolean {
-        auto *self = static_cast<FleetAgent *>(data);
-        self->renew_timer_ = 0;
-        self->keep_alive();
-        return G_SOURCE_REMOVE;
-      },
-      this);
+  later(&renew_timer_, ms, &FleetAgent::keep_alive);
 }
 
 void FleetAgent::keep_alive() {
@@ -266,15 +260,8 @@ void FleetAgent::check_fence() {
     fence_now("no renewal of its lease for " + seconds_text((now - renew_sent_us_) / 1e6));
     return;
   }
-  fence_timer_ = g_timeout_add(
-      static_cast<guint>((fence_at_us_ - now) / 1000 + 1),
-      [](gpointer data) -> gboolean {
-        auto *self = static_cast<FleetAgent *>(data);
-        self->fence_timer_ = 0;
-        self->check_fence();
-        return G_SOURCE_REMOVE;
-      },
-      this);
+  later(&fence_timer_, static_cast<guint>((fence_at_us_ - now) / 1000 + 1),
+        &FleetAgent::check_fence);
 }
 
 void FleetAgent::fence_now(const std::string &why) {
@@ -387,16 +374,7 @@ void FleetAgent::apply(const EtcdKeyValue &kv, bool deleted) {
 }
 
 void FleetAgent::replan_soon() {
-  if (plan_timer_) return;
-  plan_timer_ = g_timeout_add(
-      kPlanDelayMs,
-      [](gpointer data) -> gboolean {
-        auto *self = static_cast<FleetAgent *>(data);
-        self->plan_timer_ = 0;
-        self->replan();
-        return G_SOURCE_REMOVE;
-      },
-      this);
+  if (!plan_timer_) later(&plan_timer_, kPlanDelayMs, &FleetAgent::replan);
 }
 
 const FleetAgent::Checked &FleetAgent::checked(const std::string &camera) {

@@ -103,7 +103,9 @@ class FleetAgent {
   void push_config();
   const Checked &checked(const std::string &camera);
   void degraded(const std::string &why);
-  void retry(guint ms, void (FleetAgent::*step)());
+  // `step` after `ms`, on `timer` (one pending at a time: a new one replaces it).
+  void later(guint *timer, guint ms, void (FleetAgent::*step)());
+  void retry(guint ms, void (FleetAgent::*step)());  // later() on retry_timer_
   std::string kind_of(const std::string &key, std::string *name) const;
 
   const FleetSettings settings_;

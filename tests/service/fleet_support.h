@@ -289,6 +289,36 @@ class FleetHost {
     g_object_unref(session);
     return out;
   }
+  // A sample of /metrics as the Prometheus client's parser reads it (scrape.py): `key` is
+  // NAME,LABEL=VALUE,... with its labels but camera in order; NAN when absent.
+  double metric(const std::string &key, const std::string &camera = "") const {
+    const std::string script_path =
+        std::string(g_getenv("CUDANMS_SOURCE_ROOT")) + "/tests/service/scrape.py";
+    const std::string url = base() + "/metrics";
+    const gchar *argv[] = {python(), script_path.c_str(), url.c_str(), nullptr};
+    gchar *out = nullptr;
+    gint status = 1;
+    double value = NAN;
+    if (g_spawn_sync(nullptr, const_cast<gchar **>(argv), nullptr, G_SPAWN_SEARCH_PATH, nullptr,
+                     nullptr, &out, nullptr, &status, nullptr) &&
+        status == 0) {
+      JsonParser *parser = json_parser_new();
+      if (json_parser_load_from_data(parser, out, -1, nullptr)) {
+        JsonObject *metrics = json_object_get_object_member(
+            json_node_get_object(json_parser_get_root(parser)), "metrics");
+        if (metrics && json_object_has_member(metrics, key.c_str())) {
+          JsonObject *by_camera = json_object_get_object_member(metrics, key.c_str());
+          if (json_object_has_member(by_camera, camera.c_str()))
+            value = json_object_get_double_member(by_camera, camera.c_str());
+        }
+      }
+      g_object_unref(parser);
+    } else {
+      ADD_FAILURE() << "scrape.py " << url << " failed";
+    }
+    g_free(out);
+    return value;
+  }
   // /health's cameras and their states ("" for none: not answering).
   std::map<std::string, std::string> cameras(std::string *fleet_status = nullptr) const {
     std::map<std::string, std::string> out;

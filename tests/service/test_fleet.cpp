@@ -41,6 +41,25 @@ class Fleet : public ::testing::Test {
     return path;
   }
 
+  // The site: `etcd` and `server` (`served` cameras) started, cam1 ... cam`imported` in etcd.
+  void start_site(EtcdCluster *etcd, CameraServer *server, int served, int imported) {
+    ASSERT_TRUE(etcd->start()) << read_file(dir_.file("etcd-m0.err"));
+    ASSERT_TRUE(server->start(served, clip()));
+    ASSERT_EQ(fleet({"--fleet", etcd->endpoints(), "--site", "test", "import",
+                     cameras_file(imported, *server)}),
+              0)
+        << read_file(dir_.file("fleet.err"));
+  }
+
+  // Whether each host streams `each` cameras.
+  static bool balanced(const std::vector<FleetHost *> &hosts, int each) {
+    std::map<std::string, int> per_host;
+    for (const auto &[camera, host] : placement(hosts)) per_host[host]++;
+    for (FleetHost *host : hosts)
+      if (per_host[host->name()] != each) return false;
+    return true;
+  }
+
   std::string host_config(const std::string &name, const std::string &endpoints,
                           const std::map<std::string, std::string> &more = {}) {
     std::map<std::string, std::string> keys = {{"fleet", endpoints},
@@ -133,12 +152,8 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
   Subscriber events(mqtt_port, "cudanms/+/events");
   ASSERT_TRUE(events.connected());
   EtcdCluster etcd(dir_, 1);
-  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
   CameraServer server(dir_);
-  ASSERT_TRUE(server.start(12, clip()));
-  ASSERT_EQ(
-      fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", cameras_file(12, server)}), 0)
-      << read_file(dir_.file("fleet.err"));
+  ASSERT_NO_FATAL_FAILURE(start_site(&etcd, &server, 12, 12));
 
   FleetHost a(dir_, "a"), b(dir_, "b"), c(dir_, "c");
   const std::vector<FleetHost *> hosts = {&a, &b, &c};
@@ -146,11 +161,7 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
   for (FleetHost *host : hosts)
     ASSERT_TRUE(host->start(host_config(host->name(), etcd.endpoints(), mqtt)));
   ASSERT_TRUE(eventually(40, [&] { return placement(hosts).size() == 12; })) << logs(hosts);
-  ASSERT_TRUE(eventually(20, [&] {
-    std::map<std::string, int> per_host;
-    for (const auto &[camera, host] : placement(hosts)) per_host[host]++;
-    return per_host["a"] == 4 && per_host["b"] == 4 && per_host["c"] == 4;
-  })) << logs(hosts);
+  ASSERT_TRUE(eventually(20, [&] { return balanced(hosts, 4); })) << logs(hosts);
   // Each camera's ball crosses its line every 5 s.
   ASSERT_TRUE(eventually(30, [&] {
     for (const std::string &camera : names(12)) {
@@ -216,6 +227,21 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
     EXPECT_GE(during, 0.95 * before.at(camera)) << camera;
   }
 
+  // The fleet's figures on /metrics, read with the Prometheus client's parser.
+  for (FleetHost *host : survivors) {
+    const std::string labels = ",host=" + host->name() + ",worker=supervisor";
+    EXPECT_EQ(host->metric("cudanms_fleet_up" + labels), 1) << host->name();
+    EXPECT_EQ(host->metric("cudanms_fleet_cameras_owned" + labels), 6) << host->name();
+    EXPECT_GE(host->metric("cudanms_fleet_claims_total" + labels), 6) << host->name();
+    EXPECT_EQ(host->metric("cudanms_fleet_cameras" + labels), 12) << host->name();
+    EXPECT_EQ(host->metric("cudanms_fleet_hosts" + labels), 2) << host->name();
+    EXPECT_GT(host->metric("cudanms_fleet_lease_renew_seconds_count" + labels), 5) << host->name();
+    EXPECT_LT(host->metric("cudanms_fleet_lease_renew_seconds,host=" + host->name() +
+                           ",quantile=0.99,worker=supervisor"),
+              1)
+        << host->name();
+  }
+
   // The events a counted that the hanging broker never acknowledged: in etcd's outbox, for the
   // next host to send again.
   int resent = 0;
@@ -259,11 +285,7 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
     frames_on_a[camera] = read_camera(a.json_path(camera)).frames;
   }
   ASSERT_TRUE(a.start(host_config("a", etcd.endpoints(), mqtt)));
-  ASSERT_TRUE(eventually(30, [&] {
-    std::map<std::string, int> per_host;
-    for (const auto &[camera, host] : placement(hosts)) per_host[host]++;
-    return per_host["a"] == 4 && per_host["b"] == 4 && per_host["c"] == 4;
-  })) << logs(hosts);
+  ASSERT_TRUE(eventually(30, [&] { return balanced(hosts, 4); })) << logs(hosts);
   int moved = 0;
   for (const auto &[camera, host] : placement(hosts)) {
     if (settled.at(camera) == host) continue;
@@ -311,22 +333,13 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
 // etcd starts on a host within 2 s; removed, it stops within 2 s.
 TEST_F(Fleet, AStoppedHostFencesItselfAndRejoinsAsRebalancingAllows) {
   EtcdCluster etcd(dir_, 1);
-  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
   CameraServer server(dir_);
-  ASSERT_TRUE(server.start(13, clip()));
-  ASSERT_EQ(
-      fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", cameras_file(12, server)}), 0)
-      << read_file(dir_.file("fleet.err"));
+  ASSERT_NO_FATAL_FAILURE(start_site(&etcd, &server, 13, 12));
   FleetHost a(dir_, "a"), b(dir_, "b"), c(dir_, "c");
   const std::vector<FleetHost *> hosts = {&a, &b, &c};
   for (FleetHost *host : hosts)
     ASSERT_TRUE(host->start(host_config(host->name(), etcd.endpoints())));
-  auto balanced = [&] {
-    std::map<std::string, int> per_host;
-    for (const auto &[camera, host] : placement(hosts)) per_host[host]++;
-    return per_host["a"] == 4 && per_host["b"] == 4 && per_host["c"] == 4;
-  };
-  ASSERT_TRUE(eventually(40, balanced)) << logs(hosts);
+  ASSERT_TRUE(eventually(40, [&] { return balanced(hosts, 4); })) << logs(hosts);
 
   std::vector<std::string> stopped_cameras;
   for (const auto &[camera, host] : placement(hosts))
@@ -357,7 +370,7 @@ TEST_F(Fleet, AStoppedHostFencesItselfAndRejoinsAsRebalancingAllows) {
   g_usleep(static_cast<gulong>(std::max(0.0, kTtl + 3 - (now_s() - stopped)) * 1e6));
   const std::map<std::string, std::string> settled = placement(others);
   b.resume_supervisor();
-  ASSERT_TRUE(eventually(30, balanced)) << logs(hosts);
+  ASSERT_TRUE(eventually(30, [&] { return balanced(hosts, 4); })) << logs(hosts);
   int moved = 0;
   for (const auto &[camera, host] : placement(hosts)) moved += settled.at(camera) != host;
   EXPECT_EQ(moved, 4) << "rebalancing moves what it must, no more";
@@ -396,12 +409,8 @@ TEST_F(Fleet, AStoppedHostFencesItselfAndRejoinsAsRebalancingAllows) {
 // them before (fencing), says "degraded (no etcd)" on /health; etcd back, the cameras run again.
 TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
   EtcdCluster etcd(dir_, 3);
-  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
   CameraServer server(dir_);
-  ASSERT_TRUE(server.start(4, clip()));
-  ASSERT_EQ(
-      fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", cameras_file(4, server)}), 0)
-      << read_file(dir_.file("fleet.err"));
+  ASSERT_NO_FATAL_FAILURE(start_site(&etcd, &server, 4, 4));
   FleetHost a(dir_, "a"), b(dir_, "b");
   const std::vector<FleetHost *> hosts = {&a, &b};
   for (FleetHost *host : hosts)
@@ -516,11 +525,8 @@ TEST_F(Fleet, BadInputGetsClearAnswers) {
             std::string::npos);
 
   EtcdCluster etcd(dir_, 1);
-  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
   CameraServer server(dir_);
-  ASSERT_TRUE(server.start(2, clip()));
-  ASSERT_EQ(
-      fleet({"--fleet", etcd.endpoints(), "--site", "test", "import", cameras_file(2, server)}), 0);
+  ASSERT_NO_FATAL_FAILURE(start_site(&etcd, &server, 2, 2));
   // Cameras that cannot run, put there by hand: one naming an element that does not exist, one
   // whose value smuggles in a group of its own.
   service::EtcdClient client(etcd.endpoint_list(), 2000);
