@@ -3,8 +3,9 @@
 
 The commands run in order, each with bash, in a scratch folder that holds the source tree's
 files (links) and the build under test as ./build, so that out/ is the test's own. What is
-changed, and only this: the fixed ports of the README (8554, 8555, 9358, 1883), in the commands
-and in pipelines/cameras.conf, become free ones, so that the test never meets another server.
+changed, and only this: the fixed ports of the README (8554, 8555, 9358, 9360, 1883, 2379,
+2380), in the commands and in pipelines/*.conf, become free ones, so that the test never meets
+another server.
 A command that ends in & runs in the background until the end, when it gets SIGTERM and must
 end by itself (the service with 0). curl is retried for 20 s: the service it asks starts in the
 background. Every out/ path a command names must exist afterwards, not empty.
@@ -25,7 +26,7 @@ import time
 
 SOURCE = os.environ["CUDANMS_SOURCE_ROOT"]
 BUILD = os.environ["CUDANMS_BUILD"]
-README_PORTS = ("8554", "8555", "9358", "1883")
+README_PORTS = ("8554", "8555", "9358", "9360", "1883", "2379", "2380")
 
 
 def readme_commands():
@@ -79,7 +80,7 @@ def skip_reason(command):
 
 def scratch_tree(ports):
     """The source tree's top-level entries as links, ./build the build under test, and
-    pipelines/ with cameras.conf on the free ports."""
+    pipelines/ with its configs on the free ports."""
     root = tempfile.mkdtemp(prefix="cudanms-readme-")
     for entry in os.listdir(SOURCE):
         if entry in ("build", "out", "pipelines", ".git"):
@@ -89,7 +90,7 @@ def scratch_tree(ports):
     os.mkdir(os.path.join(root, "pipelines"))
     for entry in os.listdir(os.path.join(SOURCE, "pipelines")):
         source = os.path.join(SOURCE, "pipelines", entry)
-        if entry == "cameras.conf":
+        if entry.endswith(".conf"):
             with open(source, encoding="utf-8") as f:
                 open(os.path.join(root, "pipelines", entry), "w").write(with_ports(f.read(), ports))
         else:
@@ -131,7 +132,8 @@ def main():
                 job = subprocess.Popen(["bash", "-c", "exec " + command.rstrip()[:-1]], cwd=root,
                                        env=env, stdout=subprocess.DEVNULL, start_new_session=True)
                 background.append((first_line, job))
-                for port in re.findall(r"--?p(?:ort)? (\d+)", command):
+                for port in re.findall(
+                        r"(?:--?p(?:ort)? |--listen-client-urls http://127\.0\.0\.1:)(\d+)", command):
                     deadline = time.monotonic() + 20
                     while not listening(port) and time.monotonic() < deadline:
                         assert job.poll() is None, "%s ended at once (%d)" % (first_line, job.returncode)
