@@ -174,9 +174,19 @@ int list_fleet(EtcdClient &client, const FleetSettings &fleet) {
     const std::string name = kv.key.substr(fleet.key("cameras").size());
     const auto owner = owners.find(name);
     if (owner != owners.end()) owned[owner->second]++;
-    std::string first = kv.value.substr(0, kv.value.find('\n'));
+    // What the camera is: its url (or source), as its keys give it.
+    GKeyFile *keys = g_key_file_new();
+    const std::string group = "[camera]\n" + kv.value;
+    gchar *what = nullptr;
+    if (g_key_file_load_from_data(keys, group.c_str(), group.size(), G_KEY_FILE_NONE, nullptr)) {
+      what = g_key_file_get_value(keys, "camera", "url", nullptr);
+      if (!what) what = g_key_file_get_value(keys, "camera", "source", nullptr);
+    }
     printf("  %-20s %-16s %s\n", name.c_str(),
-           owner == owners.end() ? "(no host)" : owner->second.c_str(), first.c_str());
+           owner == owners.end() ? "(no host)" : owner->second.c_str(),
+           what ? what : "(no url)");
+    g_free(what);
+    g_key_file_free(keys);
   }
   printf("hosts:\n");
   for (const EtcdKeyValue &kv : reply.kvs(1)) {
