@@ -264,13 +264,7 @@ class FleetHost {
   std::string config_path() const { return dir_.file((name_ + ".conf").c_str()); }
   std::string log_path() const { return dir_.file((name_ + ".err").c_str()); }
   std::string log() const { return read_file(log_path()); }
-  std::string base() const {
-    const std::string text = log();
-    const size_t at = text.find("metrics at ");
-    if (at == std::string::npos) return "";
-    const size_t end = text.find("/metrics", at);
-    return end == std::string::npos ? "" : text.substr(at + 11, end - at - 11);
-  }
+  std::string base() const { return metrics_base_in(log()); }
   // GET of the endpoint: the body, "" when it does not answer.
   std::string get(const std::string &path, guint *status = nullptr) const {
     if (base().empty()) return "";

@@ -37,6 +37,14 @@ inline const char *python() {
   return p ? p : "python3";
 }
 
+// Where a service's log says its endpoint is (http://127.0.0.1:PORT), "" before it says.
+inline std::string metrics_base_in(const std::string &log) {
+  const size_t at = log.find("metrics at ");
+  if (at == std::string::npos) return "";
+  const size_t end = log.find("/metrics", at);
+  return end == std::string::npos ? "" : log.substr(at + 11, end - at - 11);
+}
+
 // A camera on 127.0.0.1: vtest.avi at 10 frames/s as H.264 over RTSP.
 class LoopbackCamera {
  public:
@@ -169,13 +177,7 @@ class ServiceRun {
   }
 
   // http://127.0.0.1:PORT, from the log's first line.
-  std::string metrics_base() const {
-    const std::string text = log();
-    const size_t at = text.find("metrics at ");
-    if (at == std::string::npos) return "";
-    const size_t end = text.find("/metrics", at);
-    return end == std::string::npos ? "" : text.substr(at + 11, end - at - 11);
-  }
+  std::string metrics_base() const { return metrics_base_in(log()); }
 
   // scrape.py's JSON for /metrics or /health: {"status": ..., "metrics"|"health": ...}.
   JsonObject *scrape(const char *path) {
