@@ -287,9 +287,10 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
   ASSERT_TRUE(a.start(host_config("a", etcd.endpoints(), mqtt)));
   ASSERT_TRUE(eventually(30, [&] { return balanced(hosts, 4); })) << logs(hosts);
   int moved = 0;
-  for (const auto &[camera, host] : placement(hosts)) {
-    if (settled.at(camera) == host) continue;
+  for (const auto &[name, host] : placement(hosts)) {
+    if (settled.at(name) == host) continue;
     moved++;
+    const std::string camera = name;  // a lambda takes no structured binding (C++17)
     ASSERT_TRUE(eventually(
         5, [&] { return read_camera(a.json_path(camera)).frames > frames_on_a[camera] + 5; }));
     const CameraRecord now = read_camera(a.json_path(camera));
