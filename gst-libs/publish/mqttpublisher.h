@@ -91,6 +91,7 @@ class MqttPublisher {
  private:
   static constexpr size_t kInFlight = 32;
 
+  bool create_client(std::string *error);  // client_, with our callbacks
   void run();
   bool connect_once(std::unique_lock<std::mutex> &guard, std::string *reason);
   void requeue_in_flight();  // with lock_ held

@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 #include <json-glib/json-glib.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gstmetapublish.h"
@@ -464,6 +466,45 @@ TEST_F(MetaPublish, AStatusIsRetainedAndSaidAgainToARestartedBroker) {
   publisher.set_status("site/cam/status", "offline");
   publisher.stop(std::chrono::milliseconds(2000));
   EXPECT_TRUE(retained("offline")) << "the last status before a stop was lost";
+}
+
+// A broker that hangs (SIGSTOP) while publishers of the process are connected and others make
+// their first connection: their attempts get no answer; once it goes on, every reliable message
+// of every publisher arrives, each acknowledged.
+TEST_F(MetaPublish, ReliableMessagesReachABrokerThatHung) {
+  start_broker();
+  if (mosquitto_sub_binary().empty()) GTEST_SKIP() << "no mosquitto_sub (mosquitto-clients)";
+  Subscriber events(broker_->port(), "site/+/events");
+  ASSERT_TRUE(events.connected());
+  std::vector<std::unique_ptr<MqttPublisher>> publishers;
+  std::atomic<int> delivered{0};
+  auto publisher = [&](int i) {
+    MqttOptions options;
+    options.address = broker_->address();
+    options.topic = "site/cam" + std::to_string(i) + "/detections";
+    options.client_id = "hung-broker-test-" + std::to_string(i);
+    options.will_topic = "site/cam" + std::to_string(i) + "/status";
+    options.will_message = "offline";
+    publishers.push_back(std::make_unique<MqttPublisher>(options, nullptr));
+    std::string error;
+    EXPECT_TRUE(publishers.back()->start(&error)) << error;
+    publishers.back()->set_status(options.will_topic, "online");
+  };
+  for (int i = 0; i < 4; ++i) publisher(i);  // connected before the broker hangs
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  broker_->stop();
+  for (int i = 4; i < 8; ++i) publisher(i);  // their first connection meets the hung broker
+  for (int i = 0; i < 8; ++i)
+    publishers[i]->push_reliable("site/cam" + std::to_string(i) + "/events",
+                                 "{\"id\":" + std::to_string(i) + "}", [&] { delivered++; });
+  std::this_thread::sleep_for(std::chrono::seconds(15));  // attempts without an answer
+  broker_->resume();
+  EXPECT_TRUE(events.wait_for(8, std::chrono::seconds(20))) << events.messages().size();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (delivered < 8 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(delivered.load(), 8);
+  for (auto &p : publishers) p->stop(std::chrono::milliseconds(500));
 }
 
 // A subscriber that reads nothing (stopped) while 200 frames go by does not slow the stream:
