@@ -181,14 +181,18 @@ bool CameraOutputs::open(std::string *error) {
     options.will_topic = config_.status_topic;
     options.will_message = "offline";
     const std::string name = config_.name;
+    auto outage = std::make_shared<bool>(false);
     mqtt_ = std::make_unique<MqttPublisher>(
-        options, [name](MqttEvent event, const std::string &detail) {
+        options, [name, outage](MqttEvent event, const std::string &detail) {
           // The publisher's own thread: a line only at the edges of a broker outage.
           if (event == MqttEvent::kConnectFailed)
             log_line("camera %s: cannot reach the MQTT broker: %s; retrying, messages queued",
                      name.c_str(), detail.c_str());
           if (event == MqttEvent::kConnectionLost)
             log_line("camera %s: lost the MQTT broker: %s", name.c_str(), detail.c_str());
+          if (event == MqttEvent::kConnected && *outage)
+            log_line("camera %s: the MQTT broker is reached again", name.c_str());
+          *outage = event != MqttEvent::kConnected;
         });
     if (!mqtt_->start(error)) {
       mqtt_.reset();
