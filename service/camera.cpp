@@ -228,6 +228,8 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
   s.state_seconds = (now_us - state_since_us_) / 1e6;
   s.counts = outputs_->counts();
   s.counting = outputs_->counting();
+  s.events = outputs_->recent_events();
+  s.snapshot_number = outputs_->snapshot().number;
   s.reconnects = reconnects_;
   s.seconds_since_frame =
       (now_us - (s.counts.last_frame_us ? s.counts.last_frame_us : started_us_)) / 1e6;

@@ -42,7 +42,9 @@ struct CameraSnapshot {
   // What the camera costs its GPU: seconds of the detector's and cudanms's work per second (its
   // frames/s times their time per frame), over the last few seconds.
   double load = 0;
-  guint64 queued_bytes = 0;  // frames waiting in its connection's queues
+  guint64 queued_bytes = 0;         // frames waiting in its connection's queues
+  std::vector<RecentEvent> events;  // the newest first
+  guint64 snapshot_number = 0;      // of its latest picture (web.h); 0: none yet
 };
 
 class Camera {
@@ -68,6 +70,8 @@ class Camera {
   CameraSnapshot snapshot(gint64 now_us) const;
   // What it counted so far.
   CountingState counting() const { return outputs_->counting(); }
+  // Its latest annotated picture (web.h).
+  Snapshot picture() const { return outputs_->snapshot(); }
   // New lines and zones (`next` differs from the camera's config in them alone), applied to the
   // running connection without a reconnection: the unchanged ones keep their counts.
   void apply_counting(const CameraConfig &next);

@@ -48,7 +48,8 @@ struct CameraConfig {
   std::string record_dir;          // MP4 segments NAME-NNNNN.mp4 in it; "" for none
   double record_segment_s = 60;
   std::string record_encoder = "x264enc speed-preset=ultrafast tune=zerolatency key-int-max=30";
-  bool record_boxes = true;  // draw the kept boxes (boxoverlay) into the recording
+  bool record_boxes = true;        // draw the kept boxes (boxoverlay) into the recording
+  double snapshot_interval_s = 1;  // between the operator page's pictures (web.h); 0: none
   double reconnect_initial_s = 1;
   double reconnect_max_s = 30;
   long reconnect_attempts = -1;  // -1: unlimited; 0: never reconnect

@@ -386,6 +386,16 @@ const Key kKeys[] = {
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
        return parse_bool(v, &c->record_boxes);
      }},
+    {"snapshot-interval", Where::kAnywhere,
+     "seconds between the annotated pictures of the operator's page (default 1; 0: none)",
+     [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
+       double seconds = 0;
+       const std::string why = parse_seconds(v, 0, &seconds);
+       if (!why.empty()) return why;
+       if (seconds > 0 && seconds < 0.1) return "must be 0 (none) or at least 0.1 s, not " + v;
+       c->snapshot_interval_s = seconds;
+       return "";
+     }},
     {"reconnect-initial", Where::kAnywhere, "seconds before the first retry (default 1)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
        return parse_seconds(v, 0.01, &c->reconnect_initial_s);

@@ -370,8 +370,15 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
   counting_.next_event_id += counts->n_events;
   for (guint i = 0; i < counts->n_events; i++) {
     const GstCudaNmsCountEvent &e = counts->events[i];
+    const char *direction = e.kind != GST_CUDA_NMS_COUNT_LINE_CROSSED ? ""
+                            : e.direction > 0                         ? "in"
+                                                                      : "out";
+    recent_events_.push_front({first_event + i, g_get_real_time(),
+                               gst_cuda_nms_count_event_kind_name(e.kind), e.name, direction,
+                               e.label ? e.label : "", e.track_id});
+    if (recent_events_.size() > kRecentEvents) recent_events_.pop_back();
     if (e.kind != GST_CUDA_NMS_COUNT_LINE_CROSSED) continue;
-    counting_.crossings[{e.name, e.direction > 0 ? "in" : "out", e.label ? e.label : ""}]++;
+    counting_.crossings[{e.name, direction, e.label ? e.label : ""}]++;
   }
   counting_.lines.clear();  // the lines of now: a reload may have removed some
   for (guint i = 0; i < counts->n_lines; i++)
@@ -384,6 +391,27 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
       counting_.occupancy[{z.name, z.labels[k].label}] = z.labels[k].occupancy;
   }
   return first_event;
+}
+
+std::vector<RecentEvent> CameraOutputs::recent_events() const {
+  std::lock_guard<std::mutex> guard(counts_lock_);
+  return {recent_events_.begin(), recent_events_.end()};
+}
+
+void CameraOutputs::on_snapshot(GstBuffer *jpeg) {
+  GstMapInfo map;
+  if (!gst_buffer_map(jpeg, &map, GST_MAP_READ)) return;
+  auto picture =
+      std::make_shared<const std::string>(reinterpret_cast<const char *>(map.data), map.size);
+  gst_buffer_unmap(jpeg, &map);
+  std::lock_guard<std::mutex> guard(snapshot_lock_);
+  snapshot_.jpeg = std::move(picture);
+  snapshot_.number++;
+}
+
+Snapshot CameraOutputs::snapshot() const {
+  std::lock_guard<std::mutex> guard(snapshot_lock_);
+  return snapshot_;
 }
 
 CountingState CameraOutputs::counting() const {

@@ -7,6 +7,7 @@
 #include <gst/gst.h>
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,23 @@ struct CountingState {
   CountingState kept_for(const std::map<std::string, std::string> &lines_kept) const;
 };
 
+// A counting event as the operator's page lists it (web.h).
+struct RecentEvent {
+  guint64 id = 0;
+  gint64 time_us = 0;     // g_get_real_time() when counted
+  std::string kind;       // line-crossed, zone-entered, zone-left
+  std::string name;       // the line's or the zone's
+  std::string direction;  // a line's: in or out
+  std::string label;
+  guint64 track_id = 0;
+};
+
+// The camera's latest annotated picture (JPEG; null before the first) and its number.
+struct Snapshot {
+  std::shared_ptr<const std::string> jpeg;
+  guint64 number = 0;
+};
+
 class CameraOutputs {
  public:
   // `counted`: a camera's counts so far, to go on from.
@@ -78,6 +96,11 @@ class CameraOutputs {
   CountingState counting() const;
   // A reload's new lines, as counting_shapes() gives them: what the counts file names.
   void set_line_shapes(std::map<std::string, std::string> shapes);
+  // The snapshot branch's latest picture (session.h), on its streaming thread.
+  void on_snapshot(GstBuffer *jpeg);
+  Snapshot snapshot() const;
+  // The latest counting events, the newest first.
+  std::vector<RecentEvent> recent_events() const;
   // A fleet's camera that etcd says another host owns now: its frames are no longer ours to
   // publish (the camera stops it).
   bool not_owner() const { return not_owner_.load(); }
@@ -107,6 +130,10 @@ class CameraOutputs {
   mutable std::mutex counts_lock_;
   FrameCounts counts_;
   CountingState counting_;
+  static constexpr size_t kRecentEvents = 20;
+  std::deque<RecentEvent> recent_events_;  // the newest first
+  mutable std::mutex snapshot_lock_;
+  Snapshot snapshot_;
   size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us
 
   // What keep_counting last kept, the lines' shapes, and the track and event ids reserved up to

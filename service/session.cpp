@@ -51,10 +51,39 @@ std::string describe(const CameraConfig &c) {
                     c.detector + " ! cudanms name=nms ! ";
   if (c.tracker) out += "boxtrack name=track ! ";
   if (c.tracker && c.counting()) out += "boxcount name=count ! ";
-  if (c.record_dir.empty()) return out + "fakesink name=sink sync=false async=false";
-  return out + "queue max-size-buffers=60 max-size-time=0 max-size-bytes=0 ! " +
-         (c.record_boxes ? "boxoverlay ! " : "") + "videoconvert ! " + c.record_encoder +
-         " ! h264parse ! splitmuxsink name=sink";
+  const std::string end = c.record_dir.empty()
+                              ? "fakesink name=sink sync=false async=false"
+                              : "queue max-size-buffers=60 max-size-time=0 max-size-bytes=0 ! " +
+                                    std::string(c.record_boxes ? "boxoverlay ! " : "") +
+                                    "videoconvert ! " + c.record_encoder +
+                                    " ! h264parse ! splitmuxsink name=sink";
+  if (c.snapshot_interval_s <= 0) return out + end;
+  // The operator's picture (web.h): a frame an interval taken off a branch whose queue holds
+  // one frame and drops older ones, so that drawing and encoding never hold the detection back.
+  return out + "tee name=split ! " + end +
+         " split. ! queue name=snapshot-intake leaky=downstream max-size-buffers=1 "
+         "max-size-time=0 max-size-bytes=0 ! boxoverlay ! videoconvert ! videoscale ! "
+         "video/x-raw,width=[16,640],pixel-aspect-ratio=1/1 ! jpegenc quality=80 ! "
+         "fakesink name=snapshot sync=false async=false signal-handoffs=true";
+}
+
+// The snapshot branch's frames: one an interval goes on, the others are dropped before its
+// queue.
+struct SnapshotPace {
+  gint64 interval_us;
+  gint64 next_us = 0;  // the streaming thread's alone
+};
+
+GstPadProbeReturn on_snapshot_frame(GstPad *, GstPadProbeInfo *, gpointer data) {
+  auto *pace = static_cast<SnapshotPace *>(data);
+  const gint64 now = g_get_monotonic_time();
+  if (now < pace->next_us) return GST_PAD_PROBE_DROP;
+  pace->next_us = now + pace->interval_us;
+  return GST_PAD_PROBE_OK;
+}
+
+void on_snapshot(GstElement *, GstBuffer *jpeg, GstPad *, gpointer data) {
+  (*static_cast<std::shared_ptr<CameraOutputs> *>(data))->on_snapshot(jpeg);
 }
 
 // uridecodebin's source, when it is an RTSP client: the camera's latency and transports.
@@ -244,6 +273,23 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
         [](gpointer data, GClosure *) { delete static_cast<CameraConfig *>(data); },
         static_cast<GConnectFlags>(0));
     gst_object_unref(source);
+  }
+  if (GstElement *snapshot = gst_bin_get_by_name(bin, "snapshot")) {
+    GstElement *queue = gst_bin_get_by_name(bin, "snapshot-intake");
+    GstPad *pad = gst_element_get_static_pad(queue, "sink");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_snapshot_frame,
+                      new SnapshotPace{static_cast<gint64>(config.snapshot_interval_s * 1e6)},
+                      [](gpointer data) { delete static_cast<SnapshotPace *>(data); });
+    gst_object_unref(pad);
+    gst_object_unref(queue);
+    g_signal_connect_data(
+        snapshot, "handoff", G_CALLBACK(on_snapshot),
+        new std::shared_ptr<CameraOutputs>(s->outputs_),
+        [](gpointer data, GClosure *) {
+          delete static_cast<std::shared_ptr<CameraOutputs> *>(data);
+        },
+        static_cast<GConnectFlags>(0));
+    gst_object_unref(snapshot);
   }
   if (s->recording_) {
     GstElement *sink = gst_bin_get_by_name(bin, "sink");
