@@ -16,7 +16,8 @@ packages=(meson ninja-build pkg-config g++ python3 libglib2.0-dev libgtest-dev
   gstreamer1.0-libav gstreamer1.0-plugins-ugly gstreamer1.0-plugins-bad clang
   libgstreamer-plugins-bad1.0-dev libpaho-mqtt-dev mosquitto mosquitto-clients openssl
   libsoup-3.0-dev python3-prometheus-client gstreamer1.0-plugins-base-apps
-  libtorch-dev python3-torch python3-onnx gdb etcd-server etcd-client)
+  libtorch-dev python3-torch python3-onnx gdb etcd-server etcd-client
+  chromium chromium-driver python3-selenium)
 
 install_missing() {
   local missing=()

@@ -183,8 +183,7 @@ int list_fleet(EtcdClient &client, const FleetSettings &fleet) {
       if (!what) what = g_key_file_get_value(keys, "camera", "source", nullptr);
     }
     printf("  %-20s %-16s %s\n", name.c_str(),
-           owner == owners.end() ? "(no host)" : owner->second.c_str(),
-           what ? what : "(no url)");
+           owner == owners.end() ? "(no host)" : owner->second.c_str(), what ? what : "(no url)");
     g_free(what);
     g_key_file_free(keys);
   }

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "log.h"
+#include "web.h"
 
 // AddressSanitizer's allocator, when the service is built with it (tools/sanitize.sh): malloc's
 // own statistics then see nothing.
@@ -83,8 +84,7 @@ std::uint64_t resident_bytes() {
 
 // Bytes malloc has handed out and not had back.
 std::uint64_t heap_bytes() {
-  if (__sanitizer_get_current_allocated_bytes)
-    return __sanitizer_get_current_allocated_bytes();
+  if (__sanitizer_get_current_allocated_bytes) return __sanitizer_get_current_allocated_bytes();
   const struct mallinfo2 info = mallinfo2();
   return info.uordblks + info.hblkhd;
 }
@@ -276,7 +276,7 @@ std::string render_health(const std::vector<CameraSnapshot> &cameras, double upt
     json_builder_set_member_name(b, "state_seconds");
     json_builder_add_int_value(b, static_cast<gint64>(c.state_seconds));
     json_builder_set_member_name(b, "last_error");
-    json_builder_add_string_value(b, c.last_error.c_str());
+    json_builder_add_string_value(b, without_credentials(c.last_error).c_str());
     json_builder_set_member_name(b, "frames");
     json_builder_add_int_value(b, static_cast<gint64>(c.counts.frames));
     json_builder_set_member_name(b, "frames_per_second");
@@ -317,9 +317,19 @@ ProcessSnapshot process_snapshot(double uptime_s, std::map<unsigned, bool> place
 
 MetricsServer::MetricsServer(Handler handler) : handler_(std::move(handler)) {}
 
-MetricsServer::~MetricsServer() { close(); }
+MetricsServer::~MetricsServer() {
+  *alive_ = false;
+  close();
+}
 
 void MetricsServer::close() {
+  if (stream_timer_) g_source_remove(stream_timer_);
+  stream_timer_ = 0;
+  for (SoupServerMessage *stream : streams_) {
+    g_signal_handlers_disconnect_by_data(stream, this);
+    g_object_unref(stream);
+  }
+  streams_.clear();
   if (server_) {
     soup_server_disconnect(server_);
     g_object_unref(server_);
@@ -358,8 +368,7 @@ bool MetricsServer::listen(const std::string &address, std::string *error) {
     g_object_unref(ip);
   }
   server_ = soup_server_new("server-header", "cudanms-service", nullptr);
-  soup_server_add_handler(server_, "/metrics", handle, this, nullptr);
-  soup_server_add_handler(server_, "/health", handle, this, nullptr);
+  soup_server_add_handler(server_, nullptr, handle, this, nullptr);
   GError *gerror = nullptr;
   const gboolean ok =
       soup_server_listen(server_, where, static_cast<SoupServerListenOptions>(0), &gerror);
@@ -394,6 +403,16 @@ void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const
     soup_server_message_set_status(message, SOUP_STATUS_METHOD_NOT_ALLOWED, nullptr);
     return;
   }
+  if (g_strcmp0(path, "/api/stream") == 0) {
+    self->open_stream(message);
+    return;
+  }
+  if (Reply page = page_file(path); page.status != 404 || g_strcmp0(path, "/") == 0) {
+    soup_server_message_set_status(message, static_cast<guint>(page.status), nullptr);
+    soup_server_message_set_response(message, page.type.c_str(), SOUP_MEMORY_COPY, page.body.data(),
+                                     page.body.size());
+    return;
+  }
   // Paused until answered; the server and the message are held until then, so that an answer
   // that comes after a reload's new listen (or the client's leaving) lands on live objects.
   soup_server_message_pause(message);
@@ -407,6 +426,70 @@ void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const
     g_object_unref(message);
     g_object_unref(server);
   });
+}
+
+void MetricsServer::open_stream(SoupServerMessage *message) {
+  constexpr size_t kMostStreams = 64;  // pages open at once
+  if (streams_.size() >= kMostStreams) {
+    soup_server_message_set_status(message, SOUP_STATUS_SERVICE_UNAVAILABLE, nullptr);
+    const std::string why = "too many pages open\n";
+    soup_server_message_set_response(message, "text/plain; charset=utf-8", SOUP_MEMORY_COPY,
+                                     why.data(), why.size());
+    return;
+  }
+  SoupMessageHeaders *headers = soup_server_message_get_response_headers(message);
+  soup_message_headers_set_encoding(headers, SOUP_ENCODING_CHUNKED);
+  soup_message_headers_set_content_type(headers, "text/event-stream", nullptr);
+  soup_message_headers_replace(headers, "Cache-Control", "no-cache");
+  soup_server_message_set_status(message, SOUP_STATUS_OK, nullptr);
+  // What was sent is not kept: a page may listen for days.
+  soup_message_body_set_accumulate(soup_server_message_get_response_body(message), FALSE);
+  g_signal_connect(message, "finished", G_CALLBACK(on_stream_finished), this);
+  g_object_ref(message);
+  streams_.push_back(message);
+  // The page's first picture of the cameras at once, then one a second.
+  const std::string hello = "retry: 1000\n\n";
+  soup_message_body_append(soup_server_message_get_response_body(message), SOUP_MEMORY_COPY,
+                           hello.data(), hello.size());
+  auto tick = [](gpointer data) -> gboolean {
+    auto *self = static_cast<MetricsServer *>(data);
+    if (self->stream_asked_) return G_SOURCE_CONTINUE;  // the last one is not answered yet
+    self->stream_asked_ = true;
+    std::weak_ptr<bool> alive = self->alive_;
+    self->handler_("/api/cameras", [self, alive](Reply reply) {
+      if (alive.expired()) return;
+      self->stream_asked_ = false;
+      if (reply.status != 200) return;
+      std::string data = reply.body;
+      for (char &c : data)
+        if (c == '\n') c = ' ';  // one line: newlines in JSON are whitespace between tokens
+      self->send_to_streams("event: cameras\ndata: " + data + "\n\n");
+    });
+    return G_SOURCE_CONTINUE;
+  };
+  if (!stream_timer_) stream_timer_ = g_timeout_add_seconds(1, tick, this);
+  tick(this);
+}
+
+void MetricsServer::send_to_streams(const std::string &event) {
+  for (SoupServerMessage *stream : streams_) {
+    soup_message_body_append(soup_server_message_get_response_body(stream), SOUP_MEMORY_COPY,
+                             event.data(), event.size());
+    soup_server_message_unpause(stream);
+  }
+}
+
+void MetricsServer::on_stream_finished(SoupServerMessage *message, gpointer data) {
+  auto *self = static_cast<MetricsServer *>(data);
+  auto found = std::find(self->streams_.begin(), self->streams_.end(), message);
+  if (found == self->streams_.end()) return;
+  self->streams_.erase(found);
+  g_signal_handlers_disconnect_by_data(message, self);
+  g_object_unref(message);
+  if (self->streams_.empty() && self->stream_timer_) {
+    g_source_remove(self->stream_timer_);
+    self->stream_timer_ = 0;
+  }
 }
 
 }  // namespace cudanms::service

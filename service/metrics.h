@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,11 +49,14 @@ struct Reply {
 constexpr const char *kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
 constexpr const char *kHealthType = "application/json";
 
+// The endpoint: the page's files (web.h) it serves itself; /api/stream, /api/cameras each
+// second to every page open; any other GET goes to the handler.
 class MetricsServer {
  public:
   using Respond = std::function<void(Reply)>;
-  // Answers a GET of `path` (/metrics or /health) through `respond`, once: at once, or later
-  // from the main loop (a supervisor asks its workers first).
+  // Answers a GET of `path` (/metrics, /health, /api/cameras, /snapshot/NAME; 404 for another)
+  // through `respond`, once: at once, or later from the main loop (a supervisor asks its
+  // workers first).
   using Handler = std::function<void(const std::string &path, Respond respond)>;
   explicit MetricsServer(Handler handler);
   ~MetricsServer();
@@ -71,8 +75,16 @@ class MetricsServer {
   static void handle(SoupServer *server, SoupServerMessage *message, const char *path,
                      GHashTable *query, gpointer data);
   void close();
+  // /api/stream: Server-Sent Events, one "cameras" event a second while a page listens.
+  void open_stream(SoupServerMessage *message);
+  void send_to_streams(const std::string &event);
+  static void on_stream_finished(SoupServerMessage *message, gpointer data);
 
   Handler handler_;
+  std::vector<SoupServerMessage *> streams_;  // held until finished
+  guint stream_timer_ = 0;
+  bool stream_asked_ = false;  // a document for the streams is on its way
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for answers that come late
   SoupServer *server_ = nullptr;
   std::string url_;
   std::string socket_path_;  // unix:PATH's, removed when closed

@@ -5,6 +5,7 @@
 #include "counting_file.h"
 #include "log.h"
 #include "session.h"
+#include "web.h"
 
 namespace cudanms::service {
 namespace {
@@ -67,9 +68,16 @@ void Service::serve(const std::string &path, MetricsServer::Respond respond) con
     for (const auto &[gpu, load] : placement_.loads()) gpus[gpu] = placement_.failed(gpu);
     reply.type = kMetricsType;
     reply.body = render_metrics(snapshots(), process_snapshot(uptime, std::move(gpus)));
-  } else {
+  } else if (path == "/health") {
     reply.type = kHealthType;
     reply.body = render_health(snapshots(), uptime, &reply.status);
+  } else if (path == "/api/cameras") {
+    reply.type = kHealthType;
+    reply.body = render_cameras(snapshots(), host_name(config_.fleet.host_id));
+  } else if (const std::string name = snapshot_camera(path); cameras_.count(name)) {
+    reply = snapshot_reply(cameras_.at(name)->picture());
+  } else {
+    reply = not_found(path);
   }
   respond(std::move(reply));
 }

@@ -38,44 +38,6 @@ std::string exit_text(GSubprocess *process) {
   return "exited with status " + std::to_string(g_subprocess_get_exit_status(process));
 }
 
-// One GET of the supervisor's endpoint, asked of every live worker.
-struct Gather {
-  Supervisor *supervisor;
-  std::string path;
-  MetricsServer::Respond respond;
-  std::vector<WorkerAnswer> answers;
-  std::set<unsigned> answered;
-  int pending = 0;
-  std::function<void(Gather *)> finish;
-};
-
-struct Ask {
-  Gather *gather;
-  unsigned gpu;
-  SoupMessage *message;
-};
-
-void on_answer(GObject *session, GAsyncResult *result, gpointer data) {
-  auto *ask = static_cast<Ask *>(data);
-  GBytes *body = soup_session_send_and_read_finish(SOUP_SESSION(session), result, nullptr);
-  const guint status = soup_message_get_status(ask->message);
-  // /health answers 503 for a degraded worker: its document is what counts.
-  if (body && (status == 200 || status == 503)) {
-    gsize size = 0;
-    const char *data_ptr = static_cast<const char *>(g_bytes_get_data(body, &size));
-    ask->gather->answers.push_back({worker_label(ask->gpu), std::string(data_ptr, size)});
-    ask->gather->answered.insert(ask->gpu);
-  }
-  if (body) g_bytes_unref(body);
-  g_object_unref(ask->message);
-  Gather *gather = ask->gather;
-  delete ask;
-  if (--gather->pending == 0) {
-    gather->finish(gather);
-    delete gather;
-  }
-}
-
 }  // namespace
 
 std::string Supervisor::gpu_failed_line(unsigned gpu) {
@@ -549,81 +511,6 @@ void Supervisor::finish_shutdown() {
   std::function<void()> done = std::move(shut_down_);
   shut_down_ = nullptr;
   done();
-}
-
-void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) {
-  auto *gather = new Gather{this, path, std::move(respond), {}, {}, 1, nullptr};
-  gather->finish = [this](Gather *g) {
-    const double uptime = (g_get_monotonic_time() - started_us_) / 1e6;
-    // The cameras of a worker that did not answer (down, restarting, stopped), as not streaming.
-    std::vector<CameraSnapshot> unanswered;
-    for (const auto &[name, gpu] : assignment_.cameras) {
-      if (g->answered.count(gpu)) continue;
-      const Worker *worker = workers_.count(gpu) ? workers_.at(gpu).get() : nullptr;
-      CameraSnapshot c;
-      c.name = name;
-      c.state = worker && worker->process ? CameraState::kStarting : CameraState::kReconnecting;
-      c.last_error = "its worker (" + worker_name(gpu) + ") " +
-                     (worker && worker->process              ? "did not answer"
-                      : worker && !worker->last_exit.empty() ? worker->last_exit + "; restarting"
-                                                             : "is not running");
-      for (const CameraConfig &camera : config_.cameras)
-        if (camera.name == name) c.enabled = camera.enabled;
-      unanswered.push_back(std::move(c));
-    }
-    Reply reply;
-    if (g->path == "/metrics") {
-      ProcessSnapshot process = process_snapshot(uptime, {});
-      process.gpus.clear();  // the workers' to give
-      std::string own = render_metrics(unanswered, process);
-      own +=
-          "# HELP cudanms_worker_up 1 while the GPU's worker process runs\n"
-          "# TYPE cudanms_worker_up gauge\n";
-      for (const auto &[gpu, worker] : workers_)
-        if (worker->wanted)
-          own += "cudanms_worker_up{worker=\"" + worker_label(gpu) + "\"} " +
-                 (worker->process ? "1" : "0") + "\n";
-      own +=
-          "# HELP cudanms_worker_restarts_total Times the GPU's worker was started again\n"
-          "# TYPE cudanms_worker_restarts_total counter\n";
-      for (const auto &[gpu, worker] : workers_)
-        if (worker->wanted)
-          own += "cudanms_worker_restarts_total{worker=\"" + worker_label(gpu) + "\"} " +
-                 std::to_string(worker->restarts) + "\n";
-      if (fleet_) own += fleet_->metrics();
-      g->answers.insert(g->answers.begin(), {"supervisor", own});
-      reply.type = kMetricsType;
-      reply.body = merge_metrics(g->answers);
-    } else {
-      int ignored = 0;
-      g->answers.push_back({"supervisor", render_health(unanswered, uptime, &ignored)});
-      std::vector<WorkerHealth> workers;
-      for (const auto &[gpu, worker] : workers_)
-        if (worker->wanted)
-          workers.push_back({worker_label(gpu), worker->process != nullptr, worker->pid,
-                             worker->restarts, worker->last_exit});
-      reply.type = kHealthType;
-      std::function<bool(JsonBuilder *)> fleet;
-      if (fleet_)
-        fleet = [this](JsonBuilder *b) {
-          fleet_->health(b);
-          return fleet_->healthy();
-        };
-      reply.body = merge_health(g->answers, workers, uptime, &reply.status, fleet);
-    }
-    g->respond(std::move(reply));
-  };
-  for (auto &[gpu, worker] : workers_) {
-    if (!worker->process) continue;
-    SoupMessage *message = soup_message_new("GET", ("http://worker" + path).c_str());
-    gather->pending++;
-    soup_session_send_and_read_async(worker->session, message, G_PRIORITY_DEFAULT, nullptr,
-                                     on_answer, new Ask{gather, gpu, message});
-  }
-  if (--gather->pending == 0) {  // no worker to ask
-    gather->finish(gather);
-    delete gather;
-  }
 }
 
 }  // namespace cudanms::service

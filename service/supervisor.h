@@ -94,7 +94,9 @@ class Supervisor {
   void read_line(Worker &worker);
   void gpu_failed(unsigned gpu);
   void tell_workers();  // SIGHUP: read the run directory again
+  // The endpoint (supervisor_endpoint.cpp): merged from the workers' answers.
   void serve(const std::string &path, MetricsServer::Respond respond);
+  void forward_snapshot(const std::string &camera, MetricsServer::Respond respond);
   void finish_shutdown();
 
   std::string config_path_, config_text_;

@@ -1,0 +1,211 @@
+#include "web.h"
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace cudanms::service {
+
+namespace {
+
+void add_string(JsonBuilder *b, const char *name, const std::string &value) {
+  json_builder_set_member_name(b, name);
+  json_builder_add_string_value(b, value.c_str());
+}
+
+void add_int(JsonBuilder *b, const char *name, gint64 value) {
+  json_builder_set_member_name(b, name);
+  json_builder_add_int_value(b, value);
+}
+
+void add_counts(JsonBuilder *b, const CountingState &counting) {
+  json_builder_set_member_name(b, "lines");
+  json_builder_begin_object(b);
+  for (const auto &[line, in_out] : counting.lines) {
+    json_builder_set_member_name(b, line.c_str());
+    json_builder_begin_object(b);
+    add_int(b, "in", static_cast<gint64>(in_out.first));
+    add_int(b, "out", static_cast<gint64>(in_out.second));
+    json_builder_end_object(b);
+  }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "crossings");
+  json_builder_begin_array(b);
+  for (const auto &[key, n] : counting.crossings) {
+    const auto &[line, direction, label] = key;
+    json_builder_begin_object(b);
+    add_string(b, "line", line);
+    add_string(b, "direction", direction);
+    add_string(b, "label", label);
+    add_int(b, "count", static_cast<gint64>(n));
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "occupancy");
+  json_builder_begin_array(b);
+  for (const auto &[key, n] : counting.occupancy) {
+    json_builder_begin_object(b);
+    add_string(b, "zone", key.first);
+    add_string(b, "label", key.second);
+    add_int(b, "objects", static_cast<gint64>(n));
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+void add_events(JsonBuilder *b, const std::vector<RecentEvent> &events) {
+  json_builder_set_member_name(b, "events");
+  json_builder_begin_array(b);
+  for (const RecentEvent &e : events) {
+    json_builder_begin_object(b);
+    add_int(b, "id", static_cast<gint64>(e.id));
+    json_builder_set_member_name(b, "time");
+    json_builder_add_double_value(b, e.time_us / 1e6);
+    add_string(b, "kind", e.kind);
+    add_string(b, "name", e.name);
+    add_string(b, "direction", e.direction);
+    add_string(b, "label", e.label);
+    add_int(b, "track", static_cast<gint64>(e.track_id));
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+}
+
+// Where the page's files are: installed, else (a build run from its tree) the source's.
+std::string web_dir() {
+  static const std::string dir = [] {
+    const std::string installed = CUDANMS_WEB_DIR;
+    if (g_file_test((installed + "/index.html").c_str(), G_FILE_TEST_EXISTS)) return installed;
+    return std::string(CUDANMS_SOURCE_WEB_DIR);
+  }();
+  return dir;
+}
+
+}  // namespace
+
+std::string without_credentials(const std::string &text) {
+  static const std::regex userinfo(R"(([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@)");
+  return std::regex_replace(text, userinfo, "$1");
+}
+
+std::string host_name(const std::string &host_id) {
+  return host_id.empty() ? g_get_host_name() : host_id;
+}
+
+std::string render_cameras(const std::vector<CameraSnapshot> &cameras, const std::string &host) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "cameras");
+  json_builder_begin_object(b);
+  for (const CameraSnapshot &c : cameras) {
+    json_builder_set_member_name(b, c.name.c_str());
+    json_builder_begin_object(b);
+    add_string(b, "state", state_name(c.state));
+    json_builder_set_member_name(b, "enabled");
+    json_builder_add_boolean_value(b, c.enabled);
+    add_int(b, "state_seconds", static_cast<gint64>(c.state_seconds));
+    add_string(b, "host", host);
+    add_string(b, "gpu", c.gpu >= 0 ? std::to_string(c.gpu) : "cpu");
+    json_builder_set_member_name(b, "frames_per_second");
+    json_builder_add_double_value(b, c.frames_per_second);
+    add_int(b, "frames", static_cast<gint64>(c.counts.frames));
+    add_int(b, "reconnects", static_cast<gint64>(c.reconnects));
+    add_string(b, "last_error", without_credentials(c.last_error));
+    add_int(b, "snapshot", static_cast<gint64>(c.snapshot_number));
+    add_counts(b, c.counting);
+    add_events(b, c.events);
+    json_builder_end_object(b);
+  }
+  json_builder_end_object(b);
+  json_builder_end_object(b);
+  return json_text(b);
+}
+
+std::string merge_cameras(const std::vector<WorkerAnswer> &answers, const std::string &host) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "cameras");
+  json_builder_begin_object(b);
+  for (const WorkerAnswer &answer : answers) {
+    JsonParser *parser = json_parser_new();
+    if (json_parser_load_from_data(parser, answer.body.c_str(), -1, nullptr)) {
+      JsonNode *root = json_parser_get_root(parser);
+      JsonObject *doc = JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : nullptr;
+      JsonNode *cameras = doc ? json_object_get_member(doc, "cameras") : nullptr;
+      if (cameras && JSON_NODE_HOLDS_OBJECT(cameras)) {
+        JsonObjectIter it;
+        const gchar *name = nullptr;
+        JsonNode *camera = nullptr;
+        json_object_iter_init(&it, json_node_get_object(cameras));
+        while (json_object_iter_next(&it, &name, &camera)) {
+          if (!JSON_NODE_HOLDS_OBJECT(camera)) continue;
+          JsonNode *copy = json_node_copy(camera);
+          json_object_set_string_member(json_node_get_object(copy), "host", host.c_str());
+          json_builder_set_member_name(b, name);
+          json_builder_add_value(b, copy);
+        }
+      }
+    }
+    g_object_unref(parser);
+  }
+  json_builder_end_object(b);
+  json_builder_end_object(b);
+  return json_text(b);
+}
+
+Reply snapshot_reply(const Snapshot &snapshot) {
+  Reply reply;
+  if (!snapshot.jpeg) {
+    reply.status = 503;
+    reply.type = "text/plain; charset=utf-8";
+    reply.body = "no picture yet\n";
+    return reply;
+  }
+  reply.type = kJpegType;
+  reply.body = *snapshot.jpeg;
+  return reply;
+}
+
+std::string snapshot_camera(const std::string &path) {
+  const std::string prefix = "/snapshot/";
+  if (path.rfind(prefix, 0) != 0) return "";
+  gchar *name = g_uri_unescape_string(path.c_str() + prefix.size(), "/");
+  const std::string out = name ? name : "";
+  g_free(name);
+  return out;
+}
+
+Reply not_found(const std::string &path) {
+  return {404, "text/plain; charset=utf-8", "no such page: " + path + "\n"};
+}
+
+Reply page_file(const std::string &path) {
+  static const std::map<std::string, std::pair<const char *, const char *>> files = {
+      {"/", {"index.html", "text/html; charset=utf-8"}},
+      {"/index.html", {"index.html", "text/html; charset=utf-8"}},
+      {"/app.js", {"app.js", "text/javascript; charset=utf-8"}},
+      {"/style.css", {"style.css", "text/css; charset=utf-8"}},
+  };
+  Reply reply;
+  const auto file = files.find(path);
+  std::ifstream in;
+  if (file != files.end()) in.open(web_dir() + "/" + file->second.first, std::ios::binary);
+  if (file == files.end() || !in.is_open()) {
+    reply.status = 404;
+    reply.type = "text/plain; charset=utf-8";
+    reply.body = file == files.end() ? "no such page: " + path + "\n"
+                                     : "the page's " + std::string(file->second.first) +
+                                           " is not installed in " + web_dir() + "\n";
+    return reply;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  reply.type = file->second.second;
+  reply.body = text.str();
+  return reply;
+}
+
+}  // namespace cudanms::service

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""The operator's page (service/web/) in a real browser: Debian's chromium, headless, driven
+through chromedriver by selenium (python3-selenium).
+
+The test starts its own camera server (pipelines/rtsp-server: videotestsrc's ball, which
+crosses the middle of the frame once each way every 10 s) and the service with two cameras of
+it, a line through the middle and brightspot as the detector (a test plugin, cheap on CI's two
+cores), then opens the page and checks, each within a bound:
+  - both cameras are listed, streaming;
+  - each camera's picture loads, and a newer one replaces it;
+  - a count on the line rises on the page as the ball crosses, and the event is listed;
+  - the camera server killed (SIGKILL): the page shows the cameras reconnecting within 2 s,
+    without a reload;
+  - the camera's password (in cam1's URL) is in neither the page nor its API.
+It leaves a screenshot, web-page.png, in the build folder (docs/web-page.png is one).
+Exit status 77 (meson's "skipped"), with the reason, where chromium, chromedriver or selenium is
+missing.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SOURCE = os.environ["CUDANMS_SOURCE_ROOT"]
+BUILD = os.environ["CUDANMS_BUILD"]
+PASSWORD = "s3cret-of-cam1"
+SKIPPED = 77
+
+
+def skip(reason):
+    print("SKIPPED: " + reason)
+    sys.exit(SKIPPED)
+
+
+def browser():
+    chromium = shutil.which("chromium")
+    driver = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+    if not chromium or not os.path.exists(driver):
+        skip("no chromium or chromedriver (apt-get install chromium chromium-driver)")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        skip("no selenium (apt-get install python3-selenium)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", "--window-size=1400,900"):
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service(driver), options=options)
+
+
+def eventually(seconds, check, interval=0.1):
+    """check() until it gives a true value, at most `seconds`; that value, or None."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+def make_clip(path):
+    raw = path + ".i420"
+    steps = [
+        "videotestsrc pattern=ball motion=wavy num-buffers=200 ! "
+        "video/x-raw,width=160,height=120,framerate=10/1,format=I420 ! videorate ! "
+        f"video/x-raw,framerate=5/1 ! filesink location={raw}",
+        f"filesrc location={raw} ! rawvideoparse width=160 height=120 format=i420 "
+        "framerate=10/1 ! x264enc bframes=0 key-int-max=10 tune=zerolatency "
+        f"speed-preset=ultrafast ! h264parse ! mp4mux ! filesink location={path}"]
+    for step in steps:
+        subprocess.run(["gst-launch-1.0", "-q"] + step.split(), check=True, timeout=60)
+    os.remove(raw)
+
+
+def first_match(path, pattern, seconds):
+    def find():
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                found = re.search(pattern, f.read())
+            return found.group(1) if found else None
+        except FileNotFoundError:
+            return None
+    return eventually(seconds, find)
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return answer.read()
+
+
+def main():
+    driver = browser()
+    work = tempfile.mkdtemp(prefix="cudanms-web-")
+    processes = []
+
+    def start(argv, name):
+        out = open(os.path.join(work, name + ".log"), "w")
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        processes.append(p)
+        return p
+
+    try:
+        clip = os.path.join(work, "ball.mp4")
+        make_clip(clip)
+        server = start([os.path.join(SOURCE, "pipelines", "rtsp-server"), "--port", "0",
+                        "--address", "127.0.0.1", "--loop", "--cameras", "2", "--mount", "/cam",
+                        clip], "rtsp-server")
+        port = first_match(os.path.join(work, "rtsp-server.log"),
+                           r"rtsp://127\.0\.0\.1:(\d+)/", 30)
+        assert port, "the camera server did not start: " + open(
+            os.path.join(work, "rtsp-server.log")).read()
+        config = os.path.join(work, "site.conf")
+        with open(config, "w") as f:
+            f.write(f"""[service]
+metrics-address = 127.0.0.1:0
+detector = brightspot
+lines = middle:0.5,0,0.5,1
+normalized = true
+reconnect-initial = 0.5
+[camera.cam1]
+url = rtsp://operator:{PASSWORD}@127.0.0.1:{port}/cam1
+[camera.cam2]
+url = rtsp://127.0.0.1:{port}/cam2
+""")
+        start([os.path.join(SOURCE, "pipelines", "service"), "--config", config], "service")
+        base = first_match(os.path.join(work, "service.log"),
+                           r"metrics at (http://127\.0\.0\.1:\d+)/metrics", 30)
+        assert base, "the service did not start: " + open(
+            os.path.join(work, "service.log")).read()
+
+        driver.get(base + "/")
+
+        def states():
+            return {card.get_attribute("data-camera"):
+                    card.find_element("css selector", ".state").text
+                    for card in driver.find_elements("css selector", "article.camera")}
+        assert eventually(30, lambda: states() == {"cam1": "streaming", "cam2": "streaming"}), \
+            f"the page does not show both cameras streaming: {states()}"
+        print("both cameras listed, streaming")
+
+        def picture(camera):
+            return driver.execute_script(
+                "const i = document.querySelector(`article[data-camera='${arguments[0]}'] "
+                "img.snapshot`); return i && i.complete && i.naturalWidth > 0 ? i.src : null;",
+                camera)
+        for camera in ("cam1", "cam2"):
+            first = eventually(10, lambda: picture(camera))
+            assert first, f"{camera}: no picture loaded"
+            newer = eventually(10, lambda: (p := picture(camera)) and p != first and p)
+            assert newer, f"{camera}: the picture never changed from {first}"
+        print("each camera's picture loads and a newer one replaces it")
+
+        def counted(camera):
+            cells = driver.find_elements(
+                "css selector", f"article[data-camera='{camera}'] tr[data-line='middle'] td.number")
+            return sum(int(c.text) for c in cells) if cells else None
+        before = eventually(10, lambda: counted("cam1") is not None) and counted("cam1")
+        started = time.monotonic()
+        assert eventually(25, lambda: counted("cam1") > before, 0.2), \
+            f"cam1's count on 'middle' stayed at {before}"
+        print(f"cam1's count on 'middle' rose from {before} to {counted('cam1')} "
+              f"{time.monotonic() - started:.1f} s later")
+        events = driver.find_element("css selector", "#events").text
+        assert "cam1: ball" in events and "crossed middle" in events, events
+        driver.save_screenshot(os.path.join(BUILD, "web-page.png"))
+
+        os.killpg(server.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        shown = eventually(5, lambda: states() == {"cam1": "reconnecting", "cam2": "reconnecting"})
+        seconds = time.monotonic() - killed
+        assert shown, f"after the camera server died the page shows {states()}"
+        print(f"camera server killed: the page shows both cameras reconnecting {seconds:.1f} s "
+              "later")
+        assert seconds <= 2, f"{seconds:.1f} s before the page showed the cameras reconnecting"
+
+        api = get(base + "/api/cameras").decode()
+        errors = {name: c["last_error"] for name, c in json.loads(api)["cameras"].items()}
+        assert all(errors.values()), f"no error said for the reconnecting cameras: {errors}"
+        for where, text in (("the API", api), ("the page", driver.page_source)):
+            assert PASSWORD not in text, f"cam1's password is in {where}"
+        print("cam1's password is in neither the page nor its API; errors:", errors)
+    finally:
+        driver.quit()
+        for p in processes:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+        if os.environ.get("CUDANMS_KEEP_WORK"):
+            print("work folder:", work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
