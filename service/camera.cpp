@@ -230,6 +230,13 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
   s.counting = outputs_->counting();
   s.events = outputs_->recent_events();
   s.snapshot_number = outputs_->snapshot().number;
+  const auto setting = [this](const char *key) {
+    const auto found = config_.count.find(key);
+    return found == config_.count.end() ? std::string() : found->second;
+  };
+  s.lines = setting("lines");
+  s.zones = setting("zones");
+  s.normalized = setting("normalized") == "true";
   s.reconnects = reconnects_;
   s.seconds_since_frame =
       (now_us - (s.counts.last_frame_us ? s.counts.last_frame_us : started_us_)) / 1e6;

@@ -45,6 +45,8 @@ struct CameraSnapshot {
   guint64 queued_bytes = 0;         // frames waiting in its connection's queues
   std::vector<RecentEvent> events;  // the newest first
   guint64 snapshot_number = 0;      // of its latest picture (web.h); 0: none yet
+  std::string lines, zones;         // as the config gives them (boxcount's)
+  bool normalized = false;          // their coordinates in [0, 1] of the picture
 };
 
 class Camera {

@@ -192,6 +192,15 @@ const Key kKeys[] = {
        if (why.empty()) s->metrics_address = v;
        return why;
      }},
+    {"web-auth", Where::kService,
+     "a key the operator's page must give (Authorization: Bearer KEY) to change the config; "
+     "none (default): the page changes nothing",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       if (!v.empty() && v.size() < 8)
+         return "must be at least 8 characters, not " + std::to_string(v.size());
+       s->web_auth = v;
+       return "";
+     }},
     {"mqtt-address", Where::kService,
      "the MQTT broker (host:port, tcp:// or ssl:// URI); \"\" for none",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {

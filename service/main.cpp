@@ -301,6 +301,7 @@ int main(int argc, char **argv) {
         return load_config(path, next, errors);
       };
     Service service(source, path, std::move(config));
+    service.edit_file(path);
     status = run_until_stopped(&run, &service);
   }
   g_main_loop_unref(run.loop);

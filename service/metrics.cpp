@@ -315,7 +315,8 @@ ProcessSnapshot process_snapshot(double uptime_s, std::map<unsigned, bool> place
   return process;
 }
 
-MetricsServer::MetricsServer(Handler handler) : handler_(std::move(handler)) {}
+MetricsServer::MetricsServer(Handler handler, Change change)
+    : handler_(std::move(handler)), change_(std::move(change)) {}
 
 MetricsServer::~MetricsServer() {
   *alive_ = false;
@@ -399,6 +400,18 @@ bool MetricsServer::listen(const std::string &address, std::string *error) {
 void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const char *path,
                            GHashTable *, gpointer data) {
   auto *self = static_cast<MetricsServer *>(data);
+  if (g_strcmp0(soup_server_message_get_method(message), "POST") == 0 && self->change_) {
+    SoupMessageBody *request = soup_server_message_get_request_body(message);
+    const char *authorization = soup_message_headers_get_one(
+        soup_server_message_get_request_headers(message), "Authorization");
+    const Reply reply =
+        self->change_(path, std::string(request->data ? request->data : "", request->length),
+                      authorization ? authorization : "");
+    soup_server_message_set_status(message, static_cast<guint>(reply.status), nullptr);
+    soup_server_message_set_response(message, reply.type.c_str(), SOUP_MEMORY_COPY,
+                                     reply.body.data(), reply.body.size());
+    return;
+  }
   if (g_strcmp0(soup_server_message_get_method(message), "GET") != 0) {
     soup_server_message_set_status(message, SOUP_STATUS_METHOD_NOT_ALLOWED, nullptr);
     return;

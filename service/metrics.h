@@ -58,7 +58,11 @@ class MetricsServer {
   // through `respond`, once: at once, or later from the main loop (a supervisor asks its
   // workers first).
   using Handler = std::function<void(const std::string &path, Respond respond)>;
-  explicit MetricsServer(Handler handler);
+  // A POST of `path` (/api/cameras/NAME/lines, config_edit.h) with its body and Authorization
+  // header; answered at once.
+  using Change = std::function<Reply(const std::string &path, const std::string &body,
+                                     const std::string &authorization)>;
+  explicit MetricsServer(Handler handler, Change change = nullptr);
   ~MetricsServer();
   MetricsServer(const MetricsServer &) = delete;
   MetricsServer &operator=(const MetricsServer &) = delete;
@@ -81,6 +85,7 @@ class MetricsServer {
   static void on_stream_finished(SoupServerMessage *message, gpointer data);
 
   Handler handler_;
+  Change change_;
   std::vector<SoupServerMessage *> streams_;  // held until finished
   guint stream_timer_ = 0;
   bool stream_asked_ = false;  // a document for the streams is on its way

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "config_edit.h"
 #include "counting_file.h"
 #include "log.h"
 #include "session.h"
@@ -51,9 +52,16 @@ Service::Service(ConfigSource source, std::string source_name, ServiceConfig con
       source_name_(std::move(source_name)),
       config_(std::move(config)),
       placement_(config_.gpus),
-      metrics_([this](const std::string &path, MetricsServer::Respond respond) {
-        serve(path, std::move(respond));
-      }),
+      metrics_([this](const std::string &path,
+                      MetricsServer::Respond respond) { serve(path, std::move(respond)); },
+               [this](const std::string &path, const std::string &body,
+                      const std::string &authorization) {
+                 Reply reply = change_config(
+                     path, body, authorization, config_.web_auth, config_file_,
+                     "the cameras came from the command line: no config file to save to");
+                 if (reply.status == 200) reload();
+                 return reply;
+               }),
       started_us_(g_get_monotonic_time()) {}
 
 Service::~Service() {

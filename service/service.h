@@ -39,6 +39,9 @@ class Service {
   // changed takes them while it runs. A config with errors changes nothing. Counts of unchanged
   // lines go on, and track ids are never given twice, across restarts as across reconnections.
   void reload();
+  // The config file the operator's page saves its changes to (config_edit.h); none by default
+  // (a worker's config is its supervisor's to change).
+  void edit_file(std::string path) { config_file_ = std::move(path); }
   // Every camera stopped and finalised, then `done`.
   void shutdown(std::function<void()> done);
   std::vector<CameraSnapshot> snapshots() const;
@@ -72,6 +75,7 @@ class Service {
   void serve(const std::string &path, MetricsServer::Respond respond) const;
 
   ConfigSource source_;
+  std::string config_file_;
   std::string source_name_;
   ServiceConfig config_;
   CudaContexts cuda_contexts_;  // declared before the cameras: destroyed after them

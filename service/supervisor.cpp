@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "config_edit.h"
 #include "fence.h"
 #include "log.h"
 #include "worker_merge.h"
@@ -53,9 +54,17 @@ Supervisor::Supervisor(std::string config_path, std::string config_text, Service
       config_text_(std::move(config_text)),
       config_(std::move(config)),
       placement_(config_.gpus),
-      metrics_([this](const std::string &path, MetricsServer::Respond respond) {
-        serve(path, std::move(respond));
-      }),
+      metrics_([this](const std::string &path,
+                      MetricsServer::Respond respond) { serve(path, std::move(respond)); },
+               [this](const std::string &path, const std::string &body,
+                      const std::string &authorization) {
+                 Reply reply = change_config(
+                     path, body, authorization, config_.web_auth, fleet_ ? "" : config_path_,
+                     fleet_ ? "a fleet's cameras change in etcd (cudanms-service fleet add)"
+                            : "the cameras came from the command line: no config file to save to");
+                 if (reply.status == 200) reload();
+                 return reply;
+               }),
       started_us_(g_get_monotonic_time()) {}
 
 Supervisor::~Supervisor() {

@@ -115,6 +115,13 @@ std::string render_cameras(const std::vector<CameraSnapshot> &cameras, const std
     add_int(b, "reconnects", static_cast<gint64>(c.reconnects));
     add_string(b, "last_error", without_credentials(c.last_error));
     add_int(b, "snapshot", static_cast<gint64>(c.snapshot_number));
+    json_builder_set_member_name(b, "shapes");  // the lines and zones as configured
+    json_builder_begin_object(b);
+    add_string(b, "lines", c.lines);
+    add_string(b, "zones", c.zones);
+    json_builder_set_member_name(b, "normalized");
+    json_builder_add_boolean_value(b, c.normalized);
+    json_builder_end_object(b);
     add_counts(b, c.counting);
     add_events(b, c.events);
     json_builder_end_object(b);

@@ -25,13 +25,74 @@ function card(name) {
   const facts = element('div', 'facts');
   const error = element('div', 'error');
   const counts = element('table', 'counts');
-  root.append(title, picture, facts, error, counts);
+  const tools = element('div', 'tools');
+  const draw = element('button', 'draw', 'draw a line');
+  const answer = element('span', 'answer');
+  tools.append(draw, answer);
+  root.append(title, picture, facts, error, counts, tools);
   document.getElementById('cameras').append(root);
-  const parts = {root, state, picture, facts, error, counts, shown: 0, loading: false};
+  const parts = {root, state, picture, facts, error, counts, answer, shown: 0, loading: false,
+                 camera: null, ends: null};
+  draw.addEventListener('click', () => {
+    parts.ends = [];
+    root.classList.add('drawing');
+    say(parts, '', 'click the line\'s first end on the picture');
+  });
+  picture.addEventListener('click', (event) => drawn(name, parts, event));
   picture.addEventListener('load', () => { parts.loading = false; });
   picture.addEventListener('error', () => { parts.loading = false; });
   cards.set(name, parts);
   return parts;
+}
+
+function say(parts, kind, text) {
+  parts.answer.className = 'answer ' + kind;
+  parts.answer.textContent = text;
+}
+
+// Where a click fell on the picture, in [0, 1] of its width and height (the picture is fitted
+// into its box, bars around it); outside it, beyond that range: the service says why not.
+function pointOn(picture, event) {
+  const box = picture.getBoundingClientRect();
+  const scale = Math.min(box.width / picture.naturalWidth, box.height / picture.naturalHeight);
+  const width = picture.naturalWidth * scale, height = picture.naturalHeight * scale;
+  const round = (v) => Math.round(v * 1000) / 1000;
+  return [round((event.clientX - box.left - (box.width - width) / 2) / width),
+          round((event.clientY - box.top - (box.height - height) / 2) / height)];
+}
+
+// A line's two ends clicked, then its name: the camera's lines with it go to the service,
+// which saves them in its config and applies them (or says why not).
+async function drawn(name, parts, event) {
+  if (!parts.ends || !parts.picture.naturalWidth) return;
+  parts.ends.push(pointOn(parts.picture, event));
+  if (parts.ends.length < 2) {
+    say(parts, '', 'click its other end');
+    return;
+  }
+  const [[x1, y1], [x2, y2]] = parts.ends;
+  parts.ends = null;
+  parts.root.classList.remove('drawing');
+  const line = window.prompt('The new line\'s name (letters, digits, - and _):');
+  if (!line) {
+    say(parts, '', '');
+    return;
+  }
+  const shapes = (parts.camera && parts.camera.shapes) || {};
+  const lines = (shapes.lines ? shapes.lines + ';' : '') + `${line}:${x1},${y1},${x2},${y2}`;
+  try {
+    const reply = await fetch('api/cameras/' + encodeURIComponent(name) + '/lines', {
+      method: 'POST',
+      headers: {'Content-Type': 'application/json',
+                'Authorization': 'Bearer ' + document.getElementById('key').value},
+      body: JSON.stringify({lines}),
+    });
+    const said = await reply.json();
+    if (reply.ok) say(parts, 'saved', 'saved: ' + said.saved);
+    else say(parts, 'refused', 'refused: ' + said.error);
+  } catch (failure) {
+    say(parts, 'refused', 'not sent: ' + failure);
+  }
 }
 
 function showPicture(name, parts, number) {
@@ -103,6 +164,7 @@ function show(doc) {
   for (const name of names) {
     const camera = cameras[name];
     const parts = card(name);
+    parts.camera = camera;
     document.getElementById('cameras').append(parts.root);  // in name order
     parts.state.textContent = camera.state;
     parts.state.className = 'state ' + camera.state;
@@ -128,3 +190,8 @@ function connected(up) {
 const stream = new EventSource('api/stream');
 stream.addEventListener('cameras', (e) => { connected(true); show(JSON.parse(e.data)); });
 stream.addEventListener('error', () => connected(false));
+
+// The key stays with this browser tab only.
+const key = document.getElementById('key');
+key.value = sessionStorage.getItem('cudanms-key') || '';
+key.addEventListener('change', () => sessionStorage.setItem('cudanms-key', key.value));

@@ -9,6 +9,10 @@ cores), then opens the page and checks, each within a bound:
   - both cameras are listed, streaming;
   - each camera's picture loads, and a newer one replaces it;
   - a count on the line rises on the page as the ball crosses, and the event is listed;
+  - changes the page's API refuses, each with its reason and nothing saved: a wrong key, a line
+    off the picture, one of no length, a bad name, a body without lines, no such camera;
+  - a line drawn on cam2's picture with the mouse (the key typed in, two clicks, a name) is
+    saved into the config file, applied, and counts the ball;
   - the camera server killed (SIGKILL): the page shows the cameras reconnecting within 2 s,
     without a reload;
   - the camera's password (in cam1's URL) is in neither the page nor its API.
@@ -25,11 +29,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 SOURCE = os.environ["CUDANMS_SOURCE_ROOT"]
 BUILD = os.environ["CUDANMS_BUILD"]
 PASSWORD = "s3cret-of-cam1"
+KEY = "test-key-of-the-page"
 SKIPPED = 77
 
 
@@ -125,6 +131,7 @@ detector = brightspot
 lines = middle:0.5,0,0.5,1
 normalized = true
 reconnect-initial = 0.5
+web-auth = {KEY}
 [camera.cam1]
 url = rtsp://operator:{PASSWORD}@127.0.0.1:{port}/cam1
 [camera.cam2]
@@ -158,10 +165,13 @@ url = rtsp://127.0.0.1:{port}/cam2
             assert newer, f"{camera}: the picture never changed from {first}"
         print("each camera's picture loads and a newer one replaces it")
 
-        def counted(camera):
+        def counted(camera, line="middle"):
             cells = driver.find_elements(
-                "css selector", f"article[data-camera='{camera}'] tr[data-line='middle'] td.number")
-            return sum(int(c.text) for c in cells) if cells else None
+                "css selector", f"article[data-camera='{camera}'] tr[data-line='{line}'] td.number")
+            try:
+                return sum(int(c.text) for c in cells) if cells else None
+            except Exception:  # the table redrawn meanwhile
+                return None
         before = eventually(10, lambda: counted("cam1") is not None) and counted("cam1")
         started = time.monotonic()
         assert eventually(25, lambda: counted("cam1") > before, 0.2), \
@@ -171,6 +181,72 @@ url = rtsp://127.0.0.1:{port}/cam2
         events = driver.find_element("css selector", "#events").text
         assert "cam1: ball" in events and "crossed middle" in events, events
         driver.save_screenshot(os.path.join(BUILD, "web-page.png"))
+
+        def post(camera, body, key):
+            request = urllib.request.Request(
+                f"{base}/api/cameras/{camera}/lines", data=json.dumps(body).encode(),
+                method="POST", headers={"Authorization": "Bearer " + key,
+                                        "Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=5) as answer:
+                    return answer.status, json.loads(answer.read())
+            except urllib.error.HTTPError as refused:
+                return refused.code, json.loads(refused.read())
+        saved_before = open(config).read()
+        for camera, body, key, status in (
+                ("cam2", {"lines": "door:0.3,0,0.3,1"}, "a-wrong-key", 401),
+                ("cam2", {"lines": "door:0.3,0,1.5,1"}, KEY, 400),
+                ("cam2", {"lines": "door:0.3,0.5,0.3,0.5"}, KEY, 400),
+                ("cam2", {"lines": "a door:0,0,1,1"}, KEY, 400),
+                ("cam2", {"line": "door:0.3,0,0.3,1"}, KEY, 400),
+                ("cam9", {"lines": "door:0.3,0,0.3,1"}, KEY, 404)):
+            got, said = post(camera, body, key)
+            assert got == status and said.get("error"), (camera, body, got, said)
+            print(f"refused, {got}: {said['error']}")
+        assert open(config).read() == saved_before, "a refused change was saved"
+
+        card2 = "article[data-camera='cam2']"
+        driver.find_element("css selector", "#key").send_keys(KEY)
+        driver.find_element("css selector", card2 + " button.draw").click()
+        image = driver.find_element("css selector", card2 + " img.snapshot")
+
+        def click_at(fx, fy):
+            """A click at (fx, fy) of the picture, fitted into its box with bars around it."""
+            from selenium.webdriver.common.action_chains import ActionChains
+            w, h, nw, nh = driver.execute_script(
+                "const r = arguments[0].getBoundingClientRect(); "
+                "return [r.width, r.height, arguments[0].naturalWidth, "
+                "arguments[0].naturalHeight];", image)
+            scale = min(w / nw, h / nh)
+            dx = (w - nw * scale) / 2 + fx * nw * scale - w / 2
+            dy = (h - nh * scale) / 2 + fy * nh * scale - h / 2
+            ActionChains(driver).move_to_element_with_offset(image, round(dx), round(dy)) \
+                .click().perform()
+
+        def alert():
+            try:
+                return driver.switch_to.alert
+            except Exception:
+                return None
+        click_at(0.3, 0.05)
+        click_at(0.3, 0.95)
+        prompt = eventually(5, alert)
+        assert prompt, "no prompt for the new line's name"
+        prompt.send_keys("door")
+        prompt.accept()
+        answer = eventually(10, lambda: driver.find_element(
+            "css selector", card2 + " .answer").text.startswith("saved") and driver.find_element(
+            "css selector", card2 + " .answer").text)
+        assert answer, driver.find_element("css selector", card2 + " .answer").text
+        print("drawn on cam2's picture:", answer)
+        # Where the clicks fell, to a pixel of the picture (160 x 120) in the page.
+        assert re.search(r"lines=middle:0\.5,0,0\.5,1;door:0\.[23]\d*,0\.0\d*,0\.[23]\d*,0\.9\d*",
+                         open(config).read()), open(config).read()
+        started = time.monotonic()
+        assert eventually(40, lambda: (counted("cam2", "door") or 0) > 0, 0.2), \
+            "the drawn line 'door' never counted on cam2"
+        print(f"cam2's new line 'door' counted {counted('cam2', 'door')} "
+              f"{time.monotonic() - started:.1f} s after it was saved")
 
         os.killpg(server.pid, signal.SIGKILL)
         killed = time.monotonic()
