@@ -34,6 +34,7 @@
 #include "gpulist.h"
 #include "nvdec.h"
 #include "pipelinestop.h"
+#include "snapshot.h"
 #include "streams_app.h"
 #include "streams_workers.h"
 
@@ -121,9 +122,16 @@ std::string branch(const App &app, int i, const char *source) {
   const std::string track = o.track ? " ! boxtrack name=track" + n + " ! boxcount name=count" + n +
                                           " normalized=true lines=middle:0.5,0,0.5,1"
                                     : "";
+  // --snapshots: the camera service's picture for its page, off a tee.
+  const std::string snapshot = o.snapshots_s > 0
+                                   ? " ! tee name=split" + n + " " +
+                                         gst_cv_snapshot_branch("split" + n, "snapshot" + n) +
+                                         " split" + n + "."
+                                   : "";
   // --realtime: each stream at its frames' rate, as live cameras deliver them.
   return head + " ! " + o.detector + " name=detector" + n + " ! " + o.nms + " name=nms" + n +
-         track + publish + " ! fakesink sync=" + (o.realtime ? "true" : "false") + " async=false ";
+         track + publish + snapshot + " ! fakesink sync=" + (o.realtime ? "true" : "false") +
+         " async=false ";
 }
 
 gboolean on_bus(GstBus *, GstMessage *message, gpointer data) {
@@ -215,6 +223,14 @@ int main(int argc, char **argv) {
        nullptr},
       {"track", 0, 0, G_OPTION_ARG_NONE, &o.track,
        "Track the kept boxes and count them over a line (boxtrack ! boxcount after cudanms)",
+       nullptr},
+      {"snapshots", 0, 0, G_OPTION_ARG_DOUBLE, &o.snapshots_s,
+       "An annotated JPEG of each stream every S seconds, as the camera service makes for its "
+       "page (what it costs the streams)",
+       "S"},
+      {"snapshots-idle", 0, 0, G_OPTION_ARG_NONE, &o.snapshots_idle,
+       "With --snapshots: the branch in place but no picture asked for (the camera service while "
+       "no page is open)",
        nullptr},
       {"progress", 0, 0, G_OPTION_ARG_DOUBLE, &o.progress_s,
        "Seconds between progress lines (default 2; 0: none)", "S"},
@@ -328,6 +344,9 @@ int main(int argc, char **argv) {
     g_printerr("cannot build the pipeline: %s\n", error ? error->message : "");
     return 2;
   }
+  // One GPU: every element of the pipeline in its context (the snapshots' cudadownload too).
+  if (app.cuda_contexts.size() == 1)
+    gst_element_set_context(app.pipeline, app.cuda_contexts.begin()->second);
   for (int i : mine) {
     auto stream = std::make_unique<Stream>();
     stream->index = i;
@@ -350,6 +369,11 @@ int main(int argc, char **argv) {
       if (context != app.cuda_contexts.end()) gst_element_set_context(element, context->second);
       gst_object_unref(element);
     }
+    if (o.snapshots_s > 0)
+      gst_cv_snapshot_attach(
+          app.pipeline, "snapshot" + id, o.snapshots_s,
+          [s = stream.get()](GstBuffer *) { s->pictures++; },
+          [idle = o.snapshots_idle] { return !idle; });
     if (o.preload) {
       GstElement *src = gst_bin_get_by_name(GST_BIN(app.pipeline), ("src" + id).c_str());
       GstCaps *frame_caps = gst_caps_copy(app.preloaded_caps);

@@ -28,6 +28,8 @@ struct Options {
   gboolean host_candidates = FALSE;  // the default detector's candidates copied to the host
   gboolean batch_streams = FALSE;    // cudanms batch-streams=true
   gboolean track = FALSE;            // boxtrack ! boxcount after cudanms
+  gdouble snapshots_s = 0;           // an annotated JPEG a stream this often (snapshot.h); 0: none
+  gboolean snapshots_idle = FALSE;   // the branch in place, no picture asked for
   gdouble progress_s = 2.0;
   gchar *json = nullptr;
   gboolean quiet = FALSE;
@@ -47,6 +49,7 @@ struct Stream {
   int gpu = -1;  // --gpus: the GPU its chain runs on
   std::string camera_id;
   guint64 published = 0, dropped = 0;  // --publish: metapublish's counts at the end
+  std::atomic<guint64> pictures{0};    // --snapshots: JPEGs made
   double mean_batch = 0;               // a batching detector's (dnndetect) frames per forward
   std::atomic<guint64> frames{0};
   gint64 first_us = 0, last_us = 0;

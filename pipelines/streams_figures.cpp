@@ -112,7 +112,7 @@ void sample_gpu_memory(App *app) {
 
 void summarize(App *app) {
   std::vector<double> detector, nms, chain, nms_gpu;
-  guint64 frames = 0, published = 0, dropped = 0;
+  guint64 frames = 0, published = 0, dropped = 0, pictures = 0;
   double slowest = 1e300, fastest = 0;
   gint64 first = G_MAXINT64, last = 0;
   for (const auto &s : app->streams) {
@@ -123,6 +123,7 @@ void summarize(App *app) {
     frames += s->frames;
     published += s->published;
     dropped += s->dropped;
+    pictures += s->pictures;
     const double seconds = (s->last_us - s->first_us) / 1e6;
     const double fps = seconds > 0 ? (s->frames - 1) / seconds : 0;
     slowest = std::min(slowest, fps);
@@ -163,7 +164,8 @@ void summarize(App *app) {
       {"published", static_cast<double>(published)},
       {"dropped", static_cast<double>(dropped)},
       {"messages_per_s", wall > 0 ? published / wall : 0},
-      {"detector_mean_batch", mean_batch}};
+      {"detector_mean_batch", mean_batch},
+      {"pictures", static_cast<double>(pictures)}};
   auto fig = [&figures](size_t i) { return figures[i].second; };
   g_print("streams %d  frames %" G_GUINT64_FORMAT "  total %.1f fps  per stream %.1f..%.1f fps\n",
           n, frames, fig(2), fig(3), fig(4));
@@ -174,6 +176,8 @@ void summarize(App *app) {
   g_print("NMS share %.2f%% of the chain's time  GPU memory %.0f MiB (%.1f MiB per stream)\n",
           fig(13), fig(14), n ? fig(14) / n : 0);
   if (fig(18) > 0) g_print("detector: %.2f frames per forward on average\n", fig(18));
+  if (app->options.snapshots_s > 0)
+    g_print("snapshots: %.0f pictures (%.1f/s)\n", fig(19), wall > 0 ? fig(19) / wall : 0);
   std::vector<GpuFigures> per_gpu;
   if (app->options.gpus)
     for (unsigned gpu : app->gpus) per_gpu.push_back(gpu_figures(*app, gpu));

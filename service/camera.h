@@ -72,8 +72,11 @@ class Camera {
   CameraSnapshot snapshot(gint64 now_us) const;
   // What it counted so far.
   CountingState counting() const { return outputs_->counting(); }
-  // Its latest annotated picture (web.h).
-  Snapshot picture() const { return outputs_->snapshot(); }
+  // Its latest annotated picture (web.h); the next ones are made while they are asked for.
+  Snapshot picture() {
+    outputs_->want_pictures();
+    return outputs_->snapshot();
+  }
   // New lines and zones (`next` differs from the camera's config in them alone), applied to the
   // running connection without a reconnection: the unchanged ones keep their counts.
   void apply_counting(const CameraConfig &next);

@@ -99,6 +99,10 @@ class CameraOutputs {
   // The snapshot branch's latest picture (session.h), on its streaming thread.
   void on_snapshot(GstBuffer *jpeg);
   Snapshot snapshot() const;
+  // Pictures are made for 10 s after each ask (a page open shows one a
+  // second), none otherwise: each costs the GPU's streams (snapshot.h).
+  void want_pictures() { pictures_wanted_until_us_ = g_get_monotonic_time() + kWantedUs; }
+  bool pictures_wanted() const { return g_get_monotonic_time() < pictures_wanted_until_us_; }
   // The latest counting events, the newest first.
   std::vector<RecentEvent> recent_events() const;
   // A fleet's camera that etcd says another host owns now: its frames are no longer ours to
@@ -134,6 +138,8 @@ class CameraOutputs {
   std::deque<RecentEvent> recent_events_;  // the newest first
   mutable std::mutex snapshot_lock_;
   Snapshot snapshot_;
+  static constexpr gint64 kWantedUs = 10 * G_USEC_PER_SEC;
+  std::atomic<gint64> pictures_wanted_until_us_{0};
   size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us
 
   // What keep_counting last kept, the lines' shapes, and the track and event ids reserved up to

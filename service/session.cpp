@@ -15,6 +15,7 @@
 #include "main_loop.h"
 #include "nvdec.h"
 #include "pipelinestop.h"
+#include "snapshot.h"
 
 namespace cudanms::service {
 namespace {
@@ -58,32 +59,8 @@ std::string describe(const CameraConfig &c) {
                                     "videoconvert ! " + c.record_encoder +
                                     " ! h264parse ! splitmuxsink name=sink";
   if (c.snapshot_interval_s <= 0) return out + end;
-  // The operator's picture (web.h): a frame an interval taken off a branch whose queue holds
-  // one frame and drops older ones, so that drawing and encoding never hold the detection back.
-  return out + "tee name=split ! " + end +
-         " split. ! queue name=snapshot-intake leaky=downstream max-size-buffers=1 "
-         "max-size-time=0 max-size-bytes=0 ! boxoverlay ! videoconvert ! videoscale ! "
-         "video/x-raw,width=[16,640],pixel-aspect-ratio=1/1 ! jpegenc quality=80 ! "
-         "fakesink name=snapshot sync=false async=false signal-handoffs=true";
-}
-
-// The snapshot branch's frames: one an interval goes on, the others are dropped before its
-// queue.
-struct SnapshotPace {
-  gint64 interval_us;
-  gint64 next_us = 0;  // the streaming thread's alone
-};
-
-GstPadProbeReturn on_snapshot_frame(GstPad *, GstPadProbeInfo *, gpointer data) {
-  auto *pace = static_cast<SnapshotPace *>(data);
-  const gint64 now = g_get_monotonic_time();
-  if (now < pace->next_us) return GST_PAD_PROBE_DROP;
-  pace->next_us = now + pace->interval_us;
-  return GST_PAD_PROBE_OK;
-}
-
-void on_snapshot(GstElement *, GstBuffer *jpeg, GstPad *, gpointer data) {
-  (*static_cast<std::shared_ptr<CameraOutputs> *>(data))->on_snapshot(jpeg);
+  // The operator's picture (web.h).
+  return out + "tee name=split ! " + end + " " + gst_cv_snapshot_branch("split", "snapshot");
 }
 
 // uridecodebin's source, when it is an RTSP client: the camera's latency and transports.
@@ -274,22 +251,12 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
         static_cast<GConnectFlags>(0));
     gst_object_unref(source);
   }
-  if (GstElement *snapshot = gst_bin_get_by_name(bin, "snapshot")) {
-    GstElement *queue = gst_bin_get_by_name(bin, "snapshot-intake");
-    GstPad *pad = gst_element_get_static_pad(queue, "sink");
-    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_snapshot_frame,
-                      new SnapshotPace{static_cast<gint64>(config.snapshot_interval_s * 1e6)},
-                      [](gpointer data) { delete static_cast<SnapshotPace *>(data); });
-    gst_object_unref(pad);
-    gst_object_unref(queue);
-    g_signal_connect_data(
-        snapshot, "handoff", G_CALLBACK(on_snapshot),
-        new std::shared_ptr<CameraOutputs>(s->outputs_),
-        [](gpointer data, GClosure *) {
-          delete static_cast<std::shared_ptr<CameraOutputs> *>(data);
-        },
-        static_cast<GConnectFlags>(0));
-    gst_object_unref(snapshot);
+  if (config.snapshot_interval_s > 0) {
+    std::shared_ptr<CameraOutputs> outputs = s->outputs_;
+    gst_cv_snapshot_attach(
+        s->pipeline_, "snapshot", config.snapshot_interval_s,
+        [outputs](GstBuffer *jpeg) { outputs->on_snapshot(jpeg); },
+        [outputs] { return outputs->pictures_wanted(); });
   }
   if (s->recording_) {
     GstElement *sink = gst_bin_get_by_name(bin, "sink");

@@ -1,7 +1,7 @@
 'use strict';
 // The operator's page: the cameras as the service's /api/stream says them each second
 // (Server-Sent Events; the browser reconnects by itself), a picture a camera from
-// /snapshot/NAME, loaded again when the camera has a newer one.
+// /snapshot/NAME each second.
 
 const cards = new Map();  // camera name -> its card's elements
 
@@ -31,7 +31,7 @@ function card(name) {
   tools.append(draw, answer);
   root.append(title, picture, facts, error, counts, tools);
   document.getElementById('cameras').append(root);
-  const parts = {root, state, picture, facts, error, counts, answer, shown: 0, loading: false,
+  const parts = {root, state, picture, facts, error, counts, answer, loading: false,
                  camera: null, ends: null};
   draw.addEventListener('click', () => {
     parts.ends = [];
@@ -39,7 +39,10 @@ function card(name) {
     say(parts, '', 'click the line\'s first end on the picture');
   });
   picture.addEventListener('click', (event) => drawn(name, parts, event));
-  picture.addEventListener('load', () => { parts.loading = false; });
+  picture.addEventListener('load', () => {
+    parts.loading = false;
+    picture.classList.add('loaded');
+  });
   picture.addEventListener('error', () => { parts.loading = false; });
   cards.set(name, parts);
   return parts;
@@ -95,12 +98,12 @@ async function drawn(name, parts, event) {
   }
 }
 
-function showPicture(name, parts, number) {
-  // One load at a time: a slow link shows fewer pictures, never a queue of them.
-  if (!number || number === parts.shown || parts.loading) return;
+// A picture a tick: asking for it is what keeps the camera making them (none while nobody
+// looks); one load at a time, so a slow link shows fewer, never a queue of them.
+function showPicture(name, parts) {
+  if (parts.loading) return;
   parts.loading = true;
-  parts.shown = number;
-  parts.picture.src = 'snapshot/' + encodeURIComponent(name) + '?n=' + number;
+  parts.picture.src = 'snapshot/' + encodeURIComponent(name) + '?t=' + Date.now();
 }
 
 function showCounts(table, camera) {
@@ -173,7 +176,7 @@ function show(doc) {
         `${camera.host} · ${camera.gpu === 'cpu' ? 'CPU' : 'GPU ' + camera.gpu} · ` +
         `${camera.frames_per_second.toFixed(1)} frames/s · ${camera.reconnects} reconnects`;
     parts.error.textContent = camera.state === 'streaming' ? '' : camera.last_error;
-    showPicture(name, parts, camera.snapshot);
+    showPicture(name, parts);
     showCounts(parts.counts, camera);
   }
   document.getElementById('summary').textContent =

@@ -10,6 +10,9 @@ _cudanms_unpacked=$_cudanms_prefix/.unpacked-$(basename "$_cudanms_debs")
 if [ ! -f "$_cudanms_unpacked" ]; then
   for _f in "$_cudanms_debs"/*.deb; do dpkg -x "$_f" "$_cudanms_prefix"; done
   touch "$_cudanms_unpacked"
+  # A plugin that failed to load for a library unpacked only now stays out of a registry made
+  # before (GStreamer rescans a plugin when its own file changes, not its libraries).
+  rm -f /tmp/cudanms-gst-registry.bin
 fi
 _cudanms_lib=$_cudanms_prefix/usr/lib/x86_64-linux-gnu
 # Debian ships opencv4.pc in libopencv-dev, which pulls every module; these four are enough.

@@ -158,11 +158,17 @@ url = rtsp://127.0.0.1:{port}/cam2
                 "const i = document.querySelector(`article[data-camera='${arguments[0]}'] "
                 "img.snapshot`); return i && i.complete && i.naturalWidth > 0 ? i.src : null;",
                 camera)
+        def pictures_made():
+            cameras = json.loads(get(base + "/api/cameras"))["cameras"]
+            return {name: c["snapshot"] for name, c in cameras.items()}
         for camera in ("cam1", "cam2"):
             first = eventually(10, lambda: picture(camera))
             assert first, f"{camera}: no picture loaded"
+            made = pictures_made()[camera]
             newer = eventually(10, lambda: (p := picture(camera)) and p != first and p)
             assert newer, f"{camera}: the picture never changed from {first}"
+            assert eventually(5, lambda: pictures_made()[camera] > made), \
+                f"{camera}: no new picture made while the page shows it"
         print("each camera's picture loads and a newer one replaces it")
 
         def counted(camera, line="middle"):

@@ -1,0 +1,63 @@
+#include "snapshot.h"
+
+namespace {
+
+struct Pace {
+  gint64 interval_us;
+  std::function<bool()> wanted;
+  gint64 next_us = 0;  // the streaming thread's alone
+};
+
+GstPadProbeReturn on_frame(GstPad *, GstPadProbeInfo *, gpointer data) {
+  auto *pace = static_cast<Pace *>(data);
+  const gint64 now = g_get_monotonic_time();
+  if (now < pace->next_us || (pace->wanted && !pace->wanted())) return GST_PAD_PROBE_DROP;
+  pace->next_us = now + pace->interval_us;
+  return GST_PAD_PROBE_OK;
+}
+
+using Picture = std::function<void(GstBuffer *)>;
+
+void on_handoff(GstElement *, GstBuffer *jpeg, GstPad *, gpointer data) {
+  (*static_cast<Picture *>(data))(jpeg);
+}
+
+}  // namespace
+
+std::string gst_cv_snapshot_branch(const std::string &tee, const std::string &name) {
+  // With NVIDIA's GStreamer elements here, frames may be in GPU memory: cudadownload brings
+  // them to the host (and passes host frames through); the videoconvert before it gives it a
+  // format it takes, the one after gives boxoverlay one it draws on.
+  GstElementFactory *download = gst_element_factory_find("cudadownload");
+  const std::string to_host = download ? "videoconvert ! cudadownload ! " : "";
+  if (download) gst_object_unref(download);
+  return tee + ". ! queue name=" + name +
+         "-intake leaky=downstream max-size-buffers=1 max-size-time=0 max-size-bytes=0 ! " +
+         to_host +
+         "videoconvert ! boxoverlay ! videoconvert ! videoscale ! "
+         "video/x-raw,width=[16,640],pixel-aspect-ratio=1/1 ! jpegenc quality=80 ! "
+         "fakesink name=" +
+         name + " sync=false async=false signal-handoffs=true";
+}
+
+bool gst_cv_snapshot_attach(GstElement *bin, const std::string &name, double interval_s,
+                            std::function<void(GstBuffer *jpeg)> picture,
+                            std::function<bool()> wanted) {
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(bin), name.c_str());
+  GstElement *queue = gst_bin_get_by_name(GST_BIN(bin), (name + "-intake").c_str());
+  const bool found = sink && queue;
+  if (found) {
+    GstPad *pad = gst_element_get_static_pad(queue, "sink");
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, on_frame,
+                      new Pace{static_cast<gint64>(interval_s * 1e6), std::move(wanted)},
+                      [](gpointer data) { delete static_cast<Pace *>(data); });
+    gst_object_unref(pad);
+    g_signal_connect_data(
+        sink, "handoff", G_CALLBACK(on_handoff), new Picture(std::move(picture)),
+        [](gpointer data, GClosure *) { delete static_cast<Picture *>(data); },
+        static_cast<GConnectFlags>(0));
+  }
+  if (sink) gst_object_unref(sink);
+  if (queue) gst_object_unref(queue);
+  return found;
+}
