@@ -79,14 +79,12 @@ void on_forwarded(GObject *session, GAsyncResult *result, gpointer data) {
 
 void Supervisor::forward_snapshot(const std::string &camera, MetricsServer::Respond respond) {
   const auto placed = assignment_.cameras.find(camera);
-  const Worker *worker = placed == assignment_.cameras.end() || !workers_.count(placed->second)
-                             ? nullptr
-                             : workers_.at(placed->second).get();
   if (placed == assignment_.cameras.end()) {
     respond(not_found("/snapshot/" + camera));
     return;
   }
-  if (!worker || !worker->process) {
+  const auto worker = workers_.find(placed->second);
+  if (worker == workers_.end() || !worker->second->process) {
     respond({503, "text/plain; charset=utf-8", "the camera's worker is not running\n"});
     return;
   }
@@ -99,7 +97,7 @@ void Supervisor::forward_snapshot(const std::string &camera, MetricsServer::Resp
     respond(not_found("/snapshot/" + camera));
     return;
   }
-  soup_session_send_and_read_async(worker->session, message, G_PRIORITY_DEFAULT, nullptr,
+  soup_session_send_and_read_async(worker->second->session, message, G_PRIORITY_DEFAULT, nullptr,
                                    on_forwarded, new Forward{std::move(respond), message});
 }
 
