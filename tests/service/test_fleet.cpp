@@ -224,7 +224,7 @@ TEST_F(Fleet, AKilledHostsCamerasRunOnTheOthersAndTheirCountsGoOn) {
     const double during = (others_after.at(camera) - others_before.at(camera)) / window;
     printf("%s: %.2f frames/s before, %.2f while the dead host's cameras moved\n", camera.c_str(),
            before.at(camera), during);
-    EXPECT_GE(during, 0.95 * before.at(camera)) << camera;
+    EXPECT_GE(during, kRateKept * before.at(camera)) << camera;
   }
 
   // The fleet's figures on /metrics, read with the Prometheus client's parser.

@@ -72,6 +72,13 @@ def eventually(seconds, check, interval=0.1):
         time.sleep(interval)
 
 
+def present(check, seconds=10):
+    """check()'s first value that is not None within `seconds` (0 included), or None."""
+    seen = []
+    eventually(seconds, lambda: seen.append(check()) or seen[-1] is not None)
+    return seen[-1]
+
+
 def make_clip(path):
     raw = path + ".i420"
     steps = [
@@ -178,9 +185,12 @@ url = rtsp://127.0.0.1:{port}/cam2
                 return sum(int(c.text) for c in cells) if cells else None
             except Exception:  # the table redrawn meanwhile
                 return None
-        before = eventually(10, lambda: counted("cam1") is not None) and counted("cam1")
+        def rose_above(before, camera, line="middle"):
+            return lambda: (now := counted(camera, line)) is not None and now > before
+        before = present(lambda: counted("cam1"))
+        assert before is not None, "no count of cam1's line 'middle' on the page"
         started = time.monotonic()
-        assert eventually(25, lambda: counted("cam1") > before, 0.2), \
+        assert eventually(25, rose_above(before, "cam1"), 0.2), \
             f"cam1's count on 'middle' stayed at {before}"
         print(f"cam1's count on 'middle' rose from {before} to {counted('cam1')} "
               f"{time.monotonic() - started:.1f} s later")
@@ -249,7 +259,7 @@ url = rtsp://127.0.0.1:{port}/cam2
         assert re.search(r"lines=middle:0\.5,0,0\.5,1;door:0\.[23]\d*,0\.0\d*,0\.[23]\d*,0\.9\d*",
                          open(config).read()), open(config).read()
         started = time.monotonic()
-        assert eventually(40, lambda: (counted("cam2", "door") or 0) > 0, 0.2), \
+        assert eventually(40, rose_above(0, "cam2", "door"), 0.2), \
             "the drawn line 'door' never counted on cam2"
         print(f"cam2's new line 'door' counted {counted('cam2', 'door')} "
               f"{time.monotonic() - started:.1f} s after it was saved")
