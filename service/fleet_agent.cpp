@@ -45,13 +45,16 @@ bool valid_camera_name(const std::string &name) {
   });
 }
 
-int capacity_of(const std::string &value) {
+// A host key's value (register_host()'s): its capacity and endpoint.
+int capacity_of(const std::string &value, std::string *url) {
   JsonParser *parser = json_parser_new();
   int capacity = 1;
   if (json_parser_load_from_data(parser, value.c_str(), -1, nullptr) &&
-      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser)))
-    capacity = static_cast<int>(json_object_get_int_member_with_default(
-        json_node_get_object(json_parser_get_root(parser)), "capacity", 1));
+      JSON_NODE_HOLDS_OBJECT(json_parser_get_root(parser))) {
+    JsonObject *host = json_node_get_object(json_parser_get_root(parser));
+    capacity = static_cast<int>(json_object_get_int_member_with_default(host, "capacity", 1));
+    *url = json_object_get_string_member_with_default(host, "metrics", "");
+  }
   g_object_unref(parser);
   return std::max(1, capacity);
 }
@@ -308,6 +311,7 @@ void FleetAgent::list() {
     }
     cameras_.clear();
     hosts_.clear();
+    host_urls_.clear();
     owners_.clear();
     for (int i = 0; i < 3; ++i)
       for (const EtcdKeyValue &kv : reply.kvs(i)) apply(kv, false);
@@ -357,12 +361,13 @@ void FleetAgent::apply(const EtcdKeyValue &kv, bool deleted) {
   } else if (kind == "hosts") {
     if (deleted) {
       hosts_.erase(name);
+      host_urls_.erase(name);
       if (name == settings_.host_id && registered_) {
         log_line("fleet: this host's key is gone from etcd: registering again");
         register_host();
       }
     } else {
-      hosts_[name] = capacity_of(kv.value);
+      hosts_[name] = capacity_of(kv.value, &host_urls_[name]);
     }
   } else if (kind == "owners") {
     if (deleted) {
@@ -682,6 +687,72 @@ void FleetAgent::health(JsonBuilder *b) const {
   for (const std::string &camera : unplaced_) json_builder_add_string_value(b, camera.c_str());
   json_builder_end_array(b);
   json_builder_end_object(b);
+}
+
+std::vector<SiteCamera> FleetAgent::site() const {
+  std::vector<SiteCamera> out;
+  for (const auto &[name, text] : cameras_) {
+    SiteCamera c;
+    c.name = name;
+    if (const auto owner = owners_.find(name); owner != owners_.end()) {
+      c.owner = owner->second.host;
+      const auto url = host_urls_.find(c.owner);
+      if (url != host_urls_.end()) c.owner_url = url->second;
+    }
+    if (const auto check = checked_.find(name);
+        check != checked_.end() && check->second.text == text) {
+      c.error = check->second.error;
+      c.enabled = check->second.enabled;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> FleetAgent::other_hosts() const {
+  std::map<std::string, std::string> out;
+  for (const auto &[host, url] : host_urls_)
+    if (host != settings_.host_id && hosts_.count(host) && !url.empty()) out[host] = url;
+  return out;
+}
+
+void FleetAgent::edit_shapes(const std::string &camera, const ShapesEdit &edit,
+                             std::function<void(Reply)> respond) {
+  const auto found = cameras_.find(camera);
+  if (found == cameras_.end()) {
+    respond(edit_answer(404, "no camera " + camera + " in site " + settings_.site));
+    return;
+  }
+  const std::string key = settings_.key("cameras", camera);
+  const std::string before = found->second;
+  // The camera as a host reads it, before and after.
+  auto as_host_reads = [&](const std::string &keys, CameraConfig *out, std::string *why) {
+    ServiceConfig parsed;
+    std::vector<std::string> errors;
+    if (!parse_config(defaults_ + "\n[camera." + camera + "]\n" + keys, key, &parsed, &errors)) {
+      *why = errors.front();
+      return false;
+    }
+    *out = parsed.cameras.front();
+    return true;
+  };
+  CameraConfig now, next;
+  std::string after, why;
+  if (!as_host_reads(before, &now, &why))
+    return respond(edit_answer(409, "the camera cannot run as it is now: " + why));
+  if (why = pixel_shapes_kept(now, edit); !why.empty()) return respond(edit_answer(409, why));
+  if (!shapes_edited(before, edit, &after, &why))
+    return respond(edit_answer(409, key + ": " + why));
+  if (!as_host_reads(after, &next, &why)) return respond(edit_answer(400, why));
+  client_.post("/v3/kv/txn", etcd::txn({etcd::value_is(key, before)}, {etcd::put(key, after)}),
+               [respond, key](EtcdReply reply) {
+                 if (!reply.ok())
+                   respond(edit_answer(503, "etcd did not take it: " + reply.error()));
+                 else if (!reply.succeeded())
+                   respond(edit_answer(409, key + " changed meanwhile: draw it again"));
+                 else
+                   respond(edit_answer(200, "saved in etcd, " + key));
+               });
 }
 
 }  // namespace cudanms::service

@@ -28,9 +28,12 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "config.h"
+#include "config_edit.h"
 #include "etcd.h"
+#include "web.h"
 
 namespace cudanms::service {
 
@@ -67,6 +70,16 @@ class FleetAgent {
   std::string metrics() const;
   void health(JsonBuilder *builder) const;
   bool healthy() const { return registered_ && !fenced_; }
+
+  // Every camera of the site as etcd says it, for the operator's page.
+  std::vector<SiteCamera> site() const;
+  // The other live hosts' endpoints: host -> http://HOST:PORT.
+  std::map<std::string, std::string> other_hosts() const;
+  // The page's change to a camera's lines and zones (config_edit.h), put into its key in etcd
+  // if no one changed the key meanwhile; its owner's watch applies it. `respond` gets 200, or
+  // 404 no such camera, 400/409 as a config file's change, 409 changed meanwhile, 503 no etcd.
+  void edit_shapes(const std::string &camera, const ShapesEdit &edit,
+                   std::function<void(Reply)> respond);
 
   // The [service] group of a host's file without the fleet's own keys: the cameras' defaults.
   static std::string camera_defaults(const std::string &host_text);
@@ -126,8 +139,9 @@ class FleetAgent {
   bool etcd_answers_ = true;  // for the log: one line an outage
 
   std::unique_ptr<EtcdWatch> watch_;
-  std::map<std::string, std::string> cameras_;  // name -> its keys' text
-  std::map<std::string, int> hosts_;            // live host -> capacity
+  std::map<std::string, std::string> cameras_;    // name -> its keys' text
+  std::map<std::string, int> hosts_;              // live host -> capacity
+  std::map<std::string, std::string> host_urls_;  // live host -> its endpoint
   std::map<std::string, Owner> owners_;
   std::map<std::string, Checked> checked_;
 

@@ -397,6 +397,27 @@ bool MetricsServer::listen(const std::string &address, std::string *error) {
   return true;
 }
 
+namespace {
+
+// `message` paused until `respond` is called, once: at once or later from the main loop. The
+// server and the message are held until then, so that an answer that comes after a reload's new
+// listen (or the client's leaving) lands on live objects.
+MetricsServer::Respond paused(SoupServer *server, SoupServerMessage *message) {
+  soup_server_message_pause(message);
+  g_object_ref(server);
+  g_object_ref(message);
+  return [server, message](Reply reply) {
+    soup_server_message_set_status(message, static_cast<guint>(reply.status), nullptr);
+    soup_server_message_set_response(message, reply.type.c_str(), SOUP_MEMORY_COPY,
+                                     reply.body.data(), reply.body.size());
+    soup_server_message_unpause(message);
+    g_object_unref(message);
+    g_object_unref(server);
+  };
+}
+
+}  // namespace
+
 void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const char *path,
                            GHashTable *, gpointer data) {
   auto *self = static_cast<MetricsServer *>(data);
@@ -404,12 +425,8 @@ void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const
     SoupMessageBody *request = soup_server_message_get_request_body(message);
     const char *authorization = soup_message_headers_get_one(
         soup_server_message_get_request_headers(message), "Authorization");
-    const Reply reply =
-        self->change_(path, std::string(request->data ? request->data : "", request->length),
-                      authorization ? authorization : "");
-    soup_server_message_set_status(message, static_cast<guint>(reply.status), nullptr);
-    soup_server_message_set_response(message, reply.type.c_str(), SOUP_MEMORY_COPY,
-                                     reply.body.data(), reply.body.size());
+    self->change_(path, std::string(request->data ? request->data : "", request->length),
+                  authorization ? authorization : "", paused(server, message));
     return;
   }
   if (g_strcmp0(soup_server_message_get_method(message), "GET") != 0) {
@@ -426,19 +443,7 @@ void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const
                                      page.body.size());
     return;
   }
-  // Paused until answered; the server and the message are held until then, so that an answer
-  // that comes after a reload's new listen (or the client's leaving) lands on live objects.
-  soup_server_message_pause(message);
-  g_object_ref(server);
-  g_object_ref(message);
-  self->handler_(path, [server, message](Reply reply) {
-    soup_server_message_set_status(message, static_cast<guint>(reply.status), nullptr);
-    soup_server_message_set_response(message, reply.type.c_str(), SOUP_MEMORY_COPY,
-                                     reply.body.data(), reply.body.size());
-    soup_server_message_unpause(message);
-    g_object_unref(message);
-    g_object_unref(server);
-  });
+  self->handler_(path, paused(server, message));
 }
 
 void MetricsServer::open_stream(SoupServerMessage *message) {

@@ -58,10 +58,10 @@ class MetricsServer {
   // through `respond`, once: at once, or later from the main loop (a supervisor asks its
   // workers first).
   using Handler = std::function<void(const std::string &path, Respond respond)>;
-  // A POST of `path` (/api/cameras/NAME/lines, config_edit.h) with its body and Authorization
-  // header; answered at once.
-  using Change = std::function<Reply(const std::string &path, const std::string &body,
-                                     const std::string &authorization)>;
+  // A POST of `path` (/api/cameras/NAME/shapes, config_edit.h) with its body and Authorization
+  // header; answered through `respond` as a GET is.
+  using Change = std::function<void(const std::string &path, const std::string &body,
+                                    const std::string &authorization, Respond respond)>;
   explicit MetricsServer(Handler handler, Change change = nullptr);
   ~MetricsServer();
   MetricsServer(const MetricsServer &) = delete;

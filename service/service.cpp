@@ -55,12 +55,12 @@ Service::Service(ConfigSource source, std::string source_name, ServiceConfig con
       metrics_([this](const std::string &path,
                       MetricsServer::Respond respond) { serve(path, std::move(respond)); },
                [this](const std::string &path, const std::string &body,
-                      const std::string &authorization) {
+                      const std::string &authorization, MetricsServer::Respond respond) {
                  Reply reply = change_config(
                      path, body, authorization, config_.web_auth, config_file_,
                      "the cameras came from the command line: no config file to save to");
                  if (reply.status == 200) reload();
-                 return reply;
+                 respond(std::move(reply));
                }),
       started_us_(g_get_monotonic_time()) {}
 
@@ -79,7 +79,7 @@ void Service::serve(const std::string &path, MetricsServer::Respond respond) con
   } else if (path == "/health") {
     reply.type = kHealthType;
     reply.body = render_health(snapshots(), uptime, &reply.status);
-  } else if (path == "/api/cameras") {
+  } else if (path == "/api/cameras" || path == "/api/host/cameras") {
     reply.type = kHealthType;
     reply.body = render_cameras(snapshots(), host_name(config_.fleet.host_id));
   } else if (const std::string name = snapshot_camera(path); cameras_.count(name)) {

@@ -57,13 +57,8 @@ Supervisor::Supervisor(std::string config_path, std::string config_text, Service
       metrics_([this](const std::string &path,
                       MetricsServer::Respond respond) { serve(path, std::move(respond)); },
                [this](const std::string &path, const std::string &body,
-                      const std::string &authorization) {
-                 Reply reply = change_config(
-                     path, body, authorization, config_.web_auth, fleet_ ? "" : config_path_,
-                     fleet_ ? "a fleet's cameras change in etcd (cudanms-service fleet add)"
-                            : "the cameras came from the command line: no config file to save to");
-                 if (reply.status == 200) reload();
-                 return reply;
+                      const std::string &authorization, MetricsServer::Respond respond) {
+                 change(path, body, authorization, std::move(respond));
                }),
       started_us_(g_get_monotonic_time()) {}
 
@@ -80,6 +75,8 @@ Supervisor::~Supervisor() {
     g_clear_object(&worker->events);
     g_clear_object(&worker->session);
   }
+  if (hosts_session_) soup_session_abort(hosts_session_);
+  g_clear_object(&hosts_session_);
   if (run_dir_.empty()) return;
   if (GDir *dir = g_dir_open(run_dir_.c_str(), 0, nullptr)) {
     while (const gchar *name = g_dir_read_name(dir)) g_unlink((run_dir_ + "/" + name).c_str());

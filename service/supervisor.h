@@ -97,6 +97,13 @@ class Supervisor {
   // The endpoint (supervisor_endpoint.cpp): merged from the workers' answers.
   void serve(const std::string &path, MetricsServer::Respond respond);
   void forward_snapshot(const std::string &camera, MetricsServer::Respond respond);
+  // A fleet host's /api/cameras: `here` (this host's cameras) with every other host's and the
+  // site's cameras that no host runs.
+  void serve_site(std::string here, MetricsServer::Respond respond);
+  SoupSession *hosts_session();
+  // The page's POST (config_edit.h): into the config file, or a fleet's etcd.
+  void change(const std::string &path, const std::string &body, const std::string &authorization,
+              MetricsServer::Respond respond);
   void finish_shutdown();
 
   std::string config_path_, config_text_;
@@ -113,6 +120,7 @@ class Supervisor {
   bool shutting_down_ = false;
   std::function<void()> shut_down_;
   std::unique_ptr<FleetAgent> fleet_;  // a fleet host's part in its site
+  SoupSession *hosts_session_ = nullptr;  // to the other fleet hosts' endpoints
   // Cameras that left their worker's assignment and may still run there: camera -> (the
   // worker, the generation that left it out).
   std::map<std::string, std::pair<unsigned, guint64>> leaving_;

@@ -1,6 +1,7 @@
 // The supervisor's endpoint (supervisor.h): what it answers from its workers' answers.
 #include <set>
 
+#include "config_edit.h"
 #include "supervisor.h"
 #include "web.h"
 #include "worker_merge.h"
@@ -78,27 +79,104 @@ void on_forwarded(GObject *session, GAsyncResult *result, gpointer data) {
 }  // namespace
 
 void Supervisor::forward_snapshot(const std::string &camera, MetricsServer::Respond respond) {
+  // Asked of the camera's worker, or of the fleet host that runs it.
+  std::string base;
+  SoupSession *session = nullptr;
   const auto placed = assignment_.cameras.find(camera);
-  if (placed == assignment_.cameras.end()) {
-    respond(not_found("/snapshot/" + camera));
-    return;
-  }
-  const auto worker = workers_.find(placed->second);
-  if (worker == workers_.end() || !worker->second->process) {
-    respond({503, "text/plain; charset=utf-8", "the camera's worker is not running\n"});
-    return;
+  if (placed != assignment_.cameras.end()) {
+    const auto worker = workers_.find(placed->second);
+    if (worker == workers_.end() || !worker->second->process) {
+      respond({503, "text/plain; charset=utf-8", "the camera's worker is not running\n"});
+      return;
+    }
+    base = "http://worker";
+    session = worker->second->session;
+  } else if (fleet_) {
+    for (const SiteCamera &c : fleet_->site())
+      if (c.name == camera && c.owner != config_.fleet.host_id) base = c.owner_url;
+    session = hosts_session();
   }
   // The camera's name as one path segment, whatever it holds.
   gchar *segment = g_uri_escape_string(camera.c_str(), nullptr, FALSE);
   SoupMessage *message =
-      soup_message_new("GET", (std::string("http://worker/snapshot/") + segment).c_str());
+      base.empty() ? nullptr : soup_message_new("GET", (base + "/snapshot/" + segment).c_str());
   g_free(segment);
   if (!message) {
     respond(not_found("/snapshot/" + camera));
     return;
   }
-  soup_session_send_and_read_async(worker->second->session, message, G_PRIORITY_DEFAULT, nullptr,
-                                   on_forwarded, new Forward{std::move(respond), message});
+  soup_session_send_and_read_async(session, message, G_PRIORITY_DEFAULT, nullptr, on_forwarded,
+                                   new Forward{std::move(respond), message});
+}
+
+SoupSession *Supervisor::hosts_session() {
+  // A host that does not answer in 2 s is left out of the site's document (a page asks again
+  // each second).
+  if (!hosts_session_) hosts_session_ = soup_session_new_with_options("timeout", 2, nullptr);
+  return hosts_session_;
+}
+
+void Supervisor::serve_site(std::string here, MetricsServer::Respond respond) {
+  struct Site {
+    Supervisor *supervisor;
+    std::string here;
+    MetricsServer::Respond respond;
+    std::vector<HostCameras> others;
+    int pending = 1;
+    void done() {
+      if (--pending > 0) return;
+      respond({200, kHealthType,
+               supervisor->fleet_ ? site_cameras(here, others, supervisor->fleet_->site()) : here});
+      delete this;
+    }
+  };
+  struct HostAsk {
+    Site *site;
+    std::string url;
+    SoupMessage *message;
+  };
+  auto *site = new Site{this, std::move(here), std::move(respond), {}};
+  for (const auto &[host, url] : fleet_->other_hosts()) {
+    SoupMessage *message = soup_message_new("GET", (url + "/api/host/cameras").c_str());
+    if (!message) continue;
+    site->pending++;
+    soup_session_send_and_read_async(
+        hosts_session(), message, G_PRIORITY_DEFAULT, nullptr,
+        [](GObject *session, GAsyncResult *result, gpointer data) {
+          auto *ask = static_cast<HostAsk *>(data);
+          GBytes *body = soup_session_send_and_read_finish(SOUP_SESSION(session), result, nullptr);
+          if (body && soup_message_get_status(ask->message) == 200) {
+            gsize size = 0;
+            const char *bytes = static_cast<const char *>(g_bytes_get_data(body, &size));
+            ask->site->others.push_back({ask->url, std::string(bytes, size)});
+          }
+          if (body) g_bytes_unref(body);
+          g_object_unref(ask->message);
+          ask->site->done();
+          delete ask;
+        },
+        new HostAsk{site, url, message});
+  }
+  site->done();
+}
+
+void Supervisor::change(const std::string &path, const std::string &body,
+                        const std::string &authorization, MetricsServer::Respond respond) {
+  if (!fleet_) {
+    Reply reply =
+        change_config(path, body, authorization, config_.web_auth, config_path_,
+                      "the cameras came from the command line: no config file to save to");
+    if (reply.status == 200) reload();
+    respond(std::move(reply));
+    return;
+  }
+  std::string camera;
+  ShapesEdit edit;
+  Reply reply = read_change(path, body, authorization, config_.web_auth, &camera, &edit);
+  if (reply.status != 0)
+    respond(std::move(reply));
+  else
+    fleet_->edit_shapes(camera, edit, std::move(respond));  // its watch applies it
 }
 
 void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) {
@@ -106,7 +184,8 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
     forward_snapshot(camera, std::move(respond));
     return;
   }
-  if (path != "/metrics" && path != "/health" && path != "/api/cameras") {
+  if (path != "/metrics" && path != "/health" && path != "/api/cameras" &&
+      path != "/api/host/cameras") {
     respond(not_found(path));
     return;
   }
@@ -152,11 +231,15 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
       g->answers.insert(g->answers.begin(), {"supervisor", own});
       reply.type = kMetricsType;
       reply.body = merge_metrics(g->answers);
-    } else if (g->path == "/api/cameras") {
+    } else if (g->path == "/api/cameras" || g->path == "/api/host/cameras") {
       const std::string host = host_name(config_.fleet.host_id);
       g->answers.push_back({"supervisor", render_cameras(unanswered, host)});
       reply.type = kHealthType;
       reply.body = merge_cameras(g->answers, host);
+      if (fleet_ && g->path == "/api/cameras") {
+        serve_site(std::move(reply.body), std::move(g->respond));
+        return;
+      }
     } else {
       int ignored = 0;
       g->answers.push_back({"supervisor", render_health(unanswered, uptime, &ignored)});
@@ -178,7 +261,9 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
   };
   for (auto &[gpu, worker] : workers_) {
     if (!worker->process) continue;
-    SoupMessage *message = soup_message_new("GET", ("http://worker" + path).c_str());
+    // A worker's cameras are its own either way.
+    const std::string asked = path == "/api/host/cameras" ? "/api/cameras" : path;
+    SoupMessage *message = soup_message_new("GET", ("http://worker" + asked).c_str());
     gather->pending++;
     soup_session_send_and_read_async(worker->session, message, G_PRIORITY_DEFAULT, nullptr,
                                      on_answer, new Ask{gather, gpu, message});

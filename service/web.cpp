@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace cudanms::service {
@@ -95,72 +96,120 @@ std::string host_name(const std::string &host_id) {
   return host_id.empty() ? g_get_host_name() : host_id;
 }
 
-std::string render_cameras(const std::vector<CameraSnapshot> &cameras, const std::string &host) {
+namespace {
+
+// Camera `c` into `b`'s open object, shown on `host`. A camera that runs has its state and GPU;
+// one of a fleet that this document only knows from etcd (site_cameras()) has `unrun_state`,
+// and `page`: its host's page, if any.
+void add_camera(JsonBuilder *b, const CameraSnapshot &c, const std::string &host,
+                const std::string &unrun_state = "", const std::string &page = "") {
+  json_builder_set_member_name(b, c.name.c_str());
+  json_builder_begin_object(b);
+  add_string(b, "state", unrun_state.empty() ? state_name(c.state) : unrun_state);
+  json_builder_set_member_name(b, "enabled");
+  json_builder_add_boolean_value(b, c.enabled);
+  add_int(b, "state_seconds", static_cast<gint64>(c.state_seconds));
+  add_string(b, "host", host);
+  if (!page.empty()) add_string(b, "page", page);
+  add_string(b, "gpu", !unrun_state.empty() ? "" : c.gpu >= 0 ? std::to_string(c.gpu) : "cpu");
+  json_builder_set_member_name(b, "frames_per_second");
+  json_builder_add_double_value(b, c.frames_per_second);
+  add_int(b, "frames", static_cast<gint64>(c.counts.frames));
+  add_int(b, "reconnects", static_cast<gint64>(c.reconnects));
+  add_string(b, "last_error", without_credentials(c.last_error));
+  add_int(b, "snapshot", static_cast<gint64>(c.snapshot_number));
+  json_builder_set_member_name(b, "shapes");  // the lines and zones as configured
+  json_builder_begin_object(b);
+  add_string(b, "lines", c.lines);
+  add_string(b, "zones", c.zones);
+  json_builder_set_member_name(b, "normalized");
+  json_builder_add_boolean_value(b, c.normalized);
+  json_builder_end_object(b);
+  add_counts(b, c.counting);
+  add_events(b, c.events);
+  json_builder_end_object(b);
+}
+
+JsonBuilder *begin_cameras() {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
   json_builder_set_member_name(b, "cameras");
   json_builder_begin_object(b);
-  for (const CameraSnapshot &c : cameras) {
-    json_builder_set_member_name(b, c.name.c_str());
-    json_builder_begin_object(b);
-    add_string(b, "state", state_name(c.state));
-    json_builder_set_member_name(b, "enabled");
-    json_builder_add_boolean_value(b, c.enabled);
-    add_int(b, "state_seconds", static_cast<gint64>(c.state_seconds));
-    add_string(b, "host", host);
-    add_string(b, "gpu", c.gpu >= 0 ? std::to_string(c.gpu) : "cpu");
-    json_builder_set_member_name(b, "frames_per_second");
-    json_builder_add_double_value(b, c.frames_per_second);
-    add_int(b, "frames", static_cast<gint64>(c.counts.frames));
-    add_int(b, "reconnects", static_cast<gint64>(c.reconnects));
-    add_string(b, "last_error", without_credentials(c.last_error));
-    add_int(b, "snapshot", static_cast<gint64>(c.snapshot_number));
-    json_builder_set_member_name(b, "shapes");  // the lines and zones as configured
-    json_builder_begin_object(b);
-    add_string(b, "lines", c.lines);
-    add_string(b, "zones", c.zones);
-    json_builder_set_member_name(b, "normalized");
-    json_builder_add_boolean_value(b, c.normalized);
-    json_builder_end_object(b);
-    add_counts(b, c.counting);
-    add_events(b, c.events);
-    json_builder_end_object(b);
-  }
+  return b;
+}
+
+std::string end_cameras(JsonBuilder *b) {
   json_builder_end_object(b);
   json_builder_end_object(b);
   return json_text(b);
 }
 
-std::string merge_cameras(const std::vector<WorkerAnswer> &answers, const std::string &host) {
-  JsonBuilder *b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "cameras");
-  json_builder_begin_object(b);
-  for (const WorkerAnswer &answer : answers) {
-    JsonParser *parser = json_parser_new();
-    if (json_parser_load_from_data(parser, answer.body.c_str(), -1, nullptr)) {
-      JsonNode *root = json_parser_get_root(parser);
-      JsonObject *doc = JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : nullptr;
-      JsonNode *cameras = doc ? json_object_get_member(doc, "cameras") : nullptr;
-      if (cameras && JSON_NODE_HOLDS_OBJECT(cameras)) {
-        JsonObjectIter it;
-        const gchar *name = nullptr;
-        JsonNode *camera = nullptr;
-        json_object_iter_init(&it, json_node_get_object(cameras));
-        while (json_object_iter_next(&it, &name, &camera)) {
-          if (!JSON_NODE_HOLDS_OBJECT(camera)) continue;
-          JsonNode *copy = json_node_copy(camera);
+}  // namespace
+
+std::string render_cameras(const std::vector<CameraSnapshot> &cameras, const std::string &host) {
+  JsonBuilder *b = begin_cameras();
+  for (const CameraSnapshot &c : cameras) add_camera(b, c, host);
+  return end_cameras(b);
+}
+
+namespace {
+
+// The cameras of `doc` (an /api/cameras document) into `b`'s open object, those not `seen`
+// before; `host` and `page`, where not "", set on each.
+void add_cameras(JsonBuilder *b, const std::string &doc, const std::string &host,
+                 const std::string &page, std::set<std::string> *seen) {
+  JsonParser *parser = json_parser_new();
+  if (json_parser_load_from_data(parser, doc.c_str(), -1, nullptr)) {
+    JsonNode *root = json_parser_get_root(parser);
+    JsonObject *object = JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : nullptr;
+    JsonNode *cameras = object ? json_object_get_member(object, "cameras") : nullptr;
+    if (cameras && JSON_NODE_HOLDS_OBJECT(cameras)) {
+      JsonObjectIter it;
+      const gchar *name = nullptr;
+      JsonNode *camera = nullptr;
+      json_object_iter_init(&it, json_node_get_object(cameras));
+      while (json_object_iter_next(&it, &name, &camera)) {
+        if (!JSON_NODE_HOLDS_OBJECT(camera) || !seen->insert(name).second) continue;
+        JsonNode *copy = json_node_copy(camera);
+        if (!host.empty())
           json_object_set_string_member(json_node_get_object(copy), "host", host.c_str());
-          json_builder_set_member_name(b, name);
-          json_builder_add_value(b, copy);
-        }
+        if (!page.empty())
+          json_object_set_string_member(json_node_get_object(copy), "page", page.c_str());
+        json_builder_set_member_name(b, name);
+        json_builder_add_value(b, copy);
       }
     }
-    g_object_unref(parser);
   }
-  json_builder_end_object(b);
-  json_builder_end_object(b);
-  return json_text(b);
+  g_object_unref(parser);
+}
+
+}  // namespace
+
+std::string merge_cameras(const std::vector<WorkerAnswer> &answers, const std::string &host) {
+  JsonBuilder *b = begin_cameras();
+  std::set<std::string> seen;
+  for (const WorkerAnswer &answer : answers) add_cameras(b, answer.body, host, "", &seen);
+  return end_cameras(b);
+}
+
+std::string site_cameras(const std::string &here, const std::vector<HostCameras> &others,
+                         const std::vector<SiteCamera> &site) {
+  JsonBuilder *b = begin_cameras();
+  std::set<std::string> seen;
+  add_cameras(b, here, "", "", &seen);
+  for (const HostCameras &host : others) add_cameras(b, host.body, "", host.url + "/", &seen);
+  for (const SiteCamera &camera : site) {
+    if (seen.count(camera.name)) continue;
+    CameraSnapshot c;
+    c.name = camera.name;
+    c.enabled = camera.enabled;
+    c.last_error = !camera.error.empty()  ? camera.error
+                   : camera.owner.empty() ? "no host runs it: none has room, or none is up"
+                                          : "its host did not answer";
+    add_camera(b, c, camera.owner, camera.owner.empty() ? "unplaced" : "unanswered",
+               camera.owner_url.empty() ? "" : camera.owner_url + "/");
+  }
+  return end_cameras(b);
 }
 
 Reply snapshot_reply(const Snapshot &snapshot) {

@@ -4,6 +4,8 @@
 //   /api/cameras             every camera: state, host, GPU, frames/s, last error, reconnects,
 //                            counts per line, direction and class, zones' occupancy, the newest
 //                            events, the number of its latest picture
+//   /api/host/cameras        the same of this host's cameras alone (a fleet host's /api/cameras
+//                            has the site's, asking the other hosts for theirs)
 //   /api/stream              the same document each second, as Server-Sent Events
 //   /snapshot/NAME           the camera's latest picture with its boxes, lines and counts drawn
 //                            (boxoverlay), a JPEG a snapshot-interval (session.h)
@@ -27,6 +29,22 @@ std::string render_cameras(const std::vector<CameraSnapshot> &cameras, const std
 // every camera on `host` (the supervisor's: a worker does not know the fleet's name for it); an
 // answer that is not such a document is left out.
 std::string merge_cameras(const std::vector<WorkerAnswer> &answers, const std::string &host);
+// A fleet's camera as etcd says it: its owner host ("": none), where that host's endpoint is,
+// or why it cannot run.
+struct SiteCamera {
+  std::string name, owner, owner_url, error;
+  bool enabled = true;
+};
+// Another fleet host's /api/host/cameras answer, asked at `url`.
+struct HostCameras {
+  std::string url, body;
+};
+// A fleet host's /api/cameras: `here` (its own, host set), the other hosts' cameras (each with
+// "page": the host's page, where its picture and counts come from) and, for a camera of `site`
+// that none of them gave, what etcd says: "unplaced" (no host runs it, `last_error` why not) or
+// "unanswered" (its host did not answer).
+std::string site_cameras(const std::string &here, const std::vector<HostCameras> &others,
+                         const std::vector<SiteCamera> &site);
 // The /snapshot/NAME reply of a camera's latest picture (503 before the first).
 Reply snapshot_reply(const Snapshot &snapshot);
 // The camera NAME of /snapshot/NAME, "" for another path.

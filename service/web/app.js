@@ -1,7 +1,7 @@
 'use strict';
 // The operator's page: the cameras as the service's /api/stream says them each second
-// (Server-Sent Events; the browser reconnects by itself), a picture a camera from
-// /snapshot/NAME each second.
+// (Server-Sent Events; the browser reconnects by itself; a fleet host's has the whole site's),
+// a picture a camera from /snapshot/NAME each second, lines and zones drawn on the pictures.
 
 const cards = new Map();  // camera name -> its card's elements
 
@@ -20,25 +20,32 @@ function card(name) {
   title.append(element('span', 'name', name));
   const state = element('span', 'state');
   title.append(state);
+  const frame = element('div', 'frame');
   const picture = element('img', 'snapshot');
   picture.alt = 'the latest picture of ' + name;
+  // What is being drawn, over the picture: the SVG's box and viewBox fit it as the picture is.
+  const sketch = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  sketch.classList.add('sketch');
+  sketch.setAttribute('preserveAspectRatio', 'xMidYMid meet');
+  frame.append(picture, sketch);
   const facts = element('div', 'facts');
   const error = element('div', 'error');
   const counts = element('table', 'counts');
   const tools = element('div', 'tools');
-  const draw = element('button', 'draw', 'draw a line');
+  const drawLine = element('button', 'draw', 'draw a line');
+  const drawZone = element('button', 'draw-zone', 'draw a zone');
   const answer = element('span', 'answer');
-  tools.append(draw, answer);
-  root.append(title, picture, facts, error, counts, tools);
+  tools.append(drawLine, drawZone, answer);
+  root.append(title, frame, facts, error, counts, tools);
   document.getElementById('cameras').append(root);
-  const parts = {root, state, picture, facts, error, counts, answer, loading: false,
-                 camera: null, ends: null};
-  draw.addEventListener('click', () => {
-    parts.ends = [];
-    root.classList.add('drawing');
-    say(parts, '', 'click the line\'s first end on the picture');
-  });
-  picture.addEventListener('click', (event) => drawn(name, parts, event));
+  const parts = {root, state, picture, sketch, facts, error, counts, answer, loading: false,
+                 camera: null, drawing: null};
+  drawLine.addEventListener('click', () => startDrawing(parts, 'line',
+      'click the line\'s first end on the picture'));
+  drawZone.addEventListener('click', () => startDrawing(parts, 'zone',
+      'click the zone\'s corners on the picture; click the first again to close it'));
+  picture.addEventListener('click', (event) => clicked(name, parts, event));
+  sketch.addEventListener('click', (event) => clicked(name, parts, event));
   picture.addEventListener('load', () => {
     parts.loading = false;
     picture.classList.add('loaded');
@@ -64,31 +71,76 @@ function pointOn(picture, event) {
           round((event.clientY - box.top - (box.height - height) / 2) / height)];
 }
 
-// A line's two ends clicked, then its name: the camera's lines with it go to the service,
-// which saves them in its config and applies them (or says why not).
-async function drawn(name, parts, event) {
-  if (!parts.ends || !parts.picture.naturalWidth) return;
-  parts.ends.push(pointOn(parts.picture, event));
-  if (parts.ends.length < 2) {
-    say(parts, '', 'click its other end');
-    return;
-  }
-  const [[x1, y1], [x2, y2]] = parts.ends;
-  parts.ends = null;
+function startDrawing(parts, kind, hint) {
+  parts.drawing = {kind, points: []};
+  parts.root.classList.add('drawing');
+  sketch(parts);
+  say(parts, '', hint);
+}
+
+function stopDrawing(parts) {
+  parts.drawing = null;
   parts.root.classList.remove('drawing');
-  const line = window.prompt('The new line\'s name (letters, digits, - and _):');
-  if (!line) {
-    say(parts, '', '');
-    return;
+  sketch(parts);
+}
+
+// The points clicked so far, over the picture.
+function sketch(parts) {
+  const svg = parts.sketch, picture = parts.picture;
+  svg.replaceChildren();
+  if (!parts.drawing || !picture.naturalWidth) return;
+  const w = picture.naturalWidth, h = picture.naturalHeight;
+  svg.setAttribute('viewBox', `0 0 ${w} ${h}`);
+  const points = parts.drawing.points.map(([x, y]) => `${x * w},${y * h}`).join(' ');
+  const shape = document.createElementNS('http://www.w3.org/2000/svg', 'polyline');
+  shape.setAttribute('points', points);
+  svg.append(shape);
+  for (const [x, y] of parts.drawing.points) {
+    const dot = document.createElementNS('http://www.w3.org/2000/svg', 'circle');
+    dot.setAttribute('cx', x * w);
+    dot.setAttribute('cy', y * h);
+    dot.setAttribute('r', Math.max(w, h) / 120);
+    svg.append(dot);
   }
+}
+
+// A click on the picture while drawing: a line is done at its second end, a zone when its first
+// corner is clicked again (within 3 % of the picture) after at least three.
+function clicked(name, parts, event) {
+  const drawing = parts.drawing;
+  if (!drawing || !parts.picture.naturalWidth) return;
+  const point = pointOn(parts.picture, event);
+  const points = drawing.points;
+  const closes = drawing.kind === 'zone' && points.length >= 3 &&
+      Math.hypot(point[0] - points[0][0], point[1] - points[0][1]) < 0.03;
+  if (!closes) points.push(point);
+  sketch(parts);
+  if (drawing.kind === 'line' && points.length < 2) return say(parts, '', 'click its other end');
+  if (drawing.kind === 'zone' && !closes) {
+    return say(parts, '', points.length < 3 ? 'click its next corner'
+                                            : 'click its next corner, or the first to close it');
+  }
+  stopDrawing(parts);
+  const shapeName = window.prompt(`The new ${drawing.kind}'s name (letters, digits, - and _):`);
+  if (!shapeName) return say(parts, '', '');
   const shapes = (parts.camera && parts.camera.shapes) || {};
-  const lines = (shapes.lines ? shapes.lines + ';' : '') + `${line}:${x1},${y1},${x2},${y2}`;
+  const change = drawing.kind === 'line'
+      ? {lines: (shapes.lines ? shapes.lines + ';' : '') +
+                `${shapeName}:${points[0][0]},${points[0][1]},${points[1][0]},${points[1][1]}`}
+      : {zones: (shapes.zones ? shapes.zones + ';' : '') +
+                `${shapeName}:` + points.map(([x, y]) => `${x},${y}`).join(' ')};
+  save(name, parts, change);
+}
+
+// The camera's lines or zones with the new one go to the service, which saves them where the
+// camera is configured (its file, or etcd) and applies them, or says why not.
+async function save(name, parts, change) {
   try {
-    const reply = await fetch('api/cameras/' + encodeURIComponent(name) + '/lines', {
+    const reply = await fetch('api/cameras/' + encodeURIComponent(name) + '/shapes', {
       method: 'POST',
       headers: {'Content-Type': 'application/json',
                 'Authorization': 'Bearer ' + document.getElementById('key').value},
-      body: JSON.stringify({lines}),
+      body: JSON.stringify(change),
     });
     const said = await reply.json();
     if (reply.ok) say(parts, 'saved', 'saved: ' + said.saved);
@@ -158,6 +210,16 @@ function showEvents(cameras) {
   }));
 }
 
+// Where the camera runs (a fleet's other host: a link to its own page), on what, how fast.
+function showFacts(facts, camera) {
+  const where = camera.page ? element('a', 'host', camera.host) : element('span', 'host',
+                                                                          camera.host || 'no host');
+  if (camera.page) where.href = camera.page;
+  const on = camera.gpu === '' ? '' : camera.gpu === 'cpu' ? ' · CPU' : ' · GPU ' + camera.gpu;
+  facts.replaceChildren(where, document.createTextNode(
+      `${on} · ${camera.frames_per_second.toFixed(1)} frames/s · ${camera.reconnects} reconnects`));
+}
+
 function show(doc) {
   const cameras = doc.cameras || {};
   const names = Object.keys(cameras).sort();
@@ -172,11 +234,10 @@ function show(doc) {
     parts.state.textContent = camera.state;
     parts.state.className = 'state ' + camera.state;
     if (camera.state === 'streaming') streaming++;
-    parts.facts.textContent =
-        `${camera.host} · ${camera.gpu === 'cpu' ? 'CPU' : 'GPU ' + camera.gpu} · ` +
-        `${camera.frames_per_second.toFixed(1)} frames/s · ${camera.reconnects} reconnects`;
+    showFacts(parts.facts, camera);
     parts.error.textContent = camera.state === 'streaming' ? '' : camera.last_error;
-    showPicture(name, parts);
+    // A fleet's camera that no host runs, or whose host did not answer, has no picture.
+    if (camera.state !== 'unplaced' && camera.state !== 'unanswered') showPicture(name, parts);
     showCounts(parts.counts, camera);
   }
   document.getElementById('summary').textContent =

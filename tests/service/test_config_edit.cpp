@@ -48,7 +48,7 @@ class ConfigEdit : public ::testing::Test {
   }
   Reply change(const std::string &camera, const std::string &body,
                const std::string &authorization = "Bearer key-of-the-site") {
-    return change_config("/api/cameras/" + camera + "/lines", body, authorization,
+    return change_config("/api/cameras/" + camera + "/shapes", body, authorization,
                          "key-of-the-site", path_, "no file");
   }
   std::string dir_, path_;
@@ -65,6 +65,37 @@ TEST_F(ConfigEdit, ALineDrawnIsSavedWithTheCommentsAndTheOtherCameras) {
   EXPECT_EQ(change("gate", R"({"lines": ""})").status, 200);
 }
 
+TEST_F(ConfigEdit, AZoneDrawnKeepsTheLinesAndBothMayComeAtOnce) {
+  const Reply zone = change("gate", R"({"zones": "yard:0.1,0.1 0.9,0.1 0.9,0.9 0.1,0.9"})");
+  EXPECT_EQ(zone.status, 200) << zone.body;
+  EXPECT_NE(zone.body.find("zones = yard:"), std::string::npos) << zone.body;
+  std::string text = file();
+  EXPECT_NE(text.find("zones=yard:0.1,0.1 0.9,0.1 0.9,0.9 0.1,0.9"), std::string::npos) << text;
+  EXPECT_NE(text.find("lines=middle:0.5,0,0.5,1"), std::string::npos) << text;
+  // A camera counting in pixels may change to 0..1 when the change gives all its shapes.
+  const Reply both =
+      change("dock", R"({"lines": "edge:0.1,0.6,0.9,0.6", "zones": "bay:0,0 0.5,0 0.5,0.5"})");
+  EXPECT_EQ(both.status, 200) << both.body;
+  text = file();
+  EXPECT_NE(text.find("lines=edge:0.1,0.6,0.9,0.6\nzones=bay:0,0 0.5,0 0.5,0.5\nnormalized=true"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ConfigEditKeys, AFleetCamerasKeysKeepTheirCommentsAndOtherKeys) {
+  ShapesEdit edit;
+  ASSERT_EQ(read_shapes_edit(R"({"lines": "door:0.2,0.1,0.2,0.9"})", &edit).status, 0);
+  std::string edited, why;
+  ASSERT_TRUE(
+      shapes_edited("# the north gate\nurl = rtsp://127.0.0.1:1/gate\nzones = z:0,0 1,0 1,1\n",
+                    edit, &edited, &why))
+      << why;
+  EXPECT_EQ(edited,
+            "# the north gate\nurl=rtsp://127.0.0.1:1/gate\nzones=z:0,0 1,0 1,1\n"
+            "lines=door:0.2,0.1,0.2,0.9\nnormalized=true\n");
+  EXPECT_FALSE(shapes_edited("[camera.gate]\nurl = x\n[camera.other]\n", edit, &edited, &why));
+}
+
 TEST_F(ConfigEdit, WhatIsRefusedSaysWhyAndSavesNothing) {
   struct Case {
     std::string path, body, authorization, web_auth, file;
@@ -73,20 +104,32 @@ TEST_F(ConfigEdit, WhatIsRefusedSaysWhyAndSavesNothing) {
   const std::string good = R"({"lines": "door:0.2,0.1,0.2,0.9"})";
   const std::string key = "Bearer key-of-the-site";
   const Case cases[] = {
-      {"/api/cameras/gate/lines", good, "Bearer wrong", "key-of-the-site", path_, 401},
-      {"/api/cameras/gate/lines", good, "", "key-of-the-site", path_, 401},
-      {"/api/cameras/gate/lines", good, key, "", path_, 403},  // no web-auth: no changes
-      {"/api/cameras/gate/lines", good, key, "key-of-the-site", "", 409},  // no file
-      {"/api/cameras/gate/zones", good, key, "key-of-the-site", path_, 404},
-      {"/api/cameras/yard/lines", good, key, "key-of-the-site", path_, 404},
-      {"/api/cameras/dock/lines", good, key, "key-of-the-site", path_, 409},  // in pixels
-      {"/api/cameras/gate/lines", R"({"lines": "door:0.2,0.1,1.2,0.9"})", key, "key-of-the-site",
+      {"/api/cameras/gate/shapes", good, "Bearer wrong", "key-of-the-site", path_, 401},
+      {"/api/cameras/gate/shapes", good, "", "key-of-the-site", path_, 401},
+      {"/api/cameras/gate/shapes", good, key, "", path_, 403},  // no web-auth: no changes
+      {"/api/cameras/gate/shapes", good, key, "key-of-the-site", "", 409},  // no file
+      {"/api/cameras/gate/lines", good, key, "key-of-the-site", path_, 404},
+      {"/api/cameras/yard/shapes", good, key, "key-of-the-site", path_, 404},
+      // In pixels: its lines would be read in 0..1.
+      {"/api/cameras/dock/shapes", R"({"zones": "bay:0,0 0.5,0 0.5,0.5"})", key, "key-of-the-site",
+       path_, 409},
+      // A zone whose edges cross (a bow tie), one off the picture, one of two points.
+      {"/api/cameras/gate/shapes", R"({"zones": "bow:0.1,0.1 0.9,0.9 0.9,0.1 0.1,0.9"})", key,
+       "key-of-the-site", path_, 400},
+      {"/api/cameras/gate/shapes", R"({"zones": "off:0.1,0.1 1.9,0.1 0.5,0.9"})", key,
+       "key-of-the-site", path_, 400},
+      {"/api/cameras/gate/shapes", R"({"zones": "flat:0.1,0.1 0.9,0.9"})", key, "key-of-the-site",
        path_, 400},
-      {"/api/cameras/gate/lines", R"({"lines": "door:0.2,0.1,0.2,0.1"})", key, "key-of-the-site",
+      {"/api/cameras/gate/shapes", R"({"zones": ["yard"]})", key, "key-of-the-site", path_, 400},
+      {"/api/cameras/gate/shapes", R"({"line": "door:0.2,0.1,0.2,0.9"})", key, "key-of-the-site",
        path_, 400},
-      {"/api/cameras/gate/lines", R"({"lines": "a;b"})", key, "key-of-the-site", path_, 400},
-      {"/api/cameras/gate/lines", R"({"lines": 7})", key, "key-of-the-site", path_, 400},
-      {"/api/cameras/gate/lines", "not json", key, "key-of-the-site", path_, 400},
+      {"/api/cameras/gate/shapes", R"({"lines": "door:0.2,0.1,1.2,0.9"})", key, "key-of-the-site",
+       path_, 400},
+      {"/api/cameras/gate/shapes", R"({"lines": "door:0.2,0.1,0.2,0.1"})", key, "key-of-the-site",
+       path_, 400},
+      {"/api/cameras/gate/shapes", R"({"lines": "a;b"})", key, "key-of-the-site", path_, 400},
+      {"/api/cameras/gate/shapes", R"({"lines": 7})", key, "key-of-the-site", path_, 400},
+      {"/api/cameras/gate/shapes", "not json", key, "key-of-the-site", path_, 400},
   };
   for (const Case &c : cases) {
     const Reply reply =
@@ -107,11 +150,11 @@ TEST_F(ConfigEdit, AFileThatIsNoLongerGoodIsNotWrittenOver) {
 }
 
 TEST(ConfigEditPaths, TheCameraOfAChange) {
-  EXPECT_EQ(lines_camera("/api/cameras/gate/lines"), "gate");
-  EXPECT_EQ(lines_camera("/api/cameras/yard%20west/lines"), "yard west");
-  EXPECT_EQ(lines_camera("/api/cameras//lines"), "");
-  EXPECT_EQ(lines_camera("/api/cameras/gate"), "");
-  EXPECT_EQ(lines_camera("/api/cameras"), "");
+  EXPECT_EQ(shapes_camera("/api/cameras/gate/shapes"), "gate");
+  EXPECT_EQ(shapes_camera("/api/cameras/yard%20west/shapes"), "yard west");
+  EXPECT_EQ(shapes_camera("/api/cameras//shapes"), "");
+  EXPECT_EQ(shapes_camera("/api/cameras/gate"), "");
+  EXPECT_EQ(shapes_camera("/api/cameras"), "");
 }
 
 }  // namespace

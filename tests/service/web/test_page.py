@@ -10,9 +10,11 @@ cores), then opens the page and checks, each within a bound:
   - each camera's picture loads, and a newer one replaces it;
   - a count on the line rises on the page as the ball crosses, and the event is listed;
   - changes the page's API refuses, each with its reason and nothing saved: a wrong key, a line
-    off the picture, one of no length, a bad name, a body without lines, no such camera;
+    off the picture, one of no length, a bad name, a body without lines, a zone whose edges
+    cross, one off the picture, no such camera;
   - a line drawn on cam2's picture with the mouse (the key typed in, two clicks, a name) is
-    saved into the config file, applied, and counts the ball;
+    saved into the config file, applied, and counts the ball; a zone drawn on cam1's (its
+    corners clicked, then the first again) sees the ball enter;
   - the camera server killed (SIGKILL): the page shows the cameras reconnecting within 2 s,
     without a reload;
   - the camera's password (in cam1's URL) is in neither the page nor its API.
@@ -200,7 +202,7 @@ url = rtsp://127.0.0.1:{port}/cam2
 
         def post(camera, body, key):
             request = urllib.request.Request(
-                f"{base}/api/cameras/{camera}/lines", data=json.dumps(body).encode(),
+                f"{base}/api/cameras/{camera}/shapes", data=json.dumps(body).encode(),
                 method="POST", headers={"Authorization": "Bearer " + key,
                                         "Content-Type": "application/json"})
             try:
@@ -215,6 +217,8 @@ url = rtsp://127.0.0.1:{port}/cam2
                 ("cam2", {"lines": "door:0.3,0.5,0.3,0.5"}, KEY, 400),
                 ("cam2", {"lines": "a door:0,0,1,1"}, KEY, 400),
                 ("cam2", {"line": "door:0.3,0,0.3,1"}, KEY, 400),
+                ("cam2", {"zones": "bow:0.1,0.1 0.9,0.9 0.9,0.1 0.1,0.9"}, KEY, 400),
+                ("cam2", {"zones": "off:0.1,0.1 1.5,0.1 0.5,0.9"}, KEY, 400),
                 ("cam9", {"lines": "door:0.3,0,0.3,1"}, KEY, 404)):
             got, said = post(camera, body, key)
             assert got == status and said.get("error"), (camera, body, got, said)
@@ -224,11 +228,11 @@ url = rtsp://127.0.0.1:{port}/cam2
         card2 = "article[data-camera='cam2']"
         driver.find_element("css selector", "#key").send_keys(KEY)
         driver.find_element("css selector", card2 + " button.draw").click()
-        image = driver.find_element("css selector", card2 + " img.snapshot")
 
-        def click_at(fx, fy):
+        def click_at(card, fx, fy):
             """A click at (fx, fy) of the picture, fitted into its box with bars around it."""
             from selenium.webdriver.common.action_chains import ActionChains
+            image = driver.find_element("css selector", card + " img.snapshot")
             w, h, nw, nh = driver.execute_script(
                 "const r = arguments[0].getBoundingClientRect(); "
                 "return [r.width, r.height, arguments[0].naturalWidth, "
@@ -244,17 +248,18 @@ url = rtsp://127.0.0.1:{port}/cam2
                 return driver.switch_to.alert
             except Exception:
                 return None
-        click_at(0.3, 0.05)
-        click_at(0.3, 0.95)
-        prompt = eventually(5, alert)
-        assert prompt, "no prompt for the new line's name"
-        prompt.send_keys("door")
-        prompt.accept()
-        answer = eventually(10, lambda: driver.find_element(
-            "css selector", card2 + " .answer").text.startswith("saved") and driver.find_element(
-            "css selector", card2 + " .answer").text)
-        assert answer, driver.find_element("css selector", card2 + " .answer").text
-        print("drawn on cam2's picture:", answer)
+        def name_it(card, name):
+            prompt = eventually(5, alert)
+            assert prompt, f"no prompt for the name of {name}"
+            prompt.send_keys(name)
+            prompt.accept()
+            said = lambda: driver.find_element("css selector", card + " .answer").text
+            answer = eventually(10, lambda: said().startswith("saved") and said())
+            assert answer, said()
+            return answer
+        click_at(card2, 0.3, 0.05)
+        click_at(card2, 0.3, 0.95)
+        print("drawn on cam2's picture:", name_it(card2, "door"))
         # Where the clicks fell, to a pixel of the picture (160 x 120) in the page.
         assert re.search(r"lines=middle:0\.5,0,0\.5,1;door:0\.[23]\d*,0\.0\d*,0\.[23]\d*,0\.9\d*",
                          open(config).read()), open(config).read()
@@ -263,6 +268,20 @@ url = rtsp://127.0.0.1:{port}/cam2
             "the drawn line 'door' never counted on cam2"
         print(f"cam2's new line 'door' counted {counted('cam2', 'door')} "
               f"{time.monotonic() - started:.1f} s after it was saved")
+
+        # A zone on cam1: the left half of its picture, four corners and the first again.
+        card1 = "article[data-camera='cam1']"
+        driver.find_element("css selector", card1 + " button.draw-zone").click()
+        for x, y in ((0.02, 0.02), (0.48, 0.02), (0.48, 0.98), (0.02, 0.98), (0.025, 0.025)):
+            click_at(card1, x, y)
+        print("drawn on cam1's picture:", name_it(card1, "west"))
+        assert re.search(r"zones=west:0\.0\d*,0\.0\d* 0\.4\d*,0\.0\d* 0\.4\d*,0\.9\d* "
+                         r"0\.0\d*,0\.9\d*\n", open(config).read()), open(config).read()
+        started = time.monotonic()
+        assert eventually(40, lambda: "entered west" in driver.find_element(
+            "css selector", "#events").text, 0.2), "the drawn zone 'west' never saw the ball"
+        print(f"cam1's new zone 'west' saw the ball enter {time.monotonic() - started:.1f} s "
+              "after it was saved")
 
         os.killpg(server.pid, signal.SIGKILL)
         killed = time.monotonic()
