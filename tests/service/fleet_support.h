@@ -283,6 +283,29 @@ class FleetHost {
     g_object_unref(session);
     return out;
   }
+  // POST of the endpoint with a bearer key: the body, "" when it does not answer.
+  std::string post(const std::string &path, const std::string &body, const std::string &key,
+                   guint *status) const {
+    SoupSession *session = soup_session_new_with_options("timeout", 5, nullptr);
+    SoupMessage *message = soup_message_new("POST", (base() + path).c_str());
+    GBytes *request = g_bytes_new(body.data(), body.size());
+    soup_message_set_request_body_from_bytes(message, "application/json", request);
+    g_bytes_unref(request);
+    soup_message_headers_replace(soup_message_get_request_headers(message), "Authorization",
+                                 ("Bearer " + key).c_str());
+    GBytes *answer = soup_session_send_and_read(session, message, nullptr, nullptr);
+    std::string out;
+    if (answer) {
+      gsize size = 0;
+      const char *data = static_cast<const char *>(g_bytes_get_data(answer, &size));
+      out.assign(data, size);
+      g_bytes_unref(answer);
+    }
+    *status = soup_message_get_status(message);
+    g_object_unref(message);
+    g_object_unref(session);
+    return out;
+  }
   // A sample of /metrics as the Prometheus client's parser reads it (scrape.py): `key` is
   // NAME,LABEL=VALUE,... with its labels but camera in order; NAN when absent.
   double metric(const std::string &key, const std::string &camera = "") const {
@@ -405,5 +428,128 @@ inline CameraRecord read_camera(const std::string &path) {
   }
   return record;
 }
+
+constexpr double kTtl = 5;               // fleet-ttl: the default
+constexpr double kReconnectInitial = 1;  // the back-off's first wait
+// A dead host's camera streams again on another within this (the bound).
+constexpr double kTakeover = kTtl + kReconnectInitial + 2;
+
+// A site of the test's own: etcd, a camera server of the ball clip, cameras imported, hosts.
+class Fleet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gst_init(nullptr, nullptr);
+    if (etcd_binary().empty()) GTEST_SKIP() << "no etcd: install the Debian package etcd-server";
+    ASSERT_TRUE(make_ball_clip(clip())) << "cannot make the cameras' clip";
+  }
+  std::string clip() const { return dir_.file("ball.mp4"); }
+
+  // The site's cameras cam1 ... camN, as a file to import: each counts the ball crossing the
+  // middle of its frame.
+  std::string cameras_file(int n, const CameraServer &server, int first = 1) {
+    std::string text =
+        "[service]\ndetector = brightspot\nlines = middle:0.5,0,0.5,1\nnormalized = true\n";
+    for (int i = first; i < first + n; ++i)
+      text += "\n[camera.cam" + std::to_string(i) + "]\nurl = " + server.url(i) + "\n";
+    const std::string path = dir_.file("site.conf");
+    g_file_set_contents(path.c_str(), text.c_str(), -1, nullptr);
+    return path;
+  }
+
+  // The site: `etcd` and `server` (`served` cameras) started, cam1 ... cam`imported` in etcd.
+  void start_site(EtcdCluster *etcd, CameraServer *server, int served, int imported) {
+    ASSERT_TRUE(etcd->start()) << read_file(dir_.file("etcd-m0.err"));
+    ASSERT_TRUE(server->start(served, clip()));
+    ASSERT_EQ(fleet({"--fleet", etcd->endpoints(), "--site", "test", "import",
+                     cameras_file(imported, *server)}),
+              0)
+        << read_file(dir_.file("fleet.err"));
+  }
+
+  // Whether each host streams `each` cameras.
+  static bool balanced(const std::vector<FleetHost *> &hosts, int each) {
+    std::map<std::string, int> per_host;
+    for (const auto &[camera, host] : placement(hosts)) per_host[host]++;
+    for (FleetHost *host : hosts)
+      if (per_host[host->name()] != each) return false;
+    return true;
+  }
+
+  std::string host_config(const std::string &name, const std::string &endpoints,
+                          const std::map<std::string, std::string> &more = {}) {
+    std::map<std::string, std::string> keys = {{"fleet", endpoints},
+                                               {"site", "test"},
+                                               {"host-id", name},
+                                               {"gpus", "none"},
+                                               {"capacity", "6"},
+                                               {"metrics-address", "127.0.0.1:0"},
+                                               {"json", dir_.path + "/" + name + "-{camera}.jsonl"},
+                                               {"reconnect-initial", "1"},
+                                               {"reconnect-max", "4"},
+                                               {"stall-timeout", "3"}};
+    for (const auto &[key, value] : more) keys[key] = value;
+    std::string text = "[service]\n";
+    for (const auto &[key, value] : keys) text += key + " = " + value + "\n";
+    return text;
+  }
+
+  // pipelines/service fleet ARGS...: its exit status; its output in *out.
+  int fleet(const std::vector<std::string> &args, std::string *out = nullptr) {
+    std::vector<std::string> argv = {script("service"), "fleet"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    GSubprocess *p = spawn(argv, dir_.file("fleet.out"), dir_.file("fleet.err"));
+    const int status = wait_exit(p, 30);
+    g_object_unref(p);
+    if (out) *out = read_file(dir_.file("fleet.out")) + read_file(dir_.file("fleet.err"));
+    return status;
+  }
+
+  // camera -> the host it streams on; a camera streaming on two hosts fails the test.
+  static std::map<std::string, std::string> placement(const std::vector<FleetHost *> &hosts) {
+    std::map<std::string, std::string> out;
+    for (FleetHost *host : hosts) {
+      if (!host->running()) continue;
+      for (const std::string &camera : host->streaming()) {
+        EXPECT_FALSE(out.count(camera))
+            << camera << " streams on " << out[camera] << " and " << host->name();
+        out[camera] = host->name();
+      }
+    }
+    return out;
+  }
+
+  // Frames of each camera so far, over every host's JSON lines.
+  static std::map<std::string, size_t> frames(const std::vector<FleetHost *> &hosts,
+                                              const std::vector<std::string> &cameras) {
+    std::map<std::string, size_t> out;
+    for (const std::string &camera : cameras)
+      for (FleetHost *host : hosts) out[camera] += read_camera(host->json_path(camera)).frames;
+    return out;
+  }
+  static std::map<std::string, double> rates(const std::vector<FleetHost *> &hosts,
+                                             const std::vector<std::string> &cameras,
+                                             double seconds) {
+    const auto before = frames(hosts, cameras);
+    const double start = now_s();
+    g_usleep(static_cast<gulong>(seconds * 1e6));
+    const auto after = frames(hosts, cameras);
+    std::map<std::string, double> out;
+    for (const std::string &camera : cameras)
+      out[camera] = (after.at(camera) - before.at(camera)) / (now_s() - start);
+    return out;
+  }
+  static std::vector<std::string> names(int n, int first = 1) {
+    std::vector<std::string> out;
+    for (int i = first; i < first + n; ++i) out.push_back("cam" + std::to_string(i));
+    return out;
+  }
+  static std::string logs(const std::vector<FleetHost *> &hosts) {
+    std::string out;
+    for (FleetHost *host : hosts) out += "---- " + host->name() + "\n" + host->log();
+    return out;
+  }
+
+  TempDir dir_;
+};
 
 }  // namespace cudanms::testing
