@@ -26,17 +26,19 @@ void on_handoff(GstElement *, GstBuffer *jpeg, GstPad *, gpointer data) {
 
 std::string gst_cv_snapshot_branch(const std::string &tee, const std::string &name) {
   // With NVIDIA's GStreamer elements here, frames may be in GPU memory: cudadownload brings
-  // them to the host (and passes host frames through); the videoconvert before it gives it a
-  // format it takes, the one after gives boxoverlay one it draws on.
+  // them to the host (and passes host frames through; the videoconvert before it gives it a
+  // format it takes). The frame is made small first: the CPU's work is what a picture costs
+  // the detection path (on an H200 the download alone cost nothing measurable, drawing and
+  // encoding at 1080p 9 % of 32 streams' frames/s), and the boxes' metas scale with it.
+  // videoconvert gives boxoverlay a format it draws on where the frame's is not one.
   GstElementFactory *download = gst_element_factory_find("cudadownload");
   const std::string to_host = download ? "videoconvert ! cudadownload ! " : "";
   if (download) gst_object_unref(download);
   return tee + ". ! queue name=" + name +
          "-intake leaky=downstream max-size-buffers=1 max-size-time=0 max-size-bytes=0 ! " +
          to_host +
-         "videoconvert ! boxoverlay ! videoconvert ! videoscale ! "
-         "video/x-raw,width=[16,640],pixel-aspect-ratio=1/1 ! jpegenc quality=80 ! "
-         "fakesink name=" +
+         "videoscale ! video/x-raw,width=[16,640],pixel-aspect-ratio=1/1 ! videoconvert ! "
+         "boxoverlay ! jpegenc quality=80 ! fakesink name=" +
          name + " sync=false async=false signal-handoffs=true";
 }
 

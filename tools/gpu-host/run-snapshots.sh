@@ -2,9 +2,9 @@
 # On a CUDA host: what the operator page's pictures (gst-libs/pipeline/snapshot.h) cost, and
 # that they work on frames in GPU memory.
 #  1. The streams bench, STREAMS (default 32) 1080p streams preloaded into GPU memory (FRAMES
-#     frames each, default 600), the cascade with boxtrack ! boxcount: without the branch, with
+#     frames each, default 3000), the cascade with boxtrack ! boxcount: without the branch, with
 #     it idle (no picture asked for: the service while no page is open) and with a picture a
-#     stream a second, ROUNDS times each (default 2), in turn:
+#     stream a second, ROUNDS times each (default 3), in turn:
 #     $OUT/streams-{plain,idle,snapshots}-N.json.
 #  2. The camera service with two NVDEC cameras (frames kept in GPU memory through the chain):
 #     both must stream and /snapshot/cam1 must be a JPEG ($OUT/cam1.jpg, $OUT/cameras.json).
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 streams=${1:-32}
-rounds=${2:-2}
+rounds=${2:-3}
 debs=${CUDANMS_DEBS:-.device/debs-service}
 BUILD_ONLY=1 tools/gpu-host/run-service-soak.sh >/dev/null
 set +u
@@ -31,7 +31,7 @@ for round in $(seq "$rounds"); do
     [ "$kind" = idle ] && extra=(--snapshots 1 --snapshots-idle)
     [ "$kind" = snapshots ] && extra=(--snapshots 1)
     echo "== round $round, $kind"
-    pipelines/streams --preload "$clip" --preload-gpu --streams "$streams" --frames "${FRAMES:-600}" --track \
+    pipelines/streams --preload "$clip" --preload-gpu --streams "$streams" --frames "${FRAMES:-3000}" --track \
       "${extra[@]}" --json "$out/streams-$kind-$round.json" | grep -E "^streams|^snapshots"
   done
 done
