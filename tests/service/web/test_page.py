@@ -16,7 +16,7 @@ cores), then opens the page and checks, each within a bound:
     saved into the config file, applied, and counts the ball; a zone drawn on cam1's (its
     corners clicked, then the first again) sees the ball enter;
   - the camera server killed (SIGKILL): the page shows the cameras reconnecting within 2 s,
-    without a reload;
+    without a reload; back on its port, streaming again;
   - the camera's password (in cam1's URL) is in neither the page nor its API.
 It leaves a screenshot, web-page.png, in the build folder (docs/web-page.png is one).
 Exit status 77 (meson's "skipped"), with the reason, where chromium, chromedriver or selenium is
@@ -291,6 +291,18 @@ url = rtsp://127.0.0.1:{port}/cam2
         print(f"camera server killed: the page shows both cameras reconnecting {seconds:.1f} s "
               "later")
         assert seconds <= 2, f"{seconds:.1f} s before the page showed the cameras reconnecting"
+
+        # Back on its port: the page shows them streaming again, still without a reload.
+        server = start([os.path.join(SOURCE, "pipelines", "rtsp-server"), "--port", port,
+                        "--address", "127.0.0.1", "--loop", "--cameras", "2", "--mount", "/cam",
+                        clip], "rtsp-server-again")
+        restarted = time.monotonic()
+        assert eventually(20, lambda: states() == {"cam1": "streaming", "cam2": "streaming"}), \
+            f"after the camera server came back the page shows {states()}"
+        print(f"camera server back: the page shows both cameras streaming "
+              f"{time.monotonic() - restarted:.1f} s later")
+        os.killpg(server.pid, signal.SIGKILL)
+        assert eventually(5, lambda: states() == {"cam1": "reconnecting", "cam2": "reconnecting"})
 
         api = get(base + "/api/cameras").decode()
         errors = {name: c["last_error"] for name, c in json.loads(api)["cameras"].items()}
