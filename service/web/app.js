@@ -49,6 +49,7 @@ function card(name) {
   picture.addEventListener('load', () => {
     parts.loading = false;
     picture.classList.add('loaded');
+    root.classList.add('pictured');  // something to draw on
   });
   picture.addEventListener('error', () => { parts.loading = false; });
   cards.set(name, parts);
