@@ -267,32 +267,26 @@ class FleetHost {
   std::string base() const { return metrics_base_in(log()); }
   // GET of the endpoint: the body, "" when it does not answer.
   std::string get(const std::string &path, guint *status = nullptr) const {
-    if (base().empty()) return "";
-    SoupSession *session = soup_session_new_with_options("timeout", 3, nullptr);
-    SoupMessage *message = soup_message_new("GET", (base() + path).c_str());
-    GBytes *body = soup_session_send_and_read(session, message, nullptr, nullptr);
-    std::string out;
-    if (body) {
-      gsize size = 0;
-      const char *data = static_cast<const char *>(g_bytes_get_data(body, &size));
-      out.assign(data, size);
-      g_bytes_unref(body);
-    }
-    if (status) *status = soup_message_get_status(message);
-    g_object_unref(message);
-    g_object_unref(session);
-    return out;
+    return request("GET", path, "", "", status);
   }
-  // POST of the endpoint with a bearer key: the body, "" when it does not answer.
+  // POST of a JSON body to the endpoint with a bearer key.
   std::string post(const std::string &path, const std::string &body, const std::string &key,
                    guint *status) const {
+    return request("POST", path, body, key, status);
+  }
+  std::string request(const char *method, const std::string &path, const std::string &body,
+                      const std::string &key, guint *status) const {
+    if (base().empty()) return "";
     SoupSession *session = soup_session_new_with_options("timeout", 5, nullptr);
-    SoupMessage *message = soup_message_new("POST", (base() + path).c_str());
-    GBytes *request = g_bytes_new(body.data(), body.size());
-    soup_message_set_request_body_from_bytes(message, "application/json", request);
-    g_bytes_unref(request);
-    soup_message_headers_replace(soup_message_get_request_headers(message), "Authorization",
-                                 ("Bearer " + key).c_str());
+    SoupMessage *message = soup_message_new(method, (base() + path).c_str());
+    if (!body.empty()) {
+      GBytes *request = g_bytes_new(body.data(), body.size());
+      soup_message_set_request_body_from_bytes(message, "application/json", request);
+      g_bytes_unref(request);
+    }
+    if (!key.empty())
+      soup_message_headers_replace(soup_message_get_request_headers(message), "Authorization",
+                                   ("Bearer " + key).c_str());
     GBytes *answer = soup_session_send_and_read(session, message, nullptr, nullptr);
     std::string out;
     if (answer) {
@@ -301,7 +295,7 @@ class FleetHost {
       out.assign(data, size);
       g_bytes_unref(answer);
     }
-    *status = soup_message_get_status(message);
+    if (status) *status = soup_message_get_status(message);
     g_object_unref(message);
     g_object_unref(session);
     return out;
