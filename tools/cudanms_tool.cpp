@@ -17,6 +17,7 @@
 
 #include "bench.h"
 #include "candidate_file.h"
+#include "count_commands.h"
 #include "cudanms/nms.h"
 #include "synthetic.h"
 #include "tool_support.h"
@@ -586,6 +587,8 @@ constexpr Subcommand kSubcommands[] = {
     {"track", "Track a MOT detection file's boxes (ByteTrack) into MOT tracks", run_track},
     {"mot-eval", "Score MOT tracks against ground truth (CLEAR MOT, IDF1)", run_mot_eval},
     {"track-bench", "Time the tracker per frame at 10 to 10 000 boxes", run_track_bench},
+    {"count", "Count a MOT tracks file's line crossings as boxcount does", run_count},
+    {"count-eval", "Score line counts of tracks against the ground truth's", run_count_eval},
 };
 
 void print_usage(std::FILE *to) {

@@ -1,5 +1,7 @@
 #include "mot.h"
 
+#include <glib.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -306,6 +308,18 @@ std::string format_mot_table(const std::vector<std::pair<std::string, MotScores>
     out += line;
   }
   return out;
+}
+
+std::string mot_sequence_name(const std::string &gt_path) {
+  g_autofree char *dir = g_path_get_dirname(gt_path.c_str());
+  g_autofree char *base = g_path_get_basename(gt_path.c_str());
+  g_autofree char *folder_name = g_path_get_basename(dir);
+  if (std::string(folder_name) == "gt") {
+    g_autofree char *up = g_path_get_dirname(dir);
+    g_autofree char *up_name = g_path_get_basename(up);
+    return up_name;
+  }
+  return std::string(base) == "gt.txt" ? std::string(folder_name) : std::string(base);
 }
 
 }  // namespace cudanms::tools

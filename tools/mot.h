@@ -36,6 +36,8 @@ struct MotBox {
 // "FILE:LINE: what is wrong" (or "FILE: ..." for the file as a whole) in *error.
 bool read_mot_file(const std::string &path, double min_score, std::vector<MotBox> *boxes,
                    std::string *error);
+// The sequence a ground truth file belongs to: SEQ of SEQ/gt.txt or SEQ/gt/gt.txt.
+std::string mot_sequence_name(const std::string &gt_path);
 // The rows, `frame,id,x,y,w,h,score,-1,-1,-1`, one a line.
 std::string format_mot_rows(const std::vector<MotBox> &boxes);
 

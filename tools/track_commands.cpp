@@ -172,20 +172,6 @@ constexpr char kMotEvalDescription[] =
     "\"ignore\") are dropped before matching. MOTP is the mean 1 - IoU of the matches, as\n"
     "py-motmetrics gives it (the devkit prints the mean IoU in percent: 100 x (1 - MOTP)).\n\n";
 
-// The sequence a ground truth file belongs to: SEQ of SEQ/gt.txt or SEQ/gt/gt.txt.
-std::string sequence_name(const std::string &gt_path) {
-  g_autofree char *dir = g_path_get_dirname(gt_path.c_str());
-  g_autofree char *base = g_path_get_basename(gt_path.c_str());
-  std::string folder = dir;
-  g_autofree char *folder_name = g_path_get_basename(folder.c_str());
-  if (std::string(folder_name) == "gt") {
-    g_autofree char *up = g_path_get_dirname(folder.c_str());
-    g_autofree char *up_name = g_path_get_basename(up);
-    return up_name;
-  }
-  return std::string(base) == "gt.txt" ? std::string(folder_name) : std::string(base);
-}
-
 }  // namespace
 
 int run_mot_eval(int argc, char **argv) {
@@ -217,7 +203,7 @@ int run_mot_eval(int argc, char **argv) {
     }
     const MotScores scores = score_mot(gt, hyp);
     overall += scores;
-    rows.emplace_back(sequence_name(gts[i]), scores);
+    rows.emplace_back(mot_sequence_name(gts[i]), scores);
   }
   if (n > 1) rows.emplace_back("OVERALL", overall);
   const Status written = write_text("", format_mot_table(rows));
