@@ -709,6 +709,13 @@ std::vector<SiteCamera> FleetAgent::site() const {
   return out;
 }
 
+std::string FleetAgent::owner_url(const std::string &camera) const {
+  const auto owner = owners_.find(camera);
+  if (owner == owners_.end() || owner->second.host == settings_.host_id) return "";
+  const auto url = host_urls_.find(owner->second.host);
+  return url == host_urls_.end() ? "" : url->second;
+}
+
 std::map<std::string, std::string> FleetAgent::other_hosts() const {
   std::map<std::string, std::string> out;
   for (const auto &[host, url] : host_urls_)

@@ -73,6 +73,8 @@ class FleetAgent {
 
   // Every camera of the site as etcd says it, for the operator's page.
   std::vector<SiteCamera> site() const;
+  // The endpoint of the other host that runs `camera`, "" when none does (or this host).
+  std::string owner_url(const std::string &camera) const;
   // The other live hosts' endpoints: host -> http://HOST:PORT.
   std::map<std::string, std::string> other_hosts() const;
   // The page's change to a camera's lines and zones (config_edit.h), put into its key in etcd

@@ -92,8 +92,7 @@ void Supervisor::forward_snapshot(const std::string &camera, MetricsServer::Resp
     base = "http://worker";
     session = worker->second->session;
   } else if (fleet_) {
-    for (const SiteCamera &c : fleet_->site())
-      if (c.name == camera && c.owner != config_.fleet.host_id) base = c.owner_url;
+    base = fleet_->owner_url(camera);
     session = hosts_session();
   }
   // The camera's name as one path segment, whatever it holds.

@@ -10,8 +10,12 @@
 #include <vector>
 
 #include "count_eval.h"
+#include "tool_runner.h"
 
 namespace cudanms::tools {
+using testing::Outcome;
+using testing::run_tool;
+
 namespace {
 
 // One track, `id`, a 10 x 20 box whose bottom centre walks through the x's given, a frame each,
@@ -73,29 +77,6 @@ TEST(ScoreCounts, MatchesOneToOneWithinTheWindowSameLineAndDirection) {
 }
 
 // --- the tool ---------------------------------------------------------------------------------
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-Outcome run_tool(const std::vector<std::string> &args) {
-  std::vector<const char *> argv = {g_getenv("CUDANMS_TOOL")};
-  for (const std::string &a : args) argv.push_back(a.c_str());
-  argv.push_back(nullptr);
-  Outcome o;
-  gchar *out = nullptr, *err = nullptr;
-  gint status = 0;
-  if (g_spawn_sync(nullptr, const_cast<gchar **>(argv.data()), nullptr, G_SPAWN_DEFAULT, nullptr,
-                   nullptr, &out, &err, &status, nullptr)) {
-    o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    o.out = out ? out : "";
-    o.err = err ? err : "";
-  }
-  g_free(out);
-  g_free(err);
-  return o;
-}
 
 std::string data(const std::string &file) {
   return std::string(CUDANMS_SOURCE_DIR) + "/tests/data/mot/" + file;
