@@ -19,6 +19,7 @@ struct LineOptions {
   gboolean auto_lines = FALSE;
   gboolean normalized = FALSE;
   double hysteresis = CounterParams().hysteresis;
+  gint crossing_frames = static_cast<gint>(CounterParams().crossing_frames);
 
   ~LineOptions() {
     g_free(lines);
@@ -38,6 +39,9 @@ struct LineOptions {
          "--lines are in 0..1 of the frame (needs --frame-size)", nullptr},
         {"hysteresis", 0, 0, G_OPTION_ARG_DOUBLE, &hysteresis,
          "The band either side of a line, x the box's height (boxcount's; default 0.1)", "H"},
+        {"crossing-frames", 0, 0, G_OPTION_ARG_INT, &crossing_frames,
+         "Observations on the other side that make a crossing count (boxcount's; default 4)",
+         "N"},
     };
     entries->insert(entries->end(), std::begin(mine), std::end(mine));
   }
@@ -58,6 +62,11 @@ struct LineOptions {
       return false;
     }
     params->hysteresis = hysteresis;
+    if (!(crossing_frames >= 1 && crossing_frames <= 1000)) {
+      *why = "--crossing-frames lies in [1, 1000]";
+      return false;
+    }
+    params->crossing_frames = crossing_frames;
     if ((auto_lines || normalized) && !frame_size) {
       *why = std::string(auto_lines ? "--auto-lines" : "--normalized") + " needs --frame-size";
       return false;
@@ -102,7 +111,8 @@ constexpr char kCountEvalSummary[] =
 constexpr char kCountEvalDescription[] =
     "Give --gt and --result once per sequence, in pairs (as mot-eval): each pair's lines and\n"
     "directions are rows named by the ground truth's folder, and a TOTAL row adds them up\n"
-    "(its error: the sum of |error|). Ground-truth rows scoring below 1 are dropped. A counted\n"
+    "(its error: the sum of |error|). Ground-truth rows scoring below 1 are dropped; the truth\n"
+    "is counted with --crossing-frames 1 (its boxes do not flicker). A counted\n"
     "crossing matches a true one of the same line and direction at most --window frames apart,\n"
     "one to one, the earliest true crossing first taking the nearest.\n\n";
 
@@ -195,6 +205,10 @@ int run_count_eval(int argc, char **argv) {
     report("count-eval", why);
     return kExitBadInput;
   }
+  // The truth's boxes do not flicker: every crossing of a true track is a true crossing, however
+  // soon the track ends after it.
+  CounterParams truth_params = params;
+  truth_params.crossing_frames = 1;
   std::vector<std::pair<std::string, CountScore>> rows;
   for (guint i = 0; i < n; ++i) {
     std::vector<MotBox> gt, hyp;
@@ -203,7 +217,7 @@ int run_count_eval(int argc, char **argv) {
       std::fprintf(stderr, "%s\n", why.c_str());
       return kExitBadInput;
     }
-    for (const CountScore &s : score_counts(count_crossings(gt, lines, params),
+    for (const CountScore &s : score_counts(count_crossings(gt, lines, truth_params),
                                             count_crossings(hyp, lines, params), lines, window))
       rows.emplace_back(mot_sequence_name(gts[i]), s);
   }

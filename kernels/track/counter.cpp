@@ -14,6 +14,7 @@ namespace geometry = count_geometry;
 struct LineSide {
   int side = 0;                 // -1 or +1 once it left the band on that side; 0: not yet
   bool met_on_segment = false;  // the last time its path met the line, it was on the segment
+  int64_t seen_across = 0;      // observations on the other side since it crossed, not counted yet
 };
 
 // What a track is to one zone.
@@ -101,11 +102,20 @@ struct Counter::State {
     const double distance = geometry::signed_distance(line.a, line.b, to);
     const int firm = distance > band ? 1 : distance < -band ? -1 : 0;
     if (firm == 0) return;
-    if (state.side != 0 && firm != state.side && state.met_on_segment) {
-      events->push_back({CountEventKind::kLineCrossed, index, firm, id, t.class_id});
-      (firm > 0 ? counts[index].in : counts[index].out)++;
+    if (state.side == 0 || firm == state.side) {  // back before the crossing held: none
+      state.side = firm;
+      state.seen_across = 0;
+      return;
     }
+    if (state.seen_across == 0 && !state.met_on_segment) {  // around the line's end
+      state.side = firm;
+      return;
+    }
+    if (++state.seen_across < params.crossing_frames) return;
+    events->push_back({CountEventKind::kLineCrossed, index, firm, id, t.class_id});
+    (firm > 0 ? counts[index].in : counts[index].out)++;
     state.side = firm;
+    state.seen_across = 0;
   }
 
   void observe_zone(size_t index, TrackState &t, const CountPoint &at, double band, uint64_t id,

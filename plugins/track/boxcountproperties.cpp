@@ -87,6 +87,13 @@ void gst_box_count_install_properties(GObjectClass *klass) {
                         "leaves its zones; boxtrack's track-buffer",
                         1, 1000000, DEFAULT_TRACK_TIMEOUT, rw));
   g_object_class_install_property(
+      klass, PROP_CROSSING_FRAMES,
+      g_param_spec_uint("crossing-frames", "Crossing frames",
+                        "A crossing counts once the track was seen this many times past the band "
+                        "on the other side (1: at once): a box that jumps to another object as "
+                        "the track ends crosses nothing",
+                        1, 1000, DEFAULT_CROSSING_FRAMES, rw));
+  g_object_class_install_property(
       klass, PROP_COUNTS,
       g_param_spec_boxed("counts", "Counts",
                          "The lines' running counts: one field a line, a structure \"line\" "
@@ -124,6 +131,9 @@ bool gst_box_count_set_setting(BoxCountSettings *s, guint prop_id, const GValue 
     case PROP_TRACK_TIMEOUT:
       s->params.track_timeout = g_value_get_uint(value);
       break;
+    case PROP_CROSSING_FRAMES:
+      s->params.crossing_frames = g_value_get_uint(value);
+      break;
     default:
       return false;
   }
@@ -152,6 +162,9 @@ bool gst_box_count_get_setting(const BoxCountSettings &s, guint prop_id, GValue 
       break;
     case PROP_TRACK_TIMEOUT:
       g_value_set_uint(value, static_cast<guint>(s.params.track_timeout));
+      break;
+    case PROP_CROSSING_FRAMES:
+      g_value_set_uint(value, static_cast<guint>(s.params.crossing_frames));
       break;
     default:
       return false;

@@ -12,6 +12,7 @@
 #define DEFAULT_ANCHOR cudanms::CountAnchor::kBottomCenter
 #define DEFAULT_HYSTERESIS 0.1
 #define DEFAULT_TRACK_TIMEOUT 30
+#define DEFAULT_CROSSING_FRAMES 4
 
 enum {
   PROP_0,
@@ -22,6 +23,7 @@ enum {
   PROP_CLASSES,
   PROP_HYSTERESIS,
   PROP_TRACK_TIMEOUT,
+  PROP_CROSSING_FRAMES,
   PROP_COUNTS,
 };
 
@@ -29,7 +31,8 @@ enum {
 struct BoxCountSettings {
   std::string lines, zones, classes;
   bool normalized = DEFAULT_NORMALIZED;
-  cudanms::CounterParams params{DEFAULT_ANCHOR, DEFAULT_HYSTERESIS, DEFAULT_TRACK_TIMEOUT};
+  cudanms::CounterParams params{DEFAULT_ANCHOR, DEFAULT_HYSTERESIS, DEFAULT_TRACK_TIMEOUT,
+                                DEFAULT_CROSSING_FRAMES};
 };
 
 /* Lines and zones parsed, in the units of the text. */

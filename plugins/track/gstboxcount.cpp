@@ -12,7 +12,9 @@
  * anchor (anchor=bottom-center, where a person stands; or center, top-center) goes from
  * s < 0 to s > 0, s = (x2-x1)(py-y1) - (y2-y1)(px-x1), through the segment itself; "out" the
  * other way. Against double counts a track changes side only once it is more than hysteresis x
- * its box's height from the line: a track jittering on the line counts once. A zone is entered
+ * its box's height from the line: a track jittering on the line counts once; a crossing counts
+ * once the track was seen past the band crossing-frames times (a box jumping over the line as its
+ * track ends crosses nothing). A zone is entered
  * and left by the same band; its occupancy is the number of tracks in it, by label. A track not
  * seen for track-timeout frames leaves its zones (set it to boxtrack's track-buffer). classes
  * keeps the count to some labels or class ids ("person,car"; empty: every box).

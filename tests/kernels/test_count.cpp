@@ -161,10 +161,83 @@ TEST(Counter, JitterOnTheLineCountsOnce) {
 TEST(Counter, JitterWithoutHysteresisCountsEveryCrossing) {
   CounterParams params;
   params.hysteresis = 0;
+  params.crossing_frames = 1;
   std::vector<std::pair<double, double>> path = {{200, 190}, {200, 210}, {200, 190}, {200, 210}};
   const Outcome o = count(kLine, {{1, path}}, params);
   EXPECT_EQ(o.counts.in, 2u);
   EXPECT_EQ(o.counts.out, 1u);
+}
+
+// The default: a crossing counts on the 4th observation past the band (10 px) on the other side.
+TEST(Counter, ACrossingCountsOnceItHeld) {
+  // Every 10 px down from 160: 220 is the first beyond the band (210 is on its edge), 250 the 4th.
+  const Outcome o = count(kLine, {{1, straight(200, 160, 200, 300, 14)}});
+  ASSERT_EQ(o.events.size(), 1u);
+  EXPECT_EQ(o.counts.in, 1u);
+  std::vector<CountEvent> events;
+  Counter counter;
+  counter.set_lines(lines_of(kLine));
+  int64_t frame = 0, counted_at = -1;
+  for (const auto &[x, y] : straight(200, 160, 200, 300, 14)) {
+    counter.update(frame, {{1, float(x - 10), float(y - 100), float(x + 10), float(y), 0}},
+                   &events);
+    if (!events.empty() && counted_at < 0) counted_at = frame;
+    ++frame;
+  }
+  EXPECT_EQ(counted_at, 9) << "frame 9 is y = 250";
+}
+
+TEST(Counter, ACrossingThatDoesNotHoldCountsNothing) {
+  // The box's bottom jumps past the line and the track ends 3 observations later (its box
+  // taken by another object as it left the picture: TUD-Stadtmitte's false crossings).
+  auto ends = straight(200, 100, 200, 190, 9);
+  for (const auto &p : straight(200, 230, 200, 232, 2)) ends.push_back(p);
+  EXPECT_EQ(count(kLine, {{1, ends}}).events.size(), 0u);
+  // Past the line twice and back, then over for good: one crossing, no more.
+  auto back = straight(200, 100, 200, 190, 9);
+  for (const auto &p : {std::pair{200.0, 220.0}, {200.0, 222.0}, {200.0, 150.0}}) back.push_back(p);
+  for (const auto &p : straight(200, 150, 200, 300, 15)) back.push_back(p);
+  const Outcome o = count(kLine, {{1, back}});
+  EXPECT_EQ(o.counts.in, 1u);
+  EXPECT_EQ(o.counts.out, 0u);
+  // Observations within the band neither hold nor undo a crossing; missed frames do neither.
+  auto band = straight(200, 100, 200, 190, 9);
+  for (const auto &p : {std::pair{200.0, 215.0}, {200.0, 205.0}, {200.0, 195.0},
+                        {NAN, NAN}, {200.0, 220.0}, {NAN, NAN}, {200.0, 225.0}, {200.0, 230.0}})
+    band.push_back(p);
+  EXPECT_EQ(count(kLine, {{1, band}}).counts.in, 1u);
+  CounterParams at_once;
+  at_once.crossing_frames = 1;
+  EXPECT_EQ(count(kLine, {{1, ends}}, at_once).counts.in, 1u);
+}
+
+// Ids changing at the line (a tracker's switch while two people meet, or a track lost and found
+// again under a new id): no crossing is counted twice.
+TEST(Counter, AnIdChangedMidCrossingIsNotCountedTwice) {
+  // Track 1 walks down to the line and ends there; track 2 goes on from just past it.
+  auto first = straight(200, 100, 200, 200, 10);
+  std::vector<std::pair<double, double>> second(first.size(), {NAN, NAN});
+  for (const auto &p : straight(200, 205, 200, 300, 10)) second.push_back(p);
+  const Outcome handed_over = count(kLine, {{1, first}, {2, second}});
+  EXPECT_EQ(handed_over.counts.in + handed_over.counts.out, 0u);
+  // Two people meet on the line and their ids swap there: each id goes back where it came from.
+  auto down = straight(200, 100, 200, 198, 7), up = straight(220, 300, 220, 202, 7);
+  const auto down_rest = straight(220, 202, 220, 300, 7), up_rest = straight(200, 198, 200, 100, 7);
+  auto id1 = down, id2 = up;
+  id1.insert(id1.end(), up_rest.begin(), up_rest.end());    // id 1: down, then back up
+  id2.insert(id2.end(), down_rest.begin(), down_rest.end());  // id 2: up, then back down
+  const Outcome swapped = count(kLine, {{1, id1}, {2, id2}});
+  EXPECT_EQ(swapped.counts.in + swapped.counts.out, 0u);
+  // The swap a frame after both crossed: each id holds its side 1 observation, then goes back
+  // over: still nothing twice (each id crosses and returns, neither holds).
+  auto late1 = straight(200, 100, 200, 215, 8), late2 = straight(220, 300, 220, 185, 8);
+  const auto late1_rest = straight(220, 185, 220, 100, 6),
+             late2_rest = straight(200, 215, 200, 300, 6);
+  late1.insert(late1.end(), late2_rest.begin(), late2_rest.end());
+  late2.insert(late2.end(), late1_rest.begin(), late1_rest.end());
+  const Outcome late = count(kLine, {{1, late2}, {2, late1}});
+  EXPECT_LE(late.counts.in, 1u);
+  EXPECT_LE(late.counts.out, 1u);
 }
 
 TEST(Counter, MissedWhileCrossing) {

@@ -21,18 +21,18 @@ struct Outcome {
   std::string err;
 };
 
-// Runs the tool; with `stdout_to`, its stdout goes to that file (through sh), not to the test;
-// with `file_size_limit`, no file it writes may grow past that many bytes.
-inline Outcome run_tool(const std::vector<std::string> &args, const char *stdout_to = nullptr,
-                        rlim_t file_size_limit = 0) {
+// Runs a program (its path, then its arguments); with `stdout_to`, its stdout goes to that file
+// (through sh), not to the test; with `file_size_limit`, no file it writes may grow past that
+// many bytes.
+inline Outcome run_program(const std::vector<std::string> &command,
+                           const char *stdout_to = nullptr, rlim_t file_size_limit = 0) {
   std::vector<char *> argv;
   if (stdout_to) {
     for (const char *word : {"/bin/sh", "-c", "exec \"$0\" \"$@\" >\"$CUDANMS_STDOUT\""})
       argv.push_back(const_cast<char *>(word));
     g_setenv("CUDANMS_STDOUT", stdout_to, TRUE);
   }
-  argv.push_back(std::getenv("CUDANMS_TOOL"));
-  for (const std::string &arg : args) argv.push_back(const_cast<char *>(arg.c_str()));
+  for (const std::string &arg : command) argv.push_back(const_cast<char *>(arg.c_str()));
   argv.push_back(nullptr);
   g_autofree char *out = nullptr;
   g_autofree char *err = nullptr;
@@ -50,6 +50,15 @@ inline Outcome run_tool(const std::vector<std::string> &args, const char *stdout
   outcome.out = out;
   outcome.err = err;
   return outcome;
+}
+
+// Runs the tool (CUDANMS_TOOL) with `args`, as run_program.
+inline Outcome run_tool(const std::vector<std::string> &args, const char *stdout_to = nullptr,
+                        rlim_t file_size_limit = 0) {
+  const char *tool = std::getenv("CUDANMS_TOOL");
+  std::vector<std::string> command = {tool ? tool : ""};
+  command.insert(command.end(), args.begin(), args.end());
+  return run_program(command, stdout_to, file_size_limit);
 }
 
 }  // namespace cudanms::testing

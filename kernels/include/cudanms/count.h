@@ -22,6 +22,10 @@
 //    path met the line was on the segment. A track jittering on the line therefore counts once,
 //    when it leaves the band on the other side, and a track first seen within the band has no
 //    side until it leaves it (nothing counts for where it came from).
+//  - A crossing holds (`crossing_frames`): it counts once the track has been observed beyond the
+//    band on the other side that many times, its event on the frame of the last of them. Seen
+//    beyond the band on its first side before that, it crossed nothing; a track that ends first
+//    (its box jumped to another object as it left the picture) counts nothing. 1: at once.
 //  - A zone is a simple polygon (at least 3 points, edges that do not cross). A track is in it
 //    once its anchor is inside by more than the same band, and out of it once outside by more
 //    than the band: "zone-entered" and "zone-left" fire at those changes. A track first seen in a
@@ -67,6 +71,7 @@ struct CounterParams {
   CountAnchor anchor = CountAnchor::kBottomCenter;
   double hysteresis = 0.1;     // the band on either side of a line or zone edge, x box height
   int64_t track_timeout = 30;  // frames without an observation before a track is forgotten
+  int64_t crossing_frames = 4;  // observations on the other side that make a crossing count
 };
 
 struct CountObservation {
