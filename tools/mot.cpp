@@ -34,8 +34,9 @@ bool parse_number(const std::string &field, double *out) {
   return ec == std::errc() && stop == end && begin < end;
 }
 
-// py-motmetrics' boxiou, on (x, y, w, h).
-double iou(const MotBox &a, const MotBox &b) {
+}  // namespace
+
+double box_iou(const MotBox &a, const MotBox &b) {
   const double iw = std::max(0.0, std::min(a.x + a.w, b.x + b.w) - std::max(a.x, b.x));
   const double ih = std::max(0.0, std::min(a.y + a.h, b.y + b.h) - std::max(a.y, b.y));
   const double inter = iw * ih;
@@ -43,15 +44,13 @@ double iou(const MotBox &a, const MotBox &b) {
   return inter > 0 && uni > 0 ? inter / uni : 0.0;
 }
 
-// Boxes by frame, in file order within a frame.
-std::map<int64_t, std::vector<const MotBox *>> by_frame(const std::vector<MotBox> &boxes) {
+std::map<int64_t, std::vector<const MotBox *>> boxes_by_frame(const std::vector<MotBox> &boxes) {
   std::map<int64_t, std::vector<const MotBox *>> out;
   for (const MotBox &b : boxes) out[b.frame].push_back(&b);
   return out;
 }
 
-// Dense codes 0..n-1 for the ids of `boxes`, in order of first appearance.
-std::unordered_map<int64_t, uint32_t> codes_of(const std::vector<MotBox> &boxes,
+std::unordered_map<int64_t, uint32_t> id_codes(const std::vector<MotBox> &boxes,
                                                std::vector<uint64_t> *counts) {
   std::unordered_map<int64_t, uint32_t> codes;
   for (const MotBox &b : boxes) {
@@ -61,8 +60,6 @@ std::unordered_map<int64_t, uint32_t> codes_of(const std::vector<MotBox> &boxes,
   }
   return codes;
 }
-
-}  // namespace
 
 bool read_mot_file(const std::string &path, double min_score, std::vector<MotBox> *boxes,
                    std::string *error) {
@@ -162,14 +159,15 @@ MotScores &MotScores::operator+=(const MotScores &o) {
   mostly_lost += o.mostly_lost;
   id_true_positives += o.id_true_positives;
   distance_sum += o.distance_sum;
+  hota += o.hota;
   return *this;
 }
 
 MotScores score_mot(const std::vector<MotBox> &gt, const std::vector<MotBox> &hyp) {
   MotScores s;
   std::vector<uint64_t> object_boxes, hyp_id_boxes;
-  const auto object_code = codes_of(gt, &object_boxes);
-  const auto hyp_code = codes_of(hyp, &hyp_id_boxes);
+  const auto object_code = id_codes(gt, &object_boxes);
+  const auto hyp_code = id_codes(hyp, &hyp_id_boxes);
   const size_t n_objects = object_boxes.size(), n_hyps = hyp_id_boxes.size();
   s.gt_boxes = gt.size();
   s.hyp_boxes = hyp.size();
@@ -181,7 +179,7 @@ MotScores score_mot(const std::vector<MotBox> &gt, const std::vector<MotBox> &hy
   std::vector<uint64_t> tracked_frames(n_objects, 0);
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> overlapping;  // frames each pair could match
 
-  const auto gt_frames = by_frame(gt), hyp_frames = by_frame(hyp);
+  const auto gt_frames = boxes_by_frame(gt), hyp_frames = boxes_by_frame(hyp);
   std::set<int64_t> frames;
   for (const auto &[f, rows] : gt_frames) frames.insert(f);
   for (const auto &[f, rows] : hyp_frames) frames.insert(f);
@@ -196,7 +194,7 @@ MotScores score_mot(const std::vector<MotBox> &gt, const std::vector<MotBox> &hy
     std::vector<double> distance(objects.size() * hyps.size(), NAN);
     for (size_t i = 0; i < objects.size(); ++i)
       for (size_t j = 0; j < hyps.size(); ++j) {
-        const double d = 1.0 - iou(*objects[i], *hyps[j]);
+        const double d = 1.0 - box_iou(*objects[i], *hyps[j]);
         if (d <= kMaxDistance) {
           distance[i * hyps.size() + j] = d;
           overlapping[{object_code.at(objects[i]->id), hyp_code.at(hyps[j]->id)}]++;
@@ -279,6 +277,7 @@ MotScores score_mot(const std::vector<MotBox> &gt, const std::vector<MotBox> &hy
   for (size_t o = 0; o < n_objects; ++o)
     if (column_of_row[o] >= 0)
       s.id_true_positives += overlapping.at({static_cast<uint32_t>(o), column_of_row[o]});
+  s.hota = score_hota(gt, hyp);
   return s;
 }
 
@@ -288,14 +287,14 @@ std::string format_mot_table(const std::vector<std::pair<std::string, MotScores>
   std::string out;
   char line[512];
   std::snprintf(line, sizeof line,
-                "%-*s %8s %8s %8s %8s %8s %5s %4s %4s %4s %6s %6s %5s %5s %8s %8s\n",
+                "%-*s %8s %8s %8s %8s %8s %5s %4s %4s %4s %6s %6s %5s %5s %8s %8s %8s %8s %8s %8s\n",
                 static_cast<int>(width), "", "IDF1", "IDP", "IDR", "Rcll", "Prcn", "GT", "MT", "PT",
-                "ML", "FP", "FN", "IDsw", "FM", "MOTA", "MOTP");
+                "ML", "FP", "FN", "IDsw", "FM", "MOTA", "MOTP", "HOTA", "DetA", "AssA", "LocA");
   out += line;
   for (const auto &[name, s] : rows) {
     std::snprintf(line, sizeof line,
                   "%-*s %8.6f %8.6f %8.6f %8.6f %8.6f %5llu %4llu %4llu %4llu %6llu %6llu %5llu "
-                  "%5llu %8.6f %8.6f\n",
+                  "%5llu %8.6f %8.6f %8.6f %8.6f %8.6f %8.6f\n",
                   static_cast<int>(width), name.c_str(), s.idf1(), s.idp(), s.idr(), s.recall(),
                   s.precision(), static_cast<unsigned long long>(s.objects),
                   static_cast<unsigned long long>(s.mostly_tracked),
@@ -304,7 +303,8 @@ std::string format_mot_table(const std::vector<std::pair<std::string, MotScores>
                   static_cast<unsigned long long>(s.false_positives),
                   static_cast<unsigned long long>(s.misses),
                   static_cast<unsigned long long>(s.switches),
-                  static_cast<unsigned long long>(s.fragmentations), s.mota(), s.motp());
+                  static_cast<unsigned long long>(s.fragmentations), s.mota(), s.motp(),
+                  s.hota.hota(), s.hota.deta(), s.hota.assa(), s.hota.loca());
     out += line;
   }
   return out;

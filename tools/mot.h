@@ -17,11 +17,17 @@
 // an object tracked again after a miss; MT / ML: objects tracked on >= 80 % / < 20 % of their
 // frames. IDF1 = 2 IDTP / (GT boxes + hypothesis boxes), IDTP from the one-to-one assignment of
 // object ids to hypothesis ids that maximises the frames each pair overlaps enough.
+// An id switch is py-motmetrics' (a match to another hypothesis than the object's last one,
+// however long ago; steps 1 and 2), which the MOTChallenge devkit counts alike; HOTA: hota.h.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "hota.h"
 
 namespace cudanms::tools {
 
@@ -40,6 +46,14 @@ bool read_mot_file(const std::string &path, double min_score, std::vector<MotBox
 std::string mot_sequence_name(const std::string &gt_path);
 // The rows, `frame,id,x,y,w,h,score,-1,-1,-1`, one a line.
 std::string format_mot_rows(const std::vector<MotBox> &boxes);
+// IoU of two boxes (py-motmetrics' boxiou); 0 for boxes without area.
+double box_iou(const MotBox &a, const MotBox &b);
+// The boxes of each frame, in file order within a frame.
+std::map<int64_t, std::vector<const MotBox *>> boxes_by_frame(const std::vector<MotBox> &boxes);
+// Dense codes 0..n-1 for the ids of `boxes`, in order of first appearance; (*counts)[code]: the
+// boxes of each id.
+std::unordered_map<int64_t, uint32_t> id_codes(const std::vector<MotBox> &boxes,
+                                               std::vector<uint64_t> *counts);
 
 struct MotScores {
   uint64_t gt_boxes = 0, hyp_boxes = 0;
@@ -47,6 +61,7 @@ struct MotScores {
   uint64_t objects = 0, mostly_tracked = 0, partly_tracked = 0, mostly_lost = 0;
   uint64_t id_true_positives = 0;
   double distance_sum = 0;
+  HotaScores hota;  // hota.h
 
   uint64_t detections() const { return matches + switches; }
   double mota() const;
@@ -61,7 +76,8 @@ struct MotScores {
 
 MotScores score_mot(const std::vector<MotBox> &gt, const std::vector<MotBox> &hyp);
 
-// A table of named rows, the columns of py-motmetrics' MOTChallenge summary.
+// A table of named rows, the columns of py-motmetrics' MOTChallenge summary, then HOTA, DetA,
+// AssA and LocA.
 std::string format_mot_table(const std::vector<std::pair<std::string, MotScores>> &rows);
 
 }  // namespace cudanms::tools

@@ -163,7 +163,8 @@ namespace {
 
 constexpr char kMotEvalSummary[] =
     "Scores tracks against ground truth as the MOT benchmark does (py-motmetrics): CLEAR MOT\n"
-    "(MOTA, MOTP, FP, FN, IDsw, FM, MT/PT/ML) and IDF1/IDP/IDR, IoU 0.5 to match.";
+    "(MOTA, MOTP, FP, FN, IDsw, FM, MT/PT/ML) and IDF1/IDP/IDR, IoU 0.5 to match; HOTA, DetA,\n"
+    "AssA and LocA (TrackEval's, over IoU 0.05 to 0.95).";
 
 constexpr char kMotEvalDescription[] =
     "Give --gt and --result once per sequence, in pairs: each pair is a row of the table, named\n"

@@ -123,6 +123,109 @@ TEST(MotScorer, SwitchAndIdentity) {
   g_remove(hyp.c_str());
 }
 
+// mot-eval's rows: name -> the numbers after it.
+std::map<std::string, std::vector<double>> table_rows(const std::string &table) {
+  std::map<std::string, std::vector<double>> rows;
+  std::istringstream lines(table);
+  std::string line;
+  std::getline(lines, line);  // the header
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string name;
+    fields >> name;
+    double v;
+    while (fields >> v) rows[name].push_back(v);
+  }
+  return rows;
+}
+enum Column { kIdf1, kIdp, kIdr, kRcll, kPrcn, kGt, kMt, kPt, kMl, kFp, kFn, kIdsw, kFm, kMota,
+              kMotp, kHota, kDeta, kAssa, kLoca };
+
+// HOTA on cases worked by hand (hota.h): alphas 0.05..0.95, a TP of an alpha at IoU >= alpha.
+std::vector<MotBox> one_object(const std::vector<int64_t> &ids, double h = 10) {
+  std::vector<MotBox> out;
+  for (size_t f = 0; f < ids.size(); ++f)
+    out.push_back({static_cast<int64_t>(f + 1), ids[f], 0, 0, 10, h, 1});
+  return out;
+}
+
+TEST(Hota, CasesWorkedByHand) {
+  const std::vector<MotBox> gt = one_object({1, 1, 1, 1});
+  const tools::HotaScores perfect = tools::score_hota(gt, one_object({7, 7, 7, 7}));
+  EXPECT_DOUBLE_EQ(perfect.hota(), 1.0);
+  EXPECT_DOUBLE_EQ(perfect.deta(), 1.0);
+  EXPECT_DOUBLE_EQ(perfect.assa(), 1.0);
+  EXPECT_DOUBLE_EQ(perfect.loca(), 1.0);
+  // Handed to another id halfway: each pair of ids 2 frames together of 4 + 2 - 2.
+  const tools::HotaScores swapped = tools::score_hota(gt, one_object({5, 5, 6, 6}));
+  EXPECT_DOUBLE_EQ(swapped.deta(), 1.0);
+  EXPECT_DOUBLE_EQ(swapped.assa(), 0.5);
+  EXPECT_NEAR(swapped.hota(), std::sqrt(0.5), 1e-12);
+  // Boxes twice as tall: IoU 0.5, a TP for the 10 alphas up to 0.5 and nothing above, where LocA
+  // is 1 (TrackEval's value for an alpha without TP).
+  const tools::HotaScores loose = tools::score_hota(gt, one_object({7, 7, 7, 7}, 20));
+  EXPECT_NEAR(loose.deta(), 10.0 / 19, 1e-12);
+  EXPECT_NEAR(loose.assa(), 10.0 / 19, 1e-12);
+  EXPECT_NEAR(loose.hota(), 10.0 / 19, 1e-12);
+  EXPECT_NEAR(loose.loca(), (10 * 0.5 + 9 * 1.0) / 19, 1e-12);
+  // A false positive every frame: TP / (TP + FP) = 1/2.
+  std::vector<MotBox> with_extra = one_object({7, 7, 7, 7});
+  for (int64_t f = 1; f <= 4; ++f) with_extra.push_back({f, 8, 100, 100, 10, 10, 1});
+  const tools::HotaScores extra = tools::score_hota(gt, with_extra);
+  EXPECT_DOUBLE_EQ(extra.deta(), 0.5);
+  EXPECT_DOUBLE_EQ(extra.assa(), 1.0);
+  EXPECT_NEAR(extra.hota(), std::sqrt(0.5), 1e-12);
+}
+
+// mot-eval's HOTA columns against a second computation: tests/tools/hota_reference.py, TrackEval's
+// metric transcribed onto dense lists with a Hungarian method of its own, on py-motmetrics' test
+// files and the tracker's tracks, each sequence and both together.
+TEST(Hota, MotEvalEqualsTheReference) {
+  if (!*CUDANMS_PYTHON3) GTEST_SKIP() << "no python3 to run tests/tools/hota_reference.py";
+  g_autofree char *dir = g_dir_make_tmp("cudanms-hota-XXXXXX", nullptr);
+  std::vector<std::string> files;
+  for (const char *kind : {"motmetrics-test", "boxtrack"}) {
+    std::vector<std::string> eval = {"mot-eval"}, pairs;
+    for (const char *seq : {"TUD-Campus", "TUD-Stadtmitte"}) {
+      std::string result = data(std::string(seq) + "/motmetrics-test.txt");
+      if (std::string(kind) == "boxtrack") {
+        result = std::string(dir) + "/" + seq + ".txt";
+        files.push_back(result);
+        ASSERT_EQ(
+            run_tool({"track", "--input", data(std::string(seq) + "/det.txt"), "--output", result})
+                .exit_code,
+            0);
+      }
+      eval.insert(eval.end(), {"--gt", data(std::string(seq) + "/gt.txt"), "--result", result});
+      pairs.insert(pairs.end(), {data(std::string(seq) + "/gt.txt"), result});
+    }
+    const Outcome o = run_tool(eval);
+    ASSERT_EQ(o.exit_code, 0) << o.err;
+    const auto rows = table_rows(o.out);
+    const std::string script = std::string(CUDANMS_SOURCE_DIR) + "/tests/tools/hota_reference.py";
+    const std::vector<std::pair<std::string, std::vector<std::string>>> checks = {
+        {"TUD-Campus", {pairs[0], pairs[1]}}, {"TUD-Stadtmitte", {pairs[2], pairs[3]}},
+        {"OVERALL", pairs}};
+    for (const auto &[row, files_of_row] : checks) {
+      std::vector<std::string> command = {CUDANMS_PYTHON3, script};
+      command.insert(command.end(), files_of_row.begin(), files_of_row.end());
+      const Outcome reference = run_program(command);
+      ASSERT_EQ(reference.exit_code, 0) << reference.err;
+      std::istringstream values(reference.out);
+      double hota, deta, assa, loca;
+      ASSERT_TRUE(values >> hota >> deta >> assa >> loca) << reference.out;
+      const std::vector<double> &r = rows.at(row);
+      ASSERT_EQ(r.size(), 19u) << o.out;
+      EXPECT_NEAR(r[kHota], hota, 1e-6) << kind << " " << row << "\n" << o.out;
+      EXPECT_NEAR(r[kDeta], deta, 1e-6) << kind << " " << row << "\n" << o.out;
+      EXPECT_NEAR(r[kAssa], assa, 1e-6) << kind << " " << row << "\n" << o.out;
+      EXPECT_NEAR(r[kLoca], loca, 1e-6) << kind << " " << row << "\n" << o.out;
+    }
+  }
+  for (const std::string &file : files) g_remove(file.c_str());
+  g_rmdir(dir);
+}
+
 TEST(MotFile, ErrorsNameTheLine) {
   std::vector<MotBox> boxes;
   std::string error;
@@ -140,21 +243,6 @@ TEST(MotFile, ErrorsNameTheLine) {
 }
 
 // A row of mot-eval's table: name -> its numbers in column order.
-std::map<std::string, std::vector<double>> table_rows(const std::string &table) {
-  std::map<std::string, std::vector<double>> rows;
-  std::istringstream lines(table);
-  std::string line;
-  std::getline(lines, line);  // the header
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string name;
-    fields >> name;
-    double v;
-    while (fields >> v) rows[name].push_back(v);
-  }
-  return rows;
-}
-enum Column { kIdf1, kIdp, kIdr, kRcll, kPrcn, kGt, kMt, kPt, kMl, kFp, kFn, kIdsw, kFm, kMota };
 
 // The tracker on SORT's detections, through the tool as a user runs it, guarded at what was
 // measured (docs/performance.md) less one point. SORT: MOTA 0.627 / 0.717, IDF1 0.606 / 0.735,
