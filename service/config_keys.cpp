@@ -479,9 +479,8 @@ std::string describe_keys() {
       "score-threshold, labels-file, gpu-id (also the detector's) ... (gst-inspect-1.0 "
       "cudanms)\n"
       "  and of boxtrack (track-thresh, track-buffer, min-hits, ...) and boxcount (lines, zones, "
-      "normalized, anchor, classes, hysteresis, crossing-frames, track-timeout): lines and zones "
-      "count the "
-      "tracked boxes (gst-inspect-1.0 boxcount)\n";
+      "normalized, anchor, classes, hysteresis, crossing-frames, loitering-time, track-timeout): "
+      "lines and zones count the tracked boxes (gst-inspect-1.0 boxcount)\n";
   return out;
 }
 

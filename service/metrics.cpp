@@ -185,6 +185,22 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
                    escaped(key.second) + "\"",
                double(n));
 
+  e.family("cudanms_zone_loitering", "gauge",
+           "Tracks in a zone now that stayed its loitering-time (boxcount), by zone");
+  for (const CameraSnapshot &c : cameras)
+    for (const auto &[zone, n] : c.counting.loitering)
+      e.sample("cudanms_zone_loitering", camera_label(c) + ",zone=\"" + escaped(zone) + "\"",
+               double(n));
+  e.family("cudanms_zone_loitering_total", "counter",
+           "Tracks that stayed a zone's loitering-time (boxcount's zone-loitering events), by "
+           "zone and label");
+  for (const CameraSnapshot &c : cameras)
+    for (const auto &[key, n] : c.counting.loitered)
+      e.sample("cudanms_zone_loitering_total",
+               camera_label(c) + ",zone=\"" + escaped(key.first) + "\",label=\"" +
+                   escaped(key.second) + "\"",
+               double(n));
+
   e.family("cudanms_camera_gpu", "gauge", "The GPU the camera is placed on (-1: the CPU)");
   for (const CameraSnapshot &c : cameras) e.sample("cudanms_camera_gpu", camera_label(c), c.gpu);
   e.family("cudanms_camera_load", "gauge",

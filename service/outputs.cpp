@@ -377,6 +377,8 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
                                gst_cuda_nms_count_event_kind_name(e.kind), e.name, direction,
                                e.label ? e.label : "", e.track_id});
     if (recent_events_.size() > kRecentEvents) recent_events_.pop_back();
+    if (e.kind == GST_CUDA_NMS_COUNT_ZONE_LOITERING)
+      counting_.loitered[{e.name, e.label ? e.label : ""}]++;
     if (e.kind != GST_CUDA_NMS_COUNT_LINE_CROSSED) continue;
     counting_.crossings[{e.name, direction, e.label ? e.label : ""}]++;
   }
@@ -389,6 +391,7 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
     const GstCudaNmsZoneCount &z = counts->zones[i];
     for (guint k = 0; k < z.n_labels; k++)
       counting_.occupancy[{z.name, z.labels[k].label}] = z.labels[k].occupancy;
+    counting_.loitering[z.name] = z.loitering;
   }
   return first_event;
 }

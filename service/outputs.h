@@ -46,6 +46,8 @@ struct CountingState {
   std::map<std::tuple<std::string, std::string, std::string>, guint64>
       crossings;                                                     // line, in|out, label
   std::map<std::pair<std::string, std::string>, guint64> occupancy;  // zone, label -> objects
+  std::map<std::pair<std::string, std::string>, guint64> loitered;   // zone, label -> events
+  std::map<std::string, guint64> loitering;  // zone -> tracks loitering in it now
   // A fleet's camera: its events sent to the broker and not yet acknowledged (id -> message),
   // kept in etcd until they are, so that the host that takes the camera over sends them again.
   std::map<guint64, std::string> undelivered;
@@ -58,7 +60,7 @@ struct CountingState {
 struct RecentEvent {
   guint64 id = 0;
   gint64 time_us = 0;     // g_get_real_time() when counted
-  std::string kind;       // line-crossed, zone-entered, zone-left
+  std::string kind;       // line-crossed, zone-entered, zone-left, zone-loitering
   std::string name;       // the line's or the zone's
   std::string direction;  // a line's: in or out
   std::string label;

@@ -55,6 +55,10 @@ void add_counts(JsonBuilder *b, const CountingState &counting) {
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
+  json_builder_set_member_name(b, "loitering");
+  json_builder_begin_object(b);
+  for (const auto &[zone, n] : counting.loitering) add_int(b, zone.c_str(), static_cast<gint64>(n));
+  json_builder_end_object(b);
 }
 
 void add_events(JsonBuilder *b, const std::vector<RecentEvent> &events) {

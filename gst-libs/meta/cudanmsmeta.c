@@ -540,6 +540,8 @@ const gchar *gst_cuda_nms_count_event_kind_name(GstCudaNmsCountEventKind kind) {
       return "zone-entered";
     case GST_CUDA_NMS_COUNT_ZONE_LEFT:
       return "zone-left";
+    case GST_CUDA_NMS_COUNT_ZONE_LOITERING:
+      return "zone-loitering";
   }
   return "unknown";
 }
@@ -592,6 +594,7 @@ static GstCudaNmsCountsMeta *counts_meta_copy(GstBuffer *dest, const GstCudaNmsC
     const GstCudaNmsZoneCount *z = &src->zones[i];
     gst_cuda_nms_counts_meta_set_zone(dst, i, z->name, z->points, z->n_points, z->labels,
                                       z->n_labels);
+    dst->zones[i].loitering = z->loitering;
   }
   return dst;
 }

@@ -193,9 +193,14 @@ void add_event(JsonBuilder *b, const GstCudaNmsCountEvent &e, guint64 id) {
     add_string(b, "direction", e.direction > 0 ? "in" : "out");
   add_int(b, "track_id", static_cast<gint64>(e.track_id));
   add_string(b, "label", e.label ? e.label : "");
+  if (e.kind == GST_CUDA_NMS_COUNT_ZONE_LEFT || e.kind == GST_CUDA_NMS_COUNT_ZONE_LOITERING) {
+    json_builder_set_member_name(b, "dwell_s");
+    json_builder_add_double_value(b, std::round(e.dwell * 1000) / 1000);
+  }
 }
 
-/* "events": [...], "counts": {"lines": {NAME: {"in", "out"}}, "zones": {NAME: {LABEL: n}}}. */
+/* "events": [...], "counts": {"lines": {NAME: {"in", "out"}}, "zones": {NAME: {LABEL: n}},
+ * "loitering": {ZONE: n}}. */
 void encode_counts(JsonBuilder *b, const GstCudaNmsCountsMeta *counts, guint64 first_event_id) {
   json_builder_set_member_name(b, "events");
   json_builder_begin_array(b);
@@ -228,6 +233,11 @@ void encode_counts(JsonBuilder *b, const GstCudaNmsCountsMeta *counts, guint64 f
       add_int(b, zone.labels[k].label, zone.labels[k].occupancy);
     json_builder_end_object(b);
   }
+  json_builder_end_object(b);
+  json_builder_set_member_name(b, "loitering");
+  json_builder_begin_object(b);
+  for (guint i = 0; i < counts->n_zones; i++)
+    add_int(b, counts->zones[i].name, counts->zones[i].loitering);
   json_builder_end_object(b);
   json_builder_end_object(b);
 }

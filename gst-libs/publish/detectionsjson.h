@@ -12,8 +12,10 @@
  * id (boxtrack) is "track_id" (cudanms) or "id" (dlstreamer, as gvametaconvert writes it), absent
  * for a box of no track. With a GstCudaNmsCountsMeta (boxcount) both formats add
  *   events      [{id (when the caller numbers its events), kind: line-crossed |
- *               zone-entered | zone-left, name, direction: in | out (lines), track_id, label}]
- *   counts      {lines: {NAME: {in, out}}, zones: {NAME: {LABEL: occupancy}}} */
+ *               zone-entered | zone-left | zone-loitering, name, direction: in | out (lines),
+ *               track_id, label, dwell_s (zone-left, zone-loitering: seconds in the zone)}]
+ *   counts      {lines: {NAME: {in, out}}, zones: {NAME: {LABEL: occupancy}},
+ *               loitering: {ZONE: tracks loitering in it now}} */
 #pragma once
 
 #include <gst/gst.h>

@@ -20,12 +20,18 @@ struct LineSide {
 // What a track is to one zone.
 enum class ZoneSide : int8_t { kUnknown, kIn, kOut };
 
+struct ZoneState {
+  ZoneSide side = ZoneSide::kUnknown;
+  int64_t entered = 0;    // the frame it entered on, while in
+  bool loitered = false;  // its loitering event fired during this stay
+};
+
 struct TrackState {
   CountPoint anchor;
   int64_t last_frame;
   int32_t class_id;
   std::vector<LineSide> lines;
-  std::vector<ZoneSide> zones;
+  std::vector<ZoneState> zones;
 };
 
 bool same_points(const CountLine &a, const CountLine &b) {
@@ -112,31 +118,42 @@ struct Counter::State {
       return;
     }
     if (++state.seen_across < params.crossing_frames) return;
-    events->push_back({CountEventKind::kLineCrossed, index, firm, id, t.class_id});
+    events->push_back({CountEventKind::kLineCrossed, index, firm, id, t.class_id, 0});
     (firm > 0 ? counts[index].in : counts[index].out)++;
     state.side = firm;
     state.seen_across = 0;
   }
 
-  void observe_zone(size_t index, TrackState &t, const CountPoint &at, double band, uint64_t id,
-                    std::vector<CountEvent> *events) {
+  void observe_zone(size_t index, TrackState &t, const CountPoint &at, double band, int64_t frame,
+                    uint64_t id, std::vector<CountEvent> *events) {
     const CountZone &zone = zones[index];
+    ZoneState &state = t.zones[index];
     const bool in = geometry::inside(zone.polygon, at);
-    if (geometry::distance_to_outline(zone.polygon, at) <= band) return;  // within the band
-    ZoneSide &state = t.zones[index];
-    const ZoneSide now = in ? ZoneSide::kIn : ZoneSide::kOut;
-    if (now == state) return;
-    if (now == ZoneSide::kIn)
-      events->push_back({CountEventKind::kZoneEntered, index, 0, id, t.class_id});
-    if (now == ZoneSide::kOut && state == ZoneSide::kIn)
-      events->push_back({CountEventKind::kZoneLeft, index, 0, id, t.class_id});
-    state = now;
+    if (geometry::distance_to_outline(zone.polygon, at) > band) {  // beyond the band
+      const ZoneSide now = in ? ZoneSide::kIn : ZoneSide::kOut;
+      if (now == ZoneSide::kIn && state.side != ZoneSide::kIn) {
+        events->push_back({CountEventKind::kZoneEntered, index, 0, id, t.class_id, 0});
+        state.entered = frame;
+        state.loitered = false;
+      }
+      if (now == ZoneSide::kOut && state.side == ZoneSide::kIn)
+        events->push_back(
+            {CountEventKind::kZoneLeft, index, 0, id, t.class_id, frame - state.entered});
+      state.side = now;
+    }
+    if (state.side == ZoneSide::kIn && !state.loitered && params.loiter_frames > 0 &&
+        frame - state.entered >= params.loiter_frames) {
+      events->push_back(
+          {CountEventKind::kZoneLoitering, index, 0, id, t.class_id, frame - state.entered});
+      state.loitered = true;
+    }
   }
 
-  void leave_zones(uint64_t id, TrackState &t, std::vector<CountEvent> *events) {
+  void leave_zones(uint64_t id, TrackState &t, int64_t frame, std::vector<CountEvent> *events) {
     for (size_t z = 0; z < t.zones.size(); ++z)
-      if (t.zones[z] == ZoneSide::kIn)
-        events->push_back({CountEventKind::kZoneLeft, z, 0, id, t.class_id});
+      if (t.zones[z].side == ZoneSide::kIn)
+        events->push_back(
+            {CountEventKind::kZoneLeft, z, 0, id, t.class_id, frame - t.zones[z].entered});
   }
 };
 
@@ -177,7 +194,7 @@ void Counter::update(int64_t frame, const std::vector<CountObservation> &observa
   s.last_frame = frame;
   for (auto it = s.tracks.begin(); it != s.tracks.end();) {
     if (frame - it->second.last_frame > s.params.track_timeout) {
-      s.leave_zones(it->first, it->second, events);
+      s.leave_zones(it->first, it->second, it->second.last_frame, events);
       it = s.tracks.erase(it);
     } else {
       ++it;
@@ -191,13 +208,14 @@ void Counter::update(int64_t frame, const std::vector<CountObservation> &observa
     TrackState &t = it->second;
     if (fresh) {
       t.lines.resize(s.lines.size());
-      t.zones.resize(s.zones.size(), ZoneSide::kUnknown);
+      t.zones.resize(s.zones.size());
     }
     const CountPoint from = fresh ? at : t.anchor;
     t.class_id = o.class_id;
     for (size_t l = 0; l < s.lines.size(); ++l)
       s.observe_line(l, t, from, !fresh, at, band, o.track_id, events);
-    for (size_t z = 0; z < s.zones.size(); ++z) s.observe_zone(z, t, at, band, o.track_id, events);
+    for (size_t z = 0; z < s.zones.size(); ++z)
+      s.observe_zone(z, t, at, band, frame, o.track_id, events);
     t.anchor = at;
     t.last_frame = frame;
   }
@@ -210,8 +228,15 @@ void Counter::set_line_counts(size_t line, LineCounts counts) { state_->counts.a
 std::map<int32_t, uint64_t> Counter::occupancy(size_t zone) const {
   std::map<int32_t, uint64_t> out;
   for (const auto &[id, t] : state_->tracks)
-    if (zone < t.zones.size() && t.zones[zone] == ZoneSide::kIn) out[t.class_id]++;
+    if (zone < t.zones.size() && t.zones[zone].side == ZoneSide::kIn) out[t.class_id]++;
   return out;
+}
+
+uint64_t Counter::loitering(size_t zone) const {
+  uint64_t n = 0;
+  for (const auto &[id, t] : state_->tracks)
+    if (zone < t.zones.size() && t.zones[zone].side == ZoneSide::kIn && t.zones[zone].loitered) n++;
+  return n;
 }
 
 }  // namespace cudanms

@@ -17,7 +17,7 @@
  * feet). Tags never cover one another: a tag that would goes inside the box's top, below it, or
  * further up or down. The lines and zones boxcount counts (its #GstCudaNmsCountsMeta) are drawn
  * with their counts: a line with an arrow to its "in" side and "NAME in N out M", a zone's
- * outline with "NAME" and its occupancy by label (draw-counts).
+ * outline with "NAME", its occupancy by label and the tracks loitering in it (draw-counts).
  *
  * With draw-candidates=true the frame's #GstCudaNmsCandidatesMeta windows are drawn first, one
  * pixel thick in a light tint of their class color: the detector's raw output and what NMS kept,
@@ -356,6 +356,7 @@ static void draw_counts(Canvas &canvas, GstBuffer *buf, const Settings &s, TagPl
     for (guint k = 0; k < z.n_labels; k++)
       text += std::string(k ? ", " : " ") + z.labels[k].label + " " +
               std::to_string(z.labels[k].occupancy);
+    if (z.loitering) text += ", " + std::to_string(z.loitering) + " loitering";
     if (polygon.empty()) continue;
     const cv::Rect bounds = cv::boundingRect(polygon);
     draw_tag(canvas,

@@ -94,6 +94,12 @@ void gst_box_count_install_properties(GObjectClass *klass) {
                         "the track ends crosses nothing",
                         1, 1000, DEFAULT_CROSSING_FRAMES, rw));
   g_object_class_install_property(
+      klass, PROP_LOITERING_TIME,
+      g_param_spec_double("loitering-time", "Loitering time",
+                          "Seconds in a zone after which a track loiters: a zone-loitering event "
+                          "once a stay, counted as loitering until it leaves (0: never)",
+                          0.0, 31536000.0, DEFAULT_LOITERING_TIME, rw));
+  g_object_class_install_property(
       klass, PROP_COUNTS,
       g_param_spec_boxed("counts", "Counts",
                          "The lines' running counts: one field a line, a structure \"line\" "
@@ -134,6 +140,9 @@ bool gst_box_count_set_setting(BoxCountSettings *s, guint prop_id, const GValue 
     case PROP_CROSSING_FRAMES:
       s->params.crossing_frames = g_value_get_uint(value);
       break;
+    case PROP_LOITERING_TIME:
+      s->loitering_time = g_value_get_double(value);
+      break;
     default:
       return false;
   }
@@ -165,6 +174,9 @@ bool gst_box_count_get_setting(const BoxCountSettings &s, guint prop_id, GValue 
       break;
     case PROP_CROSSING_FRAMES:
       g_value_set_uint(value, static_cast<guint>(s.params.crossing_frames));
+      break;
+    case PROP_LOITERING_TIME:
+      g_value_set_double(value, s.loitering_time);
       break;
     default:
       return false;

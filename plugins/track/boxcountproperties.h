@@ -13,6 +13,7 @@
 #define DEFAULT_HYSTERESIS 0.1
 #define DEFAULT_TRACK_TIMEOUT 30
 #define DEFAULT_CROSSING_FRAMES 4
+#define DEFAULT_LOITERING_TIME 0.0
 
 enum {
   PROP_0,
@@ -24,6 +25,7 @@ enum {
   PROP_HYSTERESIS,
   PROP_TRACK_TIMEOUT,
   PROP_CROSSING_FRAMES,
+  PROP_LOITERING_TIME,
   PROP_COUNTS,
 };
 
@@ -31,6 +33,7 @@ enum {
 struct BoxCountSettings {
   std::string lines, zones, classes;
   bool normalized = DEFAULT_NORMALIZED;
+  double loitering_time = DEFAULT_LOITERING_TIME; /* seconds; the counter's loiter_frames follow */
   cudanms::CounterParams params{DEFAULT_ANCHOR, DEFAULT_HYSTERESIS, DEFAULT_TRACK_TIMEOUT,
                                 DEFAULT_CROSSING_FRAMES};
 };

@@ -13,6 +13,11 @@ void FrameClock::reset() {
   last_frame_ = 0;
 }
 
+double FrameClock::frame_seconds() const {
+  if (rate_num_ > 0) return static_cast<double>(rate_den_) / rate_num_;
+  return static_cast<double>(shortest_step_) / GST_SECOND;
+}
+
 int64_t FrameClock::frame_of(GstClockTime pts) {
   if (!GST_CLOCK_TIME_IS_VALID(pts)) return ++last_frame_;
   if (!started_ || pts < last_pts_) {

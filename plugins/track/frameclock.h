@@ -20,6 +20,9 @@ class FrameClock {
    * number, which the tracker and the counter take for time going backwards (they reset), and
    * frames count on from it. */
   int64_t frame_of(GstClockTime pts);
+  /* How long a frame of time is, in seconds: from the rate, else the shortest step seen; 0 while
+   * unknown. */
+  double frame_seconds() const;
 
  private:
   gint rate_num_ = 0, rate_den_ = 1;

@@ -16,7 +16,9 @@
  * once the track was seen past the band crossing-frames times (a box jumping over the line as its
  * track ends crosses nothing). A zone is entered
  * and left by the same band; its occupancy is the number of tracks in it, by label. A track not
- * seen for track-timeout frames leaves its zones (set it to boxtrack's track-buffer). classes
+ * seen for track-timeout frames leaves its zones (set it to boxtrack's track-buffer); zone-left
+ * says how long it stayed, and with loitering-time a track that stays that long fires
+ * zone-loitering once a stay. classes
  * keeps the count to some labels or class ids ("person,car"; empty: every box).
  *
  * Bad lines or zones are an error when the element starts (with the reason: a degenerate line, a
@@ -42,6 +44,8 @@
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gst/video/video.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <set>
@@ -73,6 +77,8 @@ struct GstBoxCountPrivate {
   int width = 0, height = 0;
   Geometry geometry; /* as parsed, before scaling */
   bool normalized = DEFAULT_NORMALIZED;
+  cudanms::CounterParams params;  /* as set; the loitering frames come from the frame clock */
+  double loitering_time = DEFAULT_LOITERING_TIME;
   std::set<std::string> classes;
   std::map<gint, std::string> labels;         /* announced by detectors */
   std::map<std::string, int32_t> label_codes; /* the counter's class ids: one per label */
@@ -233,7 +239,8 @@ static bool take_settings(GstBoxCount *self, std::string *error) {
   if (!parse_geometry(s, &g, error)) return false;
   priv->geometry = std::move(g);
   priv->normalized = s.normalized;
-  priv->counter.set_params(s.params);
+  priv->params = s.params;
+  priv->loitering_time = s.loitering_time;
   priv->classes.clear();
   gchar **names = g_strsplit(s.classes.c_str(), ",", -1);
   for (gchar **n = names; *n; ++n) {
@@ -307,6 +314,32 @@ static bool counted(const GstBoxCountPrivate *priv, const KeptBox &box) {
          priv->classes.count(std::to_string(box.class_id)) > 0;
 }
 
+static GstCudaNmsCountEventKind event_kind(cudanms::CountEventKind kind) {
+  switch (kind) {
+    case cudanms::CountEventKind::kLineCrossed:
+      break;
+    case cudanms::CountEventKind::kZoneEntered:
+      return GST_CUDA_NMS_COUNT_ZONE_ENTERED;
+    case cudanms::CountEventKind::kZoneLeft:
+      return GST_CUDA_NMS_COUNT_ZONE_LEFT;
+    case cudanms::CountEventKind::kZoneLoitering:
+      return GST_CUDA_NMS_COUNT_ZONE_LOITERING;
+  }
+  return GST_CUDA_NMS_COUNT_LINE_CROSSED;
+}
+
+/* The counter's parameters for this frame: loitering-time in frames of the stream's time. */
+static cudanms::CounterParams frame_params(const GstBoxCountPrivate *priv) {
+  cudanms::CounterParams params = priv->params;
+  const double per_frame = priv->clock.frame_seconds();
+  params.loiter_frames =
+      priv->loitering_time > 0 && per_frame > 0
+          ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(priv->loitering_time / per_frame -
+                                                                1e-9)))
+          : 0;
+  return params;
+}
+
 /* The frame's counts meta: its events, every line's counts, every zone's occupancy. */
 static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
   const std::vector<cudanms::CountEvent> &events = priv->events;
@@ -319,15 +352,13 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
   for (size_t i = 0; i < events.size(); i++) {
     const cudanms::CountEvent &e = events[i];
     const bool line = e.kind == cudanms::CountEventKind::kLineCrossed;
-    meta->events[i].kind = line ? GST_CUDA_NMS_COUNT_LINE_CROSSED
-                           : e.kind == cudanms::CountEventKind::kZoneEntered
-                               ? GST_CUDA_NMS_COUNT_ZONE_ENTERED
-                               : GST_CUDA_NMS_COUNT_ZONE_LEFT;
+    meta->events[i].kind = event_kind(e.kind);
     meta->events[i].name =
         g_intern_string((line ? lines[e.index].name : zones[e.index].name).c_str());
     meta->events[i].direction = e.direction;
     meta->events[i].track_id = e.track_id;
     meta->events[i].label = g_intern_string(priv->code_labels.at(e.class_id).c_str());
+    meta->events[i].dwell = static_cast<gdouble>(e.dwell_frames) * priv->clock.frame_seconds();
   }
   for (size_t l = 0; l < lines.size(); l++) {
     const cudanms::LineCounts c = priv->counter.line_counts(l);
@@ -354,6 +385,7 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
     gst_cuda_nms_counts_meta_set_zone(meta, static_cast<guint>(z), zones[z].name.c_str(),
                                       points.data(), static_cast<guint>(zones[z].polygon.size()),
                                       labels.data(), static_cast<guint>(labels.size()));
+    meta->zones[z].loitering = static_cast<guint>(priv->counter.loitering(z));
   }
 }
 
@@ -380,6 +412,7 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
   const int64_t frame = priv->clock.frame_of(GST_BUFFER_PTS(buf));
   priv->events.clear();
   std::lock_guard<std::mutex> guard(priv->lock);
+  priv->counter.set_params(frame_params(priv));
   priv->counter.update(frame, priv->seen, &priv->events);
   attach_counts(priv, buf);
   return GST_FLOW_OK;

@@ -192,6 +192,13 @@ function showCounts(table, camera) {
     row.append(element('td', '', z.zone + (z.label ? ' ' + z.label : '')),
                element('td', 'number', z.objects), element('td', '', 'inside'));
   }
+  for (const [zone, n] of Object.entries(camera.loitering || {})) {
+    if (!n) continue;
+    const row = body.insertRow();
+    row.dataset.loitering = zone;
+    row.append(element('td', '', zone), element('td', 'number', n),
+               element('td', '', 'loitering'));
+  }
 }
 
 function showEvents(cameras) {

@@ -345,6 +345,58 @@ TEST(Counter, ZoneEnterLeaveAndOccupancy) {
   EXPECT_TRUE(counter.occupancy(0).empty());
 }
 
+// Dwell (frames since it entered, on zone-left) and loitering: once a stay, after loiter_frames.
+TEST(Counter, DwellAndLoitering) {
+  CounterParams params;
+  params.loiter_frames = 10;
+  Counter counter(params);
+  std::vector<CountZone> zones;
+  std::string error;
+  ASSERT_TRUE(parse_zones("room:100,100 300,100 300,300 100,300", false, &zones, &error));
+  counter.set_zones(zones);
+  auto at = [](uint64_t id, double x, double y) {
+    return CountObservation{id, float(x - 10), float(y - 100), float(x + 10), float(y), 0};
+  };
+  std::vector<CountEvent> events;
+  auto kinds = [&]() {
+    std::vector<std::pair<CountEventKind, int64_t>> out;
+    for (const CountEvent &e : events) out.emplace_back(e.kind, e.dwell_frames);
+    events.clear();
+    return out;
+  };
+  using K = CountEventKind;
+  // Track 1 in from frame 0; track 2 in at 0, out at 5 (dwell 5), back in at 6.
+  for (int64_t f = 0; f <= 5; ++f) counter.update(f, {at(1, 200, 200), at(2, 150, 200)}, &events);
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kZoneEntered, 0},
+                                                         {K::kZoneEntered, 0}}));
+  counter.update(6, {at(1, 200, 200), at(2, 50, 200)}, &events);
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kZoneLeft, 6}}));
+  counter.update(7, {at(1, 200, 200), at(2, 150, 200)}, &events);
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kZoneEntered, 0}}));
+  // Track 1 unseen on frames 8 and 9, seen at 12: it loiters then (12 >= 10), once.
+  counter.update(10, {at(2, 150, 200)}, &events);
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{}));
+  counter.update(12, {at(1, 200, 200), at(2, 150, 200)}, &events);
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kZoneLoitering, 12}}));
+  EXPECT_EQ(counter.loitering(0), 1u);
+  counter.update(13, {at(1, 200, 200), at(2, 150, 200)}, &events);
+  EXPECT_TRUE(kinds().empty());
+  // Track 2's new stay counts from frame 7: it loiters at 17.
+  for (int64_t f = 14; f <= 17; ++f) counter.update(f, {at(1, 200, 200), at(2, 150, 200)}, &events);
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kZoneLoitering, 10}}));
+  EXPECT_EQ(counter.loitering(0), 2u);
+  // Track 1 forgotten (unseen past the timeout): it left at its last sighting, 17 frames in.
+  for (int64_t f = 18; f <= 17 + 31; ++f) counter.update(f, {at(2, 150, 200)}, &events);
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kZoneLeft, 17}}));
+  EXPECT_EQ(counter.loitering(0), 1u);
+  // Without loiter_frames, no loitering.
+  Counter plain;
+  plain.set_zones(zones);
+  for (int64_t f = 0; f < 100; ++f) plain.update(f, {at(1, 200, 200)}, &events);
+  EXPECT_EQ(kinds(), (std::vector<std::pair<K, int64_t>>{{K::kZoneEntered, 0}}));
+  EXPECT_EQ(plain.loitering(0), 0u);
+}
+
 TEST(Counter, TimeGoingBackwardsForgetsTracksKeepsCounts) {
   Counter counter;
   counter.set_lines(lines_of(kLine));

@@ -33,9 +33,25 @@ CameraSnapshot door() {
   c.counting.crossings[{"entry", "in", "person"}] = 4;
   c.counting.crossings[{"entry", "in", "car"}] = 1;
   c.counting.occupancy[{"lobby", "person"}] = 2;
+  c.counting.loitering["lobby"] = 1;
+  c.counting.loitered[{"lobby", "person"}] = 3;
   c.events = {{9, 1700000001000000, "line-crossed", "entry", "in", "person", 17},
               {8, 1700000000000000, "zone-entered", "lobby", "", "person", 16}};
   return c;
+}
+
+// Loitering on /metrics: the tracks loitering now (a gauge) and the loitering events (a counter).
+TEST(WebApi, LoiteringOnMetrics) {
+  const std::string text = render_metrics({door()}, ProcessSnapshot());
+  EXPECT_NE(text.find("# TYPE cudanms_zone_loitering gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cudanms_zone_loitering{camera=\"door\",zone=\"lobby\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# TYPE cudanms_zone_loitering_total counter\n"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("cudanms_zone_loitering_total{camera=\"door\",zone=\"lobby\",label=\"person\"} 3\n"),
+      std::string::npos)
+      << text;
 }
 
 TEST(WebApi, ACameraSaysItsStateCountsAndEventsButNoCredentials) {
@@ -65,6 +81,7 @@ TEST(WebApi, ACameraSaysItsStateCountsAndEventsButNoCredentials) {
   JsonArray *occupancy = json_object_get_array_member(c, "occupancy");
   ASSERT_EQ(json_array_get_length(occupancy), 1u);
   EXPECT_EQ(json_object_get_int_member(json_array_get_object_element(occupancy, 0), "objects"), 2);
+  EXPECT_EQ(json_object_get_int_member(json_object_get_object_member(c, "loitering"), "lobby"), 1);
   JsonArray *events = json_object_get_array_member(c, "events");
   ASSERT_EQ(json_array_get_length(events), 2u);
   JsonObject *newest = json_array_get_object_element(events, 0);

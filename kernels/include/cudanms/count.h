@@ -30,7 +30,11 @@
 //    once its anchor is inside by more than the same band, and out of it once outside by more
 //    than the band: "zone-entered" and "zone-left" fire at those changes. A track first seen in a
 //    zone enters it. A track not observed for more than `track_timeout` frames is forgotten, and
-//    leaves the zones it was in. A zone's occupancy is the number of tracks in it, per class.
+//    leaves the zones it was in (its last observation's frame is when). A zone's occupancy is the
+//    number of tracks in it, per class.
+//  - Dwell and loitering: a track's time in a zone counts from the frame it entered; "zone-left"
+//    carries it (frames). With `loiter_frames`, a track observed in a zone that many frames after
+//    it entered fires "zone-loitering" once for that stay, and is loitering until it leaves.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +76,7 @@ struct CounterParams {
   double hysteresis = 0.1;     // the band on either side of a line or zone edge, x box height
   int64_t track_timeout = 30;  // frames without an observation before a track is forgotten
   int64_t crossing_frames = 4;  // observations on the other side that make a crossing count
+  int64_t loiter_frames = 0;    // frames in a zone that make a track loiter; 0: never
 };
 
 struct CountObservation {
@@ -80,7 +85,7 @@ struct CountObservation {
   int32_t class_id;
 };
 
-enum class CountEventKind { kLineCrossed, kZoneEntered, kZoneLeft };
+enum class CountEventKind { kLineCrossed, kZoneEntered, kZoneLeft, kZoneLoitering };
 
 struct CountEvent {
   CountEventKind kind;
@@ -88,6 +93,7 @@ struct CountEvent {
   int direction;  // lines: +1 in, -1 out; zones: 0
   uint64_t track_id;
   int32_t class_id;
+  int64_t dwell_frames;  // zone-left and zone-loitering: frames since it entered; else 0
 };
 
 struct LineCounts {
@@ -122,6 +128,8 @@ class Counter {
   void set_line_counts(size_t line, LineCounts counts);
   // Tracks in the zone now, by class.
   std::map<int32_t, uint64_t> occupancy(size_t zone) const;
+  // Tracks in the zone now that have loitered in it.
+  uint64_t loitering(size_t zone) const;
 
  private:
   struct State;

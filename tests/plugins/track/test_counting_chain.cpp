@@ -19,6 +19,7 @@ namespace {
 // The line y = 240 from x = 100 to 540: s = 440 (py - 240), so walking down is "in".
 constexpr char kLines[] = "door:100,240,540,240";
 constexpr char kZones[] = "waiting:100,400 540,400 540,470 100,470";
+constexpr double kLoiteringTime = 1.0;  // seconds: 25 frames at 25 frames/s
 
 // Where each person is on each frame (NaN x: not detected), and the score of the detection.
 struct Walker {
@@ -44,12 +45,14 @@ struct Scenario {
   std::vector<std::string> events;  // "line-crossed door in", "zone-entered waiting", ...
   guint64 in, out;
   guint64 waiting_at_end;  // occupancy of the zone after the last frame
+  guint64 loitering_at_end = 0;
 };
 
 struct Outcome {
   std::vector<std::string> events;
   std::set<gint64> event_tracks;
-  guint64 in = 0, out = 0, waiting = 0;
+  guint64 in = 0, out = 0, waiting = 0, loitering = 0;
+  std::vector<double> dwell_s;  // of the zone-left and zone-loitering events, in order
 };
 
 // The scenario through the chain; what its JSON lines say.
@@ -59,7 +62,8 @@ Outcome run(const Scenario &s) {
   const std::string json = std::string(dir) + "/out.jsonl";
   const std::string launch = std::string("appsrc name=src format=time caps=\"") + kCaps +
                              "\" ! cudanms ! boxtrack ! boxcount lines=\"" + kLines +
-                             "\" zones=\"" + kZones + "\" ! jsonmetawriter location=" + json +
+                             "\" zones=\"" + kZones + "\" loitering-time=" +
+                             std::to_string(kLoiteringTime) + " ! jsonmetawriter location=" + json +
                              " ! fakesink sync=false";
   GError *error = nullptr;
   GstElement *pipeline = gst_parse_launch(launch.c_str(), &error);
@@ -105,6 +109,8 @@ Outcome run(const Scenario &s) {
         event += std::string(" ") + json_object_get_string_member(e, "direction");
       o.events.push_back(event);
       o.event_tracks.insert(json_object_get_int_member(e, "track_id"));
+      if (json_object_has_member(e, "dwell_s"))
+        o.dwell_s.push_back(json_object_get_double_member(e, "dwell_s"));
     }
     JsonObject *counts = json_object_get_object_member(root, "counts");
     JsonObject *door =
@@ -114,6 +120,8 @@ Outcome run(const Scenario &s) {
     JsonObject *waiting =
         json_object_get_object_member(json_object_get_object_member(counts, "zones"), "waiting");
     o.waiting = json_object_get_int_member_with_default(waiting, "0", 0);
+    o.loitering = json_object_get_int_member(
+        json_object_get_object_member(counts, "loitering"), "waiting");
     g_object_unref(parser);
   }
   EXPECT_EQ(frames, s.frames);
@@ -192,7 +200,8 @@ std::vector<Scenario> scenarios() {
                  1,
                  0,
                  0});
-  // Two into the waiting zone: one stays, one leaves again.
+  // Two into the waiting zone: one stays (and loiters after kLoiteringTime), one leaves again
+  // before that.
   out.push_back(
       {"zone",
        {{[](int f) {
@@ -203,8 +212,10 @@ std::vector<Scenario> scenarios() {
         }}},
        96,
        {"line-crossed door in", "line-crossed door in", "zone-entered waiting",
-        "zone-entered waiting", "zone-left waiting", "line-crossed door out"},
+        "zone-entered waiting", "zone-left waiting", "zone-loitering waiting",
+        "line-crossed door out"},
        2,
+       1,
        1,
        1});
   return out;
@@ -226,6 +237,13 @@ TEST(CountingChain, EventsAndCountsEqualTheTruth) {
     EXPECT_EQ(o.in, s.in);
     EXPECT_EQ(o.out, s.out);
     EXPECT_EQ(o.waiting, s.waiting_at_end);
+    EXPECT_EQ(o.loitering, s.loitering_at_end);
+    if (s.loitering_at_end) {  // the one who left stayed less than the loitering time
+      ASSERT_EQ(o.dwell_s.size(), 2u);
+      EXPECT_GT(o.dwell_s[0], 0.1);
+      EXPECT_LT(o.dwell_s[0], kLoiteringTime);
+      EXPECT_DOUBLE_EQ(o.dwell_s[1], kLoiteringTime);  // 25 frames of 40 ms
+    }
     EXPECT_EQ(o.event_tracks.size(), s.walkers.size() == 1 && !s.events.empty() ? 1u
                                      : s.events.empty()                         ? 0u
                                                                                 : s.walkers.size());

@@ -278,9 +278,10 @@ typedef enum {
   GST_CUDA_NMS_COUNT_LINE_CROSSED,
   GST_CUDA_NMS_COUNT_ZONE_ENTERED,
   GST_CUDA_NMS_COUNT_ZONE_LEFT,
+  GST_CUDA_NMS_COUNT_ZONE_LOITERING,
 } GstCudaNmsCountEventKind;
 
-/* "line-crossed", "zone-entered" or "zone-left". */
+/* "line-crossed", "zone-entered", "zone-left" or "zone-loitering". */
 const gchar *gst_cuda_nms_count_event_kind_name(GstCudaNmsCountEventKind kind);
 
 /**
@@ -290,6 +291,7 @@ const gchar *gst_cuda_nms_count_event_kind_name(GstCudaNmsCountEventKind kind);
  * @direction: lines: 1 "in", -1 "out"; zones: 0
  * @track_id: the track it happened to
  * @label: the track's label (interned)
+ * @dwell: zone-left and zone-loitering: seconds since the track entered the zone; otherwise 0
  */
 typedef struct {
   GstCudaNmsCountEventKind kind;
@@ -297,6 +299,7 @@ typedef struct {
   gint direction;
   guint64 track_id;
   const gchar *label;
+  gdouble dwell;
 } GstCudaNmsCountEvent;
 
 /**
@@ -327,6 +330,7 @@ typedef struct {
  * @name: the zone's name (interned)
  * @n_points: @points: its polygon, @n_points x {x, y} in frame pixels
  * @n_labels: @labels: its occupancy by label (the labels with at least one track in it)
+ * @loitering: tracks in it now that have loitered (boxcount's loitering-time)
  */
 typedef struct {
   const gchar *name;
@@ -334,6 +338,7 @@ typedef struct {
   gfloat *points;
   guint n_labels;
   GstCudaNmsZoneLabel *labels;
+  guint loitering;
 } GstCudaNmsZoneCount;
 
 typedef struct _GstCudaNmsCountsMeta GstCudaNmsCountsMeta;
