@@ -1,16 +1,25 @@
 #!/usr/bin/python3
 """HOTA computed a second way, for tests/tools/test_mot.cpp: TrackEval's HOTA metric
 (JonathonLuiten/TrackEval, trackeval/metrics/hota.py) transcribed line for line onto dense
-Python lists, with a dense Hungarian method of its own (the C++ uses the project's sparse
-solver). Plain Python: runs wherever the tests do.
+Python lists, with a dense Hungarian method (tools/sort-reference.py's; the C++ uses the
+project's sparse solver). Plain Python: runs wherever the tests do.
 
   hota_reference.py GT.txt TRACKS.txt [GT2.txt TRACKS2.txt ...]
 
 prints `HOTA DetA AssA LocA` of the sequences taken together (TrackEval's combination).
 Ground-truth rows with a score below 1 are dropped, as mot-eval drops them.
 """
+import importlib.util
 import math
+import os
 import sys
+
+# The dense Hungarian method of tools/sort-reference.py (the C++ uses the project's sparse solver).
+_spec = importlib.util.spec_from_file_location(
+    'sort_reference', os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools',
+                                   'sort-reference.py'))
+SORT = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(SORT)
 
 EPS = sys.float_info.epsilon
 ALPHAS = [0.05 + 0.05 * a for a in range(19)]  # np.arange(0.05, 0.99, 0.05)
@@ -38,40 +47,11 @@ def iou(a, b):
 
 def max_weight_assignment(weight):
     """linear_sum_assignment(-weight): rows and columns paired one to one (min(n, m) pairs) for
-    the greatest total weight, by the Hungarian method on the square matrix padded with zeros."""
-    n = max(len(weight), len(weight[0]))
-    big = max(max(r) for r in weight)
-    cost = [[big - (weight[i][j] if i < len(weight) and j < len(weight[0]) else 0.0)
-             for j in range(n)] for i in range(n)]
-    u, v, p, way = [0.0] * (n + 1), [0.0] * (n + 1), [0] * (n + 1), [0] * (n + 1)
-    for i in range(1, n + 1):
-        p[0], j0 = i, 0
-        minv, used = [math.inf] * (n + 1), [False] * (n + 1)
-        while True:
-            used[j0] = True
-            i0, delta, j1 = p[j0], math.inf, 0
-            for j in range(1, n + 1):
-                if not used[j]:
-                    cur = cost[i0 - 1][j - 1] - u[i0] - v[j]
-                    if cur < minv[j]:
-                        minv[j], way[j] = cur, j0
-                    if minv[j] < delta:
-                        delta, j1 = minv[j], j
-            for j in range(n + 1):
-                if used[j]:
-                    u[p[j]] += delta
-                    v[j] -= delta
-                else:
-                    minv[j] -= delta
-            j0 = j1
-            if p[j0] == 0:
-                break
-        while j0:
-            j1 = way[j0]
-            p[j0] = p[j1]
-            j0 = j1
-    return [(p[j] - 1, j - 1) for j in range(1, n + 1)
-            if p[j] and p[j] - 1 < len(weight) and j - 1 < len(weight[0])]
+    the greatest total weight."""
+    if len(weight) <= len(weight[0]):
+        return SORT.min_cost_assignment([[-w for w in row] for row in weight])
+    return [(i, j) for j, i in SORT.min_cost_assignment([[-w for w in col]
+                                                          for col in zip(*weight)])]
 
 
 def sequence(gt_rows, tr_rows):

@@ -178,7 +178,7 @@ TEST(Hota, CasesWorkedByHand) {
 }
 
 // mot-eval's HOTA columns against a second computation: tests/tools/hota_reference.py, TrackEval's
-// metric transcribed onto dense lists with a Hungarian method of its own, on py-motmetrics' test
+// metric transcribed onto dense lists with a dense Hungarian method, on py-motmetrics' test
 // files and the tracker's tracks, each sequence and both together.
 TEST(Hota, MotEvalEqualsTheReference) {
   if (!*CUDANMS_PYTHON3) GTEST_SKIP() << "no python3 to run tests/tools/hota_reference.py";
