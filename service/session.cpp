@@ -210,6 +210,22 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
     for (const auto &[name, in_out] : counted.lines) {
       GstStructure *line = gst_structure_new("line", "in", G_TYPE_UINT64, in_out.first, "out",
                                              G_TYPE_UINT64, in_out.second, NULL);
+      // And by label, from the crossings kept: the JSON's and MQTT's counts by label go on too.
+      GstStructure *labels = gst_structure_new_empty("labels");
+      for (const auto &[key, n] : counted.crossings) {
+        const auto &[crossed, direction, label] = key;
+        if (crossed != name || label.empty()) continue;
+        const GValue *before = gst_structure_get_value(labels, label.c_str());
+        GstStructure *each = before ? gst_structure_copy(gst_value_get_structure(before))
+                                    : gst_structure_new("line", "in", G_TYPE_UINT64,
+                                                        guint64{0}, "out", G_TYPE_UINT64,
+                                                        guint64{0}, NULL);
+        gst_structure_set(each, direction.c_str(), G_TYPE_UINT64, n, NULL);
+        gst_structure_set(labels, label.c_str(), GST_TYPE_STRUCTURE, each, NULL);
+        gst_structure_free(each);
+      }
+      gst_structure_set(line, "labels", GST_TYPE_STRUCTURE, labels, NULL);
+      gst_structure_free(labels);
       gst_structure_set(lines, name.c_str(), GST_TYPE_STRUCTURE, line, NULL);
       gst_structure_free(line);
     }

@@ -569,6 +569,7 @@ static gboolean counts_meta_init(GstMeta *meta, gpointer params, GstBuffer *buff
 static void counts_meta_free(GstMeta *meta, GstBuffer *buffer) {
   GstCudaNmsCountsMeta *c = (GstCudaNmsCountsMeta *)meta;
   (void)buffer;
+  for (guint i = 0; i < c->n_lines; i++) g_free(c->lines[i].labels);
   for (guint i = 0; i < c->n_zones; i++) {
     g_free(c->zones[i].points);
     g_free(c->zones[i].labels);
@@ -590,6 +591,11 @@ static GstCudaNmsCountsMeta *counts_meta_copy(GstBuffer *dest, const GstCudaNmsC
     memcpy(dst->events, src->events, sizeof(GstCudaNmsCountEvent) * (gsize)src->n_events);
   if (src->n_lines)
     memcpy(dst->lines, src->lines, sizeof(GstCudaNmsLineCount) * (gsize)src->n_lines);
+  for (guint i = 0; i < src->n_lines; i++) {
+    dst->lines[i].n_labels = 0;
+    dst->lines[i].labels = NULL;
+    gst_cuda_nms_counts_meta_set_line_labels(dst, i, src->lines[i].labels, src->lines[i].n_labels);
+  }
   for (guint i = 0; i < src->n_zones; i++) {
     const GstCudaNmsZoneCount *z = &src->zones[i];
     gst_cuda_nms_counts_meta_set_zone(dst, i, z->name, z->points, z->n_points, z->labels,
@@ -643,6 +649,16 @@ GstCudaNmsCountsMeta *gst_buffer_add_cuda_nms_counts_meta(GstBuffer *buffer, gui
   if (n_lines) c->lines = g_new0(GstCudaNmsLineCount, n_lines);
   if (n_zones) c->zones = g_new0(GstCudaNmsZoneCount, n_zones);
   return c;
+}
+
+void gst_cuda_nms_counts_meta_set_line_labels(GstCudaNmsCountsMeta *meta, guint index,
+                                              const GstCudaNmsLineLabel *labels, guint n_labels) {
+  GstCudaNmsLineCount *l;
+  g_return_if_fail(meta != NULL && index < meta->n_lines);
+  l = &meta->lines[index];
+  g_free(l->labels);
+  l->n_labels = n_labels;
+  l->labels = n_labels ? g_memdup2(labels, sizeof(GstCudaNmsLineLabel) * (gsize)n_labels) : NULL;
 }
 
 void gst_cuda_nms_counts_meta_set_zone(GstCudaNmsCountsMeta *meta, guint index, const gchar *name,

@@ -199,7 +199,8 @@ void add_event(JsonBuilder *b, const GstCudaNmsCountEvent &e, guint64 id) {
   }
 }
 
-/* "events": [...], "counts": {"lines": {NAME: {"in", "out"}}, "zones": {NAME: {LABEL: n}},
+/* "events": [...], "counts": {"lines": {NAME: {"in", "out", "labels": {LABEL: {"in", "out"}}}},
+ * "zones": {NAME: {LABEL: n}},
  * "loitering": {ZONE: n}}. */
 void encode_counts(JsonBuilder *b, const GstCudaNmsCountsMeta *counts, guint64 first_event_id) {
   json_builder_set_member_name(b, "events");
@@ -220,6 +221,16 @@ void encode_counts(JsonBuilder *b, const GstCudaNmsCountsMeta *counts, guint64 f
     json_builder_begin_object(b);
     add_int(b, "in", static_cast<gint64>(line.in));
     add_int(b, "out", static_cast<gint64>(line.out));
+    json_builder_set_member_name(b, "labels");
+    json_builder_begin_object(b);
+    for (guint k = 0; k < line.n_labels; k++) {
+      json_builder_set_member_name(b, line.labels[k].label);
+      json_builder_begin_object(b);
+      add_int(b, "in", static_cast<gint64>(line.labels[k].in));
+      add_int(b, "out", static_cast<gint64>(line.labels[k].out));
+      json_builder_end_object(b);
+    }
+    json_builder_end_object(b);
     json_builder_end_object(b);
   }
   json_builder_end_object(b);

@@ -14,7 +14,8 @@
  *   events      [{id (when the caller numbers its events), kind: line-crossed |
  *               zone-entered | zone-left | zone-loitering, name, direction: in | out (lines),
  *               track_id, label, dwell_s (zone-left, zone-loitering: seconds in the zone)}]
- *   counts      {lines: {NAME: {in, out}}, zones: {NAME: {LABEL: occupancy}},
+ *   counts      {lines: {NAME: {in, out, labels: {LABEL: {in, out}}}},
+ *               zones: {NAME: {LABEL: occupancy}},
  *               loitering: {ZONE: tracks loitering in it now}} */
 #pragma once
 

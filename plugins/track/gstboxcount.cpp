@@ -65,12 +65,18 @@ static GstStaticPadTemplate sink_template =
 static GstStaticPadTemplate src_template =
     GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
 
+/* Line name -> label -> its crossings. */
+using LabelCounts = std::map<std::string, std::map<std::string, cudanms::LineCounts>>;
+
 struct GstBoxCountPrivate {
-  std::mutex lock; /* guards settings, the counter's counts and resume */
+  std::mutex lock; /* guards settings, the counter's counts, the labels' counts and resume */
   BoxCountSettings settings;
   bool settings_changed = true;
   cudanms::Counter counter;
-  std::map<std::string, cudanms::LineCounts> resume; /* counts set before their line exists */
+  LabelCounts label_counts; /* each line's counts by label */
+  /* Counts set before their line exists: the totals, and by label. */
+  std::map<std::string, cudanms::LineCounts> resume;
+  LabelCounts resume_labels;
 
   /* Streaming thread (and start) only. */
   FrameClock clock;
@@ -89,6 +95,7 @@ struct GstBoxCountPrivate {
   std::vector<cudanms::CountEvent> events;
   std::vector<gfloat> zone_points;
   std::vector<GstCudaNmsZoneLabel> zone_labels;
+  std::vector<GstCudaNmsLineLabel> line_labels;
 };
 
 struct _GstBoxCount {
@@ -155,11 +162,23 @@ static void gst_box_count_finalize(GObject *object) {
 static void resume_counts(GstBoxCountPrivate *priv) {
   const auto &lines = priv->counter.lines();
   for (size_t l = 0; l < lines.size(); l++) {
-    auto found = priv->resume.find(lines[l].name);
-    if (found == priv->resume.end()) continue;
-    priv->counter.set_line_counts(l, found->second);
-    priv->resume.erase(found);
+    if (auto found = priv->resume.find(lines[l].name); found != priv->resume.end()) {
+      priv->counter.set_line_counts(l, found->second);
+      priv->resume.erase(found);
+    }
+    if (auto found = priv->resume_labels.find(lines[l].name); found != priv->resume_labels.end()) {
+      priv->label_counts[lines[l].name] = std::move(found->second);
+      priv->resume_labels.erase(found);
+    }
   }
+}
+
+static cudanms::LineCounts line_counts_of(const GstStructure *s) {
+  cudanms::LineCounts c;
+  guint64 in = 0, out = 0;
+  if (gst_structure_get_uint64(s, "in", &in)) c.in = in;
+  if (gst_structure_get_uint64(s, "out", &out)) c.out = out;
+  return c;
 }
 
 /* Running counts from a "counts" structure, by line name. */
@@ -170,11 +189,18 @@ static void take_counts(GstBoxCountPrivate *priv, const GstStructure *counts) {
     const GValue *v = gst_structure_get_value(counts, name);
     if (!GST_VALUE_HOLDS_STRUCTURE(v)) continue;
     const GstStructure *line = gst_value_get_structure(v);
-    cudanms::LineCounts c;
-    guint64 in = 0, out = 0;
-    if (gst_structure_get_uint64(line, "in", &in)) c.in = in;
-    if (gst_structure_get_uint64(line, "out", &out)) c.out = out;
-    priv->resume[name] = c;
+    priv->resume[name] = line_counts_of(line);
+    std::map<std::string, cudanms::LineCounts> &by_label = priv->resume_labels[name];
+    by_label.clear();
+    const GValue *labels = gst_structure_get_value(line, "labels");
+    if (!labels || !GST_VALUE_HOLDS_STRUCTURE(labels)) continue;
+    const GstStructure *each = gst_value_get_structure(labels);
+    for (gint k = 0; k < gst_structure_n_fields(each); k++) {
+      const gchar *label = gst_structure_nth_field_name(each, k);
+      const GValue *counts_of_label = gst_structure_get_value(each, label);
+      if (GST_VALUE_HOLDS_STRUCTURE(counts_of_label))
+        by_label[label] = line_counts_of(gst_value_get_structure(counts_of_label));
+    }
   }
   resume_counts(priv);
 }
@@ -186,6 +212,15 @@ static GstStructure *counts_structure(GstBoxCountPrivate *priv) {
     const cudanms::LineCounts c = priv->counter.line_counts(l);
     GstStructure *line =
         gst_structure_new("line", "in", G_TYPE_UINT64, c.in, "out", G_TYPE_UINT64, c.out, NULL);
+    GstStructure *labels = gst_structure_new_empty("labels");
+    for (const auto &[label, n] : priv->label_counts[lines[l].name]) {
+      GstStructure *each =
+          gst_structure_new("line", "in", G_TYPE_UINT64, n.in, "out", G_TYPE_UINT64, n.out, NULL);
+      gst_structure_set(labels, label.c_str(), GST_TYPE_STRUCTURE, each, NULL);
+      gst_structure_free(each);
+    }
+    gst_structure_set(line, "labels", GST_TYPE_STRUCTURE, labels, NULL);
+    gst_structure_free(labels);
     gst_structure_set(out, lines[l].name.c_str(), GST_TYPE_STRUCTURE, line, NULL);
     gst_structure_free(line);
   }
@@ -223,6 +258,14 @@ static void apply_geometry(GstBoxCountPrivate *priv) {
   // lines than the same ones placed in the frame later, and lose the counts they resumed.
   if (priv->normalized && (priv->width <= 0 || priv->height <= 0)) return;
   const Geometry g = in_pixels(priv->geometry, priv->normalized, priv->width, priv->height);
+  // A line moved or gone starts its counts by label again, as the counter does its totals.
+  LabelCounts kept;
+  for (const cudanms::CountLine &line : g.lines)
+    for (const cudanms::CountLine &before : priv->counter.lines())
+      if (before.name == line.name && before.a.x == line.a.x && before.a.y == line.a.y &&
+          before.b.x == line.b.x && before.b.y == line.b.y)
+        kept[line.name] = std::move(priv->label_counts[line.name]);
+  priv->label_counts = std::move(kept);
   priv->counter.set_lines(g.lines);
   priv->counter.set_zones(g.zones);
   resume_counts(priv);
@@ -368,7 +411,14 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
                       static_cast<gfloat>(lines[l].b.x),
                       static_cast<gfloat>(lines[l].b.y),
                       c.in,
-                      c.out};
+                      c.out,
+                      0,
+                      nullptr};
+    priv->line_labels.clear();
+    for (const auto &[label, n] : priv->label_counts[lines[l].name])
+      priv->line_labels.push_back({g_intern_string(label.c_str()), n.in, n.out});
+    gst_cuda_nms_counts_meta_set_line_labels(meta, static_cast<guint>(l), priv->line_labels.data(),
+                                             static_cast<guint>(priv->line_labels.size()));
   }
   for (size_t z = 0; z < zones.size(); z++) {
     std::vector<gfloat> &points = priv->zone_points;
@@ -414,6 +464,12 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
   std::lock_guard<std::mutex> guard(priv->lock);
   priv->counter.set_params(frame_params(priv));
   priv->counter.update(frame, priv->seen, &priv->events);
+  for (const cudanms::CountEvent &e : priv->events)
+    if (e.kind == cudanms::CountEventKind::kLineCrossed) {
+      cudanms::LineCounts &n =
+          priv->label_counts[priv->counter.lines()[e.index].name][priv->code_labels.at(e.class_id)];
+      (e.direction > 0 ? n.in : n.out)++;
+    }
   attach_counts(priv, buf);
   return GST_FLOW_OK;
 }

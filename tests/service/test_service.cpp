@@ -632,9 +632,22 @@ TEST_F(Service, ASecondSignalExitsAtOnce) {
 // lines, the line's in + out on its last frame, the highest track id.
 struct Counted {
   size_t events = 0;
-  gint64 line_total = 0, highest_id = 0;
+  gint64 line_total = 0, labelled_total = 0, highest_id = 0;  // labelled: the door's by label
   size_t frames = 0;
 };
+
+// A line's crossings by label, added up.
+gint64 labelled_total(JsonObject *line) {
+  JsonObject *labels = json_object_get_object_member(line, "labels");
+  gint64 total = 0;
+  GList *names = json_object_get_members(labels);
+  for (GList *l = names; l; l = l->next) {
+    JsonObject *n = json_object_get_object_member(labels, static_cast<const char *>(l->data));
+    total += json_object_get_int_member(n, "in") + json_object_get_int_member(n, "out");
+  }
+  g_list_free(names);
+  return total;
+}
 
 Counted counted(const ServiceRun &service, const std::string &camera) {
   CameraLines lines;
@@ -657,6 +670,7 @@ Counted counted(const ServiceRun &service, const std::string &camera) {
           json_object_get_object_member(json_object_get_object_member(counts, "lines"), "door");
       c.line_total =
           json_object_get_int_member(door, "in") + json_object_get_int_member(door, "out");
+      c.labelled_total = labelled_total(door);
     }
   }
   return c;
@@ -677,6 +691,8 @@ void expect_counts_go_on(const ServiceRun &service, const std::string &camera,
       "door");
   EXPECT_GE(json_object_get_int_member(door, "in") + json_object_get_int_member(door, "out"),
             before.line_total);
+  EXPECT_GE(labelled_total(door), before.labelled_total) << "the counts by label went back";
+  EXPECT_EQ(before.labelled_total, before.line_total) << "every crossing has its label";
   size_t tracked = 0;
   for (size_t i = before.frames; i < after.frames.size(); i++) {
     JsonArray *boxes = json_object_get_array_member(after.frames[i], "boxes");

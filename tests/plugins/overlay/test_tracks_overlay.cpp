@@ -128,7 +128,7 @@ TEST(TracksOverlay, TheTagSaysTheId) {
 TEST(TracksOverlay, LinesAndZonesOfTheCountsMeta) {
   const auto d = draw_frames("line-width=1 draw-labels=false", 1, [](int, GstBuffer *b) {
     GstCudaNmsCountsMeta *m = gst_buffer_add_cuda_nms_counts_meta(b, 0, 1, 1);
-    m->lines[0] = {g_intern_string("door"), 5, 40, 60, 40, 3, 1};
+    m->lines[0] = {g_intern_string("door"), 5, 40, 60, 40, 3, 1, 0, nullptr};
     const gfloat square[8] = {5, 5, 20, 5, 20, 20, 5, 20};
     gst_cuda_nms_counts_meta_set_zone(m, 0, "z", square, 4, nullptr, 0);
   });
@@ -141,7 +141,7 @@ TEST(TracksOverlay, LinesAndZonesOfTheCountsMeta) {
   // Without draw-counts: nothing.
   const auto off = draw_frames("line-width=1 draw-counts=false", 1, [](int, GstBuffer *b) {
     GstCudaNmsCountsMeta *m = gst_buffer_add_cuda_nms_counts_meta(b, 0, 1, 0);
-    m->lines[0] = {g_intern_string("door"), 5, 40, 60, 40, 3, 1};
+    m->lines[0] = {g_intern_string("door"), 5, 40, 60, 40, 3, 1, 0, nullptr};
   });
   EXPECT_FALSE(is(off->pixel(0, 30, 40), yellow));
 }

@@ -91,7 +91,20 @@ struct Chain {
       if (events) events->assign(m->events, m->events + m->n_events);
     }
     gst_buffer_unref(out);
+    for (GstCudaNmsLineCount &line : lines) line.labels = nullptr;  // the meta's, freed with it
     return lines;
+  }
+  // Pushes a frame; its first line's counts by label: label -> (in, out).
+  std::map<std::string, std::pair<guint64, guint64>> push_for_labels(GstBuffer *buf) {
+    EXPECT_EQ(gst_harness_push(h, buf), GST_FLOW_OK);
+    GstBuffer *out = gst_harness_pull(h);
+    const GstCudaNmsCountsMeta *m = gst_buffer_get_cuda_nms_counts_meta(out);
+    std::map<std::string, std::pair<guint64, guint64>> labels;
+    if (m && m->n_lines)
+      for (guint k = 0; k < m->lines[0].n_labels; k++)
+        labels[m->lines[0].labels[k].label] = {m->lines[0].labels[k].in, m->lines[0].labels[k].out};
+    gst_buffer_unref(out);
+    return labels;
   }
 };
 
@@ -159,6 +172,38 @@ TEST(BoxCount, CountsPropertyReadsAndResumes) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0].in, 11u);
   EXPECT_EQ(lines[1].in, 7u);
+}
+
+// Per label: the meta's lines carry their crossings by label, which the counts property reads
+// and resumes like the totals; a moved line starts them again.
+TEST(BoxCount, CountsByLabel) {
+  Chain c("lines=\"mid:0,240,640,240\"");
+  GstStructure *zero = gst_structure_new("line", "in", G_TYPE_UINT64, guint64{3}, NULL);
+  GstStructure *labels = gst_structure_new("labels", "0", GST_TYPE_STRUCTURE, zero, NULL);
+  GstStructure *line = gst_structure_new("line", "in", G_TYPE_UINT64, guint64{5}, "out",
+                                         G_TYPE_UINT64, guint64{1}, "labels", GST_TYPE_STRUCTURE,
+                                         labels, NULL);
+  GstStructure *resume = gst_structure_new("counts", "mid", GST_TYPE_STRUCTURE, line, NULL);
+  g_object_set(c.count, "counts", resume, NULL);
+  for (GstStructure *made : {zero, labels, line, resume}) gst_structure_free(made);
+  EXPECT_EQ(c.push_for_labels(frame_of({}, 0)),
+            (std::map<std::string, std::pair<guint64, guint64>>{{"0", {3, 0}}}));
+  walk_down(c, 1);
+  EXPECT_EQ(c.push_for_labels(frame_of({}, 41 * kFrame)),
+            (std::map<std::string, std::pair<guint64, guint64>>{{"0", {4, 0}}}));
+  GstStructure *counts = nullptr;
+  g_object_get(c.count, "counts", &counts, NULL);
+  ASSERT_NE(counts, nullptr);
+  const GstStructure *mid = gst_value_get_structure(gst_structure_get_value(counts, "mid"));
+  const GstStructure *read = gst_value_get_structure(gst_structure_get_value(mid, "labels"));
+  guint64 in = 0;
+  ASSERT_TRUE(gst_structure_get_uint64(
+      gst_value_get_structure(gst_structure_get_value(read, "0")), "in", &in))
+      << gst_structure_to_string(counts);
+  EXPECT_EQ(in, 4u);
+  gst_structure_free(counts);
+  g_object_set(c.count, "lines", "mid:0,250,640,250", NULL);  // moved: counted afresh
+  EXPECT_TRUE(c.push_for_labels(frame_of({}, 42 * kFrame)).empty());
 }
 
 // As the camera service sets them at a reconnection: normalized lines and their counts before

@@ -52,6 +52,7 @@ struct Outcome {
   std::vector<std::string> events;
   std::set<gint64> event_tracks;
   guint64 in = 0, out = 0, waiting = 0, loitering = 0;
+  guint64 labelled_in = 0, labelled_out = 0;  // the sums of the door's counts by label
   std::vector<double> dwell_s;  // of the zone-left and zone-loitering events, in order
 };
 
@@ -117,6 +118,15 @@ Outcome run(const Scenario &s) {
         json_object_get_object_member(json_object_get_object_member(counts, "lines"), "door");
     o.in = json_object_get_int_member(door, "in");
     o.out = json_object_get_int_member(door, "out");
+    JsonObject *by_label = json_object_get_object_member(door, "labels");
+    o.labelled_in = o.labelled_out = 0;
+    GList *labels = json_object_get_members(by_label);
+    for (GList *l = labels; l; l = l->next) {
+      JsonObject *n = json_object_get_object_member(by_label, static_cast<const char *>(l->data));
+      o.labelled_in += json_object_get_int_member(n, "in");
+      o.labelled_out += json_object_get_int_member(n, "out");
+    }
+    g_list_free(labels);
     JsonObject *waiting =
         json_object_get_object_member(json_object_get_object_member(counts, "zones"), "waiting");
     o.waiting = json_object_get_int_member_with_default(waiting, "0", 0);
@@ -236,6 +246,8 @@ TEST(CountingChain, EventsAndCountsEqualTheTruth) {
     EXPECT_EQ(got, want);
     EXPECT_EQ(o.in, s.in);
     EXPECT_EQ(o.out, s.out);
+    EXPECT_EQ(o.labelled_in, s.in);  // every track here is a person: one label
+    EXPECT_EQ(o.labelled_out, s.out);
     EXPECT_EQ(o.waiting, s.waiting_at_end);
     EXPECT_EQ(o.loitering, s.loitering_at_end);
     if (s.loitering_at_end) {  // the one who left stayed less than the loitering time

@@ -303,16 +303,30 @@ typedef struct {
 } GstCudaNmsCountEvent;
 
 /**
+ * GstCudaNmsLineLabel:
+ * @label: a label (interned)
+ * @in: @out: crossings of the line so far by tracks of that label
+ */
+typedef struct {
+  const gchar *label;
+  guint64 in, out;
+} GstCudaNmsLineLabel;
+
+/**
  * GstCudaNmsLineCount:
  * @name: the line's name (interned)
  * @x1: @y1: @x2: @y2: its ends in frame pixels ("in" is from the right of (x1,y1)->(x2,y2) to its
  *   left, as the image shows it: s = (x2-x1)(py-y1) - (y2-y1)(px-x1) going from < 0 to > 0)
  * @in: @out: crossings so far, every label
+ * @n_labels: @labels: the crossings by label (the labels that crossed it); set through
+ *   gst_cuda_nms_counts_meta_set_line_labels()
  */
 typedef struct {
   const gchar *name;
   gfloat x1, y1, x2, y2;
   guint64 in, out;
+  guint n_labels;
+  GstCudaNmsLineLabel *labels;
 } GstCudaNmsLineCount;
 
 /**
@@ -370,6 +384,10 @@ const GstMetaInfo *gst_cuda_nms_counts_meta_get_info(void);
  * for the caller to fill; zones through gst_cuda_nms_counts_meta_set_zone(). */
 GstCudaNmsCountsMeta *gst_buffer_add_cuda_nms_counts_meta(GstBuffer *buffer, guint n_events,
                                                           guint n_lines, guint n_zones);
+
+/* Line @index's counts by label (copied). */
+void gst_cuda_nms_counts_meta_set_line_labels(GstCudaNmsCountsMeta *meta, guint index,
+                                              const GstCudaNmsLineLabel *labels, guint n_labels);
 
 /* Zone @index: its name, polygon (copied) and occupancy by label (copied). */
 void gst_cuda_nms_counts_meta_set_zone(GstCudaNmsCountsMeta *meta, guint index, const gchar *name,
