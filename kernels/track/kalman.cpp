@@ -36,6 +36,18 @@ void BoxKalman::predict() {
   }
 }
 
+void BoxKalman::move(double scale, double dx, double dy) {
+  const double shift[4] = {dx, dy, 0, 0};
+  for (int k : {0, 1, 3}) {
+    Coordinate &c = coords_[k];
+    c.value = scale * c.value + shift[k];
+    c.velocity *= scale;
+    c.var_value *= scale * scale;
+    c.covar *= scale * scale;
+    c.var_velocity *= scale * scale;
+  }
+}
+
 void BoxKalman::update(const Measurement &m) {
   const double h = coords_[3].value;
   const double measured[4] = {m.cx, m.cy, m.aspect, m.height};

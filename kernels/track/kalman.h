@@ -32,6 +32,10 @@ class BoxKalman {
   void update(const Measurement &m);
   // Forgets the height velocity (ByteTrack, before predicting a lost track).
   void stop_growing() { coords_[3].velocity = 0; }
+  // The picture moved: (x, y) is now (scale x + dx, scale y + dy); positions, heights, their
+  // velocities and uncertainties follow (BoT-SORT's camera-motion compensation, its rotation left
+  // out so that the four coordinates stay independent).
+  void move(double scale, double dx, double dy);
 
   Measurement box() const {
     return {coords_[0].value, coords_[1].value, coords_[2].value, coords_[3].value};

@@ -72,7 +72,7 @@ struct Tracker::State {
   // pairs taken, and the rows and columns left are returned in place.
   void match(std::vector<uint32_t> *rows, std::vector<uint32_t> *cols,
              const std::vector<Detection> &detections, bool fuse_score, float max_cost);
-  void step(int64_t frame, const std::vector<Detection> &detections);
+  void step(int64_t frame, const std::vector<Detection> &detections, const CameraMotion &motion);
   void new_track(const Detection &d, size_t index, int64_t frame);
 };
 
@@ -152,7 +152,8 @@ void Tracker::State::new_track(const Detection &d, size_t index, int64_t frame) 
   tracks.push_back(std::move(t));
 }
 
-void Tracker::State::step(int64_t frame, const std::vector<Detection> &detections) {
+void Tracker::State::step(int64_t frame, const std::vector<Detection> &detections,
+                          const CameraMotion &motion) {
   // Tracks not seen for more than track_buffer frames cannot be found again: after a gap in
   // time (dropped frames, a reconnection) as after as many empty frames.
   tracks.erase(
@@ -164,6 +165,8 @@ void Tracker::State::step(int64_t frame, const std::vector<Detection> &detection
     t.detection = -1;
     if (t.phase == Phase::kLost) t.filter.stop_growing();
     for (int64_t s = 0; s < gap; ++s) t.filter.predict();
+    if (motion.scale != 1 || motion.dx != 0 || motion.dy != 0)
+      t.filter.move(motion.scale, motion.dx, motion.dy);
     t.box = box_of(t.filter.box());
   }
 
@@ -245,7 +248,8 @@ void Tracker::reset() {
   state_->last_frame = std::numeric_limits<int64_t>::min();
 }
 
-const TrackedFrame &Tracker::update(int64_t frame, const std::vector<Detection> &detections) {
+const TrackedFrame &Tracker::update(int64_t frame, const std::vector<Detection> &detections,
+                                    const CameraMotion &motion) {
   State &s = *state_;
   s.out.tracks.clear();
   s.out.tentative = s.out.tracked = s.out.lost = s.out.evicted = s.out.refused = s.out.ignored = 0;
@@ -254,7 +258,7 @@ const TrackedFrame &Tracker::update(int64_t frame, const std::vector<Detection> 
     reset();
     s.out.reset = true;
   }
-  s.step(frame, detections);
+  s.step(frame, detections, motion);
   s.first_frame = false;
   s.last_frame = frame;
 

@@ -24,6 +24,11 @@
  * camera whose clock restarted), a flush or another frame size reset the tracker: every track
  * ends, the ids go on (posted as an element message "boxtrack-reset" with its reason).
  *
+ * With camera-motion=true the tracks follow the picture where the camera moves (a car's camera,
+ * a pan-tilt-zoom one): each frame's motion against the previous one (sparse optical flow over
+ * the luma, BoT-SORT's) shifts and scales the tracks before they are matched. It reads frames in
+ * system memory (8-bit gray, YUV or RGB) and needs OpenCV in the build; off by default.
+ *
  * State is bounded: past max-tracks tracks the lost track seen longest ago is dropped, and with
  * no lost track left a new box starts none; both are counted (evicted, refused) and warned
  * about once a minute.
@@ -44,6 +49,7 @@
 #include <mutex>
 
 #include "frameclock.h"
+#include "framemotion.h"
 #include "keptboxes.h"
 #include "labels.h"
 
@@ -65,6 +71,7 @@ enum {
   PROP_RESETS,
   PROP_EVICTED,
   PROP_REFUSED,
+  PROP_CAMERA_MOTION,
 };
 
 #define DEFAULT_PARAMS cudanms::TrackerParams()
@@ -88,6 +95,9 @@ struct GstBoxTrackPrivate {
 
   /* Streaming thread only. */
   FrameClock clock;
+  bool camera_motion = false; /* as set; taken when the caps come */
+  bool follow_camera = false; /* camera_motion, and the caps' frames can be read */
+  FrameMotion frame_motion;
   gint width = 0, height = 0; /* of the caps; 0 before the first */
   std::map<gint, std::string> labels;
   std::vector<cudanms::Detection> detections;
@@ -198,6 +208,15 @@ static void gst_box_track_class_init(GstBoxTrackClass *klass) {
       g_param_spec_uint64("refused", "Refused",
                           "Boxes that started no track: max-tracks were held, none lost", 0,
                           G_MAXUINT64, 0, ro));
+  g_object_class_install_property(
+      gobject_class, PROP_CAMERA_MOTION,
+      g_param_spec_boolean(
+          "camera-motion", "Camera motion",
+          "Follow the picture's motion (a moving camera): sparse optical flow over each frame "
+          "shifts and scales the tracks before matching; frames in system memory",
+          FALSE,
+          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
+                                   G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -262,6 +281,9 @@ static void gst_box_track_set_property(GObject *object, guint prop_id, const GVa
     case PROP_NEXT_ID:
       priv->tracker.set_next_id(g_value_get_uint64(value));
       return;
+    case PROP_CAMERA_MOTION:
+      priv->camera_motion = g_value_get_boolean(value);
+      return;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       return;
@@ -295,6 +317,9 @@ static void gst_box_track_get_property(GObject *object, guint prop_id, GValue *v
       break;
     case PROP_PER_CLASS:
       g_value_set_boolean(value, p.per_class);
+      break;
+    case PROP_CAMERA_MOTION:
+      g_value_set_boolean(value, priv->camera_motion);
       break;
     case PROP_MAX_TRACKS:
       g_value_set_uint(value, static_cast<guint>(p.max_tracks));
@@ -337,6 +362,7 @@ static void reset_tracker(GstBoxTrack *self, const char *why) {
     priv->tracks = 0;
   }
   priv->clock.reset();
+  priv->frame_motion.reset();
   GST_INFO_OBJECT(self, "tracker reset: %s", why);
   post_reset_message(self, why);
 }
@@ -349,6 +375,7 @@ static gboolean gst_box_track_start(GstBaseTransform *trans) {
     priv->tracks = 0;
   }
   priv->clock.reset();
+  priv->frame_motion.reset();
   priv->width = priv->height = 0;
   priv->labels.clear();
   priv->warned_at_us = 0;
@@ -365,6 +392,18 @@ static gboolean gst_box_track_set_caps(GstBaseTransform *trans, GstCaps *incaps,
     return TRUE;
   }
   priv->clock.set_rate(GST_VIDEO_INFO_FPS_N(&info), GST_VIDEO_INFO_FPS_D(&info));
+  bool camera_motion;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    camera_motion = priv->camera_motion;
+  }
+  std::string why;
+  priv->follow_camera = camera_motion && priv->frame_motion.set_caps(incaps, &why);
+  if (camera_motion && !priv->follow_camera) {
+    GST_ELEMENT_ERROR(self, CORE, NEGOTIATION, ("Cannot follow the camera's motion"),
+                      ("%s", why.c_str()));
+    return FALSE;
+  }
   /* Boxes of another frame size are not comparable with the tracks' (a camera back at another
    * resolution). */
   if (priv->width != 0 &&
@@ -416,11 +455,13 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
         {b.x1, b.y1, b.x2, b.y2, static_cast<float>(b.score), static_cast<int32_t>(class_id)});
   }
   const int64_t frame = priv->clock.frame_of(GST_BUFFER_PTS(buf));
+  const cudanms::CameraMotion motion =
+      priv->follow_camera ? priv->frame_motion.next(buf) : cudanms::CameraMotion();
   guint64 evicted, refused;
   bool reset;
   {
     std::lock_guard<std::mutex> guard(priv->lock);
-    const cudanms::TrackedFrame &out = priv->tracker.update(frame, priv->detections);
+    const cudanms::TrackedFrame &out = priv->tracker.update(frame, priv->detections, motion);
     priv->ids.assign(out.ids.begin(), out.ids.end());
     priv->tracks = out.tentative + out.tracked + out.lost;
     priv->evicted += out.evicted;

@@ -73,6 +73,13 @@ struct TrackedBox {
   int32_t class_id;
 };
 
+// How the picture moved since the previous frame, the camera having panned, tilted, zoomed or
+// been carried: a point (x, y) of the previous frame is at (scale x + dx, scale y + dy) in this
+// one. Rotation is left out (a camera rarely rolls).
+struct CameraMotion {
+  double scale = 1, dx = 0, dy = 0;
+};
+
 struct TrackedFrame {
   std::vector<uint64_t> ids;       // per detection: its confirmed track's id; 0 for none
   std::vector<TrackedBox> tracks;  // the confirmed tracks matched on this frame, by detection
@@ -92,8 +99,10 @@ class Tracker {
 
   // Tracks one frame. `frame` counts frames of the stream; gaps (dropped frames) predict the
   // tracks over them, and a frame at or before the previous one resets the tracker first. The
-  // result stays valid until the next call.
-  const TrackedFrame &update(int64_t frame, const std::vector<Detection> &detections);
+  // result stays valid until the next call. With `motion`, the tracks predicted to this frame
+  // are moved as the picture moved before they are matched (camera-motion compensation).
+  const TrackedFrame &update(int64_t frame, const std::vector<Detection> &detections,
+                             const CameraMotion &motion = {});
 
   // Removes every track; ids go on from next_id().
   void reset();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "track_support.h"
 
@@ -183,6 +184,85 @@ TEST(BoxTrack, PropertiesAtTheirRangesEnds) {
   // And runs with them.
   Chain c("track-thresh=1 high-thresh=1 match-thresh=0 track-buffer=0 min-hits=1000 max-tracks=1");
   for (int f = 0; f < 5; f++) EXPECT_EQ(c.ids_of({{100, 300}, {300, 300}}, f).size(), 2u);
+}
+
+// A 640 x 480 GRAY8 frame of a blocky texture, the picture moved `offset` px to the right,
+// with the people's boxes.
+GstBuffer *textured_frame(const std::vector<Person> &people, int frame, int offset) {
+  GstBuffer *buf = frame_of(people, frame * kFrame);
+  GstMapInfo map;
+  GstMemory *memory = gst_allocator_alloc(nullptr, 640 * 480, nullptr);
+  gst_memory_map(memory, &map, GST_MAP_WRITE);
+  for (int y = 0; y < 480; y++)
+    for (int x = 0; x < 640; x++) {
+      const guint32 block = static_cast<guint32>((x - offset + 1000) / 8) * 7919u +
+                            static_cast<guint32>(y / 8) * 104729u;
+      map.data[y * 640 + x] = static_cast<guint8>((block * 2654435761u) >> 24);
+    }
+  gst_memory_unmap(memory, &map);
+  gst_buffer_append_memory(buf, memory);
+  return buf;
+}
+
+// A camera panning in jerks past three people standing still (their boxes move 80 px, twice
+// their width, every other frame): camera-motion keeps one id a person; without, ids change.
+TEST(BoxTrack, CameraMotionFollowsAPanningCamera) {
+  auto ids_per_person = [](const char *properties) {
+    Chain c(properties);
+    std::vector<std::set<guint64>> ids(3);
+    for (int f = 0; f < 16; f++) {
+      const int offset = 80 * (f / 2);
+      std::vector<Person> people;
+      const float scores[] = {0.95f, 0.9f, 0.85f};  // cudanms keeps them in this order
+      for (int p = 0; p < 3; p++)
+        people.push_back({static_cast<float>(60 + 150 * p + offset) - 480, 300, scores[p]});
+      for (Person &p : people) p.x += 480;
+      GstBuffer *out = c.push(textured_frame(people, f, offset));
+      const std::vector<guint64> got = result_ids(out);
+      gst_buffer_unref(out);
+      for (size_t p = 0; p < got.size() && p < 3; p++)
+        if (got[p]) ids[p].insert(got[p]);
+    }
+    return ids;
+  };
+#ifdef CUDANMS_CAMERA_MOTION
+  for (const auto &person : ids_per_person("camera-motion=true")) EXPECT_EQ(person.size(), 1u);
+#endif
+  size_t without = 0;
+  for (const auto &person : ids_per_person("")) without += person.size();
+  EXPECT_GT(without, 3u) << "the scene must defeat the tracker without camera-motion";
+}
+
+// Frames camera-motion cannot read stop the stream at negotiation, with the reason.
+TEST(BoxTrack, CameraMotionRefusesFramesItCannotRead) {
+  init_track_elements_once();
+  const char *cases[][2] = {
+      {"video/x-raw(memory:CUDAMemory),format=NV12,width=640,height=480,framerate=25/1",
+       "system memory"},
+      {"video/x-raw,format=GRAY16_LE,width=640,height=480,framerate=25/1", "GRAY16_LE"}};
+  for (const auto &[caps, reason] : cases) {
+    GstHarness *h = gst_harness_new_parse("boxtrack camera-motion=true");
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    gst_harness_set_src_caps_str(h, caps);
+    EXPECT_NE(gst_harness_push(h, frame_of({}, 0)), GST_FLOW_OK) << caps;
+    GstMessage *error = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    ASSERT_NE(error, nullptr) << caps;
+    GError *e = nullptr;
+    gchar *debug = nullptr;
+    gst_message_parse_error(error, &e, &debug);
+#ifdef CUDANMS_CAMERA_MOTION
+    EXPECT_NE(std::string(debug).find(reason), std::string::npos) << debug;
+#else
+    EXPECT_NE(std::string(debug).find("OpenCV"), std::string::npos) << debug;
+#endif
+    g_error_free(e);
+    g_free(debug);
+    gst_message_unref(error);
+    gst_element_set_bus(h->element, nullptr);
+    gst_object_unref(bus);
+    gst_harness_teardown(h);
+  }
 }
 
 TEST(BoxTrack, BadBoxesAreIgnored) {
