@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -211,16 +212,16 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
       GstStructure *line = gst_structure_new("line", "in", G_TYPE_UINT64, in_out.first, "out",
                                              G_TYPE_UINT64, in_out.second, NULL);
       // And by label, from the crossings kept: the JSON's and MQTT's counts by label go on too.
-      GstStructure *labels = gst_structure_new_empty("labels");
+      std::map<std::string, std::pair<guint64, guint64>> by_label;  // label -> (in, out)
       for (const auto &[key, n] : counted.crossings) {
         const auto &[crossed, direction, label] = key;
-        if (crossed != name || label.empty()) continue;
-        const GValue *before = gst_structure_get_value(labels, label.c_str());
-        GstStructure *each = before ? gst_structure_copy(gst_value_get_structure(before))
-                                    : gst_structure_new("line", "in", G_TYPE_UINT64,
-                                                        guint64{0}, "out", G_TYPE_UINT64,
-                                                        guint64{0}, NULL);
-        gst_structure_set(each, direction.c_str(), G_TYPE_UINT64, n, NULL);
+        if (crossed == name && !label.empty())
+          (direction == "in" ? by_label[label].first : by_label[label].second) = n;
+      }
+      GstStructure *labels = gst_structure_new_empty("labels");
+      for (const auto &[label, n] : by_label) {
+        GstStructure *each = gst_structure_new("line", "in", G_TYPE_UINT64, n.first, "out",
+                                               G_TYPE_UINT64, n.second, NULL);
         gst_structure_set(labels, label.c_str(), GST_TYPE_STRUCTURE, each, NULL);
         gst_structure_free(each);
       }

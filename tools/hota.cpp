@@ -53,15 +53,19 @@ std::vector<Frame> frames_of(const std::vector<MotBox> &gt, const std::vector<Mo
 
 }  // namespace
 
+double HotaScores::deta_at(int a) const { return tp[a] / std::max(1.0, tp[a] + fn[a] + fp[a]); }
+
+double HotaScores::assa_at(int a) const { return association[a] / std::max(1.0, tp[a]); }
+
 double HotaScores::deta() const {
   std::array<double, kAlphas> each{};
-  for (int a = 0; a < kAlphas; ++a) each[a] = tp[a] / std::max(1.0, tp[a] + fn[a] + fp[a]);
+  for (int a = 0; a < kAlphas; ++a) each[a] = deta_at(a);
   return mean(each);
 }
 
 double HotaScores::assa() const {
   std::array<double, kAlphas> each{};
-  for (int a = 0; a < kAlphas; ++a) each[a] = association[a] / std::max(1.0, tp[a]);
+  for (int a = 0; a < kAlphas; ++a) each[a] = assa_at(a);
   return mean(each);
 }
 
@@ -75,11 +79,7 @@ double HotaScores::loca() const {
 
 double HotaScores::hota() const {
   std::array<double, kAlphas> each{};
-  for (int a = 0; a < kAlphas; ++a) {
-    const double det = tp[a] / std::max(1.0, tp[a] + fn[a] + fp[a]);
-    const double ass = association[a] / std::max(1.0, tp[a]);
-    each[a] = std::sqrt(det * ass);
-  }
+  for (int a = 0; a < kAlphas; ++a) each[a] = std::sqrt(deta_at(a) * assa_at(a));
   return mean(each);
 }
 

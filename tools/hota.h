@@ -36,6 +36,10 @@ struct HotaScores {
   double loca() const;
   double hota() const;
   HotaScores &operator+=(const HotaScores &other);  // sequences taken together
+
+ private:
+  double deta_at(int alpha) const;  // DetA and AssA at one threshold
+  double assa_at(int alpha) const;
 };
 
 HotaScores score_hota(const std::vector<MotBox> &gt, const std::vector<MotBox> &hyp);

@@ -34,12 +34,10 @@ struct TrackState {
   std::vector<ZoneState> zones;
 };
 
-bool same_points(const CountLine &a, const CountLine &b) {
-  return a.a.x == b.a.x && a.a.y == b.a.y && a.b.x == b.b.x && a.b.y == b.b.y;
-}
+bool same_item(const CountLine &a, const CountLine &b) { return same_line(a, b); }
 
-bool same_points(const CountZone &a, const CountZone &b) {
-  if (a.polygon.size() != b.polygon.size()) return false;
+bool same_item(const CountZone &a, const CountZone &b) {
+  if (a.name != b.name || a.polygon.size() != b.polygon.size()) return false;
   for (size_t i = 0; i < a.polygon.size(); ++i)
     if (a.polygon[i].x != b.polygon[i].x || a.polygon[i].y != b.polygon[i].y) return false;
   return true;
@@ -52,8 +50,7 @@ std::vector<long> continued(const std::vector<Item> &old_items,
   std::vector<long> from(new_items.size(), -1);
   for (size_t i = 0; i < new_items.size(); ++i)
     for (size_t j = 0; j < old_items.size(); ++j)
-      if (old_items[j].name == new_items[i].name && same_points(old_items[j], new_items[i]))
-        from[i] = static_cast<long>(j);
+      if (same_item(old_items[j], new_items[i])) from[i] = static_cast<long>(j);
   return from;
 }
 
@@ -66,6 +63,11 @@ std::vector<T> remapped(const std::vector<T> &old_values, const std::vector<long
 }
 
 }  // namespace
+
+bool same_line(const CountLine &a, const CountLine &b) {
+  return a.name == b.name && a.a.x == b.a.x && a.a.y == b.a.y && a.b.x == b.b.x &&
+         a.b.y == b.b.y;
+}
 
 struct Counter::State {
   CounterParams params;

@@ -262,8 +262,7 @@ static void apply_geometry(GstBoxCountPrivate *priv) {
   LabelCounts kept;
   for (const cudanms::CountLine &line : g.lines)
     for (const cudanms::CountLine &before : priv->counter.lines())
-      if (before.name == line.name && before.a.x == line.a.x && before.a.y == line.a.y &&
-          before.b.x == line.b.x && before.b.y == line.b.y)
+      if (cudanms::same_line(before, line))
         kept[line.name] = std::move(priv->label_counts[line.name]);
   priv->label_counts = std::move(kept);
   priv->counter.set_lines(g.lines);

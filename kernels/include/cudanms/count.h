@@ -69,6 +69,10 @@ bool parse_lines(const std::string &text, bool normalized, std::vector<CountLine
 bool parse_zones(const std::string &text, bool normalized, std::vector<CountZone> *zones,
                  std::string *error);
 
+// The same line: its name and its points. Counter::set_lines keeps such a line's counts (and a
+// caller keeping more of a line's, its counts by label, does as it does).
+bool same_line(const CountLine &a, const CountLine &b);
+
 enum class CountAnchor { kBottomCenter, kCenter, kTopCenter };
 
 struct CounterParams {
