@@ -6,6 +6,9 @@
 namespace cudanms::service {
 namespace {
 
+// How a request's error begins when no endpoint gave an answer.
+constexpr char kNoneAnswered[] = "no etcd endpoint answered: ";
+
 // gRPC's "unavailable": the member has no leader, or is stopping; another member may answer.
 constexpr gint64 kUnavailable = 14;
 
@@ -216,6 +219,7 @@ struct EtcdClient::Call {
   std::string path, body;
   Done done;
   size_t first = 0, tried = 0;
+  size_t limit = 0;    // how many endpoints it may ask, one after another
   std::string errors;  // each endpoint's, for the reply when none answers
   GCancellable *cancel = nullptr;
   guint timer = 0;
@@ -250,12 +254,53 @@ void EtcdClient::post(const std::string &path, const std::string &body, Done don
   call->body = body;
   call->done = std::move(done);
   call->first = current_.load();
+  call->limit = endpoints_.size();
   attempt(std::move(call));
 }
 
+void EtcdClient::post_to_all(const std::string &path, const std::string &body, Done done) {
+  struct Race {
+    Done done;
+    size_t failed = 0;
+    bool answered = false;
+    std::string errors;
+  };
+  auto race = std::make_shared<Race>();
+  race->done = std::move(done);
+  const size_t runners = endpoints_.size();
+  if (runners == 0) {
+    race->done(EtcdReply(nullptr, kNoneAnswered));
+    return;
+  }
+  for (size_t i = 0; i < runners; ++i) {
+    auto call = std::make_shared<Call>();
+    call->client = this;
+    call->alive = alive_;
+    call->path = path;
+    call->body = body;
+    call->first = i;
+    call->limit = 1;
+    call->done = [race, runners](EtcdReply reply) {
+      if (race->answered) return;
+      if (reply.ok()) {
+        race->answered = true;
+        race->done(std::move(reply));
+        return;
+      }
+      std::string why = reply.error();
+      if (why.rfind(kNoneAnswered, 0) == 0) why.erase(0, sizeof kNoneAnswered - 1);
+      race->errors += (race->errors.empty() ? "" : "; ") + why;
+      if (++race->failed < runners) return;
+      race->answered = true;
+      race->done(EtcdReply(nullptr, kNoneAnswered + race->errors));
+    };
+    attempt(std::move(call));
+  }
+}
+
 void EtcdClient::attempt(std::shared_ptr<Call> call) {
-  if (call->tried >= endpoints_.size()) {
-    call->done(EtcdReply(nullptr, "no etcd endpoint answered: " + call->errors));
+  if (call->tried >= call->limit) {
+    call->done(EtcdReply(nullptr, kNoneAnswered + call->errors));
     return;
   }
   const size_t index = (call->first + call->tried) % endpoints_.size();
@@ -344,7 +389,7 @@ EtcdReply EtcdClient::post_sync(const std::string &path, const std::string &body
     }
     errors += (errors.empty() ? "" : "; ") + reply.error();
   }
-  return EtcdReply(nullptr, "no etcd endpoint answered: " + errors);
+  return EtcdReply(nullptr, kNoneAnswered + errors);
 }
 
 std::string EtcdClient::check_endpoints(const std::string &list, std::vector<std::string> *out) {

@@ -81,7 +81,11 @@ class EtcdClient {
   // POST `body` to `path` (/v3/kv/txn ...) on the main loop; `done` there, unless the client is
   // destroyed first.
   void post(const std::string &path, const std::string &body, Done done);
-  // The same, blocking, from any thread.
+  // The same, asked of every endpoint at once: the first good answer is `done`'s, or every
+  // endpoint's error when none gives one. For idempotent requests that must not wait out the
+  // members that stopped answering one after another (a lease's renewal during an election).
+  void post_to_all(const std::string &path, const std::string &body, Done done);
+  // The same as post, blocking, from any thread.
   EtcdReply post_sync(const std::string &path, const std::string &body);
 
   const std::vector<std::string> &endpoints() const { return endpoints_; }

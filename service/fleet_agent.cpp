@@ -211,7 +211,9 @@ void FleetAgent::keep_alive() {
   if (!lease_ || renewing_) return;
   renewing_ = true;
   const gint64 sent = g_get_monotonic_time();
-  client_.post(
+  // Every member at once: during an election the members that wait for a leader would each use
+  // up a timeout in turn, and the fence comes 0.7 TTL after the last renewal.
+  client_.post_to_all(
       "/v3/lease/keepalive", "{\"ID\":\"" + std::to_string(lease_) + "\"}",
       [this, sent, lease = lease_](EtcdReply reply) {
         renewing_ = false;

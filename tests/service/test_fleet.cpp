@@ -374,6 +374,69 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
 // What a site gets wrong: an etcd no one answers at, an endpoint that is no URL, cameras in a
 // fleet host's own file, cameras in etcd that cannot run (each reported with its key, the others
 // run), two hosts with one host-id (the second refused), and the fleet command's errors.
+// A lease's renewal asks every member at once (EtcdClient::post_to_all): a member that takes the
+// request and never answers (as one waiting for a new leader does) does not hold up the answer of
+// one that gives it, where asking one after another waits out its timeout first. When none
+// answers, the error names each member's reason once.
+TEST_F(Fleet, ARequestToEveryMemberTakesTheFirstAnswer) {
+  EtcdCluster etcd(dir_, 1);
+  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
+  // Listens, never accepts: the request goes out and no answer comes.
+  GSocket *silent = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+                                 G_SOCKET_PROTOCOL_TCP, nullptr);
+  GInetAddress *loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+  GSocketAddress *any_port = g_inet_socket_address_new(loopback, 0);
+  ASSERT_TRUE(g_socket_bind(silent, any_port, TRUE, nullptr) && g_socket_listen(silent, nullptr));
+  GSocketAddress *bound = g_socket_get_local_address(silent, nullptr);
+  const std::string silent_endpoint =
+      "http://127.0.0.1:" +
+      std::to_string(g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound)));
+  g_object_unref(bound);
+  g_object_unref(any_port);
+  g_object_unref(loopback);
+
+  const guint timeout_ms = 3000;
+  service::EtcdClient client({silent_endpoint, etcd.endpoint(0)}, timeout_ms);
+  GMainLoop *loop = g_main_loop_new(nullptr, FALSE);
+  auto ask = [&](service::EtcdClient *to, bool to_all, double *waited_ms) {
+    service::EtcdReply answer;
+    const std::string body = "{\"key\":\"AA==\"}";
+    auto done = [&](service::EtcdReply reply) {
+      answer = std::move(reply);
+      g_main_loop_quit(loop);
+    };
+    const gint64 start = g_get_monotonic_time();
+    if (to_all)
+      to->post_to_all("/v3/kv/range", body, done);
+    else
+      to->post("/v3/kv/range", body, done);
+    g_main_loop_run(loop);
+    *waited_ms = (g_get_monotonic_time() - start) / 1e3;
+    return answer;
+  };
+  double one_by_one_ms = 0, at_once_ms = 0;
+  const service::EtcdReply first = ask(&client, false, &one_by_one_ms);  // the silent one first
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_GE(one_by_one_ms, timeout_ms);
+  // A new client, so that the silent member is again the one it would ask first.
+  service::EtcdClient racing({silent_endpoint, etcd.endpoint(0)}, timeout_ms);
+  const service::EtcdReply raced = ask(&racing, true, &at_once_ms);
+  ASSERT_TRUE(raced.ok()) << raced.error();
+  EXPECT_LT(at_once_ms, timeout_ms) << "post_to_all waited for the silent member";
+  printf("one after another: answered in %.0f ms; every member at once: %.0f ms\n",
+         one_by_one_ms, at_once_ms);
+
+  const std::string refusing = "http://127.0.0.1:" + std::to_string(free_port());
+  service::EtcdClient nobody({silent_endpoint, refusing}, 300);
+  const std::string why = ask(&nobody, true, &at_once_ms).error();
+  EXPECT_EQ(why.rfind("no etcd endpoint answered: ", 0), 0u) << why;
+  EXPECT_EQ(why.find("no etcd endpoint answered", 1), std::string::npos) << why;
+  EXPECT_NE(why.find(silent_endpoint + ": no answer within 300 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find(refusing + ": "), std::string::npos) << why;
+  g_main_loop_unref(loop);
+  g_object_unref(silent);
+}
+
 TEST_F(Fleet, BadInputGetsClearAnswers) {
   // Nobody at the address: the host runs, degraded, and says so.
   FleetHost lone(dir_, "lone");
