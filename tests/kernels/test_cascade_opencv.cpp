@@ -14,7 +14,7 @@ using cudanms::cascade::Window;
 
 TEST(CascadeOpenCv, CpuTwinFindsOpenCvsWindows) {
   std::string why;
-  const std::vector<GrayFrame> &frames = cascade_frames(&why);
+  const std::vector<GrayFrame> frames = cpu_cascade_frames(&why);
   if (frames.empty()) GTEST_SKIP() << why;
   Agreement total;
   std::printf(
@@ -54,7 +54,9 @@ TEST(CascadeOpenCv, CpuTwinFindsOpenCvsWindows) {
   }
   std::printf("| all | | %zu | %zu | %zu | %.2g |\n", total.reference, total.identical, total.extra,
               total.max_score_error);
-  EXPECT_GT(total.reference, 500u) << "the frames should give OpenCV windows to compare";
+  // 399 windows without the 1080p frames (the small scale), many more with them.
+  EXPECT_GT(total.reference, small_test_scale() ? 300u : 500u)
+      << "the frames should give OpenCV windows to compare";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
-// The slowest CUDA tests at a scale that compute-sanitizer's racecheck finishes in minutes:
-// CUDANMS_TEST_SCALE=small (tools/run-cuda-sanitizers.sh sets it for racecheck, under which the
-// kernels run ~100x slower) keeps every kernel and branch those tests reach, with fewer and
-// smaller cases. Every other run is at full scale.
+// The slowest tests at a scale that a sanitizer finishes in minutes: CUDANMS_TEST_SCALE=small
+// (tools/run-cuda-sanitizers.sh sets it for racecheck, under which the kernels run ~100x slower;
+// tools/sanitize.sh for ASan + UBSan, under which the CPU cascade is several times slower) keeps
+// every kernel and branch those tests reach, with fewer and smaller cases. Every other run is at
+// full scale.
 #pragma once
 
 #include <cstddef>
