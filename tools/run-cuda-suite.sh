@@ -41,11 +41,13 @@ if [ -n "$torch_dir" ] && [ "$torch_dir" != None ]; then
   fi
 fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -1)
-arch=${CUDA_ARCH:-$(echo "$gpu" | awk -F', ' '{gsub(/\./, "", $3); print $3}')}
-echo "GPU: $gpu (building for sm_$arch, $(nvcc --version | grep -o 'release [0-9.]*'))"
+# auto: meson.build builds for the GPUs nvidia-smi lists; CUDA_ARCH=80,90 for others.
+arch=${CUDA_ARCH:-auto}
+echo "GPU: $gpu (cuda-arch=$arch, $(nvcc --version | grep -o 'release [0-9.]*'))"
 
 meson setup "$build" -Dcuda=enabled $torch_args -Dcuda-arch="$arch" -Dtests=enabled ${MESON_ARGS:-} --wipe >/dev/null 2>&1 ||
   meson setup "$build" -Dcuda=enabled $torch_args -Dcuda-arch="$arch" -Dtests=enabled ${MESON_ARGS:-}
+grep -E "CUDA backend" "$build/meson-logs/meson-log.txt" | tail -1 || true
 ninja -C "$build"
 rc=0
 meson test -C "$build" --print-errorlogs || rc=$?

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang, CPU backend), then
-# each libFuzzer target for FUZZ_SECONDS (default 60) from its seed corpus in tests/fuzz/corpus.
+# each libFuzzer target for FUZZ_SECONDS (default 60), side by side, from its seed corpus in
+# tests/fuzz/corpus.
 # A sanitizer report fails its test; a fuzzer crash fails this script, its input saved as
 # BUILD/fuzz-artifacts/TARGET-crash-* (replay: BUILD/tests/fuzz/TARGET FILE).
 #   tools/sanitize.sh [build-dir]      (default build-asan; run.sh test runs it)
@@ -10,15 +11,15 @@ build=${1:-build-asan}
 seconds=${FUZZ_SECONDS:-60}
 
 if [ ! -f "$build/build.ninja" ]; then
-  # fuzzer-no-link: coverage for libFuzzer in every library the targets link.
+  # -Dfuzzing=enabled: the fuzz targets, and libFuzzer's coverage in the code they reach
+  # (meson.build's fuzz_coverage).
   # -Dtorch=disabled: LibTorch is not instrumented, and compiling its headers twice more would
   # double CI's time; dnndetect's own code is the library's (kernels/dnn.cpp), tested here.
   # -O0 with line tables (file:line in every report): instrumented code compiles in less than
   # half the time of -O2 -g; the arithmetic's libraries run at -O1 (meson.build).
   CC=clang CXX=clang++ meson setup "$build" -Dcuda=disabled -Dtorch=disabled -Dfuzzing=enabled \
     -Doptimization=0 -Ddebug=false -Db_sanitize=address,undefined -Db_lundef=false \
-    "-Dc_args=-fsanitize=fuzzer-no-link -gline-tables-only" \
-    "-Dcpp_args=-fsanitize=fuzzer-no-link -gline-tables-only"
+    -Dc_args=-gline-tables-only -Dcpp_args=-gline-tables-only
 fi
 ninja -C "$build"
 
@@ -39,21 +40,31 @@ meson test -C "$build" --no-suite pipelines --no-suite docs --no-suite web --pri
   --timeout-multiplier 3 || rc=1
 
 mkdir -p "$build/fuzz-artifacts"
-for target in candidate_file meta_intake; do
-  fuzzer="$build/tests/fuzz/fuzz_$target"
-  [ -x "$fuzzer" ] || continue
-  work="$build/fuzz-corpus/$target"
+# One fuzzer a core, side by side.
+fuzz() {
+  local target=$1 fuzzer="$build/tests/fuzz/fuzz_$1" work="$build/fuzz-corpus/$1"
+  [ -x "$fuzzer" ] || return 0
   mkdir -p "$work"
-  echo "fuzz_$target: ${seconds} s from tests/fuzz/corpus/$target"
   # -timeout: a unit running 30 s is a hang, and fails like a crash.
-  if ! "$fuzzer" -max_total_time="$seconds" -timeout=30 -print_final_stats=1 \
+  "$fuzzer" -max_total_time="$seconds" -timeout=30 -print_final_stats=1 \
     -artifact_prefix="$build/fuzz-artifacts/$target-" "$work" "tests/fuzz/corpus/$target" \
-    >"$build/fuzz-$target.log" 2>&1; then
+    >"$build/fuzz-$target.log" 2>&1
+}
+targets=(candidate_file meta_intake)
+pids=()
+for target in "${targets[@]}"; do
+  echo "fuzz_$target: ${seconds} s from tests/fuzz/corpus/$target"
+  fuzz "$target" &
+  pids+=($!)
+done
+for i in "${!targets[@]}"; do
+  target=${targets[$i]}
+  if ! wait "${pids[$i]}"; then
     tail -40 "$build/fuzz-$target.log"
     echo "error: fuzz_$target crashed; reproducer in $build/fuzz-artifacts/" >&2
     rc=1
   else
-    grep -E "stat::number_of_executed_units|cov:" "$build/fuzz-$target.log" | tail -2
+    echo "fuzz_$target: $(grep -E "stat::number_of_executed_units|cov:" "$build/fuzz-$target.log" | tail -2 | tr '\n' ' ')"
   fi
 done
 exit $rc

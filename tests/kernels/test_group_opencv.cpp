@@ -214,7 +214,12 @@ TEST(GroupOpenCv, CascadeWithGroupEqualsDetectMultiScale) {
     cudanms::cascade::DetectParams detect;
     detect.scale_factor = 1.1;
     detect.min_width = detect.min_height = 40;
-    for (const char *video : {"Megamind", "vtest", "Megamind_bugy"}) {
+    // At the small scale (tools/sanitize.sh) Megamind's two videos alone: vtest.avi's people give
+    // 3 faces in 14 of the frames there, and take most of the instrumented cascade's time.
+    const std::vector<const char *> videos =
+        small_test_scale() ? std::vector<const char *>{"Megamind", "Megamind_bugy"}
+                           : std::vector<const char *>{"Megamind", "vtest", "Megamind_bugy"};
+    for (const char *video : videos) {
       std::string why;
       const std::vector<cv::Mat> frames = video_gray_frames(video, &why);
       if (frames.empty()) GTEST_SKIP() << why;

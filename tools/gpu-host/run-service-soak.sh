@@ -24,14 +24,13 @@ if ! pkg-config --exists gstreamer-1.0 2>/dev/null || ! command -v meson >/dev/n
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -1)
-arch=$(echo "$gpu" | awk -F', ' '{gsub(/\./, "", $3); print $3}')
 echo "GPU: $gpu"
 build=${CUDANMS_SOAK_BUILD:-build-service}  # a build of the service's, tests or not
 # Every plugin the service loads (it refuses to start without its overlay and OpenCV ones); no
 # LibTorch: the service's cameras here run the cascade, and a Debian LibTorch unpacked from the
 # tests' packages would not build against this host's headers.
 [ -f "$build/build.ninja" ] ||
-  meson setup "$build" -Dcuda=enabled -Dcuda-arch="$arch" -Dtests=disabled -Dtorch=disabled >/dev/null
+  meson setup "$build" -Dcuda=enabled -Dtests=disabled -Dtorch=disabled >/dev/null
 ninja -C "$build"
 export CUDANMS_BUILD=$PWD/$build
 [ "${BUILD_ONLY:-0}" = 1 ] && exit 0
