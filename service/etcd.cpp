@@ -247,14 +247,19 @@ std::string EtcdClient::current() const {
 }
 
 void EtcdClient::post(const std::string &path, const std::string &body, Done done) {
+  ask(path, body, current_.load(), endpoints_.size(), std::move(done));
+}
+
+void EtcdClient::ask(const std::string &path, const std::string &body, size_t first, size_t limit,
+                     Done done) {
   auto call = std::make_shared<Call>();
   call->client = this;
   call->alive = alive_;
   call->path = path;
   call->body = body;
   call->done = std::move(done);
-  call->first = current_.load();
-  call->limit = endpoints_.size();
+  call->first = first;
+  call->limit = limit;
   attempt(std::move(call));
 }
 
@@ -273,14 +278,7 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
     return;
   }
   for (size_t i = 0; i < runners; ++i) {
-    auto call = std::make_shared<Call>();
-    call->client = this;
-    call->alive = alive_;
-    call->path = path;
-    call->body = body;
-    call->first = i;
-    call->limit = 1;
-    call->done = [race, runners](EtcdReply reply) {
+    ask(path, body, i, 1, [race, runners](EtcdReply reply) {
       if (race->answered) return;
       if (reply.ok()) {
         race->answered = true;
@@ -293,8 +291,7 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
       if (++race->failed < runners) return;
       race->answered = true;
       race->done(EtcdReply(nullptr, kNoneAnswered + race->errors));
-    };
-    attempt(std::move(call));
+    });
   }
 }
 
