@@ -26,11 +26,11 @@ ninja -C "$build"
 # Leak reports would be GLib's and GStreamer's one-time allocations; a test that asks for more
 # memory than exists must get an error, not a sanitizer abort.
 export ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:abort_on_error=1
-# The cascade's comparisons with OpenCV look for memory errors here, not for agreement on more
-# frames (run.sh runs them in the plain build too, every tenth frame of the videos, 1080p frames too): every 60th frame
-# of the videos, and the frame set without its 1080p frames (CUDANMS_TEST_SCALE=small,
-# tests/support/test_scale.h), as the instrumented cascade is several times slower (with them,
-# cascade_opencv took 215 s and group_opencv 264 s).
+# The cascade's comparisons with OpenCV look for memory errors here; run.sh checks agreement on
+# more frames in the plain build (every tenth frame of the videos, the 1080p frames too). Here:
+# every 60th frame of the videos, and the frame set without its 1080p frames
+# (CUDANMS_TEST_SCALE=small, tests/support/test_scale.h), as the instrumented cascade is several
+# times slower (with them, cascade_opencv took 215 s and group_opencv 264 s).
 export CUDANMS_VIDEO_STRIDE=60 CUDANMS_TEST_SCALE=small
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 rc=0

@@ -31,6 +31,27 @@ inline bool eventually(double seconds, const std::function<bool()> &done) {
 
 inline double now_s() { return g_get_monotonic_time() / 1e6; }
 
+// A TCP socket bound to 127.0.0.1 on a free port (its port in *port): refusing connections, or
+// with `listening` taking them into its backlog and never answering (it never accepts).
+inline GSocket *loopback_socket(bool listening, int *port) {
+  GSocket *socket = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
+                                 G_SOCKET_PROTOCOL_TCP, nullptr);
+  GInetAddress *loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
+  GSocketAddress *any_port = g_inet_socket_address_new(loopback, 0);
+  const bool ready = g_socket_bind(socket, any_port, listening, nullptr) &&
+                     (!listening || g_socket_listen(socket, nullptr));
+  g_object_unref(any_port);
+  g_object_unref(loopback);
+  if (!ready) {
+    g_object_unref(socket);
+    return nullptr;
+  }
+  GSocketAddress *bound = g_socket_get_local_address(socket, nullptr);
+  *port = g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
+  g_object_unref(bound);
+  return socket;
+}
+
 // The share of its frame rate a camera keeps while another camera fails. Under AddressSanitizer
 // every pipeline costs several times the CPU, and CI's two cores are also the camera server's,
 // etcd's and the other hosts': the bound measures the machine there (a passing run reads 0.96,

@@ -371,9 +371,6 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
   for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
 }
 
-// What a site gets wrong: an etcd no one answers at, an endpoint that is no URL, cameras in a
-// fleet host's own file, cameras in etcd that cannot run (each reported with its key, the others
-// run), two hosts with one host-id (the second refused), and the fleet command's errors.
 // A lease's renewal asks every member at once (EtcdClient::post_to_all): a member that takes the
 // request and never answers (as one waiting for a new leader does) does not hold up the answer of
 // one that gives it, where asking one after another waits out its timeout first. When none
@@ -382,18 +379,10 @@ TEST_F(Fleet, ARequestToEveryMemberTakesTheFirstAnswer) {
   EtcdCluster etcd(dir_, 1);
   ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
   // Listens, never accepts: the request goes out and no answer comes.
-  GSocket *silent = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-                                 G_SOCKET_PROTOCOL_TCP, nullptr);
-  GInetAddress *loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-  GSocketAddress *any_port = g_inet_socket_address_new(loopback, 0);
-  ASSERT_TRUE(g_socket_bind(silent, any_port, TRUE, nullptr) && g_socket_listen(silent, nullptr));
-  GSocketAddress *bound = g_socket_get_local_address(silent, nullptr);
-  const std::string silent_endpoint =
-      "http://127.0.0.1:" +
-      std::to_string(g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound)));
-  g_object_unref(bound);
-  g_object_unref(any_port);
-  g_object_unref(loopback);
+  int silent_port = 0;
+  GSocket *silent = loopback_socket(true, &silent_port);
+  ASSERT_NE(silent, nullptr);
+  const std::string silent_endpoint = "http://127.0.0.1:" + std::to_string(silent_port);
 
   const guint timeout_ms = 3000;
   service::EtcdClient client({silent_endpoint, etcd.endpoint(0)}, timeout_ms);
@@ -437,6 +426,9 @@ TEST_F(Fleet, ARequestToEveryMemberTakesTheFirstAnswer) {
   g_object_unref(silent);
 }
 
+// What a site gets wrong: an etcd no one answers at, an endpoint that is no URL, cameras in a
+// fleet host's own file, cameras in etcd that cannot run (each reported with its key, the others
+// run), two hosts with one host-id (the second refused), and the fleet command's errors.
 TEST_F(Fleet, BadInputGetsClearAnswers) {
   // Nobody at the address: the host runs, degraded, and says so.
   FleetHost lone(dir_, "lone");

@@ -895,18 +895,10 @@ TEST_F(Service, TwoHundredReconnectionsLeakNothing) {
       g_file_test(cascade.c_str(), G_FILE_TEST_IS_REGULAR)
           ? "detector = cudacascade model=" + cascade + " min-size=40x40\n"
           : "";
-  GSocket *closed = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM,
-                                 G_SOCKET_PROTOCOL_TCP, nullptr);
-  GInetAddress *loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-  GSocketAddress *any_port = g_inet_socket_address_new(loopback, 0);
-  ASSERT_TRUE(g_socket_bind(closed, any_port, FALSE, nullptr));
-  GSocketAddress *bound = g_socket_get_local_address(closed, nullptr);
-  const std::string refused_url =
-      "rtsp://127.0.0.1:" +
-      std::to_string(g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound))) + "/stream";
-  g_object_unref(bound);
-  g_object_unref(any_port);
-  g_object_unref(loopback);
+  int closed_port = 0;
+  GSocket *closed = loopback_socket(false, &closed_port);
+  ASSERT_NE(closed, nullptr);
+  const std::string refused_url = "rtsp://127.0.0.1:" + std::to_string(closed_port) + "/stream";
   auto config = [&](bool enabled) {
     const std::string on = enabled ? "true" : "false";
     return service_group({{"reconnect-initial", "0.01"}, {"reconnect-max", "0.01"}}) +
