@@ -61,14 +61,17 @@ demo() {
 # Every test once, in the strictest build that can run it, then the bounded fuzzing: the suite
 # under ASan + UBSan (tools/sanitize.sh, in build-asan, CPU only, no LibTorch) and, in ./build,
 # what that build cannot run: the pipelines', README's and browser's suites (child processes that
-# cannot load instrumented plugins) and LibTorch's, and the comparisons with OpenCV at full scale
-# (suite opencv; fewer frames under the sanitizers). With CUDA ./build runs every test, as its
-# CUDA paths run only there. meson test builds the programs of the tests it runs; the closing line
+# cannot load instrumented plugins) and LibTorch's, the comparisons with OpenCV at full scale
+# (suite opencv; fewer frames under the sanitizers) and, built with CUDA, what CUDA's build does
+# (suite cuda: on a GPU or, as on CI, without one). On a GPU ./build runs every test, as the CUDA
+# paths run only there. meson test builds the programs of the tests it runs; the closing line
 # counts the test cases inside them, in both builds.
 test_all() {
-  local rc=0 plain=()
-  grep -q -- "-DCUDANMS_HAVE_CUDA=1" build/build.ninja ||
-    plain=(--suite pipelines --suite docs --suite web --suite torch --suite opencv)
+  local rc=0 plain=(--suite pipelines --suite docs --suite web --suite torch --suite opencv)
+  if grep -q -- "-DCUDANMS_HAVE_CUDA=1" build/build.ninja; then
+    plain+=(--suite cuda)
+    if nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then plain=(); fi
+  fi
   meson test -C build --print-errorlogs "${plain[@]}" || rc=$?
   tools/sanitize.sh build-asan || rc=$?
   local logs=(build/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt)
