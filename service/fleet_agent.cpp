@@ -16,12 +16,19 @@ namespace cudanms::service {
 namespace {
 
 constexpr guint kRetryMs = 250;       // after a renewal or a read that got no answer
+// The last renewal is at most a tenth of a TTL old when etcd stops answering, which leaves an
+// election most of the fence's delay (3 of its 3.5 s at the default TTL).
+constexpr double kRenewalsPerTtl = 10;
 constexpr guint kJoinRetryMs = 1000;  // a lease or a registration that could not be had
 constexpr guint kPlanDelayMs = 50;    // events that come together are planned once
 constexpr size_t kRecentRenewals = 256;
 // The fleet's own keys of a host's [service] group: none is a camera's default.
 const char *const kFleetKeys[] = {"fleet",    "site",      "host-id",
                                   "capacity", "fleet-ttl", "fleet-prefix"};
+
+guint renewal_interval_ms(double ttl_s) {
+  return static_cast<guint>(ttl_s * 1000 / kRenewalsPerTtl);
+}
 
 std::string seconds_text(double s) {
   gchar *text = g_strdup_printf("%.1f s", s);
@@ -147,7 +154,7 @@ void FleetAgent::grant() {
                  valid_until_us_ = sent + reply.ttl() * G_USEC_PER_SEC;
                  log_line("fleet: lease %lld of %lld s", lease_,
                           static_cast<long long>(reply.ttl()));
-                 schedule_keep_alive(static_cast<guint>(settings_.ttl_s * 1000 / 5));
+                 schedule_keep_alive(renewal_interval_ms(settings_.ttl_s));
                  register_host();
                });
 }
@@ -240,7 +247,7 @@ void FleetAgent::keep_alive() {
         valid_until_us_ = sent + reply.ttl() * G_USEC_PER_SEC;
         fence_at_us_ =
             valid_until_us_ - static_cast<gint64>(std::max(1.0, 0.3 * settings_.ttl_s) * 1e6);
-        schedule_keep_alive(static_cast<guint>(settings_.ttl_s * 1000 / 5));
+        schedule_keep_alive(renewal_interval_ms(settings_.ttl_s));
         if (!registered_) return;
         if (now >= fence_at_us_) return;  // an answer too late to count on: fenced it stays
         hooks_.fence(fence_at_us_);

@@ -167,6 +167,15 @@ class EtcdCluster {
     }
     return -1;
   }
+  // Seconds until a running member says it leads, polled; -1 when none does within `limit`.
+  double seconds_to_leader(double limit) {
+    const double start = now_s();
+    while (now_s() - start < limit) {
+      if (leader() >= 0) return now_s() - start;
+      g_usleep(50 * 1000);
+    }
+    return -1;
+  }
   std::string endpoint(int i) const {
     return "http://127.0.0.1:" + std::to_string(client_ports_[i]);
   }
@@ -427,6 +436,9 @@ constexpr double kTtl = 5;               // fleet-ttl: the default
 constexpr double kReconnectInitial = 1;  // the back-off's first wait
 // A dead host's camera streams again on another within this (the bound).
 constexpr double kTakeover = kTtl + kReconnectInitial + 2;
+// A host fences 0.7 TTL after its last renewal, sent every TTL/10 (service/fleet_agent.cpp): an
+// etcd election shorter than this stops no camera (a renewal's round trip spared).
+constexpr double kElectionWithinFence = 0.7 * kTtl - kTtl / 10 - 0.5;
 
 // A site of the test's own: etcd, a camera server of the ball clip, cameras imported, hosts.
 class Fleet : public ::testing::Test {

@@ -291,7 +291,8 @@ TEST_F(Fleet, AStoppedHostFencesItselfAndRejoinsAsRebalancingAllows) {
   for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
 }
 
-// Two hosts on a three-member etcd. The leader is killed: the fleet goes on, no camera stops.
+// Two hosts on a three-member etcd. The leader is killed: the fleet goes on, and no camera stops
+// when the election is over before a host's fence time.
 // Every member is killed: each host runs its cameras until its lease would have ended, stops
 // them before (fencing), says "degraded (no etcd)" on /health; etcd back, the cameras run again.
 TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
@@ -315,15 +316,20 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
 
   const int leader = etcd.leader();
   ASSERT_GE(leader, 0);
-  etcd.kill(leader);
   const auto before = frames(hosts, names(4));
-  g_usleep(static_cast<gulong>((kTtl + 3) * 1e6));
-  EXPECT_EQ(stops(), stops_before) << "a camera stopped when etcd's leader died\n" << logs(hosts);
+  etcd.kill(leader);
+  const double killed = now_s();
+  const double elected = etcd.seconds_to_leader(kTtl);
+  g_usleep(static_cast<gulong>(std::max(0.0, kTtl + 3 - (now_s() - killed)) * 1e6));
+  printf("etcd's leader (member %d) killed: a new one in %.1f s, %zu cameras stopped\n", leader,
+         elected, stops() - stops_before);
+  // An election that outlasts the fence's delay (a machine too loaded to hold one in time) fences
+  // the cameras until a renewal comes again, as it must: then only that they went on is checked.
+  if (elected >= 0 && elected < kElectionWithinFence)
+    EXPECT_EQ(stops(), stops_before) << "a camera stopped when etcd's leader died\n" << logs(hosts);
   EXPECT_EQ(placement(hosts).size(), 4u) << logs(hosts);
   const auto after = frames(hosts, names(4));
   for (const std::string &camera : names(4)) EXPECT_GT(after.at(camera), before.at(camera) + 50);
-  printf("etcd's leader (member %d) killed: %zu cameras stopped, every camera went on\n", leader,
-         stops() - stops_before);
   ASSERT_TRUE(etcd.start_member(leader));
 
   for (int i = 0; i < etcd.members(); ++i) etcd.kill(i);
