@@ -8,11 +8,7 @@ GType gst_cuda_nms_backend_get_type(void) {
       {GST_CUDA_NMS_BACKEND_CUDA, "CUDA only: an error when no device is usable", "cuda"},
       {GST_CUDA_NMS_BACKEND_CPU, "The CPU only", "cpu"},
       {0, NULL, NULL}};
-  /* Every plugin module holds this code: the first registers the enum, the others find it. */
-  if (g_once_init_enter(&type)) {
-    GType t = g_type_from_name("GstCudaNmsBackend");
-    if (!t) t = g_enum_register_static("GstCudaNmsBackend", values);
-    g_once_init_leave(&type, t);
-  }
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstCudaNmsBackend", values));
   return type;
 }

@@ -12,24 +12,14 @@
 #include "elementcudacontext.h"
 #include "gpufailure.h"
 
-/* Looked up, not set at registration: every module's copy logs (see
- * gst_cuda_nms_detector_get_type). */
-static GstDebugCategory *detector_debug() {
-  static GstDebugCategory *category = nullptr;
-  if (g_once_init_enter(&category)) {
-    GstDebugCategory *made = nullptr;
-    GST_DEBUG_CATEGORY_INIT(made, "cudanmsdetector", 0, "Base class of the detectors");
-    g_once_init_leave(&category, made);
-  }
-  return category;
-}
-#define GST_CAT_DEFAULT detector_debug()
-/* The parent class, GstVideoFilter's (one copy in the process, gstreamer-video's). */
-#define parent_class static_cast<GstVideoFilterClass *>(g_type_class_peek(GST_TYPE_VIDEO_FILTER))
+GST_DEBUG_CATEGORY_STATIC(gst_cuda_nms_detector_debug);
+#define GST_CAT_DEFAULT gst_cuda_nms_detector_debug
 
-/* Far above any subclass's own ids: the subclass installs these on its class and hands them on. */
+/* Installed on each subclass's class, for what it has; its own ids come after. */
 enum {
-  PROP_LABEL = 0x1000,
+  PROP_0,
+  PROP_MODEL,
+  PROP_LABEL,
   PROP_CLASS_ID,
   PROP_THRESHOLD,
   PROP_MIN_SIZE,
@@ -40,13 +30,16 @@ enum {
   PROP_DEVICE_CANDIDATES,
   PROP_DEVICE,
   PROP_FRAMES_IN_GPU_MEMORY,
+  N_PROPERTIES
 };
+static_assert(N_PROPERTIES <= GST_CUDA_NMS_DETECTOR_N_PROPERTIES,
+              "a subclass's first own property id is past the shared ones");
 
-struct GstCudaNmsDetectorState {
+struct DetectorState {
   std::mutex lock; /* guards settings, snapshot, device and frames_in_gpu_memory */
   GstCudaNmsDetectorSettings settings;
   /* What the frames read: a copy of settings, made again after a property changed, so that a
-   * frame takes a reference, not a copy of strings and a GstStructure. */
+   * frame takes a reference, not a copy of its strings. */
   std::shared_ptr<const GstCudaNmsDetectorSettings> snapshot;
   std::string device; /* where the detector runs, once started */
   guint64 frames_in_gpu_memory = 0;
@@ -59,36 +52,19 @@ struct GstCudaNmsDetectorState {
   std::vector<GstCvLabelAnnouncer> announcers;
 };
 
-typedef GstCudaNmsDetectorState DetectorState;
+typedef struct {
+  DetectorState *state;
+} GstCudaNmsDetectorPrivate;
 
-static DetectorState *priv_of(GstCudaNmsDetector *self) { return self->state; }
+G_DEFINE_ABSTRACT_TYPE_WITH_CODE(GstCudaNmsDetector, gst_cuda_nms_detector, GST_TYPE_VIDEO_FILTER,
+                                 G_ADD_PRIVATE(GstCudaNmsDetector);
+                                 GST_DEBUG_CATEGORY_INIT(gst_cuda_nms_detector_debug,
+                                                         "cudanmsdetector", 0,
+                                                         "Base class of the detectors"));
 
-static void gst_cuda_nms_detector_class_init(GstCudaNmsDetectorClass *klass);
-static void gst_cuda_nms_detector_init(GstCudaNmsDetector *self);
-
-/* Registered once a process by the first plugin module to ask (under GStreamer's plugin-loading
- * lock); the other modules' copies of this file find it by name and use its class, whose
- * functions are the first module's. */
-GType gst_cuda_nms_detector_get_type(void) {
-  static gsize type = 0;
-  if (g_once_init_enter(&type)) {
-    GType registered = g_type_from_name("GstCudaNmsDetector");
-    if (!registered) {
-      registered = g_type_register_static_simple(
-          GST_TYPE_VIDEO_FILTER, g_intern_static_string("GstCudaNmsDetector"),
-          sizeof(GstCudaNmsDetectorClass),
-          [](gpointer klass, gpointer) {
-            gst_cuda_nms_detector_class_init(static_cast<GstCudaNmsDetectorClass *>(klass));
-          },
-          sizeof(GstCudaNmsDetector),
-          [](GTypeInstance *instance, gpointer) {
-            gst_cuda_nms_detector_init(reinterpret_cast<GstCudaNmsDetector *>(instance));
-          },
-          G_TYPE_FLAG_ABSTRACT);
-    }
-    g_once_init_leave(&type, registered);
-  }
-  return type;
+static DetectorState *priv_of(GstCudaNmsDetector *self) {
+  return static_cast<GstCudaNmsDetectorPrivate *>(gst_cuda_nms_detector_get_instance_private(self))
+      ->state;
 }
 
 static void gst_cuda_nms_detector_constructed(GObject *object);
@@ -123,21 +99,22 @@ static void gst_cuda_nms_detector_class_init(GstCudaNmsDetectorClass *klass) {
 }
 
 static void gst_cuda_nms_detector_init(GstCudaNmsDetector *self) {
-  self->state = new DetectorState();
+  static_cast<GstCudaNmsDetectorPrivate *>(gst_cuda_nms_detector_get_instance_private(self))
+      ->state = new DetectorState();
   /* Adds metadata: in place, never passthrough, so that the buffer is writable. */
   gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
   gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
   gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
 }
 
-/* The defaults of the properties as the subclass installed them (its label, its threshold's,
- * its own), applied once its class is the object's. */
+/* The defaults of the shared properties as the subclass installed them (its label, its
+ * threshold's), applied once its class is the object's. */
 static void gst_cuda_nms_detector_constructed(GObject *object) {
   guint n = 0;
   GParamSpec **specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(object), &n);
   for (guint i = 0; i < n; i++) {
     if (!g_type_is_a(specs[i]->owner_type, GST_TYPE_CUDA_NMS_DETECTOR) ||
-        !(specs[i]->flags & G_PARAM_WRITABLE))
+        specs[i]->param_id >= N_PROPERTIES || !(specs[i]->flags & G_PARAM_WRITABLE))
       continue;
     GValue value = G_VALUE_INIT;
     g_value_init(&value, specs[i]->value_type);
@@ -146,12 +123,12 @@ static void gst_cuda_nms_detector_constructed(GObject *object) {
     g_value_unset(&value);
   }
   g_free(specs);
-  G_OBJECT_CLASS(parent_class)->constructed(object);
+  G_OBJECT_CLASS(gst_cuda_nms_detector_parent_class)->constructed(object);
 }
 
 static void gst_cuda_nms_detector_finalize(GObject *object) {
   delete priv_of(GST_CUDA_NMS_DETECTOR(object));
-  G_OBJECT_CLASS(parent_class)->finalize(object);
+  G_OBJECT_CLASS(gst_cuda_nms_detector_parent_class)->finalize(object);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -166,12 +143,19 @@ void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *kla
   const GParamFlags rw_ready = static_cast<GParamFlags>(
       G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
   const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  /* GObject does not inherit these: a subclass with no properties of its own gets the base's. */
+  /* GObject gives these properties to the subclass's set_property and get_property, which hand
+   * them on to the base's; GObject does not inherit those functions, so a subclass with no
+   * properties of its own gets the base's. */
   if (!gobject_class->set_property)
     gobject_class->set_property = gst_cuda_nms_detector_set_property;
   if (!gobject_class->get_property)
     gobject_class->get_property = gst_cuda_nms_detector_get_property;
 
+  if (p.model_blurb) {
+    g_object_class_install_property(
+        gobject_class, PROP_MODEL,
+        g_param_spec_string("model", "Model", p.model_blurb, p.model_default, rw_ready));
+  }
   DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, p.label_default, p.label_blurb);
   g_object_class_install_property(
       gobject_class, PROP_THRESHOLD,
@@ -244,6 +228,11 @@ static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, c
   priv->snapshot.reset();
   bool bad_size = false;
   switch (prop_id) {
+    case PROP_MODEL: {
+      const gchar *model = g_value_get_string(value);
+      s.model = model ? model : "";
+      break;
+    }
     case PROP_LABEL:
     case PROP_CLASS_ID:
       s.detected.set(pspec, value);
@@ -274,7 +263,7 @@ static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, c
       s.device_candidates = g_value_get_boolean(value);
       break;
     default:
-      s.own.set(value, pspec->name);
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
   }
 }
@@ -285,6 +274,9 @@ static void gst_cuda_nms_detector_get_property(GObject *object, guint prop_id, G
   std::lock_guard<std::mutex> guard(priv->lock);
   const GstCudaNmsDetectorSettings &s = priv->settings;
   switch (prop_id) {
+    case PROP_MODEL:
+      g_value_set_string(value, s.model.c_str());
+      break;
     case PROP_LABEL:
     case PROP_CLASS_ID:
       s.detected.get(pspec, value);
@@ -315,7 +307,7 @@ static void gst_cuda_nms_detector_get_property(GObject *object, guint prop_id, G
       g_value_set_uint64(value, priv->frames_in_gpu_memory);
       break;
     default:
-      if (!s.own.get(pspec->name, value)) G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
       break;
   }
 }
@@ -331,64 +323,6 @@ std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings
   if (!priv->snapshot)
     priv->snapshot = std::make_shared<const GstCudaNmsDetectorSettings>(priv->settings);
   return priv->snapshot;
-}
-
-GstCudaNmsDetectorValues::GstCudaNmsDetectorValues() : values_(gst_structure_new_empty("values")) {}
-GstCudaNmsDetectorValues::GstCudaNmsDetectorValues(const GstCudaNmsDetectorValues &other)
-    : values_(gst_structure_copy(other.values_)) {}
-GstCudaNmsDetectorValues &GstCudaNmsDetectorValues::operator=(
-    const GstCudaNmsDetectorValues &other) {
-  if (this != &other) {
-    gst_structure_free(values_);
-    values_ = gst_structure_copy(other.values_);
-  }
-  return *this;
-}
-GstCudaNmsDetectorValues::~GstCudaNmsDetectorValues() { gst_structure_free(values_); }
-
-void GstCudaNmsDetectorValues::set(const GValue *value, const gchar *name) {
-  gst_structure_set_value(values_, name, value);
-}
-
-bool GstCudaNmsDetectorValues::get(const gchar *name, GValue *value) const {
-  const GValue *held = gst_structure_get_value(values_, name);
-  if (!held) return false;
-  g_value_copy(held, value);
-  return true;
-}
-
-std::string GstCudaNmsDetectorValues::text(const gchar *name) const {
-  const gchar *held = gst_structure_get_string(values_, name);
-  return held ? held : "";
-}
-
-double GstCudaNmsDetectorValues::number(const gchar *name) const {
-  gdouble held = 0;
-  gst_structure_get_double(values_, name, &held);
-  return held;
-}
-
-gint GstCudaNmsDetectorValues::integer(const gchar *name) const {
-  gint held = 0;
-  gst_structure_get_int(values_, name, &held);
-  return held;
-}
-
-guint GstCudaNmsDetectorValues::natural(const gchar *name) const {
-  guint held = 0;
-  gst_structure_get_uint(values_, name, &held);
-  return held;
-}
-
-bool GstCudaNmsDetectorValues::flag(const gchar *name) const {
-  gboolean held = FALSE;
-  gst_structure_get_boolean(values_, name, &held);
-  return held;
-}
-
-gint GstCudaNmsDetectorValues::enumeration(const gchar *name) const {
-  const GValue *held = gst_structure_get_value(values_, name);
-  return held && G_VALUE_HOLDS_ENUM(held) ? g_value_get_enum(held) : 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -597,7 +531,7 @@ static void gst_cuda_nms_detector_set_context(GstElement *element, GstContext *c
   GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(element);
   const gint gpu_id = gst_cuda_nms_detector_settings(self)->gpu_id;
   priv_of(self)->cuda.set_context(element, context, gpu_id);
-  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
+  GST_ELEMENT_CLASS(gst_cuda_nms_detector_parent_class)->set_context(element, context);
 }
 
 /* ...and shared with neighbours asking for it. */
@@ -605,5 +539,6 @@ static gboolean gst_cuda_nms_detector_query(GstBaseTransform *trans, GstPadDirec
                                             GstQuery *query) {
   if (priv_of(GST_CUDA_NMS_DETECTOR(trans))->cuda.handle_query(GST_ELEMENT(trans), query))
     return TRUE;
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
+  return GST_BASE_TRANSFORM_CLASS(gst_cuda_nms_detector_parent_class)
+      ->query(trans, direction, query);
 }

@@ -3,7 +3,7 @@
  * reads each frame and attaches its candidates (one GstCudaNmsCandidatesMeta) for cudanms.
  *
  * The base owns what every detector does alike:
- * - the lock and the shared properties (label, class-id, labels-file, the score threshold,
+ * - the lock and the shared properties (model, label, class-id, labels-file, the threshold,
  *   min-size and max-size, backend, gpu-id, device-candidates, and the read-only device and
  *   frames-in-gpu-memory), installed by each subclass for what it has
  *   (gst_cuda_nms_detector_class_install_properties) and one copy of them, made again when one
@@ -18,10 +18,14 @@
  *   frame read again there.
  * A subclass opens and closes its model and detects on a frame; nothing else.
  *
- * Each plugin module that uses it holds a copy (a static library, like the others here), and
- * GStreamer loads each module on its own: the first to ask registers the type, the others find
- * it by name (gst_cuda_nms_detector_get_type), and nothing in it keeps state that only the
- * registering copy would set. */
+ * It lives in a shared library (libgstcudanmsdetector, like gst-plugins-bad's libgstcuda) that
+ * every detector's plugin module links: one copy in a process, the type registered once.
+ *
+ * A subclass's own properties are its own, as in any element: an enum from
+ * GST_CUDA_NMS_DETECTOR_N_PROPERTIES on (the shared ones, installed on the subclass's class by
+ * gst_cuda_nms_detector_class_install_properties, take the ids below it), its values in its
+ * instance under gst_cuda_nms_detector_lock, and a set_property and get_property that hand the
+ * ids that are not its own to the parent class's. */
 #pragma once
 
 #include <cudanms/nms.h>
@@ -39,55 +43,17 @@ class ElementCudaContext;
 namespace cudanms {
 class DeviceCandidates;
 }
-struct GstCudaNmsDetectorState;
 
-/* As G_DECLARE_DERIVABLE_TYPE declares it, with the C++ state in the instance: a private offset
- * would be set in the registering module's copy only. */
-typedef struct _GstCudaNmsDetector {
-  GstVideoFilter parent;
-  GstCudaNmsDetectorState *state;
-} GstCudaNmsDetector;
-typedef struct _GstCudaNmsDetectorClass GstCudaNmsDetectorClass;
-
-GType gst_cuda_nms_detector_get_type(void);
 #define GST_TYPE_CUDA_NMS_DETECTOR (gst_cuda_nms_detector_get_type())
-#define GST_CUDA_NMS_DETECTOR(obj) \
-  (G_TYPE_CHECK_INSTANCE_CAST((obj), GST_TYPE_CUDA_NMS_DETECTOR, GstCudaNmsDetector))
-#define GST_CUDA_NMS_DETECTOR_CLASS(klass) \
-  (G_TYPE_CHECK_CLASS_CAST((klass), GST_TYPE_CUDA_NMS_DETECTOR, GstCudaNmsDetectorClass))
-#define GST_CUDA_NMS_DETECTOR_GET_CLASS(obj) \
-  (G_TYPE_INSTANCE_GET_CLASS((obj), GST_TYPE_CUDA_NMS_DETECTOR, GstCudaNmsDetectorClass))
-#define GST_IS_CUDA_NMS_DETECTOR(obj) \
-  (G_TYPE_CHECK_INSTANCE_TYPE((obj), GST_TYPE_CUDA_NMS_DETECTOR))
-_GLIB_DEFINE_AUTOPTR_CHAINUP(GstCudaNmsDetector, GstVideoFilter) /* as G_DECLARE_DERIVABLE_TYPE */
+G_DECLARE_DERIVABLE_TYPE(GstCudaNmsDetector, gst_cuda_nms_detector, GST, CUDA_NMS_DETECTOR,
+                         GstVideoFilter)
 
-/* The values of a subclass's own properties, by name, as they were when the settings were
- * copied: the base keeps them (a subclass needs no set_property or get_property of its own, its
- * defaults are its param specs'). A name the subclass did not install reads as 0 or "". */
-class GstCudaNmsDetectorValues {
- public:
-  GstCudaNmsDetectorValues();
-  GstCudaNmsDetectorValues(const GstCudaNmsDetectorValues &other);
-  GstCudaNmsDetectorValues &operator=(const GstCudaNmsDetectorValues &other);
-  ~GstCudaNmsDetectorValues();
-
-  void set(const GValue *value, const gchar *name);
-  /* FALSE when there is no value of that name (the caller leaves @value as it is). */
-  bool get(const gchar *name, GValue *value) const;
-
-  std::string text(const gchar *name) const;
-  double number(const gchar *name) const;
-  gint integer(const gchar *name) const;
-  guint natural(const gchar *name) const;
-  bool flag(const gchar *name) const;
-  gint enumeration(const gchar *name) const;
-
- private:
-  GstStructure *values_;
-};
+/* The first property id a subclass's own enum may use. */
+#define GST_CUDA_NMS_DETECTOR_N_PROPERTIES 16
 
 /* What the properties say; the same copy goes with each call until a property changes. */
 struct GstCudaNmsDetectorSettings {
+  std::string model;      /* as set: a subclass says what empty means */
   DetectorClass detected; /* label, class-id */
   std::string labels_file;
   double threshold = 0.0; /* named by the subclass: score-threshold, hit-threshold */
@@ -95,7 +61,6 @@ struct GstCudaNmsDetectorSettings {
   GstCudaNmsBackend backend = GST_CUDA_NMS_BACKEND_AUTO;
   gint gpu_id = 0;
   bool device_candidates = true;
-  GstCudaNmsDetectorValues own; /* the subclass's own properties */
 };
 
 /* What a detection gives the base: done; failed (the stream stops with an element error, this
@@ -154,6 +119,9 @@ struct _GstCudaNmsDetectorClass {
 
 /* What a subclass's properties say about the shared ones; NULL blurbs leave a property out. */
 struct GstCudaNmsDetectorProperties {
+  /* "model": what it loads when it starts (a path, or a name the subclass knows). */
+  const gchar *model_default = "";
+  const gchar *model_blurb = nullptr;
   /* "label" and "class-id", which every detector has. */
   const gchar *label_default = "";
   const gchar *label_blurb = nullptr;
@@ -171,9 +139,9 @@ struct GstCudaNmsDetectorProperties {
   const gchar *device_candidates_blurb = nullptr;
 };
 
-/* In the subclass's class_init, before it installs properties of its own (whose values the base
- * keeps too). A subclass with read-only properties (counters) answers them in its get_property
- * and hands the other ids to the parent class's. */
+/* In the subclass's class_init: the shared properties it has, installed on its class with ids
+ * below GST_CUDA_NMS_DETECTOR_N_PROPERTIES; its set_property and get_property hand those to the
+ * parent class's. */
 void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *klass,
                                                     const GstCudaNmsDetectorProperties &properties);
 
@@ -183,7 +151,8 @@ void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *kla
 void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klass,
                                                    const gchar *formats, const gchar *cuda_formats);
 
-/* The lock that guards the settings: a subclass guards its own counters with it too. */
+/* The lock that guards the settings: a subclass guards its own properties' values and counters
+ * with it too. */
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self);
 /* The settings as the properties say them now (shared until a property changes). */
 std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(

@@ -45,9 +45,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_cuda_cascade_debug);
 #define GST_CAT_DEFAULT gst_cuda_cascade_debug
 
 enum {
-  PROP_0,
-  PROP_MODEL,
-  PROP_SCALE_FACTOR,
+  PROP_SCALE_FACTOR = GST_CUDA_NMS_DETECTOR_N_PROPERTIES,
 };
 
 #define DEFAULT_MODEL "/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt2.xml"
@@ -63,8 +61,10 @@ enum {
 /* Frames in GPU memory (gstreamer-cuda's GstCudaMemory) are read in place: luma-first formats. */
 #define CUDA_FORMATS "{ GRAY8, I420, YV12, NV12, NV21 }"
 
-/* Streaming thread (and start/stop) only. */
 struct GstCudaCascadePrivate {
+  double scale_factor = DEFAULT_SCALE_FACTOR; /* guarded by the base's lock */
+
+  /* Streaming thread (and start/stop) only. */
   std::shared_ptr<const cudanms::cascade::Model> model;
   std::unique_ptr<cudanms::cascade::Detector> detector;
   cv::Mat gray;
@@ -84,6 +84,10 @@ G_DEFINE_TYPE_WITH_CODE(GstCudaCascade, gst_cuda_cascade, GST_TYPE_CUDA_NMS_DETE
 GST_ELEMENT_REGISTER_DEFINE(cudacascade, "cudacascade", GST_RANK_NONE, GST_TYPE_CUDA_CASCADE);
 
 static void gst_cuda_cascade_finalize(GObject *object);
+static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
+                                          GParamSpec *pspec);
+static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue *value,
+                                          GParamSpec *pspec);
 static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,
                                       const GstCudaNmsDetectorSettings &shared);
 static void gst_cuda_cascade_close(GstCudaNmsDetector *detector);
@@ -105,8 +109,14 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   gobject_class->finalize = gst_cuda_cascade_finalize;
+  gobject_class->set_property = gst_cuda_cascade_set_property;
+  gobject_class->get_property = gst_cuda_cascade_get_property;
 
   GstCudaNmsDetectorProperties shared;
+  shared.model_default = DEFAULT_MODEL;
+  shared.model_blurb =
+      "Path of an OpenCV Haar or LBP cascade XML file (Debian package opencv-data); loaded when "
+      "the element starts";
   shared.label_blurb =
       "Name of the detected class, announced downstream for overlays and writers; empty: the "
       "model file's name";
@@ -122,14 +132,6 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
       "With the CUDA detector, leave the candidates in GPU memory for cudanms to use in place "
       "(readers on the host download them once); false: copy them to host memory each frame";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  g_object_class_install_property(
-      gobject_class, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-                          "Path of an OpenCV Haar or LBP cascade XML file (Debian package "
-                          "opencv-data); loaded when the element starts",
-                          DEFAULT_MODEL,
-                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                                   G_PARAM_STATIC_STRINGS)));
   g_object_class_install_property(
       gobject_class, PROP_SCALE_FACTOR,
       g_param_spec_double("scale-factor", "Scale factor",
@@ -163,6 +165,36 @@ static void gst_cuda_cascade_finalize(GObject *object) {
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
+static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
+                                          GParamSpec *pspec) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(object);
+  switch (prop_id) {
+    case PROP_SCALE_FACTOR: {
+      auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+      self->priv->scale_factor = g_value_get_double(value);
+      break;
+    }
+    default:
+      G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
+      break;
+  }
+}
+
+static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue *value,
+                                          GParamSpec *pspec) {
+  GstCudaCascade *self = GST_CUDA_CASCADE(object);
+  switch (prop_id) {
+    case PROP_SCALE_FACTOR: {
+      auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+      g_value_set_double(value, self->priv->scale_factor);
+      break;
+    }
+    default:
+      G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
+      break;
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* The model and the detector                                                                  */
 /* ------------------------------------------------------------------------------------------ */
@@ -182,7 +214,7 @@ static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,
                                       const GstCudaNmsDetectorSettings &shared) {
   GstCudaCascade *self = GST_CUDA_CASCADE(detector);
   GstCudaCascadePrivate *priv = self->priv;
-  const std::string model = shared.own.text("model");
+  const std::string &model = shared.model;
   cudanms::Status status;
   priv->model = cudanms::cascade::Model::load(model, &status);
   if (!priv->model) {
@@ -302,7 +334,10 @@ static GstCudaNmsDetection detect(GstCudaCascade *self, GstBuffer *buffer,
                                   const cudanms::cascade::GrayView &view) {
   GstCudaCascadePrivate *priv = self->priv;
   cudanms::cascade::DetectParams params;
-  params.scale_factor = shared.own.number("scale-factor");
+  {
+    auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+    params.scale_factor = priv->scale_factor;
+  }
   params.min_width = shared.sizes.min_width, params.min_height = shared.sizes.min_height;
   params.max_width = shared.sizes.max_width, params.max_height = shared.sizes.max_height;
   const size_t most = std::min<size_t>(priv->detector->max_windows(view.width, view.height, params),

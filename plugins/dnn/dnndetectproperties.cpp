@@ -7,9 +7,7 @@
 namespace dnn = cudanms::dnn;
 
 enum {
-  PROP_0,
-  PROP_MODEL,
-  PROP_DECODER,
+  PROP_DECODER = GST_CUDA_NMS_DETECTOR_N_PROPERTIES,
   PROP_INPUT_WIDTH,
   PROP_INPUT_HEIGHT,
   PROP_LETTERBOX,
@@ -69,19 +67,6 @@ static GType gst_dnn_detect_decoder_get_type(void) {
   return type;
 }
 
-DnnDetectSettings::DnnDetectSettings(const GstCudaNmsDetectorValues &own)
-    : model(own.text("model")),
-      decoder(static_cast<GstDnnDetectDecoder>(own.enumeration("decoder"))),
-      input_width(own.integer("input-width")),
-      input_height(own.integer("input-height")),
-      letterbox(own.flag("letterbox")),
-      mean(own.text("mean")),
-      scale(own.text("scale")),
-      cuda_graphs(own.flag("cuda-graphs")),
-      batch_size(own.integer("batch-size")),
-      batch_timeout(own.natural("batch-timeout")),
-      batch_group(own.text("batch-group")) {}
-
 bool DnnDetectSettings::input_spec(dnn::InputSpec *spec, std::string *why) const {
   const bool blazeface = decoder == GST_DNN_DETECT_DECODER_BLAZEFACE;
   *spec = dnn::InputSpec();
@@ -103,7 +88,7 @@ bool DnnDetectSettings::input_spec(dnn::InputSpec *spec, std::string *why) const
   return true;
 }
 
-std::string DnnDetectSettings::model_path() const {
+std::string DnnDetectSettings::model_path(const std::string &model) const {
   if (!model.empty() || decoder != GST_DNN_DETECT_DECODER_BLAZEFACE) return model;
   gchar *path = g_build_filename(g_get_user_cache_dir(), "cudanms", BLAZEFACE_CACHE_DIR,
                                  BLAZEFACE_MODEL_FILE, nullptr);
@@ -116,13 +101,6 @@ void gst_dnn_detect_install_properties(GObjectClass *klass) {
   const GParamFlags rw_ready = static_cast<GParamFlags>(
       G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
   const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  g_object_class_install_property(
-      klass, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-                          "Path of the TorchScript network; empty with decoder=blazeface: "
-                          "$XDG_CACHE_HOME/cudanms/" BLAZEFACE_CACHE_DIR "/" BLAZEFACE_MODEL_FILE
-                          ", which the README's set-up writes. Loaded when the element starts",
-                          "", rw_ready));
   g_object_class_install_property(
       klass, PROP_DECODER,
       g_param_spec_enum("decoder", "Decoder", "What the network's outputs mean",
@@ -205,8 +183,83 @@ void gst_dnn_detect_install_properties(GObjectClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_DECODER, static_cast<GstPluginAPIFlags>(0));
 }
 
-bool gst_dnn_detect_get_counter(const DnnDetectCounters &counters, guint prop_id, GValue *value) {
+const gchar *gst_dnn_detect_model_blurb() {
+  return "Path of the TorchScript network; empty with decoder=blazeface: "
+         "$XDG_CACHE_HOME/cudanms/" BLAZEFACE_CACHE_DIR "/" BLAZEFACE_MODEL_FILE
+         ", which the README's set-up writes. Loaded when the element starts";
+}
+
+bool gst_dnn_detect_set_setting(DnnDetectSettings *s, guint prop_id, const GValue *value) {
   switch (prop_id) {
+    case PROP_DECODER:
+      s->decoder = static_cast<GstDnnDetectDecoder>(g_value_get_enum(value));
+      break;
+    case PROP_INPUT_WIDTH:
+      s->input_width = g_value_get_int(value);
+      break;
+    case PROP_INPUT_HEIGHT:
+      s->input_height = g_value_get_int(value);
+      break;
+    case PROP_LETTERBOX:
+      s->letterbox = g_value_get_boolean(value);
+      break;
+    case PROP_MEAN:
+      s->mean = g_value_get_string(value) ? g_value_get_string(value) : "";
+      break;
+    case PROP_SCALE:
+      s->scale = g_value_get_string(value) ? g_value_get_string(value) : "";
+      break;
+    case PROP_CUDA_GRAPHS:
+      s->cuda_graphs = g_value_get_boolean(value);
+      break;
+    case PROP_BATCH_SIZE:
+      s->batch_size = g_value_get_int(value);
+      break;
+    case PROP_BATCH_TIMEOUT:
+      s->batch_timeout = g_value_get_uint(value);
+      break;
+    case PROP_BATCH_GROUP:
+      s->batch_group = g_value_get_string(value) ? g_value_get_string(value) : "";
+      break;
+    default:
+      return false;
+  }
+  return true;
+}
+
+bool gst_dnn_detect_get_setting(const DnnDetectSettings &s, const DnnDetectCounters &counters,
+                                guint prop_id, GValue *value) {
+  switch (prop_id) {
+    case PROP_DECODER:
+      g_value_set_enum(value, s.decoder);
+      break;
+    case PROP_INPUT_WIDTH:
+      g_value_set_int(value, s.input_width);
+      break;
+    case PROP_INPUT_HEIGHT:
+      g_value_set_int(value, s.input_height);
+      break;
+    case PROP_LETTERBOX:
+      g_value_set_boolean(value, s.letterbox);
+      break;
+    case PROP_MEAN:
+      g_value_set_string(value, s.mean.c_str());
+      break;
+    case PROP_SCALE:
+      g_value_set_string(value, s.scale.c_str());
+      break;
+    case PROP_CUDA_GRAPHS:
+      g_value_set_boolean(value, s.cuda_graphs);
+      break;
+    case PROP_BATCH_SIZE:
+      g_value_set_int(value, s.batch_size);
+      break;
+    case PROP_BATCH_TIMEOUT:
+      g_value_set_uint(value, s.batch_timeout);
+      break;
+    case PROP_BATCH_GROUP:
+      g_value_set_string(value, s.batch_group.c_str());
+      break;
     case PROP_FRAMES_IN_PINNED_MEMORY:
       g_value_set_uint64(value, counters.frames_in_pinned_memory);
       break;

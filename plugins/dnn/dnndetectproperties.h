@@ -14,25 +14,23 @@ typedef enum {
   GST_DNN_DETECT_DECODER_YOLO,
 } GstDnnDetectDecoder;
 
-/* What its own properties say, from the base's copy of them. */
+/* What its own properties say (guarded by the base's lock). */
 struct DnnDetectSettings {
-  std::string model;
-  GstDnnDetectDecoder decoder;
-  int input_width, input_height;
-  bool letterbox;
+  GstDnnDetectDecoder decoder = GST_DNN_DETECT_DECODER_BLAZEFACE;
+  int input_width = 0, input_height = 0;
+  bool letterbox = true;
   std::string mean, scale;
-  bool cuda_graphs;
-  int batch_size;
-  guint batch_timeout;
+  bool cuda_graphs = true;
+  int batch_size = 1;
+  guint batch_timeout = 20000;
   std::string batch_group;
-
-  explicit DnnDetectSettings(const GstCudaNmsDetectorValues &own);
 
   /* The network's input: the decoder's own unless set; false (and *why) for a bad mean or
    * scale. */
   bool input_spec(cudanms::dnn::InputSpec *spec, std::string *why) const;
-  /* The model property, or where the README's set-up keeps the converted BlazeFace model. */
-  std::string model_path() const;
+  /* @model (the shared property), or where the README's set-up keeps the converted BlazeFace
+   * model. */
+  std::string model_path(const std::string &model) const;
 };
 
 /* Since start: frames, the sum over frames of the frames in their forward, those replaying a CUDA
@@ -41,7 +39,12 @@ struct DnnDetectCounters {
   guint64 frames = 0, batched_frames = 0, graphed_frames = 0, frames_in_pinned_memory = 0;
 };
 
-/* Installs the properties on @klass (the base keeps their values); gst_dnn_detect_get_counter
- * answers the read-only ones, FALSE for an id that is not one of them. */
+/* Installs its own properties on @klass, with ids from GST_CUDA_NMS_DETECTOR_N_PROPERTIES on. */
 void gst_dnn_detect_install_properties(GObjectClass *klass);
-bool gst_dnn_detect_get_counter(const DnnDetectCounters &counters, guint prop_id, GValue *value);
+/* The shared "model" property's blurb, which names the default model's place. */
+const gchar *gst_dnn_detect_model_blurb();
+/* Sets or reads one of its own properties (the counters are read-only); false for an id that is
+ * not one of them. */
+bool gst_dnn_detect_set_setting(DnnDetectSettings *settings, guint prop_id, const GValue *value);
+bool gst_dnn_detect_get_setting(const DnnDetectSettings &settings,
+                                const DnnDetectCounters &counters, guint prop_id, GValue *value);

@@ -69,9 +69,11 @@ namespace dnn = cudanms::dnn;
 #define CUDA_FORMATS "{ I420, NV12 }" /* in GPU memory, read in place */
 
 struct GstDnnDetectPrivate {
+  DnnDetectSettings settings; /* under the base's lock */
   DnnDetectCounters counters; /* under the base's lock */
 
   /* Streaming thread (and start/stop) only. */
+  DnnDetectSettings running; /* settings as they were at start */
   dnn::InputSpec spec;
   dnn::Head head = dnn::Head::kBlazeFace;
   std::unique_ptr<DnnBatchGroup::Member> network;
@@ -91,6 +93,8 @@ G_DEFINE_TYPE_WITH_CODE(GstDnnDetect, gst_dnn_detect, GST_TYPE_CUDA_NMS_DETECTOR
 GST_ELEMENT_REGISTER_DEFINE(dnndetect, "dnndetect", GST_RANK_NONE, GST_TYPE_DNN_DETECT);
 
 static void gst_dnn_detect_finalize(GObject *object);
+static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GValue *value,
+                                        GParamSpec *pspec);
 static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *value,
                                         GParamSpec *pspec);
 static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
@@ -116,9 +120,11 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   gobject_class->finalize = gst_dnn_detect_finalize;
+  gobject_class->set_property = gst_dnn_detect_set_property;
   gobject_class->get_property = gst_dnn_detect_get_property;
 
   GstCudaNmsDetectorProperties shared;
+  shared.model_blurb = gst_dnn_detect_model_blurb();
   shared.label_blurb =
       "Name of class-id's candidates, announced downstream for overlays and writers; empty: "
       "'face' with decoder=blazeface";
@@ -157,12 +163,21 @@ static void gst_dnn_detect_finalize(GObject *object) {
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
-/* Its counters; the base keeps every other property. */
+static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GValue *value,
+                                        GParamSpec *pspec) {
+  GstDnnDetect *self = GST_DNN_DETECT(object);
+  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+  if (gst_dnn_detect_set_setting(&self->priv->settings, prop_id, value)) return;
+  guard.unlock();
+  G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
+}
+
 static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *value,
                                         GParamSpec *pspec) {
   GstDnnDetect *self = GST_DNN_DETECT(object);
   auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  if (gst_dnn_detect_get_counter(self->priv->counters, prop_id, value)) return;
+  if (gst_dnn_detect_get_setting(self->priv->settings, self->priv->counters, prop_id, value))
+    return;
   guard.unlock();
   G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
 }
@@ -184,12 +199,12 @@ static void use_network(GstDnnDetect *self, std::unique_ptr<DnnBatchGroup::Membe
 static std::unique_ptr<DnnBatchGroup::Member> join_batch_group(
     GstDnnDetect *self, const GstCudaNmsDetectorSettings &shared, bool on_cpu, std::string *why,
     std::string *detail) {
-  const DnnDetectSettings s(shared.own);
+  const DnnDetectSettings &s = self->priv->running;
   DnnBatchGroup::Options options;
   options.name = s.batch_group;
   options.batch_size = s.batch_size;
   options.timeout_us = s.batch_timeout;
-  options.config.model_path = s.model_path();
+  options.config.model_path = s.model_path(shared.model);
   options.config.head = self->priv->head;
   options.config.spec = self->priv->spec;
   options.config.cuda_graphs = s.cuda_graphs;
@@ -238,11 +253,12 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
                                     const GstCudaNmsDetectorSettings &shared) {
   GstDnnDetect *self = GST_DNN_DETECT(detector);
   GstDnnDetectPrivate *priv = self->priv;
-  const DnnDetectSettings s(shared.own);
   {
     auto guard = gst_cuda_nms_detector_lock(detector);
     priv->counters = DnnDetectCounters();
+    priv->running = priv->settings;
   }
+  const DnnDetectSettings &s = priv->running;
   priv->graph_problem_told = false;
   priv->head =
       s.decoder == GST_DNN_DETECT_DECODER_BLAZEFACE ? dnn::Head::kBlazeFace : dnn::Head::kYolo;
@@ -251,7 +267,7 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid input settings"), ("%s", why.c_str()));
     return FALSE;
   }
-  const std::string path = s.model_path();
+  const std::string path = s.model_path(shared.model);
   if (path.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("No model"),
                       ("decoder=yolo needs model, the path of a TorchScript file (yolo export "
@@ -315,8 +331,7 @@ static std::string gst_dnn_detect_default_label(GstCudaNmsDetector *detector,
 /* ------------------------------------------------------------------------------------------ */
 
 /* Counted, and a network that could not be captured as a CUDA graph warned about once. */
-static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer,
-                  const GstCudaNmsDetectorSettings &shared) {
+static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer) {
   GstDnnDetectPrivate *priv = self->priv;
   const DnnDetector &detector = priv->network->detector();
   {
@@ -328,8 +343,7 @@ static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer,
       c.frames_in_pinned_memory++;
     if (job.graphed) c.graphed_frames++;
   }
-  if (!detector.on_cuda() || !shared.own.flag("cuda-graphs") || job.graphed ||
-      priv->graph_problem_told)
+  if (!detector.on_cuda() || !priv->running.cuda_graphs || job.graphed || priv->graph_problem_told)
     return;
   const std::string problem = detector.graph_problem();
   if (problem.empty()) return;
@@ -364,7 +378,7 @@ static GstCudaNmsDetection detect(GstDnnDetect *self, GstBuffer *buffer,
     if (detector.on_cuda()) return GstCudaNmsDetection::gpu_failed(status.message());
     return GstCudaNmsDetection::failed("Detection failed", status.message());
   }
-  count(self, job, buffer, shared);
+  count(self, job, buffer);
   if (out) {
     if (!gst_cv_attach_device_candidates(buffer, std::move(out), shared.gpu_id))
       return GstCudaNmsDetection::failed("Could not attach the device candidates");

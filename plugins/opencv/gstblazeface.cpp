@@ -60,11 +60,6 @@ constexpr int kKeypoints = 6;
 constexpr int kRegressors = 4 + 2 * kKeypoints;
 constexpr int kFirstHeadAnchors = 512;
 
-enum {
-  PROP_0,
-  PROP_MODEL,
-};
-
 #define MODEL_FILE "face_detection_front_128x128_barracuda.onnx"
 #define MODEL_CACHE_DIR "blazeface-1.2.0"
 
@@ -159,6 +154,10 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
   gobject_class->finalize = gst_blaze_face_finalize;
 
   GstCudaNmsDetectorProperties shared;
+  shared.model_default = DEFAULT_MODEL;
+  shared.model_blurb = "Path of BlazeFace's front model as ONNX (" MODEL_FILE
+                       "); empty: $XDG_CACHE_HOME/cudanms/" MODEL_CACHE_DIR "/" MODEL_FILE
+                       ", where tools/fetch-blazeface.sh puts it. Loaded when the element starts";
   shared.label_default = "face";
   shared.label_blurb = "Name of the detected class, announced downstream for overlays and writers";
   shared.threshold_blurb =
@@ -166,16 +165,6 @@ static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
       "graphs use 0.5 to 0.75";
   shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  g_object_class_install_property(
-      gobject_class, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-                          "Path of BlazeFace's front model as ONNX (" MODEL_FILE
-                          "); empty: $XDG_CACHE_HOME/cudanms/" MODEL_CACHE_DIR "/" MODEL_FILE
-                          ", where tools/fetch-blazeface.sh puts it. Loaded when the element "
-                          "starts",
-                          DEFAULT_MODEL,
-                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                                   G_PARAM_STATIC_STRINGS)));
 
   gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, nullptr);
   gst_element_class_set_static_metadata(
@@ -211,7 +200,7 @@ static gboolean gst_blaze_face_open(GstCudaNmsDetector *detector,
                                     const GstCudaNmsDetectorSettings &shared) {
   GstBlazeFace *self = GST_BLAZE_FACE(detector);
   GstBlazeFacePrivate *priv = self->priv;
-  const std::string model = model_path(shared.own.text("model"));
+  const std::string model = model_path(shared.model);
   gst_cuda_nms_detector_set_device(detector, "cpu", nullptr);
 
   std::string unreadable;

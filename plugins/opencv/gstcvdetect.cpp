@@ -43,9 +43,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_cv_detect_debug);
 #define GST_CAT_DEFAULT gst_cv_detect_debug
 
 enum {
-  PROP_0,
-  PROP_MODEL,
-  PROP_SCALE_FACTOR,
+  PROP_SCALE_FACTOR = GST_CUDA_NMS_DETECTOR_N_PROPERTIES,
   PROP_WIN_STRIDE,
   PROP_DOWNSCALE,
 };
@@ -62,28 +60,24 @@ enum {
 
 namespace {
 
+/* What its own properties say (guarded by the base's lock). */
+struct Settings {
+  double scale_factor = DEFAULT_SCALE_FACTOR;
+  guint win_stride = DEFAULT_WIN_STRIDE;
+  double downscale = DEFAULT_DOWNSCALE;
+};
+
 /* The model its property names, read at start. */
 std::string model_of(const GstCudaNmsDetectorSettings &shared) {
-  const std::string model = shared.own.text("model");
-  return model.empty() ? DEFAULT_MODEL : model;
+  return shared.model.empty() ? DEFAULT_MODEL : shared.model;
 }
-
-/* What its own properties say for each frame, from the base's copy of them. */
-struct Settings {
-  double scale_factor;
-  guint win_stride;
-  double downscale;
-
-  explicit Settings(const GstCudaNmsDetectorSettings &shared)
-      : scale_factor(shared.own.number("scale-factor")),
-        win_stride(shared.own.natural("win-stride")),
-        downscale(shared.own.number("downscale")) {}
-};
 
 }  // namespace
 
-/* Streaming thread (and start/stop) only. */
 struct GstCvDetectPrivate {
+  Settings settings;
+
+  /* Streaming thread (and start/stop) only. */
   std::unique_ptr<cv::HOGDescriptor> hog;
   std::unique_ptr<cv::CascadeClassifier> cascade;
   cv::Mat gray;  /* the frame in gray, when it has no gray plane to wrap */
@@ -106,6 +100,10 @@ G_DEFINE_TYPE_WITH_CODE(GstCvDetect, gst_cv_detect, GST_TYPE_CUDA_NMS_DETECTOR,
 GST_ELEMENT_REGISTER_DEFINE(cvdetect, "cvdetect", GST_RANK_NONE, GST_TYPE_CV_DETECT);
 
 static void gst_cv_detect_finalize(GObject *object);
+static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GValue *value,
+                                       GParamSpec *pspec);
+static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *value,
+                                       GParamSpec *pspec);
 static gboolean gst_cv_detect_open(GstCudaNmsDetector *detector,
                                    const GstCudaNmsDetectorSettings &shared);
 static void gst_cv_detect_close(GstCudaNmsDetector *detector);
@@ -121,12 +119,16 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
   const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
                                                   G_PARAM_STATIC_STRINGS);
-  const GParamFlags rw_ready = static_cast<GParamFlags>(
-      G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
 
   gobject_class->finalize = gst_cv_detect_finalize;
+  gobject_class->set_property = gst_cv_detect_set_property;
+  gobject_class->get_property = gst_cv_detect_get_property;
 
   GstCudaNmsDetectorProperties shared;
+  shared.model_default = DEFAULT_MODEL;
+  shared.model_blurb =
+      "'hog-people' (OpenCV's built-in HOG people detector) or the path of a Haar/LBP cascade "
+      "XML file; loaded when the element starts";
   shared.label_blurb =
       "Name of the detected class, announced downstream for overlays and writers; empty: "
       "'person' for hog-people, else the model file's name";
@@ -140,12 +142,6 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
       "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
       "hog-people) upscales the frame. 0x0: the model's window";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  g_object_class_install_property(
-      gobject_class, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-                          "'hog-people' (OpenCV's built-in HOG people detector) or the path of a "
-                          "Haar/LBP cascade XML file; loaded when the element starts",
-                          DEFAULT_MODEL, rw_ready));
   g_object_class_install_property(
       gobject_class, PROP_SCALE_FACTOR,
       g_param_spec_double("scale-factor", "Scale factor",
@@ -183,6 +179,56 @@ static void gst_cv_detect_init(GstCvDetect *self) { self->priv = new GstCvDetect
 static void gst_cv_detect_finalize(GObject *object) {
   delete GST_CV_DETECT(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
+}
+
+static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GValue *value,
+                                       GParamSpec *pspec) {
+  GstCvDetect *self = GST_CV_DETECT(object);
+  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+  Settings &s = self->priv->settings;
+  switch (prop_id) {
+    case PROP_SCALE_FACTOR:
+      s.scale_factor = g_value_get_double(value);
+      break;
+    case PROP_WIN_STRIDE:
+      s.win_stride = g_value_get_uint(value);
+      break;
+    case PROP_DOWNSCALE:
+      s.downscale = g_value_get_double(value);
+      break;
+    default:
+      lock.unlock();
+      G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
+      break;
+  }
+}
+
+static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *value,
+                                       GParamSpec *pspec) {
+  GstCvDetect *self = GST_CV_DETECT(object);
+  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+  const Settings &s = self->priv->settings;
+  switch (prop_id) {
+    case PROP_SCALE_FACTOR:
+      g_value_set_double(value, s.scale_factor);
+      break;
+    case PROP_WIN_STRIDE:
+      g_value_set_uint(value, s.win_stride);
+      break;
+    case PROP_DOWNSCALE:
+      g_value_set_double(value, s.downscale);
+      break;
+    default:
+      lock.unlock();
+      G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
+      break;
+  }
+}
+
+/* Its own properties as they are now. */
+static Settings settings_of(GstCvDetect *self) {
+  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+  return self->priv->settings;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -345,7 +391,7 @@ static GstCudaNmsDetection gst_cv_detect_detect_on_host(GstCudaNmsDetector *dete
                                                         const GstCudaNmsDetectorSettings &shared) {
   GstCvDetect *self = GST_CV_DETECT(detector);
   GstCvDetectPrivate *priv = self->priv;
-  const Settings s(shared);
+  const Settings s = settings_of(self);
   cv::Mat gray;
   if (!gst_cv_gray_of(frame, &priv->gray, &gray))
     return GstCudaNmsDetection::failed(std::string("Unsupported format ") +

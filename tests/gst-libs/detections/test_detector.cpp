@@ -34,9 +34,31 @@ struct _TestDetector {
   GstCudaNmsDetector parent;
   int frames;
   int cpu_frames;
+  guint boxes_per_frame;  // its own property's, under the base's lock
 };
 
 G_DEFINE_TYPE(TestDetector, test_detector, GST_TYPE_CUDA_NMS_DETECTOR)
+
+// Its own property, declared as any element declares one; the shared ones go to the base.
+enum { PROP_BOXES_PER_FRAME = GST_CUDA_NMS_DETECTOR_N_PROPERTIES };
+
+static void set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
+  if (prop_id != PROP_BOXES_PER_FRAME) {
+    G_OBJECT_CLASS(test_detector_parent_class)->set_property(object, prop_id, value, pspec);
+    return;
+  }
+  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(object));
+  TEST_DETECTOR(object)->boxes_per_frame = g_value_get_uint(value);
+}
+
+static void get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
+  if (prop_id != PROP_BOXES_PER_FRAME) {
+    G_OBJECT_CLASS(test_detector_parent_class)->get_property(object, prop_id, value, pspec);
+    return;
+  }
+  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(object));
+  g_value_set_uint(value, TEST_DETECTOR(object)->boxes_per_frame);
+}
 
 int fake_cuda_context;  // its address stands for a CUcontext no buffer's memory is in
 
@@ -50,7 +72,7 @@ static gboolean open_detector(GstCudaNmsDetector *self, const GstCudaNmsDetector
 
 static void close_detector(GstCudaNmsDetector *) {}
 
-// One candidate a frame, scored with the threshold, of class-id.
+// boxes-per-frame candidates a frame, scored with the threshold, of class-id.
 static GstCudaNmsDetection detect_on_host(GstCudaNmsDetector *self, GstBuffer *buffer,
                                           GstVideoFrame *, const GstCudaNmsDetectorSettings &s) {
   TestDetector *test = TEST_DETECTOR(self);
@@ -58,7 +80,16 @@ static GstCudaNmsDetection detect_on_host(GstCudaNmsDetector *self, GstBuffer *b
     return GstCudaNmsDetection::gpu_failed("an illegal memory access was encountered (fake)");
   test->frames++;
   if (!gst_cuda_nms_detector_on_cuda(self)) test->cpu_frames++;
-  const std::vector<float> boxes = {1, 2, 11, 12}, scores = {static_cast<float>(s.threshold)};
+  guint n = 0;
+  {
+    auto lock = gst_cuda_nms_detector_lock(self);
+    n = test->boxes_per_frame;
+  }
+  std::vector<float> boxes, scores;
+  for (guint i = 0; i < n; ++i) {
+    boxes.insert(boxes.end(), {1, 2, 11, 12});
+    scores.push_back(static_cast<float>(s.threshold));
+  }
   gst_cv_attach_candidates(buffer, boxes, scores, s.detected.class_id);
   return GstCudaNmsDetection::done();
 }
@@ -74,6 +105,9 @@ static std::string default_label(GstCudaNmsDetector *, const GstCudaNmsDetectorS
 }
 
 static void test_detector_class_init(TestDetectorClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  gobject_class->set_property = set_property;
+  gobject_class->get_property = get_property;
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
   GstCudaNmsDetectorProperties shared;
   shared.label_blurb = "label";
@@ -84,6 +118,11 @@ static void test_detector_class_init(TestDetectorClass *klass) {
   shared.backend_blurb = "backend";
   shared.device_candidates_blurb = "device candidates";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
+  g_object_class_install_property(
+      gobject_class, PROP_BOXES_PER_FRAME,
+      g_param_spec_uint("boxes-per-frame", "Boxes per frame", "Candidates a frame", 0, 8, 1,
+                        static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                 G_PARAM_STATIC_STRINGS)));
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_set_static_metadata(element_class, "Test detector", "Filter/Analyzer/Video",
                                         "The base class's test subclass", "cudanms");
@@ -100,7 +139,7 @@ static void test_detector_class_init(TestDetectorClass *klass) {
   detector_class->default_label = default_label;
 }
 
-static void test_detector_init(TestDetector *) {}
+static void test_detector_init(TestDetector *self) { self->boxes_per_frame = 1; }
 
 namespace {
 
@@ -175,6 +214,26 @@ TEST_F(Detector, TheSubclassDefaultsAreApplied) {
   EXPECT_EQ(string_property(element, "label"), "");
   EXPECT_EQ(string_property(element, "device"), "");
   EXPECT_EQ(g_object_class_find_property(G_OBJECT_GET_CLASS(element), "score-threshold"), nullptr);
+}
+
+// A subclass's own property beside the shared ones: each reads back, and the frame has both.
+TEST_F(Detector, ASubclassesOwnPropertySitsBesideTheSharedOnes) {
+  GstElement *element = make();
+  g_object_set(element, "boxes-per-frame", 3u, "hit-threshold", 0.5, "label", "cell", NULL);
+  guint boxes = 0;
+  gdouble threshold = 0;
+  g_object_get(element, "boxes-per-frame", &boxes, "hit-threshold", &threshold, NULL);
+  EXPECT_EQ(boxes, 3u);
+  EXPECT_DOUBLE_EQ(threshold, 0.5);
+  EXPECT_EQ(string_property(element, "label"), "cell");
+  start();
+  ASSERT_EQ(push_frame(), GST_FLOW_OK);
+  GstBuffer *out = gst_harness_pull(harness_);
+  GstCudaNmsCandidatesMeta *meta = gst_buffer_get_cuda_nms_candidates_meta(out);
+  ASSERT_NE(meta, nullptr);
+  EXPECT_EQ(meta->n, 3u);
+  EXPECT_FLOAT_EQ(meta->scores[2], 0.5f);
+  gst_buffer_unref(out);
 }
 
 // Frames share one copy of the settings until a property changes: the next frame has the new
