@@ -47,11 +47,9 @@ function card(name) {
   picture.addEventListener('click', (event) => clicked(name, parts, event));
   sketch.addEventListener('click', (event) => clicked(name, parts, event));
   picture.addEventListener('load', () => {
-    parts.loading = false;
     picture.classList.add('loaded');
     root.classList.add('pictured');  // something to draw on
   });
-  picture.addEventListener('error', () => { parts.loading = false; });
   cards.set(name, parts);
   return parts;
 }
@@ -152,11 +150,19 @@ async function save(name, parts, change) {
 }
 
 // A picture a tick: asking for it is what keeps the camera making them (none while nobody
-// looks); one load at a time, so a slow link shows fewer, never a queue of them.
+// looks); one load at a time, so a slow link shows fewer, never a queue of them. Loaded aside
+// and shown once whole: a fetch that fails or is slow leaves the last picture up, to look at and
+// to draw on.
 function showPicture(name, parts) {
   if (parts.loading) return;
   parts.loading = true;
-  parts.picture.src = 'snapshot/' + encodeURIComponent(name) + '?t=' + Date.now();
+  const next = new Image();
+  next.addEventListener('load', () => {
+    parts.loading = false;
+    parts.picture.src = next.src;  // from the cache, whole
+  });
+  next.addEventListener('error', () => { parts.loading = false; });
+  next.src = 'snapshot/' + encodeURIComponent(name) + '?t=' + Date.now();
 }
 
 function showCounts(table, camera) {

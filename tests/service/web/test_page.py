@@ -249,11 +249,15 @@ url = rtsp://127.0.0.1:{port}/cam2
             except Exception:
                 return None
         def name_it(card, name):
+            said = lambda: driver.find_element("css selector", card + " .answer").text
             prompt = eventually(5, alert)
-            assert prompt, f"no prompt for the name of {name}"
+            assert prompt, (f"no prompt for the name of {name}: the card says {said()!r}, its "
+                            "picture is " + driver.execute_script(
+                                "const i = document.querySelector(arguments[0]); return "
+                                "i.naturalWidth + 'x' + i.naturalHeight + ' ' + i.src;",
+                                card + " img.snapshot"))
             prompt.send_keys(name)
             prompt.accept()
-            said = lambda: driver.find_element("css selector", card + " .answer").text
             answer = eventually(10, lambda: said().startswith("saved") and said())
             assert answer, said()
             return answer
