@@ -271,20 +271,7 @@ class ConfigReader {
       }
     }
     if (!values.count("detector")) values["detector"] = kDefaultDetector;
-    // cascade-grouping: a cascade's windows are grouped as detectMultiScale groups them
-    // (OpenCV's faces), unless the camera or the service names a method.
-    const std::string &detector = values["detector"];
-    const std::string grouping =
-        values.count("cascade-grouping") ? values["cascade-grouping"] : "auto";
-    const bool cascade =
-        grouping == "on" ||
-        (grouping == "auto" &&
-         (detector.rfind("cudacascade", 0) == 0 ||
-          (detector.rfind("cvdetect", 0) == 0 && detector.find(".xml") != std::string::npos)));
-    if (cascade && !values.count("method")) {
-      values["method"] = "group";
-      values.emplace("min-neighbors", "3");
-    }
+    apply_cascade_grouping(&values);
     bool good = values.count("url") + values.count("source") == 1;
     if (!good)
       errors_->push_back(values.count("url") ? where + ":source: give url or source, not both"

@@ -433,6 +433,7 @@ const Key kKeys[] = {
        c->share_cuda_context = v == "shared";
        return "";
      }},
+    // Its rule over a camera's keys: apply_cascade_grouping, below.
     {"cascade-grouping", Where::kAnywhere,
      "auto (default): a cascade detector's raw windows (cudacascade, or cvdetect with a cascade "
      "XML) are grouped as OpenCV's detectMultiScale groups them (cudanms method=group "
@@ -459,6 +460,20 @@ const Key kKeys[] = {
 };
 
 }  // namespace
+
+void apply_cascade_grouping(std::map<std::string, std::string> *values) {
+  const std::string &detector = (*values)["detector"];
+  const auto given = values->find("cascade-grouping");
+  const std::string grouping = given == values->end() ? "auto" : given->second;
+  const bool cascade =
+      grouping == "on" ||
+      (grouping == "auto" &&
+       (detector.rfind("cudacascade", 0) == 0 ||
+        (detector.rfind("cvdetect", 0) == 0 && detector.find(".xml") != std::string::npos)));
+  if (!cascade || values->count("method")) return;
+  (*values)["method"] = "group";
+  values->emplace("min-neighbors", "3");
+}
 
 const Key *find_key(const std::string &name) {
   for (const Key &key : kKeys)

@@ -2,6 +2,7 @@
 // means, and how its value goes into the config (config_keys.cpp has the table).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "config.h"
@@ -24,5 +25,10 @@ struct Key {
 
 // The key of that name, or null.
 const Key *find_key(const std::string &name);
+
+// cascade-grouping's rule over a camera's keys (its own over the service's, detector set): a
+// cascade's raw windows are grouped as OpenCV's detectMultiScale groups them (cudanms
+// method=group min-neighbors=3), unless a method is given.
+void apply_cascade_grouping(std::map<std::string, std::string> *values);
 
 }  // namespace cudanms::service
