@@ -24,6 +24,11 @@ bool parse_size(const gchar *text, gint *width, gint *height) {
 
 }  // namespace
 
+std::string string_value(const GValue *value) {
+  const gchar *text = g_value_get_string(value);
+  return text ? text : "";
+}
+
 void DetectorClass::install(GObjectClass *klass, guint label_id, guint class_id_id,
                             const gchar *label_default, const gchar *label_blurb) {
   g_object_class_install_property(
@@ -37,8 +42,7 @@ void DetectorClass::install(GObjectClass *klass, guint label_id, guint class_id_
 
 bool DetectorClass::set(const GParamSpec *pspec, const GValue *value) {
   if (is(pspec, "label")) {
-    const gchar *text = g_value_get_string(value);
-    label = text ? text : "";
+    label = string_value(value);
   } else if (is(pspec, "class-id")) {
     class_id = g_value_get_int(value);
   } else {

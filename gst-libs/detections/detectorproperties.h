@@ -7,6 +7,9 @@
 
 #include <string>
 
+/* A string property's value; "" for none (NULL). */
+std::string string_value(const GValue *value);
+
 /* "label" and "class-id". */
 struct DetectorClass {
   std::string label;

@@ -228,11 +228,9 @@ static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, c
   priv->snapshot.reset();
   bool bad_size = false;
   switch (prop_id) {
-    case PROP_MODEL: {
-      const gchar *model = g_value_get_string(value);
-      s.model = model ? model : "";
+    case PROP_MODEL:
+      s.model = string_value(value);
       break;
-    }
     case PROP_LABEL:
     case PROP_CLASS_ID:
       s.detected.set(pspec, value);
@@ -248,11 +246,9 @@ static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, c
                            g_value_get_string(value));
       }
       break;
-    case PROP_LABELS_FILE: {
-      const gchar *path = g_value_get_string(value);
-      s.labels_file = path ? path : "";
+    case PROP_LABELS_FILE:
+      s.labels_file = string_value(value);
       break;
-    }
     case PROP_BACKEND:
       s.backend = static_cast<GstCudaNmsBackend>(g_value_get_enum(value));
       break;

@@ -204,10 +204,10 @@ bool gst_dnn_detect_set_setting(DnnDetectSettings *s, guint prop_id, const GValu
       s->letterbox = g_value_get_boolean(value);
       break;
     case PROP_MEAN:
-      s->mean = g_value_get_string(value) ? g_value_get_string(value) : "";
+      s->mean = string_value(value);
       break;
     case PROP_SCALE:
-      s->scale = g_value_get_string(value) ? g_value_get_string(value) : "";
+      s->scale = string_value(value);
       break;
     case PROP_CUDA_GRAPHS:
       s->cuda_graphs = g_value_get_boolean(value);
@@ -219,7 +219,7 @@ bool gst_dnn_detect_set_setting(DnnDetectSettings *s, guint prop_id, const GValu
       s->batch_timeout = g_value_get_uint(value);
       break;
     case PROP_BATCH_GROUP:
-      s->batch_group = g_value_get_string(value) ? g_value_get_string(value) : "";
+      s->batch_group = string_value(value);
       break;
     default:
       return false;

@@ -1,5 +1,7 @@
 #include "metapublishproperties.h"
 
+#include "detectorproperties.h"
+
 enum {
   PROP_0,
   PROP_METHOD,
@@ -146,11 +148,6 @@ void gst_meta_publish_install_properties(GObjectClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_DETECTIONS_FORMAT, static_cast<GstPluginAPIFlags>(0));
 }
 
-static std::string string_of(const GValue *value) {
-  const gchar *text = g_value_get_string(value);
-  return text ? text : "";
-}
-
 bool gst_meta_publish_set_setting(MetaPublishSettings *s, guint prop_id, const GValue *value) {
   MqttOptions &mqtt = s->mqtt;
   switch (prop_id) {
@@ -161,22 +158,22 @@ bool gst_meta_publish_set_setting(MetaPublishSettings *s, guint prop_id, const G
       s->format = static_cast<DetectionsFormat>(g_value_get_enum(value));
       break;
     case PROP_CAMERA_ID:
-      s->camera_id = string_of(value);
+      s->camera_id = string_value(value);
       break;
     case PROP_LOCATION:
-      s->location = string_of(value);
+      s->location = string_value(value);
       break;
     case PROP_ADDRESS:
-      mqtt.address = string_of(value);
+      mqtt.address = string_value(value);
       break;
     case PROP_TOPIC:
-      mqtt.topic = string_of(value);
+      mqtt.topic = string_value(value);
       break;
     case PROP_EVENTS_TOPIC:
-      s->events_topic = string_of(value);
+      s->events_topic = string_value(value);
       break;
     case PROP_CLIENT_ID:
-      mqtt.client_id = string_of(value);
+      mqtt.client_id = string_value(value);
       break;
     case PROP_QOS:
       mqtt.qos = g_value_get_int(value);
@@ -185,19 +182,19 @@ bool gst_meta_publish_set_setting(MetaPublishSettings *s, guint prop_id, const G
       mqtt.tls = g_value_get_boolean(value);
       break;
     case PROP_CA_FILE:
-      mqtt.ca_file = string_of(value);
+      mqtt.ca_file = string_value(value);
       break;
     case PROP_CERT_FILE:
-      mqtt.cert_file = string_of(value);
+      mqtt.cert_file = string_value(value);
       break;
     case PROP_KEY_FILE:
-      mqtt.key_file = string_of(value);
+      mqtt.key_file = string_value(value);
       break;
     case PROP_USERNAME:
-      mqtt.username = string_of(value);
+      mqtt.username = string_value(value);
       break;
     case PROP_PASSWORD:
-      mqtt.password = string_of(value);
+      mqtt.password = string_value(value);
       break;
     case PROP_MAX_QUEUED:
       mqtt.max_queued = g_value_get_uint(value);

@@ -1,5 +1,7 @@
 #include "boxcountproperties.h"
 
+#include "detectorproperties.h"
+
 #define GST_TYPE_BOX_COUNT_ANCHOR (gst_box_count_anchor_get_type())
 static GType gst_box_count_anchor_get_type(void) {
   static GType type = 0;
@@ -109,18 +111,13 @@ void gst_box_count_install_properties(GObjectClass *klass) {
   gst_type_mark_as_plugin_api(GST_TYPE_BOX_COUNT_ANCHOR, static_cast<GstPluginAPIFlags>(0));
 }
 
-static std::string string_of(const GValue *value) {
-  const gchar *text = g_value_get_string(value);
-  return text ? text : "";
-}
-
 bool gst_box_count_set_setting(BoxCountSettings *s, guint prop_id, const GValue *value) {
   switch (prop_id) {
     case PROP_LINES:
-      s->lines = string_of(value);
+      s->lines = string_value(value);
       break;
     case PROP_ZONES:
-      s->zones = string_of(value);
+      s->zones = string_value(value);
       break;
     case PROP_NORMALIZED:
       s->normalized = g_value_get_boolean(value);
@@ -129,7 +126,7 @@ bool gst_box_count_set_setting(BoxCountSettings *s, guint prop_id, const GValue 
       s->params.anchor = static_cast<cudanms::CountAnchor>(g_value_get_enum(value));
       break;
     case PROP_CLASSES:
-      s->classes = string_of(value);
+      s->classes = string_value(value);
       break;
     case PROP_HYSTERESIS:
       s->params.hysteresis = g_value_get_double(value);

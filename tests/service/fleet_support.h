@@ -167,14 +167,10 @@ class EtcdCluster {
     }
     return -1;
   }
-  // Seconds until a running member says it leads, polled; -1 when none does within `limit`.
+  // Seconds until a running member says it leads; -1 when none does within `limit`.
   double seconds_to_leader(double limit) {
     const double start = now_s();
-    while (now_s() - start < limit) {
-      if (leader() >= 0) return now_s() - start;
-      g_usleep(50 * 1000);
-    }
-    return -1;
+    return eventually(limit, [&] { return leader() >= 0; }) ? now_s() - start : -1;
   }
   std::string endpoint(int i) const {
     return "http://127.0.0.1:" + std::to_string(client_ports_[i]);
