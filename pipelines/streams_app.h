@@ -57,6 +57,7 @@ struct Stream {
   std::vector<double> element_us[2];  // 0: the detector, 1: cudanms (host time between pads)
   std::vector<double> chain_us;       // the detector's sink pad to cudanms's src pad
   std::vector<double> nms_gpu_us;     // cudanms's own GPU work (its time-gpu)
+  std::vector<gint64> out_us;         // when each frame left cudanms
   // --preload: the frames to push, and how many were pushed.
   const std::vector<GstBuffer *> *source = nullptr;
   guint64 pushed = 0;

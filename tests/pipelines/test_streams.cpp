@@ -43,6 +43,7 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
       << out;
   EXPECT_NE(out.find("streams 3  frames 18  total "), std::string::npos) << out;
   EXPECT_NE(out.find("NMS share "), std::string::npos) << out;
+  EXPECT_NE(out.find("second half of the run: "), std::string::npos) << out;
 
   JsonParser *parser = json_parser_new();
   JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
@@ -50,6 +51,7 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   EXPECT_EQ(json_object_get_int_member(summary, "streams"), 3);
   EXPECT_EQ(json_object_get_int_member(summary, "frames"), 18);
   EXPECT_GT(json_object_get_double_member(summary, "total_fps"), 0.0);
+  EXPECT_GT(json_object_get_double_member(summary, "second_half_fps"), 0.0);
   EXPECT_GT(json_object_get_double_member(summary, "detector_p50_us"), 0.0);
   EXPECT_GT(json_object_get_double_member(summary, "nms_p50_us"), 0.0);
   EXPECT_GE(json_object_get_double_member(summary, "chain_p50_us"),
