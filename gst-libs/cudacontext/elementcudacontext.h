@@ -55,10 +55,11 @@ class ElementCudaContext {
     Scope &operator=(const Scope &) = delete;
 
    private:
-    bool pushed_ = false;
+    [[maybe_unused]] bool pushed_ = false; /* unused without gstreamer-cuda */
   };
 
  private:
   mutable std::recursive_mutex lock_;
-  GstObject *context_ = nullptr; /* a GstCudaContext */
+  [[maybe_unused]] GstObject *context_ =
+      nullptr; /* a GstCudaContext; unused without gstreamer-cuda */
 };

@@ -45,13 +45,6 @@ std::unique_ptr<Detector> cuda_detector(std::shared_ptr<const Model> model,
   return detector;
 }
 
-// The CUDA detector of a case's cascade; nullptr, the reason a test failure, where it cannot be
-// made.
-std::unique_ptr<Detector> case_detector(const CascadeCase &c) {
-  auto model = load_or_skip(c.cascade);
-  return model ? cuda_detector(model) : nullptr;
-}
-
 void expect_same_windows(const std::vector<Window> &cpu, const std::vector<Window> &cuda,
                          const std::string &what) {
   ASSERT_EQ(cpu.size(), cuda.size()) << what;
@@ -254,6 +247,13 @@ TEST(CudaCascade, MoreWindowsThanEverBeforeComeBackWhole) {
 }
 
 #ifdef CUDANMS_HAVE_CUDA
+
+// The CUDA detector of a case's cascade; nullptr, the reason a test failure, where it cannot be
+// made.
+std::unique_ptr<Detector> case_detector(const CascadeCase &c) {
+  auto model = load_or_skip(c.cascade);
+  return model ? cuda_detector(model) : nullptr;
+}
 
 // The windows of detect() as the candidates the device path must write.
 HostCandidates as_candidates(const std::vector<Window> &windows, double min_score, int32_t id) {
