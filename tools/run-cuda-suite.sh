@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a CUDA host: build with the CUDA backend for this GPU, run the whole test suite (CUDA tests
-# must run, not skip), compute-sanitizer's four tools on the CUDA tests
-# (tools/run-cuda-sanitizers.sh; SANITIZE=0 skips it), then the benchmark
+# must run, not skip), then suite cuda with the GPUs hidden, compute-sanitizer's four tools on
+# the CUDA tests (tools/run-cuda-sanitizers.sh; SANITIZE=0 skips it), then the benchmark
 # (tools/run-benchmark.sh; BENCH=0 skips it). Prints the GPU and the result lines, again after
 # the benchmark's table. On a host without GStreamer or meson it uses tools/gpu-host/env.sh.
 #   tools/run-cuda-suite.sh [build-dir] [bench-out-dir]
@@ -76,6 +76,16 @@ if [ "$cuda_skipped" -ne 0 ] || [ "$cuda_ran" -eq 0 ]; then
 fi
 if [[ $torch_args == *enabled* ]] && ! grep -qE '^\[ +OK \] CudaDnnDetect\.' "$log"; then
   echo "error: this host's PyTorch has CUDA, but no dnndetect test ran on the GPU" >&2
+  rc=1
+fi
+# The same build on a machine without a GPU (CUDA_VISIBLE_DEVICES empty hides them all): what a
+# CUDA build does there, the fallback and its messages (suite cuda; run.sh builds CUDA only where
+# a GPU is, so CI no longer runs this).
+if CUDA_VISIBLE_DEVICES= meson test -C "$build" --no-rebuild --suite cuda --logbase testlog-no-gpu \
+  --print-errorlogs >/dev/null; then
+  echo "without a GPU (CUDA_VISIBLE_DEVICES=): suite cuda passed"
+else
+  echo "error: without a GPU (CUDA_VISIBLE_DEVICES=) suite cuda failed: $build/meson-logs/testlog-no-gpu.txt" >&2
   rc=1
 fi
 if [ "${SANITIZE:-1}" != 0 ]; then
