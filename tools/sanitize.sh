@@ -17,9 +17,11 @@ if [ ! -f "$build/build.ninja" ]; then
   # double CI's time; dnndetect's own code is the library's (kernels/dnn.cpp), tested here.
   # -O0 with line tables (file:line in every report): instrumented code compiles in less than
   # half the time of -O2 -g; the arithmetic's libraries run at -O1 (meson.build).
+  # lld: it links an instrumented test program in 0.3 s where ld.bfd takes 2.3 (68 of them).
   CC=clang CXX=clang++ meson setup "$build" -Dcuda=disabled -Dtorch=disabled -Dfuzzing=enabled \
     -Doptimization=0 -Ddebug=false -Db_sanitize=address,undefined -Db_lundef=false \
-    -Dc_args=-gline-tables-only -Dcpp_args=-gline-tables-only
+    -Dc_args=-gline-tables-only -Dcpp_args=-gline-tables-only \
+    -Dc_link_args=-fuse-ld=lld -Dcpp_link_args=-fuse-ld=lld
 fi
 # The fuzz targets; meson test builds the programs of the tests it runs (not the pipelines', which
 # run only in the plain build).
