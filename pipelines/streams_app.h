@@ -52,12 +52,11 @@ struct Stream {
   std::atomic<guint64> pictures{0};    // --snapshots: JPEGs made
   double mean_batch = 0;               // a batching detector's (dnndetect) frames per forward
   std::atomic<guint64> frames{0};
-  gint64 first_us = 0, last_us = 0;
   gint64 element_start_us[2] = {0, 0};
   std::vector<double> element_us[2];  // 0: the detector, 1: cudanms (host time between pads)
   std::vector<double> chain_us;       // the detector's sink pad to cudanms's src pad
   std::vector<double> nms_gpu_us;     // cudanms's own GPU work (its time-gpu)
-  std::vector<gint64> out_us;         // when each frame left cudanms
+  std::vector<gint64> out_us;         // when each frame left cudanms (first to last)
   // --preload: the frames to push, and how many were pushed.
   const std::vector<GstBuffer *> *source = nullptr;
   guint64 pushed = 0;

@@ -39,8 +39,6 @@ GstPadProbeReturn on_leave(GstPad *, GstPadProbeInfo *info, gpointer data) {
     if (const GstCudaNmsResultMeta *r =
             gst_buffer_get_cuda_nms_result_meta(GST_PAD_PROBE_INFO_BUFFER(info)))
       if (r->gpu_time_ns > 0) s->nms_gpu_us.push_back(r->gpu_time_ns / 1000.0);
-    if (s->first_us == 0) s->first_us = now;
-    s->last_us = now;
     s->out_us.push_back(now);
     s->frames.fetch_add(1, std::memory_order_relaxed);
   }
@@ -73,7 +71,8 @@ GpuFigures gpu_figures(const App &app, unsigned gpu) {
     g.frames += s->frames;
     detector.insert(detector.end(), s->element_us[0].begin(), s->element_us[0].end());
     nms.insert(nms.end(), s->element_us[1].begin(), s->element_us[1].end());
-    if (s->frames > 0) first = std::min(first, s->first_us), last = std::max(last, s->last_us);
+    if (!s->out_us.empty())
+      first = std::min(first, s->out_us.front()), last = std::max(last, s->out_us.back());
   }
   if (last > first) g.fps = (g.frames - 1) / ((last - first) / 1e6);
   g.detector_p50_us = percentile(detector, 0.5);
@@ -138,11 +137,12 @@ void summarize(App *app) {
     published += s->published;
     dropped += s->dropped;
     pictures += s->pictures;
-    const double seconds = (s->last_us - s->first_us) / 1e6;
+    const double seconds = s->out_us.empty() ? 0 : (s->out_us.back() - s->out_us.front()) / 1e6;
     const double fps = seconds > 0 ? (s->frames - 1) / seconds : 0;
     slowest = std::min(slowest, fps);
     fastest = std::max(fastest, fps);
-    if (s->frames > 0) first = std::min(first, s->first_us), last = std::max(last, s->last_us);
+    if (!s->out_us.empty())
+      first = std::min(first, s->out_us.front()), last = std::max(last, s->out_us.back());
   }
   // From the first frame out of any stream to the last: the chain's aggregate throughput.
   const double wall = last > first ? (last - first) / 1e6 : 0;
