@@ -60,6 +60,6 @@ class ElementCudaContext {
 
  private:
   mutable std::recursive_mutex lock_;
-  [[maybe_unused]] GstObject *context_ =
-      nullptr; /* a GstCudaContext; unused without gstreamer-cuda */
+  /* A GstCudaContext; unused without gstreamer-cuda. */
+  [[maybe_unused]] GstObject *context_ = nullptr;
 };
