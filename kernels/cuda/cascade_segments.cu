@@ -6,6 +6,23 @@
 namespace cudanms::cascade::detail {
 namespace {
 
+// run_stages over a StumpStage, the same arithmetic in the same order: unrolled, so that every
+// field is read at an offset known to the compiler, as an operand.
+__device__ bool stump_stage_passes(const StumpStage &stage, const int32_t *sum,
+                                   const int32_t *tilted, float norm) {
+  double weight = 0;
+#pragma unroll
+  for (int t = 0; t < kMaxParamStumps; ++t) {
+    if (t == stage.count) break;
+    const HaarStump &stump = stage.stumps[t];
+    const float value = haar_feature(stump.feature, sum, tilted, norm);
+    weight += static_cast<double>(static_cast<double>(value) < static_cast<double>(stump.threshold)
+                                      ? stump.left
+                                      : stump.right);
+  }
+  return !(weight < static_cast<double>(stage.threshold));
+}
+
 // Segment 1 over every window of every level, a block a tile of kTileRows x kTileCols windows of
 // one level: a block finds its level once, a thread its window with no search or division, and
 // a warp's windows are neighbours of one row (a window a thread over all levels spent a binary
@@ -13,9 +30,10 @@ namespace {
 // stage (OpenCV then skips the next window of the row); 1: flat or failed a later stage; 2:
 // alive, with its normalisation factor in norms.
 __global__ void __launch_bounds__(kThreads)
-    first_segment(CascadeView c, const DeviceLevel *levels, int level_count, int stride,
-                  const int32_t *sum, const int32_t *sqsum, const int32_t *tilted, int end,
-                  uint8_t *status, float *norms) {
+    first_segment(CascadeView c, const __grid_constant__ StumpStage stumps,
+                  const DeviceLevel *levels, int level_count, int stride, const int32_t *sum,
+                  const int32_t *sqsum, const int32_t *tilted, int end, uint8_t *status,
+                  float *norms) {
   const DeviceLevel level =
       levels[find_level(levels, level_count, &DeviceLevel::first_tile, blockIdx.x)];
   const int tile = static_cast<int>(blockIdx.x) - level.first_tile;
@@ -30,9 +48,13 @@ __global__ void __launch_bounds__(kThreads)
   float norm = 1.f;
   uint8_t s = 1;
   if (c.is_lbp || haar_window_norm(c, window_sum, sqsum + at, &norm)) {
-    double weight;
-    const int failed = run_stages(c, window_sum, window_in(tilted, at), norm, 0, end, &weight);
-    s = failed == 0 ? 0 : failed < end ? 1 : 2;
+    if (stumps.count > 0) {
+      s = stump_stage_passes(stumps, window_sum, window_in(tilted, at), norm) ? 2 : 0;
+    } else {
+      double weight;
+      const int failed = run_stages(c, window_sum, window_in(tilted, at), norm, 0, end, &weight);
+      s = failed == 0 ? 0 : failed < end ? 1 : 2;
+    }
   }
   status[i] = s;
   if (s == 2) norms[i] = norm;  // the walk reads it for the windows that go on only
@@ -179,12 +201,30 @@ __global__ void last_segment(CascadeView c, const DeviceLevel *levels, int strid
 
 }  // namespace
 
-cudaError_t first_segment_async(int tiles, const CascadeView &c, const DeviceLevel *levels,
-                                int level_count, int stride, const int32_t *sum,
-                                const int32_t *sqsum, const int32_t *tilted, int end,
-                                uint8_t *status, float *norms, cudaStream_t stream) {
+StumpStage stump_stage(const Model &model, const std::vector<HaarOffsets> &haar, int end) {
+  StumpStage st;
+  if (end != 1 || model.feature_type != FeatureType::kHaar || model.stages.empty()) return st;
+  const Model::Stage &stage = model.stages[0];
+  if (stage.trees > kMaxParamStumps) return st;
+  for (int t = 0; t < stage.trees; ++t) {
+    const Model::Tree &tree = model.trees[stage.first_tree + t];
+    const Model::Node &node = model.nodes[tree.first_node];
+    if (node.left > 0 || node.right > 0) return StumpStage{};  // a deeper tree
+    st.stumps[t] =
+        HaarStump{haar[node.feature], node.threshold, model.leaves[tree.first_leaf - node.left],
+                  model.leaves[tree.first_leaf - node.right], 0};
+  }
+  st.count = stage.trees;
+  st.threshold = stage.threshold;
+  return st;
+}
+
+cudaError_t first_segment_async(int tiles, const CascadeView &c, const StumpStage &stumps,
+                                const DeviceLevel *levels, int level_count, int stride,
+                                const int32_t *sum, const int32_t *sqsum, const int32_t *tilted,
+                                int end, uint8_t *status, float *norms, cudaStream_t stream) {
   first_segment<<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(
-      c, levels, level_count, stride, sum, sqsum, tilted, end, status, norms);
+      c, stumps, levels, level_count, stride, sum, sqsum, tilted, end, status, norms);
   return cudaGetLastError();
 }
 

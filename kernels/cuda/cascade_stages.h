@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "common/cascade_eval.h"
 
@@ -110,6 +111,25 @@ inline unsigned blocks_for(size_t items, int threads) {
   return static_cast<unsigned>(std::max<size_t>((items + threads - 1) / threads, 1));
 }
 
+// Segment 1 when it is a Haar cascade's first stage alone and each of its trees a stump (one
+// node, two leaves; haarcascade_frontalface_default's and _alt's): the stage passed as the
+// kernel's parameters, which the GPU reads as operands of the arithmetic (a constant bank) where
+// the model's tables cost a load each of a tree, its node, its feature and its leaf, with the
+// address arithmetic between. count 0: not such a stage, the tables are read.
+constexpr int kMaxParamStumps = 16;
+struct HaarStump {
+  HaarOffsets feature;  // for the current stride
+  float threshold;      // the node's
+  float left, right;    // the leaves
+  int32_t pad;
+};
+struct StumpStage {
+  int32_t count = 0;
+  float threshold = 0;  // the stage's
+  HaarStump stumps[kMaxParamStumps];
+};
+StumpStage stump_stage(const Model &model, const std::vector<HaarOffsets> &haar, int end);
+
 // Frame preparation and integrals (cascade_prepare.cu). Every level of the batch (the widest
 // first) resized from its frame, with OpenCV's bit-exact bilinear taps.
 cudaError_t resize_levels_async(const FrameSlot *frames, const DeviceLevel *levels, int level_count,
@@ -127,10 +147,10 @@ cudaError_t tilted_integral_async(const uint8_t *resized, int64_t origin, int st
 
 // The segments (cascade_segments.cu). Segment 1, stages [0, end), over every window: status and
 // normalisation of each (the walk's input).
-cudaError_t first_segment_async(int tiles, const CascadeView &c, const DeviceLevel *levels,
-                                int level_count, int stride, const int32_t *sum,
-                                const int32_t *sqsum, const int32_t *tilted, int end,
-                                uint8_t *status, float *norms, cudaStream_t stream);
+cudaError_t first_segment_async(int tiles, const CascadeView &c, const StumpStage &stumps,
+                                const DeviceLevel *levels, int level_count, int stride,
+                                const int32_t *sum, const int32_t *sqsum, const int32_t *tilted,
+                                int end, uint8_t *status, float *norms, cudaStream_t stream);
 // A segment before the last, stages [first, end) of the queue `in` into the queue `out`, `group`
 // lanes a window (2, 4, 8, 16 or 32) and `shared` bytes of leaves a block.
 cudaError_t middle_segment_async(int group, unsigned blocks, size_t shared, const CascadeView &c,

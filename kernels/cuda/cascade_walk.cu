@@ -1,66 +1,71 @@
 // The cascade's row walk (cascade_stages.h): OpenCV steps along a row of windows and skips the
-// one after a window that fails the first stage; here that walk is a warp scan over segment 1's
-// statuses, and the windows it reaches alive are queued for the next segment.
+// one after a window that fails the first stage; here that walk is worked out from ballots of
+// segment 1's statuses, and the windows it reaches alive are queued for the next segment.
 #include "cuda/cascade_stages.h"
 
 namespace cudanms::cascade::detail {
 namespace {
 
-// OpenCV's walk along a row, one window at a time, is a map of the state "the walk lands on this
-// window" to the state at the next: not landed -> lands; landed -> lands unless the window failed
-// the first stage. Such a map of {0, 1} is two bits (bit b: where state b goes), and the maps of
-// consecutive windows compose (associatively) into the map over all of them: a warp scan.
-__device__ uint32_t walk_step(uint32_t map, uint32_t state) { return (map >> state) & 1u; }
-__device__ uint32_t walk_compose(uint32_t later, uint32_t earlier) {
-  return walk_step(later, walk_step(earlier, 0)) | walk_step(later, walk_step(earlier, 1)) << 1;
+// OpenCV's walk along a row lands on the window after any window that did not fail the first
+// stage, and skips the one after a window it lands on that did: through a run of failed windows
+// it lands on every other one. So it lands on window j when j is an even distance past the last
+// window before j that did not fail (k: j - k - 1 even), or, with none of those in the chunk,
+// as it landed on the chunk's first window when j is even in the chunk and otherwise not. A
+// warp takes 32 windows of a row a lane each; one ballot of "did not fail" gives every lane its
+// k. (A warp scan composing each window's map of the walk's state took five shuffles a chunk
+// and a tenth of a frame's instructions.)
+struct WalkChunk {
+  uint32_t reached;     // the windows of the chunk the walk lands on
+  uint32_t alive;       // those of them that passed segment 1
+  uint32_t lands_next;  // whether it lands on the next chunk's first window
+};
+
+__device__ uint32_t lands_after(uint32_t not_failed, uint32_t lands_first, int j) {
+  const uint32_t before = j == 32 ? not_failed : not_failed & ((1u << j) - 1);
+  if (before == 0) return lands_first ^ (j & 1u);
+  return (j - (31 - __clz(before))) & 1u;
 }
 
-// The map of OpenCV's walk over 32 windows from `col0`, a lane each: lane j's map takes the
-// state at col0 to the state at col0 + j + 1. Windows past the row map to themselves.
-__device__ uint32_t walk_scan(const uint8_t *row_status, int cols, int col0, int lane,
-                              uint8_t *status) {
+__device__ WalkChunk walk_chunk(const uint8_t *row_status, int cols, int col0, int lane,
+                                uint32_t lands_first) {
   const int col = col0 + lane;
-  *status = col < cols ? row_status[col] : 0;
-  uint32_t map = col >= cols ? 2u : 1u | (*status != 0 ? 2u : 0u);  // 2: the identity
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const uint32_t earlier = __shfl_up_sync(kFullMask, map, d);
-    if (lane >= d) map = walk_compose(map, earlier);
-  }
-  return map;
+  const uint8_t status = col < cols ? row_status[col] : 0;
+  const uint32_t not_failed = __ballot_sync(kFullMask, status != 0);
+  WalkChunk w;
+  w.reached = __ballot_sync(kFullMask, col < cols && lands_after(not_failed, lands_first, lane));
+  w.alive = __ballot_sync(kFullMask, status == 2);
+  w.lands_next = lands_after(not_failed, lands_first, 32);
+  return w;
 }
 
 // A block per grid row, its warps over consecutive stretches of the row's windows, 32 at a time:
-// each warp first composes its stretch into one map, the maps of the warps before it give the
-// state it starts in, then it walks its stretch again, counting the alive windows the walk
-// reaches (the statuses as ballots), and a third time to queue them. The block claims its place
-// in the queue with one atomic: one per window chunk put thousands of same-address atomics on a
-// 1080p frame. (A warp per row walked a 1080p row's ~30 chunks in a chain.)
+// each warp first finds where its stretch would leave the walk (a stretch with a window that did
+// not fail decides it alone; one without leaves it as it came: its length is even), the warps
+// before it give the state it starts in, then it walks its stretch again, counting the alive
+// windows the walk reaches, and a third time to queue them. The block claims its place in the
+// queue with one atomic: one per window chunk put thousands of same-address atomics on a 1080p
+// frame. (A warp per row walked a 1080p row's ~30 chunks in a chain.)
 constexpr int kWalkWarps = 8;
+
+// How a stretch leaves the walk: kKeeps (as it came) or whether it lands after it.
+constexpr uint32_t kKeeps = 2;
 
 // OpenCV's walk through chunks [begin, end) of a row, landing on the first window or not:
 // visit(column of the lane, bits of the windows reached, bits of those that join the queue).
 template <typename Visit>
 __device__ void walk_stretch(const uint8_t *row_status, int cols, int begin, int end,
                              uint32_t lands, int lane, Visit visit) {
-  uint8_t s;
   for (int c = begin; c < end; ++c) {
-    const int col = c * 32 + lane;
-    const uint32_t map = walk_scan(row_status, cols, c * 32, lane, &s);
-    const uint32_t lands_next = walk_step(map, lands);  // on window col + 1
-    uint32_t lands_here = __shfl_up_sync(kFullMask, lands_next, 1);
-    if (lane == 0) lands_here = lands;
-    const uint32_t reached = __ballot_sync(kFullMask, col < cols && lands_here);
-    const uint32_t alive = __ballot_sync(kFullMask, s == 2);
-    lands = __shfl_sync(kFullMask, lands_next, 31);
-    visit(col, reached, reached & alive);
+    const WalkChunk w = walk_chunk(row_status, cols, c * 32, lane, lands);
+    lands = w.lands_next;
+    visit(c * 32 + lane, w.reached, w.reached & w.alive);
   }
 }
 
 __global__ void __launch_bounds__(kWalkWarps * 32)
     walk_rows(const DeviceLevel *levels, int level_count, const uint8_t *status, const float *norms,
               QueueEntry *queue, uint32_t *queue_count, unsigned long long *reached_count) {
-  __shared__ uint32_t stretch_maps[kWalkWarps], joining_counts[kWalkWarps],
+  __shared__ uint32_t stretch_leaves[kWalkWarps], joining_counts[kWalkWarps],
       reached_counts[kWalkWarps];
   __shared__ uint32_t block_base;
   const int r = blockIdx.x;
@@ -74,15 +79,17 @@ __global__ void __launch_bounds__(kWalkWarps * 32)
   const int per_warp = (chunks + kWalkWarps - 1) / kWalkWarps;
   const int chunk_begin = min(chunks, warp * per_warp);
   const int chunk_end = min(chunks, chunk_begin + per_warp);
-  uint8_t s;
-  uint32_t stretch = 2u;  // the identity
-  for (int c = chunk_begin; c < chunk_end; ++c)
-    stretch = walk_compose(
-        __shfl_sync(kFullMask, walk_scan(row_status, level.cols, c * 32, lane, &s), 31), stretch);
-  if (lane == 0) stretch_maps[warp] = stretch;
+  uint32_t leaves = kKeeps;
+  for (int c = chunk_begin; c < chunk_end; ++c) {
+    const int col = c * 32 + lane;
+    const uint32_t not_failed = __ballot_sync(kFullMask, col < level.cols && row_status[col] != 0);
+    if (not_failed) leaves = lands_after(not_failed, 0, 32);
+  }
+  if (lane == 0) stretch_leaves[warp] = leaves;
   __syncthreads();
   uint32_t lands = 1;  // whether the walk lands on the stretch's first window
-  for (int w = 0; w < warp; ++w) lands = walk_step(stretch_maps[w], lands);
+  for (int w = 0; w < warp; ++w)
+    if (stretch_leaves[w] != kKeeps) lands = stretch_leaves[w];
 
   uint32_t joining_total = 0, reached_total = 0;
   walk_stretch(row_status, level.cols, chunk_begin, chunk_end, lands, lane,

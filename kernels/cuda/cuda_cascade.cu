@@ -391,6 +391,7 @@ class CudaDetector final : public Detector {
     if (model_->has_tilted_features)
       CASCADE_TRY(cudaMemsetAsync(w_->tilted.get(), 0, plane * sizeof(int32_t), stream_));
 
+    stumps_ = stump_stage(*model_, tables.haar, bounds_[1]);
     view_ = host_view(*model_, tables);  // then its arrays pointed at the device copies
     view_.stages = w_->stages.get(), view_.trees = w_->trees.get(), view_.nodes = w_->nodes.get();
     view_.leaves = w_->leaves.get(), view_.subsets = w_->subsets.get();
@@ -426,7 +427,7 @@ class CudaDetector final : public Detector {
     CASCADE_TRY(cudaMemsetAsync(w_->counts.get(), 0, (bounds_.size() + frames) * sizeof(uint32_t),
                                 stream_));
     CASCADE_TRY(cudaMemsetAsync(w_->reached.get(), 0, sizeof(unsigned long long), stream_));
-    CASCADE_TRY(first_segment_async(static_cast<int>(total_tiles_ * frames), view_,
+    CASCADE_TRY(first_segment_async(static_cast<int>(total_tiles_ * frames), view_, stumps_,
                                     w_->levels.get(), levels, g.stride, w_->sum.get(), sq, tilted,
                                     bounds_[1], w_->status.get(), w_->norms.get(), stream_));
     CASCADE_TRY(walk_rows_async(total_grid_rows, w_->levels.get(), levels, w_->status.get(),
@@ -512,6 +513,7 @@ class CudaDetector final : public Detector {
   int total_rows_ = 0, total_grid_rows_ = 0, total_tiles_ = 0;  // of one frame
   size_t table_frames_ = 0;                                     // the frames the level tables hold
   CascadeView view_{};
+  StumpStage stumps_;  // segment 1's stage as parameters, where it can be
 
   // The device memory, freed inside the detector's context.
   struct Workspace {
