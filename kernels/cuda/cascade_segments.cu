@@ -6,6 +6,14 @@
 namespace cudanms::cascade::detail {
 namespace {
 
+// tree_leaf of a stump.
+__device__ float stump_leaf(const HaarStump &stump, const int32_t *sum, const int32_t *tilted,
+                            float norm) {
+  const float value = haar_feature(stump.feature, sum, tilted, norm);
+  return static_cast<double>(value) < static_cast<double>(stump.threshold) ? stump.left
+                                                                           : stump.right;
+}
+
 // run_stages over a StumpStage, the same arithmetic in the same order: unrolled, so that every
 // field is read at an offset known to the compiler, as an operand.
 __device__ bool stump_stage_passes(const StumpStage &stage, const int32_t *sum,
@@ -14,11 +22,7 @@ __device__ bool stump_stage_passes(const StumpStage &stage, const int32_t *sum,
 #pragma unroll
   for (int t = 0; t < kMaxParamStumps; ++t) {
     if (t == stage.count) break;
-    const HaarStump &stump = stage.stumps[t];
-    const float value = haar_feature(stump.feature, sum, tilted, norm);
-    weight += static_cast<double>(static_cast<double>(value) < static_cast<double>(stump.threshold)
-                                      ? stump.left
-                                      : stump.right);
+    weight += static_cast<double>(stump_leaf(stage.stumps[t], sum, tilted, norm));
   }
   return !(weight < static_cast<double>(stage.threshold));
 }
@@ -78,20 +82,22 @@ __device__ void append_final(const Finals &f, const DeviceLevel &level, int x, i
 // go to the group's `mine` in shared memory and its first lane adds them in tree order. Either
 // way OpenCV's double sum, bit for bit, on every lane of the group.
 template <int G>
-__device__ double stage_sum(const CascadeView &c, const StageView &stage, const int32_t *sum,
-                            const int32_t *tilted, float norm, int sub, unsigned mask,
-                            float *mine) {
+__device__ double stage_sum(const CascadeView &c, const HaarStump *stumps, const StageView &stage,
+                            const int32_t *sum, const int32_t *tilted, float norm, int sub,
+                            unsigned mask, float *mine) {
+  auto leaf = [&](int t) {
+    const int tree = stage.first_tree + t;
+    return stumps ? stump_leaf(load_record(stumps + tree), sum, tilted, norm)
+                  : tree_leaf(c, load_record(c.trees + tree), sum, tilted, norm);
+  };
   if (c.exact_stage_sums) {
     double part = 0;
-    for (int t = sub; t < stage.trees; t += G)
-      part += static_cast<double>(
-          tree_leaf(c, load_record(c.trees + stage.first_tree + t), sum, tilted, norm));
+    for (int t = sub; t < stage.trees; t += G) part += static_cast<double>(leaf(t));
 #pragma unroll
     for (int lanes = G / 2; lanes > 0; lanes /= 2) part += __shfl_xor_sync(mask, part, lanes, G);
     return part;
   }
-  for (int t = sub; t < stage.trees; t += G)
-    mine[t] = tree_leaf(c, load_record(c.trees + stage.first_tree + t), sum, tilted, norm);
+  for (int t = sub; t < stage.trees; t += G) mine[t] = leaf(t);
   __syncwarp(mask);
   double weight = 0;
   if (sub == 0) {
@@ -117,9 +123,10 @@ __device__ unsigned group_mask() {
 // busy too but each waits for the one before.)
 template <int G>
 __global__ void __launch_bounds__(kThreads)
-    middle_segment(CascadeView c, const DeviceLevel *levels, int stride, const int32_t *sum,
-                   const int32_t *tilted, int first, int end, const QueueEntry *in,
-                   const uint32_t *in_count, QueueEntry *out, uint32_t *out_count, int max_trees) {
+    middle_segment(CascadeView c, const HaarStump *stumps, const DeviceLevel *levels, int stride,
+                   const int32_t *sum, const int32_t *tilted, int first, int end,
+                   const QueueEntry *in, const uint32_t *in_count, QueueEntry *out,
+                   uint32_t *out_count, int max_trees) {
   constexpr int kGroups = kThreads / G;
   __shared__ QueueEntry live[kGroups];
   __shared__ uint32_t kept_by_warp[kWarpsPerBlock];
@@ -141,8 +148,8 @@ __global__ void __launch_bounds__(kThreads)
         e = live[group];
         const int64_t at = levels[e.level].origin + static_cast<int64_t>(e.y) * stride + e.x;
         const StageView stage = load_record(c.stages + si);
-        const double weight = stage_sum<G>(c, stage, window_in(sum, at), window_in(tilted, at),
-                                           e.norm, sub, mask, mine);
+        const double weight = stage_sum<G>(c, stumps, stage, window_in(sum, at),
+                                           window_in(tilted, at), e.norm, sub, mask, mine);
         keep = sub == 0 && !(weight < static_cast<double>(stage.threshold));
       }
       const uint32_t kept = __ballot_sync(kFullMask, keep);
@@ -169,10 +176,11 @@ __global__ void __launch_bounds__(kThreads)
 // The last segment, stages [first, end), a group of G lanes per window (a warp: its few deep
 // windows are each a chain of stages); the windows that pass go to the output.
 template <int G>
-__global__ void last_segment(CascadeView c, const DeviceLevel *levels, int stride,
-                             const int32_t *sum, const int32_t *tilted, int first, int end,
-                             const QueueEntry *in, const uint32_t *in_count, OutWindow *windows,
-                             uint32_t *window_count, Finals finals, int max_trees) {
+__global__ void last_segment(CascadeView c, const HaarStump *stumps, const DeviceLevel *levels,
+                             int stride, const int32_t *sum, const int32_t *tilted, int first,
+                             int end, const QueueEntry *in, const uint32_t *in_count,
+                             OutWindow *windows, uint32_t *window_count, Finals finals,
+                             int max_trees) {
   extern __shared__ float leaves[];
   const int sub = threadIdx.x % G;
   const unsigned mask = group_mask<G>();
@@ -187,7 +195,7 @@ __global__ void last_segment(CascadeView c, const DeviceLevel *levels, int strid
     double weight = 0;
     for (int si = first; si < end && alive; ++si) {
       const StageView stage = load_record(c.stages + si);
-      weight = stage_sum<G>(c, stage, window_sum, window_tilted, e.norm, sub, mask, mine);
+      weight = stage_sum<G>(c, stumps, stage, window_sum, window_tilted, e.norm, sub, mask, mine);
       alive = !(weight < static_cast<double>(stage.threshold));
     }
     if (!alive || sub != 0) continue;
@@ -201,19 +209,25 @@ __global__ void last_segment(CascadeView c, const DeviceLevel *levels, int strid
 
 }  // namespace
 
-StumpStage stump_stage(const Model &model, const std::vector<HaarOffsets> &haar, int end) {
-  StumpStage st;
-  if (end != 1 || model.feature_type != FeatureType::kHaar || model.stages.empty()) return st;
-  const Model::Stage &stage = model.stages[0];
-  if (stage.trees > kMaxParamStumps) return st;
-  for (int t = 0; t < stage.trees; ++t) {
-    const Model::Tree &tree = model.trees[stage.first_tree + t];
+std::vector<HaarStump> haar_stumps(const Model &model, const std::vector<HaarOffsets> &haar) {
+  if (model.feature_type != FeatureType::kHaar) return {};
+  std::vector<HaarStump> stumps;
+  stumps.reserve(model.trees.size());
+  for (const Model::Tree &tree : model.trees) {
     const Model::Node &node = model.nodes[tree.first_node];
-    if (node.left > 0 || node.right > 0) return StumpStage{};  // a deeper tree
-    st.stumps[t] =
-        HaarStump{haar[node.feature], node.threshold, model.leaves[tree.first_leaf - node.left],
-                  model.leaves[tree.first_leaf - node.right], 0};
+    if (node.left > 0 || node.right > 0) return {};  // a deeper tree
+    stumps.push_back(HaarStump{haar[node.feature], node.threshold,
+                               model.leaves[tree.first_leaf - node.left],
+                               model.leaves[tree.first_leaf - node.right], 0});
   }
+  return stumps;
+}
+
+StumpStage stump_stage(const Model &model, const std::vector<HaarStump> &stumps, int end) {
+  StumpStage st;
+  if (end != 1 || stumps.empty() || model.stages[0].trees > kMaxParamStumps) return st;
+  const Model::Stage &stage = model.stages[0];
+  std::copy_n(stumps.begin() + stage.first_tree, stage.trees, st.stumps);
   st.count = stage.trees;
   st.threshold = stage.threshold;
   return st;
@@ -229,32 +243,34 @@ cudaError_t first_segment_async(int tiles, const CascadeView &c, const StumpStag
 }
 
 cudaError_t middle_segment_async(int group, unsigned blocks, size_t shared, const CascadeView &c,
-                                 const DeviceLevel *levels, int stride, const int32_t *sum,
-                                 const int32_t *tilted, int first, int end, const QueueEntry *in,
-                                 const uint32_t *in_count, QueueEntry *out, uint32_t *out_count,
-                                 int max_trees, cudaStream_t stream) {
+                                 const HaarStump *stumps, const DeviceLevel *levels, int stride,
+                                 const int32_t *sum, const int32_t *tilted, int first, int end,
+                                 const QueueEntry *in, const uint32_t *in_count, QueueEntry *out,
+                                 uint32_t *out_count, int max_trees, cudaStream_t stream) {
   auto kernel = group == 2    ? middle_segment<2>
                 : group == 4  ? middle_segment<4>
                 : group == 8  ? middle_segment<8>
                 : group == 16 ? middle_segment<16>
                               : middle_segment<32>;
-  kernel<<<blocks, kThreads, shared, stream>>>(c, levels, stride, sum, tilted, first, end, in,
-                                               in_count, out, out_count, max_trees);
+  kernel<<<blocks, kThreads, shared, stream>>>(c, stumps, levels, stride, sum, tilted, first, end,
+                                               in, in_count, out, out_count, max_trees);
   return cudaGetLastError();
 }
 
 cudaError_t last_segment_async(int group, unsigned blocks, size_t shared, const CascadeView &c,
-                               const DeviceLevel *levels, int stride, const int32_t *sum,
-                               const int32_t *tilted, int first, int end, const QueueEntry *in,
-                               const uint32_t *in_count, OutWindow *windows, uint32_t *window_count,
-                               const Finals &finals, int max_trees, cudaStream_t stream) {
+                               const HaarStump *stumps, const DeviceLevel *levels, int stride,
+                               const int32_t *sum, const int32_t *tilted, int first, int end,
+                               const QueueEntry *in, const uint32_t *in_count, OutWindow *windows,
+                               uint32_t *window_count, const Finals &finals, int max_trees,
+                               cudaStream_t stream) {
   auto kernel = group == 2    ? last_segment<2>
                 : group == 4  ? last_segment<4>
                 : group == 8  ? last_segment<8>
                 : group == 16 ? last_segment<16>
                               : last_segment<32>;
-  kernel<<<blocks, kThreads, shared, stream>>>(c, levels, stride, sum, tilted, first, end, in,
-                                               in_count, windows, window_count, finals, max_trees);
+  kernel<<<blocks, kThreads, shared, stream>>>(c, stumps, levels, stride, sum, tilted, first, end,
+                                               in, in_count, windows, window_count, finals,
+                                               max_trees);
   return cudaGetLastError();
 }
 

@@ -111,24 +111,29 @@ inline unsigned blocks_for(size_t items, int threads) {
   return static_cast<unsigned>(std::max<size_t>((items + threads - 1) / threads, 1));
 }
 
-// Segment 1 when it is a Haar cascade's first stage alone and each of its trees a stump (one
-// node, two leaves; haarcascade_frontalface_default's and _alt's): the stage passed as the
-// kernel's parameters, which the GPU reads as operands of the arithmetic (a constant bank) where
-// the model's tables cost a load each of a tree, its node, its feature and its leaf, with the
-// address arithmetic between. count 0: not such a stage, the tables are read.
-constexpr int kMaxParamStumps = 16;
+// A Haar cascade whose trees are all stumps (one node, two leaves: frontalface_default's and
+// _alt's) as one record a tree, for the current stride: a segment reads a tree with one load of
+// 80 bytes where the model's tables cost four dependent ones (tree, node, feature, leaf) and
+// their address arithmetic.
 struct HaarStump {
-  HaarOffsets feature;  // for the current stride
-  float threshold;      // the node's
-  float left, right;    // the leaves
+  HaarOffsets feature;
+  float threshold;    // the node's
+  float left, right;  // the leaves
   int32_t pad;
 };
+// The cascade's trees as stumps, or none where one is deeper or the features are LBP.
+std::vector<HaarStump> haar_stumps(const Model &model, const std::vector<HaarOffsets> &haar);
+
+// Segment 1 when it is the first stage alone, of stumps: the stage passed as the kernel's
+// parameters, which the GPU reads as operands of the arithmetic (a constant bank), no loads at
+// all. count 0: not such a stage.
+constexpr int kMaxParamStumps = 16;
 struct StumpStage {
   int32_t count = 0;
   float threshold = 0;  // the stage's
   HaarStump stumps[kMaxParamStumps];
 };
-StumpStage stump_stage(const Model &model, const std::vector<HaarOffsets> &haar, int end);
+StumpStage stump_stage(const Model &model, const std::vector<HaarStump> &stumps, int end);
 
 // Frame preparation and integrals (cascade_prepare.cu). Every level of the batch (the widest
 // first) resized from its frame, with OpenCV's bit-exact bilinear taps.
@@ -152,19 +157,21 @@ cudaError_t first_segment_async(int tiles, const CascadeView &c, const StumpStag
                                 const int32_t *sum, const int32_t *sqsum, const int32_t *tilted,
                                 int end, uint8_t *status, float *norms, cudaStream_t stream);
 // A segment before the last, stages [first, end) of the queue `in` into the queue `out`, `group`
-// lanes a window (2, 4, 8, 16 or 32) and `shared` bytes of leaves a block.
+// lanes a window (2, 4, 8, 16 or 32) and `shared` bytes of leaves a block; stumps: the trees as
+// haar_stumps, or null to read the model's tables.
 cudaError_t middle_segment_async(int group, unsigned blocks, size_t shared, const CascadeView &c,
-                                 const DeviceLevel *levels, int stride, const int32_t *sum,
-                                 const int32_t *tilted, int first, int end, const QueueEntry *in,
-                                 const uint32_t *in_count, QueueEntry *out, uint32_t *out_count,
-                                 int max_trees, cudaStream_t stream);
+                                 const HaarStump *stumps, const DeviceLevel *levels, int stride,
+                                 const int32_t *sum, const int32_t *tilted, int first, int end,
+                                 const QueueEntry *in, const uint32_t *in_count, QueueEntry *out,
+                                 uint32_t *out_count, int max_trees, cudaStream_t stream);
 // The last segment: the windows that pass into `windows`, or, where finals.list is set, into
 // each frame's list for device candidates.
 cudaError_t last_segment_async(int group, unsigned blocks, size_t shared, const CascadeView &c,
-                               const DeviceLevel *levels, int stride, const int32_t *sum,
-                               const int32_t *tilted, int first, int end, const QueueEntry *in,
-                               const uint32_t *in_count, OutWindow *windows, uint32_t *window_count,
-                               const Finals &finals, int max_trees, cudaStream_t stream);
+                               const HaarStump *stumps, const DeviceLevel *levels, int stride,
+                               const int32_t *sum, const int32_t *tilted, int first, int end,
+                               const QueueEntry *in, const uint32_t *in_count, OutWindow *windows,
+                               uint32_t *window_count, const Finals &finals, int max_trees,
+                               cudaStream_t stream);
 
 // The row walk (cascade_walk.cu): OpenCV's walk along each grid row over segment 1's statuses,
 // the windows it reaches alive queued for the next segment, those it reaches counted.

@@ -364,6 +364,8 @@ class CudaDetector final : public Detector {
     if (status.ok()) status = w_->x_taps.upload(geo.x_taps, stream_);
     if (status.ok()) status = w_->y_taps.upload(geo.y_taps, stream_);
     if (status.ok()) status = w_->haar.upload(tables.haar, stream_);
+    const std::vector<HaarStump> stumps = haar_stumps(*model_, tables.haar);
+    if (status.ok() && !stumps.empty()) status = w_->stumps.upload(stumps, stream_);
     if (status.ok()) status = w_->lbp.upload(tables.lbp, stream_);
     if (status.ok()) status = w_->counts.reserve(bounds_.size() + frames);
     if (status.ok()) status = w_->resized.reserve(plane);
@@ -391,7 +393,8 @@ class CudaDetector final : public Detector {
     if (model_->has_tilted_features)
       CASCADE_TRY(cudaMemsetAsync(w_->tilted.get(), 0, plane * sizeof(int32_t), stream_));
 
-    stumps_ = stump_stage(*model_, tables.haar, bounds_[1]);
+    stage_stumps_ = stump_stage(*model_, stumps, bounds_[1]);
+    tree_stumps_ = stumps.empty() ? nullptr : w_->stumps.get();
     view_ = host_view(*model_, tables);  // then its arrays pointed at the device copies
     view_.stages = w_->stages.get(), view_.trees = w_->trees.get(), view_.nodes = w_->nodes.get();
     view_.leaves = w_->leaves.get(), view_.subsets = w_->subsets.get();
@@ -427,7 +430,7 @@ class CudaDetector final : public Detector {
     CASCADE_TRY(cudaMemsetAsync(w_->counts.get(), 0, (bounds_.size() + frames) * sizeof(uint32_t),
                                 stream_));
     CASCADE_TRY(cudaMemsetAsync(w_->reached.get(), 0, sizeof(unsigned long long), stream_));
-    CASCADE_TRY(first_segment_async(static_cast<int>(total_tiles_ * frames), view_, stumps_,
+    CASCADE_TRY(first_segment_async(static_cast<int>(total_tiles_ * frames), view_, stage_stumps_,
                                     w_->levels.get(), levels, g.stride, w_->sum.get(), sq, tilted,
                                     bounds_[1], w_->status.get(), w_->norms.get(), stream_));
     CASCADE_TRY(walk_rows_async(total_grid_rows, w_->levels.get(), levels, w_->status.get(),
@@ -447,14 +450,16 @@ class CudaDetector final : public Detector {
           view_.exact_stage_sums ? 0 : (kThreads / group) * max_trees_ * sizeof(float);
       const uint32_t *in_count = w_->counts.get() + k - 1;
       if (last) {
-        CASCADE_TRY(last_segment_async(
-            group, queue_blocks, shared, view_, w_->levels.get(), g.stride, w_->sum.get(), tilted,
-            first, end, in, in_count, into_finals ? nullptr : w_->windows.get(),
-            w_->counts.get() + segments, into_finals ? finals() : Finals{}, max_trees_, stream_));
+        CASCADE_TRY(last_segment_async(group, queue_blocks, shared, view_, tree_stumps_,
+                                       w_->levels.get(), g.stride, w_->sum.get(), tilted, first,
+                                       end, in, in_count, into_finals ? nullptr : w_->windows.get(),
+                                       w_->counts.get() + segments,
+                                       into_finals ? finals() : Finals{}, max_trees_, stream_));
       } else {
-        CASCADE_TRY(middle_segment_async(group, queue_blocks, shared, view_, w_->levels.get(),
-                                         g.stride, w_->sum.get(), tilted, first, end, in, in_count,
-                                         out, w_->counts.get() + k, max_trees_, stream_));
+        CASCADE_TRY(middle_segment_async(group, queue_blocks, shared, view_, tree_stumps_,
+                                         w_->levels.get(), g.stride, w_->sum.get(), tilted, first,
+                                         end, in, in_count, out, w_->counts.get() + k, max_trees_,
+                                         stream_));
       }
       std::swap(in, out);
     }
@@ -513,7 +518,8 @@ class CudaDetector final : public Detector {
   int total_rows_ = 0, total_grid_rows_ = 0, total_tiles_ = 0;  // of one frame
   size_t table_frames_ = 0;                                     // the frames the level tables hold
   CascadeView view_{};
-  StumpStage stumps_;  // segment 1's stage as parameters, where it can be
+  StumpStage stage_stumps_;                 // segment 1's stage as parameters, where it can be
+  const HaarStump *tree_stumps_ = nullptr;  // the trees as stumps, where they are
 
   // The device memory, freed inside the detector's context.
   struct Workspace {
@@ -523,6 +529,7 @@ class CudaDetector final : public Detector {
     DeviceArray<float> leaves;
     DeviceArray<int32_t> subsets;
     DeviceArray<HaarOffsets> haar;
+    DeviceArray<HaarStump> stumps;
     DeviceArray<LbpOffsets> lbp;
     DeviceArray<DeviceLevel> levels;
     DeviceArray<AxisTap> x_taps, y_taps;
