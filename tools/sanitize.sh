@@ -18,7 +18,9 @@ if [ ! -f "$build/build.ninja" ]; then
   # -O0 with line tables (file:line in every report): instrumented code compiles in less than
   # half the time of -O2 -g; the arithmetic's libraries run at -O1 (meson.build).
   # lld: it links an instrumented test program in 0.3 s where ld.bfd takes 2.3 (68 of them).
+  # A unity build (run.sh's build()): the instrumented build in 3.0 instead of 3.5 minutes.
   CC=clang CXX=clang++ meson setup "$build" -Dcuda=disabled -Dtorch=disabled -Dfuzzing=enabled \
+    -Dunity=on \
     -Doptimization=0 -Ddebug=false -Db_sanitize=address,undefined -Db_lundef=false \
     -Dc_args=-gline-tables-only -Dcpp_args=-gline-tables-only \
     -Dc_link_args=-fuse-ld=lld -Dcpp_link_args=-fuse-ld=lld
