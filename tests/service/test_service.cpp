@@ -812,7 +812,10 @@ TEST_F(Service, AKilledWorkersCameraCountsOn) {
   ASSERT_EQ(kill(static_cast<pid_t>(pid), SIGKILL), 0);
   g_usleep(300 * 1000);
   const Counted before = counted(service, "a");
-  ASSERT_NO_FATAL_FAILURE(expect_counts_go_on(service, "a", before, 1 + 5));
+  // The restart's 1 s, then the new worker connects its camera as a reconnection does (within
+  // kReconnectMax on the other tests' terms): an instrumented worker starting on CI's two busy
+  // cores once missed 1 + 5 s (2a74323), its camera streaming but short of 20 frames.
+  ASSERT_NO_FATAL_FAILURE(expect_counts_go_on(service, "a", before, 1 + kReconnectMax + 5));
   EXPECT_NE(service.log().find("worker of GPU 0 (pid " + std::to_string(pid) + ") killed"),
             std::string::npos)
       << service.log();
