@@ -11,29 +11,10 @@
 #include "devicecandidates.h"
 #include "elementcudacontext.h"
 #include "gpufailure.h"
+#include "propertytable.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_nms_detector_debug);
 #define GST_CAT_DEFAULT gst_cuda_nms_detector_debug
-
-/* Installed on each subclass's class, for what it has; its own ids come after. */
-enum {
-  PROP_0,
-  PROP_MODEL,
-  PROP_LABEL,
-  PROP_CLASS_ID,
-  PROP_THRESHOLD,
-  PROP_MIN_SIZE,
-  PROP_MAX_SIZE,
-  PROP_LABELS_FILE,
-  PROP_BACKEND,
-  PROP_GPU_ID,
-  PROP_DEVICE_CANDIDATES,
-  PROP_DEVICE,
-  PROP_FRAMES_IN_GPU_MEMORY,
-  N_PROPERTIES
-};
-static_assert(N_PROPERTIES <= GST_CUDA_NMS_DETECTOR_N_PROPERTIES,
-              "a subclass's first own property id is past the shared ones");
 
 struct DetectorState {
   std::mutex lock; /* guards settings, snapshot, device and frames_in_gpu_memory */
@@ -69,10 +50,6 @@ static DetectorState *priv_of(GstCudaNmsDetector *self) {
 
 static void gst_cuda_nms_detector_constructed(GObject *object);
 static void gst_cuda_nms_detector_finalize(GObject *object);
-static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, const GValue *value,
-                                               GParamSpec *pspec);
-static void gst_cuda_nms_detector_get_property(GObject *object, guint prop_id, GValue *value,
-                                               GParamSpec *pspec);
 static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans);
 static gboolean gst_cuda_nms_detector_stop(GstBaseTransform *trans);
 static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans, GstBuffer *buffer);
@@ -87,8 +64,6 @@ static void gst_cuda_nms_detector_class_init(GstCudaNmsDetectorClass *klass) {
 
   gobject_class->constructed = gst_cuda_nms_detector_constructed;
   gobject_class->finalize = gst_cuda_nms_detector_finalize;
-  gobject_class->set_property = gst_cuda_nms_detector_set_property;
-  gobject_class->get_property = gst_cuda_nms_detector_get_property;
   trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_nms_detector_start);
   trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_nms_detector_stop);
   trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_cuda_nms_detector_transform_ip);
@@ -107,19 +82,24 @@ static void gst_cuda_nms_detector_init(GstCudaNmsDetector *self) {
   gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
 }
 
+/* The shared properties, marked so that constructed() finds them among the subclass's. */
+static GQuark shared_quark() {
+  static const GQuark quark = g_quark_from_static_string("cudanms-detector-shared");
+  return quark;
+}
+
 /* The defaults of the shared properties as the subclass installed them (its label, its
  * threshold's), applied once its class is the object's. */
 static void gst_cuda_nms_detector_constructed(GObject *object) {
   guint n = 0;
   GParamSpec **specs = g_object_class_list_properties(G_OBJECT_GET_CLASS(object), &n);
   for (guint i = 0; i < n; i++) {
-    if (!g_type_is_a(specs[i]->owner_type, GST_TYPE_CUDA_NMS_DETECTOR) ||
-        specs[i]->param_id >= N_PROPERTIES || !(specs[i]->flags & G_PARAM_WRITABLE))
+    if (!g_param_spec_get_qdata(specs[i], shared_quark()) || !(specs[i]->flags & G_PARAM_WRITABLE))
       continue;
     GValue value = G_VALUE_INIT;
     g_value_init(&value, specs[i]->value_type);
     g_param_value_set_default(specs[i], &value);
-    gst_cuda_nms_detector_set_property(object, specs[i]->param_id, &value, specs[i]);
+    g_object_set_property(object, specs[i]->name, &value);
     g_value_unset(&value);
   }
   g_free(specs);
@@ -135,62 +115,109 @@ static void gst_cuda_nms_detector_finalize(GObject *object) {
 /* The shared properties                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 
+/* A window size's property: "WxH"; anything else leaves the size as it was, with a warning. */
+static void set_window_size(const GValue *value, gint *width, gint *height) {
+  const gchar *text = g_value_get_string(value);
+  if (!text) {
+    *width = *height = 0;
+  } else if (!parse_window_size(text, width, height)) {
+    GST_WARNING("ignoring size \"%s\": expected WxH, e.g. 40x40", text);
+  }
+}
+
 void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *klass,
                                                     const GstCudaNmsDetectorProperties &p) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
                                                   G_PARAM_STATIC_STRINGS);
   const GParamFlags rw_ready = static_cast<GParamFlags>(
       G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
   const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  /* GObject gives these properties to the subclass's set_property and get_property, which hand
-   * them on to the base's; GObject does not inherit those functions, so a subclass with no
-   * properties of its own gets the base's. */
-  if (!gobject_class->set_property)
-    gobject_class->set_property = gst_cuda_nms_detector_set_property;
-  if (!gobject_class->get_property)
-    gobject_class->get_property = gst_cuda_nms_detector_get_property;
-
-  if (p.model_blurb) {
-    g_object_class_install_property(
-        gobject_class, PROP_MODEL,
-        g_param_spec_string("model", "Model", p.model_blurb, p.model_default, rw_ready));
+  /* Every change makes the frames' copy of the settings again. */
+  PropertyTable<DetectorState> table(
+      G_OBJECT_CLASS(klass),
+      [](GObject *object) {
+        DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
+        return Locked<DetectorState>{priv, &priv->lock};
+      },
+      [](DetectorState &priv) { priv.snapshot.reset(); });
+  auto shared = [](GParamSpec *pspec) {
+    g_param_spec_set_qdata(pspec, shared_quark(), GINT_TO_POINTER(1));
+    return pspec;
+  };
+  if (p.model_blurb)
+    table.field(
+        shared(g_param_spec_string("model", "Model", p.model_blurb, p.model_default, rw_ready)),
+        [](auto &s) -> auto & { return s.settings.model; });
+  table
+      .field(
+          shared(g_param_spec_string("label", "Label", p.label_blurb, p.label_default, rw)),
+          [](auto &s) -> auto & { return s.settings.detected.label; })
+      .field(
+          shared(g_param_spec_int("class-id", "Class id", "Class id of the candidates it attaches",
+                                  0, G_MAXINT, 0, rw)),
+          [](auto &s) -> auto & { return s.settings.detected.class_id; })
+      .field(
+          shared(g_param_spec_double(p.threshold_name, p.threshold_name, p.threshold_blurb,
+                                     p.threshold_min, p.threshold_max, p.threshold_default, rw)),
+          [](auto &s) -> auto & { return s.settings.threshold; });
+  if (p.min_size_blurb) {
+    table
+        .row(
+            shared(g_param_spec_string("min-size", "Minimum size", p.min_size_blurb, "0x0", rw)),
+            [](DetectorState &s, const GValue *value) {
+              set_window_size(value, &s.settings.sizes.min_width, &s.settings.sizes.min_height);
+            },
+            [](const DetectorState &s, GValue *value) {
+              const WindowSizes &z = s.settings.sizes;
+              g_value_take_string(value, g_strdup_printf("%dx%d", z.min_width, z.min_height));
+            })
+        .row(
+            shared(g_param_spec_string(
+                "max-size", "Maximum size",
+                "Largest window, WxH in frame pixels. 0x0: as large as the frame", "0x0", rw)),
+            [](DetectorState &s, const GValue *value) {
+              set_window_size(value, &s.settings.sizes.max_width, &s.settings.sizes.max_height);
+            },
+            [](const DetectorState &s, GValue *value) {
+              const WindowSizes &z = s.settings.sizes;
+              g_value_take_string(value, g_strdup_printf("%dx%d", z.max_width, z.max_height));
+            });
   }
-  DetectorClass::install(gobject_class, PROP_LABEL, PROP_CLASS_ID, p.label_default, p.label_blurb);
-  g_object_class_install_property(
-      gobject_class, PROP_THRESHOLD,
-      g_param_spec_double(p.threshold_name, p.threshold_name, p.threshold_blurb, p.threshold_min,
-                          p.threshold_max, p.threshold_default, rw));
-  if (p.min_size_blurb)
-    WindowSizes::install(gobject_class, PROP_MIN_SIZE, PROP_MAX_SIZE, p.min_size_blurb);
-  if (p.labels_file_blurb) {
-    g_object_class_install_property(
-        gobject_class, PROP_LABELS_FILE,
-        g_param_spec_string("labels-file", "Labels file", p.labels_file_blurb, "", rw_ready));
-  }
+  if (p.labels_file_blurb)
+    table.field(
+        shared(
+            g_param_spec_string("labels-file", "Labels file", p.labels_file_blurb, "", rw_ready)),
+        [](auto &s) -> auto & { return s.settings.labels_file; });
   if (!p.backend_blurb) return;
-  g_object_class_install_property(
-      gobject_class, PROP_BACKEND,
-      g_param_spec_enum("backend", "Backend", p.backend_blurb, GST_TYPE_CUDA_NMS_BACKEND,
-                        GST_CUDA_NMS_BACKEND_AUTO, rw_ready));
-  g_object_class_install_property(
-      gobject_class, PROP_GPU_ID,
-      g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0, G_MAXINT, 0, rw_ready));
-  g_object_class_install_property(gobject_class, PROP_DEVICE_CANDIDATES,
-                                  g_param_spec_boolean("device-candidates", "Device candidates",
-                                                       p.device_candidates_blurb, TRUE, rw_ready));
-  g_object_class_install_property(
-      gobject_class, PROP_DEVICE,
-      g_param_spec_string("device", "Device",
-                          "Where the detector runs once started, e.g. \"cuda:0 (NVIDIA H100 "
-                          "80GB HBM3)\" or \"cpu\"; empty before",
-                          "", ro));
-  g_object_class_install_property(
-      gobject_class, PROP_FRAMES_IN_GPU_MEMORY,
-      g_param_spec_uint64("frames-in-gpu-memory", "Frames in GPU memory",
-                          "Frames since start read in place in GPU memory (GstCudaMemory of the "
-                          "detector's CUDA context), with no download",
-                          0, G_MAXUINT64, 0, ro));
+  table
+      .field(
+          shared(g_param_spec_enum("backend", "Backend", p.backend_blurb, GST_TYPE_CUDA_NMS_BACKEND,
+                                   GST_CUDA_NMS_BACKEND_AUTO, rw_ready)),
+          [](auto &s) -> auto & { return s.settings.backend; })
+      .field(
+          shared(
+              g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0, G_MAXINT, 0, rw_ready)),
+          [](auto &s) -> auto & { return s.settings.gpu_id; })
+      .field(
+          shared(g_param_spec_boolean("device-candidates", "Device candidates",
+                                      p.device_candidates_blurb, TRUE, rw_ready)),
+          [](auto &s) -> auto & { return s.settings.device_candidates; });
+  table
+      .read_only(g_param_spec_string("device", "Device",
+                                     "Where the detector runs once started, e.g. \"cuda:0 "
+                                     "(NVIDIA H100 80GB HBM3)\" or \"cpu\"; empty before",
+                                     "", ro),
+                 [](const DetectorState &priv, GValue *value) {
+                   g_value_set_string(value, priv.device.c_str());
+                 })
+      .read_only(g_param_spec_uint64("frames-in-gpu-memory", "Frames in GPU memory",
+                                     "Frames since start read in place in GPU memory "
+                                     "(GstCudaMemory of the detector's CUDA context), with no "
+                                     "download",
+                                     0, G_MAXUINT64, 0, ro),
+                 [](const DetectorState &priv, GValue *value) {
+                   g_value_set_uint64(value, priv.frames_in_gpu_memory);
+                 });
 }
 
 void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klass,
@@ -220,97 +247,11 @@ void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klas
   gst_caps_unref(caps);
 }
 
-static void gst_cuda_nms_detector_set_property(GObject *object, guint prop_id, const GValue *value,
-                                               GParamSpec *pspec) {
-  DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
-  std::lock_guard<std::mutex> guard(priv->lock);
-  GstCudaNmsDetectorSettings &s = priv->settings;
-  priv->snapshot.reset();
-  bool bad_size = false;
-  switch (prop_id) {
-    case PROP_MODEL:
-      s.model = string_value(value);
-      break;
-    case PROP_LABEL:
-    case PROP_CLASS_ID:
-      s.detected.set(pspec, value);
-      break;
-    case PROP_THRESHOLD:
-      s.threshold = g_value_get_double(value);
-      break;
-    case PROP_MIN_SIZE:
-    case PROP_MAX_SIZE:
-      s.sizes.set(pspec, value, &bad_size);
-      if (bad_size) {
-        GST_WARNING_OBJECT(object, "ignoring %s=\"%s\": expected WxH, e.g. 40x40", pspec->name,
-                           g_value_get_string(value));
-      }
-      break;
-    case PROP_LABELS_FILE:
-      s.labels_file = string_value(value);
-      break;
-    case PROP_BACKEND:
-      s.backend = static_cast<GstCudaNmsBackend>(g_value_get_enum(value));
-      break;
-    case PROP_GPU_ID:
-      s.gpu_id = g_value_get_int(value);
-      break;
-    case PROP_DEVICE_CANDIDATES:
-      s.device_candidates = g_value_get_boolean(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
-}
-
-static void gst_cuda_nms_detector_get_property(GObject *object, guint prop_id, GValue *value,
-                                               GParamSpec *pspec) {
-  DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
-  std::lock_guard<std::mutex> guard(priv->lock);
-  const GstCudaNmsDetectorSettings &s = priv->settings;
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string(value, s.model.c_str());
-      break;
-    case PROP_LABEL:
-    case PROP_CLASS_ID:
-      s.detected.get(pspec, value);
-      break;
-    case PROP_THRESHOLD:
-      g_value_set_double(value, s.threshold);
-      break;
-    case PROP_MIN_SIZE:
-    case PROP_MAX_SIZE:
-      s.sizes.get(pspec, value);
-      break;
-    case PROP_LABELS_FILE:
-      g_value_set_string(value, s.labels_file.c_str());
-      break;
-    case PROP_BACKEND:
-      g_value_set_enum(value, s.backend);
-      break;
-    case PROP_GPU_ID:
-      g_value_set_int(value, s.gpu_id);
-      break;
-    case PROP_DEVICE_CANDIDATES:
-      g_value_set_boolean(value, s.device_candidates);
-      break;
-    case PROP_DEVICE:
-      g_value_set_string(value, priv->device.c_str());
-      break;
-    case PROP_FRAMES_IN_GPU_MEMORY:
-      g_value_set_uint64(value, priv->frames_in_gpu_memory);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
-}
-
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self) {
   return std::unique_lock<std::mutex>(priv_of(self)->lock);
 }
+
+std::mutex *gst_cuda_nms_detector_mutex(GstCudaNmsDetector *self) { return &priv_of(self)->lock; }
 
 std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(
     GstCudaNmsDetector *self) {

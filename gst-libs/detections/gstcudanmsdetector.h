@@ -21,11 +21,10 @@
  * It lives in a shared library (libgstcudanmsdetector, like gst-plugins-bad's libgstcuda) that
  * every detector's plugin module links: one copy in a process, the type registered once.
  *
- * A subclass's own properties are its own, as in any element: an enum from
- * GST_CUDA_NMS_DETECTOR_N_PROPERTIES on (the shared ones, installed on the subclass's class by
- * gst_cuda_nms_detector_class_install_properties, take the ids below it), its values in its
- * instance under gst_cuda_nms_detector_lock, and a set_property and get_property that hand the
- * ids that are not its own to the parent class's. */
+ * A subclass's own properties are its own, as in any element: a PropertyTable
+ * (propertytable.h) of its class, its values in its instance under gst_cuda_nms_detector_lock;
+ * the shared ones are rows of the base's table, installed on the subclass's class by
+ * gst_cuda_nms_detector_class_install_properties. */
 #pragma once
 
 #include <cudanms/nms.h>
@@ -47,9 +46,6 @@ class DeviceCandidates;
 #define GST_TYPE_CUDA_NMS_DETECTOR (gst_cuda_nms_detector_get_type())
 G_DECLARE_DERIVABLE_TYPE(GstCudaNmsDetector, gst_cuda_nms_detector, GST, CUDA_NMS_DETECTOR,
                          GstVideoFilter)
-
-/* The first property id a subclass's own enum may use. */
-#define GST_CUDA_NMS_DETECTOR_N_PROPERTIES 16
 
 /* What the properties say; the same copy goes with each call until a property changes. */
 struct GstCudaNmsDetectorSettings {
@@ -139,9 +135,7 @@ struct GstCudaNmsDetectorProperties {
   const gchar *device_candidates_blurb = nullptr;
 };
 
-/* In the subclass's class_init: the shared properties it has, installed on its class with ids
- * below GST_CUDA_NMS_DETECTOR_N_PROPERTIES; its set_property and get_property hand those to the
- * parent class's. */
+/* In the subclass's class_init: the shared properties it has, installed on its class. */
 void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *klass,
                                                     const GstCudaNmsDetectorProperties &properties);
 
@@ -154,6 +148,8 @@ void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klas
 /* The lock that guards the settings: a subclass guards its own properties' values and counters
  * with it too. */
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self);
+/* The same lock, for a subclass's PropertyTable (Locked). */
+std::mutex *gst_cuda_nms_detector_mutex(GstCudaNmsDetector *self);
 /* The settings as the properties say them now (shared until a property changes). */
 std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(
     GstCudaNmsDetector *self);

@@ -40,13 +40,10 @@
 #include "devicecandidates.h"
 #include "elementcudacontext.h"
 #include "grayframe.h"
+#include "propertytable.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cuda_cascade_debug);
 #define GST_CAT_DEFAULT gst_cuda_cascade_debug
-
-enum {
-  PROP_SCALE_FACTOR = GST_CUDA_NMS_DETECTOR_N_PROPERTIES,
-};
 
 #define DEFAULT_MODEL "/usr/share/opencv4/haarcascades/haarcascade_frontalface_alt2.xml"
 #define DEFAULT_SCALE_FACTOR 1.1
@@ -84,10 +81,6 @@ G_DEFINE_TYPE_WITH_CODE(GstCudaCascade, gst_cuda_cascade, GST_TYPE_CUDA_NMS_DETE
 GST_ELEMENT_REGISTER_DEFINE(cudacascade, "cudacascade", GST_RANK_NONE, GST_TYPE_CUDA_CASCADE);
 
 static void gst_cuda_cascade_finalize(GObject *object);
-static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
-                                          GParamSpec *pspec);
-static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue *value,
-                                          GParamSpec *pspec);
 static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,
                                       const GstCudaNmsDetectorSettings &shared);
 static void gst_cuda_cascade_close(GstCudaNmsDetector *detector);
@@ -109,8 +102,6 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   gobject_class->finalize = gst_cuda_cascade_finalize;
-  gobject_class->set_property = gst_cuda_cascade_set_property;
-  gobject_class->get_property = gst_cuda_cascade_get_property;
 
   GstCudaNmsDetectorProperties shared;
   shared.model_default = DEFAULT_MODEL;
@@ -132,13 +123,21 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
       "With the CUDA detector, leave the candidates in GPU memory for cudanms to use in place "
       "(readers on the host download them once); false: copy them to host memory each frame";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  g_object_class_install_property(
-      gobject_class, PROP_SCALE_FACTOR,
-      g_param_spec_double("scale-factor", "Scale factor",
-                          "Ratio between the window sizes of consecutive scales", 1.01, 4.0,
-                          DEFAULT_SCALE_FACTOR,
-                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                   G_PARAM_STATIC_STRINGS)));
+  PropertyTable<GstCudaCascadePrivate>(
+      gobject_class,
+      [](GObject *object) {
+        return Locked<GstCudaCascadePrivate>{
+            GST_CUDA_CASCADE(object)->priv,
+            gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
+      })
+      .field(
+          g_param_spec_double(
+              "scale-factor", "Scale factor",
+              "Ratio between the window sizes of consecutive scales", 1.01, 4.0,
+              DEFAULT_SCALE_FACTOR,
+              static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                       G_PARAM_STATIC_STRINGS)),
+          [](auto &s) -> auto & { return s.scale_factor; });
 
   gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
   gst_element_class_set_static_metadata(
@@ -163,36 +162,6 @@ static void gst_cuda_cascade_init(GstCudaCascade *self) {
 static void gst_cuda_cascade_finalize(GObject *object) {
   delete GST_CUDA_CASCADE(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static void gst_cuda_cascade_set_property(GObject *object, guint prop_id, const GValue *value,
-                                          GParamSpec *pspec) {
-  GstCudaCascade *self = GST_CUDA_CASCADE(object);
-  switch (prop_id) {
-    case PROP_SCALE_FACTOR: {
-      auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-      self->priv->scale_factor = g_value_get_double(value);
-      break;
-    }
-    default:
-      G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
-      break;
-  }
-}
-
-static void gst_cuda_cascade_get_property(GObject *object, guint prop_id, GValue *value,
-                                          GParamSpec *pspec) {
-  GstCudaCascade *self = GST_CUDA_CASCADE(object);
-  switch (prop_id) {
-    case PROP_SCALE_FACTOR: {
-      auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-      g_value_set_double(value, self->priv->scale_factor);
-      break;
-    }
-    default:
-      G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
-      break;
-  }
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gstcudanmsdetector.h"
+#include "propertytable.h"
 
 typedef enum {
   GST_DNN_DETECT_DECODER_BLAZEFACE,
@@ -39,12 +40,9 @@ struct DnnDetectCounters {
   guint64 frames = 0, batched_frames = 0, graphed_frames = 0, frames_in_pinned_memory = 0;
 };
 
-/* Installs its own properties on @klass, with ids from GST_CUDA_NMS_DETECTOR_N_PROPERTIES on. */
-void gst_dnn_detect_install_properties(GObjectClass *klass);
+/* Installs its own properties on @klass: the settings, and the counters read-only. */
+void gst_dnn_detect_install_properties(GObjectClass *klass,
+                                       PropertyTable<DnnDetectSettings>::StateOf settings_of,
+                                       PropertyTable<DnnDetectCounters>::StateOf counters_of);
 /* The shared "model" property's blurb, which names the default model's place. */
 const gchar *gst_dnn_detect_model_blurb();
-/* Sets or reads one of its own properties (the counters are read-only); false for an id that is
- * not one of them. */
-bool gst_dnn_detect_set_setting(DnnDetectSettings *settings, guint prop_id, const GValue *value);
-bool gst_dnn_detect_get_setting(const DnnDetectSettings &settings,
-                                const DnnDetectCounters &counters, guint prop_id, GValue *value);

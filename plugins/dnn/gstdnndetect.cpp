@@ -93,10 +93,6 @@ G_DEFINE_TYPE_WITH_CODE(GstDnnDetect, gst_dnn_detect, GST_TYPE_CUDA_NMS_DETECTOR
 GST_ELEMENT_REGISTER_DEFINE(dnndetect, "dnndetect", GST_RANK_NONE, GST_TYPE_DNN_DETECT);
 
 static void gst_dnn_detect_finalize(GObject *object);
-static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GValue *value,
-                                        GParamSpec *pspec);
-static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *value,
-                                        GParamSpec *pspec);
 static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
                                     const GstCudaNmsDetectorSettings &shared);
 static void gst_dnn_detect_close(GstCudaNmsDetector *detector);
@@ -120,8 +116,6 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   gobject_class->finalize = gst_dnn_detect_finalize;
-  gobject_class->set_property = gst_dnn_detect_set_property;
-  gobject_class->get_property = gst_dnn_detect_get_property;
 
   GstCudaNmsDetectorProperties shared;
   shared.model_blurb = gst_dnn_detect_model_blurb();
@@ -138,7 +132,18 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
       "With the CUDA backend, leave candidates without points in GPU memory for cudanms to use "
       "in place; false, and for decoders with points: host memory each frame";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  gst_dnn_detect_install_properties(gobject_class);
+  gst_dnn_detect_install_properties(
+      gobject_class,
+      [](GObject *object) {
+        return Locked<DnnDetectSettings>{
+            &GST_DNN_DETECT(object)->priv->settings,
+            gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
+      },
+      [](GObject *object) {
+        return Locked<DnnDetectCounters>{
+            &GST_DNN_DETECT(object)->priv->counters,
+            gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
+      });
 
   gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
   gst_element_class_set_static_metadata(
@@ -161,25 +166,6 @@ static void gst_dnn_detect_init(GstDnnDetect *self) { self->priv = new GstDnnDet
 static void gst_dnn_detect_finalize(GObject *object) {
   delete GST_DNN_DETECT(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static void gst_dnn_detect_set_property(GObject *object, guint prop_id, const GValue *value,
-                                        GParamSpec *pspec) {
-  GstDnnDetect *self = GST_DNN_DETECT(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  if (gst_dnn_detect_set_setting(&self->priv->settings, prop_id, value)) return;
-  guard.unlock();
-  G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
-}
-
-static void gst_dnn_detect_get_property(GObject *object, guint prop_id, GValue *value,
-                                        GParamSpec *pspec) {
-  GstDnnDetect *self = GST_DNN_DETECT(object);
-  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  if (gst_dnn_detect_get_setting(self->priv->settings, self->priv->counters, prop_id, value))
-    return;
-  guard.unlock();
-  G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
 }
 
 /* ------------------------------------------------------------------------------------------ */

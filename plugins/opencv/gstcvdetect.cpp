@@ -38,15 +38,10 @@
 
 #include "detections.h"
 #include "grayframe.h"
+#include "propertytable.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_cv_detect_debug);
 #define GST_CAT_DEFAULT gst_cv_detect_debug
-
-enum {
-  PROP_SCALE_FACTOR = GST_CUDA_NMS_DETECTOR_N_PROPERTIES,
-  PROP_WIN_STRIDE,
-  PROP_DOWNSCALE,
-};
 
 #define MODEL_HOG_PEOPLE "hog-people"
 
@@ -100,10 +95,6 @@ G_DEFINE_TYPE_WITH_CODE(GstCvDetect, gst_cv_detect, GST_TYPE_CUDA_NMS_DETECTOR,
 GST_ELEMENT_REGISTER_DEFINE(cvdetect, "cvdetect", GST_RANK_NONE, GST_TYPE_CV_DETECT);
 
 static void gst_cv_detect_finalize(GObject *object);
-static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GValue *value,
-                                       GParamSpec *pspec);
-static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *value,
-                                       GParamSpec *pspec);
 static gboolean gst_cv_detect_open(GstCudaNmsDetector *detector,
                                    const GstCudaNmsDetectorSettings &shared);
 static void gst_cv_detect_close(GstCudaNmsDetector *detector);
@@ -121,8 +112,6 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
                                                   G_PARAM_STATIC_STRINGS);
 
   gobject_class->finalize = gst_cv_detect_finalize;
-  gobject_class->set_property = gst_cv_detect_set_property;
-  gobject_class->get_property = gst_cv_detect_get_property;
 
   GstCudaNmsDetectorProperties shared;
   shared.model_default = DEFAULT_MODEL;
@@ -142,24 +131,32 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
       "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
       "hog-people) upscales the frame. 0x0: the model's window";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  g_object_class_install_property(
-      gobject_class, PROP_SCALE_FACTOR,
-      g_param_spec_double("scale-factor", "Scale factor",
-                          "Ratio between the window sizes of consecutive pyramid levels", 1.001,
-                          4.0, DEFAULT_SCALE_FACTOR, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_WIN_STRIDE,
-      g_param_spec_uint("win-stride", "Window stride",
-                        "Step of the sliding window in pixels of a pyramid level (HOG only; a "
-                        "multiple of 8 is fastest; cascades step by 1-2 pixels themselves)",
-                        1, 256, DEFAULT_WIN_STRIDE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_DOWNSCALE,
-      g_param_spec_double("downscale", "Downscale",
-                          "Detect on a copy of the frame this much smaller (1 = full size), for "
-                          "speed: the smallest window becomes the model's window / downscale "
-                          "(HOG: unless min-size says otherwise); boxes are in frame pixels",
-                          0.05, 1.0, DEFAULT_DOWNSCALE, rw));
+  PropertyTable<Settings>(gobject_class,
+                          [](GObject *object) {
+                            return Locked<Settings>{
+                                &GST_CV_DETECT(object)->priv->settings,
+                                gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
+                          })
+      .field(
+          g_param_spec_double("scale-factor", "Scale factor",
+                              "Ratio between the window sizes of consecutive pyramid levels", 1.001,
+                              4.0, DEFAULT_SCALE_FACTOR, rw),
+          [](auto &s) -> auto & { return s.scale_factor; })
+      .field(
+          g_param_spec_uint("win-stride", "Window stride",
+                            "Step of the sliding window in pixels of a pyramid level (HOG only; "
+                            "a multiple of 8 is fastest; cascades step by 1-2 pixels "
+                            "themselves)",
+                            1, 256, DEFAULT_WIN_STRIDE, rw),
+          [](auto &s) -> auto & { return s.win_stride; })
+      .field(
+          g_param_spec_double("downscale", "Downscale",
+                              "Detect on a copy of the frame this much smaller (1 = full "
+                              "size), for speed: the smallest window becomes the model's "
+                              "window / downscale (HOG: unless min-size says otherwise); boxes "
+                              "are in frame pixels",
+                              0.05, 1.0, DEFAULT_DOWNSCALE, rw),
+          [](auto &s) -> auto & { return s.downscale; });
 
   gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, nullptr);
   gst_element_class_set_static_metadata(
@@ -179,50 +176,6 @@ static void gst_cv_detect_init(GstCvDetect *self) { self->priv = new GstCvDetect
 static void gst_cv_detect_finalize(GObject *object) {
   delete GST_CV_DETECT(object)->priv;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static void gst_cv_detect_set_property(GObject *object, guint prop_id, const GValue *value,
-                                       GParamSpec *pspec) {
-  GstCvDetect *self = GST_CV_DETECT(object);
-  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  Settings &s = self->priv->settings;
-  switch (prop_id) {
-    case PROP_SCALE_FACTOR:
-      s.scale_factor = g_value_get_double(value);
-      break;
-    case PROP_WIN_STRIDE:
-      s.win_stride = g_value_get_uint(value);
-      break;
-    case PROP_DOWNSCALE:
-      s.downscale = g_value_get_double(value);
-      break;
-    default:
-      lock.unlock();
-      G_OBJECT_CLASS(parent_class)->set_property(object, prop_id, value, pspec);
-      break;
-  }
-}
-
-static void gst_cv_detect_get_property(GObject *object, guint prop_id, GValue *value,
-                                       GParamSpec *pspec) {
-  GstCvDetect *self = GST_CV_DETECT(object);
-  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-  const Settings &s = self->priv->settings;
-  switch (prop_id) {
-    case PROP_SCALE_FACTOR:
-      g_value_set_double(value, s.scale_factor);
-      break;
-    case PROP_WIN_STRIDE:
-      g_value_set_uint(value, s.win_stride);
-      break;
-    case PROP_DOWNSCALE:
-      g_value_set_double(value, s.downscale);
-      break;
-    default:
-      lock.unlock();
-      G_OBJECT_CLASS(parent_class)->get_property(object, prop_id, value, pspec);
-      break;
-  }
 }
 
 /* Its own properties as they are now. */

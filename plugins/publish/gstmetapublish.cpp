@@ -86,10 +86,7 @@ G_DEFINE_TYPE_WITH_CODE(GstMetaPublish, gst_meta_publish, GST_TYPE_BASE_TRANSFOR
 GST_ELEMENT_REGISTER_DEFINE(metapublish, "metapublish", GST_RANK_NONE, GST_TYPE_META_PUBLISH);
 
 static void gst_meta_publish_finalize(GObject *object);
-static void gst_meta_publish_set_property(GObject *object, guint prop_id, const GValue *value,
-                                          GParamSpec *pspec);
-static void gst_meta_publish_get_property(GObject *object, guint prop_id, GValue *value,
-                                          GParamSpec *pspec);
+static void gst_meta_publish_install_counts(GObjectClass *klass);
 static gboolean gst_meta_publish_start(GstBaseTransform *trans);
 static gboolean gst_meta_publish_stop(GstBaseTransform *trans);
 static gboolean gst_meta_publish_set_caps(GstBaseTransform *trans, GstCaps *incaps,
@@ -103,10 +100,11 @@ static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
   gobject_class->finalize = gst_meta_publish_finalize;
-  gobject_class->set_property = gst_meta_publish_set_property;
-  gobject_class->get_property = gst_meta_publish_get_property;
-
-  gst_meta_publish_install_properties(gobject_class);
+  gst_meta_publish_install_properties(gobject_class, [](GObject *object) {
+    GstMetaPublishPrivate *priv = GST_META_PUBLISH(object)->priv;
+    return Locked<MetaPublishSettings>{&priv->settings, &priv->lock};
+  });
+  gst_meta_publish_install_counts(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -136,24 +134,37 @@ static void gst_meta_publish_finalize(GObject *object) {
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
-static void gst_meta_publish_set_property(GObject *object, guint prop_id, const GValue *value,
-                                          GParamSpec *pspec) {
-  GstMetaPublishPrivate *priv = GST_META_PUBLISH(object)->priv;
-  std::lock_guard<std::mutex> guard(priv->lock);
-  if (!gst_meta_publish_set_setting(&priv->settings, prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-}
-
-static void gst_meta_publish_get_property(GObject *object, guint prop_id, GValue *value,
-                                          GParamSpec *pspec) {
-  GstMetaPublishPrivate *priv = GST_META_PUBLISH(object)->priv;
-  std::lock_guard<std::mutex> guard(priv->lock);
-  const MqttStats stats = priv->publisher ? priv->publisher->stats() : MqttStats();
-  MetaPublishCounts counts;
-  counts.published = priv->publisher ? stats.published : priv->written.load();
-  counts.dropped = stats.dropped, counts.queued = stats.queued, counts.connected = stats.connected;
-  if (!gst_meta_publish_get_setting(priv->settings, counts, prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+/* The read-only counts: the publisher's, or the lines written to the file. */
+static void gst_meta_publish_install_counts(GObjectClass *klass) {
+  using Private = GstMetaPublishPrivate;
+  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  auto stats = [](const Private &priv) {
+    return priv.publisher ? priv.publisher->stats() : MqttStats();
+  };
+  PropertyTable<Private>(klass, locked_private<GstMetaPublish>)
+      .read_only(g_param_spec_uint64("published", "Published",
+                                     "Messages published (MQTT) or lines written (file)", 0,
+                                     G_MAXUINT64, 0, ro),
+                 [stats](const Private &priv, GValue *value) {
+                   g_value_set_uint64(value,
+                                      priv.publisher ? stats(priv).published : priv.written.load());
+                 })
+      .read_only(
+          g_param_spec_uint64("dropped", "Dropped", "Messages dropped: queue full, or left at stop",
+                              0, G_MAXUINT64, 0, ro),
+          [stats](const Private &priv, GValue *value) {
+            g_value_set_uint64(value, stats(priv).dropped);
+          })
+      .read_only(g_param_spec_uint64("queued", "Queued", "Messages waiting for the broker", 0,
+                                     G_MAXUINT64, 0, ro),
+                 [stats](const Private &priv, GValue *value) {
+                   g_value_set_uint64(value, stats(priv).queued);
+                 })
+      .read_only(
+          g_param_spec_boolean("connected", "Connected", "Connected to the broker now", FALSE, ro),
+          [stats](const Private &priv, GValue *value) {
+            g_value_set_boolean(value, stats(priv).connected);
+          });
 }
 
 static void post_element_message(GstMetaPublish *self, GstStructure *s) {

@@ -1,5 +1,4 @@
-/* metapublish's properties: where the messages go and how (MetaPublishSettings), and what it
- * counted (read-only). */
+/* metapublish's settable properties: where the messages go and how (MetaPublishSettings). */
 #pragma once
 
 #include <gst/gst.h>
@@ -8,6 +7,7 @@
 
 #include "detectionsjson.h"
 #include "mqttpublisher.h"
+#include "propertytable.h"
 
 enum class PublishMethod { kFile, kMqtt };
 
@@ -24,16 +24,6 @@ struct MetaPublishSettings {
   MetaPublishSettings(); /* the properties' defaults */
 };
 
-/* The read-only properties' values now. */
-struct MetaPublishCounts {
-  guint64 published = 0, dropped = 0, queued = 0;
-  bool connected = false;
-};
-
-/* Installs the properties on @klass; set and get answer them, FALSE for an id they do not
- * know. */
-void gst_meta_publish_install_properties(GObjectClass *klass);
-bool gst_meta_publish_set_setting(MetaPublishSettings *settings, guint prop_id,
-                                  const GValue *value);
-bool gst_meta_publish_get_setting(const MetaPublishSettings &settings,
-                                  const MetaPublishCounts &counts, guint prop_id, GValue *value);
+/* Installs the settings' properties on @klass (the element answers for what it counted). */
+void gst_meta_publish_install_properties(GObjectClass *klass,
+                                         PropertyTable<MetaPublishSettings>::StateOf settings_of);

@@ -71,7 +71,6 @@ using LabelCounts = std::map<std::string, std::map<std::string, cudanms::LineCou
 struct GstBoxCountPrivate {
   std::mutex lock; /* guards settings, the counter's counts, the labels' counts and resume */
   BoxCountSettings settings;
-  bool settings_changed = true;
   cudanms::Counter counter;
   LabelCounts label_counts; /* each line's counts by label */
   /* Counts set before their line exists: the totals, and by label. */
@@ -83,7 +82,7 @@ struct GstBoxCountPrivate {
   int width = 0, height = 0;
   Geometry geometry; /* as parsed, before scaling */
   bool normalized = DEFAULT_NORMALIZED;
-  cudanms::CounterParams params;  /* as set; the loitering frames come from the frame clock */
+  cudanms::CounterParams params; /* as set; the loitering frames come from the frame clock */
   double loitering_time = DEFAULT_LOITERING_TIME;
   std::set<std::string> classes;
   std::map<gint, std::string> labels;         /* announced by detectors */
@@ -110,10 +109,7 @@ G_DEFINE_TYPE_WITH_CODE(GstBoxCount, gst_box_count, GST_TYPE_BASE_TRANSFORM,
 GST_ELEMENT_REGISTER_DEFINE(boxcount, "boxcount", GST_RANK_NONE, GST_TYPE_BOX_COUNT);
 
 static void gst_box_count_finalize(GObject *object);
-static void gst_box_count_set_property(GObject *object, guint prop_id, const GValue *value,
-                                       GParamSpec *pspec);
-static void gst_box_count_get_property(GObject *object, guint prop_id, GValue *value,
-                                       GParamSpec *pspec);
+static void gst_box_count_install_counts(GObjectClass *klass);
 static gboolean gst_box_count_start(GstBaseTransform *trans);
 static gboolean gst_box_count_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
 static gboolean gst_box_count_sink_event(GstBaseTransform *trans, GstEvent *event);
@@ -124,10 +120,11 @@ static void gst_box_count_class_init(GstBoxCountClass *klass) {
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
   gobject_class->finalize = gst_box_count_finalize;
-  gobject_class->set_property = gst_box_count_set_property;
-  gobject_class->get_property = gst_box_count_get_property;
-
-  gst_box_count_install_properties(gobject_class);
+  gst_box_count_install_properties(gobject_class, [](GObject *object) {
+    GstBoxCountPrivate *priv = GST_BOX_COUNT(object)->priv;
+    return Locked<BoxCountSettings>{&priv->settings, &priv->lock};
+  });
+  gst_box_count_install_counts(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -205,7 +202,7 @@ static void take_counts(GstBoxCountPrivate *priv, const GstStructure *counts) {
   resume_counts(priv);
 }
 
-static GstStructure *counts_structure(GstBoxCountPrivate *priv) {
+static GstStructure *counts_structure(const GstBoxCountPrivate *priv) {
   GstStructure *out = gst_structure_new_empty("counts");
   const auto &lines = priv->counter.lines();
   for (size_t l = 0; l < lines.size(); l++) {
@@ -213,12 +210,14 @@ static GstStructure *counts_structure(GstBoxCountPrivate *priv) {
     GstStructure *line =
         gst_structure_new("line", "in", G_TYPE_UINT64, c.in, "out", G_TYPE_UINT64, c.out, NULL);
     GstStructure *labels = gst_structure_new_empty("labels");
-    for (const auto &[label, n] : priv->label_counts[lines[l].name]) {
-      GstStructure *each =
-          gst_structure_new("line", "in", G_TYPE_UINT64, n.in, "out", G_TYPE_UINT64, n.out, NULL);
-      gst_structure_set(labels, label.c_str(), GST_TYPE_STRUCTURE, each, NULL);
-      gst_structure_free(each);
-    }
+    const auto by_label = priv->label_counts.find(lines[l].name);
+    if (by_label != priv->label_counts.end())
+      for (const auto &[label, n] : by_label->second) {
+        GstStructure *each =
+            gst_structure_new("line", "in", G_TYPE_UINT64, n.in, "out", G_TYPE_UINT64, n.out, NULL);
+        gst_structure_set(labels, label.c_str(), GST_TYPE_STRUCTURE, each, NULL);
+        gst_structure_free(each);
+      }
     gst_structure_set(line, "labels", GST_TYPE_STRUCTURE, labels, NULL);
     gst_structure_free(labels);
     gst_structure_set(out, lines[l].name.c_str(), GST_TYPE_STRUCTURE, line, NULL);
@@ -227,28 +226,23 @@ static GstStructure *counts_structure(GstBoxCountPrivate *priv) {
   return out;
 }
 
-static void gst_box_count_set_property(GObject *object, guint prop_id, const GValue *value,
-                                       GParamSpec *pspec) {
-  GstBoxCountPrivate *priv = GST_BOX_COUNT(object)->priv;
-  std::lock_guard<std::mutex> guard(priv->lock);
-  if (prop_id == PROP_COUNTS) {
-    if (const GstStructure *counts = gst_value_get_structure(value)) take_counts(priv, counts);
-  } else if (gst_box_count_set_setting(&priv->settings, prop_id, value)) {
-    priv->settings_changed = true;
-  } else {
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
-}
-
-static void gst_box_count_get_property(GObject *object, guint prop_id, GValue *value,
-                                       GParamSpec *pspec) {
-  GstBoxCountPrivate *priv = GST_BOX_COUNT(object)->priv;
-  std::lock_guard<std::mutex> guard(priv->lock);
-  if (prop_id == PROP_COUNTS) {
-    g_value_take_boxed(value, counts_structure(priv));
-  } else if (!gst_box_count_get_setting(priv->settings, prop_id, value)) {
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
+static void gst_box_count_install_counts(GObjectClass *klass) {
+  PropertyTable<GstBoxCountPrivate>(klass, locked_private<GstBoxCount>)
+      .row(
+          g_param_spec_boxed(
+              "counts", "Counts",
+              "The lines' running counts: one field a line, a structure \"line\" "
+              "with guint64 fields in and out; set them to carry counts over",
+              GST_TYPE_STRUCTURE,
+              static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                       G_PARAM_STATIC_STRINGS)),
+          [](GstBoxCountPrivate &priv, const GValue *value) {
+            if (const GstStructure *counts = gst_value_get_structure(value))
+              take_counts(&priv, counts);
+          },
+          [](const GstBoxCountPrivate &priv, GValue *value) {
+            g_value_take_boxed(value, counts_structure(&priv));
+          });
 }
 
 /* The counter takes the geometry in pixels (with lock held); lines and zones of the same name
@@ -274,9 +268,9 @@ static void apply_geometry(GstBoxCountPrivate *priv) {
 static bool take_settings(GstBoxCount *self, std::string *error) {
   GstBoxCountPrivate *priv = self->priv;
   std::lock_guard<std::mutex> guard(priv->lock);
-  if (!priv->settings_changed) return true;
+  if (!priv->settings.changed) return true;
   const BoxCountSettings s = priv->settings;
-  priv->settings_changed = false;
+  priv->settings.changed = false;
   Geometry g;
   if (!parse_geometry(s, &g, error)) return false;
   priv->geometry = std::move(g);
@@ -299,7 +293,7 @@ static gboolean gst_box_count_start(GstBaseTransform *trans) {
   GstBoxCountPrivate *priv = self->priv;
   {
     std::lock_guard<std::mutex> guard(priv->lock);
-    priv->settings_changed = true;
+    priv->settings.changed = true;
     priv->counter.forget_tracks();
   }
   std::string error;
@@ -376,8 +370,8 @@ static cudanms::CounterParams frame_params(const GstBoxCountPrivate *priv) {
   const double per_frame = priv->clock.frame_seconds();
   params.loiter_frames =
       priv->loitering_time > 0 && per_frame > 0
-          ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(priv->loitering_time / per_frame -
-                                                                1e-9)))
+          ? std::max<int64_t>(
+                1, static_cast<int64_t>(std::ceil(priv->loitering_time / per_frame - 1e-9)))
           : 0;
   return params;
 }

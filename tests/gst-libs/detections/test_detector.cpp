@@ -17,6 +17,7 @@
 #include "gpufailure.h"
 #include "gstcudanmsdetector.h"
 #include "labels.h"
+#include "propertytable.h"
 
 G_BEGIN_DECLS
 #define TEST_TYPE_DETECTOR (test_detector_get_type())
@@ -38,27 +39,6 @@ struct _TestDetector {
 };
 
 G_DEFINE_TYPE(TestDetector, test_detector, GST_TYPE_CUDA_NMS_DETECTOR)
-
-// Its own property, declared as any element declares one; the shared ones go to the base.
-enum { PROP_BOXES_PER_FRAME = GST_CUDA_NMS_DETECTOR_N_PROPERTIES };
-
-static void set_property(GObject *object, guint prop_id, const GValue *value, GParamSpec *pspec) {
-  if (prop_id != PROP_BOXES_PER_FRAME) {
-    G_OBJECT_CLASS(test_detector_parent_class)->set_property(object, prop_id, value, pspec);
-    return;
-  }
-  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(object));
-  TEST_DETECTOR(object)->boxes_per_frame = g_value_get_uint(value);
-}
-
-static void get_property(GObject *object, guint prop_id, GValue *value, GParamSpec *pspec) {
-  if (prop_id != PROP_BOXES_PER_FRAME) {
-    G_OBJECT_CLASS(test_detector_parent_class)->get_property(object, prop_id, value, pspec);
-    return;
-  }
-  auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(object));
-  g_value_set_uint(value, TEST_DETECTOR(object)->boxes_per_frame);
-}
 
 int fake_cuda_context;  // its address stands for a CUcontext no buffer's memory is in
 
@@ -106,8 +86,6 @@ static std::string default_label(GstCudaNmsDetector *, const GstCudaNmsDetectorS
 
 static void test_detector_class_init(TestDetectorClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  gobject_class->set_property = set_property;
-  gobject_class->get_property = get_property;
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
   GstCudaNmsDetectorProperties shared;
   shared.label_blurb = "label";
@@ -118,11 +96,18 @@ static void test_detector_class_init(TestDetectorClass *klass) {
   shared.backend_blurb = "backend";
   shared.device_candidates_blurb = "device candidates";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  g_object_class_install_property(
-      gobject_class, PROP_BOXES_PER_FRAME,
-      g_param_spec_uint("boxes-per-frame", "Boxes per frame", "Candidates a frame", 0, 8, 1,
-                        static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                 G_PARAM_STATIC_STRINGS)));
+  // Its own property, declared as any element declares one; the shared ones are the base's.
+  PropertyTable<TestDetector>(gobject_class,
+                              [](GObject *object) {
+                                return Locked<TestDetector>{
+                                    TEST_DETECTOR(object),
+                                    gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
+                              })
+      .field(
+          g_param_spec_uint("boxes-per-frame", "Boxes per frame", "Candidates a frame", 0, 8, 1,
+                            static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                     G_PARAM_STATIC_STRINGS)),
+          [](auto &s) -> auto & { return s.boxes_per_frame; });
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_set_static_metadata(element_class, "Test detector", "Filter/Analyzer/Video",
                                         "The base class's test subclass", "cudanms");
