@@ -1,5 +1,5 @@
-/* The cudanms element's properties: their specs, and the values of the settable ones with what a
- * value that could not be used left behind. The element holds its lock around every call. */
+/* The cudanms element's settable properties: their specs, and their values with what a value
+ * that could not be used left behind. */
 #pragma once
 
 #include <gst/gst.h>
@@ -10,35 +10,7 @@
 #include "backend.h"
 #include "cudanms/nms.h"
 #include "cudanmslabels.h"
-
-enum {
-  PROP_0,
-  PROP_IOU_THRESHOLD,
-  PROP_OVERLAP,
-  PROP_METHOD,
-  PROP_SCORE_THRESHOLD,
-  PROP_MAX_CANDIDATES,
-  PROP_MAX_DETECTIONS,
-  PROP_CLASS_AGNOSTIC,
-  PROP_CLASS_GROUPS,
-  PROP_SOFT_DECAY,
-  PROP_SIGMA,
-  PROP_MIN_NEIGHBORS,
-  PROP_GROUP_EPS,
-  PROP_BACKEND,
-  PROP_GPU_ID,
-  PROP_BATCH_STREAMS,
-  PROP_KEEP_CANDIDATES,
-  PROP_STATS_INTERVAL,
-  PROP_TIME_GPU,
-  PROP_LABELS,
-  PROP_LABELS_FILE,
-  /* Read-only: the element's totals. */
-  PROP_FRAMES,
-  PROP_CANDIDATES_TOTAL,
-  PROP_DETECTIONS_TOTAL,
-  PROP_LAST_LATENCY_US,
-};
+#include "propertytable.h"
 
 /* What the settable properties say; copied under the lock at the top of each frame. */
 struct Settings {
@@ -75,13 +47,11 @@ struct CudaNmsProperties {
   std::string labels_file_error; /* why labels-file could not be read; empty: it could */
   std::string class_groups_text;
   std::string class_groups_error; /* why class-groups is not valid; empty: it is */
-
-  /* Installs every property of the element, the read-only ones included, on @klass. */
-  static void install(GObjectClass *klass);
-
-  /* Sets or gets a settable property; FALSE when @prop_id is not one. A labels-file that cannot
-   * be read, or class-groups that are not valid, leave the settings as they were and say why in
-   * labels_file_error or class_groups_error. */
-  bool set(guint prop_id, const GValue *value);
-  bool get(guint prop_id, GValue *value) const;
 };
+
+/* Installs the settable properties on @klass (the element answers for its totals). A
+ * labels-file that cannot be read, or class-groups that are not valid, leave the settings as
+ * they were and say why in labels_file_error or class_groups_error, for @changed to tell. */
+void gst_cuda_nms_install_properties(GObjectClass *klass,
+                                     PropertyTable<CudaNmsProperties>::StateOf properties_of,
+                                     PropertyTable<CudaNmsProperties>::Changed changed);

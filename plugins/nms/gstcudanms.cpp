@@ -97,10 +97,8 @@ G_DEFINE_TYPE_WITH_CODE(GstCudaNms, gst_cuda_nms, GST_TYPE_BASE_TRANSFORM,
 GST_ELEMENT_REGISTER_DEFINE(cudanms, "cudanms", GST_RANK_NONE, GST_TYPE_CUDA_NMS);
 
 static void gst_cuda_nms_finalize(GObject *object);
-static void gst_cuda_nms_set_property(GObject *object, guint prop_id, const GValue *value,
-                                      GParamSpec *pspec);
-static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *value,
-                                      GParamSpec *pspec);
+static void gst_cuda_nms_install_totals(GObjectClass *klass);
+static void gst_cuda_nms_property_changed(GObject *object, GParamSpec *pspec);
 static gboolean gst_cuda_nms_start(GstBaseTransform *trans);
 static gboolean gst_cuda_nms_stop(GstBaseTransform *trans);
 static gboolean gst_cuda_nms_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
@@ -116,9 +114,14 @@ static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
   gobject_class->finalize = gst_cuda_nms_finalize;
-  gobject_class->set_property = gst_cuda_nms_set_property;
-  gobject_class->get_property = gst_cuda_nms_get_property;
-  CudaNmsProperties::install(gobject_class);
+  gst_cuda_nms_install_properties(
+      gobject_class,
+      [](GObject *object) {
+        GstCudaNmsPrivate *priv = GST_CUDA_NMS(object)->priv;
+        return Locked<CudaNmsProperties>{&priv->properties, &priv->lock};
+      },
+      gst_cuda_nms_property_changed);
+  gst_cuda_nms_install_totals(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -152,56 +155,52 @@ static void gst_cuda_nms_finalize(GObject *object) {
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
-static void gst_cuda_nms_set_property(GObject *object, guint prop_id, const GValue *value,
-                                      GParamSpec *pspec) {
+/* Before start, start() makes a bad labels-file or class-groups an error; while running, the old
+ * values stay, and say so. Posted with the lock released. */
+static void gst_cuda_nms_property_changed(GObject *object, GParamSpec *pspec) {
   GstCudaNms *self = GST_CUDA_NMS(object);
-  std::string unreadable_labels, invalid_groups; /* posted once the lock is released */
+  if (GST_STATE(self) <= GST_STATE_READY) return;
+  std::string unreadable_labels, invalid_groups;
   {
     std::lock_guard<std::mutex> guard(self->priv->lock);
-    CudaNmsProperties &p = self->priv->properties;
-    if (!p.set(prop_id, value)) {
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      return;
-    }
-    if (prop_id == PROP_LABELS_FILE) unreadable_labels = p.labels_file_error;
-    if (prop_id == PROP_CLASS_GROUPS) invalid_groups = p.class_groups_error;
+    if (g_str_equal(pspec->name, "labels-file"))
+      unreadable_labels = self->priv->properties.labels_file_error;
+    if (g_str_equal(pspec->name, "class-groups"))
+      invalid_groups = self->priv->properties.class_groups_error;
   }
-  /* Before start, start() makes it an error; while running, the old values stay, and say so. */
-  if (!unreadable_labels.empty() && GST_STATE(self) > GST_STATE_READY) {
+  if (!unreadable_labels.empty()) {
     GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ,
                         ("Could not read labels-file: the labels stay as they were"),
                         ("%s", unreadable_labels.c_str()));
   }
-  if (!invalid_groups.empty() && GST_STATE(self) > GST_STATE_READY) {
+  if (!invalid_groups.empty()) {
     GST_ELEMENT_WARNING(self, LIBRARY, SETTINGS,
                         ("Invalid class-groups: the groups stay as they were"),
                         ("%s", invalid_groups.c_str()));
   }
 }
 
-static void gst_cuda_nms_get_property(GObject *object, guint prop_id, GValue *value,
-                                      GParamSpec *pspec) {
-  GstCudaNms *self = GST_CUDA_NMS(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
-  const Totals &t = self->priv->totals;
-  if (self->priv->properties.get(prop_id, value)) return;
-  switch (prop_id) {
-    case PROP_FRAMES:
-      g_value_set_uint64(value, t.frames);
-      break;
-    case PROP_CANDIDATES_TOTAL:
-      g_value_set_uint64(value, t.candidates);
-      break;
-    case PROP_DETECTIONS_TOTAL:
-      g_value_set_uint64(value, t.detections);
-      break;
-    case PROP_LAST_LATENCY_US:
-      g_value_set_double(value, t.last_latency_us);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
+static void gst_cuda_nms_install_totals(GObjectClass *klass) {
+  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  auto count = [ro](const char *name, const char *nick, const char *blurb) {
+    return g_param_spec_uint64(name, nick, blurb, 0, G_MAXUINT64, 0, ro);
+  };
+  PropertyTable<GstCudaNmsPrivate>(klass, locked_private<GstCudaNms>)
+      .field(
+          count("frames", "Frames", "Frames processed since the element started"),
+          [](auto &p) -> auto & { return p.totals.frames; })
+      .field(
+          count("candidates-total", "Candidates total",
+                "Candidates received since the element started"),
+          [](auto &p) -> auto & { return p.totals.candidates; })
+      .field(
+          count("detections-total", "Detections total", "Boxes kept since the element started"),
+          [](auto &p) -> auto & { return p.totals.detections; })
+      .field(
+          g_param_spec_double("last-latency-us", "Last latency",
+                              "Wall time of the last frame's NMS call, in microseconds", 0.0,
+                              G_MAXDOUBLE, 0.0, ro),
+          [](auto &p) -> auto & { return p.totals.last_latency_us; });
 }
 
 static gboolean gst_cuda_nms_start(GstBaseTransform *trans) {

@@ -48,21 +48,12 @@
 #include "canvas.h"
 #include "keptboxes.h"
 #include "labels.h"
+#include "propertytable.h"
 #include "tagplacer.h"
 #include "trails.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_box_overlay_debug);
 #define GST_CAT_DEFAULT gst_box_overlay_debug
-
-enum {
-  PROP_0,
-  PROP_LINE_WIDTH,
-  PROP_FONT_SCALE,
-  PROP_DRAW_LABELS,
-  PROP_DRAW_CANDIDATES,
-  PROP_TRAIL_LENGTH,
-  PROP_DRAW_COUNTS,
-};
 
 #define DEFAULT_LINE_WIDTH 3
 #define DEFAULT_FONT_SCALE 0.5
@@ -118,10 +109,6 @@ G_DEFINE_TYPE_WITH_CODE(GstBoxOverlay, gst_box_overlay, GST_TYPE_VIDEO_FILTER,
 GST_ELEMENT_REGISTER_DEFINE(boxoverlay, "boxoverlay", GST_RANK_NONE, GST_TYPE_BOX_OVERLAY);
 
 static void gst_box_overlay_finalize(GObject *object);
-static void gst_box_overlay_set_property(GObject *object, guint prop_id, const GValue *value,
-                                         GParamSpec *pspec);
-static void gst_box_overlay_get_property(GObject *object, guint prop_id, GValue *value,
-                                         GParamSpec *pspec);
 static gboolean gst_box_overlay_start(GstBaseTransform *trans);
 static gboolean gst_box_overlay_sink_event(GstBaseTransform *trans, GstEvent *event);
 static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
@@ -136,40 +123,42 @@ static void gst_box_overlay_class_init(GstBoxOverlayClass *klass) {
                                                   G_PARAM_STATIC_STRINGS);
 
   gobject_class->finalize = gst_box_overlay_finalize;
-  gobject_class->set_property = gst_box_overlay_set_property;
-  gobject_class->get_property = gst_box_overlay_get_property;
-
-  g_object_class_install_property(
-      gobject_class, PROP_LINE_WIDTH,
-      g_param_spec_uint("line-width", "Line width",
-                        "Thickness of a kept box's outline in pixels, drawn inside the box", 1, 64,
-                        DEFAULT_LINE_WIDTH, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_FONT_SCALE,
-      g_param_spec_double("font-scale", "Font scale",
-                          "Size of the label text (OpenCV Hershey font scale)", 0.1, 10.0,
-                          DEFAULT_FONT_SCALE, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_DRAW_LABELS,
-      g_param_spec_boolean("draw-labels", "Draw labels", "Tag each kept box with 'label score'",
-                           DEFAULT_DRAW_LABELS, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_DRAW_CANDIDATES,
-      g_param_spec_boolean("draw-candidates", "Draw candidates",
-                           "Also draw the candidates meta as thin light boxes (needs "
-                           "keep-candidates=true on cudanms)",
-                           DEFAULT_DRAW_CANDIDATES, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_TRAIL_LENGTH,
-      g_param_spec_uint("trail-length", "Trail length",
-                        "Frames of a tracked box's path drawn behind it (boxtrack's ids), 0 for "
-                        "none",
-                        0, MAX_TRAIL_LENGTH, DEFAULT_TRAIL_LENGTH, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_DRAW_COUNTS,
-      g_param_spec_boolean("draw-counts", "Draw counts",
-                           "Draw boxcount's lines and zones with their counts", DEFAULT_DRAW_COUNTS,
-                           rw));
+  PropertyTable<Settings>(gobject_class,
+                          [](GObject *object) {
+                            GstBoxOverlayPrivate *priv = GST_BOX_OVERLAY(object)->priv;
+                            return Locked<Settings>{&priv->settings, &priv->lock};
+                          })
+      .field(
+          g_param_spec_uint("line-width", "Line width",
+                            "Thickness of a kept box's outline in pixels, drawn inside the box", 1,
+                            64, DEFAULT_LINE_WIDTH, rw),
+          [](auto &s) -> auto & { return s.line_width; })
+      .field(
+          g_param_spec_double("font-scale", "Font scale",
+                              "Size of the label text (OpenCV Hershey font scale)", 0.1, 10.0,
+                              DEFAULT_FONT_SCALE, rw),
+          [](auto &s) -> auto & { return s.font_scale; })
+      .field(
+          g_param_spec_boolean("draw-labels", "Draw labels", "Tag each kept box with 'label score'",
+                               DEFAULT_DRAW_LABELS, rw),
+          [](auto &s) -> auto & { return s.draw_labels; })
+      .field(
+          g_param_spec_boolean("draw-candidates", "Draw candidates",
+                               "Also draw the candidates meta as thin light boxes (needs "
+                               "keep-candidates=true on cudanms)",
+                               DEFAULT_DRAW_CANDIDATES, rw),
+          [](auto &s) -> auto & { return s.draw_candidates; })
+      .field(
+          g_param_spec_uint("trail-length", "Trail length",
+                            "Frames of a tracked box's path drawn behind it (boxtrack's ids), "
+                            "0 for none",
+                            0, MAX_TRAIL_LENGTH, DEFAULT_TRAIL_LENGTH, rw),
+          [](auto &s) -> auto & { return s.trail_length; })
+      .field(
+          g_param_spec_boolean("draw-counts", "Draw counts",
+                               "Draw boxcount's lines and zones with their counts",
+                               DEFAULT_DRAW_COUNTS, rw),
+          [](auto &s) -> auto & { return s.draw_counts; });
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -197,68 +186,6 @@ static void gst_box_overlay_finalize(GObject *object) {
   delete self->priv;
   self->priv = nullptr;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static void gst_box_overlay_set_property(GObject *object, guint prop_id, const GValue *value,
-                                         GParamSpec *pspec) {
-  GstBoxOverlay *self = GST_BOX_OVERLAY(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
-  Settings &s = self->priv->settings;
-
-  switch (prop_id) {
-    case PROP_LINE_WIDTH:
-      s.line_width = g_value_get_uint(value);
-      break;
-    case PROP_FONT_SCALE:
-      s.font_scale = g_value_get_double(value);
-      break;
-    case PROP_DRAW_LABELS:
-      s.draw_labels = g_value_get_boolean(value);
-      break;
-    case PROP_DRAW_CANDIDATES:
-      s.draw_candidates = g_value_get_boolean(value);
-      break;
-    case PROP_TRAIL_LENGTH:
-      s.trail_length = g_value_get_uint(value);
-      break;
-    case PROP_DRAW_COUNTS:
-      s.draw_counts = g_value_get_boolean(value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
-}
-
-static void gst_box_overlay_get_property(GObject *object, guint prop_id, GValue *value,
-                                         GParamSpec *pspec) {
-  GstBoxOverlay *self = GST_BOX_OVERLAY(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
-  const Settings &s = self->priv->settings;
-
-  switch (prop_id) {
-    case PROP_LINE_WIDTH:
-      g_value_set_uint(value, s.line_width);
-      break;
-    case PROP_FONT_SCALE:
-      g_value_set_double(value, s.font_scale);
-      break;
-    case PROP_DRAW_LABELS:
-      g_value_set_boolean(value, s.draw_labels);
-      break;
-    case PROP_DRAW_CANDIDATES:
-      g_value_set_boolean(value, s.draw_candidates);
-      break;
-    case PROP_TRAIL_LENGTH:
-      g_value_set_uint(value, s.trail_length);
-      break;
-    case PROP_DRAW_COUNTS:
-      g_value_set_boolean(value, s.draw_counts);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
 }
 
 static gboolean gst_box_overlay_start(GstBaseTransform *trans) {

@@ -38,14 +38,10 @@
 
 #include "detectionsjson.h"
 #include "linesfile.h"
+#include "propertytable.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_json_meta_writer_debug);
 #define GST_CAT_DEFAULT gst_json_meta_writer_debug
-
-enum {
-  PROP_0,
-  PROP_LOCATION,
-};
 
 #define DEFAULT_LOCATION ""
 
@@ -78,10 +74,6 @@ GST_ELEMENT_REGISTER_DEFINE(jsonmetawriter, "jsonmetawriter", GST_RANK_NONE,
                             GST_TYPE_JSON_META_WRITER);
 
 static void gst_json_meta_writer_finalize(GObject *object);
-static void gst_json_meta_writer_set_property(GObject *object, guint prop_id, const GValue *value,
-                                              GParamSpec *pspec);
-static void gst_json_meta_writer_get_property(GObject *object, guint prop_id, GValue *value,
-                                              GParamSpec *pspec);
 static gboolean gst_json_meta_writer_start(GstBaseTransform *trans);
 static gboolean gst_json_meta_writer_stop(GstBaseTransform *trans);
 static gboolean gst_json_meta_writer_set_caps(GstBaseTransform *trans, GstCaps *incaps,
@@ -95,17 +87,15 @@ static void gst_json_meta_writer_class_init(GstJsonMetaWriterClass *klass) {
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
   gobject_class->finalize = gst_json_meta_writer_finalize;
-  gobject_class->set_property = gst_json_meta_writer_set_property;
-  gobject_class->get_property = gst_json_meta_writer_get_property;
-
-  g_object_class_install_property(
-      gobject_class, PROP_LOCATION,
-      g_param_spec_string("location", "Location",
-                          "File to write the JSON lines to (replaced at start); empty or '-': "
-                          "stdout",
-                          DEFAULT_LOCATION,
-                          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                                   G_PARAM_STATIC_STRINGS)));
+  PropertyTable<GstJsonMetaWriterPrivate>(gobject_class, locked_private<GstJsonMetaWriter>)
+      .field(
+          g_param_spec_string("location", "Location",
+                              "File to write the JSON lines to (replaced at start); empty or "
+                              "'-': stdout",
+                              DEFAULT_LOCATION,
+                              static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
+                                                       G_PARAM_STATIC_STRINGS)),
+          [](auto &s) -> auto & { return s.location; });
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -137,36 +127,6 @@ static void gst_json_meta_writer_finalize(GObject *object) {
   delete self->priv;
   self->priv = nullptr;
   G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-static void gst_json_meta_writer_set_property(GObject *object, guint prop_id, const GValue *value,
-                                              GParamSpec *pspec) {
-  GstJsonMetaWriter *self = GST_JSON_META_WRITER(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
-  switch (prop_id) {
-    case PROP_LOCATION: {
-      const gchar *location = g_value_get_string(value);
-      self->priv->location = location ? location : "";
-      break;
-    }
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
-}
-
-static void gst_json_meta_writer_get_property(GObject *object, guint prop_id, GValue *value,
-                                              GParamSpec *pspec) {
-  GstJsonMetaWriter *self = GST_JSON_META_WRITER(object);
-  std::lock_guard<std::mutex> guard(self->priv->lock);
-  switch (prop_id) {
-    case PROP_LOCATION:
-      g_value_set_string(value, self->priv->location.c_str());
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
 }
 
 static gboolean gst_json_meta_writer_start(GstBaseTransform *trans) {

@@ -52,27 +52,10 @@
 #include "framemotion.h"
 #include "keptboxes.h"
 #include "labels.h"
+#include "propertytable.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_box_track_debug);
 #define GST_CAT_DEFAULT gst_box_track_debug
-
-enum {
-  PROP_0,
-  PROP_TRACK_THRESH,
-  PROP_HIGH_THRESH,
-  PROP_MATCH_THRESH,
-  PROP_LOW_THRESH,
-  PROP_TRACK_BUFFER,
-  PROP_MIN_HITS,
-  PROP_PER_CLASS,
-  PROP_MAX_TRACKS,
-  PROP_NEXT_ID,
-  PROP_TRACKS,
-  PROP_RESETS,
-  PROP_EVICTED,
-  PROP_REFUSED,
-  PROP_CAMERA_MOTION,
-};
 
 #define DEFAULT_PARAMS cudanms::TrackerParams()
 #define MAX_TRACK_BUFFER 100000
@@ -118,10 +101,7 @@ G_DEFINE_TYPE_WITH_CODE(GstBoxTrack, gst_box_track, GST_TYPE_BASE_TRANSFORM,
 GST_ELEMENT_REGISTER_DEFINE(boxtrack, "boxtrack", GST_RANK_NONE, GST_TYPE_BOX_TRACK);
 
 static void gst_box_track_finalize(GObject *object);
-static void gst_box_track_set_property(GObject *object, guint prop_id, const GValue *value,
-                                       GParamSpec *pspec);
-static void gst_box_track_get_property(GObject *object, guint prop_id, GValue *value,
-                                       GParamSpec *pspec);
+static void gst_box_track_install_properties(GObjectClass *klass);
 static gboolean gst_box_track_start(GstBaseTransform *trans);
 static gboolean gst_box_track_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
 static gboolean gst_box_track_sink_event(GstBaseTransform *trans, GstEvent *event);
@@ -131,92 +111,9 @@ static void gst_box_track_class_init(GstBoxTrackClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                  G_PARAM_STATIC_STRINGS);
-  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  const cudanms::TrackerParams d = DEFAULT_PARAMS;
 
   gobject_class->finalize = gst_box_track_finalize;
-  gobject_class->set_property = gst_box_track_set_property;
-  gobject_class->get_property = gst_box_track_get_property;
-
-  g_object_class_install_property(
-      gobject_class, PROP_TRACK_THRESH,
-      g_param_spec_double("track-thresh", "Track threshold",
-                          "High boxes score at least this: they are matched first, and may "
-                          "start tracks",
-                          0.0, 1.0, d.track_thresh, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_HIGH_THRESH,
-      g_param_spec_double("high-thresh", "New track threshold",
-                          "A new track needs a high box of at least this score", 0.0, 1.0,
-                          d.high_thresh, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MATCH_THRESH,
-      g_param_spec_double("match-thresh", "Match threshold",
-                          "High boxes match tracks at a cost 1 - IoU x score below this", 0.0, 1.0,
-                          d.match_thresh, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_LOW_THRESH,
-      g_param_spec_double("low-thresh", "Low threshold",
-                          "Boxes scoring at least this but below track-thresh only keep tracks "
-                          "alive (IoU above 0.5); lower ones are ignored",
-                          0.0, 1.0, d.low_thresh, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_TRACK_BUFFER,
-      g_param_spec_uint("track-buffer", "Track buffer",
-                        "Frames a lost track waits to be found again (of time: PTS)", 0,
-                        MAX_TRACK_BUFFER, static_cast<guint>(d.track_buffer), rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MIN_HITS,
-      g_param_spec_uint("min-hits", "Minimum hits",
-                        "Frames in a row a new track must be matched on to be confirmed and get "
-                        "its id (a stream's first frame confirms at once)",
-                        1, MAX_MIN_HITS, d.min_hits, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_PER_CLASS,
-      g_param_spec_boolean("per-class", "Per class", "Match boxes only to tracks of their class",
-                           d.per_class, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_MAX_TRACKS,
-      g_param_spec_uint("max-tracks", "Max tracks",
-                        "Tracks held at most (tentative, tracked and lost; ~200 bytes each): "
-                        "past it the lost track seen longest ago goes",
-                        1, MAX_MAX_TRACKS, static_cast<guint>(d.max_tracks), rw));
-  g_object_class_install_property(
-      gobject_class, PROP_NEXT_ID,
-      g_param_spec_uint64("next-id", "Next id",
-                          "The id the next confirmed track gets; setting it only raises it (to "
-                          "carry a stream's ids on into a new element)",
-                          1, cudanms::Tracker::kMaxFirstId, 1, rw));
-  g_object_class_install_property(
-      gobject_class, PROP_TRACKS,
-      g_param_spec_uint64("tracks", "Tracks", "Tracks held after the last frame", 0, G_MAXUINT64, 0,
-                          ro));
-  g_object_class_install_property(
-      gobject_class, PROP_RESETS,
-      g_param_spec_uint64(
-          "resets", "Resets",
-          "Times the tracker was reset (time went backwards, a flush, another frame size)", 0,
-          G_MAXUINT64, 0, ro));
-  g_object_class_install_property(
-      gobject_class, PROP_EVICTED,
-      g_param_spec_uint64("evicted", "Evicted", "Lost tracks dropped to stay within max-tracks", 0,
-                          G_MAXUINT64, 0, ro));
-  g_object_class_install_property(
-      gobject_class, PROP_REFUSED,
-      g_param_spec_uint64("refused", "Refused",
-                          "Boxes that started no track: max-tracks were held, none lost", 0,
-                          G_MAXUINT64, 0, ro));
-  g_object_class_install_property(
-      gobject_class, PROP_CAMERA_MOTION,
-      g_param_spec_boolean(
-          "camera-motion", "Camera motion",
-          "Follow the picture's motion (a moving camera): sparse optical flow over each frame "
-          "shifts and scales the tracks before matching; frames in system memory",
-          FALSE,
-          static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                   G_PARAM_STATIC_STRINGS)));
+  gst_box_track_install_properties(gobject_class);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -248,101 +145,96 @@ static void gst_box_track_finalize(GObject *object) {
   G_OBJECT_CLASS(parent_class)->finalize(object);
 }
 
-static void gst_box_track_set_property(GObject *object, guint prop_id, const GValue *value,
-                                       GParamSpec *pspec) {
-  GstBoxTrackPrivate *priv = GST_BOX_TRACK(object)->priv;
-  std::lock_guard<std::mutex> guard(priv->lock);
-  cudanms::TrackerParams &p = priv->params;
-  switch (prop_id) {
-    case PROP_TRACK_THRESH:
-      p.track_thresh = static_cast<float>(g_value_get_double(value));
-      break;
-    case PROP_HIGH_THRESH:
-      p.high_thresh = static_cast<float>(g_value_get_double(value));
-      break;
-    case PROP_MATCH_THRESH:
-      p.match_thresh = static_cast<float>(g_value_get_double(value));
-      break;
-    case PROP_LOW_THRESH:
-      p.low_thresh = static_cast<float>(g_value_get_double(value));
-      break;
-    case PROP_TRACK_BUFFER:
-      p.track_buffer = g_value_get_uint(value);
-      break;
-    case PROP_MIN_HITS:
-      p.min_hits = g_value_get_uint(value);
-      break;
-    case PROP_PER_CLASS:
-      p.per_class = g_value_get_boolean(value);
-      break;
-    case PROP_MAX_TRACKS:
-      p.max_tracks = g_value_get_uint(value);
-      break;
-    case PROP_NEXT_ID:
-      priv->tracker.set_next_id(g_value_get_uint64(value));
-      return;
-    case PROP_CAMERA_MOTION:
-      priv->camera_motion = g_value_get_boolean(value);
-      return;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      return;
-  }
-  priv->tracker.set_params(p);
-}
-
-static void gst_box_track_get_property(GObject *object, guint prop_id, GValue *value,
-                                       GParamSpec *pspec) {
-  GstBoxTrackPrivate *priv = GST_BOX_TRACK(object)->priv;
-  std::lock_guard<std::mutex> guard(priv->lock);
-  const cudanms::TrackerParams &p = priv->params;
-  switch (prop_id) {
-    case PROP_TRACK_THRESH:
-      g_value_set_double(value, p.track_thresh);
-      break;
-    case PROP_HIGH_THRESH:
-      g_value_set_double(value, p.high_thresh);
-      break;
-    case PROP_MATCH_THRESH:
-      g_value_set_double(value, p.match_thresh);
-      break;
-    case PROP_LOW_THRESH:
-      g_value_set_double(value, p.low_thresh);
-      break;
-    case PROP_TRACK_BUFFER:
-      g_value_set_uint(value, static_cast<guint>(p.track_buffer));
-      break;
-    case PROP_MIN_HITS:
-      g_value_set_uint(value, p.min_hits);
-      break;
-    case PROP_PER_CLASS:
-      g_value_set_boolean(value, p.per_class);
-      break;
-    case PROP_CAMERA_MOTION:
-      g_value_set_boolean(value, priv->camera_motion);
-      break;
-    case PROP_MAX_TRACKS:
-      g_value_set_uint(value, static_cast<guint>(p.max_tracks));
-      break;
-    case PROP_NEXT_ID:
-      g_value_set_uint64(value, priv->tracker.next_id());
-      break;
-    case PROP_TRACKS:
-      g_value_set_uint64(value, priv->tracks);
-      break;
-    case PROP_RESETS:
-      g_value_set_uint64(value, priv->resets);
-      break;
-    case PROP_EVICTED:
-      g_value_set_uint64(value, priv->evicted);
-      break;
-    case PROP_REFUSED:
-      g_value_set_uint64(value, priv->refused);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-      break;
-  }
+/* Every tracking parameter goes to the tracker as it is set. */
+static void gst_box_track_install_properties(GObjectClass *klass) {
+  using Private = GstBoxTrackPrivate;
+  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                  G_PARAM_STATIC_STRINGS);
+  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  const cudanms::TrackerParams d = DEFAULT_PARAMS;
+  auto count = [ro](const char *name, const char *nick, const char *blurb) {
+    return g_param_spec_uint64(name, nick, blurb, 0, G_MAXUINT64, 0, ro);
+  };
+  PropertyTable<Private>(klass, locked_private<GstBoxTrack>,
+                         [](Private &priv) { priv.tracker.set_params(priv.params); })
+      .field(
+          g_param_spec_double("track-thresh", "Track threshold",
+                              "High boxes score at least this: they are matched first, and "
+                              "may start tracks",
+                              0.0, 1.0, d.track_thresh, rw),
+          [](auto &s) -> auto & { return s.params.track_thresh; })
+      .field(
+          g_param_spec_double("high-thresh", "New track threshold",
+                              "A new track needs a high box of at least this score", 0.0, 1.0,
+                              d.high_thresh, rw),
+          [](auto &s) -> auto & { return s.params.high_thresh; })
+      .field(
+          g_param_spec_double("match-thresh", "Match threshold",
+                              "High boxes match tracks at a cost 1 - IoU x score below this", 0.0,
+                              1.0, d.match_thresh, rw),
+          [](auto &s) -> auto & { return s.params.match_thresh; })
+      .field(
+          g_param_spec_double("low-thresh", "Low threshold",
+                              "Boxes scoring at least this but below track-thresh only keep "
+                              "tracks alive (IoU above 0.5); lower ones are ignored",
+                              0.0, 1.0, d.low_thresh, rw),
+          [](auto &s) -> auto & { return s.params.low_thresh; })
+      .field(
+          g_param_spec_uint("track-buffer", "Track buffer",
+                            "Frames a lost track waits to be found again (of time: PTS)", 0,
+                            MAX_TRACK_BUFFER, static_cast<guint>(d.track_buffer), rw),
+          [](auto &s) -> auto & { return s.params.track_buffer; })
+      .field(
+          g_param_spec_uint("min-hits", "Minimum hits",
+                            "Frames in a row a new track must be matched on to be confirmed "
+                            "and get its id (a stream's first frame confirms at once)",
+                            1, MAX_MIN_HITS, d.min_hits, rw),
+          [](auto &s) -> auto & { return s.params.min_hits; })
+      .field(
+          g_param_spec_boolean("per-class", "Per class",
+                               "Match boxes only to tracks of their class", d.per_class, rw),
+          [](auto &s) -> auto & { return s.params.per_class; })
+      .field(
+          g_param_spec_uint("max-tracks", "Max tracks",
+                            "Tracks held at most (tentative, tracked and lost; ~200 bytes "
+                            "each): past it the lost track seen longest ago goes",
+                            1, MAX_MAX_TRACKS, static_cast<guint>(d.max_tracks), rw),
+          [](auto &s) -> auto & { return s.params.max_tracks; })
+      .row(
+          g_param_spec_uint64("next-id", "Next id",
+                              "The id the next confirmed track gets; setting it only raises it "
+                              "(to carry a stream's ids on into a new element)",
+                              1, cudanms::Tracker::kMaxFirstId, 1, rw),
+          [](Private &priv, const GValue *value) {
+            priv.tracker.set_next_id(g_value_get_uint64(value));
+          },
+          [](const Private &priv, GValue *value) {
+            g_value_set_uint64(value, priv.tracker.next_id());
+          })
+      .field(
+          count("tracks", "Tracks", "Tracks held after the last frame"),
+          [](auto &s) -> auto & { return s.tracks; })
+      .field(
+          count("resets", "Resets",
+                "Times the tracker was reset (time went backwards, a flush, another frame "
+                "size)"),
+          [](auto &s) -> auto & { return s.resets; })
+      .field(
+          count("evicted", "Evicted", "Lost tracks dropped to stay within max-tracks"),
+          [](auto &s) -> auto & { return s.evicted; })
+      .field(
+          count("refused", "Refused",
+                "Boxes that started no track: max-tracks were held, none lost"),
+          [](auto &s) -> auto & { return s.refused; })
+      .field(
+          g_param_spec_boolean(
+              "camera-motion", "Camera motion",
+              "Follow the picture's motion (a moving camera): sparse optical flow over each "
+              "frame shifts and scales the tracks before matching; frames in system memory",
+              FALSE,
+              static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
+                                       G_PARAM_STATIC_STRINGS)),
+          [](auto &s) -> auto & { return s.camera_motion; });
 }
 
 static void post_reset_message(GstBoxTrack *self, const char *why) {
