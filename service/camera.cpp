@@ -107,7 +107,7 @@ void Camera::apply_counting(const CameraConfig &next) {
   config_.gpu_id = gpu_id;
   log_line("camera %s: new lines and zones, counting on without a reconnection",
            config_.name.c_str());
-  if (session_) session_->set_counting(config_.count);
+  if (session_) session_->set_counting(config_.elements);
   outputs_->set_line_shapes(counting_shapes(config_, "lines"));
 }
 
@@ -231,8 +231,8 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
   s.events = outputs_->recent_events();
   s.snapshot_number = outputs_->snapshot().number;
   const auto setting = [this](const char *key) {
-    const auto found = config_.count.find(key);
-    return found == config_.count.end() ? std::string() : found->second;
+    const auto found = config_.elements.find(key);
+    return found == config_.elements.end() ? std::string() : found->second;
   };
   s.lines = setting("lines");
   s.zones = setting("zones");

@@ -29,54 +29,11 @@ int visible_gpu_count() {
   return cudanms::cuda_device_count();
 }
 
-std::string range_of(GParamSpec *pspec) {
-  std::ostringstream range;
-  range << " (";
-  if (G_IS_PARAM_SPEC_INT(pspec)) {
-    range << G_PARAM_SPEC_INT(pspec)->minimum << " to " << G_PARAM_SPEC_INT(pspec)->maximum;
-  } else if (G_IS_PARAM_SPEC_UINT(pspec)) {
-    range << G_PARAM_SPEC_UINT(pspec)->minimum << " to " << G_PARAM_SPEC_UINT(pspec)->maximum;
-  } else if (G_IS_PARAM_SPEC_INT64(pspec)) {
-    range << G_PARAM_SPEC_INT64(pspec)->minimum << " to " << G_PARAM_SPEC_INT64(pspec)->maximum;
-  } else if (G_IS_PARAM_SPEC_UINT64(pspec)) {
-    range << G_PARAM_SPEC_UINT64(pspec)->minimum << " to " << G_PARAM_SPEC_UINT64(pspec)->maximum;
-  } else if (G_IS_PARAM_SPEC_FLOAT(pspec)) {
-    range << G_PARAM_SPEC_FLOAT(pspec)->minimum << " to " << G_PARAM_SPEC_FLOAT(pspec)->maximum;
-  } else if (G_IS_PARAM_SPEC_DOUBLE(pspec)) {
-    range << G_PARAM_SPEC_DOUBLE(pspec)->minimum << " to " << G_PARAM_SPEC_DOUBLE(pspec)->maximum;
-  } else {
-    return "";
-  }
-  range << ")";
-  return range.str();
-}
-
-// `value` for the property `pspec`, as gst-launch would set it: "" when it is valid.
-std::string check_property(GParamSpec *pspec, const std::string &value) {
-  GValue v = G_VALUE_INIT;
-  g_value_init(&v, pspec->value_type);
-  std::string why;
-  if (!gst_value_deserialize(&v, value.c_str())) {
-    why = std::string("is not a valid ") + g_type_name(pspec->value_type) + ": \"" + value + "\"";
-    if (G_IS_PARAM_SPEC_ENUM(pspec)) {
-      why = "must be one of";
-      GEnumClass *e = G_PARAM_SPEC_ENUM(pspec)->enum_class;
-      for (guint i = 0; i < e->n_values; ++i)
-        why += std::string(i ? ", " : " ") + e->values[i].value_nick;
-      why += ", not \"" + value + "\"";
-    }
-  } else if (g_param_value_validate(pspec, &v)) {
-    why = "is out of range: \"" + value + "\"" + range_of(pspec);
-  }
-  g_value_unset(&v);
-  return why;
-}
-
 // Whether the camera's lines and zones are in 0..1 of the frame: its boxcount's normalized, read
 // as GStreamer reads a boolean ("true", "yes", "1" ...).
 bool counts_normalized(const CameraConfig &camera) {
-  const auto found = camera.count.find("normalized");
-  if (found == camera.count.end()) return false;
+  const auto found = camera.elements.find("normalized");
+  if (found == camera.elements.end()) return false;
   GValue v = G_VALUE_INIT;
   g_value_init(&v, G_TYPE_BOOLEAN);
   const bool normalized =
@@ -90,39 +47,11 @@ bool counts_normalized(const CameraConfig &camera) {
 bool parse_shapes(const CameraConfig &camera, const std::string &key,
                   std::vector<cudanms::CountLine> *lines, std::vector<cudanms::CountZone> *zones,
                   std::string *why) {
-  const auto found = camera.count.find(key);
-  if (found == camera.count.end()) return true;
+  const auto found = camera.elements.find(key);
+  if (found == camera.elements.end()) return true;
   const bool normalized = counts_normalized(camera);
   return key == "lines" ? cudanms::parse_lines(found->second, normalized, lines, why)
                         : cudanms::parse_zones(found->second, normalized, zones, why);
-}
-
-// The element class a factory makes, or null when its plugin is not found.
-GObjectClass *element_class(const char *factory_name) {
-  GstElementFactory *factory = gst_element_factory_find(factory_name);
-  if (!factory) return nullptr;
-  GstPluginFeature *loaded = gst_plugin_feature_load(GST_PLUGIN_FEATURE(factory));
-  gst_object_unref(factory);
-  if (!loaded) return nullptr;
-  const GType type = gst_element_factory_get_element_type(GST_ELEMENT_FACTORY(loaded));
-  gst_object_unref(loaded);
-  return type ? G_OBJECT_CLASS(g_type_class_ref(type)) : nullptr;
-}
-
-// The writable properties of an element class that a config may set, by name.
-std::map<std::string, GParamSpec *> settable_properties(GObjectClass *klass) {
-  std::map<std::string, GParamSpec *> out;
-  if (!klass) return out;
-  guint n = 0;
-  GParamSpec **specs = g_object_class_list_properties(klass, &n);
-  for (guint i = 0; i < n; ++i) {
-    const GParamFlags flags = specs[i]->flags;
-    if (!(flags & G_PARAM_WRITABLE) || (flags & G_PARAM_CONSTRUCT_ONLY)) continue;
-    const std::string name = g_param_spec_get_name(specs[i]);
-    if (name != "name" && name != "parent") out[name] = specs[i];
-  }
-  g_free(specs);
-  return out;
 }
 
 std::string replace_all(std::string text, const std::string &from, const std::string &to) {
@@ -202,30 +131,7 @@ class ConfigReader {
   ConfigReader(const std::string &name, int visible_gpus, std::vector<std::string> *errors)
       : name_(name),
         visible_(static_cast<unsigned>(visible_gpus >= 0 ? visible_gpus : visible_gpu_count())),
-        errors_(errors),
-        nms_class_(element_class("cudanms")),
-        track_class_(element_class("boxtrack")),
-        count_class_(element_class("boxcount")),
-        nms_properties_(settable_properties(nms_class_)),
-        track_properties_(settable_properties(track_class_)),
-        count_properties_(settable_properties(count_class_)) {
-    // The service carries these on itself across a camera's connections.
-    track_properties_.erase("next-id");
-    count_properties_.erase("counts");
-    for (const auto &[element, klass] :
-         {std::pair{"cudanms", nms_class_}, std::pair{"boxtrack", track_class_},
-          std::pair{"boxcount", count_class_}})
-      if (!klass)
-        errors_->push_back(name_ + ": the " + element +
-                           " element is not installed (set GST_PLUGIN_PATH to "
-                           "the build's plugins folder, or install the plugin)");
-  }
-  ~ConfigReader() {
-    for (GObjectClass *klass : {nms_class_, track_class_, count_class_})
-      if (klass) g_type_class_unref(klass);
-  }
-  ConfigReader(const ConfigReader &) = delete;
-  ConfigReader &operator=(const ConfigReader &) = delete;
+        errors_(errors) {}
 
   // [service]: its own keys, and the defaults of every camera (checked once, here).
   void read_service(GKeyFile *file) {
@@ -266,6 +172,7 @@ class ConfigReader {
       std::string why;
       if (known(key, false, &why)) {
         values[key] = value;
+        camera.own_keys.insert(key);
       } else {
         errors_->push_back(where + ":" + key + ": " + why);
       }
@@ -301,8 +208,13 @@ class ConfigReader {
         good = false;
       }
     }
-    if (check_whole(camera, own, where) && good) out_.cameras.push_back(std::move(camera));
+    good = check_whole(camera, own, where) && good;
+    every_camera_.push_back(camera);
+    if (good) out_.cameras.push_back(std::move(camera));
   }
+
+  // Every camera read, those with errors too: what the elements' check looks at.
+  const std::vector<CameraConfig> &every_camera() const { return every_camera_; }
 
   // What holds across groups: the gpus against the visible GPUs, a camera at least, and each
   // camera's MQTT topics from the prefix unless it names its own.
@@ -350,43 +262,17 @@ class ConfigReader {
            ")";
   }
 
-  // A camera key's value into `camera`: one of the table's, or a property of cudanms, boxtrack
-  // or boxcount.
+  // A camera key's value into `camera`: one of the table's, or one for its elements, which
+  // check it themselves (element_check.h).
   std::string apply_camera_key(const std::string &key, const std::string &value,
                                CameraConfig *camera) {
     if (const Key *k = find_key(key)) return k->apply(value, camera, &out_);
-    for (const auto &[properties, settings] : {std::pair{&track_properties_, &camera->track},
-                                               std::pair{&count_properties_, &camera->count}}) {
-      const auto property = properties->find(key);
-      if (property == properties->end()) continue;
-      const std::string why = check_property(property->second, value);
-      if (why.empty()) (*settings)[key] = value;
-      return why;
-    }
-    // Unknown also where the config itself implies it (a cascade's method) and no cudanms
-    // element was found to say what it means.
-    const auto property = nms_properties_.find(key);
-    if (property == nms_properties_.end()) return std::string("unknown key");
-    const std::string why = check_property(property->second, value);
-    if (why.empty() && key == "gpu-id")
-      camera->gpu_id = static_cast<unsigned>(g_ascii_strtoull(value.c_str(), nullptr, 10));
-    else if (why.empty())
-      camera->nms[key] = value;
-    if (why.empty() && key == "labels-file") {
-      std::string contents, unreadable;
-      if (!read_bounded_file(value, kLabelsFileLimit, &contents, &unreadable))
-        return "cannot read \"" + value + "\": " + unreadable;
-    }
-    return why;
+    camera->elements[key] = value;
+    return "";
   }
 
   bool known(const std::string &key, bool in_service, std::string *why) const {
     const Key *k = find_key(key);
-    if (!k && !nms_properties_.count(key) && !track_properties_.count(key) &&
-        !count_properties_.count(key)) {
-      *why = "unknown key";
-      return false;
-    }
     if (k && in_service && k->where == Where::kCamera) {
       *why = "a camera's own key: it goes in a [camera.NAME] group";
       return false;
@@ -435,10 +321,8 @@ class ConfigReader {
   const std::string name_;
   const unsigned visible_;
   std::vector<std::string> *errors_;
-  GObjectClass *nms_class_, *track_class_, *count_class_;
-  const std::map<std::string, GParamSpec *> nms_properties_;
-  std::map<std::string, GParamSpec *> track_properties_, count_properties_;
   ServiceConfig out_;
+  std::vector<CameraConfig> every_camera_;
   std::map<std::string, std::string> defaults_;
   std::set<std::string> bad_defaults_;
   std::map<std::string, std::string> json_owner_;  // a JSON file's camera
@@ -447,7 +331,8 @@ class ConfigReader {
 }  // namespace
 
 bool parse_config(const std::string &text, const std::string &name, ServiceConfig *config,
-                  std::vector<std::string> *errors, int visible_gpus, bool need_camera) {
+                  std::vector<std::string> *errors, int visible_gpus, bool need_camera,
+                  const ElementsCheck &check) {
   const size_t errors_before = errors->size();
   find_repeats(text, name, errors);
   GKeyFile *file = g_key_file_new();
@@ -475,19 +360,25 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
   g_strfreev(groups);
   ServiceConfig out = reader.finish(file, n_groups, need_camera);
   g_key_file_free(file);
+  if (check) {
+    ServiceConfig every = out;
+    every.cameras = reader.every_camera();
+    check(every, name, errors);
+  }
   if (errors->size() > errors_before) return false;
   *config = std::move(out);
   return true;
 }
 
 bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors,
-                 int visible_gpus, std::string *text_read, bool need_camera) {
+                 int visible_gpus, std::string *text_read, bool need_camera,
+                 const ElementsCheck &check) {
   std::string text, why;
   if (!read_bounded_file(path, kConfigFileLimit, &text, &why)) {
     errors->push_back(path + ": cannot read the config: " + why);
     return false;
   }
-  if (!parse_config(text, path, config, errors, visible_gpus, need_camera)) return false;
+  if (!parse_config(text, path, config, errors, visible_gpus, need_camera, check)) return false;
   if (text_read) *text_read = std::move(text);
   return true;
 }
@@ -514,8 +405,8 @@ bool ServiceConfig::per_gpu_workers() const {
 
 bool CameraConfig::counting() const {
   for (const char *key : {"lines", "zones"}) {
-    const auto found = count.find(key);
-    if (found != count.end() && found->second.find_first_not_of(" ;") != std::string::npos)
+    const auto found = elements.find(key);
+    if (found != elements.end() && found->second.find_first_not_of(" ;") != std::string::npos)
       return true;
   }
   return false;

@@ -1,14 +1,18 @@
 // The camera service's configuration: a GLib key file (INI, as deepstream-app's) with a
 // [service] group and one [camera.NAME] group per camera. Every camera key may also stand in
 // [service], as the default of every camera. Keys are named like the element properties they
-// feed (kebab-case); every writable property of cudanms is a camera key of the same name.
-// Checking collects every error before refusing, each as "FILE:GROUP:KEY: reason".
+// feed (kebab-case): the service's own keys are a table (config_keys.h), and every other camera
+// key goes through to the camera's elements by name (cudanms's, boxtrack's, boxcount's), which
+// check it themselves (element_check.h): reading a config loads no plugin. Checking collects
+// every error before refusing, each as "FILE:GROUP:KEY: reason".
 #pragma once
 
 #include <glib.h>
 
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,17 +34,17 @@ struct CameraConfig {
   std::string uri;     // from `url`: a URI (rtsp://, file://, http://), or a file's path as a URI
   std::string source;  // or a gst-launch description of raw video (a webcam, a custom decoder)
   std::string detector;
-  // cudanms's properties as the config gives them, by name, but gpu-id.
-  std::map<std::string, std::string> nms;
+  // The properties of the camera's chain (cudanms, boxtrack, boxcount), by name, as the config
+  // gives them: every key that is not the service's own. The pipeline sets each on the elements
+  // that have it.
+  std::map<std::string, std::string> elements;
   // The camera's GPU, which every element with a gpu-id property gets: the config's gpu-id (it
   // fixes the GPU), else where the service placed it; none: not placed yet, or the CPU.
   std::optional<unsigned> gpu_id;
-  bool tracker = true;                       // boxtrack after cudanms
-  std::map<std::string, std::string> track;  // boxtrack's properties, by name
-  std::map<std::string, std::string> count;  // boxcount's (lines, zones, normalized, ...)
-  int latency_ms = 200;                      // rtspsrc's jitter buffer
-  std::string protocols = "tcp";             // rtspsrc's lower transports
-  std::string json;                          // JSON lines file, appended to; "" for none
+  bool tracker = true;             // boxtrack after cudanms
+  int latency_ms = 200;            // rtspsrc's jitter buffer
+  std::string protocols = "tcp";   // rtspsrc's lower transports
+  std::string json;                // JSON lines file, appended to; "" for none
   std::string format = "cudanms";  // of the JSON lines and MQTT messages: cudanms or dlstreamer
   std::string mqtt_topic;          // the detections' topic ("" without MQTT)
   std::string status_topic;        // the retained state's topic ("" without MQTT)
@@ -66,6 +70,9 @@ struct CameraConfig {
   // Every setting as the config resolved it: two cameras with equal settings run the same way
   // (what SIGHUP compares to decide whether a camera restarts).
   std::map<std::string, std::string> settings;
+  // The keys the camera's own group gives (the others are [service]'s defaults and the config's
+  // own), for errors found later to name the group they stand in.
+  std::set<std::string> own_keys;
 
   // boxcount after boxtrack: lines or zones to count.
   bool counting() const;
@@ -116,19 +123,26 @@ struct ServiceConfig {
   bool per_gpu_workers() const;
 };
 
+// What only the elements can say of a config (check_elements, element_check.h): run over every
+// camera read, those with errors too, so that one pass finds every error.
+using ElementsCheck = std::function<bool(const ServiceConfig &config, const std::string &name,
+                                         std::vector<std::string> *errors)>;
+
 // Reads and checks the key file at `path` (at most kConfigFileLimit bytes). On any error: false,
 // and every error found, each "FILE:GROUP:KEY: reason" (GROUP and KEY empty where the error is
 // the file's or the group's). GPU indices (gpus, gpu-id) are checked against `visible_gpus`
 // (-1: the CUDA devices this process sees, CUDA_VISIBLE_DEVICES applied). `text_read`: the
 // file's text, what `config` was parsed from. `need_camera`: a file without a camera (and
 // without `fleet`) is an error; the service's own files may have none (a worker with nothing
-// to run, a fleet host that owns no camera yet).
+// to run, a fleet host that owns no camera yet). `check`: the elements' check too.
 bool load_config(const std::string &path, ServiceConfig *config, std::vector<std::string> *errors,
-                 int visible_gpus = -1, std::string *text_read = nullptr, bool need_camera = true);
+                 int visible_gpus = -1, std::string *text_read = nullptr, bool need_camera = true,
+                 const ElementsCheck &check = nullptr);
 
 // The same from a key file's text; `name` stands for FILE in the errors.
 bool parse_config(const std::string &text, const std::string &name, ServiceConfig *config,
-                  std::vector<std::string> *errors, int visible_gpus = -1, bool need_camera = true);
+                  std::vector<std::string> *errors, int visible_gpus = -1, bool need_camera = true,
+                  const ElementsCheck &check = nullptr);
 
 // The key file of the command-line form: one camera a URL (cam1, cam2, ...), the options as
 // [service] keys.

@@ -5,9 +5,18 @@
 
 #include <vector>
 
+#include "element_check.h"
+
 namespace cudanms::service {
 
 namespace {
+
+// Every error of a config, for the operator: one line would hide the one they came to fix.
+std::string every(const std::vector<std::string> &errors) {
+  std::string out;
+  for (const std::string &e : errors) out += (out.empty() ? "" : "; ") + e;
+  return out;
+}
 
 constexpr const char *kBodyForm =
     "the body must be JSON {\"lines\": \"NAME:x1,y1,x2,y2;...\", "
@@ -72,12 +81,12 @@ Reply read_shapes_edit(const std::string &body, ShapesEdit *edit) {
 }
 
 std::string pixel_shapes_kept(const CameraConfig &camera, const ShapesEdit &edit) {
-  const auto normalized = camera.count.find("normalized");
-  if (normalized != camera.count.end() && normalized->second == "true") return "";
+  const auto normalized = camera.elements.find("normalized");
+  if (normalized != camera.elements.end() && normalized->second == "true") return "";
   for (const char *key : {"lines", "zones"}) {
     const bool replaced = std::string(key) == "lines" ? edit.has_lines : edit.has_zones;
-    const auto kept = camera.count.find(key);
-    if (!replaced && kept != camera.count.end() && !kept->second.empty())
+    const auto kept = camera.elements.find(key);
+    if (!replaced && kept != camera.elements.end() && !kept->second.empty())
       return "camera " + camera.name + " counts in pixels (normalized = false): its " + key +
              " would be read in 0..1; give them too, or edit them where the camera is configured";
   }
@@ -113,8 +122,8 @@ Reply save_camera_shapes(const std::string &config_path, const std::string &came
                          const ShapesEdit &edit) {
   ServiceConfig now;
   std::vector<std::string> errors;
-  if (!load_config(config_path, &now, &errors))
-    return edit_answer(409, config_path + " cannot be read as it is now: " + errors.front());
+  if (!load_checked_config(config_path, &now, &errors))
+    return edit_answer(409, config_path + " cannot be read as it is now: " + every(errors));
   const CameraConfig *current = nullptr;
   for (const CameraConfig &c : now.cameras)
     if (c.name == camera) current = &c;
@@ -138,14 +147,14 @@ Reply save_camera_shapes(const std::string &config_path, const std::string &came
   // What the service would make of the file, before it is written.
   ServiceConfig next;
   errors.clear();
-  const bool readable = parse_config(text, config_path, &next, &errors);
+  const bool readable = parse_checked_config(text, config_path, &next, &errors);
   std::string why;
   if (readable && !g_file_set_contents(config_path.c_str(), text, -1, &error)) {
     why = std::string("cannot write ") + config_path + ": " + error->message;
     g_clear_error(&error);
   }
   g_free(text);
-  if (!readable) return edit_answer(400, errors.front());
+  if (!readable) return edit_answer(400, every(errors));
   if (!why.empty()) return edit_answer(500, why);
   return edit_answer(200, saved_text(camera, edit));
 }

@@ -41,92 +41,12 @@ std::string parse_seconds(const std::string &value, double least, double *out) {
   return "";
 }
 
-// An element of `bin` that takes no input: its factory has no sink pad template.
-bool has_source_element(GstElement *bin) {
-  bool found = false;
-  GstIterator *it = gst_bin_iterate_elements(GST_BIN(bin));
-  GValue item = G_VALUE_INIT;
-  while (!found && gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
-    GstElementFactory *factory = gst_element_get_factory(GST_ELEMENT(g_value_get_object(&item)));
-    bool takes_input = false;
-    for (const GList *t = factory ? gst_element_factory_get_static_pad_templates(factory) : nullptr;
-         t; t = t->next)
-      takes_input |= static_cast<GstStaticPadTemplate *>(t->data)->direction == GST_PAD_SINK;
-    found = factory && !takes_input;
-    g_value_reset(&item);
-  }
-  g_value_unset(&item);
-  gst_iterator_free(it);
-  return found;
-}
-
-// A gst-launch description, parsed as a bin: "" when it parses and has the pads asked for.
-std::string check_description(const std::string &text, bool needs_sink, bool needs_src,
-                              GstElement **parsed = nullptr) {
-  if (text.find_first_not_of(" \t") == std::string::npos) return "is empty";
-  GError *error = nullptr;
-  GstElement *bin = gst_parse_bin_from_description_full(text.c_str(), TRUE, nullptr,
-                                                        GST_PARSE_FLAG_FATAL_ERRORS, &error);
-  if (!bin && needs_src) {
-    // It may end in caps (v4l2src ! video/x-raw,width=640,height=480), which gst-launch's
-    // grammar takes only between two elements, as they are in the camera's pipeline.
-    GError *again = nullptr;
-    bin = gst_parse_bin_from_description_full((text + " ! identity").c_str(), TRUE, nullptr,
-                                              GST_PARSE_FLAG_FATAL_ERRORS, &again);
-    g_clear_error(&again);
-    if (bin) g_clear_error(&error);
-  }
-  if (!bin) {
-    std::string why = error ? error->message : "cannot be parsed";
-    g_clear_error(&error);
-    return why;
-  }
-  gst_object_ref_sink(bin);
-  GstPad *sink = gst_element_get_static_pad(bin, "sink");
-  GstPad *src = gst_element_get_static_pad(bin, "src");
-  std::string why;
-  // A source's first element makes the video (no sink pad template: rtspsrc, v4l2src...); its
-  // next may show a free sink pad only because it links to a pad that comes later.
-  if (needs_sink && !sink)
-    why = "must take video in (its first element has no free sink pad)";
-  else if (!needs_sink && !has_source_element(bin))
-    why = "must begin with a source element (rtspsrc, v4l2src, videotestsrc...)";
-  else if (needs_src && !src)
-    why = "must give video out (its last element has no free source pad)";
-  if (sink) gst_object_unref(sink);
-  if (src) gst_object_unref(src);
-  if (why.empty() && parsed) {
-    *parsed = bin;
-  } else {
-    gst_object_unref(bin);
-  }
-  return why;
-}
-
-// A model file that an element of `bin` names in its "model" property (a path: a value with a
-// '/' or a '.'; cvdetect's "hog-people" is a built-in model): readable, within the limit.
-std::string check_models(GstElement *bin) {
-  std::string why;
-  GstIterator *it = gst_bin_iterate_recurse(GST_BIN(bin));
-  GValue item = G_VALUE_INIT;
-  while (why.empty() && gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
-    GstElement *element = GST_ELEMENT(g_value_get_object(&item));
-    GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), "model");
-    if (pspec && pspec->value_type == G_TYPE_STRING) {
-      gchar *model = nullptr;
-      g_object_get(element, "model", &model, NULL);
-      const std::string path = model ? model : "";
-      g_free(model);
-      std::string unreadable;
-      if (path.find_first_of("/.") != std::string::npos &&
-          !check_bounded_file(path, kModelFileLimit, &unreadable))
-        why = "model \"" + path + "\" cannot be read: " + unreadable;
-    }
-    g_value_reset(&item);
-  }
-  g_value_unset(&item);
-  gst_iterator_free(it);
-  return why;
+// A gst-launch description (a source, a detector, an encoder), which the elements check
+// (element_check.h): "" when it is not blank.
+std::string take_description(const std::string &value, std::string *out) {
+  if (value.find_first_not_of(" \t") == std::string::npos) return "is empty";
+  *out = value;
+  return "";
 }
 
 // A directory the service writes in: one that exists and is writable, or one it can make (the
@@ -309,9 +229,7 @@ const Key kKeys[] = {
     {"source", Where::kCamera,
      "instead of url: a gst-launch description giving raw video (v4l2src device=/dev/video0)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       const std::string why = check_description(v, false, true);
-       if (why.empty()) c->source = v;
-       return why;
+       return take_description(v, &c->source);
      }},
     {"enabled", Where::kAnywhere, "false: the camera is configured but not run",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
@@ -321,14 +239,7 @@ const Key kKeys[] = {
      "the detector, a gst-launch description (default: OpenCV's frontal-face cascade on "
      "cudacascade, 40 px and up)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       GstElement *bin = nullptr;
-       std::string why = check_description(v, true, true, &bin);
-       if (bin) {
-         why = check_models(bin);
-         gst_object_unref(bin);
-       }
-       if (why.empty()) c->detector = v;
-       return why;
+       return take_description(v, &c->detector);
      }},
     {"latency", Where::kAnywhere, "RTSP: rtspsrc's jitter buffer in ms (default 200)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
@@ -387,9 +298,7 @@ const Key kKeys[] = {
     {"record-encoder", Where::kAnywhere,
      "the recording's H.264 encoder, a gst-launch description (default x264enc, ultrafast)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       const std::string why = check_description(v, true, true);
-       if (why.empty()) c->record_encoder = v;
-       return why;
+       return take_description(v, &c->record_encoder);
      }},
     {"record-boxes", Where::kAnywhere, "draw the kept boxes into the recording (default true)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
@@ -445,6 +354,16 @@ const Key kKeys[] = {
          return "must be auto, on or off, not \"" + v + "\"";
        return "";
      }},
+    {"gpu-id", Where::kAnywhere,
+     "the camera's GPU, a CUDA device index (placed by the service where not given), set on "
+     "every element of the camera that has a gpu-id",
+     [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
+       guint64 gpu = 0;
+       if (!g_ascii_string_to_unsigned(v.c_str(), 10, 0, G_MAXINT, &gpu, nullptr))
+         return "must be a GPU index, 0 or more, not \"" + v + "\"";
+       c->gpu_id = static_cast<unsigned>(gpu);
+       return "";
+     }},
     {"tracker", Where::kAnywhere,
      "true (default): boxtrack gives the kept boxes ids (its properties are keys too: "
      "track-thresh, track-buffer, ...); false: none, and no counting",
@@ -491,8 +410,7 @@ std::string describe_keys() {
   }
   out +=
       "  and every writable property of cudanms, by its name (both): iou-threshold, method, "
-      "score-threshold, labels-file, gpu-id (also the detector's) ... (gst-inspect-1.0 "
-      "cudanms)\n"
+      "score-threshold, labels-file ... (gst-inspect-1.0 cudanms)\n"
       "  and of boxtrack (track-thresh, track-buffer, min-hits, ...) and boxcount (lines, zones, "
       "normalized, anchor, classes, hysteresis, crossing-frames, loitering-time, track-timeout): "
       "lines and zones count the tracked boxes (gst-inspect-1.0 boxcount)\n";

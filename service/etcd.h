@@ -99,8 +99,7 @@ class EtcdClient {
  private:
   struct Call;
   // Asks up to `limit` endpoints one after another, from endpoints_[first].
-  void ask(const std::string &path, const std::string &body, size_t first, size_t limit,
-           Done done);
+  void ask(const std::string &path, const std::string &body, size_t first, size_t limit, Done done);
   void attempt(std::shared_ptr<Call> call);
   static void on_answer(GObject *source, GAsyncResult *result, gpointer data);
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "counting_file.h"
+#include "element_check.h"
 #include "fleet_plan.h"
 #include "fleet_store.h"
 #include "log.h"
@@ -15,7 +16,7 @@
 namespace cudanms::service {
 namespace {
 
-constexpr guint kRetryMs = 250;       // after a renewal or a read that got no answer
+constexpr guint kRetryMs = 250;  // after a renewal or a read that got no answer
 // The last renewal is at most a tenth of a TTL old when etcd stops answering, which leaves an
 // election most of the fence's delay (3 of its 3.5 s at the default TTL).
 constexpr double kRenewalsPerTtl = 10;
@@ -426,7 +427,7 @@ const FleetAgent::Checked &FleetAgent::checked(const std::string &camera) {
   if (c.error.empty()) {
     ServiceConfig parsed;
     std::vector<std::string> errors;
-    if (parse_config(defaults_ + c.group, key, &parsed, &errors)) {
+    if (parse_checked_config(defaults_ + c.group, key, &parsed, &errors)) {
       c.enabled = parsed.cameras.empty() || parsed.cameras[0].enabled;
     } else {
       for (const std::string &e : errors) c.error += (c.error.empty() ? "" : "; ") + e;
@@ -745,7 +746,8 @@ void FleetAgent::edit_shapes(const std::string &camera, const ShapesEdit &edit,
   auto as_host_reads = [&](const std::string &keys, CameraConfig *out, std::string *why) {
     ServiceConfig parsed;
     std::vector<std::string> errors;
-    if (!parse_config(defaults_ + "\n[camera." + camera + "]\n" + keys, key, &parsed, &errors)) {
+    if (!parse_checked_config(defaults_ + "\n[camera." + camera + "]\n" + keys, key, &parsed,
+                              &errors)) {
       *why = errors.front();
       return false;
     }

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "config_keys.h"
+#include "element_check.h"
 #include "etcd.h"
 
 namespace cudanms::service {
@@ -59,7 +60,7 @@ bool cameras_of_file(const std::string &path, std::map<std::string, std::string>
   ServiceConfig parsed;
   std::vector<std::string> errors;
   std::string text;
-  if (!load_config(path, &parsed, &errors, kAnyGpus, &text)) {
+  if (!load_checked_config(path, &parsed, &errors, kAnyGpus, &text)) {
     for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
     return false;
   }
@@ -121,8 +122,8 @@ int add_camera(EtcdClient &client, const FleetSettings &fleet, const std::string
   const std::string text = group_text(keys);
   ServiceConfig parsed;
   std::vector<std::string> errors;
-  if (!parse_config("[service]\n[camera." + name + "]\n" + text, fleet.key("cameras", name),
-                    &parsed, &errors, kAnyGpus)) {
+  if (!parse_checked_config("[service]\n[camera." + name + "]\n" + text, fleet.key("cameras", name),
+                            &parsed, &errors, kAnyGpus)) {
     for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
     return 2;
   }

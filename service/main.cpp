@@ -30,6 +30,7 @@
 
 #include "assignment.h"
 #include "config.h"
+#include "element_check.h"
 #include "fence.h"
 #include "fleet_cli.h"
 #include "log.h"
@@ -233,7 +234,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (check_path) {
-    if (!load_config(check_path, &config, &errors)) {
+    if (!load_checked_config(check_path, &config, &errors)) {
       for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
       return 2;
     }
@@ -245,7 +246,7 @@ int main(int argc, char **argv) {
   std::string path, text;
   if (config_path) {
     path = config_path;
-    if (!load_config(path, &config, &errors, -1, &text)) {
+    if (!load_checked_config(path, &config, &errors, -1, &text)) {
       for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
       return 2;
     }
@@ -266,7 +267,7 @@ int main(int argc, char **argv) {
     }
     std::vector<std::string> list(urls, urls + g_strv_length(urls));
     text = config_for_urls(list, keys);
-    if (!parse_config(text, "command line", &config, &errors)) {
+    if (!parse_checked_config(text, "command line", &config, &errors)) {
       for (const std::string &e : errors) g_printerr("%s\n", e.c_str());
       return 2;
     }
@@ -298,7 +299,7 @@ int main(int argc, char **argv) {
     Service::ConfigSource source;
     if (!path.empty())
       source = [path](ServiceConfig *next, std::vector<std::string> *errors) {
-        return load_config(path, next, errors);
+        return load_checked_config(path, next, errors);
       };
     Service service(source, path, std::move(config));
     service.edit_file(path);

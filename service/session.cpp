@@ -93,9 +93,14 @@ gchar *on_format_location(GstElement *, guint, gpointer data) {
 }
 
 // Each property the config gives an element, by name, from its text.
-void set_properties(GstElement *element, const std::map<std::string, std::string> &properties) {
+// The camera's element keys, each on the elements of the chain that have it (checked before:
+// element_check.h).
+void set_properties(const std::vector<GstElement *> &chain,
+                    const std::map<std::string, std::string> &properties) {
   for (const auto &[key, value] : properties)
-    gst_util_set_object_arg(G_OBJECT(element), key.c_str(), value.c_str());
+    for (GstElement *element : chain)
+      if (element && g_object_class_find_property(G_OBJECT_GET_CLASS(element), key.c_str()))
+        gst_util_set_object_arg(G_OBJECT(element), key.c_str(), value.c_str());
 }
 
 // Every element of `bin` that has a property `name` gets `value` (the camera's gpu-id; backend=cpu
@@ -191,22 +196,18 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   s->intake_ = gst_bin_get_by_name(bin, "intake");
 
   GstElement *nms = gst_bin_get_by_name(bin, "nms");
-  set_properties(nms, config.nms);
+  GstElement *track = gst_bin_get_by_name(bin, "track");
+  GstElement *count = gst_bin_get_by_name(bin, "count");
+  // A track is forgotten by the counter when the tracker would lose it.
+  const auto track_buffer = config.elements.find("track-buffer");
+  if (count && track_buffer != config.elements.end())
+    gst_util_set_object_arg(G_OBJECT(count), "track-timeout", track_buffer->second.c_str());
+  set_properties({nms, track, count}, config.elements);
   // The tracker and the counter go on where the camera's last connection left them: ids never
   // given twice, the lines' counts.
   const CountingState counted = s->outputs_->counting();
-  GstElement *track = gst_bin_get_by_name(bin, "track");
-  if (track) {
-    set_properties(track, config.track);
-    g_object_set(track, "next-id", counted.next_track_id, NULL);
-  }
-  GstElement *count = gst_bin_get_by_name(bin, "count");
+  if (track) g_object_set(track, "next-id", counted.next_track_id, NULL);
   if (count) {
-    // A track is forgotten by the counter when the tracker would lose it.
-    if (!config.count.count("track-timeout") && config.track.count("track-buffer"))
-      gst_util_set_object_arg(G_OBJECT(count), "track-timeout",
-                              config.track.at("track-buffer").c_str());
-    set_properties(count, config.count);
     GstStructure *lines = gst_structure_new_empty("counts");
     for (const auto &[name, in_out] : counted.lines) {
       GstStructure *line = gst_structure_new("line", "in", G_TYPE_UINT64, in_out.first, "out",
@@ -345,10 +346,10 @@ GstPadProbeReturn Session::on_intake(GstPad *, GstPadProbeInfo *, gpointer data)
   return GST_PAD_PROBE_OK;
 }
 
-void Session::set_counting(const std::map<std::string, std::string> &count) {
+void Session::set_counting(const std::map<std::string, std::string> &elements) {
   GstElement *element = gst_bin_get_by_name(GST_BIN(pipeline_), "count");
   if (!element) return;
-  set_properties(element, count);
+  set_properties({element}, elements);
   gst_object_unref(element);
 }
 

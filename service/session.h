@@ -63,8 +63,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // on the main loop; the session lives until it has.
   void stop(std::function<void()> finalised, std::function<void()> closed);
   gint64 started_us() const { return started_us_; }
-  // boxcount's settings (new lines and zones) while it runs; nothing without a boxcount.
-  void set_counting(const std::map<std::string, std::string> &count);
+  // The camera's element keys boxcount has (new lines and zones) while it runs; nothing without a
+  // boxcount.
+  void set_counting(const std::map<std::string, std::string> &elements);
 
   // Bytes of frames waiting in the connection's queues now (the intake's, the recording's, the
   // source's own), in host or GPU memory.

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "config_edit.h"
+#include "element_check.h"
 #include "fence.h"
 #include "log.h"
 #include "worker_merge.h"
@@ -138,7 +139,7 @@ void Supervisor::run_fleet_config(const std::string &text,
                                   long long lease) {
   ServiceConfig next;
   std::vector<std::string> errors;
-  if (!parse_config(text, "etcd", &next, &errors, -1, false)) {
+  if (!parse_checked_config(text, "etcd", &next, &errors, -1, false)) {
     // Each camera was checked alone; what only holds across cameras (two on one JSON file) may
     // still fail here.
     for (const std::string &e : errors) log_line("fleet: %s", e.c_str());
@@ -441,7 +442,7 @@ void Supervisor::reload() {
   ServiceConfig next;
   std::vector<std::string> errors;
   std::string text;
-  if (load_config(config_path_, &next, &errors, -1, &text) && next.gpus.empty())
+  if (load_checked_config(config_path_, &next, &errors, -1, &text) && next.gpus.empty())
     errors.push_back(config_path_ +
                      ":service:gpus: a worker per GPU needs a GPU; "
                      "gpus = none takes a restart with workers = one");

@@ -119,7 +119,7 @@ class Supervisor {
   gint64 started_us_;
   bool shutting_down_ = false;
   std::function<void()> shut_down_;
-  std::unique_ptr<FleetAgent> fleet_;  // a fleet host's part in its site
+  std::unique_ptr<FleetAgent> fleet_;     // a fleet host's part in its site
   SoupSession *hosts_session_ = nullptr;  // to the other fleet hosts' endpoints
   // Cameras that left their worker's assignment and may still run there: camera -> (the
   // worker, the generation that left it out).

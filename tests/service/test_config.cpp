@@ -10,12 +10,58 @@
 
 #include "config.h"
 #include "cudanms/bounded_file.h"
+#include "element_check.h"
 #include "support/unreadable_files.h"
 
 namespace cudanms::service {
 namespace {
 
 using cudanms::testing::UnreadableFiles;
+
+// Whether the plugin that has `element` is loaded in this process.
+bool plugin_loaded(const char *element) {
+  GstPluginFeature *feature = gst_registry_lookup_feature(gst_registry_get(), element);
+  if (!feature) return false;
+  GstPlugin *plugin =
+      gst_registry_find_plugin(gst_registry_get(), gst_plugin_feature_get_plugin_name(feature));
+  gst_object_unref(feature);
+  const bool loaded = plugin && gst_plugin_is_loaded(plugin);
+  if (plugin) gst_object_unref(plugin);
+  return loaded;
+}
+
+// Reading a config is reading text: the keys for cudanms, boxtrack and boxcount and the detector
+// go through as they are, and no plugin is loaded; the elements' check (element_check.h) loads
+// them. Defined first, so that it runs before the tests that check (which load them).
+TEST(ConfigReading, LoadsNoPluginTheElementsCheckDoes) {
+  gst_init(nullptr, nullptr);
+  const char *const elements[] = {"cudanms", "boxtrack", "boxcount", "cvdetect"};
+  for (const char *element : elements) {
+    ASSERT_NE(gst_registry_lookup_feature(gst_registry_get(), element), nullptr)
+        << element << " is not in the registry (GST_PLUGIN_PATH)";
+    if (plugin_loaded(element)) GTEST_SKIP() << "another test loaded " << element << " first";
+  }
+  const std::string text =
+      "[service]\ndetector = cvdetect model=hog-people\niou-threshold = 0.3\n"
+      "[camera.gate]\nurl = rtsp://127.0.0.1/gate\nmethod = weighted\ntrack-buffer = 60\n"
+      "lines = door:0,5,10,5\nnot-a-property = 1\n";
+  ServiceConfig config;
+  std::vector<std::string> errors;
+  ASSERT_TRUE(parse_config(text, "cams.conf", &config, &errors, 0)) << errors.front();
+  ASSERT_EQ(config.cameras.size(), 1u);
+  const CameraConfig &gate = config.cameras[0];
+  EXPECT_EQ(gate.elements.at("iou-threshold"), "0.3");
+  EXPECT_EQ(gate.elements.at("method"), "weighted");
+  EXPECT_EQ(gate.elements.at("track-buffer"), "60");
+  EXPECT_EQ(gate.elements.at("not-a-property"), "1");
+  EXPECT_EQ(gate.detector, "cvdetect model=hog-people");
+  EXPECT_TRUE(gate.counting());
+  for (const char *element : elements) EXPECT_FALSE(plugin_loaded(element)) << element;
+
+  EXPECT_FALSE(parse_checked_config(text, "cams.conf", &config, &errors, 0));
+  EXPECT_EQ(errors, std::vector<std::string>{"cams.conf:camera.gate:not-a-property: unknown key"});
+  for (const char *element : elements) EXPECT_TRUE(plugin_loaded(element)) << element;
+}
 
 class Config : public ::testing::Test {
  protected:
@@ -34,7 +80,7 @@ class Config : public ::testing::Test {
     ServiceConfig scratch;
     std::vector<std::string> errors;
     const bool ok =
-        parse_config(text, "cams.conf", config ? config : &scratch, &errors, visible_gpus);
+        parse_checked_config(text, "cams.conf", config ? config : &scratch, &errors, visible_gpus);
     EXPECT_EQ(ok, errors.empty());
     return errors;
   }
@@ -78,7 +124,7 @@ TEST_F(Config, CamerasTakeTheServiceDefaultsAndTheirOwnKeys) {
   EXPECT_EQ(gate.uri, "rtsp://user:secret@127.0.0.1:8554/stream");
   EXPECT_EQ(gate.detector, "cvdetect model=hog-people");
   EXPECT_EQ(gate.json, dir_ + "/out/gate.jsonl");  // a folder to make is fine
-  EXPECT_EQ(gate.nms.at("iou-threshold"), "0.3");
+  EXPECT_EQ(gate.elements.at("iou-threshold"), "0.3");
   EXPECT_EQ(gate.reconnect_initial_s, 1.0);
   EXPECT_EQ(gate.reconnect_max_s, 8.0);
   EXPECT_EQ(gate.reconnect_attempts, -1);
@@ -89,11 +135,11 @@ TEST_F(Config, CamerasTakeTheServiceDefaultsAndTheirOwnKeys) {
   EXPECT_TRUE(gate.share_cuda_context);
   EXPECT_FALSE(yard.share_cuda_context);
   EXPECT_EQ(yard.json, dir_ + "/out/yard.jsonl");
-  EXPECT_EQ(yard.nms.at("iou-threshold"), "0.6");
-  EXPECT_EQ(yard.nms.at("method"), "weighted");
+  EXPECT_EQ(yard.elements.at("iou-threshold"), "0.6");
+  EXPECT_EQ(yard.elements.at("method"), "weighted");
   EXPECT_EQ(yard.reconnect_attempts, 3);
   EXPECT_FALSE(yard.enabled);
-  EXPECT_EQ(gate.nms.count("method"), 0u);  // HOG's windows: cudanms's default, greedy
+  EXPECT_EQ(gate.elements.count("method"), 0u);  // HOG's windows: cudanms's default, greedy
 
   // The same text is the same settings (a reload leaves the cameras alone); a changed default
   // changes the settings of every camera that takes it.
@@ -124,12 +170,12 @@ TEST_F(Config, CascadesAreGroupedAsOpenCvGroupsThem) {
   ServiceConfig config;
   ASSERT_EQ(errors_of(text, &config), std::vector<std::string>());
   ASSERT_EQ(config.cameras.size(), 3u);
-  EXPECT_EQ(config.cameras[0].nms.at("method"), "group");
-  EXPECT_EQ(config.cameras[0].nms.at("min-neighbors"), "3");
-  EXPECT_EQ(config.cameras[1].nms.at("method"), "group");
-  EXPECT_EQ(config.cameras[1].nms.at("min-neighbors"), "5");
-  EXPECT_EQ(config.cameras[2].nms.at("method"), "weighted");
-  EXPECT_EQ(config.cameras[2].nms.count("min-neighbors"), 0u);
+  EXPECT_EQ(config.cameras[0].elements.at("method"), "group");
+  EXPECT_EQ(config.cameras[0].elements.at("min-neighbors"), "3");
+  EXPECT_EQ(config.cameras[1].elements.at("method"), "group");
+  EXPECT_EQ(config.cameras[1].elements.at("min-neighbors"), "5");
+  EXPECT_EQ(config.cameras[2].elements.at("method"), "weighted");
+  EXPECT_EQ(config.cameras[2].elements.count("min-neighbors"), 0u);
 
   // The policy as a key: off leaves a cascade's windows to cudanms's default, on groups any
   // detector's; a value it does not know is an error.
@@ -140,9 +186,9 @@ TEST_F(Config, CascadesAreGroupedAsOpenCvGroupsThem) {
                       &config),
             std::vector<std::string>());
   ASSERT_EQ(config.cameras.size(), 2u);
-  EXPECT_EQ(config.cameras[0].nms.count("method"), 0u);
-  EXPECT_EQ(config.cameras[1].nms.at("method"), "group");
-  EXPECT_EQ(config.cameras[1].nms.at("min-neighbors"), "3");
+  EXPECT_EQ(config.cameras[0].elements.count("method"), 0u);
+  EXPECT_EQ(config.cameras[1].elements.at("method"), "group");
+  EXPECT_EQ(config.cameras[1].elements.at("min-neighbors"), "3");
   EXPECT_EQ(errors_of("[camera.door]\nsource = videotestsrc is-live=true\n"
                       "cascade-grouping = sometimes\n"),
             std::vector<std::string>{
@@ -312,7 +358,7 @@ TEST_F(Config, GpuIdIsTheCamerasGpuNumber) {
   ASSERT_EQ(config.cameras.size(), 2u);
   EXPECT_EQ(config.cameras[0].gpu_id, 2u);
   EXPECT_EQ(config.cameras[1].gpu_id, 1u);
-  EXPECT_EQ(config.cameras[0].nms.count("gpu-id"), 0u);
+  EXPECT_EQ(config.cameras[0].elements.count("gpu-id"), 0u);
   ASSERT_EQ(errors_of("[camera.a]\nurl = rtsp://127.0.0.1/a\n", &config, 3),
             std::vector<std::string>{});
   EXPECT_FALSE(config.cameras[0].gpu_id.has_value());  // placed by the service
