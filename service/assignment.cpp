@@ -110,13 +110,14 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
     // whose GPU failed was moved here), or runs it on the CPU once the GPU failed.
     camera.gpu_id = failed ? std::nullopt : std::optional<unsigned>(gpu);
     const auto epoch = assignment.epochs.find(camera.name);
-    camera.counts_file =
+    CameraRun &run = out.runs[camera.name];
+    run.counts_file =
         run_dir + "/" +
         counts_file_name(camera.name, epoch == assignment.epochs.end() ? 0 : epoch->second);
     if (!assignment.fleet_endpoints.empty())
-      camera.fleet_store = {assignment.fleet_endpoints,
-                            assignment.fleet_keys + "owners/" + camera.name,
-                            assignment.fleet_keys + "state/" + camera.name, assignment.fleet_lease};
+      run.fleet_store = {assignment.fleet_endpoints,
+                         assignment.fleet_keys + "owners/" + camera.name,
+                         assignment.fleet_keys + "state/" + camera.name, assignment.fleet_lease};
     mine.push_back(std::move(camera));
   }
   out.fleet = FleetSettings();

@@ -39,12 +39,13 @@ const char *state_name(CameraState state) {
   return "?";
 }
 
-Camera::Camera(CameraConfig config, CudaContexts *contexts,
+Camera::Camera(CameraConfig config, CameraRun run, CudaContexts *contexts,
                std::function<void(const std::string &reason)> gpu_failed, CountingState counted)
     : config_(std::move(config)),
+      run_(std::move(run)),
       contexts_(config_.share_cuda_context ? contexts : nullptr),
       gpu_failed_(std::move(gpu_failed)),
-      outputs_(std::make_shared<CameraOutputs>(config_, std::move(counted))),
+      outputs_(std::make_shared<CameraOutputs>(config_, run_, std::move(counted))),
       state_since_us_(g_get_monotonic_time()),
       started_us_(state_since_us_) {}
 
@@ -95,15 +96,14 @@ void Camera::connect() {
     if (gpu_failed_) gpu_failed_(reason);
   };
   std::string error;
-  session_ = Session::start(config_, outputs_, recording_, contexts_, std::move(events), &error);
+  session_ =
+      Session::start(config_, run_, outputs_, recording_, contexts_, std::move(events), &error);
   if (!session_) fail(error);
 }
 
 void Camera::apply_counting(const CameraConfig &next) {
-  const bool on_cpu = config_.on_cpu;
   const std::optional<unsigned> gpu_id = config_.gpu_id;  // as placed
   config_ = next;
-  config_.on_cpu = on_cpu;
   config_.gpu_id = gpu_id;
   log_line("camera %s: new lines and zones, counting on without a reconnection",
            config_.name.c_str());
@@ -252,7 +252,7 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
 }
 
 int Camera::gpu() const {
-  return config_.on_cpu || !config_.gpu_id ? -1 : static_cast<int>(*config_.gpu_id);
+  return run_.on_cpu || !config_.gpu_id ? -1 : static_cast<int>(*config_.gpu_id);
 }
 
 double Camera::load() const {

@@ -51,10 +51,11 @@ struct CameraSnapshot {
 
 class Camera {
  public:
-  // `contexts`: the service's shared CUDA contexts (used unless cuda-context = per-camera).
+  // `run`: what the service decided for it (the CPU, where its counts are kept). `contexts`: the
+  // service's shared CUDA contexts (used unless cuda-context = per-camera).
   // `gpu_failed`: an element of the camera gave up on its GPU (on the main loop). `counted`: what
   // the camera counted before (a restart's), to go on from.
-  Camera(CameraConfig config, CudaContexts *contexts,
+  Camera(CameraConfig config, CameraRun run, CudaContexts *contexts,
          std::function<void(const std::string &reason)> gpu_failed = nullptr,
          CountingState counted = {});
   ~Camera();
@@ -93,6 +94,7 @@ class Camera {
   void tell_stopped();  // `stopped_`, once the outputs and every connection are closed
 
   CameraConfig config_;
+  const CameraRun run_;
   CudaContexts *const contexts_;  // null: a context of the camera's own
   std::function<void(const std::string &reason)> gpu_failed_;
   std::shared_ptr<CameraOutputs> outputs_;

@@ -16,16 +16,9 @@
 #include <string>
 #include <vector>
 
-namespace cudanms::service {
+#include "camera_run.h"
 
-// Set by a fleet host's worker (assignment.h), not the config: where a camera's counts and its
-// events not yet acknowledged by the broker are kept in etcd, written only while the host's
-// lease owns the camera (fleet_store.h).
-struct FleetStoreConfig {
-  std::vector<std::string> endpoints;  // none: not a fleet's camera
-  std::string owner_key, state_key;
-  long long lease = 0;
-};
+namespace cudanms::service {
 
 // One camera, its settings resolved ([camera.NAME] over [service] over the defaults).
 struct CameraConfig {
@@ -59,13 +52,6 @@ struct CameraConfig {
   long reconnect_attempts = -1;  // -1: unlimited; 0: never reconnect
   double stall_timeout_s = 10;
   bool share_cuda_context = true;  // cuda-context: one context per GPU for every camera
-  // Set by the service, not the config: the camera's GPU failed and it runs on the CPU
-  // (backend=cpu on every element that has one).
-  bool on_cpu = false;
-  // Set by a worker (assignment.h), not the config: where the camera's counts are kept across
-  // the worker's deaths (counting_file.h); "" for none.
-  std::string counts_file;
-  FleetStoreConfig fleet_store;
 
   // Every setting as the config resolved it: two cameras with equal settings run the same way
   // (what SIGHUP compares to decide whether a camera restarts).
@@ -118,6 +104,9 @@ struct ServiceConfig {
   FleetSettings fleet;
   std::vector<CameraConfig> cameras;
   guint64 generation = 0;  // a worker's: the supervisor's assignment it comes from
+  // A worker's, from the same assignment (not the config): each camera's counts file and fleet
+  // store, by name.
+  std::map<std::string, CameraRun> runs;
 
   // Whether the cameras run in a worker process per GPU.
   bool per_gpu_workers() const;

@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "config.h"
+#include "camera_run.h"
 #include "etcd.h"
 
 namespace cudanms::service {

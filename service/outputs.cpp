@@ -39,12 +39,13 @@ CountingState CountingState::kept_for(const std::map<std::string, std::string> &
   return out;
 }
 
-CameraOutputs::CameraOutputs(const CameraConfig &config, CountingState counted)
+CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
+                             CountingState counted)
     : config_(config),
+      counts_file_(run.counts_file),
       counting_(std::move(counted)),
       line_shapes_(counting_shapes(config, "lines")) {
-  if (!config_.fleet_store.endpoints.empty())
-    store_ = std::make_unique<FleetStore>(config_.fleet_store);
+  if (!run.fleet_store.endpoints.empty()) store_ = std::make_unique<FleetStore>(run.fleet_store);
   keep_counting();  // ids reserved from the start
 }
 
@@ -60,7 +61,7 @@ void CameraOutputs::set_line_shapes(std::map<std::string, std::string> shapes) {
 
 bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
   const bool fleet = store_ != nullptr;
-  if (config_.counts_file.empty() && !fleet) return true;
+  if (counts_file_.empty() && !fleet) return true;
   std::lock_guard<std::mutex> guard(keep_lock_);
   const gint64 now_us = g_get_monotonic_time();
   std::set<guint64> delivered;
@@ -93,11 +94,10 @@ bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
       now.next_event_id < reserved_events_ ? reserved_events_ : now.next_event_id + kReservedIds;
   std::string error;
   bool kept = true;
-  if (!config_.counts_file.empty() &&
-      !save_counting(config_.counts_file, keeping, line_shapes_, &error)) {
+  if (!counts_file_.empty() && !save_counting(counts_file_, keeping, line_shapes_, &error)) {
     if (!save_failing_)
       log_line("camera %s: cannot keep its counts in %s: %s", config_.name.c_str(),
-               config_.counts_file.c_str(), error.c_str());
+               counts_file_.c_str(), error.c_str());
     save_failing_ = true;
     kept = false;
   }

@@ -75,8 +75,9 @@ struct Snapshot {
 
 class CameraOutputs {
  public:
-  // `counted`: a camera's counts so far, to go on from.
-  explicit CameraOutputs(const CameraConfig &config, CountingState counted = {});
+  // `run`: where the counts are kept (its counts file, its fleet store); `counted`: a camera's
+  // counts so far, to go on from.
+  CameraOutputs(const CameraConfig &config, const CameraRun &run, CountingState counted = {});
   ~CameraOutputs();
   CameraOutputs(const CameraOutputs &) = delete;
   CameraOutputs &operator=(const CameraOutputs &) = delete;
@@ -116,6 +117,7 @@ class CameraOutputs {
   void write_line(const char *text, size_t length);  // with file_lock_ held
 
   const CameraConfig config_;
+  const std::string counts_file_;  // "" for none
 #ifdef CUDANMS_HAVE_MQTT
   std::unique_ptr<MqttPublisher> mqtt_;
 #endif
@@ -127,7 +129,7 @@ class CameraOutputs {
   // The frame's counts into counting_, with counts_lock_ held; the first of the ids it gave
   // the frame's events (0: no event).
   guint64 count(GstBuffer *buffer);
-  // What was counted kept where it outlives the process (config_.counts_file, and etcd for a
+  // What was counted kept where it outlives the process (counts_file_, and etcd for a
   // fleet's camera: `sent`, the frame's events, into its outbox), before the frame is written
   // or sent; false when the camera is no longer this host's. On the streaming thread.
   bool keep_counting(std::map<guint64, std::string> sent = {});

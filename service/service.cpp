@@ -38,10 +38,10 @@ std::map<std::string, std::string> unchanged(const std::map<std::string, std::st
 
 // What a worker kept of the camera's counts before it died (counting_file.h), for the lines whose
 // shapes are still the config's; nothing without a counts file.
-CountingState stored_counting(const CameraConfig &config) {
+CountingState stored_counting(const CameraConfig &config, const CameraRun &run) {
   CountingState stored;
   std::map<std::string, std::string> shapes;
-  if (config.counts_file.empty() || !load_counting(config.counts_file, &stored, &shapes)) return {};
+  if (run.counts_file.empty() || !load_counting(run.counts_file, &stored, &shapes)) return {};
   return stored.kept_for(unchanged(shapes, counting_shapes(config, "lines")));
 }
 
@@ -97,7 +97,8 @@ bool Service::start(std::string *error) {
              metrics_.url().c_str());
   status_.apply(config_);
   started_ = true;
-  for (const CameraConfig &camera : config_.cameras) start_camera(camera, stored_counting(camera));
+  for (const CameraConfig &camera : config_.cameras)
+    start_camera(camera, stored_counting(camera, run_of(camera.name)));
   tell_loaded();
   tick_timer_ = g_timeout_add(
       kTickMs,
@@ -114,29 +115,34 @@ bool Service::start(std::string *error) {
   return true;
 }
 
-CameraConfig Service::placed(const CameraConfig &config) {
-  CameraConfig out = config;
-  if (!config.enabled) return out;
-  if (on_cpu_.count(config.name)) {
-    out.on_cpu = true;
-    return out;
+CameraRun Service::run_of(const std::string &camera) const {
+  const auto found = config_.runs.find(camera);
+  return found == config_.runs.end() ? CameraRun() : found->second;
+}
+
+CameraRun Service::place(CameraConfig *config) {
+  CameraRun run = run_of(config->name);
+  if (!config->enabled) return run;
+  if (on_cpu_.count(config->name)) {
+    run.on_cpu = true;
+    return run;
   }
-  const bool pinned = config.gpu_id.has_value();
-  if (pinned && !placement_.failed(*config.gpu_id)) {
-    placement_.pin(config.name, *config.gpu_id);
-    return out;
+  const bool pinned = config->gpu_id.has_value();
+  if (pinned && !placement_.failed(*config->gpu_id)) {
+    placement_.pin(config->name, *config->gpu_id);
+    return run;
   }
   if (!pinned && !config_.all_gpus && config_.gpus.empty()) {
-    out.on_cpu = true;  // gpus = none
-    return out;
+    run.on_cpu = true;  // gpus = none
+    return run;
   }
-  const int gpu = placement_.place(config.name);
+  const int gpu = placement_.place(config->name);
   if (gpu >= 0) {
-    out.gpu_id = static_cast<unsigned>(gpu);
+    config->gpu_id = static_cast<unsigned>(gpu);
   } else if (pinned || !config_.gpus.empty()) {
-    out.on_cpu = true;  // every GPU it could use has failed
+    run.on_cpu = true;  // every GPU it could use has failed
   }
-  return out;
+  return run;
 }
 
 void Service::gpu_failed(const std::string &name, const std::string &reason) {
@@ -185,8 +191,10 @@ void Service::start_camera(const CameraConfig &config, CountingState counted) {
   if (shutting_down_) return;  // a restart that a reload asked for, overtaken by the shutdown
   if (fenced_) return;         // they start again when the lease is renewed
   const std::string name = config.name;
+  CameraConfig placed = config;
+  CameraRun run = place(&placed);
   auto camera = std::make_unique<Camera>(
-      placed(config), &cuda_contexts_,
+      std::move(placed), std::move(run), &cuda_contexts_,
       [this, name](const std::string &reason) { gpu_failed(name, reason); }, std::move(counted));
   Camera *raw = camera.get();
   cameras_[config.name] = std::move(camera);
@@ -230,6 +238,7 @@ void Service::reload() {
     return;
   }
   log_line("SIGHUP: reading %s again", source_name_.c_str());
+  config_.runs = next.runs;  // the cameras it starts keep their counts where the assignment says
   if (next.metrics_address != config_.metrics_address) metrics_.listen_again(next.metrics_address);
   status_.apply(next);
   if (next.gpus != config_.gpus) placement_.set_gpus(next.gpus);
@@ -265,7 +274,7 @@ void Service::reload() {
   for (const CameraConfig &c : next.cameras) {
     if (cameras_.count(c.name) || std::find(names.begin(), names.end(), c.name) != names.end())
       continue;
-    start_camera(c, stored_counting(c));
+    start_camera(c, stored_counting(c, run_of(c.name)));
     added++;
   }
   log_line("SIGHUP: %d added, %d removed, %d restarted, %d with new lines or zones, %zu untouched",

@@ -68,8 +68,11 @@ class Service {
   void start_camera(const CameraConfig &config, CountingState counted = {});
   void stop_camera(const std::string &name, const std::string &reason, std::function<void()> then);
   void finish_shutdown();  // once the last camera stopped
-  // The config of `config`'s camera as it runs: on its GPU (gpu-id), or on the CPU.
-  CameraConfig placed(const CameraConfig &config);
+  // The camera of `config` placed: on its GPU (`config`'s gpu-id, set here), or on the CPU.
+  CameraRun place(CameraConfig *config);
+  // What the supervisor's assignment says of a worker's camera (its counts file, its fleet
+  // store); nothing for a service without workers.
+  CameraRun run_of(const std::string &camera) const;
   void gpu_failed(const std::string &camera, const std::string &reason);
 
   void serve(const std::string &path, MetricsServer::Respond respond) const;

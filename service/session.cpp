@@ -25,27 +25,27 @@ const char *const kFirstFrame = "cudanms-service-first-frame";
 std::atomic<int> stopping_sessions{0};
 
 // The GPU the camera's elements run on (gpu-id, by default CUDA's first); -1: the CPU.
-int gpu_of(const CameraConfig &c) {
-  if (c.on_cpu) return -1;
+int gpu_of(const CameraConfig &c, const CameraRun &run) {
+  if (run.on_cpu) return -1;
   return c.gpu_id ? static_cast<int>(*c.gpu_id) : 0;
 }
 
 // A camera's own source, its NVDEC decoders moved to the camera's GPU (a description written for
 // one GPU, given to a service that places cameras over several): frames decoded on one GPU and
 // searched on another would cross through host memory.
-std::string own_source(const CameraConfig &c) {
+std::string own_source(const CameraConfig &c, int gpu) {
   std::vector<std::string> moved;
-  const std::string source = gst_cv_nvdec_moved(c.source, gpu_of(c), &moved);
+  const std::string source = gst_cv_nvdec_moved(c.source, gpu, &moved);
   for (const std::string &m : moved)
-    log_line("camera %s: decoding on its GPU %d: %s", c.name.c_str(), gpu_of(c), m.c_str());
+    log_line("camera %s: decoding on its GPU %d: %s", c.name.c_str(), gpu, m.c_str());
   return source;
 }
 
-std::string describe(const CameraConfig &c) {
+std::string describe(const CameraConfig &c, int gpu) {
   const std::string source = c.source.empty()
                                  ? "uridecodebin name=source uri=\"" + c.uri +
                                        "\" caps=\"video/x-raw(ANY)\" expose-all-streams=false"
-                                 : own_source(c);
+                                 : own_source(c, gpu);
   // The queue drops the oldest frame when the detector cannot keep up with the camera.
   std::string out = source +
                     " ! queue name=intake leaky=downstream max-size-buffers=2 max-size-time=0 "
@@ -169,7 +169,7 @@ std::string Recording::next_path() {
   return out;
 }
 
-std::shared_ptr<Session> Session::start(const CameraConfig &config,
+std::shared_ptr<Session> Session::start(const CameraConfig &config, const CameraRun &run,
                                         std::shared_ptr<CameraOutputs> outputs,
                                         std::shared_ptr<Recording> recording,
                                         CudaContexts *contexts, Events events, std::string *error) {
@@ -182,7 +182,8 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
   gst_segment_init(&s->segment_, GST_FORMAT_TIME);
 
   GError *parse_error = nullptr;
-  GstElement *pipeline = gst_parse_launch_full(describe(config).c_str(), nullptr,
+  const int gpu = gpu_of(config, run);
+  GstElement *pipeline = gst_parse_launch_full(describe(config, gpu).c_str(), nullptr,
                                                GST_PARSE_FLAG_FATAL_ERRORS, &parse_error);
   if (!pipeline) {
     *error = std::string("cannot build the pipeline: ") +
@@ -234,9 +235,8 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config,
     g_object_set(count, "counts", lines, NULL);
     gst_structure_free(lines);
   }
-  const int gpu = gpu_of(config);
   if (config.gpu_id) set_on_all(s->pipeline_, "gpu-id", std::to_string(*config.gpu_id));
-  if (config.on_cpu) {
+  if (run.on_cpu) {
     set_on_all(s->pipeline_, "backend", "cpu");
   } else if (contexts) {
     contexts->share_with(s->pipeline_, static_cast<guint>(gpu));

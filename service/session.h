@@ -49,7 +49,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Builds the pipeline and sets it playing, in the shared CUDA context of `contexts` when
   // given; null with the reason when it cannot.
-  static std::shared_ptr<Session> start(const CameraConfig &config,
+  static std::shared_ptr<Session> start(const CameraConfig &config, const CameraRun &run,
                                         std::shared_ptr<CameraOutputs> outputs,
                                         std::shared_ptr<Recording> recording,
                                         CudaContexts *contexts, Events events, std::string *error);

@@ -60,7 +60,7 @@ TEST(Assignment, AWorkerTakesItsCamerasOnItsGpu) {
   EXPECT_EQ(one.cameras[0].gpu_id, 1u);
   EXPECT_EQ(one.cameras[1].gpu_id, 1u);
   EXPECT_EQ(one.cameras[1].mqtt_address, "127.0.0.1:1883") << "cameras publish from workers";
-  EXPECT_EQ(one.cameras[0].counts_file, "/run/x/counts-b-0.json");
+  EXPECT_EQ(one.runs.at(one.cameras[0].name).counts_file, "/run/x/counts-b-0.json");
   EXPECT_EQ(one.gpus, std::vector<unsigned>{1});
   EXPECT_FALSE(one.all_gpus);
   EXPECT_EQ(one.metrics_address, "unix:/run/x/worker-1.sock");
