@@ -5,10 +5,11 @@
  * set_property and get_property for it, under the state's lock, so that no element writes the
  * enum, the install calls and the two switches of GObject's idiom again.
  *
- *   PropertyTable<BoxCountSettings> table(gobject_class, settings_of);
- *   table.field(g_param_spec_double("hysteresis", ...), [](auto &s) -> auto & { return
- * s.hysteresis; }) .read_only(g_param_spec_uint64("frames", ...), [](const auto &s, GValue *v) {
- * ... });
+ *   PropertyTable<BoxCountSettings>(gobject_class, settings_of)
+ *       .field(g_param_spec_double("hysteresis", ...),
+ *              [](auto &s) -> auto & { return s.hysteresis; })
+ *       .read_only(g_param_spec_uint64("frames", ...),
+ *                  [](const BoxCountSettings &s, GValue *value) { ... });
  *
  * State is what the rows read and write, found on the object with the lock that guards it
  * (settings_of). Rows live as long as the class, that is for the process: GObject never frees a
