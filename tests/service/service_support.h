@@ -65,8 +65,12 @@ inline GSocket *loopback_socket(bool listening, int *port) {
 #endif
 #ifdef CUDANMS_TEST_ASAN
 constexpr double kRateKept = 0.85;
+// Frames/s a camera sending 10 reaches at least before a test measures what it keeps: three such
+// cameras on 2 cores under ASan run at about 8 (7.995 over 6 s in one CI run).
+constexpr double kStreamingRate = 7.0;
 #else
 constexpr double kRateKept = 0.95;
+constexpr double kStreamingRate = 8.0;
 #endif
 
 // The python3 that has Debian's python3-prometheus-client (meson passes /usr/bin/python3).
