@@ -360,11 +360,7 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
   g_strfreev(groups);
   ServiceConfig out = reader.finish(file, n_groups, need_camera);
   g_key_file_free(file);
-  if (check) {
-    ServiceConfig every = out;
-    every.cameras = reader.every_camera();
-    check(every, name, errors);
-  }
+  if (check) check(reader.every_camera(), name, errors);
   if (errors->size() > errors_before) return false;
   *config = std::move(out);
   return true;

@@ -114,8 +114,9 @@ struct ServiceConfig {
 
 // What only the elements can say of a config (check_elements, element_check.h): run over every
 // camera read, those with errors too, so that one pass finds every error.
-using ElementsCheck = std::function<bool(const ServiceConfig &config, const std::string &name,
-                                         std::vector<std::string> *errors)>;
+using ElementsCheck =
+    std::function<bool(const std::vector<CameraConfig> &cameras, const std::string &name,
+                       std::vector<std::string> *errors)>;
 
 // Reads and checks the key file at `path` (at most kConfigFileLimit bytes). On any error: false,
 // and every error found, each "FILE:GROUP:KEY: reason" (GROUP and KEY empty where the error is

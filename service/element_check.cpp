@@ -180,9 +180,9 @@ class Chain {
     const auto property = properties_.find(key);
     if (property == properties_.end()) return "unknown key";
     std::string why = check_property(property->second, value);
-    std::string contents, unreadable;
+    std::string unreadable;
     if (why.empty() && key == "labels-file" && !value.empty() &&
-        !read_bounded_file(value, kLabelsFileLimit, &contents, &unreadable))
+        !check_bounded_file(value, kLabelsFileLimit, &unreadable))
       why = "cannot read \"" + value + "\": " + unreadable;
     return why;
   }
@@ -211,7 +211,7 @@ std::string check_key(const Chain &chain, const std::string &key, const std::str
 
 }  // namespace
 
-bool check_elements(const ServiceConfig &config, const std::string &name,
+bool check_elements(const std::vector<CameraConfig> &cameras, const std::string &name,
                     std::vector<std::string> *errors) {
   const size_t before = errors->size();
   const Chain chain;
@@ -221,7 +221,7 @@ bool check_elements(const ServiceConfig &config, const std::string &name,
                       "folder, or install the plugin)");
   std::map<std::pair<std::string, std::string>, std::string> checked;  // (key, value) -> why
   std::set<std::string> said;
-  for (const CameraConfig &camera : config.cameras) {
+  for (const CameraConfig &camera : cameras) {
     std::vector<std::pair<std::string, std::string>> keys(camera.elements.begin(),
                                                           camera.elements.end());
     for (const char *key : {"source", "detector", "record-encoder"}) {

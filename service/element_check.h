@@ -18,9 +18,9 @@
 
 namespace cudanms::service {
 
-// Adds the elements' errors of every camera of `config` to `errors`; `name` stands for FILE.
-// False when it added any.
-bool check_elements(const ServiceConfig &config, const std::string &name,
+// Adds the elements' errors of `cameras` to `errors`; `name` stands for FILE. False when it added
+// any.
+bool check_elements(const std::vector<CameraConfig> &cameras, const std::string &name,
                     std::vector<std::string> *errors);
 
 // load_config and parse_config, then check_elements: a config the service can run.

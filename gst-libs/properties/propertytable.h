@@ -40,14 +40,17 @@ class PropertyRow {
 void property_row_install(GObjectClass *klass, GParamSpec *pspec, const PropertyRow *row);
 
 /* A field's value from a GValue of its property's type, and back: strings, booleans, enums, and
- * numbers of any width (a float field of a double property, a size_t of a guint ...). */
+ * numbers of any width (a float field of a double property, a size_t of a guint ...), which
+ * GLib's own transforms between numeric types convert. */
 namespace property_value {
 
-double number(const GValue *value);
-void set_number(GValue *value, double number);
-guint64 unsigned_number(const GValue *value);
-gint64 signed_number(const GValue *value);
-void set_integer(GValue *value, gint64 signed_number, guint64 unsigned_number);
+/* The widest GType of a field's kind of number. */
+template <typename T>
+GType number_type() {
+  if constexpr (std::is_floating_point_v<T>) return G_TYPE_DOUBLE;
+  if constexpr (std::is_signed_v<T>) return G_TYPE_INT64;
+  return G_TYPE_UINT64;
+}
 
 template <typename T>
 void read(const GValue *value, T *field) {
@@ -57,13 +60,17 @@ void read(const GValue *value, T *field) {
     *field = g_value_get_boolean(value);
   } else if constexpr (std::is_enum_v<T>) {
     *field = static_cast<T>(g_value_get_enum(value));
-  } else if constexpr (std::is_floating_point_v<T>) {
-    *field = static_cast<T>(number(value));
-  } else if constexpr (std::is_signed_v<T>) {
-    *field = static_cast<T>(signed_number(value));
   } else {
-    static_assert(std::is_unsigned_v<T>, "a field of a type a property does not hold");
-    *field = static_cast<T>(unsigned_number(value));
+    static_assert(std::is_arithmetic_v<T>, "a field of a type a property does not hold");
+    GValue number = G_VALUE_INIT;
+    g_value_init(&number, number_type<T>());
+    g_value_transform(value, &number);
+    if constexpr (std::is_floating_point_v<T>)
+      *field = static_cast<T>(g_value_get_double(&number));
+    else if constexpr (std::is_signed_v<T>)
+      *field = static_cast<T>(g_value_get_int64(&number));
+    else
+      *field = static_cast<T>(g_value_get_uint64(&number));
   }
 }
 
@@ -75,10 +82,16 @@ void write(const T &field, GValue *value) {
     g_value_set_boolean(value, field);
   } else if constexpr (std::is_enum_v<T>) {
     g_value_set_enum(value, static_cast<gint>(field));
-  } else if constexpr (std::is_floating_point_v<T>) {
-    set_number(value, field);
   } else {
-    set_integer(value, static_cast<gint64>(field), static_cast<guint64>(field));
+    GValue number = G_VALUE_INIT;
+    g_value_init(&number, number_type<T>());
+    if constexpr (std::is_floating_point_v<T>)
+      g_value_set_double(&number, field);
+    else if constexpr (std::is_signed_v<T>)
+      g_value_set_int64(&number, field);
+    else
+      g_value_set_uint64(&number, field);
+    g_value_transform(&number, value);
   }
 }
 
@@ -119,9 +132,17 @@ class PropertyTable {
    * lambda for both ways, the state const or not). */
   template <typename Field>
   PropertyTable &field(GParamSpec *pspec, Field field) {
-    return row(
-        pspec, [field](State &s, const GValue *value) { property_value::read(value, &field(s)); },
-        [field](const State &s, GValue *value) { property_value::write(field(s), value); });
+    return row(pspec, setter(field), getter(field));
+  }
+
+  /* field()'s two halves, for a row that does more on one side. */
+  template <typename Field>
+  static Setter setter(Field field) {
+    return [field](State &s, const GValue *value) { property_value::read(value, &field(s)); };
+  }
+  template <typename Field>
+  static Getter getter(Field field) {
+    return [field](const State &s, GValue *value) { property_value::write(field(s), value); };
   }
 
   /* A row with its own setter (under the lock) and getter. */

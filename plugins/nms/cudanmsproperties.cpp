@@ -71,10 +71,6 @@ GType gst_cuda_nms_soft_decay_get_type(void) {
   return type;
 }
 
-}  // namespace
-
-namespace {
-
 using Table = PropertyTable<CudaNmsProperties>;
 
 /* A setting whose change makes the NMS context again (backend_generation): where it runs, and
@@ -85,20 +81,6 @@ Table::Setter remaking(Field field) {
     const auto before = field(p);
     property_value::read(value, &field(p));
     if (field(p) != before) p.settings.backend_generation++;
-  };
-}
-
-template <typename Field>
-Table::Getter reading(Field field) {
-  return [field](const CudaNmsProperties &p, GValue *value) {
-    property_value::write(field(p), value);
-  };
-}
-
-/* A text property: the text as set, and what it parses into. */
-Table::Getter text(std::string CudaNmsProperties::*member) {
-  return [member](const CudaNmsProperties &p, GValue *value) {
-    g_value_set_string(value, (p.*member).c_str());
   };
 }
 
@@ -160,7 +142,7 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
             p.settings.score_threshold = g_value_get_double(value);
             p.settings.score_threshold_set = true;
           },
-          reading([](auto &p) -> auto & { return p.settings.score_threshold; }))
+          Table::getter([](auto &p) -> auto & { return p.settings.score_threshold; }))
       .field(
           g_param_spec_uint("max-candidates", "Max candidates (Dmax)",
                             "At most this many candidates per frame are processed: the "
@@ -185,7 +167,7 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                                "text is an error when the element starts; ignored with "
                                "class-agnostic",
                                "", rw),
-           set_class_groups, text(&CudaNmsProperties::class_groups_text))
+           set_class_groups, Table::getter([](auto &p) -> auto & { return p.class_groups_text; }))
       .field(
           g_param_spec_enum("soft-decay", "Soft-NMS decay", "How method=soft decays scores",
                             GST_TYPE_CUDA_NMS_SOFT_DECAY, static_cast<gint>(d.soft_decay), rw),
@@ -215,13 +197,13 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                              "frame",
                              GST_TYPE_CUDA_NMS_BACKEND, d.backend, rw),
            remaking([](auto &p) -> auto & { return p.settings.backend; }),
-           reading([](auto &p) -> auto & { return p.settings.backend; }))
+           Table::getter([](auto &p) -> auto & { return p.settings.backend; }))
       .row(g_param_spec_int("gpu-id", "GPU id",
                             "CUDA device index; a change while running takes effect on the next "
                             "frame",
                             0, G_MAXINT, d.gpu_id, rw),
            remaking([](auto &p) -> auto & { return p.settings.gpu_id; }),
-           reading([](auto &p) -> auto & { return p.settings.gpu_id; }))
+           Table::getter([](auto &p) -> auto & { return p.settings.gpu_id; }))
       .row(g_param_spec_boolean(
                "batch-streams", "Batch streams",
                "Share one CUDA NMS context with the other cudanms elements that set this on the "
@@ -233,7 +215,7 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                "element's own, as without it. No effect on the CPU backend",
                d.batch_streams, rw),
            remaking([](auto &p) -> auto & { return p.settings.batch_streams; }),
-           reading([](auto &p) -> auto & { return p.settings.batch_streams; }))
+           Table::getter([](auto &p) -> auto & { return p.settings.batch_streams; }))
       .field(
           g_param_spec_boolean("keep-candidates", "Keep candidates",
                                "Leave the consumed candidate metas (packed and ROI) on the "
@@ -255,7 +237,7 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                                 "batch's time",
                                 d.time_gpu, rw),
            remaking([](auto &p) -> auto & { return p.settings.time_gpu; }),
-           reading([](auto &p) -> auto & { return p.settings.time_gpu; }))
+           Table::getter([](auto &p) -> auto & { return p.settings.time_gpu; }))
       .row(
           g_param_spec_string("labels", "Labels",
                               "Class names by class id, comma-separated (\"person,bicycle,car\": "
@@ -267,13 +249,13 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
             p.labels_text = string_value(value);
             p.settings.labels = ClassLabels::parse_list(p.labels_text);
           },
-          text(&CudaNmsProperties::labels_text))
+          Table::getter([](auto &p) -> auto & { return p.labels_text; }))
       .row(g_param_spec_string("labels-file", "Labels file",
                                "A file of class names, one a line, line 1 naming class 0 (as "
                                "coco.names); the same table as labels: the last one set wins. An "
                                "unreadable file is an error when the element starts",
                                "", rw),
-           set_labels_file, text(&CudaNmsProperties::labels_file));
+           set_labels_file, Table::getter([](auto &p) -> auto & { return p.labels_file; }));
 
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_OVERLAP, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_METHOD, static_cast<GstPluginAPIFlags>(0));
