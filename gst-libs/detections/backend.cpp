@@ -12,3 +12,17 @@ GType gst_cuda_nms_backend_get_type(void) {
     g_once_init_leave(&type, g_enum_register_static("GstCudaNmsBackend", values));
   return type;
 }
+
+bool gst_cuda_nms_backend_falls_back(GstElement *element, GstCudaNmsBackend backend, int gpu_id,
+                                     const char *what, const std::string &why) {
+  if (backend == GST_CUDA_NMS_BACKEND_CUDA) {
+    GST_ELEMENT_ERROR(element, RESOURCE, OPEN_READ_WRITE,
+                      ("backend=cuda but CUDA device %d cannot be used", gpu_id),
+                      ("%s", why.c_str()));
+    return false;
+  }
+  GST_ELEMENT_WARNING(element, RESOURCE, OPEN_READ_WRITE,
+                      ("CUDA device %d cannot be used: %s runs on the CPU", gpu_id, what),
+                      ("%s", why.c_str()));
+  return true;
+}

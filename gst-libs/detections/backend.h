@@ -2,7 +2,9 @@
  * cudacascade, dnndetect): one enum type for all. */
 #pragma once
 
-#include <glib-object.h>
+#include <gst/gst.h>
+
+#include <string>
 
 typedef enum {
   GST_CUDA_NMS_BACKEND_AUTO,
@@ -12,3 +14,9 @@ typedef enum {
 
 #define GST_TYPE_CUDA_NMS_BACKEND (gst_cuda_nms_backend_get_type())
 GType gst_cuda_nms_backend_get_type(void);
+
+/* CUDA device @gpu_id could not be used (@why): with backend=cuda an error posted on @element
+ * (false: the element cannot start); with auto a warning that @what runs on the CPU instead
+ * (true). */
+bool gst_cuda_nms_backend_falls_back(GstElement *element, GstCudaNmsBackend backend, int gpu_id,
+                                     const char *what, const std::string &why);

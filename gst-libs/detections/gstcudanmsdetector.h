@@ -36,6 +36,7 @@
 
 #include "backend.h"
 #include "detectorproperties.h"
+#include "propertytable.h"
 
 class CudaFrame;
 class ElementCudaContext;
@@ -150,6 +151,16 @@ void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klas
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self);
 /* The same lock, for a subclass's PropertyTable (Locked). */
 std::mutex *gst_cuda_nms_detector_mutex(GstCudaNmsDetector *self);
+
+/* The StateOf of a subclass's own properties, a member of its `priv` guarded by the base's lock:
+ * PropertyTable<Settings>(klass, gst_cuda_nms_detector_locked<GstCvDetect,
+ * &GstCvDetectPrivate::settings>). */
+template <typename Instance, auto member>
+auto gst_cuda_nms_detector_locked(GObject *object) {
+  auto *priv = reinterpret_cast<Instance *>(object)->priv;
+  return Locked<std::remove_reference_t<decltype(priv->*member)>>{
+      &(priv->*member), gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
+}
 /* The settings as the properties say them now (shared until a property changes). */
 std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(
     GstCudaNmsDetector *self);

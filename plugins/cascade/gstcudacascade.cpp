@@ -38,6 +38,7 @@
 #include "cudaframe.h"
 #include "detections.h"
 #include "devicecandidates.h"
+#include "elementclass.h"
 #include "elementcudacontext.h"
 #include "grayframe.h"
 #include "propertytable.h"
@@ -58,8 +59,13 @@ GST_DEBUG_CATEGORY_STATIC(gst_cuda_cascade_debug);
 /* Frames in GPU memory (gstreamer-cuda's GstCudaMemory) are read in place: luma-first formats. */
 #define CUDA_FORMATS "{ GRAY8, I420, YV12, NV12, NV21 }"
 
+/* What its own property says (guarded by the base's lock). */
+struct CascadeSettings {
+  double scale_factor = DEFAULT_SCALE_FACTOR;
+};
+
 struct GstCudaCascadePrivate {
-  double scale_factor = DEFAULT_SCALE_FACTOR; /* guarded by the base's lock */
+  CascadeSettings settings;
 
   /* Streaming thread (and start/stop) only. */
   std::shared_ptr<const cudanms::cascade::Model> model;
@@ -69,100 +75,8 @@ struct GstCudaCascadePrivate {
   std::vector<float> boxes, scores;
 };
 
-struct _GstCudaCascade {
-  GstCudaNmsDetector parent;
-  GstCudaCascadePrivate *priv;
-};
-
-#define gst_cuda_cascade_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstCudaCascade, gst_cuda_cascade, GST_TYPE_CUDA_NMS_DETECTOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_cuda_cascade_debug, "cudacascade", 0,
-                                                "Cascade detector on CUDA"));
-GST_ELEMENT_REGISTER_DEFINE(cudacascade, "cudacascade", GST_RANK_NONE, GST_TYPE_CUDA_CASCADE);
-
-static void gst_cuda_cascade_finalize(GObject *object);
-static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,
-                                      const GstCudaNmsDetectorSettings &shared);
-static void gst_cuda_cascade_close(GstCudaNmsDetector *detector);
-static gboolean gst_cuda_cascade_fall_back_to_cpu(GstCudaNmsDetector *detector,
-                                                  const GstCudaNmsDetectorSettings &shared);
-static GstCudaNmsDetection gst_cuda_cascade_detect_on_host(
-    GstCudaNmsDetector *detector, GstBuffer *buffer, GstVideoFrame *frame,
-    const GstCudaNmsDetectorSettings &shared);
-static GstCudaNmsDetection gst_cuda_cascade_detect_on_device(
-    GstCudaNmsDetector *detector, GstBuffer *buffer, const CudaFrame &frame,
-    const GstCudaNmsDetectorSettings &shared);
-static gboolean gst_cuda_cascade_reads_in_place(GstVideoFormat format);
-static std::string gst_cuda_cascade_default_label(GstCudaNmsDetector *detector,
-                                                  const GstCudaNmsDetectorSettings &shared);
-
-static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
-
-  gobject_class->finalize = gst_cuda_cascade_finalize;
-
-  GstCudaNmsDetectorProperties shared;
-  shared.model_default = DEFAULT_MODEL;
-  shared.model_blurb =
-      "Path of an OpenCV Haar or LBP cascade XML file (Debian package opencv-data); loaded when "
-      "the element starts";
-  shared.label_blurb =
-      "Name of the detected class, announced downstream for overlays and writers; empty: the "
-      "model file's name";
-  shared.threshold_name = "hit-threshold";
-  shared.threshold_blurb =
-      "Windows whose level weight (the last stage's sum) is below this are not attached; the "
-      "default attaches every window";
-  shared.threshold_min = -G_MAXDOUBLE, shared.threshold_max = G_MAXDOUBLE;
-  shared.threshold_default = DEFAULT_HIT_THRESHOLD;
-  shared.min_size_blurb = "Smallest window, WxH in frame pixels. 0x0: the model's window";
-  shared.backend_blurb = "Where the cascade runs";
-  shared.device_candidates_blurb =
-      "With the CUDA detector, leave the candidates in GPU memory for cudanms to use in place "
-      "(readers on the host download them once); false: copy them to host memory each frame";
-  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  PropertyTable<GstCudaCascadePrivate>(
-      gobject_class,
-      [](GObject *object) {
-        return Locked<GstCudaCascadePrivate>{
-            GST_CUDA_CASCADE(object)->priv,
-            gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
-      })
-      .field(
-          g_param_spec_double(
-              "scale-factor", "Scale factor",
-              "Ratio between the window sizes of consecutive scales", 1.01, 4.0,
-              DEFAULT_SCALE_FACTOR,
-              static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                       G_PARAM_STATIC_STRINGS)),
-          [](auto &s) -> auto & { return s.scale_factor; });
-
-  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
-  gst_element_class_set_static_metadata(
-      element_class, "Cascade detector on CUDA", "Filter/Analyzer/Video",
-      "Runs an OpenCV Haar or LBP cascade on the GPU (or its CPU twin) and attaches every raw "
-      "window with its score as cudanms candidates metadata",
-      "cudanms developers");
-
-  detector_class->open = GST_DEBUG_FUNCPTR(gst_cuda_cascade_open);
-  detector_class->close = GST_DEBUG_FUNCPTR(gst_cuda_cascade_close);
-  detector_class->fall_back_to_cpu = GST_DEBUG_FUNCPTR(gst_cuda_cascade_fall_back_to_cpu);
-  detector_class->detect_on_host = GST_DEBUG_FUNCPTR(gst_cuda_cascade_detect_on_host);
-  detector_class->detect_on_device = GST_DEBUG_FUNCPTR(gst_cuda_cascade_detect_on_device);
-  detector_class->reads_in_place = GST_DEBUG_FUNCPTR(gst_cuda_cascade_reads_in_place);
-  detector_class->default_label = GST_DEBUG_FUNCPTR(gst_cuda_cascade_default_label);
-}
-
-static void gst_cuda_cascade_init(GstCudaCascade *self) {
-  self->priv = new GstCudaCascadePrivate();
-}
-
-static void gst_cuda_cascade_finalize(GObject *object) {
-  delete GST_CUDA_CASCADE(object)->priv;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstCudaCascade, gst_cuda_cascade, GstCudaNmsDetector, GST_TYPE_CUDA_NMS_DETECTOR,
+               cudacascade, "Cascade detector on CUDA");
 
 /* ------------------------------------------------------------------------------------------ */
 /* The model and the detector                                                                  */
@@ -201,17 +115,9 @@ static gboolean gst_cuda_cascade_open(GstCudaNmsDetector *detector,
     /* In the pipeline's CUDA context, where the base found or made one. */
     ElementCudaContext::Scope scope(gst_cuda_nms_detector_cuda_context(detector));
     made = cudanms::cascade::Detector::create(priv->model, options, &status);
-    if (!made && shared.backend == GST_CUDA_NMS_BACKEND_CUDA) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE,
-                        ("backend=cuda but CUDA device %d cannot be used", shared.gpu_id),
-                        ("%s", status.message().c_str()));
+    if (!made && !gst_cuda_nms_backend_falls_back(GST_ELEMENT(self), shared.backend, shared.gpu_id,
+                                                  "the cascade", status.message()))
       return FALSE;
-    }
-    if (!made) {
-      GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ_WRITE,
-                          ("No usable CUDA device: the cascade runs on the CPU"),
-                          ("%s", status.message().c_str()));
-    }
   }
   if (!made) made = cudanms::cascade::Detector::create(priv->model, {}, &status);
   if (!made) {
@@ -305,7 +211,7 @@ static GstCudaNmsDetection detect(GstCudaCascade *self, GstBuffer *buffer,
   cudanms::cascade::DetectParams params;
   {
     auto lock = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
-    params.scale_factor = priv->scale_factor;
+    params.scale_factor = priv->settings.scale_factor;
   }
   params.min_width = shared.sizes.min_width, params.min_height = shared.sizes.min_height;
   params.max_width = shared.sizes.max_width, params.max_height = shared.sizes.max_height;
@@ -350,4 +256,58 @@ static gboolean gst_cuda_cascade_reads_in_place(GstVideoFormat format) {
     default:
       return FALSE;
   }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The element: its instance and its class                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static void gst_cuda_cascade_init(GstCudaCascade *self) {
+  self->priv = new GstCudaCascadePrivate();
+}
+
+static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
+
+  own_private<GstCudaCascade>(klass);
+
+  GstCudaNmsDetectorProperties shared;
+  shared.model_default = DEFAULT_MODEL;
+  shared.model_blurb =
+      "Path of an OpenCV Haar or LBP cascade XML file (Debian package opencv-data); loaded when "
+      "the element starts";
+  shared.label_blurb =
+      "Name of the detected class, announced downstream for overlays and writers; empty: the "
+      "model file's name";
+  shared.threshold_name = "hit-threshold";
+  shared.threshold_blurb =
+      "Windows whose level weight (the last stage's sum) is below this are not attached; the "
+      "default attaches every window";
+  shared.threshold_min = -G_MAXDOUBLE, shared.threshold_max = G_MAXDOUBLE;
+  shared.threshold_default = DEFAULT_HIT_THRESHOLD;
+  shared.min_size_blurb = "Smallest window, WxH in frame pixels. 0x0: the model's window";
+  shared.backend_blurb = "Where the cascade runs";
+  shared.device_candidates_blurb =
+      "With the CUDA detector, leave the candidates in GPU memory for cudanms to use in place "
+      "(readers on the host download them once); false: copy them to host memory each frame";
+  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
+  PropertyTable<CascadeSettings>(
+      gobject_class, gst_cuda_nms_detector_locked<GstCudaCascade, &GstCudaCascadePrivate::settings>)
+      .field(g_param_spec_double(
+                 "scale-factor", "Scale factor",
+                 "Ratio between the window sizes of consecutive scales", 1.01, 4.0,
+                 DEFAULT_SCALE_FACTOR,
+                 static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                          G_PARAM_STATIC_STRINGS)),
+             &CascadeSettings::scale_factor);
+
+  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
+  describe_element(
+      klass, "Cascade detector on CUDA", "Filter/Analyzer/Video",
+      "Runs an OpenCV Haar or LBP cascade on the GPU (or its CPU twin) and attaches every raw "
+      "window with its score as cudanms candidates metadata");
+
+  ELEMENT_VFUNCS(detector_class, gst_cuda_cascade, open, close, fall_back_to_cpu, detect_on_host,
+                 detect_on_device, reads_in_place, default_label);
 }

@@ -92,37 +92,37 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
           g_param_spec_enum("decoder", "Decoder", "What the network's outputs mean",
                             GST_TYPE_DNN_DETECT_DECODER, GST_DNN_DETECT_DECODER_BLAZEFACE,
                             rw_ready),
-          [](auto &s) -> auto & { return s.decoder; })
+          &DnnDetectSettings::decoder)
       .field(
           g_param_spec_int("input-width", "Input width",
                            "Width of the network's input; 0: the decoder's (blazeface 128, "
                            "yolo 640)",
                            0, MAX_INPUT_SIZE, 0, rw_ready),
-          [](auto &s) -> auto & { return s.input_width; })
+          &DnnDetectSettings::input_width)
       .field(
           g_param_spec_int("input-height", "Input height",
                            "Height of the network's input; 0: the decoder's (blazeface 128, "
                            "yolo 640)",
                            0, MAX_INPUT_SIZE, 0, rw_ready),
-          [](auto &s) -> auto & { return s.input_height; })
+          &DnnDetectSettings::input_height)
       .field(
           g_param_spec_boolean("letterbox", "Letterbox",
                                "Scale the frame to fit the input keeping its aspect, centred "
                                "and padded (blazeface black, yolo grey 114); false: stretch it",
                                TRUE, rw_ready),
-          [](auto &s) -> auto & { return s.letterbox; })
+          &DnnDetectSettings::letterbox)
       .field(
           g_param_spec_string("mean", "Mean",
                               "Subtracted from each pixel (0..255) before scaling: one value "
                               "or \"R,G,B\"; empty: the decoder's (blazeface 127.5, yolo 0)",
                               "", rw_ready),
-          [](auto &s) -> auto & { return s.mean; })
+          &DnnDetectSettings::mean)
       .field(
           g_param_spec_string("scale", "Scale",
                               "Multiplies each pixel after the mean: one value or \"R,G,B\"; "
                               "empty: the decoder's (blazeface 1/127.5, yolo 1/255)",
                               "", rw_ready),
-          [](auto &s) -> auto & { return s.scale; })
+          &DnnDetectSettings::scale)
       .field(
           g_param_spec_boolean(
               "cuda-graphs", "CUDA graphs",
@@ -131,7 +131,7 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
               "instead of launching its operators one by one; a network that cannot be "
               "captured runs uncaptured, warned",
               TRUE, rw_ready),
-          [](auto &s) -> auto & { return s.cuda_graphs; })
+          &DnnDetectSettings::cuda_graphs)
       .field(
           g_param_spec_int(
               "batch-size", "Batch size",
@@ -141,19 +141,19 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
               "forward. A batch runs when it is full, when every instance has a frame in it, "
               "or batch-timeout after its first frame; 1: no batching, no waiting",
               1, dnn::kMaxBatch, 1, rw_ready),
-          [](auto &s) -> auto & { return s.batch_size; })
+          &DnnDetectSettings::batch_size)
       .field(
           g_param_spec_uint("batch-timeout", "Batch timeout",
                             "The longest a frame waits for other instances' frames, in "
                             "microseconds",
                             0, G_MAXINT, 20000, rw_ready),
-          [](auto &s) -> auto & { return s.batch_timeout; })
+          &DnnDetectSettings::batch_timeout)
       .field(
           g_param_spec_string("batch-group", "Batch group",
                               "Instances batch together only with instances of the same group "
                               "name",
                               "", rw_ready),
-          [](auto &s) -> auto & { return s.batch_group; });
+          &DnnDetectSettings::batch_group);
   PropertyTable<DnnDetectCounters>(klass, counters_of)
       .field(
           g_param_spec_uint64("frames-in-pinned-memory", "Frames in pinned memory",

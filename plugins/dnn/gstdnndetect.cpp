@@ -54,6 +54,7 @@
 #include "dnnbatchgroup.h"
 #include "dnndetectproperties.h"
 #include "dnnimage.h"
+#include "elementclass.h"
 #include "elementcudacontext.h"
 #include "pinnedpool.h"
 #include "torchmodel.h"
@@ -81,92 +82,8 @@ struct GstDnnDetectPrivate {
   dnn::Candidates candidates;
 };
 
-struct _GstDnnDetect {
-  GstCudaNmsDetector parent;
-  GstDnnDetectPrivate *priv;
-};
-
-#define gst_dnn_detect_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstDnnDetect, gst_dnn_detect, GST_TYPE_CUDA_NMS_DETECTOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_dnn_detect_debug, "dnndetect", 0,
-                                                "DNN detector (TorchScript)"));
-GST_ELEMENT_REGISTER_DEFINE(dnndetect, "dnndetect", GST_RANK_NONE, GST_TYPE_DNN_DETECT);
-
-static void gst_dnn_detect_finalize(GObject *object);
-static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
-                                    const GstCudaNmsDetectorSettings &shared);
-static void gst_dnn_detect_close(GstCudaNmsDetector *detector);
-static gboolean gst_dnn_detect_fall_back_to_cpu(GstCudaNmsDetector *detector,
-                                                const GstCudaNmsDetectorSettings &shared);
-static GstCudaNmsDetection gst_dnn_detect_detect_on_host(GstCudaNmsDetector *detector,
-                                                         GstBuffer *buffer, GstVideoFrame *frame,
-                                                         const GstCudaNmsDetectorSettings &shared);
-static GstCudaNmsDetection gst_dnn_detect_detect_on_device(
-    GstCudaNmsDetector *detector, GstBuffer *buffer, const CudaFrame &frame,
-    const GstCudaNmsDetectorSettings &shared);
-static std::string gst_dnn_detect_default_label(GstCudaNmsDetector *detector,
-                                                const GstCudaNmsDetectorSettings &shared);
-static gboolean gst_dnn_detect_propose_allocation(GstBaseTransform *trans, GstQuery *decide_query,
-                                                  GstQuery *query);
-
-static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
-
-  gobject_class->finalize = gst_dnn_detect_finalize;
-
-  GstCudaNmsDetectorProperties shared;
-  shared.model_blurb = gst_dnn_detect_model_blurb();
-  shared.label_blurb =
-      "Name of class-id's candidates, announced downstream for overlays and writers; empty: "
-      "'face' with decoder=blazeface";
-  shared.threshold_blurb = "Candidates scoring below this (0..1) are not attached";
-  shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
-  shared.labels_file_blurb =
-      "decoder=yolo: a text file with one class name per line, line N naming class id N, "
-      "announced downstream; empty: none";
-  shared.backend_blurb = "Where the network and its processing run";
-  shared.device_candidates_blurb =
-      "With the CUDA backend, leave candidates without points in GPU memory for cudanms to use "
-      "in place; false, and for decoders with points: host memory each frame";
-  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  gst_dnn_detect_install_properties(
-      gobject_class,
-      [](GObject *object) {
-        return Locked<DnnDetectSettings>{
-            &GST_DNN_DETECT(object)->priv->settings,
-            gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
-      },
-      [](GObject *object) {
-        return Locked<DnnDetectCounters>{
-            &GST_DNN_DETECT(object)->priv->counters,
-            gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
-      });
-
-  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
-  gst_element_class_set_static_metadata(
-      element_class, "DNN detector (TorchScript)", "Filter/Analyzer/Video",
-      "Runs a TorchScript detector (BlazeFace, YOLO) with LibTorch, on the GPU where it can, "
-      "and attaches every candidate above the score threshold as cudanms candidates metadata",
-      "cudanms developers");
-
-  trans_class->propose_allocation = GST_DEBUG_FUNCPTR(gst_dnn_detect_propose_allocation);
-  detector_class->open = GST_DEBUG_FUNCPTR(gst_dnn_detect_open);
-  detector_class->close = GST_DEBUG_FUNCPTR(gst_dnn_detect_close);
-  detector_class->fall_back_to_cpu = GST_DEBUG_FUNCPTR(gst_dnn_detect_fall_back_to_cpu);
-  detector_class->detect_on_host = GST_DEBUG_FUNCPTR(gst_dnn_detect_detect_on_host);
-  detector_class->detect_on_device = GST_DEBUG_FUNCPTR(gst_dnn_detect_detect_on_device);
-  detector_class->default_label = GST_DEBUG_FUNCPTR(gst_dnn_detect_default_label);
-}
-
-static void gst_dnn_detect_init(GstDnnDetect *self) { self->priv = new GstDnnDetectPrivate(); }
-
-static void gst_dnn_detect_finalize(GObject *object) {
-  delete GST_DNN_DETECT(object)->priv;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstDnnDetect, gst_dnn_detect, GstCudaNmsDetector, GST_TYPE_CUDA_NMS_DETECTOR,
+               dnndetect, "DNN detector (TorchScript)");
 
 /* ------------------------------------------------------------------------------------------ */
 /* The network                                                                                 */
@@ -213,17 +130,9 @@ static bool open_network(GstDnnDetect *self, const GstCudaNmsDetectorSettings &s
       network = join_batch_group(self, shared, false, &why, &detail);
       if (!network) why = "model \"" + path + "\" " + why + ": " + detail;
     }
-    if (!network && shared.backend == GST_CUDA_NMS_BACKEND_CUDA) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ_WRITE,
-                        ("backend=cuda but CUDA device %d cannot run the network", shared.gpu_id),
-                        ("%s", why.c_str()));
+    if (!network && !gst_cuda_nms_backend_falls_back(GST_ELEMENT(self), shared.backend,
+                                                     shared.gpu_id, "the network", why))
       return false;
-    }
-    if (!network) {
-      GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ_WRITE,
-                          ("The network runs on the CPU: CUDA cannot be used"),
-                          ("%s", why.c_str()));
-    }
   }
   if (!network) network = join_batch_group(self, shared, true, &why, &detail);
   if (!network) {
@@ -405,12 +314,54 @@ static gboolean gst_dnn_detect_propose_allocation(GstBaseTransform *trans, GstQu
                                                   GstQuery *query) {
   GstDnnDetect *self = GST_DNN_DETECT(trans);
   /* In place: downstream's proposal first. Sinks answer none (the query fails there). */
-  const gboolean downstream =
-      GST_BASE_TRANSFORM_CLASS(parent_class)->propose_allocation(trans, decide_query, query);
+  const gboolean downstream = GST_BASE_TRANSFORM_CLASS(gst_dnn_detect_parent_class)
+                                  ->propose_allocation(trans, decide_query, query);
   if (downstream && gst_query_get_n_allocation_pools(query) > 0) return TRUE;
   if (!self->priv->network || !gst_cuda_nms_detector_on_cuda(GST_CUDA_NMS_DETECTOR(self)))
     return downstream;
   if (!gst_cv_propose_pinned_memory(query)) return downstream;
   GST_DEBUG_OBJECT(self, "proposed a pool of pinned memory");
   return TRUE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The element: its instance and its class                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static void gst_dnn_detect_init(GstDnnDetect *self) { self->priv = new GstDnnDetectPrivate(); }
+
+static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
+
+  own_private<GstDnnDetect>(klass);
+
+  GstCudaNmsDetectorProperties shared;
+  shared.model_blurb = gst_dnn_detect_model_blurb();
+  shared.label_blurb =
+      "Name of class-id's candidates, announced downstream for overlays and writers; empty: "
+      "'face' with decoder=blazeface";
+  shared.threshold_blurb = "Candidates scoring below this (0..1) are not attached";
+  shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
+  shared.labels_file_blurb =
+      "decoder=yolo: a text file with one class name per line, line N naming class id N, "
+      "announced downstream; empty: none";
+  shared.backend_blurb = "Where the network and its processing run";
+  shared.device_candidates_blurb =
+      "With the CUDA backend, leave candidates without points in GPU memory for cudanms to use "
+      "in place; false, and for decoders with points: host memory each frame";
+  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
+  gst_dnn_detect_install_properties(
+      gobject_class, gst_cuda_nms_detector_locked<GstDnnDetect, &GstDnnDetectPrivate::settings>,
+      gst_cuda_nms_detector_locked<GstDnnDetect, &GstDnnDetectPrivate::counters>);
+
+  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
+  describe_element(
+      klass, "DNN detector (TorchScript)", "Filter/Analyzer/Video",
+      "Runs a TorchScript detector (BlazeFace, YOLO) with LibTorch, on the GPU where it can, "
+      "and attaches every candidate above the score threshold as cudanms candidates metadata");
+
+  ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_dnn_detect, propose_allocation);
+  ELEMENT_VFUNCS(detector_class, gst_dnn_detect, open, close, fall_back_to_cpu, detect_on_host,
+                 detect_on_device, default_label);
 }

@@ -93,17 +93,9 @@ gboolean ElementNms::ensure(GstElement *self, const Settings &s) {
       if (!nms_) why = status.message();
       nms_shared_ = nms_ && s.batch_streams;
     }
-    if (!nms_ && s.backend == GST_CUDA_NMS_BACKEND_CUDA) {
-      GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
-                        ("backend=cuda but CUDA device %d cannot be used", s.gpu_id),
-                        ("%s", why.c_str()));
+    if (!nms_ &&
+        !gst_cuda_nms_backend_falls_back(self, s.backend, s.gpu_id, "non-maximum suppression", why))
       return FALSE;
-    }
-    if (!nms_) {
-      GST_ELEMENT_WARNING(self, RESOURCE, NOT_FOUND,
-                          ("No usable CUDA device: non-maximum suppression runs on the CPU"),
-                          ("%s", why.c_str()));
-    }
   }
   if (!nms_) nms_ = create_cpu_context(self);
   if (!nms_) {

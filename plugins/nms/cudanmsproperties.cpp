@@ -167,7 +167,7 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                                "text is an error when the element starts; ignored with "
                                "class-agnostic",
                                "", rw),
-           set_class_groups, Table::getter([](auto &p) -> auto & { return p.class_groups_text; }))
+           set_class_groups, Table::getter(&CudaNmsProperties::class_groups_text))
       .field(
           g_param_spec_enum("soft-decay", "Soft-NMS decay", "How method=soft decays scores",
                             GST_TYPE_CUDA_NMS_SOFT_DECAY, static_cast<gint>(d.soft_decay), rw),
@@ -249,13 +249,13 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
             p.labels_text = string_value(value);
             p.settings.labels = ClassLabels::parse_list(p.labels_text);
           },
-          Table::getter([](auto &p) -> auto & { return p.labels_text; }))
+          Table::getter(&CudaNmsProperties::labels_text))
       .row(g_param_spec_string("labels-file", "Labels file",
                                "A file of class names, one a line, line 1 naming class 0 (as "
                                "coco.names); the same table as labels: the last one set wins. An "
                                "unreadable file is an error when the element starts",
                                "", rw),
-           set_labels_file, Table::getter([](auto &p) -> auto & { return p.labels_file; }));
+           set_labels_file, Table::getter(&CudaNmsProperties::labels_file));
 
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_OVERLAP, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_METHOD, static_cast<GstPluginAPIFlags>(0));

@@ -34,16 +34,10 @@
 #include "cudanmsoutput.h"
 #include "cudanmsproperties.h"
 #include "cudanmsstats.h"
+#include "elementclass.h"
 
 GST_DEBUG_CATEGORY(gst_cuda_nms_debug); /* also the helper files' */
 #define GST_CAT_DEFAULT gst_cuda_nms_debug
-
-#define CAPS_STR "video/x-raw; video/x-raw(memory:CUDAMemory)"
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
 
 namespace {
 
@@ -85,75 +79,8 @@ struct GstCudaNmsPrivate {
   FrameStats stats;
 };
 
-struct _GstCudaNms {
-  GstBaseTransform parent;
-  GstCudaNmsPrivate *priv;
-};
-
-#define gst_cuda_nms_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstCudaNms, gst_cuda_nms, GST_TYPE_BASE_TRANSFORM,
-                        GST_DEBUG_CATEGORY_INIT(gst_cuda_nms_debug, "cudanms", 0,
-                                                "cudanms non-maximum suppression element"));
-GST_ELEMENT_REGISTER_DEFINE(cudanms, "cudanms", GST_RANK_NONE, GST_TYPE_CUDA_NMS);
-
-static void gst_cuda_nms_finalize(GObject *object);
-static void gst_cuda_nms_install_totals(GObjectClass *klass);
-static void gst_cuda_nms_property_changed(GObject *object, GParamSpec *pspec);
-static gboolean gst_cuda_nms_start(GstBaseTransform *trans);
-static gboolean gst_cuda_nms_stop(GstBaseTransform *trans);
-static gboolean gst_cuda_nms_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
-static gboolean gst_cuda_nms_sink_event(GstBaseTransform *trans, GstEvent *event);
-static GstFlowReturn gst_cuda_nms_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
-static void gst_cuda_nms_set_context(GstElement *element, GstContext *context);
-static gboolean gst_cuda_nms_query(GstBaseTransform *trans, GstPadDirection direction,
-                                   GstQuery *query);
-
-static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-
-  gobject_class->finalize = gst_cuda_nms_finalize;
-  gst_cuda_nms_install_properties(
-      gobject_class,
-      [](GObject *object) {
-        GstCudaNmsPrivate *priv = GST_CUDA_NMS(object)->priv;
-        return Locked<CudaNmsProperties>{&priv->properties, &priv->lock};
-      },
-      gst_cuda_nms_property_changed);
-  gst_cuda_nms_install_totals(gobject_class);
-
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(
-      element_class, "Non-maximum suppression", "Filter/Analyzer/Video",
-      "Non-maximum suppression of a frame's candidate windows (cudanms candidates meta or "
-      "region-of-interest metas) on a CUDA GPU or the CPU; kept boxes leave as metadata",
-      "cudanms developers");
-
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_cuda_nms_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR(gst_cuda_nms_stop);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_cuda_nms_set_caps);
-  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_cuda_nms_sink_event);
-  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_cuda_nms_transform_ip);
-  trans_class->query = GST_DEBUG_FUNCPTR(gst_cuda_nms_query);
-  element_class->set_context = GST_DEBUG_FUNCPTR(gst_cuda_nms_set_context);
-}
-
-static void gst_cuda_nms_init(GstCudaNms *self) {
-  self->priv = new GstCudaNmsPrivate();
-  /* Metadata only: in place, never passthrough, so that the buffer is writable for the metas. */
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
-  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
-  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
-}
-
-static void gst_cuda_nms_finalize(GObject *object) {
-  GstCudaNms *self = GST_CUDA_NMS(object);
-  delete self->priv;
-  self->priv = nullptr;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstCudaNms, gst_cuda_nms, GstBaseTransform, GST_TYPE_BASE_TRANSFORM, cudanms,
+               "cudanms non-maximum suppression element");
 
 /* Before start, start() makes a bad labels-file or class-groups an error; while running, the old
  * values stay, and say so. Posted with the lock released. */
@@ -247,7 +174,7 @@ static void gst_cuda_nms_set_context(GstElement *element, GstContext *context) {
     gpu_id = self->priv->properties.settings.gpu_id;
   }
   self->priv->nms.cuda().set_context(element, context, gpu_id);
-  GST_ELEMENT_CLASS(parent_class)->set_context(element, context);
+  GST_ELEMENT_CLASS(gst_cuda_nms_parent_class)->set_context(element, context);
 }
 
 /* ...and shared with neighbours asking for it. */
@@ -255,7 +182,7 @@ static gboolean gst_cuda_nms_query(GstBaseTransform *trans, GstPadDirection dire
                                    GstQuery *query) {
   GstCudaNms *self = GST_CUDA_NMS(trans);
   if (self->priv->nms.cuda().handle_query(GST_ELEMENT(self), query)) return TRUE;
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->query(trans, direction, query);
+  return GST_BASE_TRANSFORM_CLASS(gst_cuda_nms_parent_class)->query(trans, direction, query);
 }
 
 /* Label announcements of the detector upstream: remembered, and passed on. */
@@ -263,7 +190,7 @@ static gboolean gst_cuda_nms_sink_event(GstBaseTransform *trans, GstEvent *event
   GstCudaNms *self = GST_CUDA_NMS(trans);
   if (self->priv->labels.learn(event))
     GST_DEBUG_OBJECT(self, "label event %" GST_PTR_FORMAT, event);
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_cuda_nms_parent_class)->sink_event(trans, event);
 }
 
 static gboolean gst_cuda_nms_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps) {
@@ -355,4 +282,30 @@ GstCudaNmsBackendHooks gst_cuda_nms_set_backend_hooks_for_testing(
   const GstCudaNmsBackendHooks previous = hooks;
   hooks = new_hooks ? *new_hooks : default_hooks();
   return previous;
+}
+
+static void gst_cuda_nms_init(GstCudaNms *self) {
+  self->priv = new GstCudaNmsPrivate();
+  transform_writes_in_place(GST_BASE_TRANSFORM(self));
+  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
+}
+
+static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+
+  own_private<GstCudaNms>(klass);
+  gst_cuda_nms_install_properties(gobject_class,
+                                  locked_member<GstCudaNms, &GstCudaNmsPrivate::properties>,
+                                  gst_cuda_nms_property_changed);
+  gst_cuda_nms_install_totals(gobject_class);
+
+  describe_element(
+      klass, "Non-maximum suppression", "Filter/Analyzer/Video",
+      "Non-maximum suppression of a frame's candidate windows (cudanms candidates meta or "
+      "region-of-interest metas) on a CUDA GPU or the CPU; kept boxes leave as metadata",
+      "video/x-raw; video/x-raw(memory:CUDAMemory)");
+
+  ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_cuda_nms, start, stop, set_caps, sink_event,
+                 transform_ip, query);
+  ELEMENT_VFUNCS(GST_ELEMENT_CLASS(klass), gst_cuda_nms, set_context);
 }

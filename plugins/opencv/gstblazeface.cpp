@@ -47,6 +47,7 @@
 
 #include "detections.h"
 #include "dnnimage.h"
+#include "elementclass.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_blaze_face_debug);
 #define GST_CAT_DEFAULT gst_blaze_face_debug
@@ -127,67 +128,8 @@ struct GstBlazeFacePrivate {
   dnn::Candidates candidates;
 };
 
-struct _GstBlazeFace {
-  GstCudaNmsDetector parent;
-  GstBlazeFacePrivate *priv;
-};
-
-#define gst_blaze_face_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstBlazeFace, gst_blaze_face, GST_TYPE_CUDA_NMS_DETECTOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_blaze_face_debug, "blazeface", 0,
-                                                "BlazeFace DNN face detector"));
-GST_ELEMENT_REGISTER_DEFINE(blazeface, "blazeface", GST_RANK_NONE, GST_TYPE_BLAZE_FACE);
-
-static void gst_blaze_face_finalize(GObject *object);
-static gboolean gst_blaze_face_open(GstCudaNmsDetector *detector,
-                                    const GstCudaNmsDetectorSettings &shared);
-static void gst_blaze_face_close(GstCudaNmsDetector *detector);
-static GstCudaNmsDetection gst_blaze_face_detect_on_host(GstCudaNmsDetector *detector,
-                                                         GstBuffer *buffer, GstVideoFrame *frame,
-                                                         const GstCudaNmsDetectorSettings &shared);
-
-static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
-
-  gobject_class->finalize = gst_blaze_face_finalize;
-
-  GstCudaNmsDetectorProperties shared;
-  shared.model_default = DEFAULT_MODEL;
-  shared.model_blurb = "Path of BlazeFace's front model as ONNX (" MODEL_FILE
-                       "); empty: $XDG_CACHE_HOME/cudanms/" MODEL_CACHE_DIR "/" MODEL_FILE
-                       ", where tools/fetch-blazeface.sh puts it. Loaded when the element starts";
-  shared.label_default = "face";
-  shared.label_blurb = "Name of the detected class, announced downstream for overlays and writers";
-  shared.threshold_blurb =
-      "Anchors scoring below this (sigmoid of the logit, 0..1) are not emitted; MediaPipe's face "
-      "graphs use 0.5 to 0.75";
-  shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
-  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-
-  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, nullptr);
-  gst_element_class_set_static_metadata(
-      element_class, "BlazeFace DNN face detector", "Filter/Analyzer/Video",
-      "Runs MediaPipe's BlazeFace (front model, ONNX) with OpenCV DNN and attaches every anchor "
-      "above the score threshold as cudanms candidates metadata",
-      "cudanms developers");
-
-  detector_class->open = GST_DEBUG_FUNCPTR(gst_blaze_face_open);
-  detector_class->close = GST_DEBUG_FUNCPTR(gst_blaze_face_close);
-  detector_class->detect_on_host = GST_DEBUG_FUNCPTR(gst_blaze_face_detect_on_host);
-}
-
-static void gst_blaze_face_init(GstBlazeFace *self) { self->priv = new GstBlazeFacePrivate(); }
-
-static void gst_blaze_face_finalize(GObject *object) {
-  delete GST_BLAZE_FACE(object)->priv;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* The model                                                                                   */
-/* ------------------------------------------------------------------------------------------ */
+ELEMENT_DEFINE(GstBlazeFace, gst_blaze_face, GstCudaNmsDetector, GST_TYPE_CUDA_NMS_DETECTOR,
+               blazeface, "BlazeFace DNN face detector");
 
 /* Runs the network on priv->input into priv->outputs. */
 static void infer(GstBlazeFacePrivate *priv) {
@@ -312,4 +254,41 @@ static GstCudaNmsDetection gst_blaze_face_detect_on_host(GstCudaNmsDetector *det
                                 shared.detected.class_id, priv->candidates.points, kKeypoints))
     return GstCudaNmsDetection::failed("Could not add the candidates meta");
   return GstCudaNmsDetection::done();
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The element: its instance and its class                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static void gst_blaze_face_init(GstBlazeFace *self) { self->priv = new GstBlazeFacePrivate(); }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The model                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
+  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
+
+  own_private<GstBlazeFace>(klass);
+
+  GstCudaNmsDetectorProperties shared;
+  shared.model_default = DEFAULT_MODEL;
+  shared.model_blurb = "Path of BlazeFace's front model as ONNX (" MODEL_FILE
+                       "); empty: $XDG_CACHE_HOME/cudanms/" MODEL_CACHE_DIR "/" MODEL_FILE
+                       ", where tools/fetch-blazeface.sh puts it. Loaded when the element starts";
+  shared.label_default = "face";
+  shared.label_blurb = "Name of the detected class, announced downstream for overlays and writers";
+  shared.threshold_blurb =
+      "Anchors scoring below this (sigmoid of the logit, 0..1) are not emitted; MediaPipe's face "
+      "graphs use 0.5 to 0.75";
+  shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
+  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
+
+  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, nullptr);
+  describe_element(
+      klass, "BlazeFace DNN face detector", "Filter/Analyzer/Video",
+      "Runs MediaPipe's BlazeFace (front model, ONNX) with OpenCV DNN and attaches every anchor "
+      "above the score threshold as cudanms candidates metadata");
+
+  ELEMENT_VFUNCS(detector_class, gst_blaze_face, open, close, detect_on_host);
 }

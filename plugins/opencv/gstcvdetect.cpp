@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "detections.h"
+#include "elementclass.h"
 #include "grayframe.h"
 #include "propertytable.h"
 
@@ -83,100 +84,8 @@ struct GstCvDetectPrivate {
   std::vector<float> scores;
 };
 
-struct _GstCvDetect {
-  GstCudaNmsDetector parent;
-  GstCvDetectPrivate *priv;
-};
-
-#define gst_cv_detect_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstCvDetect, gst_cv_detect, GST_TYPE_CUDA_NMS_DETECTOR,
-                        GST_DEBUG_CATEGORY_INIT(gst_cv_detect_debug, "cvdetect", 0,
-                                                "OpenCV sliding-window detector"));
-GST_ELEMENT_REGISTER_DEFINE(cvdetect, "cvdetect", GST_RANK_NONE, GST_TYPE_CV_DETECT);
-
-static void gst_cv_detect_finalize(GObject *object);
-static gboolean gst_cv_detect_open(GstCudaNmsDetector *detector,
-                                   const GstCudaNmsDetectorSettings &shared);
-static void gst_cv_detect_close(GstCudaNmsDetector *detector);
-static GstCudaNmsDetection gst_cv_detect_detect_on_host(GstCudaNmsDetector *detector,
-                                                        GstBuffer *buffer, GstVideoFrame *frame,
-                                                        const GstCudaNmsDetectorSettings &shared);
-static std::string gst_cv_detect_default_label(GstCudaNmsDetector *detector,
-                                               const GstCudaNmsDetectorSettings &shared);
-
-static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                  G_PARAM_STATIC_STRINGS);
-
-  gobject_class->finalize = gst_cv_detect_finalize;
-
-  GstCudaNmsDetectorProperties shared;
-  shared.model_default = DEFAULT_MODEL;
-  shared.model_blurb =
-      "'hog-people' (OpenCV's built-in HOG people detector) or the path of a Haar/LBP cascade "
-      "XML file; loaded when the element starts";
-  shared.label_blurb =
-      "Name of the detected class, announced downstream for overlays and writers; empty: "
-      "'person' for hog-people, else the model file's name";
-  shared.threshold_name = "hit-threshold";
-  shared.threshold_blurb =
-      "Windows scoring below this are not emitted (HOG: SVM margin; cascades: last-stage level "
-      "weight)";
-  shared.threshold_min = -G_MAXDOUBLE, shared.threshold_max = G_MAXDOUBLE;
-  shared.threshold_default = DEFAULT_HIT_THRESHOLD;
-  shared.min_size_blurb =
-      "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
-      "hog-people) upscales the frame. 0x0: the model's window";
-  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  PropertyTable<Settings>(gobject_class,
-                          [](GObject *object) {
-                            return Locked<Settings>{
-                                &GST_CV_DETECT(object)->priv->settings,
-                                gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
-                          })
-      .field(
-          g_param_spec_double("scale-factor", "Scale factor",
-                              "Ratio between the window sizes of consecutive pyramid levels", 1.001,
-                              4.0, DEFAULT_SCALE_FACTOR, rw),
-          [](auto &s) -> auto & { return s.scale_factor; })
-      .field(
-          g_param_spec_uint("win-stride", "Window stride",
-                            "Step of the sliding window in pixels of a pyramid level (HOG only; "
-                            "a multiple of 8 is fastest; cascades step by 1-2 pixels "
-                            "themselves)",
-                            1, 256, DEFAULT_WIN_STRIDE, rw),
-          [](auto &s) -> auto & { return s.win_stride; })
-      .field(
-          g_param_spec_double("downscale", "Downscale",
-                              "Detect on a copy of the frame this much smaller (1 = full "
-                              "size), for speed: the smallest window becomes the model's "
-                              "window / downscale (HOG: unless min-size says otherwise); boxes "
-                              "are in frame pixels",
-                              0.05, 1.0, DEFAULT_DOWNSCALE, rw),
-          [](auto &s) -> auto & { return s.downscale; });
-
-  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, nullptr);
-  gst_element_class_set_static_metadata(
-      element_class, "OpenCV sliding-window detector", "Filter/Analyzer/Video",
-      "Runs an OpenCV HOG or cascade detector and attaches its raw, ungrouped candidate windows "
-      "with scores as cudanms candidates metadata",
-      "cudanms developers");
-
-  detector_class->open = GST_DEBUG_FUNCPTR(gst_cv_detect_open);
-  detector_class->close = GST_DEBUG_FUNCPTR(gst_cv_detect_close);
-  detector_class->detect_on_host = GST_DEBUG_FUNCPTR(gst_cv_detect_detect_on_host);
-  detector_class->default_label = GST_DEBUG_FUNCPTR(gst_cv_detect_default_label);
-}
-
-static void gst_cv_detect_init(GstCvDetect *self) { self->priv = new GstCvDetectPrivate(); }
-
-static void gst_cv_detect_finalize(GObject *object) {
-  delete GST_CV_DETECT(object)->priv;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstCvDetect, gst_cv_detect, GstCudaNmsDetector, GST_TYPE_CUDA_NMS_DETECTOR, cvdetect,
+               "OpenCV sliding-window detector");
 
 /* Its own properties as they are now. */
 static Settings settings_of(GstCvDetect *self) {
@@ -364,4 +273,65 @@ static GstCudaNmsDetection gst_cv_detect_detect_on_host(GstCudaNmsDetector *dete
   if (!gst_cv_attach_candidates(buffer, priv->boxes, priv->scores, shared.detected.class_id))
     return GstCudaNmsDetection::failed("Could not add the candidates meta");
   return GstCudaNmsDetection::done();
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The element: its instance and its class                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+static void gst_cv_detect_init(GstCvDetect *self) { self->priv = new GstCvDetectPrivate(); }
+
+static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
+  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                  G_PARAM_STATIC_STRINGS);
+
+  own_private<GstCvDetect>(klass);
+
+  GstCudaNmsDetectorProperties shared;
+  shared.model_default = DEFAULT_MODEL;
+  shared.model_blurb =
+      "'hog-people' (OpenCV's built-in HOG people detector) or the path of a Haar/LBP cascade "
+      "XML file; loaded when the element starts";
+  shared.label_blurb =
+      "Name of the detected class, announced downstream for overlays and writers; empty: "
+      "'person' for hog-people, else the model file's name";
+  shared.threshold_name = "hit-threshold";
+  shared.threshold_blurb =
+      "Windows scoring below this are not emitted (HOG: SVM margin; cascades: last-stage level "
+      "weight)";
+  shared.threshold_min = -G_MAXDOUBLE, shared.threshold_max = G_MAXDOUBLE;
+  shared.threshold_default = DEFAULT_HIT_THRESHOLD;
+  shared.min_size_blurb =
+      "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
+      "hog-people) upscales the frame. 0x0: the model's window";
+  gst_cuda_nms_detector_class_install_properties(detector_class, shared);
+  PropertyTable<Settings>(gobject_class,
+                          gst_cuda_nms_detector_locked<GstCvDetect, &GstCvDetectPrivate::settings>)
+      .field(g_param_spec_double("scale-factor", "Scale factor",
+                                 "Ratio between the window sizes of consecutive pyramid levels",
+                                 1.001, 4.0, DEFAULT_SCALE_FACTOR, rw),
+             &Settings::scale_factor)
+      .field(g_param_spec_uint("win-stride", "Window stride",
+                               "Step of the sliding window in pixels of a pyramid level (HOG only; "
+                               "a multiple of 8 is fastest; cascades step by 1-2 pixels "
+                               "themselves)",
+                               1, 256, DEFAULT_WIN_STRIDE, rw),
+             &Settings::win_stride)
+      .field(g_param_spec_double("downscale", "Downscale",
+                                 "Detect on a copy of the frame this much smaller (1 = full "
+                                 "size), for speed: the smallest window becomes the model's "
+                                 "window / downscale (HOG: unless min-size says otherwise); boxes "
+                                 "are in frame pixels",
+                                 0.05, 1.0, DEFAULT_DOWNSCALE, rw),
+             &Settings::downscale);
+
+  gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, nullptr);
+  describe_element(
+      klass, "OpenCV sliding-window detector", "Filter/Analyzer/Video",
+      "Runs an OpenCV HOG or cascade detector and attaches its raw, ungrouped candidate windows "
+      "with scores as cudanms candidates metadata");
+
+  ELEMENT_VFUNCS(detector_class, gst_cv_detect, open, close, detect_on_host, default_label);
 }

@@ -46,6 +46,7 @@
 #include <string>
 
 #include "canvas.h"
+#include "elementclass.h"
 #include "keptboxes.h"
 #include "labels.h"
 #include "propertytable.h"
@@ -64,11 +65,6 @@ GST_DEBUG_CATEGORY_STATIC(gst_box_overlay_debug);
 #define MAX_TRAIL_LENGTH 1000
 
 #define VIDEO_FORMATS "{ BGRx, RGBx, BGRA, RGBA, BGR, RGB, I420, YV12, NV12, NV21 }"
-
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS)));
 
 namespace {
 
@@ -97,96 +93,8 @@ struct GstBoxOverlayPrivate {
   Trails trails;
 };
 
-struct _GstBoxOverlay {
-  GstVideoFilter parent;
-  GstBoxOverlayPrivate *priv;
-};
-
-#define gst_box_overlay_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstBoxOverlay, gst_box_overlay, GST_TYPE_VIDEO_FILTER,
-                        GST_DEBUG_CATEGORY_INIT(gst_box_overlay_debug, "boxoverlay", 0,
-                                                "Draws detection boxes"));
-GST_ELEMENT_REGISTER_DEFINE(boxoverlay, "boxoverlay", GST_RANK_NONE, GST_TYPE_BOX_OVERLAY);
-
-static void gst_box_overlay_finalize(GObject *object);
-static gboolean gst_box_overlay_start(GstBaseTransform *trans);
-static gboolean gst_box_overlay_sink_event(GstBaseTransform *trans, GstEvent *event);
-static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
-                                                        GstVideoFrame *frame);
-
-static void gst_box_overlay_class_init(GstBoxOverlayClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  GstVideoFilterClass *filter_class = GST_VIDEO_FILTER_CLASS(klass);
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                  G_PARAM_STATIC_STRINGS);
-
-  gobject_class->finalize = gst_box_overlay_finalize;
-  PropertyTable<Settings>(gobject_class,
-                          [](GObject *object) {
-                            GstBoxOverlayPrivate *priv = GST_BOX_OVERLAY(object)->priv;
-                            return Locked<Settings>{&priv->settings, &priv->lock};
-                          })
-      .field(
-          g_param_spec_uint("line-width", "Line width",
-                            "Thickness of a kept box's outline in pixels, drawn inside the box", 1,
-                            64, DEFAULT_LINE_WIDTH, rw),
-          [](auto &s) -> auto & { return s.line_width; })
-      .field(
-          g_param_spec_double("font-scale", "Font scale",
-                              "Size of the label text (OpenCV Hershey font scale)", 0.1, 10.0,
-                              DEFAULT_FONT_SCALE, rw),
-          [](auto &s) -> auto & { return s.font_scale; })
-      .field(
-          g_param_spec_boolean("draw-labels", "Draw labels", "Tag each kept box with 'label score'",
-                               DEFAULT_DRAW_LABELS, rw),
-          [](auto &s) -> auto & { return s.draw_labels; })
-      .field(
-          g_param_spec_boolean("draw-candidates", "Draw candidates",
-                               "Also draw the candidates meta as thin light boxes (needs "
-                               "keep-candidates=true on cudanms)",
-                               DEFAULT_DRAW_CANDIDATES, rw),
-          [](auto &s) -> auto & { return s.draw_candidates; })
-      .field(
-          g_param_spec_uint("trail-length", "Trail length",
-                            "Frames of a tracked box's path drawn behind it (boxtrack's ids), "
-                            "0 for none",
-                            0, MAX_TRAIL_LENGTH, DEFAULT_TRAIL_LENGTH, rw),
-          [](auto &s) -> auto & { return s.trail_length; })
-      .field(
-          g_param_spec_boolean("draw-counts", "Draw counts",
-                               "Draw boxcount's lines and zones with their counts",
-                               DEFAULT_DRAW_COUNTS, rw),
-          [](auto &s) -> auto & { return s.draw_counts; });
-
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(
-      element_class, "Detection box overlay", "Filter/Effect/Video",
-      "Draws region-of-interest boxes with label and score, and optionally the raw candidate "
-      "windows of cudanms candidates metadata",
-      "cudanms developers");
-
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_box_overlay_start);
-  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_box_overlay_sink_event);
-  filter_class->transform_frame_ip = GST_DEBUG_FUNCPTR(gst_box_overlay_transform_frame_ip);
-}
-
-static void gst_box_overlay_init(GstBoxOverlay *self) {
-  self->priv = new GstBoxOverlayPrivate();
-  /* The defaults, applied here (the member initialisers take them from DEFAULT_*). */
-  self->priv->settings = Settings();
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
-  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
-}
-
-static void gst_box_overlay_finalize(GObject *object) {
-  GstBoxOverlay *self = GST_BOX_OVERLAY(object);
-  delete self->priv;
-  self->priv = nullptr;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstBoxOverlay, gst_box_overlay, GstVideoFilter, GST_TYPE_VIDEO_FILTER, boxoverlay,
+               "Draws detection boxes");
 
 static gboolean gst_box_overlay_start(GstBaseTransform *trans) {
   GstBoxOverlay *self = GST_BOX_OVERLAY(trans);
@@ -204,7 +112,7 @@ static gboolean gst_box_overlay_sink_event(GstBaseTransform *trans, GstEvent *ev
     GST_DEBUG_OBJECT(self, "class %d is '%s'", class_id, label.c_str());
     self->priv->labels[class_id] = label;
   }
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_box_overlay_parent_class)->sink_event(trans, event);
 }
 
 static void draw_candidates(GstBoxOverlay *self, Canvas &canvas, GstBuffer *buf) {
@@ -362,4 +270,55 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
     draw_tag(canvas, placer.place(tag.box, tag_size(tag.text, s.font_scale)), tag.text,
              s.font_scale, tag.color);
   return GST_FLOW_OK;
+}
+
+static void gst_box_overlay_init(GstBoxOverlay *self) {
+  self->priv = new GstBoxOverlayPrivate();
+  /* The defaults, applied here (the member initialisers take them from DEFAULT_*). */
+  self->priv->settings = Settings();
+  transform_writes_in_place(GST_BASE_TRANSFORM(self));
+}
+
+static void gst_box_overlay_class_init(GstBoxOverlayClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+                                                  G_PARAM_STATIC_STRINGS);
+
+  own_private<GstBoxOverlay>(klass);
+  PropertyTable<Settings>(gobject_class,
+                          locked_member<GstBoxOverlay, &GstBoxOverlayPrivate::settings>)
+      .field(g_param_spec_uint("line-width", "Line width",
+                               "Thickness of a kept box's outline in pixels, drawn inside the box",
+                               1, 64, DEFAULT_LINE_WIDTH, rw),
+             &Settings::line_width)
+      .field(g_param_spec_double("font-scale", "Font scale",
+                                 "Size of the label text (OpenCV Hershey font scale)", 0.1, 10.0,
+                                 DEFAULT_FONT_SCALE, rw),
+             &Settings::font_scale)
+      .field(g_param_spec_boolean("draw-labels", "Draw labels",
+                                  "Tag each kept box with 'label score'", DEFAULT_DRAW_LABELS, rw),
+             &Settings::draw_labels)
+      .field(g_param_spec_boolean("draw-candidates", "Draw candidates",
+                                  "Also draw the candidates meta as thin light boxes (needs "
+                                  "keep-candidates=true on cudanms)",
+                                  DEFAULT_DRAW_CANDIDATES, rw),
+             &Settings::draw_candidates)
+      .field(g_param_spec_uint("trail-length", "Trail length",
+                               "Frames of a tracked box's path drawn behind it (boxtrack's ids), "
+                               "0 for none",
+                               0, MAX_TRAIL_LENGTH, DEFAULT_TRAIL_LENGTH, rw),
+             &Settings::trail_length)
+      .field(g_param_spec_boolean("draw-counts", "Draw counts",
+                                  "Draw boxcount's lines and zones with their counts",
+                                  DEFAULT_DRAW_COUNTS, rw),
+             &Settings::draw_counts);
+
+  describe_element(
+      klass, "Detection box overlay", "Filter/Effect/Video",
+      "Draws region-of-interest boxes with label and score, and optionally the raw candidate "
+      "windows of cudanms candidates metadata",
+      GST_VIDEO_CAPS_MAKE(VIDEO_FORMATS));
+
+  ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_box_overlay, start, sink_event);
+  ELEMENT_VFUNCS(GST_VIDEO_FILTER_CLASS(klass), gst_box_overlay, transform_frame_ip);
 }

@@ -37,6 +37,7 @@
 #include <string>
 
 #include "detectionsjson.h"
+#include "elementclass.h"
 #include "linesfile.h"
 #include "propertytable.h"
 
@@ -44,13 +45,6 @@ GST_DEBUG_CATEGORY_STATIC(gst_json_meta_writer_debug);
 #define GST_CAT_DEFAULT gst_json_meta_writer_debug
 
 #define DEFAULT_LOCATION ""
-
-#define CAPS_STR "video/x-raw(ANY)"
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
 
 struct GstJsonMetaWriterPrivate {
   std::mutex lock; /* guards location */
@@ -61,73 +55,8 @@ struct GstJsonMetaWriterPrivate {
   DetectionsStream stream;
 };
 
-struct _GstJsonMetaWriter {
-  GstBaseTransform parent;
-  GstJsonMetaWriterPrivate *priv;
-};
-
-#define gst_json_meta_writer_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstJsonMetaWriter, gst_json_meta_writer, GST_TYPE_BASE_TRANSFORM,
-                        GST_DEBUG_CATEGORY_INIT(gst_json_meta_writer_debug, "jsonmetawriter", 0,
-                                                "JSON lines writer of detection metadata"));
-GST_ELEMENT_REGISTER_DEFINE(jsonmetawriter, "jsonmetawriter", GST_RANK_NONE,
-                            GST_TYPE_JSON_META_WRITER);
-
-static void gst_json_meta_writer_finalize(GObject *object);
-static gboolean gst_json_meta_writer_start(GstBaseTransform *trans);
-static gboolean gst_json_meta_writer_stop(GstBaseTransform *trans);
-static gboolean gst_json_meta_writer_set_caps(GstBaseTransform *trans, GstCaps *incaps,
-                                              GstCaps *outcaps);
-static gboolean gst_json_meta_writer_sink_event(GstBaseTransform *trans, GstEvent *event);
-static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
-
-static void gst_json_meta_writer_class_init(GstJsonMetaWriterClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-
-  gobject_class->finalize = gst_json_meta_writer_finalize;
-  PropertyTable<GstJsonMetaWriterPrivate>(gobject_class, locked_private<GstJsonMetaWriter>)
-      .field(
-          g_param_spec_string("location", "Location",
-                              "File to write the JSON lines to (replaced at start); empty or "
-                              "'-': stdout",
-                              DEFAULT_LOCATION,
-                              static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                                       G_PARAM_STATIC_STRINGS)),
-          [](auto &s) -> auto & { return s.location; });
-
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(
-      element_class, "Detection metadata JSON writer", "Sink/Metadata/Video",
-      "Writes each frame's NMS result and kept boxes as one JSON object per line, passing the "
-      "frames on untouched",
-      "cudanms developers");
-
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_json_meta_writer_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR(gst_json_meta_writer_stop);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_json_meta_writer_set_caps);
-  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_json_meta_writer_sink_event);
-  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_json_meta_writer_transform_ip);
-  trans_class->transform_ip_on_passthrough = TRUE;
-}
-
-static void gst_json_meta_writer_init(GstJsonMetaWriter *self) {
-  self->priv = new GstJsonMetaWriterPrivate();
-  /* The default, applied here (the member initialiser takes it from DEFAULT_LOCATION). */
-  self->priv->location = DEFAULT_LOCATION;
-  /* Reads metadata only: passthrough, so the buffer is neither copied nor made writable. */
-  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), TRUE);
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
-}
-
-static void gst_json_meta_writer_finalize(GObject *object) {
-  GstJsonMetaWriter *self = GST_JSON_META_WRITER(object);
-  delete self->priv;
-  self->priv = nullptr;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstJsonMetaWriter, gst_json_meta_writer, GstBaseTransform, GST_TYPE_BASE_TRANSFORM,
+               jsonmetawriter, "JSON lines writer of detection metadata");
 
 static gboolean gst_json_meta_writer_start(GstBaseTransform *trans) {
   GstJsonMetaWriter *self = GST_JSON_META_WRITER(trans);
@@ -168,7 +97,7 @@ static gboolean gst_json_meta_writer_set_caps(GstBaseTransform *trans, GstCaps *
 
 static gboolean gst_json_meta_writer_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GST_JSON_META_WRITER(trans)->priv->stream.on_event(event);
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_json_meta_writer_parent_class)->sink_event(trans, event);
 }
 
 static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
@@ -185,4 +114,37 @@ static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, 
     return GST_FLOW_ERROR;
   }
   return GST_FLOW_OK;
+}
+
+static void gst_json_meta_writer_init(GstJsonMetaWriter *self) {
+  self->priv = new GstJsonMetaWriterPrivate();
+  /* The default, applied here (the member initialiser takes it from DEFAULT_LOCATION). */
+  self->priv->location = DEFAULT_LOCATION;
+  transform_reads_only(GST_BASE_TRANSFORM(self));
+}
+
+static void gst_json_meta_writer_class_init(GstJsonMetaWriterClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+
+  own_private<GstJsonMetaWriter>(klass);
+  PropertyTable<GstJsonMetaWriterPrivate>(gobject_class, locked_private<GstJsonMetaWriter>)
+      .field(
+          g_param_spec_string("location", "Location",
+                              "File to write the JSON lines to (replaced at start); empty or "
+                              "'-': stdout",
+                              DEFAULT_LOCATION,
+                              static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
+                                                       G_PARAM_STATIC_STRINGS)),
+          &GstJsonMetaWriterPrivate::location);
+
+  describe_element(
+      klass, "Detection metadata JSON writer", "Sink/Metadata/Video",
+      "Writes each frame's NMS result and kept boxes as one JSON object per line, passing the "
+      "frames on untouched",
+      "video/x-raw(ANY)");
+
+  ELEMENT_VFUNCS(trans_class, gst_json_meta_writer, start, stop, set_caps, sink_event,
+                 transform_ip);
+  trans_class->transform_ip_on_passthrough = TRUE;
 }

@@ -41,19 +41,13 @@
 #include <string>
 
 #include "detectionsjson.h"
+#include "elementclass.h"
 #include "linesfile.h"
 #include "metapublishproperties.h"
 #include "mqttpublisher.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_meta_publish_debug);
 #define GST_CAT_DEFAULT gst_meta_publish_debug
-
-#define CAPS_STR "video/x-raw(ANY)"
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
 
 struct GstMetaPublishPrivate {
   std::mutex lock; /* guards the settings */
@@ -74,65 +68,8 @@ struct GstMetaPublishPrivate {
   std::atomic<guint64> written{0};
 };
 
-struct _GstMetaPublish {
-  GstBaseTransform parent;
-  GstMetaPublishPrivate *priv;
-};
-
-#define gst_meta_publish_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstMetaPublish, gst_meta_publish, GST_TYPE_BASE_TRANSFORM,
-                        GST_DEBUG_CATEGORY_INIT(gst_meta_publish_debug, "metapublish", 0,
-                                                "Detection metadata publisher (MQTT, file)"));
-GST_ELEMENT_REGISTER_DEFINE(metapublish, "metapublish", GST_RANK_NONE, GST_TYPE_META_PUBLISH);
-
-static void gst_meta_publish_finalize(GObject *object);
-static void gst_meta_publish_install_counts(GObjectClass *klass);
-static gboolean gst_meta_publish_start(GstBaseTransform *trans);
-static gboolean gst_meta_publish_stop(GstBaseTransform *trans);
-static gboolean gst_meta_publish_set_caps(GstBaseTransform *trans, GstCaps *incaps,
-                                          GstCaps *outcaps);
-static gboolean gst_meta_publish_sink_event(GstBaseTransform *trans, GstEvent *event);
-static GstFlowReturn gst_meta_publish_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
-
-static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-
-  gobject_class->finalize = gst_meta_publish_finalize;
-  gst_meta_publish_install_properties(gobject_class, [](GObject *object) {
-    GstMetaPublishPrivate *priv = GST_META_PUBLISH(object)->priv;
-    return Locked<MetaPublishSettings>{&priv->settings, &priv->lock};
-  });
-  gst_meta_publish_install_counts(gobject_class);
-
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(
-      element_class, "Detection metadata publisher", "Sink/Metadata/Video",
-      "Publishes each frame's detections as JSON to an MQTT broker or a file, in cudanms's or DL "
-      "Streamer gvametaconvert's format, passing the frames on untouched",
-      "cudanms developers");
-
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_meta_publish_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR(gst_meta_publish_stop);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_meta_publish_set_caps);
-  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_meta_publish_sink_event);
-  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_meta_publish_transform_ip);
-  trans_class->transform_ip_on_passthrough = TRUE;
-}
-
-static void gst_meta_publish_init(GstMetaPublish *self) {
-  self->priv = new GstMetaPublishPrivate(); /* the defaults: MetaPublishSettings' */
-  /* Reads metadata only: passthrough, so the buffer is neither copied nor made writable. */
-  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), TRUE);
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
-}
-
-static void gst_meta_publish_finalize(GObject *object) {
-  delete GST_META_PUBLISH(object)->priv;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstMetaPublish, gst_meta_publish, GstBaseTransform, GST_TYPE_BASE_TRANSFORM,
+               metapublish, "Detection metadata publisher (MQTT, file)");
 
 /* The read-only counts: the publisher's, or the lines written to the file. */
 static void gst_meta_publish_install_counts(GObjectClass *klass) {
@@ -300,7 +237,7 @@ static gboolean gst_meta_publish_set_caps(GstBaseTransform *trans, GstCaps *inca
 
 static gboolean gst_meta_publish_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GST_META_PUBLISH(trans)->priv->stream.on_event(event);
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_meta_publish_parent_class)->sink_event(trans, event);
 }
 
 static GstFlowReturn gst_meta_publish_transform_ip(GstBaseTransform *trans, GstBuffer *buf) {
@@ -326,4 +263,28 @@ static GstFlowReturn gst_meta_publish_transform_ip(GstBaseTransform *trans, GstB
     priv->publisher->push(priv->running_events_topic, std::move(event));
   report_drops(self, false);
   return GST_FLOW_OK;
+}
+
+static void gst_meta_publish_init(GstMetaPublish *self) {
+  self->priv = new GstMetaPublishPrivate(); /* the defaults: MetaPublishSettings' */
+  transform_reads_only(GST_BASE_TRANSFORM(self));
+}
+
+static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
+
+  own_private<GstMetaPublish>(klass);
+  gst_meta_publish_install_properties(
+      gobject_class, locked_member<GstMetaPublish, &GstMetaPublishPrivate::settings>);
+  gst_meta_publish_install_counts(gobject_class);
+
+  describe_element(
+      klass, "Detection metadata publisher", "Sink/Metadata/Video",
+      "Publishes each frame's detections as JSON to an MQTT broker or a file, in cudanms's or DL "
+      "Streamer gvametaconvert's format, passing the frames on untouched",
+      "video/x-raw(ANY)");
+
+  ELEMENT_VFUNCS(trans_class, gst_meta_publish, start, stop, set_caps, sink_event, transform_ip);
+  trans_class->transform_ip_on_passthrough = TRUE;
 }

@@ -41,20 +41,20 @@ void gst_meta_publish_install_properties(GObjectClass *klass,
       .field(
           g_param_spec_enum("method", "Method", "Where the messages go",
                             GST_TYPE_META_PUBLISH_METHOD, static_cast<gint>(DEFAULT_METHOD), rw),
-          [](auto &s) -> auto & { return s.method; })
+          &MetaPublishSettings::method)
       .field(
           g_param_spec_enum("format", "Format",
                             "The messages' JSON: cudanms's own or DL Streamer gvametaconvert's",
                             GST_TYPE_DETECTIONS_FORMAT, static_cast<gint>(DEFAULT_FORMAT), rw),
-          [](auto &s) -> auto & { return s.format; })
+          &MetaPublishSettings::format)
       .field(
           text("camera-id", "Camera id",
                "Names the stream in every message (\"source\"); empty leaves it out", ""),
-          [](auto &s) -> auto & { return s.camera_id; })
+          &MetaPublishSettings::camera_id)
       .field(
           text("location", "Location",
                "method=file: the file (replaced at start); empty or '-': stdout", DEFAULT_LOCATION),
-          [](auto &s) -> auto & { return s.location; })
+          &MetaPublishSettings::location)
       .field(
           text("address", "Address", "method=mqtt: the broker, host:port or a URI (tcp://, ssl://)",
                DEFAULT_ADDRESS),
@@ -67,7 +67,7 @@ void gst_meta_publish_install_properties(GObjectClass *klass,
                "method=mqtt: each counting event (boxcount) as a message of its own to this "
                "topic; empty: TOPIC/events",
                ""),
-          [](auto &s) -> auto & { return s.events_topic; })
+          &MetaPublishSettings::events_topic)
       .field(
           text("client-id", "Client id",
                "method=mqtt: the MQTT client id; empty: cudanms-<pid>-<element name>", ""),
@@ -109,7 +109,7 @@ void gst_meta_publish_install_properties(GObjectClass *klass,
                             "method=mqtt: milliseconds the queue gets to drain when the element "
                             "stops; what is left is counted as dropped",
                             0, G_MAXINT, DEFAULT_FLUSH_TIMEOUT_MS, rw),
-          [](auto &s) -> auto & { return s.flush_timeout_ms; });
+          &MetaPublishSettings::flush_timeout_ms);
 
   gst_type_mark_as_plugin_api(GST_TYPE_META_PUBLISH_METHOD, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_DETECTIONS_FORMAT, static_cast<GstPluginAPIFlags>(0));

@@ -54,18 +54,18 @@ void gst_box_count_install_properties(GObjectClass *klass,
                               "Counting lines, NAME:x1,y1,x2,y2 separated by ';': in crosses "
                               "from s < 0 to s > 0, s = (x2-x1)(py-y1) - (y2-y1)(px-x1)",
                               "", rw),
-          [](auto &s) -> auto & { return s.lines; })
+          &BoxCountSettings::lines)
       .field(
           g_param_spec_string("zones", "Zones",
                               "Zones, NAME:x1,y1 x2,y2 x3,y3 ... separated by ';': simple "
                               "polygons of at least 3 points",
                               "", rw),
-          [](auto &s) -> auto & { return s.zones; })
+          &BoxCountSettings::zones)
       .field(
           g_param_spec_boolean("normalized", "Normalized",
                                "Lines and zones are in 0..1 of the frame, not in pixels",
                                DEFAULT_NORMALIZED, rw),
-          [](auto &s) -> auto & { return s.normalized; })
+          &BoxCountSettings::normalized)
       .field(
           g_param_spec_enum("anchor", "Anchor", "The point of a box that counts",
                             GST_TYPE_BOX_COUNT_ANCHOR, static_cast<gint>(DEFAULT_ANCHOR), rw),
@@ -75,7 +75,7 @@ void gst_box_count_install_properties(GObjectClass *klass,
                               "Count only boxes of these labels or class ids, comma-separated "
                               "(\"person,car\"); empty: every box",
                               "", rw),
-          [](auto &s) -> auto & { return s.classes; })
+          &BoxCountSettings::classes)
       .field(
           g_param_spec_double("hysteresis", "Hysteresis",
                               "A track changes side of a line or zone edge once its anchor is "
@@ -101,6 +101,6 @@ void gst_box_count_install_properties(GObjectClass *klass,
                               "event once a stay, counted as loitering until it leaves (0: "
                               "never)",
                               0.0, 31536000.0, DEFAULT_LOITERING_TIME, rw),
-          [](auto &s) -> auto & { return s.loitering_time; });
+          &BoxCountSettings::loitering_time);
   gst_type_mark_as_plugin_api(GST_TYPE_BOX_COUNT_ANCHOR, static_cast<GstPluginAPIFlags>(0));
 }

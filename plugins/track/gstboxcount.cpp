@@ -51,19 +51,13 @@
 #include <set>
 
 #include "boxcountproperties.h"
+#include "elementclass.h"
 #include "frameclock.h"
 #include "keptboxes.h"
 #include "labels.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_box_count_debug);
 #define GST_CAT_DEFAULT gst_box_count_debug
-
-#define CAPS_STR "video/x-raw(ANY)"
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
 
 /* Line name -> label -> its crossings. */
 using LabelCounts = std::map<std::string, std::map<std::string, cudanms::LineCounts>>;
@@ -97,62 +91,8 @@ struct GstBoxCountPrivate {
   std::vector<GstCudaNmsLineLabel> line_labels;
 };
 
-struct _GstBoxCount {
-  GstBaseTransform parent;
-  GstBoxCountPrivate *priv;
-};
-
-#define gst_box_count_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstBoxCount, gst_box_count, GST_TYPE_BASE_TRANSFORM,
-                        GST_DEBUG_CATEGORY_INIT(gst_box_count_debug, "boxcount", 0,
-                                                "Line crossings and zone occupancy of tracks"));
-GST_ELEMENT_REGISTER_DEFINE(boxcount, "boxcount", GST_RANK_NONE, GST_TYPE_BOX_COUNT);
-
-static void gst_box_count_finalize(GObject *object);
-static void gst_box_count_install_counts(GObjectClass *klass);
-static gboolean gst_box_count_start(GstBaseTransform *trans);
-static gboolean gst_box_count_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
-static gboolean gst_box_count_sink_event(GstBaseTransform *trans, GstEvent *event);
-static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
-
-static void gst_box_count_class_init(GstBoxCountClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-  gobject_class->finalize = gst_box_count_finalize;
-  gst_box_count_install_properties(gobject_class, [](GObject *object) {
-    GstBoxCountPrivate *priv = GST_BOX_COUNT(object)->priv;
-    return Locked<BoxCountSettings>{&priv->settings, &priv->lock};
-  });
-  gst_box_count_install_counts(gobject_class);
-
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(
-      element_class, "Box counter", "Filter/Analyzer/Video",
-      "Counts tracked boxes crossing lines and occupying zones; attaches each frame's events and "
-      "running counts as metadata",
-      "cudanms developers");
-
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_box_count_start);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_box_count_set_caps);
-  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_box_count_sink_event);
-  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_box_count_transform_ip);
-}
-
-static void gst_box_count_init(GstBoxCount *self) {
-  self->priv = new GstBoxCountPrivate();
-  /* The defaults, applied here. */
-  self->priv->counter.set_params(self->priv->settings.params);
-  /* Adds a meta: in place, never passthrough. */
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
-  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
-}
-
-static void gst_box_count_finalize(GObject *object) {
-  delete GST_BOX_COUNT(object)->priv;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstBoxCount, gst_box_count, GstBaseTransform, GST_TYPE_BASE_TRANSFORM, boxcount,
+               "Line crossings and zone occupancy of tracks");
 
 /* Counts set through the counts property go to their lines: at once to those that exist, to
  * the others when they come. */
@@ -333,7 +273,7 @@ static gboolean gst_box_count_sink_event(GstBaseTransform *trans, GstEvent *even
     priv->counter.forget_tracks();
     priv->clock.reset();
   }
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_box_count_parent_class)->sink_event(trans, event);
 }
 
 /* The counter's class id for a label: one per label seen, so that occupancy is by label. */
@@ -465,4 +405,28 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
     }
   attach_counts(priv, buf);
   return GST_FLOW_OK;
+}
+
+static void gst_box_count_init(GstBoxCount *self) {
+  self->priv = new GstBoxCountPrivate();
+  /* The defaults, applied here. */
+  self->priv->counter.set_params(self->priv->settings.params);
+  transform_writes_in_place(GST_BASE_TRANSFORM(self));
+}
+
+static void gst_box_count_class_init(GstBoxCountClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  own_private<GstBoxCount>(klass);
+  gst_box_count_install_properties(gobject_class,
+                                   locked_member<GstBoxCount, &GstBoxCountPrivate::settings>);
+  gst_box_count_install_counts(gobject_class);
+
+  describe_element(
+      klass, "Box counter", "Filter/Analyzer/Video",
+      "Counts tracked boxes crossing lines and occupying zones; attaches each frame's events and "
+      "running counts as metadata",
+      "video/x-raw(ANY)");
+
+  ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_box_count, start, set_caps, sink_event,
+                 transform_ip);
 }

@@ -48,6 +48,7 @@
 
 #include <mutex>
 
+#include "elementclass.h"
 #include "frameclock.h"
 #include "framemotion.h"
 #include "keptboxes.h"
@@ -62,13 +63,6 @@ GST_DEBUG_CATEGORY_STATIC(gst_box_track_debug);
 #define MAX_MIN_HITS 1000
 #define MAX_MAX_TRACKS 10000000
 #define WARNING_INTERVAL_US (60 * G_USEC_PER_SEC)
-
-#define CAPS_STR "video/x-raw(ANY)"
-
-static GstStaticPadTemplate sink_template =
-    GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
-static GstStaticPadTemplate src_template =
-    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS(CAPS_STR));
 
 struct GstBoxTrackPrivate {
   std::mutex lock; /* guards params, the tracker's params and next id, the counts */
@@ -89,61 +83,8 @@ struct GstBoxTrackPrivate {
   guint64 evicted_warned = 0, refused_warned = 0;
 };
 
-struct _GstBoxTrack {
-  GstBaseTransform parent;
-  GstBoxTrackPrivate *priv;
-};
-
-#define gst_box_track_parent_class parent_class
-G_DEFINE_TYPE_WITH_CODE(GstBoxTrack, gst_box_track, GST_TYPE_BASE_TRANSFORM,
-                        GST_DEBUG_CATEGORY_INIT(gst_box_track_debug, "boxtrack", 0,
-                                                "Multi-object tracker of the kept boxes"));
-GST_ELEMENT_REGISTER_DEFINE(boxtrack, "boxtrack", GST_RANK_NONE, GST_TYPE_BOX_TRACK);
-
-static void gst_box_track_finalize(GObject *object);
-static void gst_box_track_install_properties(GObjectClass *klass);
-static gboolean gst_box_track_start(GstBaseTransform *trans);
-static gboolean gst_box_track_set_caps(GstBaseTransform *trans, GstCaps *incaps, GstCaps *outcaps);
-static gboolean gst_box_track_sink_event(GstBaseTransform *trans, GstEvent *event);
-static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuffer *buf);
-
-static void gst_box_track_class_init(GstBoxTrackClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
-
-  gobject_class->finalize = gst_box_track_finalize;
-  gst_box_track_install_properties(gobject_class);
-
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(
-      element_class, "Box tracker", "Filter/Analyzer/Video",
-      "Gives each kept box the id of the object it follows (ByteTrack), on the cudanms result "
-      "meta and on each ROI meta (DL Streamer's object_id)",
-      "cudanms developers");
-
-  trans_class->start = GST_DEBUG_FUNCPTR(gst_box_track_start);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR(gst_box_track_set_caps);
-  trans_class->sink_event = GST_DEBUG_FUNCPTR(gst_box_track_sink_event);
-  trans_class->transform_ip = GST_DEBUG_FUNCPTR(gst_box_track_transform_ip);
-}
-
-static void gst_box_track_init(GstBoxTrack *self) {
-  self->priv = new GstBoxTrackPrivate();
-  /* The defaults, applied here (the member initialisers take them from DEFAULT_PARAMS). */
-  self->priv->tracker.set_params(self->priv->params);
-  /* Writes track ids into the metas: in place, never passthrough. */
-  gst_base_transform_set_in_place(GST_BASE_TRANSFORM(self), TRUE);
-  gst_base_transform_set_passthrough(GST_BASE_TRANSFORM(self), FALSE);
-}
-
-static void gst_box_track_finalize(GObject *object) {
-  GstBoxTrack *self = GST_BOX_TRACK(object);
-  delete self->priv;
-  self->priv = nullptr;
-  G_OBJECT_CLASS(parent_class)->finalize(object);
-}
+ELEMENT_DEFINE(GstBoxTrack, gst_box_track, GstBaseTransform, GST_TYPE_BASE_TRANSFORM, boxtrack,
+               "Multi-object tracker of the kept boxes");
 
 /* Every tracking parameter goes to the tracker as it is set. */
 static void gst_box_track_install_properties(GObjectClass *klass) {
@@ -211,30 +152,24 @@ static void gst_box_track_install_properties(GObjectClass *klass) {
           [](const Private &priv, GValue *value) {
             g_value_set_uint64(value, priv.tracker.next_id());
           })
-      .field(
-          count("tracks", "Tracks", "Tracks held after the last frame"),
-          [](auto &s) -> auto & { return s.tracks; })
-      .field(
-          count("resets", "Resets",
-                "Times the tracker was reset (time went backwards, a flush, another frame "
-                "size)"),
-          [](auto &s) -> auto & { return s.resets; })
-      .field(
-          count("evicted", "Evicted", "Lost tracks dropped to stay within max-tracks"),
-          [](auto &s) -> auto & { return s.evicted; })
-      .field(
-          count("refused", "Refused",
-                "Boxes that started no track: max-tracks were held, none lost"),
-          [](auto &s) -> auto & { return s.refused; })
-      .field(
-          g_param_spec_boolean(
-              "camera-motion", "Camera motion",
-              "Follow the picture's motion (a moving camera): sparse optical flow over each "
-              "frame shifts and scales the tracks before matching; frames in system memory",
-              FALSE,
-              static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                       G_PARAM_STATIC_STRINGS)),
-          [](auto &s) -> auto & { return s.camera_motion; });
+      .field(count("tracks", "Tracks", "Tracks held after the last frame"), &Private::tracks)
+      .field(count("resets", "Resets",
+                   "Times the tracker was reset (time went backwards, a flush, another frame "
+                   "size)"),
+             &Private::resets)
+      .field(count("evicted", "Evicted", "Lost tracks dropped to stay within max-tracks"),
+             &Private::evicted)
+      .field(count("refused", "Refused",
+                   "Boxes that started no track: max-tracks were held, none lost"),
+             &Private::refused)
+      .field(g_param_spec_boolean(
+                 "camera-motion", "Camera motion",
+                 "Follow the picture's motion (a moving camera): sparse optical flow over each "
+                 "frame shifts and scales the tracks before matching; frames in system memory",
+                 FALSE,
+                 static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
+                                          G_PARAM_STATIC_STRINGS)),
+             &Private::camera_motion);
 }
 
 static void post_reset_message(GstBoxTrack *self, const char *why) {
@@ -312,7 +247,7 @@ static gboolean gst_box_track_sink_event(GstBaseTransform *trans, GstEvent *even
   std::string label;
   if (gst_cv_label_event_parse(event, &class_id, &label)) self->priv->labels[class_id] = label;
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) reset_tracker(self, "flush");
-  return GST_BASE_TRANSFORM_CLASS(parent_class)->sink_event(trans, event);
+  return GST_BASE_TRANSFORM_CLASS(gst_box_track_parent_class)->sink_event(trans, event);
 }
 
 /* Max-tracks reached: a warning now and then, never one a frame. */
@@ -380,4 +315,27 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
     if (boxes[i].roi && (priv->ids[i] > 0 || boxes[i].track_id > 0))
       gst_cv_roi_set_track_id(boxes[i].roi, priv->ids[i]);
   return GST_FLOW_OK;
+}
+
+static void gst_box_track_init(GstBoxTrack *self) {
+  self->priv = new GstBoxTrackPrivate();
+  /* The defaults, applied here (the member initialisers take them from DEFAULT_PARAMS). */
+  self->priv->tracker.set_params(self->priv->params);
+  transform_writes_in_place(GST_BASE_TRANSFORM(self));
+}
+
+static void gst_box_track_class_init(GstBoxTrackClass *klass) {
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+
+  own_private<GstBoxTrack>(klass);
+  gst_box_track_install_properties(gobject_class);
+
+  describe_element(
+      klass, "Box tracker", "Filter/Analyzer/Video",
+      "Gives each kept box the id of the object it follows (ByteTrack), on the cudanms result "
+      "meta and on each ROI meta (DL Streamer's object_id)",
+      "video/x-raw(ANY)");
+
+  ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_box_track, start, set_caps, sink_event,
+                 transform_ip);
 }

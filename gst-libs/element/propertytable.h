@@ -6,8 +6,7 @@
  * enum, the install calls and the two switches of GObject's idiom again.
  *
  *   PropertyTable<BoxCountSettings>(gobject_class, settings_of)
- *       .field(g_param_spec_double("hysteresis", ...),
- *              [](auto &s) -> auto & { return s.hysteresis; })
+ *       .field(g_param_spec_double("hysteresis", ...), &BoxCountSettings::hysteresis)
  *       .read_only(g_param_spec_uint64("frames", ...),
  *                  [](const BoxCountSettings &s, GValue *value) { ... });
  *
@@ -112,6 +111,14 @@ auto locked_private(GObject *object) {
   return Locked<std::remove_pointer_t<decltype(priv)>>{priv, &priv->lock};
 }
 
+/* The StateOf of an element whose `priv` keeps the state in a member beside its `lock`:
+ * PropertyTable<BoxCountSettings>(klass, locked_member<GstBoxCount, &GstBoxCountPrivate::settings>). */
+template <typename Instance, auto member>
+auto locked_member(GObject *object) {
+  auto *priv = reinterpret_cast<Instance *>(object)->priv;
+  return Locked<std::remove_reference_t<decltype(priv->*member)>>{&(priv->*member), &priv->lock};
+}
+
 template <typename State>
 class PropertyTable {
  public:
@@ -128,8 +135,9 @@ class PropertyTable {
                 Changed changed = nullptr)
       : klass_(klass), hooks_{state_of, touched, changed} {}
 
-  /* A row kept in the field @field returns: [](auto &s) -> auto & { return s.threshold; } (one
-   * lambda for both ways, the state const or not). */
+  /* A row kept in a field of the state: a member (&Settings::threshold) or, deeper in it, the
+   * field a lambda returns ([](auto &s) -> auto & { return s.params.threshold; }, one lambda for
+   * both ways, the state const or not). */
   template <typename Field>
   PropertyTable &field(GParamSpec *pspec, Field field) {
     return row(pspec, setter(field), getter(field));
@@ -138,11 +146,11 @@ class PropertyTable {
   /* field()'s two halves, for a row that does more on one side. */
   template <typename Field>
   static Setter setter(Field field) {
-    return [field](State &s, const GValue *value) { property_value::read(value, &field(s)); };
+    return [field](State &s, const GValue *value) { property_value::read(value, &std::invoke(field, s)); };
   }
   template <typename Field>
   static Getter getter(Field field) {
-    return [field](const State &s, GValue *value) { property_value::write(field(s), value); };
+    return [field](const State &s, GValue *value) { property_value::write(std::invoke(field, s), value); };
   }
 
   /* A row with its own setter (under the lock) and getter. */

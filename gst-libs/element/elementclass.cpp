@@ -1,0 +1,25 @@
+#include "elementclass.h"
+
+void describe_element(gpointer klass, const char *long_name, const char *classification,
+                      const char *description, const char *caps) {
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  gst_element_class_set_static_metadata(element_class, long_name, classification, description,
+                                        "cudanms developers");
+  if (!caps) return;
+  GstCaps *pad_caps = gst_caps_from_string(caps);
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, pad_caps));
+  gst_element_class_add_pad_template(
+      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, pad_caps));
+  gst_caps_unref(pad_caps);
+}
+
+void transform_writes_in_place(GstBaseTransform *trans) {
+  gst_base_transform_set_in_place(trans, TRUE);
+  gst_base_transform_set_passthrough(trans, FALSE);
+}
+
+void transform_reads_only(GstBaseTransform *trans) {
+  gst_base_transform_set_passthrough(trans, TRUE);
+  gst_base_transform_set_in_place(trans, TRUE);
+}

@@ -1,0 +1,73 @@
+/* What every element's class_init wrote alike, written once (docs/architecture.md, "An
+ * element's class"): its description with its pads, and the lifetime of its private state.
+ *
+ *   static void gst_box_track_init(GstBoxTrack *self) { self->priv = new GstBoxTrackPrivate(); }
+ *   static void gst_box_track_class_init(GstBoxTrackClass *klass) {
+ *     own_private<GstBoxTrack>(klass);
+ *     describe_element(klass, "Box tracker", "Filter/Analyzer/Video", "Gives each ...",
+ *                      "video/x-raw(ANY)");
+ *     ...the vfuncs and the PropertyTable...
+ *   } */
+#pragma once
+
+#include <gst/base/gstbasetransform.h>
+#include <gst/gst.h>
+
+/* The element's names, the project as the author, and for a filter its always pads "sink" and
+ * "src" of @caps (none without: a detector's base adds its own). */
+void describe_element(gpointer klass, const char *long_name, const char *classification,
+                      const char *description, const char *caps = nullptr);
+
+/* A transform's way with the frames it passes, set at instance init: one that adds metadata (or
+ * draws) works in place and never passthrough, so that the buffer is made writable; one that
+ * reads metadata only is passthrough, so that it is neither copied nor made writable. */
+void transform_writes_in_place(GstBaseTransform *trans);
+void transform_reads_only(GstBaseTransform *trans);
+
+/* Instance::priv, a C++ object its instance init makes with new, is deleted at finalize, after
+ * which the parent class's finalize runs. Call once from class_init. */
+template <typename Instance>
+void own_private(gpointer klass) {
+  static GObjectClass *parent = G_OBJECT_CLASS(g_type_class_peek_parent(klass));
+  G_OBJECT_CLASS(klass)->finalize = [](GObject *object) {
+    Instance *self = reinterpret_cast<Instance *>(object);
+    delete self->priv;
+    self->priv = nullptr;
+    parent->finalize(object);
+  };
+}
+
+/* The element's instance (its parent's, then `priv`, its own state: a TypeNamePrivate that
+ * own_private deletes), its GType (type_name, a child of PARENT_TYPE), its debug category
+ * type_name_debug called after the element, and its registration as `name`, of rank none:
+ *   ELEMENT_DEFINE(GstBoxTrack, gst_box_track, GstBaseTransform, GST_TYPE_BASE_TRANSFORM, boxtrack,
+ *                  "Multi-object tracker of the kept boxes"); */
+#define ELEMENT_DEFINE(TypeName, type_name, ParentName, PARENT_TYPE, name, debug_description)  \
+  struct _##TypeName {                                                                         \
+    ParentName parent;                                                                         \
+    TypeName##Private *priv;                                                                   \
+  };                                                                                           \
+  G_DEFINE_TYPE_WITH_CODE(TypeName, type_name, PARENT_TYPE,                                    \
+                          GST_DEBUG_CATEGORY_INIT(type_name##_debug, #name, 0,                 \
+                                                  debug_description));                         \
+  GST_ELEMENT_REGISTER_DEFINE(name, #name, GST_RANK_NONE, type_name##_get_type())
+
+/* klass->vfunc = type_name_vfunc for each vfunc listed (up to 8): an element's implementations
+ * carry the names of the vfuncs they implement.
+ *   ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_box_track, start, transform_ip); */
+#define ELEMENT_VFUNCS(klass, type_name, ...)                                                  \
+  ELEMENT_VFUNCS_PICK_(__VA_ARGS__, ELEMENT_VFUNCS_8_, ELEMENT_VFUNCS_7_, ELEMENT_VFUNCS_6_,    \
+                       ELEMENT_VFUNCS_5_, ELEMENT_VFUNCS_4_, ELEMENT_VFUNCS_3_,                 \
+                       ELEMENT_VFUNCS_2_, ELEMENT_VFUNCS_1_)                                    \
+  (klass, type_name, __VA_ARGS__)
+
+#define ELEMENT_VFUNCS_PICK_(_1, _2, _3, _4, _5, _6, _7, _8, picked, ...) picked
+#define ELEMENT_VFUNC_(k, t, v) (k)->v = GST_DEBUG_FUNCPTR(t##_##v)
+#define ELEMENT_VFUNCS_1_(k, t, v) ELEMENT_VFUNC_(k, t, v)
+#define ELEMENT_VFUNCS_2_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_1_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_3_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_2_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_4_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_3_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_5_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_4_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_6_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_5_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_7_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_6_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_8_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_7_(k, t, __VA_ARGS__)
