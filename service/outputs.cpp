@@ -211,11 +211,6 @@ bool CameraOutputs::open(std::string *error) {
   return true;
 }
 
-void CameraOutputs::on_caps(GstCaps *caps) {
-  std::lock_guard<std::mutex> guard(file_lock_);
-  encoder_.on_caps(caps);
-}
-
 void CameraOutputs::on_event(GstEvent *event) {
   std::lock_guard<std::mutex> guard(file_lock_);
   encoder_.on_event(event);

@@ -85,8 +85,7 @@ class CameraOutputs {
   // Opens the JSON lines file and starts the MQTT client (a broker that is down is no error:
   // the client retries); false with the reason.
   bool open(std::string *error);
-  // A connection's stream, on its streaming thread: the caps and events (labels) before frames.
-  void on_caps(GstCaps *caps);
+  // A connection's stream, on its streaming thread: its events before frames (the caps, labels).
   void on_event(GstEvent *event);
   // `chain_s`: the frame's time from the intake queue to cudanms's output (0: not measured).
   void on_frame(GstBuffer *buffer, const GstSegment *segment, double chain_s);

@@ -369,12 +369,6 @@ GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer d
   }
   GstEvent *event = GST_PAD_PROBE_INFO_EVENT(info);
   switch (GST_EVENT_TYPE(event)) {
-    case GST_EVENT_CAPS: {
-      GstCaps *caps = nullptr;
-      gst_event_parse_caps(event, &caps);
-      s->outputs_->on_caps(caps);
-      break;
-    }
     case GST_EVENT_SEGMENT:
       gst_event_copy_segment(event, &s->segment_);
       break;

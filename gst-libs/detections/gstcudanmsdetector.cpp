@@ -9,6 +9,7 @@
 #include "cudaframe.h"
 #include "detections.h"
 #include "devicecandidates.h"
+#include "elementclass.h"
 #include "elementcudacontext.h"
 #include "gpufailure.h"
 #include "propertytable.h"
@@ -237,14 +238,8 @@ void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klas
 #else
   (void)cuda_formats;
 #endif
-  GstCaps *caps = gst_caps_from_string(text);
+  add_filter_pads(klass, text);
   g_free(text);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  gst_element_class_add_pad_template(
-      element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
-  gst_element_class_add_pad_template(
-      element_class, gst_pad_template_new("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
-  gst_caps_unref(caps);
 }
 
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self) {

@@ -5,7 +5,11 @@ void describe_element(gpointer klass, const char *long_name, const char *classif
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   gst_element_class_set_static_metadata(element_class, long_name, classification, description,
                                         "cudanms developers");
-  if (!caps) return;
+  if (caps) add_filter_pads(klass, caps);
+}
+
+void add_filter_pads(gpointer klass, const char *caps) {
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstCaps *pad_caps = gst_caps_from_string(caps);
   gst_element_class_add_pad_template(
       element_class, gst_pad_template_new("sink", GST_PAD_SINK, GST_PAD_ALWAYS, pad_caps));

@@ -18,6 +18,9 @@
 void describe_element(gpointer klass, const char *long_name, const char *classification,
                       const char *description, const char *caps = nullptr);
 
+/* A filter's always pads, "sink" and "src", both of @caps (a caps string). */
+void add_filter_pads(gpointer klass, const char *caps);
+
 /* A transform's way with the frames it passes, set at instance init: one that adds metadata (or
  * draws) works in place and never passthrough, so that the buffer is made writable; one that
  * reads metadata only is passthrough, so that it is neither copied nor made writable. */

@@ -33,15 +33,17 @@ void DetectionsStream::reset() {
   labels_.clear();
 }
 
-void DetectionsStream::on_caps(GstCaps *caps) {
-  GstVideoInfo info;
-  if (gst_video_info_from_caps(&info, caps)) {
-    width_ = GST_VIDEO_INFO_WIDTH(&info);
-    height_ = GST_VIDEO_INFO_HEIGHT(&info);
-  }
-}
-
 void DetectionsStream::on_event(GstEvent *event) {
+  if (GST_EVENT_TYPE(event) == GST_EVENT_CAPS) {
+    GstCaps *caps = nullptr;
+    gst_event_parse_caps(event, &caps);
+    GstVideoInfo info;
+    if (gst_video_info_from_caps(&info, caps)) {
+      width_ = GST_VIDEO_INFO_WIDTH(&info);
+      height_ = GST_VIDEO_INFO_HEIGHT(&info);
+    }
+    return;
+  }
   gint class_id;
   std::string label;
   if (gst_cv_label_event_parse(event, &class_id, &label)) labels_[class_id] = label;

@@ -41,7 +41,8 @@ class DetectionsStream {
   DetectionsStream &operator=(const DetectionsStream &) = delete;
 
   void reset(); /* a new stream: frames count from 0, size and labels unknown */
-  void on_caps(GstCaps *caps);
+  /* Each event of the stream before its frames: the caps give the frame size, a detector's
+   * label events the labels; the others say nothing to it. */
   void on_event(GstEvent *event);
   /* The next frame's JSON object, one line without the newline: g_free it. `source` names the
    * camera ("" leaves it out); `segment` (may be null) gives the stream time; `element` logs.

@@ -88,13 +88,6 @@ static gboolean gst_json_meta_writer_stop(GstBaseTransform *trans) {
   return TRUE;
 }
 
-static gboolean gst_json_meta_writer_set_caps(GstBaseTransform *trans, GstCaps *incaps,
-                                              GstCaps *outcaps) {
-  (void)outcaps;
-  GST_JSON_META_WRITER(trans)->priv->stream.on_caps(incaps);
-  return TRUE;
-}
-
 static gboolean gst_json_meta_writer_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GST_JSON_META_WRITER(trans)->priv->stream.on_event(event);
   return GST_BASE_TRANSFORM_CLASS(gst_json_meta_writer_parent_class)->sink_event(trans, event);
@@ -144,7 +137,6 @@ static void gst_json_meta_writer_class_init(GstJsonMetaWriterClass *klass) {
       "frames on untouched",
       "video/x-raw(ANY)");
 
-  ELEMENT_VFUNCS(trans_class, gst_json_meta_writer, start, stop, set_caps, sink_event,
-                 transform_ip);
+  ELEMENT_VFUNCS(trans_class, gst_json_meta_writer, start, stop, sink_event, transform_ip);
   trans_class->transform_ip_on_passthrough = TRUE;
 }

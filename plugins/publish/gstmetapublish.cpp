@@ -228,13 +228,6 @@ static gboolean gst_meta_publish_stop(GstBaseTransform *trans) {
   return TRUE;
 }
 
-static gboolean gst_meta_publish_set_caps(GstBaseTransform *trans, GstCaps *incaps,
-                                          GstCaps *outcaps) {
-  (void)outcaps;
-  GST_META_PUBLISH(trans)->priv->stream.on_caps(incaps);
-  return TRUE;
-}
-
 static gboolean gst_meta_publish_sink_event(GstBaseTransform *trans, GstEvent *event) {
   GST_META_PUBLISH(trans)->priv->stream.on_event(event);
   return GST_BASE_TRANSFORM_CLASS(gst_meta_publish_parent_class)->sink_event(trans, event);
@@ -285,6 +278,6 @@ static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
       "Streamer gvametaconvert's format, passing the frames on untouched",
       "video/x-raw(ANY)");
 
-  ELEMENT_VFUNCS(trans_class, gst_meta_publish, start, stop, set_caps, sink_event, transform_ip);
+  ELEMENT_VFUNCS(trans_class, gst_meta_publish, start, stop, sink_event, transform_ip);
   trans_class->transform_ip_on_passthrough = TRUE;
 }

@@ -157,7 +157,9 @@ TEST_F(JsonMetaWriter, ClassIdsOfRoiMetasAreTheirLabelIdsOrNone) {
   for (const DetectionsFormat format : {DetectionsFormat::kCudanms, DetectionsFormat::kDlStreamer}) {
     DetectionsStream stream;
     GstCaps *caps = gst_caps_from_string("video/x-raw,format=GRAY8,width=64,height=48");
-    stream.on_caps(caps);
+    GstEvent *caps_event = gst_event_new_caps(caps);
+    stream.on_event(caps_event);
+    gst_event_unref(caps_event);
     gst_caps_unref(caps);
     gsize length = 0;
     gchar *text = stream.encode(nullptr, buf, format, "", nullptr, &length);
