@@ -23,7 +23,7 @@ void transform_writes_in_place(GstBaseTransform *trans) {
   gst_base_transform_set_passthrough(trans, FALSE);
 }
 
-void transform_reads_only(GstBaseTransform *trans) {
-  gst_base_transform_set_passthrough(trans, TRUE);
-  gst_base_transform_set_in_place(trans, TRUE);
+void transform_reads_only(GstBaseTransformClass *klass) {
+  klass->passthrough_on_same_caps = TRUE;
+  klass->transform_ip_on_passthrough = TRUE;
 }

@@ -21,11 +21,13 @@ void describe_element(gpointer klass, const char *long_name, const char *classif
 /* A filter's always pads, "sink" and "src", both of @caps (a caps string). */
 void add_filter_pads(gpointer klass, const char *caps);
 
-/* A transform's way with the frames it passes, set at instance init: one that adds metadata (or
- * draws) works in place and never passthrough, so that the buffer is made writable; one that
- * reads metadata only is passthrough, so that it is neither copied nor made writable. */
+/* A transform's way with the frames it passes. One that adds metadata (or draws) works in place
+ * and never passthrough, so that the buffer is made writable: from its init (GstBaseTransform
+ * starts an element with only transform_ip in passthrough). One that reads metadata only is
+ * passthrough, the buffer neither copied nor made writable, and still sees each frame in
+ * transform_ip: from its class_init. */
 void transform_writes_in_place(GstBaseTransform *trans);
-void transform_reads_only(GstBaseTransform *trans);
+void transform_reads_only(GstBaseTransformClass *klass);
 
 /* Instance::priv, a C++ object its instance init makes with new, is deleted at finalize, after
  * which the parent class's finalize runs. Call once from class_init. */

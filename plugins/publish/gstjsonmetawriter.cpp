@@ -113,7 +113,6 @@ static void gst_json_meta_writer_init(GstJsonMetaWriter *self) {
   self->priv = new GstJsonMetaWriterPrivate();
   /* The default, applied here (the member initialiser takes it from DEFAULT_LOCATION). */
   self->priv->location = DEFAULT_LOCATION;
-  transform_reads_only(GST_BASE_TRANSFORM(self));
 }
 
 static void gst_json_meta_writer_class_init(GstJsonMetaWriterClass *klass) {
@@ -138,5 +137,5 @@ static void gst_json_meta_writer_class_init(GstJsonMetaWriterClass *klass) {
       "video/x-raw(ANY)");
 
   ELEMENT_VFUNCS(trans_class, gst_json_meta_writer, start, stop, sink_event, transform_ip);
-  trans_class->transform_ip_on_passthrough = TRUE;
+  transform_reads_only(trans_class);
 }

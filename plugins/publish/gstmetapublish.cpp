@@ -260,7 +260,6 @@ static GstFlowReturn gst_meta_publish_transform_ip(GstBaseTransform *trans, GstB
 
 static void gst_meta_publish_init(GstMetaPublish *self) {
   self->priv = new GstMetaPublishPrivate(); /* the defaults: MetaPublishSettings' */
-  transform_reads_only(GST_BASE_TRANSFORM(self));
 }
 
 static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
@@ -279,5 +278,5 @@ static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
       "video/x-raw(ANY)");
 
   ELEMENT_VFUNCS(trans_class, gst_meta_publish, start, stop, sink_event, transform_ip);
-  trans_class->transform_ip_on_passthrough = TRUE;
+  transform_reads_only(trans_class);
 }
