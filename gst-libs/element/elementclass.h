@@ -1,12 +1,21 @@
-/* What every element's class_init wrote alike, written once (docs/architecture.md, "An
- * element's class"): its description with its pads, and the lifetime of its private state.
+/* What every element's GObject glue said alike, said once (docs/architecture.md, "An element's
+ * class"): its definition (ELEMENT_DEFINE), the lifetime of its private state (own_private), its
+ * description and pads (describe_element), its vfuncs (ELEMENT_VFUNCS) and, for a transform,
+ * whether it writes the frames it passes or only reads them.
  *
- *   static void gst_box_track_init(GstBoxTrack *self) { self->priv = new GstBoxTrackPrivate(); }
+ *   ELEMENT_DEFINE(GstBoxTrack, gst_box_track, GstBaseTransform, GST_TYPE_BASE_TRANSFORM, boxtrack,
+ *                  "Multi-object tracker of the kept boxes");
+ *   ...the vfuncs' bodies, named gst_box_track_start and so on...
+ *   static void gst_box_track_init(GstBoxTrack *self) {
+ *     self->priv = new GstBoxTrackPrivate();
+ *     transform_writes_in_place(GST_BASE_TRANSFORM(self));
+ *   }
  *   static void gst_box_track_class_init(GstBoxTrackClass *klass) {
  *     own_private<GstBoxTrack>(klass);
+ *     ...its PropertyTable...
  *     describe_element(klass, "Box tracker", "Filter/Analyzer/Video", "Gives each ...",
  *                      "video/x-raw(ANY)");
- *     ...the vfuncs and the PropertyTable...
+ *     ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_box_track, start, transform_ip);
  *   } */
 #pragma once
 
