@@ -274,8 +274,6 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
 
 static void gst_box_overlay_init(GstBoxOverlay *self) {
   self->priv = new GstBoxOverlayPrivate();
-  /* The defaults, applied here (the member initialisers take them from DEFAULT_*). */
-  self->priv->settings = Settings();
   transform_writes_in_place(GST_BASE_TRANSFORM(self));
 }
 

@@ -111,8 +111,6 @@ static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, 
 
 static void gst_json_meta_writer_init(GstJsonMetaWriter *self) {
   self->priv = new GstJsonMetaWriterPrivate();
-  /* The default, applied here (the member initialiser takes it from DEFAULT_LOCATION). */
-  self->priv->location = DEFAULT_LOCATION;
 }
 
 static void gst_json_meta_writer_class_init(GstJsonMetaWriterClass *klass) {
