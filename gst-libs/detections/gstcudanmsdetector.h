@@ -153,8 +153,8 @@ std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self
 std::mutex *gst_cuda_nms_detector_mutex(GstCudaNmsDetector *self);
 
 /* The StateOf of a subclass's own properties, a member of its `priv` guarded by the base's lock:
- * PropertyTable<Settings>(klass, gst_cuda_nms_detector_locked<GstCvDetect,
- * &GstCvDetectPrivate::settings>). */
+ *   PropertyTable<Settings>(
+ *       klass, gst_cuda_nms_detector_locked<GstCvDetect, &GstCvDetectPrivate::settings>) */
 template <typename Instance, auto member>
 auto gst_cuda_nms_detector_locked(GObject *object) {
   auto *priv = reinterpret_cast<Instance *>(object)->priv;

@@ -18,11 +18,6 @@ void add_filter_pads(gpointer klass, const char *caps) {
   gst_caps_unref(pad_caps);
 }
 
-void transform_writes_in_place(GstBaseTransform *trans) {
-  gst_base_transform_set_in_place(trans, TRUE);
-  gst_base_transform_set_passthrough(trans, FALSE);
-}
-
 void transform_reads_only(GstBaseTransformClass *klass) {
   klass->passthrough_on_same_caps = TRUE;
   klass->transform_ip_on_passthrough = TRUE;

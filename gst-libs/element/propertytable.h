@@ -112,7 +112,8 @@ auto locked_private(GObject *object) {
 }
 
 /* The StateOf of an element whose `priv` keeps the state in a member beside its `lock`:
- * PropertyTable<BoxCountSettings>(klass, locked_member<GstBoxCount, &GstBoxCountPrivate::settings>). */
+ *   PropertyTable<BoxCountSettings>(klass,
+ *                                   locked_member<GstBoxCount, &GstBoxCountPrivate::settings>) */
 template <typename Instance, auto member>
 auto locked_member(GObject *object) {
   auto *priv = reinterpret_cast<Instance *>(object)->priv;
@@ -146,11 +147,15 @@ class PropertyTable {
   /* field()'s two halves, for a row that does more on one side. */
   template <typename Field>
   static Setter setter(Field field) {
-    return [field](State &s, const GValue *value) { property_value::read(value, &std::invoke(field, s)); };
+    return [field](State &s, const GValue *value) {
+      property_value::read(value, &std::invoke(field, s));
+    };
   }
   template <typename Field>
   static Getter getter(Field field) {
-    return [field](const State &s, GValue *value) { property_value::write(std::invoke(field, s), value); };
+    return [field](const State &s, GValue *value) {
+      property_value::write(std::invoke(field, s), value);
+    };
   }
 
   /* A row with its own setter (under the lock) and getter. */

@@ -262,12 +262,7 @@ static gboolean gst_cuda_cascade_reads_in_place(GstVideoFormat format) {
 /* The element: its instance and its class                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-static void gst_cuda_cascade_init(GstCudaCascade *self) {
-  self->priv = new GstCudaCascadePrivate();
-}
-
 static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   own_private<GstCudaCascade>(klass);
@@ -293,7 +288,8 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
       "(readers on the host download them once); false: copy them to host memory each frame";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
   PropertyTable<CascadeSettings>(
-      gobject_class, gst_cuda_nms_detector_locked<GstCudaCascade, &GstCudaCascadePrivate::settings>)
+      G_OBJECT_CLASS(klass),
+      gst_cuda_nms_detector_locked<GstCudaCascade, &GstCudaCascadePrivate::settings>)
       .field(g_param_spec_double(
                  "scale-factor", "Scale factor",
                  "Ratio between the window sizes of consecutive scales", 1.01, 4.0,

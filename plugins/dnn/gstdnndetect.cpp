@@ -328,10 +328,7 @@ static gboolean gst_dnn_detect_propose_allocation(GstBaseTransform *trans, GstQu
 /* The element: its instance and its class                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-static void gst_dnn_detect_init(GstDnnDetect *self) { self->priv = new GstDnnDetectPrivate(); }
-
 static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
   own_private<GstDnnDetect>(klass);
@@ -352,7 +349,8 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
       "in place; false, and for decoders with points: host memory each frame";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
   gst_dnn_detect_install_properties(
-      gobject_class, gst_cuda_nms_detector_locked<GstDnnDetect, &GstDnnDetectPrivate::settings>,
+      G_OBJECT_CLASS(klass),
+      gst_cuda_nms_detector_locked<GstDnnDetect, &GstDnnDetectPrivate::settings>,
       gst_cuda_nms_detector_locked<GstDnnDetect, &GstDnnDetectPrivate::counters>);
 
   gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);

@@ -284,12 +284,6 @@ GstCudaNmsBackendHooks gst_cuda_nms_set_backend_hooks_for_testing(
   return previous;
 }
 
-static void gst_cuda_nms_init(GstCudaNms *self) {
-  self->priv = new GstCudaNmsPrivate();
-  transform_writes_in_place(GST_BASE_TRANSFORM(self));
-  gst_base_transform_set_qos_enabled(GST_BASE_TRANSFORM(self), FALSE);
-}
-
 static void gst_cuda_nms_class_init(GstCudaNmsClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
 

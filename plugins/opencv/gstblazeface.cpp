@@ -260,8 +260,6 @@ static GstCudaNmsDetection gst_blaze_face_detect_on_host(GstCudaNmsDetector *det
 /* The element: its instance and its class                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-static void gst_blaze_face_init(GstBlazeFace *self) { self->priv = new GstBlazeFacePrivate(); }
-
 /* ------------------------------------------------------------------------------------------ */
 /* The model                                                                                   */
 /* ------------------------------------------------------------------------------------------ */

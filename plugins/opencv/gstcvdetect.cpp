@@ -279,10 +279,7 @@ static GstCudaNmsDetection gst_cv_detect_detect_on_host(GstCudaNmsDetector *dete
 /* The element: its instance and its class                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-static void gst_cv_detect_init(GstCvDetect *self) { self->priv = new GstCvDetectPrivate(); }
-
 static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
   const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
                                                   G_PARAM_STATIC_STRINGS);
@@ -307,7 +304,7 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
       "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
       "hog-people) upscales the frame. 0x0: the model's window";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  PropertyTable<Settings>(gobject_class,
+  PropertyTable<Settings>(G_OBJECT_CLASS(klass),
                           gst_cuda_nms_detector_locked<GstCvDetect, &GstCvDetectPrivate::settings>)
       .field(g_param_spec_double("scale-factor", "Scale factor",
                                  "Ratio between the window sizes of consecutive pyramid levels",

@@ -272,18 +272,12 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
   return GST_FLOW_OK;
 }
 
-static void gst_box_overlay_init(GstBoxOverlay *self) {
-  self->priv = new GstBoxOverlayPrivate();
-  transform_writes_in_place(GST_BASE_TRANSFORM(self));
-}
-
 static void gst_box_overlay_class_init(GstBoxOverlayClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
                                                   G_PARAM_STATIC_STRINGS);
 
   own_private<GstBoxOverlay>(klass);
-  PropertyTable<Settings>(gobject_class,
+  PropertyTable<Settings>(G_OBJECT_CLASS(klass),
                           locked_member<GstBoxOverlay, &GstBoxOverlayPrivate::settings>)
       .field(g_param_spec_uint("line-width", "Line width",
                                "Thickness of a kept box's outline in pixels, drawn inside the box",

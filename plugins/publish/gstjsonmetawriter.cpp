@@ -109,16 +109,11 @@ static GstFlowReturn gst_json_meta_writer_transform_ip(GstBaseTransform *trans, 
   return GST_FLOW_OK;
 }
 
-static void gst_json_meta_writer_init(GstJsonMetaWriter *self) {
-  self->priv = new GstJsonMetaWriterPrivate();
-}
-
 static void gst_json_meta_writer_class_init(GstJsonMetaWriterClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);
 
   own_private<GstJsonMetaWriter>(klass);
-  PropertyTable<GstJsonMetaWriterPrivate>(gobject_class, locked_private<GstJsonMetaWriter>)
+  PropertyTable<GstJsonMetaWriterPrivate>(G_OBJECT_CLASS(klass), locked_private<GstJsonMetaWriter>)
       .field(
           g_param_spec_string("location", "Location",
                               "File to write the JSON lines to (replaced at start); empty or "

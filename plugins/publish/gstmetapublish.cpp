@@ -258,10 +258,6 @@ static GstFlowReturn gst_meta_publish_transform_ip(GstBaseTransform *trans, GstB
   return GST_FLOW_OK;
 }
 
-static void gst_meta_publish_init(GstMetaPublish *self) {
-  self->priv = new GstMetaPublishPrivate(); /* the defaults: MetaPublishSettings' */
-}
-
 static void gst_meta_publish_class_init(GstMetaPublishClass *klass) {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS(klass);

@@ -65,7 +65,7 @@ using LabelCounts = std::map<std::string, std::map<std::string, cudanms::LineCou
 struct GstBoxCountPrivate {
   std::mutex lock; /* guards settings, the counter's counts, the labels' counts and resume */
   BoxCountSettings settings;
-  cudanms::Counter counter;
+  cudanms::Counter counter{settings.params};
   LabelCounts label_counts; /* each line's counts by label */
   /* Counts set before their line exists: the totals, and by label. */
   std::map<std::string, cudanms::LineCounts> resume;
@@ -405,13 +405,6 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
     }
   attach_counts(priv, buf);
   return GST_FLOW_OK;
-}
-
-static void gst_box_count_init(GstBoxCount *self) {
-  self->priv = new GstBoxCountPrivate();
-  /* The defaults, applied here. */
-  self->priv->counter.set_params(self->priv->settings.params);
-  transform_writes_in_place(GST_BASE_TRANSFORM(self));
 }
 
 static void gst_box_count_class_init(GstBoxCountClass *klass) {

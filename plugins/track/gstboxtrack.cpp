@@ -317,18 +317,9 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
   return GST_FLOW_OK;
 }
 
-static void gst_box_track_init(GstBoxTrack *self) {
-  self->priv = new GstBoxTrackPrivate();
-  /* The defaults, applied here (the member initialisers take them from DEFAULT_PARAMS). */
-  self->priv->tracker.set_params(self->priv->params);
-  transform_writes_in_place(GST_BASE_TRANSFORM(self));
-}
-
 static void gst_box_track_class_init(GstBoxTrackClass *klass) {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-
   own_private<GstBoxTrack>(klass);
-  gst_box_track_install_properties(gobject_class);
+  gst_box_track_install_properties(G_OBJECT_CLASS(klass));
 
   describe_element(
       klass, "Box tracker", "Filter/Analyzer/Video",
