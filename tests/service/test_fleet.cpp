@@ -325,8 +325,9 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
          elected, stops() - stops_before);
   // An election that outlasts the fence's delay (a machine too loaded to hold one in time) fences
   // the cameras until a renewal comes again, as it must: then only that they went on is checked.
-  if (elected >= 0 && elected < kElectionWithinFence)
+  if (elected >= 0 && elected < kElectionWithinFence) {
     EXPECT_EQ(stops(), stops_before) << "a camera stopped when etcd's leader died\n" << logs(hosts);
+  }
   EXPECT_EQ(placement(hosts).size(), 4u) << logs(hosts);
   const auto after = frames(hosts, names(4));
   for (const std::string &camera : names(4)) EXPECT_GT(after.at(camera), before.at(camera) + 50);
