@@ -246,7 +246,9 @@ std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self
   return std::unique_lock<std::mutex>(priv_of(self)->lock);
 }
 
-std::mutex *gst_cuda_nms_detector_mutex(GstCudaNmsDetector *self) { return &priv_of(self)->lock; }
+std::mutex *gst_cuda_nms_detector_mutex(GObject *detector) {
+  return &priv_of(GST_CUDA_NMS_DETECTOR(detector))->lock;
+}
 
 std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(
     GstCudaNmsDetector *self) {

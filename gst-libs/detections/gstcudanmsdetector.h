@@ -149,18 +149,9 @@ void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klas
 /* The lock that guards the settings: a subclass guards its own properties' values and counters
  * with it too. */
 std::unique_lock<std::mutex> gst_cuda_nms_detector_lock(GstCudaNmsDetector *self);
-/* The same lock, for a subclass's PropertyTable (Locked). */
-std::mutex *gst_cuda_nms_detector_mutex(GstCudaNmsDetector *self);
-
-/* The StateOf of a subclass's own properties, a member of its `priv` guarded by the base's lock:
- *   PropertyTable<Settings>(
- *       klass, gst_cuda_nms_detector_locked<GstCvDetect, &GstCvDetectPrivate::settings>) */
-template <typename Instance, auto member>
-auto gst_cuda_nms_detector_locked(GObject *object) {
-  auto *priv = reinterpret_cast<Instance *>(object)->priv;
-  return Locked<std::remove_reference_t<decltype(priv->*member)>>{
-      &(priv->*member), gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
-}
+/* The same lock, for a subclass's PropertyTable: its own properties, a member of its `priv`,
+ *   locked_member<GstCvDetect, &GstCvDetectPrivate::settings, gst_cuda_nms_detector_mutex> */
+std::mutex *gst_cuda_nms_detector_mutex(GObject *detector);
 /* The settings as the properties say them now (shared until a property changes). */
 std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(
     GstCudaNmsDetector *self);

@@ -103,21 +103,29 @@ struct Locked {
   std::mutex *lock;
 };
 
+/* The lock an instance keeps in its `priv`. */
+template <typename Instance>
+std::mutex *own_lock(GObject *object) {
+  return &reinterpret_cast<Instance *>(object)->priv->lock;
+}
+
 /* The StateOf of an element whose instance holds `priv`, a struct with its `lock`:
  * PropertyTable<GstBoxCountPrivate>(klass, locked_private<GstBoxCount>). */
 template <typename Instance>
 auto locked_private(GObject *object) {
   auto *priv = reinterpret_cast<Instance *>(object)->priv;
-  return Locked<std::remove_pointer_t<decltype(priv)>>{priv, &priv->lock};
+  return Locked<std::remove_pointer_t<decltype(priv)>>{priv, own_lock<Instance>(object)};
 }
 
-/* The StateOf of an element whose `priv` keeps the state in a member beside its `lock`:
- *   PropertyTable<BoxCountSettings>(klass,
- *                                   locked_member<GstBoxCount, &GstBoxCountPrivate::settings>) */
-template <typename Instance, auto member>
+/* The StateOf of an element whose `priv` keeps the state in a member, guarded by the lock that
+ * `lock_of` finds: its own `priv->lock`, or another's (a detector's, its base's):
+ *   locked_member<GstBoxCount, &GstBoxCountPrivate::settings>
+ *   locked_member<GstCvDetect, &GstCvDetectPrivate::settings, gst_cuda_nms_detector_mutex> */
+template <typename Instance, auto member, std::mutex *(*lock_of)(GObject *) = own_lock<Instance>>
 auto locked_member(GObject *object) {
   auto *priv = reinterpret_cast<Instance *>(object)->priv;
-  return Locked<std::remove_reference_t<decltype(priv->*member)>>{&(priv->*member), &priv->lock};
+  return Locked<std::remove_reference_t<decltype(priv->*member)>>{&(priv->*member),
+                                                                  lock_of(object)};
 }
 
 template <typename State>

@@ -289,7 +289,7 @@ static void gst_cuda_cascade_class_init(GstCudaCascadeClass *klass) {
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
   PropertyTable<CascadeSettings>(
       G_OBJECT_CLASS(klass),
-      gst_cuda_nms_detector_locked<GstCudaCascade, &GstCudaCascadePrivate::settings>)
+      locked_member<GstCudaCascade, &GstCudaCascadePrivate::settings, gst_cuda_nms_detector_mutex>)
       .field(g_param_spec_double(
                  "scale-factor", "Scale factor",
                  "Ratio between the window sizes of consecutive scales", 1.01, 4.0,

@@ -350,8 +350,8 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
   gst_dnn_detect_install_properties(
       G_OBJECT_CLASS(klass),
-      gst_cuda_nms_detector_locked<GstDnnDetect, &GstDnnDetectPrivate::settings>,
-      gst_cuda_nms_detector_locked<GstDnnDetect, &GstDnnDetectPrivate::counters>);
+      locked_member<GstDnnDetect, &GstDnnDetectPrivate::settings, gst_cuda_nms_detector_mutex>,
+      locked_member<GstDnnDetect, &GstDnnDetectPrivate::counters, gst_cuda_nms_detector_mutex>);
 
   gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
   describe_element(

@@ -304,8 +304,9 @@ static void gst_cv_detect_class_init(GstCvDetectClass *klass) {
       "Smallest window, WxH in frame pixels; smaller than the model's window (64x128 for "
       "hog-people) upscales the frame. 0x0: the model's window";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
-  PropertyTable<Settings>(G_OBJECT_CLASS(klass),
-                          gst_cuda_nms_detector_locked<GstCvDetect, &GstCvDetectPrivate::settings>)
+  PropertyTable<Settings>(
+      G_OBJECT_CLASS(klass),
+      locked_member<GstCvDetect, &GstCvDetectPrivate::settings, gst_cuda_nms_detector_mutex>)
       .field(g_param_spec_double("scale-factor", "Scale factor",
                                  "Ratio between the window sizes of consecutive pyramid levels",
                                  1.001, 4.0, DEFAULT_SCALE_FACTOR, rw),

@@ -97,12 +97,11 @@ static void test_detector_class_init(TestDetectorClass *klass) {
   shared.device_candidates_blurb = "device candidates";
   gst_cuda_nms_detector_class_install_properties(detector_class, shared);
   // Its own property, declared as any element declares one; the shared ones are the base's.
-  PropertyTable<TestDetector>(gobject_class,
-                              [](GObject *object) {
-                                return Locked<TestDetector>{
-                                    TEST_DETECTOR(object),
-                                    gst_cuda_nms_detector_mutex(GST_CUDA_NMS_DETECTOR(object))};
-                              })
+  PropertyTable<TestDetector>(
+      gobject_class,
+      [](GObject *object) {
+        return Locked<TestDetector>{TEST_DETECTOR(object), gst_cuda_nms_detector_mutex(object)};
+      })
       .field(
           g_param_spec_uint("boxes-per-frame", "Boxes per frame", "Candidates a frame", 0, 8, 1,
                             static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
