@@ -82,8 +82,7 @@ GpuFigures gpu_figures(const App &app, unsigned gpu) {
 }
 
 // Frames/s over the run's second half by time: past its start (streams starting one after
-// another, a network's first forwards and its CUDA graph's capture), which weighs in a short run's
-// total and not in the rate cameras get hour after hour.
+// another), which weighs in a short run's total and not in the rate cameras get hour after hour.
 double second_half_fps(const App &app, gint64 first, gint64 last) {
   if (last <= first) return 0;
   const gint64 middle = first + (last - first) / 2;

@@ -9,7 +9,8 @@ using cudanms::Status;
 namespace {
 
 std::mutex registry_lock;
-/* The running groups of batch-size > 1, by their options; a group goes when its last member does. */
+/* The running groups of batch-size > 1, by their options; a group goes when its last member does.
+ */
 std::map<std::string, std::weak_ptr<DnnBatchGroup>> &registry() {
   static auto *groups = new std::map<std::string, std::weak_ptr<DnnBatchGroup>>();
   return *groups;
@@ -22,8 +23,7 @@ std::string key_of(const DnnBatchGroup::Options &options) {
 
 }  // namespace
 
-std::unique_ptr<DnnBatchGroup::Member> DnnBatchGroup::join(const Options &options,
-                                                           std::string *why,
+std::unique_ptr<DnnBatchGroup::Member> DnnBatchGroup::join(const Options &options, std::string *why,
                                                            std::string *detail) {
   std::shared_ptr<DnnBatchGroup> group;
   std::lock_guard<std::mutex> guard(registry_lock);
@@ -37,6 +37,12 @@ std::unique_ptr<DnnBatchGroup::Member> DnnBatchGroup::join(const Options &option
   if (!group) {
     std::unique_ptr<DnnDetector> detector = DnnDetector::open(options.config, why, detail);
     if (!detector) return nullptr;
+    const Status warmed = detector->warm_up(options.batch_size);
+    if (!warmed.ok()) {
+      *why = "cannot run a batch of " + std::to_string(options.batch_size) + " frames";
+      *detail = warmed.message();
+      return nullptr;
+    }
     group.reset(new DnnBatchGroup(options, std::move(detector)));
     if (options.batch_size > 1) registry()[key] = group;
   }

@@ -7,9 +7,9 @@
  * runner thread runs the batch and every frame's candidates go back to its own element. One
  * batch runs at a time; the next one fills meanwhile. The network always runs on that one
  * thread: LibTorch makes cuDNN and cuBLAS handles per thread, ~50 ms each time a new thread runs
- * it, which a different streaming thread leading each batch paid again and again. A member without a frame in a batch that timed out (a
- * camera gone quiet) is not waited for again until its next frame: it costs the others one
- * timeout, not one per batch. No GStreamer.
+ * it, which a different streaming thread leading each batch paid again and again. A member without
+ * a frame in a batch that timed out (a camera gone quiet) is not waited for again until its next
+ * frame: it costs the others one timeout, not one per batch. No GStreamer.
  *
  *   auto member = DnnBatchGroup::join(options, &why);   // in start(); leaves when destroyed
  *   member->detect(&job);                               // in transform_ip(), per frame
@@ -33,8 +33,8 @@ class DnnBatchGroup {
   struct Options {
     std::string name; /* instances batch together only within one name */
     DnnDetectorConfig config;
-    int batch_size = 1;        /* 1: the element's own detector, no waiting */
-    int64_t timeout_us = 0;    /* the longest a frame waits for others */
+    int batch_size = 1;     /* 1: the element's own detector, no waiting */
+    int64_t timeout_us = 0; /* the longest a frame waits for others */
   };
 
   class Member {
@@ -72,7 +72,7 @@ class DnnBatchGroup {
   cudanms::Status detect(const Member *member, DnnJob *job);
   void run(const std::vector<Waiting *> &batch); /* then each frame's status, done */
   void run_batches();                            /* the runner thread */
-  size_t full() const; /* under lock_ */
+  size_t full() const;                           /* under lock_ */
   void enter(const Member *member);
   void leave(const Member *member);
 
@@ -80,7 +80,7 @@ class DnnBatchGroup {
   const std::unique_ptr<DnnDetector> detector_;
   std::mutex lock_; /* guards what follows */
   std::condition_variable changed_;
-  std::vector<Waiting *> pending_; /* the batch filling up */
+  std::vector<Waiting *> pending_;       /* the batch filling up */
   std::map<const Member *, bool> quiet_; /* every member: absent from the last timed-out batch */
   int live_ = 0;                         /* members not quiet */
   std::deque<std::vector<Waiting *>> ready_; /* batches for the runner */

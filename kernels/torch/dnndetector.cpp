@@ -79,6 +79,14 @@ std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, 
   return detector;
 }
 
+Status DnnDetector::warm_up(int max_batch) {
+  if (!stage_) return Status::Ok();
+  std::string why;
+  if (!model_->warm_up(max_batch, config_.spec.height, config_.spec.width, stage_->stream(), &why))
+    return Status::Error(why);
+  return stage_->synchronize();
+}
+
 int DnnDetector::points_per_candidate() const {
   dnn::Outputs outputs;
   outputs.head = config_.head;

@@ -54,6 +54,9 @@ class DnnDetector {
    * in *detail. */
   static std::unique_ptr<DnnDetector> open(const DnnDetectorConfig &config, std::string *why,
                                            std::string *detail);
+  /* On CUDA with graphs, the network captured for every batch of 1 to `max_batch` frames
+   * (TorchModel::warm_up), so that the first frames run as fast as the later ones. */
+  cudanms::Status warm_up(int max_batch);
   ~DnnDetector();
 
   /* Pre-processing, one forward, decoding for up to cudanms::dnn::kMaxBatch frames. On CUDA it

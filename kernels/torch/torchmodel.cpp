@@ -81,6 +81,33 @@ class Model final : public TorchModel {
       return false;
     }
   }
+  bool warm_up(int max_batch, int height, int width, void *stream, std::string *error) override {
+#ifdef CUDANMS_TORCH_CUDA
+    try {
+      for (int64_t padded = 1; graphs_ && padded / 2 < max_batch; padded *= 2) {
+        at::Tensor blank;
+        {
+          c10::InferenceMode inference;
+          c10::cuda::CUDAStreamGuard on_stream(
+              c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), device_.index()));
+          blank = torch::zeros({padded, 3, height, width},
+                               torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+        }
+        const auto shape = std::make_tuple(padded, int64_t{height}, int64_t{width});
+        for (int i = 0; i <= kInterpretedBeforeCapture && graphs_ && !graphed_[shape].graph; i++)
+          if (!forward(blank.data_ptr<float>(), static_cast<int>(padded), height, width, stream,
+                       error))
+            return false;
+      }
+    } catch (const std::exception &e) {
+      *error = e.what();
+      return false;
+    }
+#else
+    (void)max_batch, (void)height, (void)width, (void)stream, (void)error;
+#endif
+    return true;
+  }
   size_t outputs() const override { return tensors_.size(); }
   const float *output(size_t i) const override { return tensors_[i].data_ptr<float>(); }
   const std::vector<int64_t> &shape(size_t i) const override { return shapes_[i]; }

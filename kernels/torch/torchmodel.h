@@ -29,6 +29,11 @@ class TorchModel {
    * interpreter from then on, and graph_problem() says why. */
   virtual bool forward(float *input, int batch, int height, int width, void *stream,
                        std::string *error) = 0;
+  /* With graphs, forwards of blank input until every padded size that batches of 1 to
+   * @max_batch frames take is captured (or the network proved it cannot be): done once when a
+   * detector opens, so that its first frames already replay graphs instead of paying for the
+   * profiling and the captures while frames wait. Nothing without graphs. */
+  virtual bool warm_up(int max_batch, int height, int width, void *stream, std::string *error) = 0;
   virtual size_t outputs() const = 0;
   virtual const float *output(size_t i) const = 0;
   virtual const std::vector<int64_t> &shape(size_t i) const = 0;

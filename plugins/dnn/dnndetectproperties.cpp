@@ -127,7 +127,8 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
           g_param_spec_boolean(
               "cuda-graphs", "CUDA graphs",
               "With the CUDA backend, replay the network as a CUDA graph (one per "
-              "power-of-two batch, a batch padded up to it, captured on its fourth forward) "
+              "power-of-two batch up to batch-size, a batch padded up to it, all captured "
+              "when the element starts) "
               "instead of launching its operators one by one; a network that cannot be "
               "captured runs uncaptured, warned",
               TRUE, rw_ready),
