@@ -9,8 +9,7 @@ using cudanms::Status;
 namespace {
 
 std::mutex registry_lock;
-/* The running groups of batch-size > 1, by their options; a group goes when its last member does.
- */
+/* The running groups of batch-size > 1, by options; a group goes when its last member does. */
 std::map<std::string, std::weak_ptr<DnnBatchGroup>> &registry() {
   static auto *groups = new std::map<std::string, std::weak_ptr<DnnBatchGroup>>();
   return *groups;

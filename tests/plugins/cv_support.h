@@ -36,8 +36,9 @@ inline void init_cv_elements_once() {
 }
 
 // A detector that loads its model at start: the state change fails with an error, whose
-// message this returns. `element` is its launch description, e.g. "cvdetect model=x.xml".
-inline std::string start_error(const std::string &element) {
+// message this returns (and its debug text in *debug). `element` is its launch description, e.g.
+// "cvdetect model=x.xml".
+inline std::string start_error(const std::string &element, std::string *debug = nullptr) {
   GstElement *pipeline = gst_parse_launch(
       ("videotestsrc num-buffers=1 ! videoconvert ! " + element + " ! fakesink").c_str(), nullptr);
   EXPECT_NE(pipeline, nullptr);
@@ -47,9 +48,12 @@ inline std::string start_error(const std::string &element) {
   GstBus *bus = gst_element_get_bus(pipeline);
   if (GstMessage *m = gst_bus_timed_pop_filtered(bus, 5 * GST_SECOND, GST_MESSAGE_ERROR)) {
     GError *error = nullptr;
-    gst_message_parse_error(m, &error, nullptr);
+    gchar *details = nullptr;
+    gst_message_parse_error(m, &error, &details);
     text = error->message;
+    if (debug && details) *debug = details;
     g_clear_error(&error);
+    g_free(details);
     gst_message_unref(m);
   }
   gst_object_unref(bus);

@@ -3,9 +3,10 @@
 layout [B, 4 + classes, anchors] (boxes as centre x, y, width, height in input pixels, then
 sigmoid class scores), made with the PyTorch of the machine that runs the tests. With "sync",
 its forward also reads a count back to the host (torch.nonzero), as some users' networks do,
-which no CUDA graph can capture; its outputs are the same.
+which no CUDA graph can capture; its outputs are the same. With "one-frame", it refuses a batch
+of more than one frame, as a network exported for a fixed batch of 1 does.
 
-    make-tiny-yolo.py OUT.pt INPUT_SIZE CLASSES [sync]
+    make-tiny-yolo.py OUT.pt INPUT_SIZE CLASSES [sync | one-frame]
 """
 import sys
 
@@ -34,13 +35,26 @@ class TinyYolo(torch.nn.Module):
         return torch.cat([centre, extent, scores], dim=1)
 
 
+class OneFrame(torch.nn.Module):
+    def __init__(self, network):
+        super().__init__()
+        self.network = network
+
+    def forward(self, x):
+        if x.size(0) != 1:
+            raise RuntimeError("this network takes one frame at a time")
+        return self.network(x)
+
+
 def main():
     out, size, classes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    sync = len(sys.argv) > 4 and sys.argv[4] == "sync"
+    variant = sys.argv[4] if len(sys.argv) > 4 else ""
     torch.manual_seed(7)
-    model = TinyYolo(size, classes, sync).eval()
+    model = TinyYolo(size, classes, variant == "sync").eval()
     with torch.no_grad():
         traced = torch.jit.trace(model, torch.zeros(1, 3, size, size))
+    if variant == "one-frame":
+        traced = torch.jit.script(OneFrame(traced))
     traced.save(out)
     return 0
 

@@ -58,15 +58,15 @@ std::vector<Box> kept_boxes(GstBuffer *buffer) {
   return out;
 }
 
-// A tiny YOLO TorchScript (tests/plugins/dnn/make-tiny-yolo.py) of this input size and classes,
-// with `sync` one that reads a count back to the host in its forward; empty when Debian's
-// python3-torch cannot make it.
-std::string tiny_yolo(int input_size, int classes, bool sync = false) {
+// A tiny YOLO TorchScript (tests/plugins/dnn/make-tiny-yolo.py) of this input size and classes;
+// `variant` "sync": one that reads a count back to the host in its forward, "one-frame": one that
+// refuses batches of more than a frame. Empty when Debian's python3-torch cannot make it.
+std::string tiny_yolo(int input_size, int classes, const std::string &variant = "") {
   const std::string model =
       std::string(g_get_tmp_dir()) + "/cudanms-tiny-yolo-" + std::to_string(getpid()) + ".pt";
   const std::string args =
       std::string(CUDANMS_SOURCE_DIR) + "/tests/plugins/dnn/make-tiny-yolo.py " + model + " " +
-      std::to_string(input_size) + " " + std::to_string(classes) + (sync ? " sync" : "");
+      std::to_string(input_size) + " " + std::to_string(classes) + " " + variant;
   // Debian's PyTorch here; the PyTorch on PATH on the GPU host, whose LibTorch loads it.
   const std::string make = "/usr/bin/python3 " + args + " 2>/dev/null || python3 " + args;
   return std::system(make.c_str()) == 0 ? model : "";
@@ -706,7 +706,7 @@ TEST_F(CudaDnnDetect, CudaGraphsGiveTheCandidatesOfTheOperatorByOperatorNetwork)
 // A network that reads a value back to the host in its forward cannot be captured: the element
 // warns once and launches it operator by operator, with the same candidates.
 TEST_F(CudaDnnDetect, ANetworkThatCannotBeCapturedRunsLaunchedAndWarnsOnce) {
-  const std::string model = tiny_yolo(96, 5, /*sync=*/true);
+  const std::string model = tiny_yolo(96, 5, "sync");
   if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
   const auto cameras = random_streams(1, 6, 13);
   const std::string yolo =
@@ -744,6 +744,28 @@ TEST_F(CudaDnnDetect, ANetworkThatCannotBeCapturedRunsLaunchedAndWarnsOnce) {
   expect_same_candidates(tried, launched);
   unref_all(&tried);
   unref_all(&launched);
+  g_unlink(model.c_str());
+}
+
+// Every batch size up to batch-size runs when the element starts (its CUDA graph captured): a
+// network that cannot run a batch that large is refused then, naming the batch and the network's
+// own reason (the error's debug text, under backend=cuda's "cannot be used"), not on the frame
+// that first makes such a batch. batch-size=1 runs it.
+TEST_F(CudaDnnDetect, ABatchTheNetworkCannotRunIsAnErrorAtStart) {
+  const std::string model = tiny_yolo(96, 5, "one-frame");
+  if (model.empty()) GTEST_SKIP() << "no tiny YOLO: make-tiny-yolo.py needs Debian's python3-torch";
+  const std::string yolo =
+      "dnndetect backend=cuda decoder=yolo input-width=96 input-height=96 model=" + model;
+  std::string why;
+  const std::string error = start_error(yolo + " batch-size=2", &why);
+  std::printf("batch-size=2: %s (%.200s)\n", error.c_str(), why.c_str());
+  EXPECT_NE(error.find("cannot be used"), std::string::npos) << error;
+  EXPECT_NE(why.find("cannot run a batch of 2 frames"), std::string::npos) << why;
+  EXPECT_NE(why.find("takes one frame at a time"), std::string::npos) << why;
+  const auto cameras = random_streams(1, 3, 5);
+  auto ran = run_cameras(yolo + " batch-size=1", cameras);
+  for (GstBuffer *buffer : ran[0]) EXPECT_NE(buffer, nullptr);
+  unref_all(&ran);
   g_unlink(model.c_str());
 }
 
