@@ -145,14 +145,15 @@ TEST_F(Service, ACameraFailsAloneAndComesBackByItself) {
   })) << service.log();
   printf("a's frames again %.1f s after SIGCONT\n", now_s() - since);
   ASSERT_TRUE(eventually(5, [&] { return service.state_of("a") == "streaming"; }));
-  // One connection streams: no more than before (two would send twice the frames), and no
-  // less than a streaming camera's rate. Not "as much as before": under ASan on CI's 2 cores the
-  // resumed camera ran slower for seconds, its server just woken (8.57 and 8.60 frames/s in two
-  // runs, 10.16 and 10.49 before); the plain build keeps about 10.
+  // One connection streams: well under twice its rate before (two would send twice the frames;
+  // before itself may read as low as 8 under ASan), and no less than a streaming camera's rate.
+  // Not "as much as before": under ASan on CI's 2 cores the resumed camera ran slower for
+  // seconds, its server just woken (8.57 and 8.60 frames/s in two runs, 10.16 and 10.49 before);
+  // the plain build keeps about 10.
   g_usleep(G_USEC_PER_SEC);
   const std::map<std::string, double> after = rates_over(service, {"a"}, 5);
   printf("a: %.2f frames/s before, %.2f after SIGCONT\n", before["a"], after.at("a"));
-  EXPECT_LE(after.at("a"), before["a"] + 1.5) << "a streams on two connections after SIGCONT";
+  EXPECT_LT(after.at("a"), 1.5 * before["a"]) << "a streams on two connections after SIGCONT";
   EXPECT_GE(after.at("a"), kStreamingRate) << "a's frame rate after SIGCONT";
   const std::string later = service.log().substr(log_length);
   EXPECT_EQ(later.find("camera a: streaming -> reconnecting"), std::string::npos) << later;
