@@ -260,10 +260,6 @@ static GstCudaNmsDetection gst_blaze_face_detect_on_host(GstCudaNmsDetector *det
 /* The element: its instance and its class                                                     */
 /* ------------------------------------------------------------------------------------------ */
 
-/* ------------------------------------------------------------------------------------------ */
-/* The model                                                                                   */
-/* ------------------------------------------------------------------------------------------ */
-
 static void gst_blaze_face_class_init(GstBlazeFaceClass *klass) {
   GstCudaNmsDetectorClass *detector_class = GST_CUDA_NMS_DETECTOR_CLASS(klass);
 
