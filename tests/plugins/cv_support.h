@@ -3,9 +3,11 @@
 #pragma once
 
 #include <glib.h>
+#include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 #include "cudanms/bounded_file.h"
@@ -33,6 +35,25 @@ inline void init_cv_elements_once() {
            GST_ELEMENT_REGISTER(boxtrack, nullptr) && GST_ELEMENT_REGISTER(boxcount, nullptr);
   }();
   ASSERT_TRUE(done);
+}
+
+// A frame through `element` (a launch description), held elsewhere too (not writable): whether
+// the very buffer leaves. `then` sees the harness before it goes (the element's counters).
+inline bool passes_the_frame_itself(const std::string &element,
+                                    const std::function<void(GstHarness *)> &then = nullptr) {
+  GstHarness *h = gst_harness_new_parse(element.c_str());
+  gst_harness_set_src_caps_str(h, "video/x-raw,format=GRAY8,width=64,height=48,framerate=30/1");
+  GstBuffer *in = gst_buffer_new_allocate(nullptr, 64 * 48, nullptr);
+  gst_buffer_ref(in);
+  EXPECT_EQ(gst_harness_push(h, in), GST_FLOW_OK) << element;
+  GstBuffer *out = gst_harness_pull(h);
+  EXPECT_NE(out, nullptr) << element;
+  const bool same = out == in;
+  if (out) gst_buffer_unref(out);
+  gst_buffer_unref(in);
+  if (then) then(h);
+  gst_harness_teardown(h);
+  return same;
 }
 
 // A detector that loads its model at start: the state change fails with an error, whose
