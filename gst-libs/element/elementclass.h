@@ -75,24 +75,13 @@ void own_private(gpointer klass) {
 #define ELEMENT_VFUNCS_PICK_(_1, _2, _3, _4, _5, _6, _7, _8, picked, ...) picked
 #define ELEMENT_VFUNC_(k, t, v) (k)->v = GST_DEBUG_FUNCPTR(t##_##v)
 #define ELEMENT_VFUNCS_1_(k, t, v) ELEMENT_VFUNC_(k, t, v)
-#define ELEMENT_VFUNCS_2_(k, t, v, ...) \
-  ELEMENT_VFUNC_(k, t, v);              \
-  ELEMENT_VFUNCS_1_(k, t, __VA_ARGS__)
-#define ELEMENT_VFUNCS_3_(k, t, v, ...) \
-  ELEMENT_VFUNC_(k, t, v);              \
-  ELEMENT_VFUNCS_2_(k, t, __VA_ARGS__)
-#define ELEMENT_VFUNCS_4_(k, t, v, ...) \
-  ELEMENT_VFUNC_(k, t, v);              \
-  ELEMENT_VFUNCS_3_(k, t, __VA_ARGS__)
-#define ELEMENT_VFUNCS_5_(k, t, v, ...) \
-  ELEMENT_VFUNC_(k, t, v);              \
-  ELEMENT_VFUNCS_4_(k, t, __VA_ARGS__)
-#define ELEMENT_VFUNCS_6_(k, t, v, ...) \
-  ELEMENT_VFUNC_(k, t, v);              \
-  ELEMENT_VFUNCS_5_(k, t, __VA_ARGS__)
-#define ELEMENT_VFUNCS_7_(k, t, v, ...) \
-  ELEMENT_VFUNC_(k, t, v);              \
-  ELEMENT_VFUNCS_6_(k, t, __VA_ARGS__)
-#define ELEMENT_VFUNCS_8_(k, t, v, ...) \
-  ELEMENT_VFUNC_(k, t, v);              \
-  ELEMENT_VFUNCS_7_(k, t, __VA_ARGS__)
+// One rung a line: the preprocessor has no loop.
+// clang-format off
+#define ELEMENT_VFUNCS_2_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_1_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_3_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_2_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_4_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_3_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_5_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_4_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_6_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_5_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_7_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_6_(k, t, __VA_ARGS__)
+#define ELEMENT_VFUNCS_8_(k, t, v, ...) ELEMENT_VFUNC_(k, t, v); ELEMENT_VFUNCS_7_(k, t, __VA_ARGS__)
+// clang-format on
