@@ -106,7 +106,24 @@ CUDANMS_HD Rgb input_pixel(const dnn::Image &im, const dnn::InputSpec &spec,
           top.b + ty.t * (bottom.b - top.b)};
 }
 
+// Input pixel `at` of one frame's [3, H, W] slice (planes `plane` floats apart): normalised, in
+// the spec's channel order.
+CUDANMS_HD void write_input(float *chw, int64_t plane, int64_t at, Rgb p,
+                            const dnn::InputSpec &spec) {
+  const float r = (p.r - spec.mean[0]) * spec.scale[0];
+  const float g = (p.g - spec.mean[1]) * spec.scale[1];
+  const float b = (p.b - spec.mean[2]) * spec.scale[2];
+  chw[at] = spec.bgr ? b : r;
+  chw[plane + at] = g;
+  chw[2 * plane + at] = spec.bgr ? r : b;
+}
+
 // ---- Heads ---------------------------------------------------------------------------------
+
+CUDANMS_HD bool class_kept(const dnn::ClassFilter &filter, int class_id) {
+  return filter.all || (class_id >= 0 && class_id < dnn::kMaxFilteredClasses &&
+                        ((filter.bits[class_id / 32] >> (class_id % 32)) & 1u));
+}
 
 // Input pixels to frame pixels, in double as the frame may be far larger than the input.
 CUDANMS_HD float to_frame_x(const dnn::Letterbox &box, float input_x) {
@@ -157,17 +174,19 @@ CUDANMS_HD bool decode_blazeface(const float *regressors, const float *logits, i
 }
 
 // Anchor i of a YOLO output [4 + classes, anchors] (one frame's): its best class, the first of
-// equal scores; false when that scores below the threshold or no class has a number.
+// equal scores; false when that scores below the threshold, no class has a number or the filter
+// drops the best class (Ultralytics' `classes`).
 CUDANMS_HD bool decode_yolo(const float *out, int anchors, int classes, int i,
-                            const dnn::Letterbox &box, float threshold, float *out_box,
-                            float *score, int32_t *class_id) {
+                            const dnn::Letterbox &box, float threshold,
+                            const dnn::ClassFilter &filter, float *out_box, float *score,
+                            int32_t *class_id) {
   float best = -INFINITY;
   int best_class = -1;
   for (int c = 0; c < classes; c++) {
     const float s = out[static_cast<int64_t>(4 + c) * anchors + i];
     if (s > best) best = s, best_class = c;
   }
-  if (best_class < 0 || !(best >= threshold)) return false;
+  if (best_class < 0 || !(best >= threshold) || !class_kept(filter, best_class)) return false;
   const float cx = out[i], cy = out[anchors + i];
   const float w = out[2 * static_cast<int64_t>(anchors) + i];
   const float h = out[3 * static_cast<int64_t>(anchors) + i];
@@ -178,6 +197,72 @@ CUDANMS_HD bool decode_yolo(const float *out, int anchors, int classes, int i,
   *score = best;
   *class_id = best_class;
   return true;
+}
+
+// NanoDet's anchors: the cells of three strides, the finest first, each grid row by row.
+constexpr int kNanoDetLevels = 3;
+CUDANMS_HD int nanodet_stride(int level) { return 8 << level; }
+// A level's grid over the input: its cells per row and per column (NanoDet's convolutions
+// give ceil(size / stride)).
+CUDANMS_HD int nanodet_cells(int size, int level) {
+  return (size + nanodet_stride(level) - 1) / nanodet_stride(level);
+}
+CUDANMS_HD int nanodet_anchors(int width, int height) {
+  int n = 0;
+  for (int l = 0; l < kNanoDetLevels; l++) n += nanodet_cells(width, l) * nanodet_cells(height, l);
+  return n;
+}
+
+// One side's distance in strides: the mean bin index under the softmax of its logits (NanoDet's
+// Integral layer), the largest logit subtracted first as softmax does.
+CUDANMS_HD float gfl_distance(const float *logits, int bins) {
+  float top = logits[0];
+  for (int k = 1; k < bins; k++) top = logits[k] > top ? logits[k] : top;
+  float sum = 0.0f, weighted = 0.0f;
+  for (int k = 0; k < bins; k++) {
+    const float e = expf(logits[k] - top);
+    sum += e;
+    weighted += e * float(k);
+  }
+  return weighted / sum;
+}
+
+// Anchor i's box (x1, y1, x2, y2) in frame pixels, from its 4 x bins logits: the cell's centre
+// ((col + 0.5) stride, (row + 0.5) stride) less the left and top distances, plus the right and
+// bottom ones, clipped to the frame (NanoDet clips to the input, then its final boxes to the
+// image: the frame is what a box can show).
+CUDANMS_HD void decode_nanodet_box(const float *distributions, int bins, int i, int input_width,
+                                   int input_height, const dnn::Letterbox &box, float *out_box) {
+  int level = 0, cell = i;
+  while (level < kNanoDetLevels - 1 &&
+         cell >= nanodet_cells(input_width, level) * nanodet_cells(input_height, level)) {
+    cell -= nanodet_cells(input_width, level) * nanodet_cells(input_height, level);
+    level++;
+  }
+  const int columns = nanodet_cells(input_width, level);
+  const float stride = float(nanodet_stride(level));
+  const float cx = (float(cell % columns) + 0.5f) * stride;
+  const float cy = (float(cell / columns) + 0.5f) * stride;
+  const float *side = distributions + static_cast<int64_t>(i) * 4 * bins;
+  const float input[4] = {cx - gfl_distance(side, bins) * stride,
+                          cy - gfl_distance(side + bins, bins) * stride,
+                          cx + gfl_distance(side + 2 * bins, bins) * stride,
+                          cy + gfl_distance(side + 3 * bins, bins) * stride};
+  const float w = float(box.frame_width), h = float(box.frame_height);
+  const auto clip = [](float v, float high) { return v < 0.0f ? 0.0f : v > high ? high : v; };
+  out_box[0] = clip(to_frame_x(box, input[0]), w);
+  out_box[1] = clip(to_frame_y(box, input[1]), h);
+  out_box[2] = clip(to_frame_x(box, input[2]), w);
+  out_box[3] = clip(to_frame_y(box, input[3]), h);
+}
+
+// How many of anchor i's classes score at least the threshold and pass the filter (NaN never).
+CUDANMS_HD int nanodet_classes_kept(const float *scores, int classes, int i, float threshold,
+                                    const dnn::ClassFilter &filter) {
+  const float *s = scores + static_cast<int64_t>(i) * classes;
+  int n = 0;
+  for (int c = 0; c < classes; c++) n += (s[c] >= threshold && class_kept(filter, c)) ? 1 : 0;
+  return n;
 }
 
 }  // namespace cudanms::detail

@@ -9,7 +9,6 @@
 namespace cudanms::dnn {
 namespace {
 
-using detail::kBlazeFaceAnchors;
 using detail::kBlazeFacePoints;
 using detail::kBlazeFaceRegressors;
 
@@ -26,11 +25,9 @@ __global__ void preprocess_kernel(const Frames frames, const InputSpec spec, flo
   const int64_t at = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (at >= plane) return;
   const int x = static_cast<int>(at % spec.width), y = static_cast<int>(at / spec.width);
-  const detail::Rgb p = detail::input_pixel(frames.images[frame], spec, frames.boxes[frame], x, y);
-  float *out = d_nchw + frame * 3 * plane + at;
-  out[0] = (p.r - spec.mean[0]) * spec.scale[0];
-  out[plane] = (p.g - spec.mean[1]) * spec.scale[1];
-  out[2 * plane] = (p.b - spec.mean[2]) * spec.scale[2];
+  detail::write_input(d_nchw + frame * 3 * plane, plane, at,
+                      detail::input_pixel(frames.images[frame], spec, frames.boxes[frame], x, y),
+                      spec);
 }
 
 struct Targets {
@@ -42,48 +39,75 @@ struct Targets {
   float *points[kMaxBatch];  // or nullptr
   float threshold[kMaxBatch];
   int32_t class_id[kMaxBatch];
+  ClassFilter classes[kMaxBatch];
 };
 
 constexpr int kDecodeThreads = 256;
 
-// One block per frame: the anchors in chunks of the block, each chunk's kept ones written in
-// anchor order after the previous chunks' (a block-wide exclusive scan of the kept flags).
+// Anchor i's candidates: BlazeFace's and YOLO's one at most, into b, score, cls and points;
+// NanoDet's one per kept class, of which only the count and the box here (the scores and
+// classes are read again as they are written).
+__device__ int decode_anchor(const Outputs &outputs, const Targets &targets, int frame, int i,
+                             float *b, float *score, int32_t *cls, float *points) {
+  const Letterbox &box = targets.boxes[frame];
+  const float threshold = targets.threshold[frame];
+  const int64_t first = static_cast<int64_t>(frame) * outputs.anchors;
+  switch (outputs.head) {
+    case Head::kBlazeFace:
+      return detail::decode_blazeface(outputs.tensors[0] + first * kBlazeFaceRegressors,
+                                      outputs.tensors[1] + first, i, box, threshold, b, score,
+                                      points);
+    case Head::kYolo:
+      return detail::decode_yolo(outputs.tensors[0] + first * (4 + outputs.classes),
+                                 outputs.anchors, outputs.classes, i, box, threshold,
+                                 targets.classes[frame], b, score, cls);
+    default: {
+      const int n =
+          detail::nanodet_classes_kept(outputs.tensors[0] + first * outputs.classes,
+                                       outputs.classes, i, threshold, targets.classes[frame]);
+      if (n > 0)
+        detail::decode_nanodet_box(outputs.tensors[1] + first * 4 * outputs.bins, outputs.bins, i,
+                                   outputs.input_width, outputs.input_height, box, b);
+      return n;
+    }
+  }
+}
+
+// One block per frame: the anchors in chunks of the block, each chunk's candidates written in
+// anchor order after the previous chunks' (a block-wide exclusive scan of their counts).
 __global__ void decode_kernel(const Outputs outputs, const Targets targets) {
   using Scan = cub::BlockScan<int, kDecodeThreads>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ int written;
   const int frame = blockIdx.x;
-  const Letterbox box = targets.boxes[frame];
-  const float threshold = targets.threshold[frame];
-  const int32_t class_id = targets.class_id[frame];
   const int points_per = outputs.head == Head::kBlazeFace ? kBlazeFacePoints : 0;
   if (threadIdx.x == 0) written = 0;
   __syncthreads();
   for (int base = 0; base < outputs.anchors; base += kDecodeThreads) {
     const int i = base + threadIdx.x;
     float b[4], score = 0, points[2 * kBlazeFacePoints];
-    int32_t cls = class_id;
-    bool kept = false;
-    if (i < outputs.anchors) {
-      if (outputs.head == Head::kBlazeFace) {
-        kept = detail::decode_blazeface(
-            outputs.tensors[0] +
-                static_cast<int64_t>(frame) * kBlazeFaceAnchors * kBlazeFaceRegressors,
-            outputs.tensors[1] + static_cast<int64_t>(frame) * kBlazeFaceAnchors, i, box, threshold,
-            b, &score, points);
-      } else {
-        kept = detail::decode_yolo(outputs.tensors[0] + static_cast<int64_t>(frame) *
-                                                            (4 + outputs.classes) * outputs.anchors,
-                                   outputs.anchors, outputs.classes, i, box, threshold, b, &score,
-                                   &cls);
-      }
-    }
+    int32_t cls = targets.class_id[frame];
+    const int kept = i < outputs.anchors
+                         ? decode_anchor(outputs, targets, frame, i, b, &score, &cls, points)
+                         : 0;
     int slot, chunk;
-    Scan(scan).ExclusiveSum(kept ? 1 : 0, slot, chunk);
-    if (kept) {
+    Scan(scan).ExclusiveSum(kept, slot, chunk);
+    float4 *boxes_out = reinterpret_cast<float4 *>(targets.boxes_out[frame]);
+    if (kept && outputs.head == Head::kNanoDet) {
+      const float *s = outputs.tensors[0] +
+                       (static_cast<int64_t>(frame) * outputs.anchors + i) * outputs.classes;
+      int at = written + slot;
+      for (int c = 0; c < outputs.classes; c++) {
+        if (!(s[c] >= targets.threshold[frame]) || !detail::class_kept(targets.classes[frame], c))
+          continue;
+        boxes_out[at] = make_float4(b[0], b[1], b[2], b[3]);
+        targets.scores[frame][at] = s[c];
+        targets.class_ids[frame][at] = c;
+        at++;
+      }
+    } else if (kept) {
       const int at = written + slot;
-      reinterpret_cast<float4 *>(targets.boxes_out[frame])[at] =
-          make_float4(b[0], b[1], b[2], b[3]);
+      boxes_out[at] = make_float4(b[0], b[1], b[2], b[3]);
       targets.scores[frame][at] = score;
       targets.class_ids[frame][at] = cls;
       if (targets.points[frame]) {
@@ -128,9 +152,10 @@ Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
   }
   Targets t{};
   for (int i = 0; i < outputs.batch; i++) {
-    if (!targets[i] || targets[i]->capacity() < static_cast<size_t>(outputs.anchors)) {
-      return Status::Error("a device candidates buffer must hold every anchor (" +
-                           std::to_string(outputs.anchors) + ")");
+    const size_t most = max_candidates(outputs, params[i]);
+    if (!targets[i] || targets[i]->capacity() < most) {
+      return Status::Error("a device candidates buffer must hold a frame's every candidate (" +
+                           std::to_string(most) + ")");
     }
     t.boxes[i] = letterboxes[i];
     t.boxes_out[i] = targets[i]->boxes();
@@ -140,6 +165,7 @@ Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
     t.points[i] = d_points ? d_points[i] : nullptr;
     t.threshold[i] = params[i].score_threshold;
     t.class_id[i] = params[i].class_id;
+    t.classes[i] = params[i].classes;
   }
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   decode_kernel<<<outputs.batch, kDecodeThreads, 0, s>>>(outputs, t);

@@ -28,6 +28,13 @@ dnn::Image rgb_image(const std::vector<uint8_t> &pixels, int width, int height) 
   return image;
 }
 
+dnn::DecodeParams params_of(float threshold, int32_t class_id) {
+  dnn::DecodeParams params;
+  params.score_threshold = threshold;
+  params.class_id = class_id;
+  return params;
+}
+
 dnn::InputSpec spec_of(int width, int height, bool letterbox = true) {
   dnn::InputSpec spec;
   spec.width = width;
@@ -46,7 +53,7 @@ TEST(DnnInput, DownscalingInterpolatesAtPixelCentres) {
   EXPECT_FLOAT_EQ(out[0], 37.5f);
   EXPECT_FLOAT_EQ(out[1], 82.5f);
   // 8 into 2: centres at 1.5 and 5.5, between the 2nd and 3rd and the 6th and 7th.
-  const std::vector<uint8_t> ramp = {0, 0, 0, 10, 0, 0, 20, 0, 0, 30, 0, 0,
+  const std::vector<uint8_t> ramp = {0,  0, 0, 10, 0, 0, 20, 0, 0, 30, 0, 0,
                                      40, 0, 0, 50, 0, 0, 60, 0, 0, 70, 0, 0};
   ASSERT_TRUE(dnn::preprocess(rgb_image(ramp, 8, 1), spec_of(2, 1, false), out.data()).ok());
   EXPECT_FLOAT_EQ(out[0], 15.0f);
@@ -157,7 +164,7 @@ TEST(DnnDecode, YoloBoxesClassesAndThreshold) {
   ASSERT_TRUE(dnn::Outputs::describe(dnn::Head::kYolo, {{1, 4 + classes, anchors}}, &outputs).ok());
   outputs.tensors[0] = out.data();
   dnn::Candidates c;
-  ASSERT_TRUE(dnn::decode(outputs, 0, box, {0.5f, 7}, &c).ok());
+  ASSERT_TRUE(dnn::decode(outputs, 0, box, params_of(0.5f, 7), &c).ok());
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c.class_ids[0], 1);
   EXPECT_FLOAT_EQ(c.scores[0], 0.9f);
@@ -169,7 +176,7 @@ TEST(DnnDecode, YoloBoxesClassesAndThreshold) {
   EXPECT_FLOAT_EQ(c.boxes[6], 40.0f);
   EXPECT_FLOAT_EQ(c.boxes[7], 40.0f);
   EXPECT_TRUE(c.points.empty());
-  EXPECT_FALSE(dnn::decode(outputs, 1, box, {0.5f, 0}, &c).ok());
+  EXPECT_FALSE(dnn::decode(outputs, 1, box, params_of(0.5f, 0), &c).ok());
 }
 
 TEST(DnnDecode, YoloNaNScoresAreDropped) {
@@ -180,7 +187,8 @@ TEST(DnnDecode, YoloNaNScoresAreDropped) {
   outputs.tensors[0] = out.data();
   dnn::Candidates c;
   ASSERT_TRUE(
-      dnn::decode(outputs, 0, dnn::Letterbox::fit(8, 8, spec_of(8, 8)), {0.0f, 0}, &c).ok());
+      dnn::decode(outputs, 0, dnn::Letterbox::fit(8, 8, spec_of(8, 8)), params_of(0.0f, 0), &c)
+          .ok());
   EXPECT_EQ(c.size(), 0u);
 }
 
@@ -198,7 +206,7 @@ TEST(DnnDecode, BlazeFaceAnchorBoxAndKeypoints) {
   outputs.tensors[0] = regressors.data();
   outputs.tensors[1] = logits.data();
   dnn::Candidates c;
-  ASSERT_TRUE(dnn::decode(outputs, 0, box, {0.5f, 3}, &c).ok());
+  ASSERT_TRUE(dnn::decode(outputs, 0, box, params_of(0.5f, 3), &c).ok());
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NEAR(c.scores[0], 1.0f / (1.0f + std::exp(-2.0f)), 1e-6f);
   EXPECT_EQ(c.class_ids[0], 3);
@@ -326,7 +334,7 @@ TEST(DnnDecode, BlazeFaceAnchorOnALetterboxedFrame) {
   r[14] = 20, r[15] = 0;  // keypoint 5 (left ear tragion) at (104, 52)
   const dnn::Letterbox l = dnn::Letterbox::fit(720, 528, spec_of(128, 128));
   dnn::Candidates out;
-  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, {0.5f, 0}, &out).ok());
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, params_of(0.5f, 0), &out).ok());
   ASSERT_EQ(out.size(), 1u);
   // x: 88 -+ 20 = 68..108 input pixels, times 720/128 = 5.625: 382.5..607.5.
   // y: 50 -+ 22 = 28..72, less the 17 rows of padding: 11..55, times 528/94: 61.787..308.936.
@@ -354,15 +362,141 @@ TEST(DnnDecode, BlazeFaceThresholdClippingAndNaN) {
   const dnn::Letterbox l = dnn::Letterbox::fit(128, 128, spec_of(128, 128));
   dnn::Candidates out;
   // At least the threshold is kept (0.5 exactly at logit 0); a clipped logit of 1000 scores 1.
-  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, {0.5f, 0}, &out).ok());
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, params_of(0.5f, 0), &out).ok());
   ASSERT_EQ(out.scores, (std::vector<float>{0.5f, 1.0f, 1.0f / (1.0f + std::exp(-0.01f))}));
   EXPECT_EQ(out.boxes.size(), 12u);
   // Threshold 0 keeps all but NaN (-1000 clips to -100: a score of 3.7e-44); threshold 1 only
   // the clipped 1000.
-  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, {0.0f, 0}, &out).ok());
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, params_of(0.0f, 0), &out).ok());
   EXPECT_EQ(out.size(), 5u);
-  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, {1.0f, 0}, &out).ok());
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, params_of(1.0f, 0), &out).ok());
   EXPECT_EQ(out.size(), 1u);
+}
+
+// NanoDet's input is BGR: the same pixel's planes in the other order, each normalised by its
+// own colour's mean and scale.
+TEST(DnnInput, BgrSwapsThePlanes) {
+  const std::vector<uint8_t> px = {10, 20, 30};  // R, G, B
+  dnn::InputSpec spec = spec_of(1, 1);
+  const float mean[3] = {1, 2, 3}, scale[3] = {0.5f, 0.25f, 2.0f};
+  for (int c = 0; c < 3; c++) spec.mean[c] = mean[c], spec.scale[c] = scale[c];
+  std::vector<float> rgb(3), bgr(3);
+  ASSERT_TRUE(dnn::preprocess(rgb_image(px, 1, 1), spec, rgb.data()).ok());
+  spec.bgr = true;
+  ASSERT_TRUE(dnn::preprocess(rgb_image(px, 1, 1), spec, bgr.data()).ok());
+  EXPECT_EQ(rgb, (std::vector<float>{4.5f, 4.5f, 54.0f}));
+  EXPECT_EQ(bgr, (std::vector<float>{54.0f, 4.5f, 4.5f}));
+}
+
+// NanoDet-g at 416x416: scores [B, 3549, 80] and distributions [B, 3549, 44] (52x52 + 26x26 +
+// 13x13 cells, 11 bins a side).
+struct NanoDetOutputs {
+  static constexpr int kAnchors = 52 * 52 + 26 * 26 + 13 * 13, kClasses = 80, kBins = 11;
+  NanoDetOutputs() : scores(kAnchors * kClasses, 0.0f), distributions(kAnchors * 4 * kBins, 0.0f) {
+    EXPECT_TRUE(dnn::Outputs::describe(dnn::Head::kNanoDet,
+                                       {{1, kAnchors, kClasses}, {1, kAnchors, 4 * kBins}},
+                                       &outputs, 416, 416)
+                    .ok());
+    outputs.tensors[0] = scores.data();
+    outputs.tensors[1] = distributions.data();
+  }
+  // Side k of anchor a: bin `at` far above the others (its softmax 1 to float precision).
+  void one_bin(int a, int side, int at) {
+    for (int b = 0; b < kBins; b++) distributions[(a * 4 + side) * kBins + b] = b == at ? 100 : 0;
+  }
+  std::vector<float> scores, distributions;
+  dnn::Outputs outputs;
+};
+
+TEST(DnnOutputs, NanoDetShapesFollowTheInput) {
+  dnn::Outputs out;
+  ASSERT_TRUE(
+      dnn::Outputs::describe(dnn::Head::kNanoDet, {{4, 3549, 80}, {4, 3549, 44}}, &out, 416, 416)
+          .ok());
+  EXPECT_EQ(out.batch, 4);
+  EXPECT_EQ(out.anchors, 3549);
+  EXPECT_EQ(out.classes, 80);
+  EXPECT_EQ(out.bins, 11);
+  EXPECT_EQ(out.points_per_candidate(), 0);
+  // 320x320 has 40x40 + 20x20 + 10x10 cells; the 416 network's outputs do not fit it.
+  const cudanms::Status wrong =
+      dnn::Outputs::describe(dnn::Head::kNanoDet, {{1, 3549, 80}, {1, 3549, 44}}, &out, 320, 320);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.message().find("[B, 2100, classes]"), std::string::npos) << wrong.message();
+  EXPECT_FALSE(
+      dnn::Outputs::describe(dnn::Head::kNanoDet, {{1, 3549, 80}, {1, 3549, 44}}, &out).ok());
+  EXPECT_FALSE(
+      dnn::Outputs::describe(dnn::Head::kNanoDet, {{1, 3549, 44}, {1, 3549, 42}}, &out, 416, 416)
+          .ok());
+  EXPECT_FALSE(dnn::Outputs::describe(dnn::Head::kNanoDet, {{1, 8400, 84}}, &out, 416, 416).ok());
+  // Every class of an anchor may be a candidate: the buffers hold anchors x classes kept.
+  ASSERT_TRUE(
+      dnn::Outputs::describe(dnn::Head::kNanoDet, {{1, 3549, 80}, {1, 3549, 44}}, &out, 416, 416)
+          .ok());
+  dnn::DecodeParams params;
+  EXPECT_EQ(dnn::max_candidates(out, params), 3549u * 80);
+  params.classes.keep(0);
+  params.classes.keep(2);
+  EXPECT_EQ(dnn::max_candidates(out, params), 3549u * 2);
+}
+
+// One anchor of stride 16 worked by hand, on an 832x416 frame (scale 0.5, 104 rows of padding
+// above it): each side's distance the expected bin of its softmax, times the stride.
+TEST(DnnDecode, NanoDetAnchorBoxAndClasses) {
+  NanoDetOutputs o;
+  // Stride 16's cell at column 5, row 10: anchor 2704 + 10 * 26 + 5, centre (88, 168).
+  const int a = 2704 + 10 * 26 + 5;
+  o.one_bin(a, 0, 2);  // left 32
+  o.one_bin(a, 1, 3);  // top 48
+  o.one_bin(a, 2, 1);  // right 16
+  // bottom: all bins equal, the mean of 0..10 = 5: 80
+  o.scores[a * 80 + 0] = 0.9f, o.scores[a * 80 + 2] = 0.6f, o.scores[a * 80 + 5] = 0.2f;
+  const dnn::Letterbox l = dnn::Letterbox::fit(832, 416, spec_of(416, 416));
+  ASSERT_EQ(l.pad_y, 104);
+  dnn::Candidates c;
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, params_of(0.5f, 0), &c).ok());
+  // Input box (56, 120)-(104, 248); in the frame x2, y - 104 then x2.
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.boxes, (std::vector<float>{112, 32, 208, 288, 112, 32, 208, 288}));
+  EXPECT_EQ(c.scores, (std::vector<float>{0.9f, 0.6f}));
+  EXPECT_EQ(c.class_ids, (std::vector<int32_t>{0, 2}));
+  // The filter keeps the classes named; the threshold is at least, as every decoder's.
+  dnn::DecodeParams cars = params_of(0.2f, 0);
+  cars.classes.keep(2);
+  cars.classes.keep(5);
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, cars, &c).ok());
+  EXPECT_EQ(c.class_ids, (std::vector<int32_t>{2, 5}));
+  EXPECT_EQ(c.scores, (std::vector<float>{0.6f, 0.2f}));
+}
+
+TEST(DnnDecode, NanoDetSoftmaxClippingAndNaN) {
+  NanoDetOutputs o;
+  // Stride 8's first cell, centre (4, 4): left and top far beyond the frame's corner, clipped to
+  // it; right from two bins of weights 1 and 3 (bins 0 and 1, the rest -1000): 0.75 x 8 = 6.
+  const int a = 0;
+  o.one_bin(a, 0, 10);
+  o.one_bin(a, 1, 10);
+  for (int b = 0; b < 11; b++) o.distributions[(a * 4 + 2) * 11 + b] = b == 0 ? 0.0f : -1000.0f;
+  o.distributions[(a * 4 + 2) * 11 + 1] = std::log(3.0f);
+  o.one_bin(a, 3, 0);
+  o.scores[0] = 0.7f;
+  o.scores[1] = std::numeric_limits<float>::quiet_NaN();
+  // Stride 32's last cell (row 12, column 12), centre (400, 400), 64 to every side on a square
+  // frame: right and bottom clipped at 416.
+  const int last = 3548;
+  for (int side = 0; side < 4; side++) o.one_bin(last, side, 2);
+  o.scores[last * 80 + 79] = 0.5f;
+  const dnn::Letterbox l = dnn::Letterbox::fit(416, 416, spec_of(416, 416));
+  dnn::Candidates c;
+  ASSERT_TRUE(dnn::decode(o.outputs, 0, l, params_of(0.5f, 0), &c).ok());
+  ASSERT_EQ(c.size(), 2u) << "NaN is never a candidate";
+  EXPECT_EQ(c.class_ids, (std::vector<int32_t>{0, 79}));
+  EXPECT_FLOAT_EQ(c.boxes[0], 0.0f);
+  EXPECT_FLOAT_EQ(c.boxes[1], 0.0f);
+  EXPECT_NEAR(c.boxes[2], 4.0f + 6.0f, 1e-5f);
+  EXPECT_FLOAT_EQ(c.boxes[3], 4.0f);
+  EXPECT_EQ((std::vector<float>(c.boxes.begin() + 4, c.boxes.end())),
+            (std::vector<float>{336, 336, 416, 416}));
 }
 
 #ifdef CUDANMS_HAVE_CUDA
@@ -407,7 +541,7 @@ TEST_F(CudaDnn, InputEqualsTheCpus) {
     const dnn::PixelFormat format = formats[round % 6];
     const int width = 1 + rng() % 700, height = 1 + rng() % 500;
     dnn::InputSpec spec = spec_of(16 + rng() % 300, 16 + rng() % 300, rng() % 2);
-    spec.mean[1] = 10, spec.scale[2] = 0.25f, spec.pad_value = 114;
+    spec.mean[1] = 10, spec.scale[2] = 0.25f, spec.pad_value = 114, spec.bgr = rng() % 2;
     const bool yuv = format == dnn::PixelFormat::kI420 || format == dnn::PixelFormat::kNV12;
     const int bpp = format == dnn::PixelFormat::kRGB || format == dnn::PixelFormat::kBGR ? 3 : 4;
     const int cw = (width + 1) / 2, ch = (height + 1) / 2;
@@ -453,7 +587,7 @@ TEST_F(CudaDnn, InputEqualsTheCpus) {
   }
 }
 
-// Random outputs of both heads, a batch of frames of different sizes: the GPU's candidates are
+// Random outputs of every head, a batch of frames of different sizes: the GPU's candidates are
 // the CPU's, in the same order (BlazeFace's scores within expf's ulps).
 TEST_F(CudaDnn, DecodeEqualsTheCpus) {
   const unsigned seed = std::random_device()();
@@ -462,12 +596,19 @@ TEST_F(CudaDnn, DecodeEqualsTheCpus) {
   std::normal_distribution<float> normal(0.0f, 3.0f);
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   cudanms::Status status;
-  for (dnn::Head head : {dnn::Head::kYolo, dnn::Head::kBlazeFace}) {
-    const int batch = 5, classes = head == dnn::Head::kYolo ? 7 : 1;
-    const int anchors = head == dnn::Head::kYolo ? 2100 : 896;
+  for (dnn::Head head : {dnn::Head::kYolo, dnn::Head::kBlazeFace, dnn::Head::kNanoDet}) {
+    const int batch = 5;
+    const int classes = head == dnn::Head::kYolo ? 7 : head == dnn::Head::kNanoDet ? 80 : 1;
+    const int anchors = head == dnn::Head::kYolo ? 2100 : head == dnn::Head::kNanoDet ? 3549 : 896;
     std::vector<std::vector<int64_t>> shapes;
     std::vector<float> t0, t1;
-    if (head == dnn::Head::kYolo) {
+    if (head == dnn::Head::kNanoDet) {
+      shapes = {{batch, anchors, classes}, {batch, anchors, 44}};
+      t0.resize(static_cast<size_t>(batch) * anchors * classes);
+      t1.resize(static_cast<size_t>(batch) * anchors * 44);
+      for (float &v : t0) v = unit(rng) * unit(rng) * unit(rng);  // mostly low, as sigmoids
+      for (float &v : t1) v = normal(rng);
+    } else if (head == dnn::Head::kYolo) {
       shapes = {{batch, 4 + classes, anchors}};
       t0.resize(static_cast<size_t>(batch) * (4 + classes) * anchors);
       for (size_t i = 0; i < t0.size(); i++)
@@ -478,20 +619,20 @@ TEST_F(CudaDnn, DecodeEqualsTheCpus) {
       for (float &v : t0) v = normal(rng) * 5;
       for (float &v : t1) v = normal(rng);
     }
+    const int input = head == dnn::Head::kYolo ? 640 : head == dnn::Head::kNanoDet ? 416 : 128;
     dnn::Outputs host;
-    ASSERT_TRUE(dnn::Outputs::describe(head, shapes, &host).ok());
+    ASSERT_TRUE(dnn::Outputs::describe(head, shapes, &host, input, input).ok());
     host.tensors[0] = t0.data();
     host.tensors[1] = t1.empty() ? nullptr : t1.data();
     dnn::Outputs device = host;
     float *d0 = to_device(t0), *d1 = t1.empty() ? nullptr : to_device(t1);
     device.tensors[0] = d0, device.tensors[1] = d1;
-    dnn::InputSpec spec =
-        spec_of(head == dnn::Head::kYolo ? 640 : 128, head == dnn::Head::kYolo ? 640 : 128);
+    dnn::InputSpec spec = spec_of(input, input);
     std::vector<dnn::Letterbox> boxes;
     for (int i = 0; i < batch; i++)
       boxes.push_back(dnn::Letterbox::fit(100 + rng() % 2000, 100 + rng() % 2000, spec));
     cudanms::DeviceCandidatesPoolOptions options;
-    options.capacity = anchors;
+    options.capacity = dnn::max_candidates(host, dnn::DecodeParams());
     options.max_buffers = batch;
     auto pool = cudanms::DeviceCandidatesPool::create(options, &status);
     ASSERT_TRUE(pool) << status.message();
@@ -503,7 +644,9 @@ TEST_F(CudaDnn, DecodeEqualsTheCpus) {
     }
     // Each frame its own threshold and class, as frames of several elements batched together.
     std::vector<dnn::DecodeParams> params;
-    for (int i = 0; i < batch; i++) params.push_back({0.3f + 0.1f * i, 2 + i});
+    for (int i = 0; i < batch; i++) params.push_back(params_of(0.3f + 0.1f * i, 2 + i));
+    // Frame 3 keeps three classes only (YOLO: of its best class).
+    for (int c : {0, 2, 5}) params[3].classes.keep(c);
     std::vector<dnn::Candidates> gpu(batch);
     std::vector<dnn::Candidates *> to_host;
     for (dnn::Candidates &c : gpu) to_host.push_back(&c);

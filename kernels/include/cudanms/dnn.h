@@ -55,6 +55,9 @@ struct InputSpec {
   float mean[3] = {0, 0, 0};
   float scale[3] = {1, 1, 1};
   float pad_value = 0;
+  // The tensor's channels in B, G, R order (networks trained on OpenCV's BGR images, such as
+  // NanoDet); mean and scale stay per R, G, B.
+  bool bgr = false;
 };
 
 // Where a frame sits in the input tensor, and the way back to frame pixels.
@@ -97,6 +100,36 @@ enum class Head {
   // per anchor the box's centre x, y, width, height in input pixels, then each class's score.
   // A candidate per anchor: its best class (the first of equals) and that class's score.
   kYolo,
+  // NanoDet (RangiLyu/nanodet, a Generalized Focal Loss head) as tools/nanodet-to-torchscript.py
+  // writes it: tensor 0 the class scores [B, anchors, classes] (sigmoid applied), tensor 1 the
+  // box distributions [B, anchors, 4 x bins] (left, top, right, bottom, each `bins` logits);
+  // the anchors are the cells of strides 8, 16 and 32 over the input, each grid row by row. Each
+  // side's distance from the cell's centre is the softmax-weighted mean bin times the stride
+  // (gfl_head.py's Integral); the box is clipped to the frame. A candidate per anchor and class
+  // scoring at least the threshold (NanoDet's multiclass rule: one box may stand for two classes).
+  kNanoDet,
+};
+
+// "blazeface", "yolo", "nanodet": the dnndetect element's decoder names.
+const char *head_name(Head head);
+
+// The input each head's models were trained on: BlazeFace 128x128 in [-1, 1], black around
+// (MediaPipe); YOLO 640x640 in [0, 1], grey 114 around (Ultralytics); NanoDet 416x416 BGR
+// normalised by ImageNet's mean and std, black around (NanoDet's config). Letterboxed.
+InputSpec model_input(Head head);
+
+// At most this many classes can be filtered by DecodeParams::classes.
+inline constexpr int kMaxFilteredClasses = 256;
+
+// The classes whose candidates a decoder keeps: every class, or those named.
+struct ClassFilter {
+  bool all = true;
+  uint32_t bits[kMaxFilteredClasses / 32] = {};
+  // Keeps only the classes named so far and `class_id`; false if that is out of range.
+  bool keep(int class_id);
+  bool keeps(int class_id) const;
+  // How many of classes 0 .. classes - 1 it keeps.
+  int count(int classes) const;
 };
 
 // The outputs of one forward, as contiguous float arrays (host memory for decode, device memory
@@ -106,16 +139,25 @@ struct Outputs {
   const float *tensors[2] = {nullptr, nullptr};
   int batch = 0;
   int anchors = 0;
-  int classes = 0;  // kYolo; 1 for kBlazeFace
-  // From the tensors' shapes (tensor 0's, then tensor 1's): an error saying what was expected.
-  static Status describe(Head head, const std::vector<std::vector<int64_t>> &shapes, Outputs *out);
+  int classes = 0;                        // kYolo, kNanoDet; 1 for kBlazeFace
+  int bins = 0;                           // kNanoDet: logits per side
+  int input_width = 0, input_height = 0;  // kNanoDet: its grid of cells
+  // From the tensors' shapes (tensor 0's, then tensor 1's) and, for kNanoDet, the input's size:
+  // an error saying what was expected.
+  static Status describe(Head head, const std::vector<std::vector<int64_t>> &shapes, Outputs *out,
+                         int input_width = 0, int input_height = 0);
   int points_per_candidate() const;  // 6 for kBlazeFace, 0 otherwise
 };
 
 struct DecodeParams {
   float score_threshold = 0.5f;  // candidates scoring below it (or NaN) are dropped
-  int32_t class_id = 0;          // kBlazeFace's class; kYolo's are the class indices
+  int32_t class_id = 0;          // kBlazeFace's class; kYolo's, kNanoDet's are the class indices
+  ClassFilter classes;           // kYolo (of the best class), kNanoDet: the classes kept
 };
+
+// The most candidates one frame of `outputs` can give with `params`: the anchors, or for
+// kNanoDet the anchors times the classes kept.
+size_t max_candidates(const Outputs &outputs, const DecodeParams &params);
 
 // One frame's candidates in frame pixels, in anchor order.
 struct Candidates {
@@ -134,7 +176,7 @@ Status decode(const Outputs &outputs, int image, const Letterbox &letterbox,
               const DecodeParams &params, Candidates *out);
 
 // Every frame of the batch (device tensors) into its device candidates buffer, in anchor order
-// (a buffer's capacity must hold outputs.anchors), points into d_points[i] (capacity x
+// (a buffer's capacity must hold max_candidates()), points into d_points[i] (capacity x
 // points_per_candidate x 2 floats) where given, with frame i's params[i] (frames of one batch
 // may come from elements with different thresholds); each buffer's ready event is recorded on
 // stream after it is written. Asynchronous.
