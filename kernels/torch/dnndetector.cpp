@@ -29,7 +29,8 @@ std::string DnnDetectorConfig::key() const {
   std::ostringstream key;
   key << model_path << '\n'
       << static_cast<int>(head) << ' ' << device << ' ' << spec.width << 'x' << spec.height << ' '
-      << spec.letterbox << ' ' << spec.pad_value << ' ' << cuda_graphs;
+      << spec.letterbox << ' ' << spec.pad_value << ' ' << spec.bgr << ' ' << cuda_graphs << ' '
+      << half_precision;
   for (int c = 0; c < 3; c++) key << ' ' << spec.mean[c] << '/' << spec.scale[c];
   return key.str();
 }
@@ -51,7 +52,8 @@ std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, 
       return nullptr;
     }
   }
-  detector->model_ = TorchModel::load(config.model_path, config.device, detail, config.cuda_graphs);
+  detector->model_ = TorchModel::load(config.model_path, config.device, detail, config.cuda_graphs,
+                                      config.half_precision);
   if (!detector->model_) {
     *why = "is not a TorchScript network LibTorch can load";
     return nullptr;
@@ -70,8 +72,7 @@ std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, 
   DnnJob *jobs[] = {&job};
   const Status status = detector->run(jobs, 1);
   if (!status.ok()) {
-    *why = std::string("does not fit decoder ") +
-           (config.head == dnn::Head::kBlazeFace ? "blazeface" : "yolo") + " with a " +
+    *why = std::string("does not fit decoder ") + dnn::head_name(config.head) + " with a " +
            std::to_string(config.spec.width) + "x" + std::to_string(config.spec.height) + " input";
     *detail = status.message();
     return nullptr;
@@ -109,7 +110,7 @@ Status DnnDetector::forward(float *input, int count, dnn::Outputs *outputs) {
     return Status::Error(why);
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < model_->outputs(); i++) shapes.push_back(model_->shape(i));
-  Status status = dnn::Outputs::describe(config_.head, shapes, outputs);
+  Status status = dnn::Outputs::describe(config_.head, shapes, outputs, spec.width, spec.height);
   if (!status.ok()) return status;
   if (outputs->batch != count) {
     return Status::Error("the network gave " + std::to_string(outputs->batch) + " results for " +
@@ -118,7 +119,10 @@ Status DnnDetector::forward(float *input, int count, dnn::Outputs *outputs) {
                          "input's");
   }
   for (size_t i = 0; i < 2 && i < model_->outputs(); i++) outputs->tensors[i] = model_->output(i);
-  if (anchors_ == 0) anchors_ = outputs->anchors, classes_ = outputs->classes; /* open()'s run */
+  if (described_.anchors == 0) { /* open()'s dry run */
+    described_ = *outputs;
+    described_.tensors[0] = described_.tensors[1] = nullptr;
+  }
   return Status::Ok();
 }
 
@@ -161,7 +165,7 @@ Status DnnDetector::run_cuda(DnnJob *const *jobs, int count, DnnStageTimes *time
     if (!scratch_pool_) {
       cudanms::DeviceCandidatesPoolOptions options;
       options.device = config_.device;
-      options.capacity = static_cast<size_t>(anchors_);
+      options.capacity = max_candidates(dnn::DecodeParams());
       options.max_buffers = dnn::kMaxBatch;
       scratch_pool_ = cudanms::DeviceCandidatesPool::create(options, &status);
       if (!scratch_pool_) return status;

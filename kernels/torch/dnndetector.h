@@ -21,8 +21,9 @@ struct DnnDetectorConfig {
   std::string model_path;
   cudanms::dnn::Head head = cudanms::dnn::Head::kBlazeFace;
   cudanms::dnn::InputSpec spec;
-  int device = -1;         /* a CUDA device, or -1: the CPU */
-  bool cuda_graphs = true; /* on CUDA, replay the network as CUDA graphs (TorchModel::load) */
+  int device = -1;             /* a CUDA device, or -1: the CPU */
+  bool cuda_graphs = true;     /* on CUDA, replay the network as CUDA graphs (TorchModel::load) */
+  bool half_precision = false; /* on CUDA, float16 weights and activations (TorchModel::load) */
 
   /* Equal for configurations one detector can serve. */
   std::string key() const;
@@ -33,7 +34,7 @@ struct DnnJob {
   cudanms::dnn::Image image;
   bool on_device = false; /* the planes are device memory of the detector's context() */
   cudanms::dnn::DecodeParams params;
-  /* CUDA: the frame's candidates stay in this buffer (capacity >= anchors()), unless it is
+  /* CUDA: the frame's candidates stay in this buffer (capacity >= max_candidates()), unless it is
    * nullptr; then, and on the CPU, they go to *host. */
   cudanms::DeviceCandidates *device_out = nullptr;
   cudanms::dnn::Candidates *host = nullptr;
@@ -65,8 +66,12 @@ class DnnDetector {
   cudanms::Status run(DnnJob *const *jobs, int count, DnnStageTimes *times = nullptr);
 
   const DnnDetectorConfig &config() const { return config_; }
-  int anchors() const { return anchors_; }
-  int classes() const { return classes_; }
+  int anchors() const { return described_.anchors; }
+  int classes() const { return described_.classes; }
+  /* The most candidates a frame can give with these params (cudanms::dnn::max_candidates). */
+  size_t max_candidates(const cudanms::dnn::DecodeParams &params) const {
+    return cudanms::dnn::max_candidates(described_, params);
+  }
   int points_per_candidate() const;
   bool on_cuda() const { return stage_ != nullptr; }
   /* Where frames in device memory must be (a CUcontext); nullptr on the CPU. */
@@ -82,7 +87,8 @@ class DnnDetector {
   cudanms::Status run_cpu(DnnJob *const *jobs, int count, DnnStageTimes *times);
 
   DnnDetectorConfig config_;
-  int anchors_ = 0, classes_ = 0; /* the dry run's; read by elements while batches run */
+  /* The outputs' shapes from the dry run (no tensors); read by elements while batches run. */
+  cudanms::dnn::Outputs described_;
   std::unique_ptr<cudanms::dnn::CudaStage> stage_; /* before model_: its stream outlives it */
   std::unique_ptr<TorchModel> model_;
   std::vector<float> input_; /* the CPU's input tensor */

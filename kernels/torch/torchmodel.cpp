@@ -52,8 +52,11 @@ struct Graphed {
 
 class Model final : public TorchModel {
  public:
-  Model(torch::jit::Module module, torch::Device device, bool graphs)
-      : module_(std::move(module)), device_(device), graphs_(graphs && device.is_cuda()) {}
+  Model(torch::jit::Module module, torch::Device device, bool graphs, bool half)
+      : module_(std::move(module)),
+        device_(device),
+        graphs_(graphs && device.is_cuda()),
+        half_(half) {}
 
   bool forward(float *input, int batch, int height, int width, void *stream,
                std::string *error) override {
@@ -74,7 +77,7 @@ class Model final : public TorchModel {
 #ifdef CUDANMS_TORCH_CUDA
       if (graphs_ && forward_graphed(in)) return true;
 #endif
-      keep(float_outputs(module_.forward({in})));
+      keep(run(in));
       return true;
     } catch (const std::exception &e) {
       *error = e.what();
@@ -119,6 +122,12 @@ class Model final : public TorchModel {
   }
 
  private:
+  /* The network on a float input, in its precision; its outputs as contiguous floats (in a
+   * capture, the casts are the graph's too). */
+  std::vector<at::Tensor> run(const at::Tensor &input) {
+    return float_outputs(module_.forward({half_ ? input.to(torch::kHalf) : input}));
+  }
+
   /* The outputs; with `frames`, each one's first `frames` (a padded batch's own). */
   void keep(std::vector<at::Tensor> outputs, int64_t frames = -1) {
     tensors_.clear();
@@ -145,7 +154,7 @@ class Model final : public TorchModel {
     if (!g.graph) {
       if (g.interpreted < kInterpretedBeforeCapture) {
         g.interpreted++;
-        std::vector<at::Tensor> outputs = float_outputs(module_.forward({g.input}));
+        std::vector<at::Tensor> outputs = run(g.input);
         if (!batch_major(outputs, padded)) return give_up_graphs(kNotBatchMajor);
         keep(std::move(outputs), batch);
         return true;
@@ -185,7 +194,7 @@ class Model final : public TorchModel {
     try {
       graph->capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
       try {
-        outputs = float_outputs(module_.forward({g->input}));
+        outputs = run(g->input);
       } catch (...) {
         try {
           graph->capture_end(); /* ends the stream's capture and the allocator's pool */
@@ -210,6 +219,7 @@ class Model final : public TorchModel {
   torch::jit::Module module_;
   torch::Device device_;
   bool graphs_;
+  const bool half_;
   std::atomic<size_t> replays_{0};  /* read from other threads */
   mutable std::mutex problem_lock_; /* graph_problem_ is read from other threads */
   std::string graph_problem_;
@@ -233,9 +243,13 @@ bool TorchModel::cuda_usable(int device) {
 }
 
 std::unique_ptr<TorchModel> TorchModel::load(const std::string &path, int device,
-                                             std::string *error, bool graphs) {
+                                             std::string *error, bool graphs, bool half) {
   if (device >= 0 && !cuda_usable(device)) {
     *error = "this LibTorch cannot run networks on CUDA device " + std::to_string(device);
+    return nullptr;
+  }
+  if (half && device < 0) {
+    *error = "float16 runs on CUDA only: on the CPU the network computes in float32";
     return nullptr;
   }
   try {
@@ -243,7 +257,8 @@ std::unique_ptr<TorchModel> TorchModel::load(const std::string &path, int device
         device >= 0 ? torch::Device(torch::kCUDA, device) : torch::Device(torch::kCPU);
     torch::jit::Module module = torch::jit::load(path, where);
     module.eval();
-    return std::make_unique<Model>(std::move(module), where, graphs);
+    if (half) module.to(torch::kHalf);
+    return std::make_unique<Model>(std::move(module), where, graphs, half);
   } catch (const std::exception &e) {
     *error = e.what();
     return nullptr;

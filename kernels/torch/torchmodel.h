@@ -11,9 +11,11 @@ class TorchModel {
  public:
   /* device < 0: the CPU; else that CUDA device (an error where LibTorch has no CUDA). On CUDA
    * with @graphs, forwards of a batch size seen before replay a CUDA graph of the network (see
-   * forward()); without, every forward runs the TorchScript interpreter. */
+   * forward()); without, every forward runs the TorchScript interpreter. With @half (CUDA only)
+   * the weights and activations are float16: the input is cast on the GPU, the outputs cast
+   * back to float32. */
   static std::unique_ptr<TorchModel> load(const std::string &path, int device, std::string *error,
-                                          bool graphs = true);
+                                          bool graphs = true, bool half = false);
   /* Whether this LibTorch can run networks on CUDA device @device. */
   static bool cuda_usable(int device);
   virtual ~TorchModel() = default;
