@@ -30,7 +30,8 @@ struct DetectorState {
   void *device_context = nullptr; /* the CUcontext of frames read in place */
   ElementCudaContext cuda;        /* the pipeline's, where there is one */
   GstCvDeviceCandidatesPool pool;
-  std::vector<std::string> labels; /* the labels file's, by class id */
+  std::vector<std::string> labels;       /* the labels file's, by class id */
+  std::vector<std::string> model_labels; /* the network's own (set_labels), by class id */
   std::vector<GstCvLabelAnnouncer> announcers;
 };
 
@@ -313,6 +314,7 @@ static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans) {
     priv->frames_in_gpu_memory = 0;
   }
   priv->announcers.clear();
+  priv->model_labels.clear();
   std::string why;
   if (!read_labels(s.labels_file, &priv->labels, &why)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
@@ -336,16 +338,25 @@ static gboolean gst_cuda_nms_detector_stop(GstBaseTransform *trans) {
 /* The frame                                                                                   */
 /* ------------------------------------------------------------------------------------------ */
 
+const std::vector<std::string> &gst_cuda_nms_detector_labels(GstCudaNmsDetector *self) {
+  DetectorState *priv = priv_of(self);
+  return priv->labels.empty() ? priv->model_labels : priv->labels;
+}
+
+void gst_cuda_nms_detector_set_labels(GstCudaNmsDetector *self, std::vector<std::string> labels) {
+  priv_of(self)->model_labels = std::move(labels);
+}
+
 /* Tells downstream the names of the classes, once and whenever they change: the labels file's,
- * else the label of class-id. */
+ * else the network's own (set_labels), else the label of class-id. */
 static void announce_labels(GstCudaNmsDetector *self, const GstCudaNmsDetectorSettings &s) {
   DetectorState *priv = priv_of(self);
   GstPad *pad = GST_BASE_TRANSFORM_SRC_PAD(self);
-  if (!priv->labels.empty()) {
-    priv->announcers.resize(priv->labels.size());
-    for (size_t c = 0; c < priv->labels.size(); c++) {
-      if (!priv->labels[c].empty())
-        priv->announcers[c].announce(pad, static_cast<gint>(c), priv->labels[c]);
+  const std::vector<std::string> &labels = gst_cuda_nms_detector_labels(self);
+  if (!labels.empty()) {
+    priv->announcers.resize(labels.size());
+    for (size_t c = 0; c < labels.size(); c++) {
+      if (!labels[c].empty()) priv->announcers[c].announce(pad, static_cast<gint>(c), labels[c]);
     }
     return;
   }

@@ -33,6 +33,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend.h"
 #include "detectorproperties.h"
@@ -155,6 +156,13 @@ std::mutex *gst_cuda_nms_detector_mutex(GObject *detector);
 /* The settings as the properties say them now (shared until a property changes). */
 std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings(
     GstCudaNmsDetector *self);
+
+/* The names of the classes by id that the detector announces downstream: the labels file's (read
+ * before open()), else those set_labels gave; empty: none (the label of class-id, if any). */
+const std::vector<std::string> &gst_cuda_nms_detector_labels(GstCudaNmsDetector *self);
+/* In open(): the network's own class names by id (e.g. COCO's), announced unless a labels file
+ * names the classes; a blank name is not announced. */
+void gst_cuda_nms_detector_set_labels(GstCudaNmsDetector *self, std::vector<std::string> labels);
 
 /* In open() and fall_back_to_cpu(): where the detector runs, e.g. "cuda:0 (NVIDIA H100)" or
  * "cpu" (the device property), and the CUcontext whose GPU memory it reads frames from in place

@@ -8,6 +8,8 @@ namespace dnn = cudanms::dnn;
 
 #define BLAZEFACE_MODEL_FILE "face_detection_front_128x128.torchscript.pt"
 #define BLAZEFACE_CACHE_DIR "blazeface-1.2.0"
+#define NANODET_MODEL_FILE "nanodet.torchscript.pt"
+#define NANODET_CACHE_DIR "human-models-3.0.4"
 
 /* The largest input the element accepts, per side. */
 #define MAX_INPUT_SIZE 4096
@@ -32,7 +34,17 @@ bool parse_triple(const std::string &text, float out[3]) {
   return true;
 }
 
-/* The network's input for the settings: the decoder's own unless set. */
+std::string lower(std::string text) {
+  for (char &c : text) c = g_ascii_tolower(c);
+  return text;
+}
+
+std::string trimmed(const std::string &text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
 }  // namespace
 
 #define GST_TYPE_DNN_DETECT_DECODER (gst_dnn_detect_decoder_get_type())
@@ -43,6 +55,11 @@ static GType gst_dnn_detect_decoder_get_type(void) {
        "MediaPipe BlazeFace front (tools/blazeface-to-torchscript.py): faces with 6 keypoints",
        "blazeface"},
       {GST_DNN_DETECT_DECODER_YOLO, "Ultralytics YOLO v8/v11: [B, 4 + classes, anchors]", "yolo"},
+      {GST_DNN_DETECT_DECODER_NANODET,
+       "NanoDet (tools/nanodet-to-torchscript.py): COCO's 80 classes, people and vehicles",
+       "nanodet"},
+      {GST_DNN_DETECT_DECODER_AUTO, "The named model's: nanodet for model=nanodet, else blazeface",
+       "auto"},
       {0, NULL, NULL}};
   if (g_once_init_enter(&type)) {
     GType t = g_enum_register_static("GstDnnDetectDecoder", values);
@@ -51,16 +68,39 @@ static GType gst_dnn_detect_decoder_get_type(void) {
   return type;
 }
 
-bool DnnDetectSettings::input_spec(dnn::InputSpec *spec, std::string *why) const {
-  const bool blazeface = decoder == GST_DNN_DETECT_DECODER_BLAZEFACE;
-  *spec = dnn::InputSpec();
-  spec->width = input_width ? input_width : blazeface ? 128 : 640;
-  spec->height = input_height ? input_height : blazeface ? 128 : 640;
+#define GST_TYPE_DNN_DETECT_PRECISION (gst_dnn_detect_precision_get_type())
+static GType gst_dnn_detect_precision_get_type(void) {
+  static GType type = 0;
+  static const GEnumValue values[] = {
+      {GST_DNN_DETECT_PRECISION_FP32, "float32 weights and activations", "fp32"},
+      {GST_DNN_DETECT_PRECISION_FP16,
+       "float16 weights and activations on the GPU (the CPU computes in float32)", "fp16"},
+      {0, NULL, NULL}};
+  if (g_once_init_enter(&type)) {
+    GType t = g_enum_register_static("GstDnnDetectPrecision", values);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+dnn::Head DnnDetectSettings::head(const std::string &model) const {
+  switch (decoder) {
+    case GST_DNN_DETECT_DECODER_YOLO:
+      return dnn::Head::kYolo;
+    case GST_DNN_DETECT_DECODER_NANODET:
+      return dnn::Head::kNanoDet;
+    case GST_DNN_DETECT_DECODER_AUTO:
+      return model == "nanodet" ? dnn::Head::kNanoDet : dnn::Head::kBlazeFace;
+    default:
+      return dnn::Head::kBlazeFace;
+  }
+}
+
+bool DnnDetectSettings::input_spec(dnn::Head head, dnn::InputSpec *spec, std::string *why) const {
+  *spec = dnn::model_input(head);
+  if (input_width) spec->width = input_width;
+  if (input_height) spec->height = input_height;
   spec->letterbox = letterbox;
-  /* BlazeFace: [-1, 1], black padding (MediaPipe); YOLO: [0, 1], grey 114 padding (Ultralytics). */
-  const float m = blazeface ? 127.5f : 0.0f, k = blazeface ? 1.0f / 127.5f : 1.0f / 255.0f;
-  for (int c = 0; c < 3; c++) spec->mean[c] = m, spec->scale[c] = k;
-  spec->pad_value = blazeface ? 0.0f : 114.0f;
   if (!mean.empty() && !parse_triple(mean, spec->mean)) {
     *why = "mean \"" + mean + "\" is not one number or three (R,G,B)";
     return false;
@@ -72,13 +112,78 @@ bool DnnDetectSettings::input_spec(dnn::InputSpec *spec, std::string *why) const
   return true;
 }
 
-std::string DnnDetectSettings::model_path(const std::string &model) const {
-  if (!model.empty() || decoder != GST_DNN_DETECT_DECODER_BLAZEFACE) return model;
-  gchar *path = g_build_filename(g_get_user_cache_dir(), "cudanms", BLAZEFACE_CACHE_DIR,
-                                 BLAZEFACE_MODEL_FILE, nullptr);
+std::string DnnDetectSettings::model_path(dnn::Head head, const std::string &model) const {
+  const bool named = model.empty() || model == dnn::head_name(head);
+  if (!named || head == dnn::Head::kYolo) return model;
+  const bool blazeface = head == dnn::Head::kBlazeFace;
+  gchar *path = g_build_filename(g_get_user_cache_dir(), "cudanms",
+                                 blazeface ? BLAZEFACE_CACHE_DIR : NANODET_CACHE_DIR,
+                                 blazeface ? BLAZEFACE_MODEL_FILE : NANODET_MODEL_FILE, nullptr);
   std::string result = path;
   g_free(path);
   return result;
+}
+
+bool gst_dnn_detect_parse_classes(const std::string &text, const std::vector<std::string> &labels,
+                                  dnn::ClassFilter *filter, std::string *why) {
+  *filter = dnn::ClassFilter();
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const std::string name = lower(trimmed(item));
+    if (name.empty()) continue;
+    size_t id = 0;
+    while (id < labels.size() && lower(labels[id]) != name) id++;
+    if (id == labels.size()) {
+      *why = "unknown class \"" + trimmed(item) + "\"";
+      if (labels.empty()) {
+        *why += ": the network's classes have no names (labels-file names them)";
+        return false;
+      }
+      *why += "; the classes are:";
+      for (size_t c = 0; c < labels.size(); c++)
+        if (!labels[c].empty()) *why += (c ? ", " : " ") + labels[c];
+      return false;
+    }
+    if (!filter->keep(static_cast<int>(id))) {
+      *why = "class \"" + labels[id] + "\" has id " + std::to_string(id) +
+             ": classes filters ids " + "below " + std::to_string(dnn::kMaxFilteredClasses) +
+             " only";
+      return false;
+    }
+  }
+  return true;
+}
+
+const std::vector<std::string> &gst_dnn_detect_coco_labels() {
+  static const std::vector<std::string> names = {"person",        "bicycle",      "car",
+                                                 "motorcycle",    "airplane",     "bus",
+                                                 "train",         "truck",        "boat",
+                                                 "traffic light", "fire hydrant", "stop sign",
+                                                 "parking meter", "bench",        "bird",
+                                                 "cat",           "dog",          "horse",
+                                                 "sheep",         "cow",          "elephant",
+                                                 "bear",          "zebra",        "giraffe",
+                                                 "backpack",      "umbrella",     "handbag",
+                                                 "tie",           "suitcase",     "frisbee",
+                                                 "skis",          "snowboard",    "sports ball",
+                                                 "kite",          "baseball bat", "baseball glove",
+                                                 "skateboard",    "surfboard",    "tennis racket",
+                                                 "bottle",        "wine glass",   "cup",
+                                                 "fork",          "knife",        "spoon",
+                                                 "bowl",          "banana",       "apple",
+                                                 "sandwich",      "orange",       "broccoli",
+                                                 "carrot",        "hot dog",      "pizza",
+                                                 "donut",         "cake",         "chair",
+                                                 "couch",         "potted plant", "bed",
+                                                 "dining table",  "toilet",       "tv",
+                                                 "laptop",        "mouse",        "remote",
+                                                 "keyboard",      "cell phone",   "microwave",
+                                                 "oven",          "toaster",      "sink",
+                                                 "refrigerator",  "book",         "clock",
+                                                 "vase",          "scissors",     "teddy bear",
+                                                 "hair drier",    "toothbrush"};
+  return names;
 }
 
 void gst_dnn_detect_install_properties(GObjectClass *klass,
@@ -88,73 +193,80 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
       G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
   const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   PropertyTable<DnnDetectSettings>(klass, settings_of)
+      .field(g_param_spec_enum("decoder", "Decoder", "What the network's outputs mean",
+                               GST_TYPE_DNN_DETECT_DECODER, GST_DNN_DETECT_DECODER_AUTO, rw_ready),
+             &DnnDetectSettings::decoder)
+      .field(g_param_spec_int("input-width", "Input width",
+                              "Width of the network's input; 0: the decoder's (blazeface 128, "
+                              "yolo 640, nanodet 416)",
+                              0, MAX_INPUT_SIZE, 0, rw_ready),
+             &DnnDetectSettings::input_width)
+      .field(g_param_spec_int("input-height", "Input height",
+                              "Height of the network's input; 0: the decoder's (blazeface 128, "
+                              "yolo 640, nanodet 416)",
+                              0, MAX_INPUT_SIZE, 0, rw_ready),
+             &DnnDetectSettings::input_height)
+      .field(g_param_spec_boolean("letterbox", "Letterbox",
+                                  "Scale the frame to fit the input keeping its aspect, centred "
+                                  "and padded (blazeface and nanodet black, yolo grey 114); false: "
+                                  "stretch it",
+                                  TRUE, rw_ready),
+             &DnnDetectSettings::letterbox)
+      .field(g_param_spec_string("mean", "Mean",
+                                 "Subtracted from each pixel (0..255) before scaling: one value "
+                                 "or \"R,G,B\"; empty: the decoder's (blazeface 127.5, yolo 0, "
+                                 "nanodet 123.675,116.28,103.53)",
+                                 "", rw_ready),
+             &DnnDetectSettings::mean)
+      .field(g_param_spec_string("scale", "Scale",
+                                 "Multiplies each pixel after the mean: one value or \"R,G,B\"; "
+                                 "empty: the decoder's (blazeface 1/127.5, yolo 1/255, nanodet "
+                                 "1/58.395,1/57.12,1/57.375)",
+                                 "", rw_ready),
+             &DnnDetectSettings::scale)
+      .field(g_param_spec_boolean(
+                 "cuda-graphs", "CUDA graphs",
+                 "With the CUDA backend, replay the network as a CUDA graph (one per "
+                 "power-of-two batch up to batch-size, a batch padded up to it, all captured "
+                 "when the element starts) "
+                 "instead of launching its operators one by one; a network that cannot be "
+                 "captured runs uncaptured, warned",
+                 TRUE, rw_ready),
+             &DnnDetectSettings::cuda_graphs)
+      .field(g_param_spec_int(
+                 "batch-size", "Batch size",
+                 "Frames per forward at most: dnndetect instances of one process with the "
+                 "same batch-group, model, decoder, input, backend, gpu-id, cuda-graphs, "
+                 "batch-size and batch-timeout run their frames (e.g. one per camera) through one "
+                 "forward. A batch runs when it is full, when every instance has a frame in it, "
+                 "or batch-timeout after its first frame; 1: no batching, no waiting",
+                 1, dnn::kMaxBatch, 1, rw_ready),
+             &DnnDetectSettings::batch_size)
+      .field(g_param_spec_uint("batch-timeout", "Batch timeout",
+                               "The longest a frame waits for other instances' frames, in "
+                               "microseconds",
+                               0, G_MAXINT, 20000, rw_ready),
+             &DnnDetectSettings::batch_timeout)
+      .field(g_param_spec_string("batch-group", "Batch group",
+                                 "Instances batch together only with instances of the same group "
+                                 "name",
+                                 "", rw_ready),
+             &DnnDetectSettings::batch_group)
+      .field(g_param_spec_string(
+                 "classes", "Classes",
+                 "Only candidates of these classes, by name, ',' between them "
+                 "(\"person,car\"): COCO's with decoder=nanodet, the labels file's with "
+                 "decoder=yolo; an unknown name is an error at start, which lists the names; "
+                 "empty: every class",
+                 "", rw_ready),
+             &DnnDetectSettings::classes)
       .field(
-          g_param_spec_enum("decoder", "Decoder", "What the network's outputs mean",
-                            GST_TYPE_DNN_DETECT_DECODER, GST_DNN_DETECT_DECODER_BLAZEFACE,
-                            rw_ready),
-          &DnnDetectSettings::decoder)
-      .field(
-          g_param_spec_int("input-width", "Input width",
-                           "Width of the network's input; 0: the decoder's (blazeface 128, "
-                           "yolo 640)",
-                           0, MAX_INPUT_SIZE, 0, rw_ready),
-          &DnnDetectSettings::input_width)
-      .field(
-          g_param_spec_int("input-height", "Input height",
-                           "Height of the network's input; 0: the decoder's (blazeface 128, "
-                           "yolo 640)",
-                           0, MAX_INPUT_SIZE, 0, rw_ready),
-          &DnnDetectSettings::input_height)
-      .field(
-          g_param_spec_boolean("letterbox", "Letterbox",
-                               "Scale the frame to fit the input keeping its aspect, centred "
-                               "and padded (blazeface black, yolo grey 114); false: stretch it",
-                               TRUE, rw_ready),
-          &DnnDetectSettings::letterbox)
-      .field(
-          g_param_spec_string("mean", "Mean",
-                              "Subtracted from each pixel (0..255) before scaling: one value "
-                              "or \"R,G,B\"; empty: the decoder's (blazeface 127.5, yolo 0)",
-                              "", rw_ready),
-          &DnnDetectSettings::mean)
-      .field(
-          g_param_spec_string("scale", "Scale",
-                              "Multiplies each pixel after the mean: one value or \"R,G,B\"; "
-                              "empty: the decoder's (blazeface 1/127.5, yolo 1/255)",
-                              "", rw_ready),
-          &DnnDetectSettings::scale)
-      .field(
-          g_param_spec_boolean(
-              "cuda-graphs", "CUDA graphs",
-              "With the CUDA backend, replay the network as a CUDA graph (one per "
-              "power-of-two batch up to batch-size, a batch padded up to it, all captured "
-              "when the element starts) "
-              "instead of launching its operators one by one; a network that cannot be "
-              "captured runs uncaptured, warned",
-              TRUE, rw_ready),
-          &DnnDetectSettings::cuda_graphs)
-      .field(
-          g_param_spec_int(
-              "batch-size", "Batch size",
-              "Frames per forward at most: dnndetect instances of one process with the "
-              "same batch-group, model, decoder, input, backend, gpu-id, cuda-graphs, "
-              "batch-size and batch-timeout run their frames (e.g. one per camera) through one "
-              "forward. A batch runs when it is full, when every instance has a frame in it, "
-              "or batch-timeout after its first frame; 1: no batching, no waiting",
-              1, dnn::kMaxBatch, 1, rw_ready),
-          &DnnDetectSettings::batch_size)
-      .field(
-          g_param_spec_uint("batch-timeout", "Batch timeout",
-                            "The longest a frame waits for other instances' frames, in "
-                            "microseconds",
-                            0, G_MAXINT, 20000, rw_ready),
-          &DnnDetectSettings::batch_timeout)
-      .field(
-          g_param_spec_string("batch-group", "Batch group",
-                              "Instances batch together only with instances of the same group "
-                              "name",
-                              "", rw_ready),
-          &DnnDetectSettings::batch_group);
+          g_param_spec_enum("precision", "Precision",
+                            "The network's floats on the GPU: fp16 halves its memory traffic "
+                            "and uses the tensor cores (boxes within about a pixel of fp32's); "
+                            "the CPU computes in fp32 (warned)",
+                            GST_TYPE_DNN_DETECT_PRECISION, GST_DNN_DETECT_PRECISION_FP32, rw_ready),
+          &DnnDetectSettings::precision);
   PropertyTable<DnnDetectCounters>(klass, counters_of)
       .field(
           g_param_spec_uint64("frames-in-pinned-memory", "Frames in pinned memory",
@@ -178,10 +290,14 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
           [](auto &c) -> auto & { return c.graphed_frames; });
 
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_DECODER, static_cast<GstPluginAPIFlags>(0));
+  gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_PRECISION, static_cast<GstPluginAPIFlags>(0));
 }
 
 const gchar *gst_dnn_detect_model_blurb() {
-  return "Path of the TorchScript network; empty with decoder=blazeface: "
-         "$XDG_CACHE_HOME/cudanms/" BLAZEFACE_CACHE_DIR "/" BLAZEFACE_MODEL_FILE
-         ", which the README's set-up writes. Loaded when the element starts";
+  return "Path of the TorchScript network, or a model the README's set-up converts: "
+         "\"nanodet\" (NanoDet-g, COCO's 80 classes: $XDG_CACHE_HOME/cudanms/" NANODET_CACHE_DIR
+         "/" NANODET_MODEL_FILE
+         "), \"blazeface\" or empty with decoder=blazeface "
+         "($XDG_CACHE_HOME/cudanms/" BLAZEFACE_CACHE_DIR "/" BLAZEFACE_MODEL_FILE
+         "). Loaded when the element starts";
 }

@@ -6,6 +6,7 @@
 #include <gst/gst.h>
 
 #include <string>
+#include <vector>
 
 #include "gstcudanmsdetector.h"
 #include "propertytable.h"
@@ -13,11 +14,18 @@
 typedef enum {
   GST_DNN_DETECT_DECODER_BLAZEFACE,
   GST_DNN_DETECT_DECODER_YOLO,
+  GST_DNN_DETECT_DECODER_NANODET,
+  GST_DNN_DETECT_DECODER_AUTO,
 } GstDnnDetectDecoder;
+
+typedef enum {
+  GST_DNN_DETECT_PRECISION_FP32,
+  GST_DNN_DETECT_PRECISION_FP16,
+} GstDnnDetectPrecision;
 
 /* What its own properties say (guarded by the base's lock). */
 struct DnnDetectSettings {
-  GstDnnDetectDecoder decoder = GST_DNN_DETECT_DECODER_BLAZEFACE;
+  GstDnnDetectDecoder decoder = GST_DNN_DETECT_DECODER_AUTO;
   int input_width = 0, input_height = 0;
   bool letterbox = true;
   std::string mean, scale;
@@ -25,14 +33,28 @@ struct DnnDetectSettings {
   int batch_size = 1;
   guint batch_timeout = 20000;
   std::string batch_group;
+  std::string classes;
+  GstDnnDetectPrecision precision = GST_DNN_DETECT_PRECISION_FP32;
 
-  /* The network's input: the decoder's own unless set; false (and *why) for a bad mean or
-   * scale. */
-  bool input_spec(cudanms::dnn::InputSpec *spec, std::string *why) const;
-  /* @model (the shared property), or where the README's set-up keeps the converted BlazeFace
-   * model. */
-  std::string model_path(const std::string &model) const;
+  /* What the outputs of @model (the shared property) mean: the decoder's, or with decoder=auto
+   * the named model's (model=nanodet: NanoDet; else BlazeFace). */
+  cudanms::dnn::Head head(const std::string &model) const;
+  /* The network's input for @head: the decoder's own unless set; false (and *why) for a bad
+   * mean or scale. */
+  bool input_spec(cudanms::dnn::Head head, cudanms::dnn::InputSpec *spec, std::string *why) const;
+  /* The file of @model: a path as it is; empty or a model's name ("blazeface", "nanodet") is
+   * that model where the README's set-up converts it ($XDG_CACHE_HOME/cudanms/...); empty for
+   * YOLO, which has no such model. */
+  std::string model_path(cudanms::dnn::Head head, const std::string &model) const;
 };
+
+/* Class names (e.g. "person, car") into the ids of @labels (by id, compared without case):
+ * the filter, or false and *why naming the unknown one and the known names. Empty text: every
+ * class. */
+bool gst_dnn_detect_parse_classes(const std::string &text, const std::vector<std::string> &labels,
+                                  cudanms::dnn::ClassFilter *filter, std::string *why);
+/* COCO's 80 class names by NanoDet's class id, "person" to "toothbrush". */
+const std::vector<std::string> &gst_dnn_detect_coco_labels();
 
 /* Since start: frames, the sum over frames of the frames in their forward, those replaying a CUDA
  * graph and those upstream wrote into the pinned memory the element proposed. */
@@ -44,5 +66,5 @@ struct DnnDetectCounters {
 void gst_dnn_detect_install_properties(GObjectClass *klass,
                                        PropertyTable<DnnDetectSettings>::StateOf settings_of,
                                        PropertyTable<DnnDetectCounters>::StateOf counters_of);
-/* The shared "model" property's blurb, which names the default model's place. */
+/* The shared "model" property's blurb, which names the models' places. */
 const gchar *gst_dnn_detect_model_blurb();

@@ -11,9 +11,18 @@
  *   keypoints. MediaPipe merges its anchors with weighted NMS at IoU 0.3 (cudanms
  *   method=weighted iou-threshold=0.3). An empty model property means the converted model where
  *   the README's set-up puts it, $XDG_CACHE_HOME/cudanms/blazeface-1.2.0/.
+ * - nanodet: NanoDet-g (RangiLyu/nanodet, Apache-2.0), COCO's 80 classes at 416x416, as
+ *   tools/nanodet-to-torchscript.py converts the TF.js model the README's set-up fetches;
+ *   model=nanodet (decoder=auto, the default, then means this decoder) finds it in
+ *   $XDG_CACHE_HOME/cudanms/human-models-3.0.4/. The frame is letterboxed black, in BGR,
+ *   normalised by ImageNet's mean and std, as NanoDet's config says; each side of a box is the
+ *   mean of its Generalized Focal Loss distribution. Every class of an anchor scoring at least
+ *   score-threshold is a candidate of its own (NanoDet's rule); NanoDet then keeps per class at
+ *   IoU 0.6, at most 100 boxes (cudanms iou-threshold=0.6 max-detections=100). classes keeps
+ *   only the named ones (classes=person,car); COCO's names are announced downstream.
  * - yolo: Ultralytics YOLO v8/v11 exported with `yolo export format=torchscript` (output
  *   [B, 4 + classes, anchors]); each anchor's best class. Class ids are the model's class indices;
- *   labels-file names them (one per line) for overlays and writers.
+ *   labels-file names them (one per line) for overlays, writers and classes.
  *
  * The frame is scaled into the network's input (letterboxed by default: scaled to fit, centred,
  * padded), normalised per channel as (pixel - mean) * scale, and the boxes mapped back to frame
@@ -31,6 +40,9 @@
  *
  * ## Example launch line
  * |[
+ * gst-launch-1.0 filesrc location=vtest.avi ! decodebin ! videoconvert ! \
+ *     dnndetect model=nanodet classes=person,car score-threshold=0.35 ! \
+ *     cudanms iou-threshold=0.6 ! boxtrack ! boxoverlay ! videoconvert ! autovideosink
  * gst-launch-1.0 filesrc location=Megamind.avi ! decodebin ! videoconvert ! dnndetect ! \
  *     cudanms method=weighted iou-threshold=0.3 ! boxoverlay ! videoconvert ! autovideosink
  * gst-launch-1.0 filesrc location=street.mp4 ! decodebin ! videoconvert ! \
@@ -77,6 +89,7 @@ struct GstDnnDetectPrivate {
   DnnDetectSettings running; /* settings as they were at start */
   dnn::InputSpec spec;
   dnn::Head head = dnn::Head::kBlazeFace;
+  dnn::ClassFilter classes;
   std::unique_ptr<DnnBatchGroup::Member> network;
   bool graph_problem_told = false;
   dnn::Candidates candidates;
@@ -107,11 +120,12 @@ static std::unique_ptr<DnnBatchGroup::Member> join_batch_group(
   options.name = s.batch_group;
   options.batch_size = s.batch_size;
   options.timeout_us = s.batch_timeout;
-  options.config.model_path = s.model_path(shared.model);
+  options.config.model_path = s.model_path(self->priv->head, shared.model);
   options.config.head = self->priv->head;
   options.config.spec = self->priv->spec;
   options.config.cuda_graphs = s.cuda_graphs;
   options.config.device = on_cpu ? -1 : shared.gpu_id;
+  options.config.half_precision = !on_cpu && s.precision == GST_DNN_DETECT_PRECISION_FP16;
   return DnnBatchGroup::join(options, why, detail);
 }
 
@@ -141,6 +155,31 @@ static bool open_network(GstDnnDetect *self, const GstCudaNmsDetectorSettings &s
     return false;
   }
   use_network(self, std::move(network));
+  if (!self->priv->network->detector().on_cuda() &&
+      self->priv->running.precision == GST_DNN_DETECT_PRECISION_FP16) {
+    GST_ELEMENT_WARNING(self, RESOURCE, SETTINGS,
+                        ("precision=fp16 runs on the GPU only: the network computes in fp32 on "
+                         "the CPU"),
+                        (NULL));
+  }
+  return true;
+}
+
+/* The classes the element keeps, from their names: the labels file's, else the network's own
+ * (NanoDet's COCO names, which it announces downstream as it would a labels file's). */
+static bool choose_classes(GstDnnDetect *self) {
+  GstDnnDetectPrivate *priv = self->priv;
+  GstCudaNmsDetector *detector = GST_CUDA_NMS_DETECTOR(self);
+  if (priv->head == dnn::Head::kNanoDet && gst_cuda_nms_detector_labels(detector).empty())
+    gst_cuda_nms_detector_set_labels(detector, gst_dnn_detect_coco_labels());
+  std::string why;
+  if (!gst_dnn_detect_parse_classes(priv->running.classes, gst_cuda_nms_detector_labels(detector),
+                                    &priv->classes, &why)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("Invalid classes \"%s\"", priv->running.classes.c_str()),
+                      ("%s", why.c_str()));
+    return false;
+  }
   return true;
 }
 
@@ -155,14 +194,14 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
   }
   const DnnDetectSettings &s = priv->running;
   priv->graph_problem_told = false;
-  priv->head =
-      s.decoder == GST_DNN_DETECT_DECODER_BLAZEFACE ? dnn::Head::kBlazeFace : dnn::Head::kYolo;
+  priv->head = s.head(shared.model);
   std::string why;
-  if (!s.input_spec(&priv->spec, &why)) {
+  if (!s.input_spec(priv->head, &priv->spec, &why)) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("Invalid input settings"), ("%s", why.c_str()));
     return FALSE;
   }
-  const std::string path = s.model_path(shared.model);
+  if (!choose_classes(self)) return FALSE;
+  const std::string path = s.model_path(priv->head, shared.model);
   if (path.empty()) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("No model"),
                       ("decoder=yolo needs model, the path of a TorchScript file (yolo export "
@@ -172,9 +211,10 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
   if (!cudanms::check_bounded_file(path, cudanms::kModelFileLimit, &why)) {
     GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
                       ("Model file \"%s\" cannot be read: %s", path.c_str(), why.c_str()),
-                      ("model must be a TorchScript file; for BlazeFace, "
-                       "tools/blazeface-to-torchscript.py makes it from the ONNX model that "
-                       "tools/fetch-blazeface.sh fetches (the README's set-up runs both)"));
+                      ("model must be a TorchScript file; the README's set-up makes "
+                       "model=nanodet's (tools/fetch-nanodet.sh, then "
+                       "tools/nanodet-to-torchscript.py) and BlazeFace's "
+                       "(tools/fetch-blazeface.sh, then tools/blazeface-to-torchscript.py)"));
     return FALSE;
   }
   if (!open_network(self, shared, path)) return FALSE;
@@ -188,9 +228,9 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
                     "the pipeline's CUDA context is not the device's primary one, the network's: "
                     "frames in its memory are copied");
   }
-  GST_INFO_OBJECT(self, "model %s: %d anchors, %d classes, input %dx%d, on %s, batches of %d",
-                  path.c_str(), network.anchors(), network.classes(), priv->spec.width,
-                  priv->spec.height, network.device_name().c_str(), s.batch_size);
+  GST_INFO_OBJECT(self, "model %s (%s): %d anchors, %d classes, input %dx%d, on %s, batches of %d",
+                  path.c_str(), dnn::head_name(priv->head), network.anchors(), network.classes(),
+                  priv->spec.width, priv->spec.height, network.device_name().c_str(), s.batch_size);
   return TRUE;
 }
 
@@ -215,7 +255,7 @@ static gboolean gst_dnn_detect_fall_back_to_cpu(GstCudaNmsDetector *detector,
   return TRUE;
 }
 
-/* 'face' for BlazeFace; YOLO's classes are named by the labels file only. */
+/* 'face' for BlazeFace; NanoDet's are COCO's (set_labels), YOLO's named by the labels file. */
 static std::string gst_dnn_detect_default_label(GstCudaNmsDetector *detector,
                                                 const GstCudaNmsDetectorSettings &) {
   return GST_DNN_DETECT(detector)->priv->head == dnn::Head::kBlazeFace ? "face" : "";
@@ -260,12 +300,14 @@ static GstCudaNmsDetection detect(GstDnnDetect *self, GstBuffer *buffer,
   DnnJob job;
   job.image = image;
   job.on_device = on_device;
-  job.params = dnn::DecodeParams{static_cast<float>(shared.threshold), shared.detected.class_id};
+  job.params.score_threshold = static_cast<float>(shared.threshold);
+  job.params.class_id = shared.detected.class_id;
+  job.params.classes = priv->classes;
   job.host = &priv->candidates;
   std::shared_ptr<cudanms::DeviceCandidates> out;
   if (detector.points_per_candidate() == 0) {
     out = gst_cuda_nms_detector_device_candidates(GST_CUDA_NMS_DETECTOR(self), buffer, shared,
-                                                  detector.anchors());
+                                                  detector.max_candidates(job.params));
     job.device_out = out.get();
   }
   const cudanms::Status status = priv->network->detect(&job);
@@ -341,8 +383,8 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   shared.threshold_blurb = "Candidates scoring below this (0..1) are not attached";
   shared.threshold_default = DEFAULT_SCORE_THRESHOLD;
   shared.labels_file_blurb =
-      "decoder=yolo: a text file with one class name per line, line N naming class id N, "
-      "announced downstream; empty: none";
+      "A text file with one class name per line, line N naming class id N, announced "
+      "downstream and read by classes; empty: none (decoder=nanodet: COCO's names)";
   shared.backend_blurb = "Where the network and its processing run";
   shared.device_candidates_blurb =
       "With the CUDA backend, leave candidates without points in GPU memory for cudanms to use "
@@ -356,8 +398,9 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
   gst_cuda_nms_detector_class_add_pad_templates(detector_class, VIDEO_FORMATS, CUDA_FORMATS);
   describe_element(
       klass, "DNN detector (TorchScript)", "Filter/Analyzer/Video",
-      "Runs a TorchScript detector (BlazeFace, YOLO) with LibTorch, on the GPU where it can, "
-      "and attaches every candidate above the score threshold as cudanms candidates metadata");
+      "Runs a TorchScript detector (NanoDet, BlazeFace, YOLO) with LibTorch, on the GPU where it "
+      "can, and attaches every candidate above the score threshold as cudanms candidates "
+      "metadata");
 
   ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_dnn_detect, propose_allocation);
   ELEMENT_VFUNCS(detector_class, gst_dnn_detect, open, close, fall_back_to_cpu, detect_on_host,

@@ -245,7 +245,9 @@ static GstCudaNmsDetection gst_blaze_face_detect_on_host(GstCudaNmsDetector *det
   outputs.batch = 1;
   outputs.anchors = static_cast<int>(priv->logits.size());
   outputs.classes = 1;
-  const dnn::DecodeParams params{static_cast<float>(shared.threshold), shared.detected.class_id};
+  dnn::DecodeParams params;
+  params.score_threshold = static_cast<float>(shared.threshold);
+  params.class_id = shared.detected.class_id;
   const cudanms::Status decoded = dnn::decode(outputs, 0, box, params, &priv->candidates);
   if (!decoded.ok())
     return GstCudaNmsDetection::failed("Cannot decode the network's output", decoded.message());
