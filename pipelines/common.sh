@@ -41,9 +41,32 @@ to_uri() {
   esac
 }
 
+# The people detector of the demo: NanoDet where dnndetect is built (LibTorch) and the set-up
+# converted the model (tools/fetch-nanodet.sh, tools/nanodet-to-torchscript.py), else HOG.
+people_model() {
+  local cache="${XDG_CACHE_HOME:-$HOME/.cache}/cudanms/human-models-3.0.4"
+  if [ -f "$CUDANMS_BUILD/plugins/libgstcudanmsdnn.so" ] && [ -f "$cache/nanodet.torchscript.pt" ]; then
+    echo nanodet
+  else
+    echo hog-people
+  fi
+}
+
+# The preset's NMS threshold: NanoDet's own 0.6, 0.3 for the sliding windows.
+default_iou() {
+  case "$1" in
+    nanodet|people-cars) echo 0.6 ;;
+    *) echo 0.3 ;;
+  esac
+}
+
 # detect_chain MODEL BACKEND IOU: "cvdetect ... ! cudanms name=nms ..." for a preset:
-#   people: OpenCV's HOG people detector, windows 48x96 to 128x256 (vtest.avi's pedestrians are
-#           60-120 pixels tall: the frame is upscaled 1.33x for the smallest), scale step 1.1;
+#   nanodet: NanoDet-g (COCO) on dnndetect, its people scoring 0.35 or more (NanoDet's demo's
+#           threshold), kept per class as NanoDet keeps them (greedy NMS, IoU 0.6);
+#   people-cars: the same, people and cars;
+#   hog-people: OpenCV's HOG people detector, windows 48x96 to 128x256 (vtest.avi's pedestrians
+#           are 60-120 pixels tall: the frame is upscaled 1.33x for the smallest), scale step 1.1;
+#   people: nanodet where it is built and converted, else hog-people;
 #   faces:  the Haar frontal-face cascade of opencv-data on cudacascade (the GPU when one is
 #           usable, else its CPU twin), faces of 40x40 pixels and up, its windows grouped as
 #           OpenCV's detectMultiScale groups them (method=group min-neighbors=3);
@@ -53,8 +76,11 @@ to_uri() {
 #   any other value: the path of a Haar/LBP cascade XML file, grouped like the faces.
 detect_chain() {
   local model="$1" backend="$2" iou="$3" detector method=greedy
+  [ "$model" = people ] && model="$(people_model)"
   case "$model" in
-    people) detector="cvdetect model=hog-people min-size=48x96 max-size=128x256 scale-factor=1.1 win-stride=8"
+    nanodet) detector="dnndetect name=detector model=nanodet classes=person score-threshold=0.35 backend=$backend" ;;
+    people-cars) detector="dnndetect name=detector model=nanodet classes=person,car score-threshold=0.35 backend=$backend" ;;
+    hog-people) detector="cvdetect model=hog-people min-size=48x96 max-size=128x256 scale-factor=1.1 win-stride=8"
       method="group min-neighbors=2" ;;
     faces)
       [ -f "$HAAR_FACES" ] || die "no $HAAR_FACES: install the Debian package opencv-data"
