@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 
 #include "cudanms/nms.h"
 #include "service_support.h"
@@ -791,6 +792,41 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
       json_object_get_int_member(door_now, "in") + json_object_get_int_member(door_now, "out"),
       reloaded.line_total);
   EXPECT_EQ(service.log().find("camera a: streaming -> stopped"), std::string::npos);
+}
+
+// The detector a site counts people and cars with, as a config names it: NanoDet-g (the set-up's
+// model) on a camera of vtest.avi, counted over a line; every box a person or a car, named so.
+TEST_F(Service, CountsNanoDetsPeopleAndCars) {
+  const std::string plugin =
+      std::string(g_getenv("CUDANMS_BUILD")) + "/plugins/libgstcudanmsdnn.so";
+  gchar *model = g_build_filename(g_get_user_cache_dir(), "cudanms", "human-models-3.0.4",
+                                  "nanodet.torchscript.pt", nullptr);
+  const bool have = g_file_test(plugin.c_str(), G_FILE_TEST_IS_REGULAR) &&
+                    g_file_test(model, G_FILE_TEST_IS_REGULAR);
+  g_free(model);
+  if (!have) GTEST_SKIP() << "no dnndetect (LibTorch) or no converted NanoDet (the set-up's)";
+  LoopbackCamera a(dir_, "a", "768x576");
+  ASSERT_TRUE(a.start());
+  ServiceRun service(dir_);
+  ASSERT_TRUE(service.start(
+      service_group({{"detector", "dnndetect model=nanodet classes=person,car score-threshold=0.35"},
+                     {"iou-threshold", "0.6"}}) +
+      camera_group("a", a.url(), "lines = door:384,0,384,576\n")));
+  ASSERT_TRUE(all_streaming(service, 30)) << service.log();
+  ASSERT_TRUE(eventually(60, [&] { return counted(service, "a").events >= 2; }))
+      << "no crossing in 60 s\n"
+      << service.log();
+  CameraLines lines;
+  service.parse_lines("a", &lines);
+  std::map<std::string, size_t> labels;
+  for (JsonObject *f : lines.frames) {
+    JsonArray *boxes = json_object_get_array_member(f, "boxes");
+    for (guint i = 0; i < json_array_get_length(boxes); i++)
+      labels[json_object_get_string_member(json_array_get_object_element(boxes, i), "label")]++;
+  }
+  EXPECT_GT(labels["person"], lines.frames.size()) << "vtest.avi has people in every frame";
+  for (const auto &[label, n] : labels)
+    EXPECT_TRUE(label == "person" || label == "car") << n << " boxes labelled " << label;
 }
 
 // A worker killed while its camera counts (two pretended GPUs): the restarted worker goes on from
