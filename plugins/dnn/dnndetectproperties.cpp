@@ -125,8 +125,11 @@ std::string DnnDetectSettings::model_path(dnn::Head head, const std::string &mod
 }
 
 bool gst_dnn_detect_parse_classes(const std::string &text, const std::vector<std::string> &labels,
-                                  dnn::ClassFilter *filter, std::string *why) {
+                                  dnn::ClassFilter *filter, std::string *why, std::string *known) {
   *filter = dnn::ClassFilter();
+  known->clear();
+  for (size_t c = 0; c < labels.size(); c++)
+    if (!labels[c].empty()) *known += (known->empty() ? "" : ", ") + labels[c];
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -135,20 +138,14 @@ bool gst_dnn_detect_parse_classes(const std::string &text, const std::vector<std
     size_t id = 0;
     while (id < labels.size() && lower(labels[id]) != name) id++;
     if (id == labels.size()) {
-      *why = "unknown class \"" + trimmed(item) + "\"";
-      if (labels.empty()) {
-        *why += ": the network's classes have no names (labels-file names them)";
-        return false;
-      }
-      *why += "; the classes are:";
-      for (size_t c = 0; c < labels.size(); c++)
-        if (!labels[c].empty()) *why += (c ? ", " : " ") + labels[c];
+      *why =
+          "unknown class \"" + trimmed(item) + "\"" +
+          (labels.empty() ? ": the network's classes have no names (labels-file names them)" : "");
       return false;
     }
     if (!filter->keep(static_cast<int>(id))) {
       *why = "class \"" + labels[id] + "\" has id " + std::to_string(id) +
-             ": classes filters ids " + "below " + std::to_string(dnn::kMaxFilteredClasses) +
-             " only";
+             ": classes filters ids below " + std::to_string(dnn::kMaxFilteredClasses) + " only";
       return false;
     }
   }

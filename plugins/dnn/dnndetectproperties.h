@@ -49,10 +49,11 @@ struct DnnDetectSettings {
 };
 
 /* Class names (e.g. "person, car") into the ids of @labels (by id, compared without case):
- * the filter, or false and *why naming the unknown one and the known names. Empty text: every
- * class. */
+ * the filter, or false and *why naming the unknown one. *known: the names there are. Empty text:
+ * every class. */
 bool gst_dnn_detect_parse_classes(const std::string &text, const std::vector<std::string> &labels,
-                                  cudanms::dnn::ClassFilter *filter, std::string *why);
+                                  cudanms::dnn::ClassFilter *filter, std::string *why,
+                                  std::string *known);
 /* COCO's 80 class names by NanoDet's class id, "person" to "toothbrush". */
 const std::vector<std::string> &gst_dnn_detect_coco_labels();
 

@@ -172,12 +172,12 @@ static bool choose_classes(GstDnnDetect *self) {
   GstCudaNmsDetector *detector = GST_CUDA_NMS_DETECTOR(self);
   if (priv->head == dnn::Head::kNanoDet && gst_cuda_nms_detector_labels(detector).empty())
     gst_cuda_nms_detector_set_labels(detector, gst_dnn_detect_coco_labels());
-  std::string why;
+  std::string why, known;
   if (!gst_dnn_detect_parse_classes(priv->running.classes, gst_cuda_nms_detector_labels(detector),
-                                    &priv->classes, &why)) {
+                                    &priv->classes, &why, &known)) {
     GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                      ("Invalid classes \"%s\"", priv->running.classes.c_str()),
-                      ("%s", why.c_str()));
+                      ("Invalid classes \"%s\": %s", priv->running.classes.c_str(), why.c_str()),
+                      ("the classes are: %s", known.empty() ? "(no names)" : known.c_str()));
     return false;
   }
   return true;
