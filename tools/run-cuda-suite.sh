@@ -5,7 +5,8 @@
 # (tools/run-benchmark.sh; BENCH=0 skips it). Prints the GPU and the result lines, again after
 # the benchmark's table. On a host without GStreamer or meson it uses tools/gpu-host/env.sh.
 #   tools/run-cuda-suite.sh [build-dir] [bench-out-dir]
-#   (defaults build-cuda and ${OUT:-out}/benchmark; MESON_ARGS adds options)
+#   (defaults build-cuda and ${OUT:-out}/benchmark; MESON_ARGS adds options; TESTS="dnn nanodet"
+#   runs only those tests, each of their CUDA tests still required to run)
 # Needs the README's packages (or PKG_CONFIG_* pointing at them), nvcc, meson and ninja.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,7 +56,8 @@ meson setup "$build" -Dcuda=enabled $torch_args -Dcuda-arch="$arch" -Dtests=enab
 grep -E "CUDA backend" "$build/meson-logs/meson-log.txt" | tail -1 || true
 ninja -C "$build"
 rc=0
-meson test -C "$build" --print-errorlogs || rc=$?
+# shellcheck disable=SC2086  # TESTS: test names, or none (all)
+meson test -C "$build" --print-errorlogs ${TESTS:-} || rc=$?
 
 log="$build/meson-logs/testlog.txt"
 count() { grep -oE "^\[  $1 *\] [0-9]+ tests?" "$log" | awk '{s += $(NF-1)} END {print s + 0}'; }
