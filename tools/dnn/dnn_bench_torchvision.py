@@ -9,14 +9,12 @@ weighted NMS). p50/p99 of the whole chain per batch, torch.cuda.synchronize() at
     dnn_bench_torchvision.py MODEL.pt [--frames RAW.bgr] [--batches 1,8,32,64] [--runs 100]
 """
 import argparse
-import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision
 
-W, H = 1920, 1080
+from peer_bench import H, W, frames_of, timed
 
 
 def anchors():
@@ -39,15 +37,7 @@ def main():
     batches = [int(b) for b in a.batches.split(",")]
     most = max(batches)
     dev = torch.device("cuda")
-    frames = []
-    if a.frames:
-        raw = np.fromfile(a.frames, dtype=np.uint8)
-        n = raw.size // (W * H * 3)
-        frames = [raw[i * W * H * 3:(i + 1) * W * H * 3].reshape(H, W, 3)[:, :, ::-1].copy() for i in range(min(n, most))]
-    rng = np.random.default_rng(7)
-    while len(frames) < most:
-        frames.append(np.kron(rng.integers(0, 256, (H // 30 + 1, W // 30 + 1, 3), dtype=np.uint8),
-                              np.ones((30, 30, 1), dtype=np.uint8))[:H, :W])
+    frames = [f[:, :, ::-1].copy() for f in frames_of(a.frames, most)]  # RGB
     rgb = torch.stack([torch.from_numpy(f).permute(2, 0, 1) for f in frames]).to(dev)  # B,3,H,W uint8
     model = torch.jit.load(a.model, map_location=dev).eval()
     centres = anchors().to(dev)
@@ -77,17 +67,7 @@ def main():
     print("|---:|---:|---:|---:|")
     for batch in batches:
         x = rgb[:batch]
-        for _ in range(5):
-            chain(x)
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(a.runs):
-            t0 = time.perf_counter()
-            chain(x)
-            torch.cuda.synchronize()
-            times.append((time.perf_counter() - t0) * 1000)
-        times.sort()
-        p50, p99 = times[len(times) // 2], times[min(len(times) - 1, int(0.99 * len(times)))]
+        p50, p99 = timed(chain, x, a.runs)
         print(f"| {batch} | {p50:.3f} / {p99:.3f} | {1000 * batch / p50:.0f} | {p50 / batch:.3f} |")
 
 

@@ -19,32 +19,18 @@ p50/p99 of the whole chain per batch, torch.cuda.synchronize() at the end, and t
 """
 import argparse
 import json
-import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision
 
-W, H = 1920, 1080
+from peer_bench import H, W, frames_of, timed
+
 INPUT = 416
 STRIDES = (8, 16, 32)
 BINS = 11
 MEAN = (103.53, 116.28, 123.675)  # BGR
 STD = (57.375, 57.12, 58.395)
-
-
-def frames_of(path, count):
-    frames = []
-    if path:
-        raw = np.fromfile(path, dtype=np.uint8)
-        for i in range(min(raw.size // (W * H * 3), count)):
-            frames.append(raw[i * W * H * 3:(i + 1) * W * H * 3].reshape(H, W, 3))
-    rng = np.random.default_rng(7)
-    while len(frames) < count:
-        frames.append(np.kron(rng.integers(0, 256, (H // 30 + 1, W // 30 + 1, 3), dtype=np.uint8),
-                              np.ones((30, 30, 1), dtype=np.uint8))[:H, :W])
-    return frames
 
 
 def centres(device):
@@ -123,19 +109,6 @@ def main():
     def network(x):
         return model(x)
 
-    def timed(fn, arg):
-        for _ in range(5):
-            fn(arg)
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(a.runs):
-            t0 = time.perf_counter()
-            fn(arg)
-            torch.cuda.synchronize()
-            times.append((time.perf_counter() - t0) * 1000)
-        times.sort()
-        return times[len(times) // 2], times[min(len(times) - 1, int(0.99 * len(times)))]
-
     print(f"NanoDet-g from Python as its demo drives it ({'fp16' if a.fp16 else 'fp32'}, torch "
           f"{torch.__version__}, torchvision {torchvision.__version__}, "
           f"{torch.cuda.get_device_name()})")
@@ -144,8 +117,8 @@ def main():
     rows = []
     for batch in batches:
         x = bgr[:batch]
-        p50, p99 = timed(chain, x)
-        net, _ = timed(network, preprocess(x))
+        p50, p99 = timed(chain, x, a.runs)
+        net, _ = timed(network, preprocess(x), a.runs)
         boxes = sum(len(r[0]) for r in chain(x)) / batch
         print(f"| {batch} | {p50:.3f} / {p99:.3f} | {1000 * batch / p50:.0f} | {net:.3f} | "
               f"{boxes:.1f} |")
