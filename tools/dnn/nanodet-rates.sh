@@ -10,7 +10,8 @@
 #   pre-processing on the GPU, get_bboxes and multiclass_nms image by image
 #   (tools/dnn/nanodet_bench_torch.py).
 #   tools/dnn/nanodet-rates.sh [build-dir] [out-dir]   (defaults build-cuda, ${OUT:-out}/benchmark)
-# NANODET_VIDEO names another video; STREAMS_FRAMES the frames per stream (default 1500).
+# NANODET_VIDEO names another video; STREAMS_FRAMES the frames per stream (default 1500); RUNS the
+# benches' timed runs (default 100).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 build=${1:-build-cuda}
@@ -46,10 +47,10 @@ for precision in fp32 fp16; do
     --nms "cudanms iou-threshold=0.6 max-detections=100" || rc=1
   echo "== the network alone and stage by stage (cudanms-dnn-bench)"
   "$build/tools/cudanms-dnn-bench" --model "$model" --decoder nanodet "${half[@]}" --frames "$raw" \
-    --batches "$streams" --json "$out/nanodet-bench-$precision.json" | tee "$out/nanodet-bench-$precision.md" || rc=1
+    --batches "$streams" --runs "${RUNS:-100}" --json "$out/nanodet-bench-$precision.json" | tee "$out/nanodet-bench-$precision.md" || rc=1
   echo "== the Python peer"
   python3 tools/dnn/nanodet_bench_torch.py "$model" "${half[@]}" --frames "$raw" --batches "$streams" \
-    --json "$out/nanodet-python-$precision.json" | tee "$out/nanodet-python-$precision.md" || rc=1
+    --runs "${RUNS:-100}" --json "$out/nanodet-python-$precision.json" | tee "$out/nanodet-python-$precision.md" || rc=1
 done
 
 python3 - "$out" "$streams" >"$out/nanodet.md" <<'PY' || rc=1
