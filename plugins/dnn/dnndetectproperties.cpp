@@ -234,7 +234,8 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
                  "batch-size", "Batch size",
                  "Frames per forward at most: dnndetect instances of one process with the "
                  "same batch-group, model, decoder, input, backend, gpu-id, cuda-graphs, "
-                 "batch-size and batch-timeout run their frames (e.g. one per camera) through one "
+                 "precision, batch-size and batch-timeout run their frames (e.g. one per camera) "
+                 "through one "
                  "forward. A batch runs when it is full, when every instance has a frame in it, "
                  "or batch-timeout after its first frame; 1: no batching, no waiting",
                  1, dnn::kMaxBatch, 1, rw_ready),
