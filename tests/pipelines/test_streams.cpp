@@ -63,6 +63,48 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   g_object_unref(parser);
 }
 
+// --repeat: the same chain in fresh processes, each run's rates and their min, max, mean and
+// spread, in the output and the JSON; a repeat that is no count is a usage error.
+TEST(Streams, RepeatRunsTheChainAgainAndSaysHowMuchItsRateMoves) {
+  SKIP_WITHOUT_VTEST();
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(
+      run_preloaded(
+          dir, {"--streams", "2", "--frames", "5", "--preload-frames", "3", "--repeat", "3"}, &out),
+      0)
+      << out;
+  for (const char *line : {"== run 1 of 3", "== run 3 of 3", "run 2: total ", "3 runs, total: min ",
+                           "3 runs, second half: min "})
+    EXPECT_NE(out.find(line), std::string::npos) << line << " in\n" << out;
+  JsonParser *parser = json_parser_new();
+  JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
+  ASSERT_NE(summary, nullptr);
+  JsonArray *runs = json_object_get_array_member(summary, "runs");
+  ASSERT_EQ(json_array_get_length(runs), 3u);
+  double lowest = 1e30, highest = 0, sum = 0;
+  for (guint i = 0; i < 3; i++) {
+    JsonObject *run = json_array_get_object_element(runs, i);
+    EXPECT_EQ(json_object_get_int_member(run, "frames"), 10);
+    const double fps = json_object_get_double_member(run, "total_fps");
+    lowest = std::min(lowest, fps), highest = std::max(highest, fps), sum += fps;
+  }
+  JsonObject *total = json_object_get_object_member(summary, "total_fps");
+  EXPECT_DOUBLE_EQ(json_object_get_double_member(total, "min"), lowest);
+  EXPECT_DOUBLE_EQ(json_object_get_double_member(total, "max"), highest);
+  EXPECT_NEAR(json_object_get_double_member(total, "mean"), sum / 3, 1e-6 * sum);
+  EXPECT_NEAR(json_object_get_double_member(total, "spread"), (highest - lowest) / 2 / (sum / 3),
+              1e-9);
+  g_object_unref(parser);
+
+  GSubprocess *bad = spawn({script("streams"), "--repeat", "zero", "--preload", "x"},
+                           dir.file("bad.out"), dir.file("bad.err"));
+  EXPECT_EQ(wait_exit(bad, 30), 2);
+  g_object_unref(bad);
+  EXPECT_NE(read_file(dir.file("bad.err")).find("--repeat takes a number of runs"),
+            std::string::npos);
+}
+
 // 200 streams of one set of preloaded frames: a GstMemory counts the maps it is under in 8 bits,
 // and 200 streams mapping an I420 frame's three planes at once overflowed it (a CRITICAL, fatal
 // in the tests, then wrong maps: issue 43's "4-GPU CRITICAL", 128 streams of host frames). Every
@@ -72,9 +114,8 @@ TEST(Streams, TwoHundredStreamsOfOnePreloadRaiseNoCritical) {
   ASSERT_STREQ(g_getenv("G_DEBUG"), "fatal-criticals") << "the test setup makes CRITICALs fatal";
   TempDir dir;
   std::string out;
-  ASSERT_EQ(run_preloaded(dir, {"--streams", "200", "--frames", "10", "--preload-frames", "4"},
-                          &out),
-            0)
+  ASSERT_EQ(
+      run_preloaded(dir, {"--streams", "200", "--frames", "10", "--preload-frames", "4"}, &out), 0)
       << out;
   EXPECT_NE(out.find("streams 200  frames 2000  total "), std::string::npos) << out;
 }
@@ -144,10 +185,9 @@ TEST(Streams, DnnDetectRunsTheStreamsFramesInOneForward) {
   TempDir dir;
   std::string out;
   ASSERT_EQ(run_preloaded(dir,
-                          {"--streams", "4", "--frames", "5", "--preload-frames", "3",
-                           "--detector",
-                           "dnndetect backend=cpu batch-size=4 batch-timeout=30000000",
-                           "--nms", "cudanms method=weighted iou-threshold=0.3"},
+                          {"--streams", "4", "--frames", "5", "--preload-frames", "3", "--detector",
+                           "dnndetect backend=cpu batch-size=4 batch-timeout=30000000", "--nms",
+                           "cudanms method=weighted iou-threshold=0.3"},
                           &out),
             0)
       << out;
