@@ -6,7 +6,7 @@
 # the benchmark's table. On a host without GStreamer or meson it uses tools/gpu-host/env.sh.
 #   tools/run-cuda-suite.sh [build-dir] [bench-out-dir]
 #   (defaults build-cuda and ${OUT:-out}/benchmark; MESON_ARGS adds options; TESTS="dnn nanodet"
-#   runs only those tests, each of their CUDA tests still required to run)
+#   runs only those tests, with and without the GPUs, each of their CUDA tests required to run)
 # Needs the README's packages (or PKG_CONFIG_* pointing at them), nvcc, meson and ninja.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,8 +88,9 @@ fi
 # The same build on a machine without a GPU (CUDA_VISIBLE_DEVICES empty hides them all): what a
 # CUDA build does there, the fallback and its messages (suite cuda; run.sh builds CUDA only where
 # a GPU is, so CI no longer runs this).
+# shellcheck disable=SC2086  # TESTS, as above
 if CUDA_VISIBLE_DEVICES= meson test -C "$build" --no-rebuild --suite cuda --logbase testlog-no-gpu \
-  --print-errorlogs >/dev/null; then
+  --print-errorlogs ${TESTS:-} >/dev/null; then
   echo "without a GPU (CUDA_VISIBLE_DEVICES=): suite cuda passed"
 else
   echo "error: without a GPU (CUDA_VISIBLE_DEVICES=) suite cuda failed: $build/meson-logs/testlog-no-gpu.txt" >&2
