@@ -46,7 +46,7 @@ for precision in fp32 fp16; do
     --detector "dnndetect model=nanodet score-threshold=0.35 batch-size=$streams precision=$precision" \
     --nms "cudanms iou-threshold=0.6 max-detections=100" || rc=1
   echo "== the network alone and stage by stage (cudanms-dnn-bench)"
-  "$build/tools/cudanms-dnn-bench" --model "$model" --decoder nanodet "${half[@]}" --frames "$raw" \
+  "$build/tools/dnn/cudanms-dnn-bench" --model "$model" --decoder nanodet "${half[@]}" --frames "$raw" \
     --batches "$streams" --runs "${RUNS:-100}" --json "$out/nanodet-bench-$precision.json" | tee "$out/nanodet-bench-$precision.md" || rc=1
   echo "== the Python peer"
   python3 tools/dnn/nanodet_bench_torch.py "$model" "${half[@]}" --frames "$raw" --batches "$streams" \
