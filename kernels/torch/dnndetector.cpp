@@ -30,10 +30,12 @@ std::string DnnDetectorConfig::key() const {
   key << model_path << '\n'
       << static_cast<int>(head) << ' ' << device << ' ' << spec.width << 'x' << spec.height << ' '
       << spec.letterbox << ' ' << spec.pad_value << ' ' << spec.bgr << ' ' << cuda_graphs << ' '
-      << half_precision;
+      << half_precision << ' ' << channels_last.value_or(channels_last_suits(head));
   for (int c = 0; c < 3; c++) key << ' ' << spec.mean[c] << '/' << spec.scale[c];
   return key.str();
 }
+
+bool channels_last_suits(dnn::Head head) { return head == dnn::Head::kNanoDet; }
 
 DnnDetector::~DnnDetector() = default;
 
@@ -52,8 +54,11 @@ std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, 
       return nullptr;
     }
   }
-  detector->model_ = TorchModel::load(config.model_path, config.device, detail, config.cuda_graphs,
-                                      config.half_precision);
+  TorchModelOptions options;
+  options.graphs = config.cuda_graphs;
+  options.half = config.half_precision;
+  options.channels_last = config.channels_last.value_or(channels_last_suits(config.head));
+  detector->model_ = TorchModel::load(config.model_path, config.device, detail, options);
   if (!detector->model_) {
     *why = "is not a TorchScript network LibTorch can load";
     return nullptr;

@@ -12,6 +12,7 @@
 #include <cudanms/dnn.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,19 @@ struct DnnDetectorConfig {
   cudanms::dnn::Head head = cudanms::dnn::Head::kBlazeFace;
   cudanms::dnn::InputSpec spec;
   int device = -1;             /* a CUDA device, or -1: the CPU */
-  bool cuda_graphs = true;     /* on CUDA, replay the network as CUDA graphs (TorchModel::load) */
-  bool half_precision = false; /* on CUDA, float16 weights and activations (TorchModel::load) */
+  bool cuda_graphs = true;     /* on CUDA, replay the network as CUDA graphs (TorchModelOptions) */
+  bool half_precision = false; /* on CUDA, float16 weights and activations (TorchModelOptions) */
+  /* On CUDA, the network's tensors stored channels-last (TorchModelOptions); unset: the head's
+   * choice, channels_last_suits(). */
+  std::optional<bool> channels_last;
 
   /* Equal for configurations one detector can serve. */
   std::string key() const;
 };
+
+/* Whether @head's network runs faster channels-last on CUDA: NanoDet's dense convolutions do on
+ * cuDNN's NHWC kernels (docs/performance.md); BlazeFace's depthwise ones are left as they are. */
+bool channels_last_suits(cudanms::dnn::Head head);
 
 /* One frame of a batch: what its element gives, and where its candidates go. */
 struct DnnJob {

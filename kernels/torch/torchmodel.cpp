@@ -52,11 +52,12 @@ struct Graphed {
 
 class Model final : public TorchModel {
  public:
-  Model(torch::jit::Module module, torch::Device device, bool graphs, bool half)
+  Model(torch::jit::Module module, torch::Device device, const TorchModelOptions &options)
       : module_(std::move(module)),
         device_(device),
-        graphs_(graphs && device.is_cuda()),
-        half_(half) {}
+        graphs_(options.graphs && device.is_cuda()),
+        half_(options.half),
+        channels_last_(options.channels_last) {}
 
   bool forward(float *input, int batch, int height, int width, void *stream,
                std::string *error) override {
@@ -125,7 +126,9 @@ class Model final : public TorchModel {
   /* The network on a float input, in its precision; its outputs as contiguous floats (in a
    * capture, the casts are the graph's too). */
   std::vector<at::Tensor> run(const at::Tensor &input) {
-    return float_outputs(module_.forward({half_ ? input.to(torch::kHalf) : input}));
+    at::Tensor x = half_ ? input.to(torch::kHalf) : input;
+    if (channels_last_) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    return float_outputs(module_.forward({x}));
   }
 
   /* The outputs; with `frames`, each one's first `frames` (a padded batch's own). */
@@ -220,6 +223,7 @@ class Model final : public TorchModel {
   torch::Device device_;
   bool graphs_;
   const bool half_;
+  const bool channels_last_;
   std::atomic<size_t> replays_{0};  /* read from other threads */
   mutable std::mutex problem_lock_; /* graph_problem_ is read from other threads */
   std::string graph_problem_;
@@ -243,22 +247,32 @@ bool TorchModel::cuda_usable(int device) {
 }
 
 std::unique_ptr<TorchModel> TorchModel::load(const std::string &path, int device,
-                                             std::string *error, bool graphs, bool half) {
+                                             std::string *error, const TorchModelOptions &options) {
   if (device >= 0 && !cuda_usable(device)) {
     *error = "this LibTorch cannot run networks on CUDA device " + std::to_string(device);
     return nullptr;
   }
-  if (half && device < 0) {
+  if (options.half && device < 0) {
     *error = "float16 runs on CUDA only: on the CPU the network computes in float32";
     return nullptr;
   }
+  TorchModelOptions used = options;
+  if (device < 0) used.channels_last = false;
   try {
     const torch::Device where =
         device >= 0 ? torch::Device(torch::kCUDA, device) : torch::Device(torch::kCPU);
     torch::jit::Module module = torch::jit::load(path, where);
     module.eval();
-    if (half) module.to(torch::kHalf);
-    return std::make_unique<Model>(std::move(module), where, graphs, half);
+    if (used.half) module.to(torch::kHalf);
+    if (used.channels_last) {
+      /* The converters register weights as buffers, PyTorch's modules as parameters. */
+      for (at::Tensor t : module.parameters())
+        if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
+      for (at::Tensor t : module.buffers())
+        if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+    if (device >= 0) at::globalContext().setBenchmarkCuDNN(true);
+    return std::make_unique<Model>(std::move(module), where, used);
   } catch (const std::exception &e) {
     *error = e.what();
     return nullptr;

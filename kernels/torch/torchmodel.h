@@ -7,15 +7,25 @@
 #include <string>
 #include <vector>
 
+struct TorchModelOptions {
+  /* On CUDA, forwards of a batch size seen before replay a CUDA graph of the network (see
+   * TorchModel::forward()); without, every forward runs the TorchScript interpreter. */
+  bool graphs = true;
+  /* CUDA only: float16 weights and activations; the input is cast on the GPU, the outputs cast
+   * back to float32. */
+  bool half = false;
+  /* CUDA only: the weights and activations stored channels-last (NHWC), where cuDNN's fastest
+   * convolutions are; the input is reordered on the GPU. */
+  bool channels_last = false;
+};
+
 class TorchModel {
  public:
-  /* device < 0: the CPU; else that CUDA device (an error where LibTorch has no CUDA). On CUDA
-   * with @graphs, forwards of a batch size seen before replay a CUDA graph of the network (see
-   * forward()); without, every forward runs the TorchScript interpreter. With @half (CUDA only)
-   * the weights and activations are float16: the input is cast on the GPU, the outputs cast
-   * back to float32. */
+  /* device < 0: the CPU; else that CUDA device (an error where LibTorch has no CUDA). On CUDA,
+   * cuDNN times its algorithms for each new shape and keeps the fastest (its benchmark mode: a
+   * detector's shapes are few and fixed). */
   static std::unique_ptr<TorchModel> load(const std::string &path, int device, std::string *error,
-                                          bool graphs = true, bool half = false);
+                                          const TorchModelOptions &options = {});
   /* Whether this LibTorch can run networks on CUDA device @device. */
   static bool cuda_usable(int device);
   virtual ~TorchModel() = default;

@@ -9,7 +9,8 @@
 // timing, the batch's candidates and kept boxes are checked against the same frames run one by one
 // on the CPU (LibTorch's CPU backend, cudanms's CPU NMS).
 //   cudanms-dnn-bench --model MODEL.pt [--decoder blazeface|nanodet] [--fp16]
-//                     [--frames RAW.bgr] [--batches 1,8,32,64] [--runs N] [--no-cuda-graphs]
+//                     [--layout nchw|nhwc] [--frames RAW.bgr] [--batches 1,8,32,64] [--runs N]
+//                     [--no-cuda-graphs]
 // The network column is its bare forward rate: the TorchScript alone on a batch already in the
 // input tensor, synchronised (with --fp16 in float16, whose boxes are then compared with the
 // CPU's float32 ones and only reported).
@@ -214,7 +215,7 @@ size_t disagreements(const std::vector<cudanms::Result> &a, const std::vector<cu
 int main(int argc, char **argv) {
   gchar *model_path = nullptr, *frames_path = nullptr, *batches_text = nullptr,
         *json_path = nullptr;
-  gchar *decoder = nullptr;
+  gchar *decoder = nullptr, *layout = nullptr;
   gint runs = 100, device = 0;
   gdouble threshold = -1;
   gboolean cuda_graphs = TRUE, fp16 = FALSE;
@@ -231,6 +232,10 @@ int main(int argc, char **argv) {
        "Score threshold (default 0.5 for BlazeFace, 0.35 for NanoDet)", "T"},
       {"fp16", 0, 0, G_OPTION_ARG_NONE, &fp16, "The network in float16 (dnndetect precision=fp16)",
        nullptr},
+      {"layout", 0, 0, G_OPTION_ARG_STRING, &layout,
+       "The network's tensors NCHW or NHWC (channels-last); default the element's choice for the "
+       "decoder",
+       "nchw|nhwc"},
       {"frames", 0, 0, G_OPTION_ARG_FILENAME, &frames_path, "Raw 1920x1080 BGR frames", "FILE"},
       {"batches", 0, 0, G_OPTION_ARG_STRING, &batches_text, "Batch sizes (default 1,8,32,64)",
        "LIST"},
@@ -272,6 +277,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   const bool nanodet = head_name == "nanodet";
+  const std::string layout_name = layout ? layout : "";
+  if (!layout_name.empty() && layout_name != "nchw" && layout_name != "nhwc") {
+    g_printerr("error: --layout is nchw or nhwc, not \"%s\"\n", layout_name.c_str());
+    return 2;
+  }
   Bench bench;
   DnnDetectorConfig config;
   config.model_path = model_path;
@@ -285,6 +295,8 @@ int main(int argc, char **argv) {
   config.device = device;
   config.cuda_graphs = cuda_graphs;
   config.half_precision = fp16;
+  if (!layout_name.empty()) config.channels_last = layout_name == "nhwc";
+  const bool channels_last = config.channels_last.value_or(channels_last_suits(config.head));
   bench.gpu = DnnDetector::open(config, &why, &detail);
   config.device = -1;
   config.half_precision = false;
@@ -373,11 +385,12 @@ int main(int argc, char **argv) {
   cudaDriverGetVersion(&driver);
   std::printf(
       "DNN chain: %s (TorchScript, LibTorch, %s), 1920x1080 NV12 frames (%s), score >= %.2f, %s "
-      "(cudanms backend=auto); network %s; %s, driver %d, cudanms %s; p50 of %d runs\n\n",
+      "(cudanms backend=auto); network %s, %s; %s, driver %d, cudanms %s; p50 of %d runs\n\n",
       nanodet ? "NanoDet-g 416x416" : "BlazeFace front 128x128", fp16 ? "fp16" : "fp32",
       frames_path ? frames_path : "random blocks", bench.threshold,
       nanodet ? "greedy NMS per class IoU 0.6, 100 boxes" : "weighted NMS IoU 0.3",
-      cuda_graphs ? "replayed as CUDA graphs" : "launched operator by operator", prop.name, driver,
+      cuda_graphs ? "replayed as CUDA graphs" : "launched operator by operator",
+      channels_last ? "channels-last (NHWC)" : "NCHW", prop.name, driver,
       CUDANMS_BENCH_VERSION, runs);
   std::printf(
       "| batch | frames in | pre-processing (ms) | network (ms) | network alone (frames/s) | "
@@ -415,5 +428,6 @@ int main(int argc, char **argv) {
   }
   for (uint8_t *d : d_frames) cudaFree(d);
   g_free(model_path), g_free(frames_path), g_free(batches_text), g_free(json_path), g_free(decoder);
+  g_free(layout);
   return bad ? 1 : 0;
 }
