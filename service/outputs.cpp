@@ -39,6 +39,19 @@ CountingState CountingState::kept_for(const std::map<std::string, std::string> &
   return out;
 }
 
+LineTallies CountingState::tallies() const {
+  LineTallies out;
+  for (const auto &[name, in_out] : lines) out[name].total = {in_out.first, in_out.second};
+  for (const auto &[key, n] : crossings) {
+    const auto &[line, direction, label] = key;
+    const auto found = out.find(line);
+    if (found == out.end() || label.empty()) continue;
+    LineCounts &c = found->second.by_label[label];
+    (direction == "in" ? c.in : c.out) = n;
+  }
+  return out;
+}
+
 CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
                              CountingState counted)
     : config_(config),

@@ -4,6 +4,7 @@
 // streaming thread (the session's probe), state changes from the main loop.
 #pragma once
 
+#include <cudanms/count.h>
 #include <gst/gst.h>
 
 #include <atomic>
@@ -54,6 +55,8 @@ struct CountingState {
 
   // Only what belongs to the lines of these names (zones' occupancy starts again).
   CountingState kept_for(const std::map<std::string, std::string> &lines_kept) const;
+  // The lines' counts, totals and by label (from the crossings), as boxcount resumes them.
+  LineTallies tallies() const;
 };
 
 // A counting event as the operator's page lists it (web.h).

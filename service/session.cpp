@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "countsstructure.h"
 #include "fence.h"
 #include "gpufailure.h"
 #include "log.h"
@@ -209,31 +210,9 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config, const Camera
   const CountingState counted = s->outputs_->counting();
   if (track) g_object_set(track, "next-id", counted.next_track_id, NULL);
   if (count) {
-    GstStructure *lines = gst_structure_new_empty("counts");
-    for (const auto &[name, in_out] : counted.lines) {
-      GstStructure *line = gst_structure_new("line", "in", G_TYPE_UINT64, in_out.first, "out",
-                                             G_TYPE_UINT64, in_out.second, NULL);
-      // And by label, from the crossings kept: the JSON's and MQTT's counts by label go on too.
-      std::map<std::string, std::pair<guint64, guint64>> by_label;  // label -> (in, out)
-      for (const auto &[key, n] : counted.crossings) {
-        const auto &[crossed, direction, label] = key;
-        if (crossed == name && !label.empty())
-          (direction == "in" ? by_label[label].first : by_label[label].second) = n;
-      }
-      GstStructure *labels = gst_structure_new_empty("labels");
-      for (const auto &[label, n] : by_label) {
-        GstStructure *each = gst_structure_new("line", "in", G_TYPE_UINT64, n.first, "out",
-                                               G_TYPE_UINT64, n.second, NULL);
-        gst_structure_set(labels, label.c_str(), GST_TYPE_STRUCTURE, each, NULL);
-        gst_structure_free(each);
-      }
-      gst_structure_set(line, "labels", GST_TYPE_STRUCTURE, labels, NULL);
-      gst_structure_free(labels);
-      gst_structure_set(lines, name.c_str(), GST_TYPE_STRUCTURE, line, NULL);
-      gst_structure_free(line);
-    }
-    g_object_set(count, "counts", lines, NULL);
-    gst_structure_free(lines);
+    GstStructure *counts = gst_cuda_nms_counts_structure(counted.tallies());
+    g_object_set(count, "counts", counts, NULL);
+    gst_structure_free(counts);
   }
   if (config.gpu_id) set_on_all(s->pipeline_, "gpu-id", std::to_string(*config.gpu_id));
   if (run.on_cpu) {

@@ -51,6 +51,7 @@
 #include <set>
 
 #include "boxcountproperties.h"
+#include "countsstructure.h"
 #include "elementclass.h"
 #include "frameclock.h"
 #include "keptboxes.h"
@@ -59,17 +60,10 @@
 GST_DEBUG_CATEGORY_STATIC(gst_box_count_debug);
 #define GST_CAT_DEFAULT gst_box_count_debug
 
-/* Line name -> label -> its crossings. */
-using LabelCounts = std::map<std::string, std::map<std::string, cudanms::LineCounts>>;
-
 struct GstBoxCountPrivate {
-  std::mutex lock; /* guards settings, the counter's counts, the labels' counts and resume */
+  std::mutex lock; /* guards settings and the counter's counts */
   BoxCountSettings settings;
-  cudanms::Counter counter{settings.params};
-  LabelCounts label_counts; /* each line's counts by label */
-  /* Counts set before their line exists: the totals, and by label. */
-  std::map<std::string, cudanms::LineCounts> resume;
-  LabelCounts resume_labels;
+  cudanms::LabelledCounter counter{settings.params};
 
   /* Streaming thread (and start) only. */
   FrameClock clock;
@@ -79,9 +73,7 @@ struct GstBoxCountPrivate {
   cudanms::CounterParams params; /* as set; the loitering frames come from the frame clock */
   double loitering_time = DEFAULT_LOITERING_TIME;
   std::set<std::string> classes;
-  std::map<gint, std::string> labels;         /* announced by detectors */
-  std::map<std::string, int32_t> label_codes; /* the counter's class ids: one per label */
-  std::vector<std::string> code_labels;
+  std::map<gint, std::string> labels; /* announced by detectors */
   bool warned_untracked = false;
   /* Scratch, kept between frames. */
   std::vector<cudanms::CountObservation> seen;
@@ -93,78 +85,6 @@ struct GstBoxCountPrivate {
 
 ELEMENT_DEFINE(GstBoxCount, gst_box_count, GstBaseTransform, GST_TYPE_BASE_TRANSFORM, boxcount,
                "Line crossings and zone occupancy of tracks");
-
-/* Counts set through the counts property go to their lines: at once to those that exist, to
- * the others when they come. */
-static void resume_counts(GstBoxCountPrivate *priv) {
-  const auto &lines = priv->counter.lines();
-  for (size_t l = 0; l < lines.size(); l++) {
-    if (auto found = priv->resume.find(lines[l].name); found != priv->resume.end()) {
-      priv->counter.set_line_counts(l, found->second);
-      priv->resume.erase(found);
-    }
-    if (auto found = priv->resume_labels.find(lines[l].name); found != priv->resume_labels.end()) {
-      priv->label_counts[lines[l].name] = std::move(found->second);
-      priv->resume_labels.erase(found);
-    }
-  }
-}
-
-static cudanms::LineCounts line_counts_of(const GstStructure *s) {
-  cudanms::LineCounts c;
-  guint64 in = 0, out = 0;
-  if (gst_structure_get_uint64(s, "in", &in)) c.in = in;
-  if (gst_structure_get_uint64(s, "out", &out)) c.out = out;
-  return c;
-}
-
-/* Running counts from a "counts" structure, by line name. */
-static void take_counts(GstBoxCountPrivate *priv, const GstStructure *counts) {
-  const gint n = gst_structure_n_fields(counts);
-  for (gint i = 0; i < n; i++) {
-    const gchar *name = gst_structure_nth_field_name(counts, i);
-    const GValue *v = gst_structure_get_value(counts, name);
-    if (!GST_VALUE_HOLDS_STRUCTURE(v)) continue;
-    const GstStructure *line = gst_value_get_structure(v);
-    priv->resume[name] = line_counts_of(line);
-    std::map<std::string, cudanms::LineCounts> &by_label = priv->resume_labels[name];
-    by_label.clear();
-    const GValue *labels = gst_structure_get_value(line, "labels");
-    if (!labels || !GST_VALUE_HOLDS_STRUCTURE(labels)) continue;
-    const GstStructure *each = gst_value_get_structure(labels);
-    for (gint k = 0; k < gst_structure_n_fields(each); k++) {
-      const gchar *label = gst_structure_nth_field_name(each, k);
-      const GValue *counts_of_label = gst_structure_get_value(each, label);
-      if (GST_VALUE_HOLDS_STRUCTURE(counts_of_label))
-        by_label[label] = line_counts_of(gst_value_get_structure(counts_of_label));
-    }
-  }
-  resume_counts(priv);
-}
-
-static GstStructure *counts_structure(const GstBoxCountPrivate *priv) {
-  GstStructure *out = gst_structure_new_empty("counts");
-  const auto &lines = priv->counter.lines();
-  for (size_t l = 0; l < lines.size(); l++) {
-    const cudanms::LineCounts c = priv->counter.line_counts(l);
-    GstStructure *line =
-        gst_structure_new("line", "in", G_TYPE_UINT64, c.in, "out", G_TYPE_UINT64, c.out, NULL);
-    GstStructure *labels = gst_structure_new_empty("labels");
-    const auto by_label = priv->label_counts.find(lines[l].name);
-    if (by_label != priv->label_counts.end())
-      for (const auto &[label, n] : by_label->second) {
-        GstStructure *each =
-            gst_structure_new("line", "in", G_TYPE_UINT64, n.in, "out", G_TYPE_UINT64, n.out, NULL);
-        gst_structure_set(labels, label.c_str(), GST_TYPE_STRUCTURE, each, NULL);
-        gst_structure_free(each);
-      }
-    gst_structure_set(line, "labels", GST_TYPE_STRUCTURE, labels, NULL);
-    gst_structure_free(labels);
-    gst_structure_set(out, lines[l].name.c_str(), GST_TYPE_STRUCTURE, line, NULL);
-    gst_structure_free(line);
-  }
-  return out;
-}
 
 static void gst_box_count_install_counts(GObjectClass *klass) {
   PropertyTable<GstBoxCountPrivate>(klass, locked_private<GstBoxCount>)
@@ -178,10 +98,10 @@ static void gst_box_count_install_counts(GObjectClass *klass) {
                                        G_PARAM_STATIC_STRINGS)),
           [](GstBoxCountPrivate &priv, const GValue *value) {
             if (const GstStructure *counts = gst_value_get_structure(value))
-              take_counts(&priv, counts);
+              priv.counter.resume(gst_cuda_nms_counts_from_structure(counts));
           },
           [](const GstBoxCountPrivate &priv, GValue *value) {
-            g_value_take_boxed(value, counts_structure(&priv));
+            g_value_take_boxed(value, gst_cuda_nms_counts_structure(priv.counter.tallies()));
           });
 }
 
@@ -192,16 +112,8 @@ static void apply_geometry(GstBoxCountPrivate *priv) {
   // lines than the same ones placed in the frame later, and lose the counts they resumed.
   if (priv->normalized && (priv->width <= 0 || priv->height <= 0)) return;
   const Geometry g = in_pixels(priv->geometry, priv->normalized, priv->width, priv->height);
-  // A line moved or gone starts its counts by label again, as the counter does its totals.
-  LabelCounts kept;
-  for (const cudanms::CountLine &line : g.lines)
-    for (const cudanms::CountLine &before : priv->counter.lines())
-      if (cudanms::same_line(before, line))
-        kept[line.name] = std::move(priv->label_counts[line.name]);
-  priv->label_counts = std::move(kept);
   priv->counter.set_lines(g.lines);
-  priv->counter.set_zones(g.zones);
-  resume_counts(priv);
+  priv->counter.counter().set_zones(g.zones);
 }
 
 /* Takes changed settings in; false (and nothing changes) when lines or zones are bad. */
@@ -234,7 +146,7 @@ static gboolean gst_box_count_start(GstBaseTransform *trans) {
   {
     std::lock_guard<std::mutex> guard(priv->lock);
     priv->settings.changed = true;
-    priv->counter.forget_tracks();
+    priv->counter.counter().forget_tracks();
   }
   std::string error;
   if (!take_settings(self, &error)) {
@@ -270,18 +182,10 @@ static gboolean gst_box_count_sink_event(GstBaseTransform *trans, GstEvent *even
   if (gst_cv_label_event_parse(event, &class_id, &label)) priv->labels[class_id] = label;
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
     std::lock_guard<std::mutex> guard(priv->lock);
-    priv->counter.forget_tracks();
+    priv->counter.counter().forget_tracks();
     priv->clock.reset();
   }
   return GST_BASE_TRANSFORM_CLASS(gst_box_count_parent_class)->sink_event(trans, event);
-}
-
-/* The counter's class id for a label: one per label seen, so that occupancy is by label. */
-static int32_t code_of(GstBoxCountPrivate *priv, const std::string &label) {
-  auto [it, fresh] =
-      priv->label_codes.try_emplace(label, static_cast<int32_t>(priv->code_labels.size()));
-  if (fresh) priv->code_labels.push_back(label);
-  return it->second;
 }
 
 static bool counted(const GstBoxCountPrivate *priv, const KeptBox &box) {
@@ -319,8 +223,9 @@ static cudanms::CounterParams frame_params(const GstBoxCountPrivate *priv) {
 /* The frame's counts meta: its events, every line's counts, every zone's occupancy. */
 static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
   const std::vector<cudanms::CountEvent> &events = priv->events;
-  const auto &lines = priv->counter.lines();
-  const auto &zones = priv->counter.zones();
+  const cudanms::Counter &counter = priv->counter.counter();
+  const auto &lines = counter.lines();
+  const auto &zones = counter.zones();
   GstCudaNmsCountsMeta *meta = gst_buffer_add_cuda_nms_counts_meta(
       buf, static_cast<guint>(events.size()), static_cast<guint>(lines.size()),
       static_cast<guint>(zones.size()));
@@ -333,11 +238,11 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
         g_intern_string((line ? lines[e.index].name : zones[e.index].name).c_str());
     meta->events[i].direction = e.direction;
     meta->events[i].track_id = e.track_id;
-    meta->events[i].label = g_intern_string(priv->code_labels.at(e.class_id).c_str());
+    meta->events[i].label = g_intern_string(priv->counter.label_of(e.class_id).c_str());
     meta->events[i].dwell = static_cast<gdouble>(e.dwell_frames) * priv->clock.frame_seconds();
   }
   for (size_t l = 0; l < lines.size(); l++) {
-    const cudanms::LineCounts c = priv->counter.line_counts(l);
+    const cudanms::LineCounts c = counter.line_counts(l);
     meta->lines[l] = {g_intern_string(lines[l].name.c_str()),
                       static_cast<gfloat>(lines[l].a.x),
                       static_cast<gfloat>(lines[l].a.y),
@@ -348,7 +253,7 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
                       0,
                       nullptr};
     priv->line_labels.clear();
-    for (const auto &[label, n] : priv->label_counts[lines[l].name])
+    for (const auto &[label, n] : priv->counter.by_label(l))
       priv->line_labels.push_back({g_intern_string(label.c_str()), n.in, n.out});
     gst_cuda_nms_counts_meta_set_line_labels(meta, static_cast<guint>(l), priv->line_labels.data(),
                                              static_cast<guint>(priv->line_labels.size()));
@@ -362,13 +267,13 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
     }
     std::vector<GstCudaNmsZoneLabel> &labels = priv->zone_labels;
     labels.clear();
-    for (const auto &[code, n] : priv->counter.occupancy(z))
+    for (const auto &[code, n] : counter.occupancy(z))
       labels.push_back(
-          {g_intern_string(priv->code_labels.at(code).c_str()), static_cast<guint>(n)});
+          {g_intern_string(priv->counter.label_of(code).c_str()), static_cast<guint>(n)});
     gst_cuda_nms_counts_meta_set_zone(meta, static_cast<guint>(z), zones[z].name.c_str(),
                                       points.data(), static_cast<guint>(zones[z].polygon.size()),
                                       labels.data(), static_cast<guint>(labels.size()));
-    meta->zones[z].loitering = static_cast<guint>(priv->counter.loitering(z));
+    meta->zones[z].loitering = static_cast<guint>(counter.loitering(z));
   }
 }
 
@@ -384,7 +289,8 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
   for (const KeptBox &box : gst_cv_kept_boxes(buf, priv->labels)) {
     any_box = true;
     if (box.track_id == 0 || !counted(priv, box)) continue;
-    priv->seen.push_back({box.track_id, box.x1, box.y1, box.x2, box.y2, code_of(priv, box.label)});
+    priv->seen.push_back(
+        {box.track_id, box.x1, box.y1, box.x2, box.y2, priv->counter.class_of(box.label)});
   }
   const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buf);
   if (any_box && result && !result->track_ids && !priv->warned_untracked) {
@@ -395,14 +301,8 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
   const int64_t frame = priv->clock.frame_of(GST_BUFFER_PTS(buf));
   priv->events.clear();
   std::lock_guard<std::mutex> guard(priv->lock);
-  priv->counter.set_params(frame_params(priv));
+  priv->counter.counter().set_params(frame_params(priv));
   priv->counter.update(frame, priv->seen, &priv->events);
-  for (const cudanms::CountEvent &e : priv->events)
-    if (e.kind == cudanms::CountEventKind::kLineCrossed) {
-      cudanms::LineCounts &n =
-          priv->label_counts[priv->counter.lines()[e.index].name][priv->code_labels.at(e.class_id)];
-      (e.direction > 0 ? n.in : n.out)++;
-    }
   attach_counts(priv, buf);
   return GST_FLOW_OK;
 }

@@ -308,6 +308,56 @@ TEST(Counter, NewLinesKeepTheCountsOfUnchangedOnes) {
   EXPECT_EQ(counter.line_counts(2).out, 6u);
 }
 
+// Crossings by label: a person and a car down through a, a person up through b; then the counts
+// carried into a new counter, one of whose lines comes only later, and one moved.
+TEST(LabelledCounter, CountsByLabelResumeAndMovedLines) {
+  LabelledCounter counter;
+  counter.set_lines(lines_of("a:0,200,400,200;b:0,250,400,250"));
+  const int32_t person = counter.class_of("person"), car = counter.class_of("car");
+  EXPECT_EQ(counter.class_of("person"), person);
+  EXPECT_EQ(counter.label_of(car), "car");
+  std::vector<CountEvent> events;
+  int f = 0;
+  // 5 px a frame: each crossing seen beyond the band (10 px) the 4 frames it takes to count.
+  const auto down = straight(200, 100, 200, 245, 29);  // through a, not b
+  const auto up = straight(300, 320, 300, 215, 21);    // through b, not a
+  for (size_t i = 0; i < down.size(); i++) {
+    const auto [x, y] = down[i];
+    const auto [ux, uy] = up[std::min(i, up.size() - 1)];
+    counter.update(f++,
+                   {{1, float(x - 10), float(y - 100), float(x + 10), float(y), person},
+                    {2, float(x + 40), float(y - 60), float(x + 60), float(y), car},
+                    {3, float(ux - 10), float(uy - 100), float(ux + 10), float(uy), person}},
+                   &events);
+  }
+  LineTallies now = counter.tallies();
+  ASSERT_EQ(now.size(), 2u);
+  EXPECT_EQ(now["a"].total, (LineCounts{2, 0}));
+  EXPECT_EQ(now["a"].by_label["person"], (LineCounts{1, 0}));
+  EXPECT_EQ(now["a"].by_label["car"], (LineCounts{1, 0}));
+  EXPECT_EQ(now["b"].total, (LineCounts{0, 1}));
+  EXPECT_EQ(now["b"].by_label.size(), 1u);
+  EXPECT_EQ(now["b"].by_label["person"], (LineCounts{0, 1}));
+
+  // Resumed before the lines exist, b's counts wait for b; a moved counts afresh.
+  LabelledCounter next;
+  next.resume(now);
+  EXPECT_TRUE(next.tallies().empty());
+  next.set_lines(lines_of("a:0,200,400,200"));
+  EXPECT_EQ(next.tallies()["a"].by_label["car"], (LineCounts{1, 0}));
+  next.set_lines(lines_of("a:0,210,400,210;b:0,250,400,250"));
+  LineTallies later = next.tallies();
+  EXPECT_EQ(later["a"].total, (LineCounts{0, 0}));
+  EXPECT_TRUE(later["a"].by_label.empty());
+  EXPECT_EQ(later["b"].total, (LineCounts{0, 1}));
+  EXPECT_EQ(later["b"].by_label["person"], (LineCounts{0, 1}));
+  // Resumed while the line exists: replaced at once, labels included.
+  next.resume({{"b", {{7, 8}, {{"bus", {7, 8}}}}}});
+  EXPECT_EQ(next.counter().line_counts(1), (LineCounts{7, 8}));
+  EXPECT_EQ(next.by_label(1).size(), 1u);
+  EXPECT_EQ(next.by_label(1).at("bus"), (LineCounts{7, 8}));
+}
+
 // A zone: the square 100..300 x 100..300.
 TEST(Counter, ZoneEnterLeaveAndOccupancy) {
   Counter counter;

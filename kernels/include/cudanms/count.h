@@ -103,6 +103,9 @@ struct CountEvent {
 struct LineCounts {
   uint64_t in = 0, out = 0;
 };
+inline bool operator==(const LineCounts &a, const LineCounts &b) {
+  return a.in == b.in && a.out == b.out;
+}
 
 class Counter {
  public:
@@ -138,6 +141,51 @@ class Counter {
  private:
   struct State;
   std::unique_ptr<State> state_;
+};
+
+// A line's running counts: its totals and its crossings by label. What a counter carries over
+// into a new one (boxcount's "counts" property, the camera service's resumed counts).
+struct LineTally {
+  LineCounts total;
+  std::map<std::string, LineCounts> by_label;
+};
+using LineTallies = std::map<std::string, LineTally>;  // by line name
+
+// A Counter whose classes are labels: each label seen gets a class id of its own (so that a
+// zone's occupancy is by label), and each line counts its crossings by label beside its totals.
+// Counts resumed from an earlier counter go to their lines now, or when a line of that name
+// comes; a line moved or gone starts again, its counts by label as its totals.
+class LabelledCounter {
+ public:
+  explicit LabelledCounter(CounterParams params = {}) : counter_(params) {}
+
+  // The counter's lines and zones, its occupancy and totals: set_lines goes through this class.
+  Counter &counter() { return counter_; }
+  const Counter &counter() const { return counter_; }
+  void set_lines(const std::vector<CountLine> &lines);
+
+  // The class id of a label (given on its first sight), and back.
+  int32_t class_of(const std::string &label);
+  const std::string &label_of(int32_t class_id) const { return labels_.at(class_id); }
+
+  // Counter::update, then each crossing counted for its label.
+  void update(int64_t frame, const std::vector<CountObservation> &observations,
+              std::vector<CountEvent> *events);
+
+  // Counts to go on from, by line name: replace those of the lines of these names.
+  void resume(const LineTallies &counts);
+  // Every line's counts now.
+  LineTallies tallies() const;
+  const std::map<std::string, LineCounts> &by_label(size_t line) const;
+
+ private:
+  void apply_resumed();
+
+  Counter counter_;
+  std::map<std::string, int32_t> classes_;
+  std::vector<std::string> labels_;
+  std::vector<std::map<std::string, LineCounts>> by_label_;  // by line index
+  LineTallies resumed_;  // for lines that do not exist yet
 };
 
 }  // namespace cudanms
