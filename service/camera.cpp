@@ -108,7 +108,7 @@ void Camera::apply_counting(const CameraConfig &next) {
   log_line("camera %s: new lines and zones, counting on without a reconnection",
            config_.name.c_str());
   if (session_) session_->set_counting(config_.elements);
-  outputs_->set_line_shapes(counting_shapes(config_, "lines"));
+  outputs_->set_line_shapes(config_.line_shapes);
 }
 
 void Camera::end_session() {

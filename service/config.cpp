@@ -54,6 +54,14 @@ bool parse_shapes(const CameraConfig &camera, const std::string &key,
                         : cudanms::parse_zones(found->second, normalized, zones, why);
 }
 
+// A shape's points as text, to compare shapes by.
+std::string shape_text(const std::vector<cudanms::CountPoint> &points, bool normalized) {
+  std::string text;
+  for (const cudanms::CountPoint &p : points)
+    text += std::to_string(p.x) + "," + std::to_string(p.y) + " ";
+  return normalized ? text + "normalized" : text;
+}
+
 std::string replace_all(std::string text, const std::string &from, const std::string &to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
     text.replace(at, from.size(), to);
@@ -208,7 +216,7 @@ class ConfigReader {
         good = false;
       }
     }
-    good = check_whole(camera, own, where) && good;
+    good = check_whole(&camera, own, where) && good;
     every_camera_.push_back(camera);
     if (good) out_.cameras.push_back(std::move(camera));
   }
@@ -286,8 +294,10 @@ class ConfigReader {
 
   // What only the whole camera can say: lines and zones (degenerate lines, polygons that cross
   // themselves, in the units `normalized` gives them), the back-off, a JSON file of its own.
-  bool check_whole(const CameraConfig &camera, const std::map<std::string, std::string> &own,
+  // The camera's lines are kept as line_shapes.
+  bool check_whole(CameraConfig *camera_out, const std::map<std::string, std::string> &own,
                    const std::string &where) {
+    const CameraConfig &camera = *camera_out;
     bool good = true;
     for (const char *key : {"lines", "zones"}) {
       std::string why;
@@ -302,6 +312,8 @@ class ConfigReader {
         errors_->push_back(where + ":" + key + ": counting needs the tracker (tracker = true)");
         good = false;
       }
+      for (const cudanms::CountLine &l : lines)
+        camera_out->line_shapes[l.name] = shape_text({l.a, l.b}, counts_normalized(camera));
     }
     if (camera.reconnect_max_s < camera.reconnect_initial_s) {
       errors_->push_back(where + ":reconnect-max: must be at least reconnect-initial");
@@ -408,21 +420,5 @@ bool CameraConfig::counting() const {
   return false;
 }
 
-std::map<std::string, std::string> counting_shapes(const CameraConfig &camera, const char *key) {
-  std::map<std::string, std::string> out;
-  std::vector<cudanms::CountLine> lines;
-  std::vector<cudanms::CountZone> zones;
-  std::string why;
-  if (!parse_shapes(camera, key, &lines, &zones, &why)) return out;
-  auto point_text = [](const cudanms::CountPoint &p) {
-    return std::to_string(p.x) + "," + std::to_string(p.y) + " ";
-  };
-  for (const auto &l : lines) out[l.name] = point_text(l.a) + point_text(l.b);
-  for (const auto &z : zones)
-    for (const auto &p : z.polygon) out[z.name] += point_text(p);
-  if (counts_normalized(camera))
-    for (auto &[name, text] : out) text += "normalized";
-  return out;
-}
 
 }  // namespace cudanms::service

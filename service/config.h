@@ -60,13 +60,14 @@ struct CameraConfig {
   // own), for errors found later to name the group they stand in.
   std::set<std::string> own_keys;
 
+  // The camera's lines by name, each as its points' text (in pixels or, ending in
+  // "normalized", in 0..1): parsed once, when the config is read, for telling which lines a
+  // reload left as they were (their counts go on) and naming them in the counts file.
+  std::map<std::string, std::string> line_shapes;
+
   // boxcount after boxtrack: lines or zones to count.
   bool counting() const;
 };
-
-// The lines (or zones) of a camera's `count` settings, by name, each as its points' text, for
-// telling which ones a reload left as they were.
-std::map<std::string, std::string> counting_shapes(const CameraConfig &camera, const char *key);
 
 // A host of a fleet (docs/fleet.md): its cameras are kept in etcd under
 // PREFIX/SITE/cameras/NAME, and the hosts of a site share them out through leases.

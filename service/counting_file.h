@@ -16,7 +16,7 @@ constexpr guint64 kReservedIds = 100;
 
 // `state` as JSON (all but the zones' occupancy, which starts again, and, without
 // `undelivered`, the events not yet delivered), with the camera's lines as their shapes
-// (counting_shapes): what the counts file and a fleet's state key hold.
+// (CameraConfig::line_shapes): what the counts file and a fleet's state key hold.
 std::string counting_json(const CountingState &state,
                           const std::map<std::string, std::string> &line_shapes,
                           bool undelivered = true);

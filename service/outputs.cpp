@@ -57,7 +57,7 @@ CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
     : config_(config),
       counts_file_(run.counts_file),
       counting_(std::move(counted)),
-      line_shapes_(counting_shapes(config, "lines")) {
+      line_shapes_(config.line_shapes) {
   if (!run.fleet_store.endpoints.empty()) store_ = std::make_unique<FleetStore>(run.fleet_store);
   keep_counting();  // ids reserved from the start
 }

@@ -99,7 +99,7 @@ class CameraOutputs {
   void close(guint flush_ms);
   FrameCounts counts() const;
   CountingState counting() const;
-  // A reload's new lines, as counting_shapes() gives them: what the counts file names.
+  // A reload's new lines, as CameraConfig::line_shapes: what the counts file names.
   void set_line_shapes(std::map<std::string, std::string> shapes);
   // The snapshot branch's latest picture (session.h), on its streaming thread.
   void on_snapshot(GstBuffer *jpeg);

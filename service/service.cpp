@@ -42,7 +42,7 @@ CountingState stored_counting(const CameraConfig &config, const CameraRun &run) 
   CountingState stored;
   std::map<std::string, std::string> shapes;
   if (run.counts_file.empty() || !load_counting(run.counts_file, &stored, &shapes)) return {};
-  return stored.kept_for(unchanged(shapes, counting_shapes(config, "lines")));
+  return stored.kept_for(unchanged(shapes, config.line_shapes));
 }
 
 }  // namespace
@@ -265,7 +265,7 @@ void Service::reload() {
       }
       // A restart keeps the ids going on and the counts of the lines left as they were.
       const CountingState counted = running->counting().kept_for(
-          unchanged(counting_shapes(running->config(), "lines"), counting_shapes(config, "lines")));
+          unchanged(running->config().line_shapes, config.line_shapes));
       stop_camera(name, "its settings changed: restarting",
                   [this, config, counted] { start_camera(config, counted); });
       changed++;

@@ -171,6 +171,27 @@ TEST_F(Config, CamerasTakeTheServiceDefaultsAndTheirOwnKeys) {
   EXPECT_NE(changed.cameras[0].settings, gate.settings);
 }
 
+// A camera's lines are parsed once, as the config is read: their points' text names them in the
+// counts file and tells a reload which lines stayed; zones are not lines.
+TEST_F(Config, LinesAreParsedOnceIntoTheirShapes) {
+  ServiceConfig config;
+  ASSERT_EQ(errors_of("[camera.gate]\nsource = videotestsrc\nlines = door:0,5,10,5;exit:1,2 3,4\n"
+                      "zones = hall:0,0 9,0 9,9\n"
+                      "[camera.yard]\nsource = videotestsrc\nlines = door:0,0.5,1,0.5\n"
+                      "normalized = yes\n[camera.roof]\nsource = videotestsrc\n",
+                      &config),
+            std::vector<std::string>());
+  ASSERT_EQ(config.cameras.size(), 3u);
+  EXPECT_EQ(config.cameras[0].line_shapes,
+            (std::map<std::string, std::string>{
+                {"door", "0.000000,5.000000 10.000000,5.000000 "},
+                {"exit", "1.000000,2.000000 3.000000,4.000000 "}}));
+  EXPECT_EQ(config.cameras[1].line_shapes,
+            (std::map<std::string, std::string>{
+                {"door", "0.000000,0.500000 1.000000,0.500000 normalized"}}));
+  EXPECT_TRUE(config.cameras[2].line_shapes.empty());
+}
+
 // The default detector, the face cascade, and any cascade get OpenCV's grouping by default; a
 // method named in the config wins.
 TEST_F(Config, CascadesAreGroupedAsOpenCvGroupsThem) {
