@@ -14,13 +14,6 @@ namespace {
 constexpr gint64 kRateWindowUs = 5 * G_USEC_PER_SEC;  // frames/s over the last 5 s
 constexpr guint kFlushMs = 2000;  // what MQTT messages still queued get at a stop
 
-std::string seconds_text(double s) {
-  gchar *text = g_strdup_printf(s < 10 ? "%.1f s" : "%.0f s", s);
-  std::string out = text;
-  g_free(text);
-  return out;
-}
-
 }  // namespace
 
 const char *state_name(CameraState state) {

@@ -68,12 +68,6 @@ std::string replace_all(std::string text, const std::string &from, const std::st
   return text;
 }
 
-bool valid_camera_name(const std::string &name) {
-  if (name.empty() || name.size() > 64) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return g_ascii_isalnum(c) || c == '-' || c == '_'; });
-}
-
 // Groups and keys given twice, which GKeyFile would merge without a word: one error each.
 void find_repeats(const std::string &text, const std::string &file,
                   std::vector<std::string> *errors) {
@@ -405,6 +399,12 @@ std::string config_for_urls(const std::vector<std::string> &urls,
   g_free(text);
   g_key_file_free(file);
   return out;
+}
+
+bool valid_camera_name(const std::string &name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return g_ascii_isalnum(c) || c == '-' || c == '_'; });
 }
 
 bool ServiceConfig::per_gpu_workers() const {

@@ -69,6 +69,9 @@ struct CameraConfig {
   bool counting() const;
 };
 
+// A camera's name: 1 to 64 letters, digits, '-' and '_' (it names files, topics and etcd keys).
+bool valid_camera_name(const std::string &name);
+
 // A host of a fleet (docs/fleet.md): its cameras are kept in etcd under
 // PREFIX/SITE/cameras/NAME, and the hosts of a site share them out through leases.
 struct FleetSettings {

@@ -31,26 +31,10 @@ guint renewal_interval_ms(double ttl_s) {
   return static_cast<guint>(ttl_s * 1000 / kRenewalsPerTtl);
 }
 
-std::string seconds_text(double s) {
-  gchar *text = g_strdup_printf("%.1f s", s);
-  std::string out = text;
-  g_free(text);
-  return out;
-}
-
-std::string escaped(const std::string &value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
-bool valid_camera_name(const std::string &name) {
-  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return g_ascii_isalnum(c) || c == '-' || c == '_';
-  });
+// When a host stops its cameras for want of a renewal: max(1 s, 0.3 TTL) before its lease may
+// end (docs/fleet.md), so that their connections close before another host may claim them.
+gint64 fence_deadline_us(gint64 lease_valid_until_us, double ttl_s) {
+  return lease_valid_until_us - static_cast<gint64>(std::max(1.0, 0.3 * ttl_s) * 1e6);
 }
 
 // A host key's value (register_host()'s): its capacity and endpoint.
@@ -166,7 +150,7 @@ void FleetAgent::register_host() {
   gchar *value = g_strdup_printf(
       "{\"capacity\":%d,\"units\":%d,\"pid\":%d,\"hostname\":\"%s\",\"metrics\":\"%s\"}",
       units_ * settings_.capacity, units_, static_cast<int>(getpid()),
-      escaped(g_get_host_name()).c_str(), escaped(metrics_url_).c_str());
+      escape_quoted(g_get_host_name()).c_str(), escape_quoted(metrics_url_).c_str());
   const std::string body =
       etcd::txn({etcd::absent(key)}, {etcd::put(key, value, lease_)}, {etcd::range(key)});
   g_free(value);
@@ -199,8 +183,7 @@ void FleetAgent::register_host() {
     refused_since_us_ = 0;
     registered_ = true;
     log_line("fleet: host %s joined site %s", settings_.host_id.c_str(), settings_.site.c_str());
-    fence_at_us_ =
-        valid_until_us_ - static_cast<gint64>(std::max(1.0, 0.3 * settings_.ttl_s) * 1e6);
+    fence_at_us_ = fence_deadline_us(valid_until_us_, settings_.ttl_s);
     if (g_get_monotonic_time() < fence_at_us_) {
       fenced_ = false;
       degraded_why_.clear();
@@ -246,8 +229,7 @@ void FleetAgent::keep_alive() {
         etcd_answers_ = true;
         renew_sent_us_ = sent;
         valid_until_us_ = sent + reply.ttl() * G_USEC_PER_SEC;
-        fence_at_us_ =
-            valid_until_us_ - static_cast<gint64>(std::max(1.0, 0.3 * settings_.ttl_s) * 1e6);
+        fence_at_us_ = fence_deadline_us(valid_until_us_, settings_.ttl_s);
         schedule_keep_alive(renewal_interval_ms(settings_.ttl_s));
         if (!registered_) return;
         if (now >= fence_at_us_) return;  // an answer too late to count on: fenced it stays
@@ -597,7 +579,7 @@ void FleetAgent::push_config() {
 }
 
 std::string FleetAgent::metrics() const {
-  const std::string host = "host=\"" + escaped(settings_.host_id) + "\"";
+  const std::string host = "host=\"" + escape_quoted(settings_.host_id) + "\"";
   std::ostringstream out;
   auto family = [&](const char *name, const char *type, const char *help, double value) {
     out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n"

@@ -6,6 +6,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <string>
 
 namespace cudanms::service {
 
@@ -22,6 +23,14 @@ G_GNUC_PRINTF(1, 2) inline void log_line(const char *format, ...) {
   va_end(args);
   fprintf(stderr, "%s: %s\n", log_name(), text);  // one write a line: lines never interleave
   g_free(text);
+}
+
+// A duration as the log words it: "2.5 s", "12 s".
+inline std::string seconds_text(double s) {
+  gchar *text = g_strdup_printf(s < 10 ? "%.1f s" : "%.0f s", s);
+  std::string out = text;
+  g_free(text);
+  return out;
 }
 
 }  // namespace cudanms::service

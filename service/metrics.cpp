@@ -30,19 +30,6 @@ double quantile(std::vector<double> values, double q) {
   return values[rank];
 }
 
-// A label value as the exposition format quotes it.
-std::string escaped(const std::string &value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 // Writes metric families: HELP and TYPE once, then a sample per camera.
 class Exposition {
@@ -71,7 +58,7 @@ class Exposition {
   std::ostringstream out_;
 };
 
-std::string camera_label(const CameraSnapshot &c) { return "camera=\"" + escaped(c.name) + "\""; }
+std::string camera_label(const CameraSnapshot &c) { return "camera=\"" + escape_quoted(c.name) + "\""; }
 
 std::uint64_t resident_bytes() {
   long pages = 0, resident = 0;
@@ -100,6 +87,19 @@ long entries_of(const char *dir) {
 }
 
 }  // namespace
+
+std::string escape_quoted(const std::string &value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
 
 std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
                            const ProcessSnapshot &process) {
@@ -174,22 +174,22 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
   for (const CameraSnapshot &c : cameras)
     for (const auto &[key, n] : c.counting.crossings)
       e.sample("cudanms_line_crossings_total",
-               camera_label(c) + ",line=\"" + escaped(std::get<0>(key)) + "\",direction=\"" +
-                   std::get<1>(key) + "\",label=\"" + escaped(std::get<2>(key)) + "\"",
+               camera_label(c) + ",line=\"" + escape_quoted(std::get<0>(key)) + "\",direction=\"" +
+                   std::get<1>(key) + "\",label=\"" + escape_quoted(std::get<2>(key)) + "\"",
                double(n));
   e.family("cudanms_zone_objects", "gauge", "Tracks in a zone now (boxcount), by zone and label");
   for (const CameraSnapshot &c : cameras)
     for (const auto &[key, n] : c.counting.occupancy)
       e.sample("cudanms_zone_objects",
-               camera_label(c) + ",zone=\"" + escaped(key.first) + "\",label=\"" +
-                   escaped(key.second) + "\"",
+               camera_label(c) + ",zone=\"" + escape_quoted(key.first) + "\",label=\"" +
+                   escape_quoted(key.second) + "\"",
                double(n));
 
   e.family("cudanms_zone_loitering", "gauge",
            "Tracks in a zone now that stayed its loitering-time (boxcount), by zone");
   for (const CameraSnapshot &c : cameras)
     for (const auto &[zone, n] : c.counting.loitering)
-      e.sample("cudanms_zone_loitering", camera_label(c) + ",zone=\"" + escaped(zone) + "\"",
+      e.sample("cudanms_zone_loitering", camera_label(c) + ",zone=\"" + escape_quoted(zone) + "\"",
                double(n));
   e.family("cudanms_zone_loitering_total", "counter",
            "Tracks that stayed a zone's loitering-time (boxcount's zone-loitering events), by "
@@ -197,8 +197,8 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
   for (const CameraSnapshot &c : cameras)
     for (const auto &[key, n] : c.counting.loitered)
       e.sample("cudanms_zone_loitering_total",
-               camera_label(c) + ",zone=\"" + escaped(key.first) + "\",label=\"" +
-                   escaped(key.second) + "\"",
+               camera_label(c) + ",zone=\"" + escape_quoted(key.first) + "\",label=\"" +
+                   escape_quoted(key.second) + "\"",
                double(n));
 
   e.family("cudanms_camera_gpu", "gauge", "The GPU the camera is placed on (-1: the CPU)");

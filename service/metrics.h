@@ -18,6 +18,9 @@
 
 namespace cudanms::service {
 
+// A value escaped for a double-quoted string: a label of the exposition format, a JSON string.
+std::string escape_quoted(const std::string &value);
+
 struct ProcessSnapshot {
   double uptime_s = 0;
   std::uint64_t resident_bytes = 0;
