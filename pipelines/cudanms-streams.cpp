@@ -128,8 +128,16 @@ std::string branch(const App &app, int i, const char *source) {
                                          gst_cv_snapshot_branch("split" + n, "snapshot" + n) +
                                          " split" + n + "."
                                    : "";
+  // --detector-queue: the detector's next frame goes in while cudanms waits for this one's GPU
+  // work (its own thread after the queue), so that a batching detector's next batch can fill
+  // and start while the last one runs.
+  const std::string queue =
+      o.detector_queue > 0 ? " ! queue max-size-buffers=" + std::to_string(o.detector_queue) +
+                                 " max-size-time=0 max-size-bytes=0"
+                           : "";
   // --realtime: each stream at its frames' rate, as live cameras deliver them.
-  return head + " ! " + o.detector + " name=detector" + n + " ! " + o.nms + " name=nms" + n +
+  return head + " ! " + o.detector + " name=detector" + n + queue + " ! " + o.nms + " name=nms" +
+         n +
          track + publish + snapshot + " ! fakesink sync=" + (o.realtime ? "true" : "false") +
          " async=false ";
 }
@@ -221,6 +229,10 @@ int main(int argc, char **argv) {
        "Every stream's cudanms shares one NMS context, its host frames batched "
        "(batch-streams=true)",
        nullptr},
+      {"detector-queue", 0, 0, G_OPTION_ARG_INT, &o.detector_queue,
+       "A queue of N frames between the detector and cudanms: the detector's thread goes on to "
+       "the next frame while cudanms waits for this one's GPU work (default 0: none)",
+       "N"},
       {"track", 0, 0, G_OPTION_ARG_NONE, &o.track,
        "Track the kept boxes and count them over a line (boxtrack ! boxcount after cudanms)",
        nullptr},
@@ -282,6 +294,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int n = o.preload ? o.streams : n_sources;
+  if (o.detector_queue < 0) {
+    g_printerr("--detector-queue is 0 (none) or the frames it holds\n");
+    return 2;
+  }
   if ((o.preload_gpu && !o.preload) || (o.nvdec && o.preload)) {
     g_printerr("--preload-gpu goes with --preload, --nvdec with SOURCEs\n");
     return 2;

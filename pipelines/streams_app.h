@@ -27,6 +27,7 @@ struct Options {
   gchar *nms = nullptr;
   gboolean host_candidates = FALSE;  // the default detector's candidates copied to the host
   gboolean batch_streams = FALSE;    // cudanms batch-streams=true
+  gint detector_queue = 0;           // a queue of that many frames after the detector; 0: none
   gboolean track = FALSE;            // boxtrack ! boxcount after cudanms
   gdouble snapshots_s = 0;           // an annotated JPEG a stream this often (snapshot.h); 0: none
   gboolean snapshots_idle = FALSE;   // the branch in place, no picture asked for

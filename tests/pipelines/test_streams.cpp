@@ -182,22 +182,28 @@ TEST(Streams, DnnDetectRunsTheStreamsFramesInOneForward) {
   if (!g_file_test((std::string(build ? build : "build") + "/plugins/libgstcudanmsdnn.so").c_str(),
                    G_FILE_TEST_EXISTS))
     GTEST_SKIP() << "no dnndetect: built without LibTorch";
-  TempDir dir;
-  std::string out;
-  ASSERT_EQ(run_preloaded(dir,
-                          {"--streams", "4", "--frames", "5", "--preload-frames", "3", "--detector",
-                           "dnndetect backend=cpu batch-size=4 batch-timeout=30000000", "--nms",
-                           "cudanms method=weighted iou-threshold=0.3"},
-                          &out),
-            0)
-      << out;
-  EXPECT_NE(out.find("streams 4  frames 20  total "), std::string::npos) << out;
-  EXPECT_NE(out.find("detector: 4.00 frames per forward"), std::string::npos) << out;
-  JsonParser *parser = json_parser_new();
-  JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
-  ASSERT_NE(summary, nullptr);
-  EXPECT_DOUBLE_EQ(json_object_get_double_member(summary, "detector_mean_batch"), 4.0);
-  g_object_unref(parser);
+  // And with a queue after the detector (--detector-queue): each stream's next frame joins the
+  // next batch while cudanms takes this one; still every frame, still four a forward.
+  for (const char *queue : {"0", "2"}) {
+    SCOPED_TRACE(std::string("--detector-queue ") + queue);
+    TempDir dir;
+    std::string out;
+    ASSERT_EQ(run_preloaded(dir,
+                            {"--streams", "4", "--frames", "5", "--preload-frames", "3",
+                             "--detector-queue", queue, "--detector",
+                             "dnndetect backend=cpu batch-size=4 batch-timeout=30000000", "--nms",
+                             "cudanms method=weighted iou-threshold=0.3"},
+                            &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("streams 4  frames 20  total "), std::string::npos) << out;
+    EXPECT_NE(out.find("detector: 4.00 frames per forward"), std::string::npos) << out;
+    JsonParser *parser = json_parser_new();
+    JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
+    ASSERT_NE(summary, nullptr);
+    EXPECT_DOUBLE_EQ(json_object_get_double_member(summary, "detector_mean_batch"), 4.0);
+    g_object_unref(parser);
+  }
 }
 
 TEST(Streams, FileSourcesRunToTheirEnd) {
@@ -225,6 +231,7 @@ TEST(Streams, BadInputIsAUsageError) {
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--host-candidates",
             "--detector", "cvdetect"},
            {script("streams"), "--preload-gpu", opencv_sample("vtest.avi")},
+           {script("streams"), "--preload", opencv_sample("vtest.avi"), "--detector-queue", "-1"},
            {script("streams"), "--nvdec", "--preload", opencv_sample("vtest.avi")},
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--gpus", "0,0"},
            {script("streams"), "--preload", opencv_sample("vtest.avi"), "--gpus", "99"},
