@@ -131,14 +131,13 @@ std::string branch(const App &app, int i, const char *source) {
   // --detector-queue: the detector's next frame goes in while cudanms waits for this one's GPU
   // work (its own thread after the queue), so that a batching detector's next batch can fill
   // and start while the last one runs.
-  const std::string queue =
-      o.detector_queue > 0 ? " ! queue max-size-buffers=" + std::to_string(o.detector_queue) +
-                                 " max-size-time=0 max-size-bytes=0"
-                           : "";
+  const std::string queue = o.detector_queue > 0
+                                ? " ! queue max-size-buffers=" + std::to_string(o.detector_queue) +
+                                      " max-size-time=0 max-size-bytes=0"
+                                : "";
   // --realtime: each stream at its frames' rate, as live cameras deliver them.
   return head + " ! " + o.detector + " name=detector" + n + queue + " ! " + o.nms + " name=nms" +
-         n +
-         track + publish + snapshot + " ! fakesink sync=" + (o.realtime ? "true" : "false") +
+         n + track + publish + snapshot + " ! fakesink sync=" + (o.realtime ? "true" : "false") +
          " async=false ";
 }
 

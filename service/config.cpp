@@ -420,5 +420,4 @@ bool CameraConfig::counting() const {
   return false;
 }
 
-
 }  // namespace cudanms::service

@@ -33,6 +33,7 @@
 #include "config.h"
 #include "config_edit.h"
 #include "etcd.h"
+#include "fleet_camera_check.h"
 #include "web.h"
 
 namespace cudanms::service {
@@ -66,7 +67,8 @@ class FleetAgent {
   void camera_stopped(const std::string &camera);
 
   // The fleet's metrics families, and its part of /health ("fleet": {...}); healthy() is
-  // false while the host is not sure of its lease.
+  // false while the host is not sure of its lease. These and the site's views below are in
+  // fleet_agent_report.cpp.
   std::string metrics() const;
   void health(JsonBuilder *builder) const;
   bool healthy() const { return registered_ && !fenced_; }
@@ -91,10 +93,7 @@ class FleetAgent {
     std::string host;
     long long lease = 0;
   };
-  struct Checked {  // a camera's text as etcd has it, checked
-    std::string text, group, error;
-    bool enabled = true;
-  };
+  using Checked = FleetCameraCheck;
 
   void grant();
   void register_host();

@@ -30,7 +30,6 @@ double quantile(std::vector<double> values, double q) {
   return values[rank];
 }
 
-
 // Writes metric families: HELP and TYPE once, then a sample per camera.
 class Exposition {
  public:
@@ -58,7 +57,9 @@ class Exposition {
   std::ostringstream out_;
 };
 
-std::string camera_label(const CameraSnapshot &c) { return "camera=\"" + escape_quoted(c.name) + "\""; }
+std::string camera_label(const CameraSnapshot &c) {
+  return "camera=\"" + escape_quoted(c.name) + "\"";
+}
 
 std::uint64_t resident_bytes() {
   long pages = 0, resident = 0;

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "cudanms/bounded_file.h"
 #include "element_check.h"
+#include "fleet_camera_check.h"
 #include "support/unreadable_files.h"
 
 namespace cudanms::service {
@@ -183,13 +184,36 @@ TEST_F(Config, LinesAreParsedOnceIntoTheirShapes) {
             std::vector<std::string>());
   ASSERT_EQ(config.cameras.size(), 3u);
   EXPECT_EQ(config.cameras[0].line_shapes,
-            (std::map<std::string, std::string>{
-                {"door", "0.000000,5.000000 10.000000,5.000000 "},
-                {"exit", "1.000000,2.000000 3.000000,4.000000 "}}));
+            (std::map<std::string, std::string>{{"door", "0.000000,5.000000 10.000000,5.000000 "},
+                                                {"exit", "1.000000,2.000000 3.000000,4.000000 "}}));
   EXPECT_EQ(config.cameras[1].line_shapes,
             (std::map<std::string, std::string>{
                 {"door", "0.000000,0.500000 1.000000,0.500000 normalized"}}));
   EXPECT_TRUE(config.cameras[2].line_shapes.empty());
+}
+
+// A fleet camera's keys in etcd, checked as a host runs them: over its [service] defaults, by
+// the config's reader; what cannot run says why, naming the key.
+TEST_F(Config, FleetCameraKeysAreCheckedAsAHostRunsThem) {
+  const std::string defaults = "[service]\ndetector = cvdetect model=hog-people\n";
+  const std::string key = "/cudanms/site/cameras/";
+  FleetCameraCheck good = check_fleet_camera("gate", "source = videotestsrc\nenabled = false\n",
+                                             key + "gate", defaults);
+  EXPECT_EQ(good.error, "");
+  EXPECT_FALSE(good.enabled);
+  EXPECT_NE(good.group.find("source=videotestsrc"), std::string::npos) << good.group;
+  EXPECT_EQ(
+      check_fleet_camera("bad name", "source = videotestsrc\n", key + "bad name", defaults).error,
+      key + "bad name: a camera's name is 1 to 64 letters, digits, - and _");
+  EXPECT_EQ(
+      check_fleet_camera("yard", "[camera.other]\nsource = videotestsrc\n", key + "yard", defaults)
+          .error,
+      key + "yard: holds a [group] line: give the camera's keys alone");
+  const FleetCameraCheck no_source =
+      check_fleet_camera("yard", "lines = a:0,0\n", key + "yard", defaults);
+  EXPECT_NE(no_source.error.find(key + "yard"), std::string::npos) << no_source.error;
+  EXPECT_NE(no_source.error.find("no url (or source)"), std::string::npos) << no_source.error;
+  EXPECT_NE(no_source.error.find("lines"), std::string::npos) << no_source.error;
 }
 
 // The default detector, the face cascade, and any cascade get OpenCV's grouping by default; a
