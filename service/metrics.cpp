@@ -102,9 +102,10 @@ std::string escape_quoted(const std::string &value) {
   return out;
 }
 
-std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
-                           const ProcessSnapshot &process) {
-  Exposition e;
+namespace {
+
+// Per camera: its state, rates, latencies and traffic.
+void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) {
   // Per camera: one family a quantity, one sample a camera.
   struct Counter {
     const char *name, *type, *help;
@@ -168,7 +169,10 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
     e.sample("cudanms_camera_nms_latency_seconds_sum", camera_label(c), c.counts.nms_sum_s);
     e.sample("cudanms_camera_nms_latency_seconds_count", camera_label(c), double(c.counts.frames));
   }
+}
 
+// Per camera: what boxcount counted, kept across its reconnections.
+void counting_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) {
   e.family("cudanms_line_crossings_total", "counter",
            "Tracks that crossed a counting line (boxcount), by line, direction (in, out) and "
            "label; kept across the camera's reconnections");
@@ -201,7 +205,11 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
                camera_label(c) + ",zone=\"" + escape_quoted(key.first) + "\",label=\"" +
                    escape_quoted(key.second) + "\"",
                double(n));
+}
 
+// Each camera's GPU and load, and per GPU of the placement its cameras' sums.
+void gpu_families(Exposition &e, const std::vector<CameraSnapshot> &cameras,
+                  const ProcessSnapshot &process) {
   e.family("cudanms_camera_gpu", "gauge", "The GPU the camera is placed on (-1: the CPU)");
   for (const CameraSnapshot &c : cameras) e.sample("cudanms_camera_gpu", camera_label(c), c.gpu);
   e.family("cudanms_camera_load", "gauge",
@@ -246,7 +254,10 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
     for (const auto &[gpu, figures] : per_gpu)
       e.sample(f.name, "gpu=\"" + std::to_string(gpu) + "\"", figures.*(f.value));
   }
+}
 
+// The process: uptime, memory, threads, descriptors, the GPUs' memory.
+void process_families(Exposition &e, const ProcessSnapshot &process) {
   e.family("cudanms_uptime_seconds", "gauge", "Seconds since the service started");
   e.sample("cudanms_uptime_seconds", "", process.uptime_s);
   e.family("process_resident_memory_bytes", "gauge", "Resident memory of the service");
@@ -270,6 +281,17 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
         e.sample("cudanms_process_gpu_memory_bytes", "gpu=\"" + std::to_string(g.index) + "\"",
                  double(g.process));
   }
+}
+
+}  // namespace
+
+std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
+                           const ProcessSnapshot &process) {
+  Exposition e;
+  camera_families(e, cameras);
+  counting_families(e, cameras);
+  gpu_families(e, cameras, process);
+  process_families(e, process);
   return e.text();
 }
 

@@ -194,8 +194,23 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config, const Camera
   }
   s->pipeline_ = GST_ELEMENT(gst_object_ref_sink(pipeline));
   gst_object_set_name(GST_OBJECT(s->pipeline_), config.name.c_str());
-  GstBin *bin = GST_BIN(s->pipeline_);
-  s->intake_ = gst_bin_get_by_name(bin, "intake");
+  s->set_up_chain(config, run, contexts, gpu);
+  s->set_up_source(config, gpu);
+  if (s->recording_) s->set_up_recording(config);
+
+  GstBus *bus = gst_element_get_bus(s->pipeline_);
+  s->bus_watch_ = gst_bus_add_watch(bus, on_bus, s.get());
+  gst_object_unref(bus);
+  s->started_us_ = g_get_monotonic_time();
+  // A failure to start is an error message on the bus: the camera hears it from there.
+  gst_element_set_state(s->pipeline_, GST_STATE_PLAYING);
+  return s;
+}
+
+void Session::set_up_chain(const CameraConfig &config, const CameraRun &run, CudaContexts *contexts,
+                           int gpu) {
+  GstBin *bin = GST_BIN(pipeline_);
+  intake_ = gst_bin_get_by_name(bin, "intake");
 
   GstElement *nms = gst_bin_get_by_name(bin, "nms");
   GstElement *track = gst_bin_get_by_name(bin, "track");
@@ -207,21 +222,21 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config, const Camera
   set_properties({nms, track, count}, config.elements);
   // The tracker and the counter go on where the camera's last connection left them: ids never
   // given twice, the lines' counts.
-  const CountingState counted = s->outputs_->counting();
+  const CountingState counted = outputs_->counting();
   if (track) g_object_set(track, "next-id", counted.next_track_id, NULL);
   if (count) {
     GstStructure *counts = gst_cuda_nms_counts_structure(counted.tallies());
     g_object_set(count, "counts", counts, NULL);
     gst_structure_free(counts);
   }
-  if (config.gpu_id) set_on_all(s->pipeline_, "gpu-id", std::to_string(*config.gpu_id));
+  if (config.gpu_id) set_on_all(pipeline_, "gpu-id", std::to_string(*config.gpu_id));
   if (run.on_cpu) {
-    set_on_all(s->pipeline_, "backend", "cpu");
+    set_on_all(pipeline_, "backend", "cpu");
   } else if (contexts) {
-    contexts->share_with(s->pipeline_, static_cast<guint>(gpu));
+    contexts->share_with(pipeline_, static_cast<guint>(gpu));
   }
-  GstPad *intake = gst_element_get_static_pad(s->intake_, "src");
-  gst_pad_add_probe(intake, GST_PAD_PROBE_TYPE_BUFFER, on_intake, s.get(), nullptr);
+  GstPad *intake = gst_element_get_static_pad(intake_, "src");
+  gst_pad_add_probe(intake, GST_PAD_PROBE_TYPE_BUFFER, on_intake, this, nullptr);
   gst_object_unref(intake);
   // The frames' outputs after the last element that adds to their metadata.
   GstPad *output = gst_element_get_static_pad(count ? count : track ? track : nms, "src");
@@ -230,12 +245,15 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config, const Camera
   gst_pad_add_probe(
       output,
       static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM),
-      on_output, s.get(), nullptr);
+      on_output, this, nullptr);
   gst_object_unref(output);
   gst_object_unref(nms);
   if (track) gst_object_unref(track);
   if (count) gst_object_unref(count);
+}
 
+void Session::set_up_source(const CameraConfig &config, int gpu) {
+  GstBin *bin = GST_BIN(pipeline_);
   // A camera's URL: the uridecodebin that describe() names "source" (a camera's own source
   // description may name any of its elements so).
   if (GstElement *source = config.source.empty() ? gst_bin_get_by_name(bin, "source") : nullptr) {
@@ -249,34 +267,27 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config, const Camera
     gst_object_unref(source);
   }
   if (config.snapshot_interval_s > 0) {
-    std::shared_ptr<CameraOutputs> outputs = s->outputs_;
+    std::shared_ptr<CameraOutputs> outputs = outputs_;
     gst_cv_snapshot_attach(
-        s->pipeline_, "snapshot", config.snapshot_interval_s,
+        pipeline_, "snapshot", config.snapshot_interval_s,
         [outputs](GstBuffer *jpeg) { outputs->on_snapshot(jpeg); },
         [outputs] { return outputs->pictures_wanted(); });
   }
-  if (s->recording_) {
-    GstElement *sink = gst_bin_get_by_name(bin, "sink");
-    const guint64 segment_ns = static_cast<guint64>(config.record_segment_s * GST_SECOND);
-    // Robust muxing: mp4mux rewrites the index at the file's start every second, so a segment
-    // plays up to its last second even when the service is killed.
-    GstElement *muxer = gst_element_factory_make("mp4mux", nullptr);
-    g_object_set(muxer, "reserved-max-duration", 2 * segment_ns, "reserved-moov-update-period",
-                 static_cast<guint64>(GST_SECOND), NULL);
-    // A segment ends at the first keyframe past record-segment (the encoder's key-int-max).
-    g_object_set(sink, "max-size-time", segment_ns, "use-robust-muxing", TRUE, "muxer", muxer,
-                 NULL);
-    g_signal_connect(sink, "format-location", G_CALLBACK(on_format_location), s->segments_.get());
-    gst_object_unref(sink);
-  }
+}
 
-  GstBus *bus = gst_element_get_bus(s->pipeline_);
-  s->bus_watch_ = gst_bus_add_watch(bus, on_bus, s.get());
-  gst_object_unref(bus);
-  s->started_us_ = g_get_monotonic_time();
-  // A failure to start is an error message on the bus: the camera hears it from there.
-  gst_element_set_state(s->pipeline_, GST_STATE_PLAYING);
-  return s;
+void Session::set_up_recording(const CameraConfig &config) {
+  GstBin *bin = GST_BIN(pipeline_);
+  GstElement *sink = gst_bin_get_by_name(bin, "sink");
+  const guint64 segment_ns = static_cast<guint64>(config.record_segment_s * GST_SECOND);
+  // Robust muxing: mp4mux rewrites the index at the file's start every second, so a segment
+  // plays up to its last second even when the service is killed.
+  GstElement *muxer = gst_element_factory_make("mp4mux", nullptr);
+  g_object_set(muxer, "reserved-max-duration", 2 * segment_ns, "reserved-moov-update-period",
+               static_cast<guint64>(GST_SECOND), NULL);
+  // A segment ends at the first keyframe past record-segment (the encoder's key-int-max).
+  g_object_set(sink, "max-size-time", segment_ns, "use-robust-muxing", TRUE, "muxer", muxer, NULL);
+  g_signal_connect(sink, "format-location", G_CALLBACK(on_format_location), segments_.get());
+  gst_object_unref(sink);
 }
 
 Session::~Session() {

@@ -78,6 +78,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   Session() = default;
+  // Start's steps on the parsed pipeline: the chain's elements set and their counts resumed, the
+  // pads' probes; the camera's source; the recording's segments.
+  void set_up_chain(const CameraConfig &config, const CameraRun &run, CudaContexts *contexts,
+                    int gpu);
+  void set_up_source(const CameraConfig &config, int gpu);
+  void set_up_recording(const CameraConfig &config);
   static gboolean on_bus(GstBus *bus, GstMessage *message, gpointer data);
   static GstPadProbeReturn on_output(GstPad *pad, GstPadProbeInfo *info, gpointer data);
   static GstPadProbeReturn on_intake(GstPad *pad, GstPadProbeInfo *info, gpointer data);
