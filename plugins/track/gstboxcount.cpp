@@ -113,7 +113,7 @@ static void apply_geometry(GstBoxCountPrivate *priv) {
   if (priv->normalized && (priv->width <= 0 || priv->height <= 0)) return;
   const Geometry g = in_pixels(priv->geometry, priv->normalized, priv->width, priv->height);
   priv->counter.set_lines(g.lines);
-  priv->counter.counter().set_zones(g.zones);
+  priv->counter.set_zones(g.zones);
 }
 
 /* Takes changed settings in; false (and nothing changes) when lines or zones are bad. */
@@ -146,7 +146,7 @@ static gboolean gst_box_count_start(GstBaseTransform *trans) {
   {
     std::lock_guard<std::mutex> guard(priv->lock);
     priv->settings.changed = true;
-    priv->counter.counter().forget_tracks();
+    priv->counter.forget_tracks();
   }
   std::string error;
   if (!take_settings(self, &error)) {
@@ -182,7 +182,7 @@ static gboolean gst_box_count_sink_event(GstBaseTransform *trans, GstEvent *even
   if (gst_cv_label_event_parse(event, &class_id, &label)) priv->labels[class_id] = label;
   if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
     std::lock_guard<std::mutex> guard(priv->lock);
-    priv->counter.counter().forget_tracks();
+    priv->counter.forget_tracks();
     priv->clock.reset();
   }
   return GST_BASE_TRANSFORM_CLASS(gst_box_count_parent_class)->sink_event(trans, event);
@@ -301,7 +301,7 @@ static GstFlowReturn gst_box_count_transform_ip(GstBaseTransform *trans, GstBuff
   const int64_t frame = priv->clock.frame_of(GST_BUFFER_PTS(buf));
   priv->events.clear();
   std::lock_guard<std::mutex> guard(priv->lock);
-  priv->counter.counter().set_params(frame_params(priv));
+  priv->counter.set_params(frame_params(priv));
   priv->counter.update(frame, priv->seen, &priv->events);
   attach_counts(priv, buf);
   return GST_FLOW_OK;

@@ -159,10 +159,13 @@ class LabelledCounter {
  public:
   explicit LabelledCounter(CounterParams params = {}) : counter_(params) {}
 
-  // The counter's lines and zones, its occupancy and totals: set_lines goes through this class.
-  Counter &counter() { return counter_; }
+  // The counter's lines and zones, its occupancy and totals (changed through this class alone,
+  // so that the counts by label follow its lines).
   const Counter &counter() const { return counter_; }
   void set_lines(const std::vector<CountLine> &lines);
+  void set_zones(const std::vector<CountZone> &zones) { counter_.set_zones(zones); }
+  void set_params(const CounterParams &params) { counter_.set_params(params); }
+  void forget_tracks() { counter_.forget_tracks(); }
 
   // The class id of a label (given on its first sight), and back.
   int32_t class_of(const std::string &label);
