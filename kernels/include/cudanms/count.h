@@ -188,7 +188,7 @@ class LabelledCounter {
   std::map<std::string, int32_t> classes_;
   std::vector<std::string> labels_;
   std::vector<std::map<std::string, LineCounts>> by_label_;  // by line index
-  LineTallies resumed_;  // for lines that do not exist yet
+  LineTallies resumed_;                                      // for lines that do not exist yet
 };
 
 }  // namespace cudanms
