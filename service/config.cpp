@@ -288,10 +288,11 @@ class ConfigReader {
 
   // What only the whole camera can say: lines and zones (degenerate lines, polygons that cross
   // themselves, in the units `normalized` gives them), the back-off, a JSON file of its own.
-  // The camera's lines are kept as line_shapes.
-  bool check_whole(CameraConfig *camera_out, const std::map<std::string, std::string> &own,
+  // The lines parsed here are kept as the camera's line_shapes.
+  bool check_whole(CameraConfig *parsed, const std::map<std::string, std::string> &own,
                    const std::string &where) {
-    const CameraConfig &camera = *camera_out;
+    const CameraConfig &camera = *parsed;
+    const bool normalized = counts_normalized(camera);
     bool good = true;
     for (const char *key : {"lines", "zones"}) {
       std::string why;
@@ -307,7 +308,7 @@ class ConfigReader {
         good = false;
       }
       for (const cudanms::CountLine &l : lines)
-        camera_out->line_shapes[l.name] = shape_text({l.a, l.b}, counts_normalized(camera));
+        parsed->line_shapes[l.name] = shape_text({l.a, l.b}, normalized);
     }
     if (camera.reconnect_max_s < camera.reconnect_initial_s) {
       errors_->push_back(where + ":reconnect-max: must be at least reconnect-initial");

@@ -30,12 +30,14 @@ std::string DnnDetectorConfig::key() const {
   key << model_path << '\n'
       << static_cast<int>(head) << ' ' << device << ' ' << spec.width << 'x' << spec.height << ' '
       << spec.letterbox << ' ' << spec.pad_value << ' ' << spec.bgr << ' ' << cuda_graphs << ' '
-      << half_precision << ' ' << channels_last.value_or(channels_last_suits(head));
+      << half_precision << ' ' << uses_channels_last();
   for (int c = 0; c < 3; c++) key << ' ' << spec.mean[c] << '/' << spec.scale[c];
   return key.str();
 }
 
-bool channels_last_suits(dnn::Head head) { return head == dnn::Head::kNanoDet; }
+bool DnnDetectorConfig::uses_channels_last() const {
+  return channels_last.value_or(head == dnn::Head::kNanoDet);
+}
 
 DnnDetector::~DnnDetector() = default;
 
@@ -57,7 +59,7 @@ std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, 
   TorchModelOptions options;
   options.graphs = config.cuda_graphs;
   options.half = config.half_precision;
-  options.channels_last = config.channels_last.value_or(channels_last_suits(config.head));
+  options.channels_last = config.uses_channels_last();
   detector->model_ = TorchModel::load(config.model_path, config.device, detail, options);
   if (!detector->model_) {
     *why = "is not a TorchScript network LibTorch can load";

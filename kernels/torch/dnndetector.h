@@ -26,16 +26,16 @@ struct DnnDetectorConfig {
   bool cuda_graphs = true;     /* on CUDA, replay the network as CUDA graphs (TorchModelOptions) */
   bool half_precision = false; /* on CUDA, float16 weights and activations (TorchModelOptions) */
   /* On CUDA, the network's tensors stored channels-last (TorchModelOptions); unset: the head's
-   * choice, channels_last_suits(). */
+   * choice, see uses_channels_last(). */
   std::optional<bool> channels_last;
 
+  /* channels_last as set, else whether the head's network runs faster so: NanoDet's dense
+   * convolutions do on cuDNN's NHWC kernels (docs/performance.md); BlazeFace's depthwise ones
+   * are left as they are. */
+  bool uses_channels_last() const;
   /* Equal for configurations one detector can serve. */
   std::string key() const;
 };
-
-/* Whether @head's network runs faster channels-last on CUDA: NanoDet's dense convolutions do on
- * cuDNN's NHWC kernels (docs/performance.md); BlazeFace's depthwise ones are left as they are. */
-bool channels_last_suits(cudanms::dnn::Head head);
 
 /* One frame of a batch: what its element gives, and where its candidates go. */
 struct DnnJob {

@@ -266,10 +266,11 @@ std::unique_ptr<TorchModel> TorchModel::load(const std::string &path, int device
     if (used.half) module.to(torch::kHalf);
     if (used.channels_last) {
       /* The converters register weights as buffers, PyTorch's modules as parameters. */
-      for (at::Tensor t : module.parameters())
+      auto reorder = [](at::Tensor t) {
         if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
-      for (at::Tensor t : module.buffers())
-        if (t.dim() == 4) t.set_data(t.contiguous(at::MemoryFormat::ChannelsLast));
+      };
+      for (const at::Tensor &t : module.parameters()) reorder(t);
+      for (const at::Tensor &t : module.buffers()) reorder(t);
     }
     if (device >= 0) at::globalContext().setBenchmarkCuDNN(true);
     return std::make_unique<Model>(std::move(module), where, used);

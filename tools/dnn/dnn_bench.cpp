@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
   config.cuda_graphs = cuda_graphs;
   config.half_precision = fp16;
   if (!layout_name.empty()) config.channels_last = layout_name == "nhwc";
-  const bool channels_last = config.channels_last.value_or(channels_last_suits(config.head));
+  const bool channels_last = config.uses_channels_last();
   bench.gpu = DnnDetector::open(config, &why, &detail);
   config.device = -1;
   config.half_precision = false;
