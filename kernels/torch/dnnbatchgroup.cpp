@@ -62,7 +62,7 @@ DnnBatchGroup::~DnnBatchGroup() {
     std::lock_guard<std::mutex> guard(lock_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  runner_woken_.notify_one();
   runner_.join();
 }
 
@@ -76,13 +76,14 @@ void DnnBatchGroup::enter(const Member *member) {
   std::lock_guard<std::mutex> guard(lock_);
   quiet_[member] = false;
   live_++;
+  room_.notify_all(); /* a bigger batch: frames held back by a full one may enter */
 }
 
 void DnnBatchGroup::leave(const Member *member) {
   std::lock_guard<std::mutex> guard(lock_);
   if (!quiet_[member]) live_--;
   quiet_.erase(member);
-  changed_.notify_all(); /* a batch waiting for every member may be complete now */
+  runner_woken_.notify_one(); /* a batch waiting for every member may be complete now */
 }
 
 size_t DnnBatchGroup::full() const {
@@ -94,59 +95,61 @@ Status DnnBatchGroup::detect(const Member *member, DnnJob *job) {
   Waiting me;
   me.member = member;
   me.job = job;
+  if (!runner_.joinable()) return run({&me}, Clock::now()); /* batch-size 1: no waiting */
   std::unique_lock<std::mutex> lock(lock_);
   bool &quiet = quiet_[member];
   if (quiet) quiet = false, live_++; /* back: waited for again */
-  /* A full batch not yet taken by its leader: this frame starts the next one. */
-  changed_.wait(lock, [&] { return pending_.size() < full(); });
-  const bool leader = pending_.empty();
+  /* A full batch not yet taken by the runner: this frame waits for the next one. */
+  room_.wait(lock, [&] { return pending_.size() < full(); });
   pending_.push_back(&me);
-  if (!leader) {
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return me.done; });
-    return me.status;
-  }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::microseconds(options_.timeout_us);
-  if (!changed_.wait_until(lock, deadline, [&] { return pending_.size() >= full(); })) {
-    for (auto &[other, other_quiet] : quiet_) {
-      const bool in_batch = std::any_of(pending_.begin(), pending_.end(),
-                                        [&](const Waiting *w) { return w->member == other; });
-      if (!in_batch && !other_quiet) other_quiet = true, live_--;
-    }
-  }
-  std::vector<Waiting *> batch;
-  batch.swap(pending_);
-  if (runner_.joinable()) {
-    ready_.push_back(std::move(batch));
-  } else {
-    lock.unlock();
-    run(batch);
-    lock.lock();
-  }
-  changed_.notify_all(); /* the runner, and frames held back by the full batch */
-  changed_.wait(lock, [&] { return me.done; });
+  if (pending_.size() == 1) filling_since_ = Clock::now();
+  if (pending_.size() == 1 || pending_.size() >= full()) runner_woken_.notify_one();
+  me.woken.wait(lock, [&] { return me.done; });
   return me.status;
 }
 
-void DnnBatchGroup::run(const std::vector<Waiting *> &batch) {
+void DnnBatchGroup::mark_absent_quiet(const std::vector<Waiting *> &batch) {
+  for (auto &[member, quiet] : quiet_) {
+    const bool in_batch = std::any_of(batch.begin(), batch.end(),
+                                      [&](const Waiting *w) { return w->member == member; });
+    if (!in_batch && !quiet) quiet = true, live_--;
+  }
+}
+
+Status DnnBatchGroup::run(const std::vector<Waiting *> &batch, Clock::time_point filling_since) {
   DnnJob *jobs[cudanms::dnn::kMaxBatch];
   for (size_t i = 0; i < batch.size(); i++) jobs[i] = batch[i]->job;
+  const auto launched = Clock::now();
   const Status status = detector_->run(jobs, static_cast<int>(batch.size()));
-  std::lock_guard<std::mutex> guard(lock_);
-  for (Waiting *w : batch) w->status = status, w->done = true;
+  const auto ran = Clock::now();
+  using Ms = std::chrono::duration<double, std::milli>;
+  for (size_t i = 0; i < batch.size(); i++) {
+    jobs[i]->fill_ms = Ms(launched - filling_since).count();
+    jobs[i]->launch_ms = Ms(ran - launched).count();
+  }
+  return status;
 }
 
 void DnnBatchGroup::run_batches() {
   std::unique_lock<std::mutex> lock(lock_);
   for (;;) {
-    changed_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
-    if (ready_.empty()) return; /* stopping, nothing left */
-    std::vector<Waiting *> batch = std::move(ready_.front());
-    ready_.pop_front();
+    runner_woken_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    if (pending_.empty()) return; /* stopping: no member is left to send a frame */
+    const auto deadline = filling_since_ + std::chrono::microseconds(options_.timeout_us);
+    if (!runner_woken_.wait_until(lock, deadline, [&] { return pending_.size() >= full(); }))
+      mark_absent_quiet(pending_);
+    std::vector<Waiting *> batch;
+    batch.swap(pending_);
+    const Clock::time_point filling_since = filling_since_;
+    room_.notify_all();
     lock.unlock();
-    run(batch);
+    const Status status = run(batch, filling_since);
     lock.lock();
-    changed_.notify_all();
+    /* Under the lock: a frame cannot see done and leave (its Waiting gone) before its wake. */
+    for (Waiting *w : batch) {
+      w->status = status;
+      w->done = true;
+      w->woken.notify_one();
+    }
   }
 }

@@ -48,6 +48,9 @@ struct DnnJob {
   cudanms::dnn::Candidates *host = nullptr;
   int batch = 0;        /* set by run(): the frames its forward held */
   bool graphed = false; /* set by run(): whether its forward replayed a CUDA graph */
+  /* Set by DnnBatchGroup: how long its batch took to fill (from the batch's first frame to its
+   * launch) and to launch (DnnDetector::run: the work queued; until done where it waits). */
+  double fill_ms = 0, launch_ms = 0;
 };
 
 /* Each stage of a batch timed alone, the stream synchronised around it (benchmarks). */

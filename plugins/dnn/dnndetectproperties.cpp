@@ -281,6 +281,22 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
                    g_value_set_double(
                        value, c.frames ? static_cast<double>(c.batched_frames) / c.frames : 0.0);
                  })
+      .read_only(g_param_spec_double("mean-fill-ms", "Mean batch fill time",
+                                     "Per frame since start, the mean time its batch took to "
+                                     "fill: from the batch's first frame to its launch (waiting "
+                                     "for the other cameras; 0 without batching)",
+                                     0.0, G_MAXDOUBLE, 0.0, ro),
+                 [](const DnnDetectCounters &c, GValue *value) {
+                   g_value_set_double(value, c.frames ? c.fill_ms / c.frames : 0.0);
+                 })
+      .read_only(g_param_spec_double("mean-launch-ms", "Mean batch launch time",
+                                     "Per frame since start, the mean time its batch took to "
+                                     "launch: pre-processing, network and decoding queued on the "
+                                     "GPU (where candidates stay there), else run to the end",
+                                     0.0, G_MAXDOUBLE, 0.0, ro),
+                 [](const DnnDetectCounters &c, GValue *value) {
+                   g_value_set_double(value, c.frames ? c.launch_ms / c.frames : 0.0);
+                 })
       .field(
           g_param_spec_uint64("graphed-frames", "Graphed frames",
                               "Frames since start whose forward replayed a CUDA graph", 0,

@@ -58,9 +58,11 @@ bool gst_dnn_detect_parse_classes(const std::string &text, const std::vector<std
 const std::vector<std::string> &gst_dnn_detect_coco_labels();
 
 /* Since start: frames, the sum over frames of the frames in their forward, those replaying a CUDA
- * graph and those upstream wrote into the pinned memory the element proposed. */
+ * graph and those upstream wrote into the pinned memory the element proposed; the sums over
+ * frames of their batch's fill and launch times (DnnJob). */
 struct DnnDetectCounters {
   guint64 frames = 0, batched_frames = 0, graphed_frames = 0, frames_in_pinned_memory = 0;
+  double fill_ms = 0, launch_ms = 0;
 };
 
 /* Installs its own properties on @klass: the settings, and the counters read-only. */

@@ -410,9 +410,14 @@ TEST_F(DnnDetect, ABatchWaitsAtMostItsTimeout) {
   EXPECT_LT(g_get_monotonic_time() - after_first, 200000)
       << "each frame waited for the silent camera again";
   GstElement *detector = gst_harness_find_element(h, "dnndetect");
-  double mean = 0;
-  g_object_get(detector, "mean-batch", &mean, nullptr);
+  double mean = 0, fill_ms = 0, launch_ms = 0;
+  g_object_get(detector, "mean-batch", &mean, "mean-fill-ms", &fill_ms, "mean-launch-ms",
+               &launch_ms, nullptr);
   EXPECT_DOUBLE_EQ(mean, 1.0);
+  // Four frames: the first one's batch filled for the timeout, the others' at once.
+  EXPECT_GE(fill_ms, 200.0 / 4);
+  EXPECT_LT(fill_ms, 2 * 200.0 / 4);
+  EXPECT_GT(launch_ms, 0.0);
   gst_object_unref(detector);
   gst_harness_teardown(h);
   gst_harness_teardown(silent);
