@@ -1,6 +1,7 @@
 // cudanms/dnn.h on the GPU: one launch pre-processes a batch of frames into the input tensor,
-// one launch decodes a batch's outputs into each frame's device candidates buffer. The
-// arithmetic is common/dnn_math.h's, as on the CPU.
+// two decode a batch's outputs into each frame's device candidates buffer (its chunks' counts,
+// then its candidates). The arithmetic is common/dnn_math.h's, as on the CPU.
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "common/dnn_math.h"
@@ -73,53 +74,70 @@ __device__ int decode_anchor(const Outputs &outputs, const Targets &targets, int
   }
 }
 
-// One block per frame: the anchors in chunks of the block, each chunk's candidates written in
-// anchor order after the previous chunks' (a block-wide exclusive scan of their counts).
-__global__ void decode_kernel(const Outputs outputs, const Targets targets) {
+// The anchors of a frame in chunks of a block, a block per chunk of every frame (blockIdx.y), so
+// that a batch fills the GPU (a block per frame kept a batch of 32 on 32 of an H100's 132 SMs):
+// first each chunk's count of candidates, then each chunk's candidates written after the chunks
+// before it, so that a frame's candidates stay in anchor order, as the CPU's are.
+__device__ int chunk_anchor(const Outputs &outputs, const Targets &targets, float *b, float *score,
+                            int32_t *cls, float *points) {
+  const int frame = blockIdx.y, i = blockIdx.x * kDecodeThreads + threadIdx.x;
+  *cls = targets.class_id[frame];
+  return i < outputs.anchors ? decode_anchor(outputs, targets, frame, i, b, score, cls, points) : 0;
+}
+
+__global__ void count_chunks_kernel(const Outputs outputs, const Targets targets,
+                                    uint32_t *chunk_counts) {
+  using Reduce = cub::BlockReduce<int, kDecodeThreads>;
+  __shared__ typename Reduce::TempStorage reduce;
+  float b[4], score = 0, points[2 * kBlazeFacePoints];
+  int32_t cls;
+  const int kept = chunk_anchor(outputs, targets, b, &score, &cls, points);
+  const int total = Reduce(reduce).Sum(kept);
+  if (threadIdx.x == 0) chunk_counts[blockIdx.y * gridDim.x + blockIdx.x] = total;
+}
+
+__global__ void write_chunks_kernel(const Outputs outputs, const Targets targets,
+                                    const uint32_t *chunk_counts) {
   using Scan = cub::BlockScan<int, kDecodeThreads>;
   __shared__ typename Scan::TempStorage scan;
-  __shared__ int written;
-  const int frame = blockIdx.x;
-  const int points_per = outputs.head == Head::kBlazeFace ? kBlazeFacePoints : 0;
-  if (threadIdx.x == 0) written = 0;
-  __syncthreads();
-  for (int base = 0; base < outputs.anchors; base += kDecodeThreads) {
-    const int i = base + threadIdx.x;
-    float b[4], score = 0, points[2 * kBlazeFacePoints];
-    int32_t cls = targets.class_id[frame];
-    const int kept = i < outputs.anchors
-                         ? decode_anchor(outputs, targets, frame, i, b, &score, &cls, points)
-                         : 0;
-    int slot, chunk;
-    Scan(scan).ExclusiveSum(kept, slot, chunk);
-    float4 *boxes_out = reinterpret_cast<float4 *>(targets.boxes_out[frame]);
-    if (kept && outputs.head == Head::kNanoDet) {
-      const float *s = outputs.tensors[0] +
-                       (static_cast<int64_t>(frame) * outputs.anchors + i) * outputs.classes;
-      int at = written + slot;
-      for (int c = 0; c < outputs.classes; c++) {
-        if (!(s[c] >= targets.threshold[frame]) || !detail::class_kept(targets.classes[frame], c))
-          continue;
-        boxes_out[at] = make_float4(b[0], b[1], b[2], b[3]);
-        targets.scores[frame][at] = s[c];
-        targets.class_ids[frame][at] = c;
-        at++;
-      }
-    } else if (kept) {
-      const int at = written + slot;
-      boxes_out[at] = make_float4(b[0], b[1], b[2], b[3]);
-      targets.scores[frame][at] = score;
-      targets.class_ids[frame][at] = cls;
-      if (targets.points[frame]) {
-        for (int k = 0; k < 2 * points_per; k++)
-          targets.points[frame][at * 2 * points_per + k] = points[k];
-      }
-    }
-    __syncthreads();  // every thread has read `written` before it moves on
-    if (threadIdx.x == 0) written += chunk;
-    __syncthreads();
+  __shared__ uint32_t before;
+  const int frame = blockIdx.y, i = blockIdx.x * kDecodeThreads + threadIdx.x;
+  if (threadIdx.x == 0) {
+    uint32_t sum = 0;
+    for (unsigned c = 0; c < blockIdx.x; c++) sum += chunk_counts[frame * gridDim.x + c];
+    before = sum;
+    if (blockIdx.x == gridDim.x - 1)
+      *targets.count[frame] = sum + chunk_counts[frame * gridDim.x + blockIdx.x];
   }
-  if (threadIdx.x == 0) *targets.count[frame] = static_cast<uint32_t>(written);
+  float b[4], score = 0, points[2 * kBlazeFacePoints];
+  int32_t cls;
+  const int kept = chunk_anchor(outputs, targets, b, &score, &cls, points);
+  int slot;
+  Scan(scan).ExclusiveSum(kept, slot);
+  __syncthreads();  // `before` is written
+  if (!kept) return;
+  int at = static_cast<int>(before) + slot;
+  float4 *boxes_out = reinterpret_cast<float4 *>(targets.boxes_out[frame]);
+  if (outputs.head == Head::kNanoDet) {
+    const float *s =
+        outputs.tensors[0] + (static_cast<int64_t>(frame) * outputs.anchors + i) * outputs.classes;
+    for (int c = 0; c < outputs.classes; c++) {
+      if (!(s[c] >= targets.threshold[frame]) || !detail::class_kept(targets.classes[frame], c))
+        continue;
+      boxes_out[at] = make_float4(b[0], b[1], b[2], b[3]);
+      targets.scores[frame][at] = s[c];
+      targets.class_ids[frame][at] = c;
+      at++;
+    }
+    return;
+  }
+  boxes_out[at] = make_float4(b[0], b[1], b[2], b[3]);
+  targets.scores[frame][at] = score;
+  targets.class_ids[frame][at] = cls;
+  if (!targets.points[frame]) return;
+  const int points_per = outputs.head == Head::kBlazeFace ? kBlazeFacePoints : 0;
+  for (int k = 0; k < 2 * points_per; k++)
+    targets.points[frame][at * 2 * points_per + k] = points[k];
 }
 
 }  // namespace
@@ -144,9 +162,14 @@ Status preprocess_cuda(const Image *images, int count, const InputSpec &spec, fl
   return Status::Ok();
 }
 
+size_t decode_workspace(const Outputs &outputs) {
+  return static_cast<size_t>(outputs.batch) *
+         ((outputs.anchors + kDecodeThreads - 1) / kDecodeThreads);
+}
+
 Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
                    DeviceCandidates *const *targets, float *const *d_points,
-                   const DecodeParams *params, void *stream) {
+                   const DecodeParams *params, uint32_t *d_workspace, void *stream) {
   if (outputs.batch < 1 || outputs.batch > kMaxBatch) {
     return Status::Error("a batch holds 1 to " + std::to_string(kMaxBatch) + " frames");
   }
@@ -168,7 +191,10 @@ Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
     t.classes[i] = params[i].classes;
   }
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  decode_kernel<<<outputs.batch, kDecodeThreads, 0, s>>>(outputs, t);
+  const dim3 grid((outputs.anchors + kDecodeThreads - 1) / kDecodeThreads, outputs.batch);
+  count_chunks_kernel<<<grid, kDecodeThreads, 0, s>>>(outputs, t, d_workspace);
+  CUDANMS_CUDA_TRY(cudaGetLastError());
+  write_chunks_kernel<<<grid, kDecodeThreads, 0, s>>>(outputs, t, d_workspace);
   CUDANMS_CUDA_TRY(cudaGetLastError());
   for (int i = 0; i < outputs.batch; i++) {
     Status sealed = targets[i]->seal(s);

@@ -143,7 +143,10 @@ class Stage final : public CudaStage {
       for (int i = 0; i < outputs.batch; i++)
         d_points[i] = buffers_->points.get() + i * frame_points;
     }
-    Status status = decode_cuda(outputs, letterboxes, targets, d_points, params, stream_);
+    Status status = buffers_->chunk_counts.reserve(decode_workspace(outputs));
+    if (!status.ok()) return status;
+    status = decode_cuda(outputs, letterboxes, targets, d_points, params,
+                         buffers_->chunk_counts.get(), stream_);
     if (!status.ok() || !host) return status;
     return download(outputs, targets, d_points, host);
   }
@@ -245,6 +248,7 @@ class Stage final : public CudaStage {
     DeviceArray<float> input;
     DeviceArray<uint8_t> staging;
     DeviceArray<float> points;
+    DeviceArray<uint32_t> chunk_counts;  // decode_cuda's workspace
     MappedArray<uint32_t> counts;  // per frame, then
     MappedArray<float> host;       // the frames' candidates, one after another (pack_candidates)
   };

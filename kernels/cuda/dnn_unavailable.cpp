@@ -7,8 +7,10 @@ Status preprocess_cuda(const Image *, int, const InputSpec &, float *, void *) {
   return Status::Error("cudanms was built without CUDA: no GPU pre-processing");
 }
 
+size_t decode_workspace(const Outputs &) { return 0; }
+
 Status decode_cuda(const Outputs &, const Letterbox *, DeviceCandidates *const *, float *const *,
-                   const DecodeParams *, void *) {
+                   const DecodeParams *, uint32_t *, void *) {
   return Status::Error("cudanms was built without CUDA: no GPU decoding");
 }
 

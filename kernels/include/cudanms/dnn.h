@@ -179,10 +179,12 @@ Status decode(const Outputs &outputs, int image, const Letterbox &letterbox,
 // (a buffer's capacity must hold max_candidates()), points into d_points[i] (capacity x
 // points_per_candidate x 2 floats) where given, with frame i's params[i] (frames of one batch
 // may come from elements with different thresholds); each buffer's ready event is recorded on
-// stream after it is written. Asynchronous.
+// stream after it is written; d_workspace holds decode_workspace(outputs) counts in device
+// memory. Asynchronous.
 Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
                    DeviceCandidates *const *targets, float *const *d_points,
-                   const DecodeParams *params, void *stream);
+                   const DecodeParams *params, uint32_t *d_workspace, void *stream);
+size_t decode_workspace(const Outputs &outputs);
 
 // BlazeFace front's 896 anchors' centres in [0, 1] of the input (MediaPipe's SsdAnchorsCalculator
 // with its face graph's options): 16x16 cells x 2, then 8x8 cells x 6, row by row.
