@@ -230,7 +230,9 @@ int main(int argc, char **argv) {
        nullptr},
       {"detector-queue", 0, 0, G_OPTION_ARG_INT, &o.detector_queue,
        "A queue of N frames between the detector and cudanms: the detector's thread goes on to "
-       "the next frame while cudanms waits for this one's GPU work (default 0: none)",
+       "the next frame while cudanms waits for this one's GPU work, so that dnndetect's next "
+       "batch fills and launches while the last one runs (default 2 after dnndetect, else 0: "
+       "none)",
        "N"},
       {"track", 0, 0, G_OPTION_ARG_NONE, &o.track,
        "Track the kept boxes and count them over a line (boxtrack ! boxcount after cudanms)",
@@ -293,6 +295,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int n = o.preload ? o.streams : n_sources;
+  if (o.detector_queue == G_MININT)
+    o.detector_queue = g_str_has_prefix(o.detector, "dnndetect") ? 2 : 0;
   if (o.detector_queue < 0) {
     g_printerr("--detector-queue is 0 (none) or the frames it holds\n");
     return 2;
@@ -425,7 +429,8 @@ int main(int argc, char **argv) {
     GstElement *detector =
         gst_bin_get_by_name(GST_BIN(app.pipeline), ("detector" + std::to_string(s->index)).c_str());
     if (g_object_class_find_property(G_OBJECT_GET_CLASS(detector), "mean-batch"))
-      g_object_get(detector, "mean-batch", &s->mean_batch, NULL);
+      g_object_get(detector, "mean-batch", &s->mean_batch, "mean-fill-ms", &s->mean_fill_ms,
+                   "mean-launch-ms", &s->mean_launch_ms, NULL);
     gst_object_unref(detector);
   }
   gst_cv_flush_jitterbuffers(app.pipeline);  // RTSP cameras' ended streams would hang NULL

@@ -27,10 +27,12 @@ struct Options {
   gchar *nms = nullptr;
   gboolean host_candidates = FALSE;  // the default detector's candidates copied to the host
   gboolean batch_streams = FALSE;    // cudanms batch-streams=true
-  gint detector_queue = 0;           // a queue of that many frames after the detector; 0: none
-  gboolean track = FALSE;            // boxtrack ! boxcount after cudanms
-  gdouble snapshots_s = 0;           // an annotated JPEG a stream this often (snapshot.h); 0: none
-  gboolean snapshots_idle = FALSE;   // the branch in place, no picture asked for
+  // A queue of that many frames after the detector; 0: none; unset (G_MININT): 2
+  // after dnndetect, whose batches then overlap on the GPU, else none.
+  gint detector_queue = G_MININT;
+  gboolean track = FALSE;           // boxtrack ! boxcount after cudanms
+  gdouble snapshots_s = 0;          // an annotated JPEG a stream this often (snapshot.h); 0: none
+  gboolean snapshots_idle = FALSE;  // the branch in place, no picture asked for
   gdouble progress_s = 2.0;
   gchar *json = nullptr;
   gboolean quiet = FALSE;
@@ -52,6 +54,7 @@ struct Stream {
   guint64 published = 0, dropped = 0;  // --publish: metapublish's counts at the end
   std::atomic<guint64> pictures{0};    // --snapshots: JPEGs made
   double mean_batch = 0;               // a batching detector's (dnndetect) frames per forward
+  double mean_fill_ms = 0, mean_launch_ms = 0;  // and its batches' fill and launch times
   std::atomic<guint64> frames{0};
   gint64 element_start_us[2] = {0, 0};
   std::vector<double> element_us[2];  // 0: the detector, 1: cudanms (host time between pads)

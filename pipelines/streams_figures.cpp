@@ -155,8 +155,12 @@ void summarize(App *app) {
   double memory = 0;
   for (unsigned gpu : app->gpus) memory += memory_mib(*app, gpu);
   const int n = static_cast<int>(app->streams.size());
-  double mean_batch = 0;
-  for (const auto &s : app->streams) mean_batch += n ? s->mean_batch / n : 0;
+  double mean_batch = 0, mean_fill_ms = 0, mean_launch_ms = 0;
+  for (const auto &s : app->streams) {
+    mean_batch += n ? s->mean_batch / n : 0;
+    mean_fill_ms += n ? s->mean_fill_ms / n : 0;
+    mean_launch_ms += n ? s->mean_launch_ms / n : 0;
+  }
   // Every figure once, by its JSON name; the text lines below pick them from here.
   const std::vector<std::pair<const char *, double>> figures = {
       {"streams", n},
@@ -179,6 +183,8 @@ void summarize(App *app) {
       {"dropped", static_cast<double>(dropped)},
       {"messages_per_s", wall > 0 ? published / wall : 0},
       {"detector_mean_batch", mean_batch},
+      {"detector_fill_ms", mean_fill_ms},
+      {"detector_launch_ms", mean_launch_ms},
       {"pictures", static_cast<double>(pictures)}};
   auto fig = [&figures](const char *name) {
     for (const auto &figure : figures)
@@ -196,7 +202,10 @@ void summarize(App *app) {
   g_print("NMS share %.2f%% of the chain's time  GPU memory %.0f MiB (%.1f MiB per stream)\n",
           fig("nms_share_percent"), fig("gpu_memory_mib"), n ? fig("gpu_memory_mib") / n : 0);
   if (fig("detector_mean_batch") > 0)
-    g_print("detector: %.2f frames per forward on average\n", fig("detector_mean_batch"));
+    g_print(
+        "detector: %.2f frames per forward on average, a batch filled in %.3f ms and launched in "
+        "%.3f ms\n",
+        fig("detector_mean_batch"), fig("detector_fill_ms"), fig("detector_launch_ms"));
   if (app->options.snapshots_s > 0)
     g_print("snapshots: %.0f pictures (%.1f/s)\n", fig("pictures"),
             wall > 0 ? fig("pictures") / wall : 0);
