@@ -182,6 +182,7 @@ void summarize(App *app) {
       {"published", static_cast<double>(published)},
       {"dropped", static_cast<double>(dropped)},
       {"messages_per_s", wall > 0 ? published / wall : 0},
+      {"detector_queue", static_cast<double>(app->options.detector_queue)},
       {"detector_mean_batch", mean_batch},
       {"detector_fill_ms", mean_fill_ms},
       {"detector_launch_ms", mean_launch_ms},

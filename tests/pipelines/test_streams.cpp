@@ -182,26 +182,26 @@ TEST(Streams, DnnDetectRunsTheStreamsFramesInOneForward) {
   if (!g_file_test((std::string(build ? build : "build") + "/plugins/libgstcudanmsdnn.so").c_str(),
                    G_FILE_TEST_EXISTS))
     GTEST_SKIP() << "no dnndetect: built without LibTorch";
-  // And with a queue after the detector (--detector-queue): each stream's next frame joins the
-  // next batch while cudanms takes this one; still every frame, still four a forward.
-  for (const char *queue : {"0", "2"}) {
-    SCOPED_TRACE(std::string("--detector-queue ") + queue);
+  // Without a queue after the detector and with one (--detector-queue; by default 2 after
+  // dnndetect): each stream's next frame joins the next batch while cudanms takes this one; still
+  // every frame, still four a forward.
+  for (const std::string queue : {"", "0", "2"}) {
+    SCOPED_TRACE("--detector-queue " + (queue.empty() ? "unset" : queue));
     TempDir dir;
     std::string out;
-    ASSERT_EQ(run_preloaded(dir,
-                            {"--streams", "4", "--frames", "5", "--preload-frames", "3",
-                             "--detector-queue", queue, "--detector",
-                             "dnndetect backend=cpu batch-size=4 batch-timeout=30000000", "--nms",
-                             "cudanms method=weighted iou-threshold=0.3"},
-                            &out),
-              0)
-        << out;
+    std::vector<std::string> options = {
+        "--streams", "4", "--frames", "5", "--preload-frames", "3", "--detector",
+        "dnndetect backend=cpu batch-size=4 batch-timeout=30000000", "--nms",
+        "cudanms method=weighted iou-threshold=0.3"};
+    if (!queue.empty()) options.insert(options.end(), {"--detector-queue", queue});
+    ASSERT_EQ(run_preloaded(dir, options, &out), 0) << out;
     EXPECT_NE(out.find("streams 4  frames 20  total "), std::string::npos) << out;
     EXPECT_NE(out.find("detector: 4.00 frames per forward"), std::string::npos) << out;
     JsonParser *parser = json_parser_new();
     JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
     ASSERT_NE(summary, nullptr);
     EXPECT_DOUBLE_EQ(json_object_get_double_member(summary, "detector_mean_batch"), 4.0);
+    EXPECT_EQ(json_object_get_int_member(summary, "detector_queue"), queue == "0" ? 0 : 2);
     g_object_unref(parser);
   }
 }
