@@ -36,7 +36,9 @@
  *
  * Instances of one process with the same batch-size (above 1), batch-group and network settings
  * run their frames, e.g. one per camera, through one forward: a batch runs when it is full, when
- * every instance has a frame in it, or batch-timeout after its first frame.
+ * every instance has a frame in it, or batch-timeout after its first frame. A queue after each
+ * instance (queue max-size-buffers=2) lets its next frame join the next batch while cudanms waits
+ * for this one's GPU work, so that batches fill and launch while the last one runs.
  *
  * ## Example launch line
  * |[
