@@ -29,18 +29,35 @@ struct Layout {
 // in host-mapped memory already: no round trip.
 constexpr size_t kStagedCandidates = 64;
 
-// Seal's copy of the count and the first `staged` candidates into the host-mapped staging (laid
-// out as a buffer of `staged`).
-__global__ void summarise(const float4 *boxes, const float *scores, const int32_t *class_ids,
-                          const uint32_t *count, uint32_t staged, float4 *staged_boxes,
-                          float *staged_scores, int32_t *staged_class_ids, uint32_t *staged_count) {
-  const uint32_t n = *count;
-  for (uint32_t i = threadIdx.x; i < min(n, staged); i += blockDim.x) {
-    staged_boxes[i] = boxes[i];
-    staged_scores[i] = scores[i];
-    staged_class_ids[i] = class_ids[i];
+// Where seal's copy of a buffer's count and first `staged` candidates goes: its host-mapped
+// staging, laid out as a buffer of `staged`.
+struct Summary {
+  const float4 *boxes;
+  const float *scores;
+  const int32_t *class_ids;
+  const uint32_t *count;
+  uint32_t staged;
+  float4 *staged_boxes;
+  float *staged_scores;
+  int32_t *staged_class_ids;
+  uint32_t *staged_count;
+};
+// Buffers sealed by one launch: 32 x 72 bytes stay within a kernel's 4 KB of parameters.
+constexpr int kSummariesPerLaunch = 32;
+struct Summaries {
+  Summary of[kSummariesPerLaunch];
+};
+
+// A block per buffer: its count and first candidates into its staging.
+__global__ void summarise(const Summaries summaries) {
+  const Summary &m = summaries.of[blockIdx.x];
+  const uint32_t n = *m.count;
+  for (uint32_t i = threadIdx.x; i < min(n, m.staged); i += blockDim.x) {
+    m.staged_boxes[i] = m.boxes[i];
+    m.staged_scores[i] = m.scores[i];
+    m.staged_class_ids[i] = m.class_ids[i];
   }
-  if (threadIdx.x == 0) *staged_count = n;
+  if (threadIdx.x == 0) *m.staged_count = n;
 }
 
 class Buffer final : public DeviceCandidates {
@@ -78,21 +95,27 @@ class Buffer final : public DeviceCandidates {
   void *context() const override { return context_; }
 
   Status seal(void *stream) override {
-    DeviceBinding::Scope scope(context_);
-    if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
+    DeviceCandidates *self = this;
+    return seal_all(&self, 1, stream);
+  }
+  // Where seal's kernel copies this buffer's summary.
+  Summary summary() const {
     const size_t n_staged = std::min(capacity_, kStagedCandidates);
     const Layout staged(n_staged), full(capacity_);
     unsigned char *mapped = staged_.device();
-    const cudaStream_t s = static_cast<cudaStream_t>(stream);
-    summarise<<<1, kStagedCandidates, 0, s>>>(
-        reinterpret_cast<const float4 *>(memory_), reinterpret_cast<const float *>(at(full.scores)),
-        reinterpret_cast<const int32_t *>(at(full.class_ids)),
-        reinterpret_cast<const uint32_t *>(at(full.count)), static_cast<uint32_t>(n_staged),
-        reinterpret_cast<float4 *>(mapped), reinterpret_cast<float *>(mapped + staged.scores),
-        reinterpret_cast<int32_t *>(mapped + staged.class_ids),
-        reinterpret_cast<uint32_t *>(mapped + staged.count));
-    CUDANMS_CUDA_TRY(cudaGetLastError());
-    CUDANMS_CUDA_TRY(cudaEventRecord(ready_, s));
+    return {reinterpret_cast<const float4 *>(memory_),
+            reinterpret_cast<const float *>(at(full.scores)),
+            reinterpret_cast<const int32_t *>(at(full.class_ids)),
+            reinterpret_cast<const uint32_t *>(at(full.count)),
+            static_cast<uint32_t>(n_staged),
+            reinterpret_cast<float4 *>(mapped),
+            reinterpret_cast<float *>(mapped + staged.scores),
+            reinterpret_cast<int32_t *>(mapped + staged.class_ids),
+            reinterpret_cast<uint32_t *>(mapped + staged.count)};
+  }
+  // After its summary's kernel on `stream`: ready there, its summary valid.
+  Status sealed_on(cudaStream_t stream) {
+    CUDANMS_CUDA_TRY(cudaEventRecord(ready_, stream));
     sealed_ = true;
     return Status::Ok();
   }
@@ -238,6 +261,35 @@ std::shared_ptr<DeviceCandidatesPool> DeviceCandidatesPool::create(
   *status = pool->init();
   if (!status->ok()) return nullptr;
   return pool;
+}
+
+Status seal_all(DeviceCandidates *const *buffers, int n, void *stream) {
+  if (n < 1) return Status::Ok();
+  detail::DeviceBinding::Scope scope(buffers[0]->context());
+  if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  std::vector<detail::Buffer *> pooled;
+  for (int i = 0; i < n; i++) {
+    if (auto *b = dynamic_cast<detail::Buffer *>(buffers[i])) {
+      pooled.push_back(b);
+    } else {
+      Status status = buffers[i]->seal(stream);
+      if (!status.ok()) return status;
+    }
+  }
+  for (size_t first = 0; first < pooled.size(); first += detail::kSummariesPerLaunch) {
+    const size_t count =
+        std::min(pooled.size() - first, static_cast<size_t>(detail::kSummariesPerLaunch));
+    detail::Summaries summaries;
+    for (size_t i = 0; i < count; i++) summaries.of[i] = pooled[first + i]->summary();
+    detail::summarise<<<static_cast<unsigned>(count), detail::kStagedCandidates, 0, s>>>(summaries);
+    CUDANMS_CUDA_TRY(cudaGetLastError());
+  }
+  for (detail::Buffer *b : pooled) {
+    Status status = b->sealed_on(s);
+    if (!status.ok()) return status;
+  }
+  return Status::Ok();
 }
 
 Status DeviceCandidates::seal(void *stream) {

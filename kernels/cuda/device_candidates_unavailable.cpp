@@ -15,6 +15,11 @@ Status download(const DeviceCandidatesView &view, HostCandidates *out) {
   return Status::Error("cudanms was built without CUDA: device candidates cannot be downloaded");
 }
 
+Status seal_all(DeviceCandidates *const *, int n, void *) {
+  if (n < 1) return Status::Ok();
+  return Status::Error("cudanms was built without CUDA: no device candidates");
+}
+
 Status DeviceCandidates::seal(void *) {
   return Status::Error("cudanms was built without CUDA: no device candidates");
 }

@@ -196,10 +196,6 @@ Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
   CUDANMS_CUDA_TRY(cudaGetLastError());
   write_chunks_kernel<<<grid, kDecodeThreads, 0, s>>>(outputs, t, d_workspace);
   CUDANMS_CUDA_TRY(cudaGetLastError());
-  for (int i = 0; i < outputs.batch; i++) {
-    Status sealed = targets[i]->seal(s);
-    if (!sealed.ok()) return sealed;
-  }
   return Status::Ok();
 }
 

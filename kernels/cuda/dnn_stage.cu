@@ -147,6 +147,13 @@ class Stage final : public CudaStage {
     if (!status.ok()) return status;
     status = decode_cuda(outputs, letterboxes, targets, d_points, params,
                          buffers_->chunk_counts.get(), stream_);
+    if (!status.ok()) return status;
+    // Sealed where an element reads them in place; those downloaded here need no seal.
+    DeviceCandidates *in_place[kMaxBatch];
+    int n_in_place = 0;
+    for (int i = 0; i < outputs.batch; i++)
+      if (!host || !host[i]) in_place[n_in_place++] = targets[i];
+    status = seal_all(in_place, n_in_place, stream_);
     if (!status.ok() || !host) return status;
     return download(outputs, targets, d_points, host);
   }

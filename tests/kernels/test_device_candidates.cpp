@@ -238,6 +238,41 @@ TEST_F(CudaDeviceCandidates, ADownloadIsWhatTheProducerWrote) {
   }
 }
 
+// A batch's buffers sealed at once (a detector's 32 frames, here 40: two launches) are each what
+// its own seal() makes of it: its count and first candidates in host-mapped memory, downloaded as
+// its producer wrote them.
+TEST_F(CudaDeviceCandidates, SealAllSealsEveryBufferOfABatch) {
+  constexpr int kBuffers = 40;
+  auto p = pool(100, kBuffers);
+  std::mt19937_64 rng(run_seed() + 41);
+  std::vector<std::shared_ptr<DeviceCandidates>> held;
+  std::vector<DeviceCandidates *> buffers;
+  std::vector<CandidateSet> sets;
+  for (int i = 0; i < kBuffers; i++) {
+    Status status;
+    held.push_back(p->acquire(&status));
+    ASSERT_TRUE(held.back()) << status.message();
+    buffers.push_back(held.back().get());
+    sets.push_back(generators()[0].make(rng, static_cast<size_t>(i % 3 == 0 ? 0 : i + 30), 5));
+    fill(sets.back(), buffers.back(), static_cast<uint32_t>(sets.back().scores.size()));
+    ASSERT_EQ(buffers.back()->host_count(), nullptr);
+  }
+  const Status sealed = seal_all(buffers.data(), kBuffers, nullptr);
+  ASSERT_TRUE(sealed.ok()) << sealed.message();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int i = 0; i < kBuffers; i++) {
+    SCOPED_TRACE("buffer " + std::to_string(i));
+    ASSERT_NE(buffers[i]->host_count(), nullptr);
+    EXPECT_EQ(*buffers[i]->host_count(), sets[i].scores.size());
+    HostCandidates host;
+    ASSERT_TRUE(buffers[i]->download(&host).ok());
+    EXPECT_EQ(host.boxes, sets[i].boxes);
+    EXPECT_EQ(host.scores, sets[i].scores);
+    EXPECT_EQ(host.class_ids, sets[i].classes);
+  }
+  EXPECT_TRUE(seal_all(nullptr, 0, nullptr).ok());
+}
+
 // A sealed buffer's summary belongs to its acquisition: back in the pool it is unsealed, and the
 // next producer's frame, with its event recorded but not sealed, is read from the device.
 TEST_F(CudaDeviceCandidates, ABufferBackInThePoolIsUnsealed) {

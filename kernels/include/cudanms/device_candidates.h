@@ -68,6 +68,10 @@ class DeviceCandidates {
   virtual Status download(HostCandidates *out) const { return cudanms::download(view(), out); }
 };
 
+// Seals n buffers of one CUDA context after their producer's work on `stream`, as each one's
+// seal() would, with one summary kernel for the pooled ones (a batch of 32 frames had 32 launches).
+Status seal_all(DeviceCandidates *const *buffers, int n, void *stream);
+
 struct DeviceCandidatesPoolOptions {
   int device = 0;
   size_t capacity = 4096;  // candidates per buffer

@@ -178,9 +178,9 @@ Status decode(const Outputs &outputs, int image, const Letterbox &letterbox,
 // Every frame of the batch (device tensors) into its device candidates buffer, in anchor order
 // (a buffer's capacity must hold max_candidates()), points into d_points[i] (capacity x
 // points_per_candidate x 2 floats) where given, with frame i's params[i] (frames of one batch
-// may come from elements with different thresholds); each buffer's ready event is recorded on
-// stream after it is written; d_workspace holds decode_workspace(outputs) counts in device
-// memory. Asynchronous.
+// may come from elements with different thresholds); the caller seals the buffers its consumers
+// read (seal_all); d_workspace holds decode_workspace(outputs) counts in device memory.
+// Asynchronous.
 Status decode_cuda(const Outputs &outputs, const Letterbox *letterboxes,
                    DeviceCandidates *const *targets, float *const *d_points,
                    const DecodeParams *params, uint32_t *d_workspace, void *stream);
@@ -221,7 +221,7 @@ class CudaStage {
   // The batch's outputs (device tensors) into each frame's device candidates buffer (params[i]
   // for frame i). Where host[i] is given, frame i's candidates are also downloaded into it with
   // their points (a device candidates buffer holds no points); then the call waits for the
-  // stream, else it is asynchronous.
+  // stream, else it is asynchronous. The other frames' buffers are sealed (seal_all).
   virtual Status decode(const Outputs &outputs, const Letterbox *letterboxes,
                         DeviceCandidates *const *targets, const DecodeParams *params,
                         Candidates *const *host) = 0;
