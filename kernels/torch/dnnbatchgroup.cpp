@@ -68,7 +68,21 @@ DnnBatchGroup::~DnnBatchGroup() {
 
 DnnBatchGroup::Member::~Member() { group_->leave(this); }
 
-Status DnnBatchGroup::Member::detect(DnnJob *job) { return group_->detect(this, job); }
+struct DnnBatchGroup::Waiting {
+  const Member *member = nullptr;
+  DnnJob *job = nullptr;
+  bool done = false; /* under the group's lock */
+  Status status;
+  std::condition_variable woken; /* done */
+};
+
+DnnBatchGroup::Ticket DnnBatchGroup::Member::submit(DnnJob *job) {
+  return group_->submit(this, job);
+}
+
+Status DnnBatchGroup::Member::wait(const Ticket &ticket) { return group_->wait(ticket); }
+
+bool DnnBatchGroup::Member::done(const Ticket &ticket) { return group_->done(ticket); }
 
 const DnnDetector &DnnBatchGroup::Member::detector() const { return *group_->detector_; }
 
@@ -91,32 +105,53 @@ size_t DnnBatchGroup::full() const {
   return static_cast<size_t>(limit);
 }
 
-Status DnnBatchGroup::detect(const Member *member, DnnJob *job) {
-  Waiting me;
-  me.member = member;
-  me.job = job;
-  if (!runner_.joinable()) return run({&me}, Clock::now()); /* batch-size 1: no waiting */
+bool DnnBatchGroup::filling_holds(const Member *member) const {
+  return std::any_of(pending_.begin(), pending_.end(),
+                     [&](const Ticket &w) { return w->member == member; });
+}
+
+DnnBatchGroup::Ticket DnnBatchGroup::submit(const Member *member, DnnJob *job) {
+  auto me = std::make_shared<Waiting>();
+  me->member = member;
+  me->job = job;
+  if (!runner_.joinable()) { /* batch-size 1: no waiting */
+    me->status = run({me}, Clock::now());
+    std::lock_guard<std::mutex> guard(lock_);
+    me->done = true;
+    return me;
+  }
   std::unique_lock<std::mutex> lock(lock_);
   bool &quiet = quiet_[member];
   if (quiet) quiet = false, live_++; /* back: waited for again */
-  /* A full batch not yet taken by the runner: this frame waits for the next one. */
-  room_.wait(lock, [&] { return pending_.size() < full(); });
-  pending_.push_back(&me);
+  /* One frame of a member a batch; a full batch not yet taken by the runner: this frame waits
+   * for the next one. */
+  room_.wait(lock, [&] { return pending_.size() < full() && !filling_holds(member); });
+  pending_.push_back(me);
   if (pending_.size() == 1) filling_since_ = Clock::now();
   if (pending_.size() == 1 || pending_.size() >= full()) runner_woken_.notify_one();
-  me.woken.wait(lock, [&] { return me.done; });
-  return me.status;
+  return me;
 }
 
-void DnnBatchGroup::mark_absent_quiet(const std::vector<Waiting *> &batch) {
+Status DnnBatchGroup::wait(const Ticket &ticket) {
+  std::unique_lock<std::mutex> lock(lock_);
+  ticket->woken.wait(lock, [&] { return ticket->done; });
+  return ticket->status;
+}
+
+bool DnnBatchGroup::done(const Ticket &ticket) {
+  std::lock_guard<std::mutex> guard(lock_);
+  return ticket->done;
+}
+
+void DnnBatchGroup::mark_absent_quiet(const Batch &batch) {
   for (auto &[member, quiet] : quiet_) {
     const bool in_batch = std::any_of(batch.begin(), batch.end(),
-                                      [&](const Waiting *w) { return w->member == member; });
+                                      [&](const Ticket &w) { return w->member == member; });
     if (!in_batch && !quiet) quiet = true, live_--;
   }
 }
 
-Status DnnBatchGroup::run(const std::vector<Waiting *> &batch, Clock::time_point filling_since) {
+Status DnnBatchGroup::run(const Batch &batch, Clock::time_point filling_since) {
   DnnJob *jobs[cudanms::dnn::kMaxBatch];
   for (size_t i = 0; i < batch.size(); i++) jobs[i] = batch[i]->job;
   const auto launched = Clock::now();
@@ -138,15 +173,14 @@ void DnnBatchGroup::run_batches() {
     const auto deadline = filling_since_ + std::chrono::microseconds(options_.timeout_us);
     if (!runner_woken_.wait_until(lock, deadline, [&] { return pending_.size() >= full(); }))
       mark_absent_quiet(pending_);
-    std::vector<Waiting *> batch;
+    Batch batch;
     batch.swap(pending_);
     const Clock::time_point filling_since = filling_since_;
     room_.notify_all();
     lock.unlock();
     const Status status = run(batch, filling_since);
     lock.lock();
-    /* Under the lock: a frame cannot see done and leave (its Waiting gone) before its wake. */
-    for (Waiting *w : batch) {
+    for (const Ticket &w : batch) {
       w->status = status;
       w->done = true;
       w->woken.notify_one();

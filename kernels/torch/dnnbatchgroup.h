@@ -1,7 +1,8 @@
 /* Batching across cameras: dnndetect elements of one process with the same batch group and
  * network settings share one DnnDetector, and their frames run through one forward.
  *
- * Each element's streaming thread hands in its frame and waits. The group's runner thread forms
+ * Each element's streaming thread hands in its frame (submit) and waits for it (wait), at once or
+ * after handing in its next one, which then joins the next batch. The group's runner thread forms
  * the batches: a batch runs once batch-size frames are in, or a frame from every live member (no
  * further frame can come: each member waits on its own), or the timeout after its first frame
  * came. The runner then launches it and every frame's candidates go back to its own element;
@@ -41,14 +42,24 @@ class DnnBatchGroup {
     int64_t timeout_us = 0; /* the longest a frame waits for others */
   };
 
+  struct Waiting;
+  /* A frame handed in: its batch's outcome once wait() returns. */
+  using Ticket = std::shared_ptr<Waiting>;
+
   class Member {
    public:
     ~Member();
     Member(const Member &) = delete;
     Member &operator=(const Member &) = delete;
-    /* Runs the job's frame in a batch; returns once its candidates are written (device
-     * candidates: once their work is queued). */
-    cudanms::Status detect(DnnJob *job);
+    /* Hands the job's frame to the next batch this member has no frame in (it waits while the
+     * batch filling up holds one of its frames or is full); the job must stay until wait(). */
+    Ticket submit(DnnJob *job);
+    /* Returns once the frame's candidates are written (device candidates: once their work is
+     * queued), with its batch's status. */
+    cudanms::Status wait(const Ticket &ticket);
+    /* Whether wait() would return at once. */
+    bool done(const Ticket &ticket);
+    cudanms::Status detect(DnnJob *job) { return wait(submit(job)); }
     const DnnDetector &detector() const;
 
    private:
@@ -67,21 +78,18 @@ class DnnBatchGroup {
 
  private:
   using Clock = std::chrono::steady_clock;
-  struct Waiting {
-    const Member *member = nullptr;
-    DnnJob *job = nullptr;
-    bool done = false;
-    cudanms::Status status;
-    std::condition_variable woken; /* done */
-  };
+  using Batch = std::vector<Ticket>;
 
   DnnBatchGroup(const Options &options, std::unique_ptr<DnnDetector> detector);
-  cudanms::Status detect(const Member *member, DnnJob *job);
-  /* The batch through the detector; each frame's status, fill and launch times set. */
-  cudanms::Status run(const std::vector<Waiting *> &batch, Clock::time_point filling_since);
-  void run_batches();                                          /* the runner thread */
-  size_t full() const;                                         /* under lock_ */
-  void mark_absent_quiet(const std::vector<Waiting *> &batch); /* under lock_ */
+  Ticket submit(const Member *member, DnnJob *job);
+  cudanms::Status wait(const Ticket &ticket);
+  bool done(const Ticket &ticket);
+  /* The batch through the detector; each frame's fill and launch times set. */
+  cudanms::Status run(const Batch &batch, Clock::time_point filling_since);
+  void run_batches();                             /* the runner thread */
+  size_t full() const;                            /* under lock_ */
+  bool filling_holds(const Member *member) const; /* under lock_ */
+  void mark_absent_quiet(const Batch &batch);     /* under lock_ */
   void enter(const Member *member);
   void leave(const Member *member);
 
@@ -90,7 +98,7 @@ class DnnBatchGroup {
   std::mutex lock_;                      /* guards what follows */
   std::condition_variable runner_woken_; /* a first frame, a full batch, a member gone, stopping */
   std::condition_variable room_;         /* the pending batch taken: frames held back may enter */
-  std::vector<Waiting *> pending_;       /* the batch filling up */
+  Batch pending_;                        /* the batch filling up */
   Clock::time_point filling_since_;      /* its first frame's arrival */
   std::map<const Member *, bool> quiet_; /* every member: absent from the last timed-out batch */
   int live_ = 0;                         /* members not quiet */

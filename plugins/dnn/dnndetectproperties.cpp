@@ -250,6 +250,15 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
                                  "name",
                                  "", rw_ready),
              &DnnDetectSettings::batch_group)
+      .field(g_param_spec_uint(
+                 "frames-in-flight", "Frames in flight",
+                 "Frames of this instance in the network at once: 1, each frame leaves before "
+                 "the next one comes in; 2 or more, its next frame joins the next batch while "
+                 "this one's runs, and a frame leaves once its candidates are in or when that "
+                 "many are in flight, so that batches of many cameras keep the GPU busy "
+                 "(up to frames-in-flight - 1 frames later out, reported as latency)",
+                 1, kMaxFramesInFlight, 1, rw_ready),
+             &DnnDetectSettings::frames_in_flight)
       .field(g_param_spec_string(
                  "classes", "Classes",
                  "Only candidates of these classes, by name, ',' between them "

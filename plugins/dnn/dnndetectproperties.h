@@ -23,6 +23,9 @@ typedef enum {
   GST_DNN_DETECT_PRECISION_FP16,
 } GstDnnDetectPrecision;
 
+/* The most frames an instance keeps in the network at once (frames-in-flight). */
+constexpr guint kMaxFramesInFlight = 8;
+
 /* What its own properties say (guarded by the base's lock). */
 struct DnnDetectSettings {
   GstDnnDetectDecoder decoder = GST_DNN_DETECT_DECODER_AUTO;
@@ -33,6 +36,7 @@ struct DnnDetectSettings {
   int batch_size = 1;
   guint batch_timeout = 20000;
   std::string batch_group;
+  guint frames_in_flight = 1;
   std::string classes;
   GstDnnDetectPrecision precision = GST_DNN_DETECT_PRECISION_FP32;
 

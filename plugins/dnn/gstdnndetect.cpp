@@ -67,6 +67,7 @@
 #include "devicecandidates.h"
 #include "dnnbatchgroup.h"
 #include "dnndetectproperties.h"
+#include "dnnframesinflight.h"
 #include "dnnimage.h"
 #include "elementclass.h"
 #include "elementcudacontext.h"
@@ -94,8 +95,10 @@ struct GstDnnDetectPrivate {
   dnn::ClassFilter classes;
   std::unique_ptr<DnnBatchGroup::Member> network;
   bool graph_problem_told = false;
-  dnn::Candidates candidates;
+  std::unique_ptr<DnnFramesInFlight> in_flight; /* between open() and close() */
 };
+
+static GstCudaNmsDetection finish(GstDnnDetect *self, DnnFrame *frame, GstBuffer *buffer);
 
 ELEMENT_DEFINE(GstDnnDetect, gst_dnn_detect, GstCudaNmsDetector, GST_TYPE_CUDA_NMS_DETECTOR,
                dnndetect, "DNN detector (TorchScript)");
@@ -220,6 +223,9 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
     return FALSE;
   }
   if (!open_network(self, shared, path)) return FALSE;
+  priv->in_flight = std::make_unique<DnnFramesInFlight>(
+      GST_BASE_TRANSFORM(self),
+      [self](DnnFrame *frame) { return finish(self, frame, frame->buffer); });
   const DnnDetector &network = priv->network->detector();
   /* Unless the pipeline had a CUDA context first, it shares the network's (the device's primary
    * one) with nvh264dec, cudaupload and cudanms; otherwise frames in its memory are mapped on the
@@ -237,13 +243,17 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
 }
 
 static void gst_dnn_detect_close(GstCudaNmsDetector *detector) {
-  GST_DNN_DETECT(detector)->priv->network.reset();
+  GstDnnDetect *self = GST_DNN_DETECT(detector);
+  self->priv->in_flight.reset(); /* waits for their batches: before the network goes */
+  self->priv->network.reset();
 }
 
 /* The network joins its batch group again, on the CPU. */
 static gboolean gst_dnn_detect_fall_back_to_cpu(GstCudaNmsDetector *detector,
                                                 const GstCudaNmsDetectorSettings &shared) {
   GstDnnDetect *self = GST_DNN_DETECT(detector);
+  /* The frames in flight leave later, in order, with what their batches gave. */
+  self->priv->in_flight->wait_all();
   self->priv->network.reset();
   std::string why, detail;
   std::unique_ptr<DnnBatchGroup::Member> network =
@@ -293,42 +303,68 @@ static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer) {
                       ("%s", problem.c_str()));
 }
 
-/* The frame through the network (in a batch with other elements' frames where the group has
- * them), its candidates attached: left in GPU memory where the base's pool gives a buffer and
- * the head has no points, else in host memory. */
+/* The frame's batch waited for and its candidates attached to its buffer: left in GPU memory
+ * where the base's pool gave a buffer, else in host memory. */
+static GstCudaNmsDetection finish(GstDnnDetect *self, DnnFrame *frame, GstBuffer *buffer) {
+  const cudanms::Status status = frame->wait();
+  if (!status.ok()) {
+    if (self->priv->network->detector().on_cuda())
+      return GstCudaNmsDetection::gpu_failed(status.message());
+    return GstCudaNmsDetection::failed("Detection failed", status.message());
+  }
+  count(self, frame->job, buffer);
+  if (frame->out) {
+    if (!gst_cv_attach_device_candidates(buffer, std::move(frame->out), frame->gpu_id))
+      return GstCudaNmsDetection::failed("Could not attach the device candidates");
+    return GstCudaNmsDetection::done();
+  }
+  const dnn::Candidates &c = frame->host;
+  if (!gst_cv_attach_candidates_of_classes(buffer, c.boxes, c.scores, c.class_ids, c.points,
+                                           c.points_per_candidate))
+    return GstCudaNmsDetection::failed("Could not add the candidates meta");
+  return GstCudaNmsDetection::done();
+}
+
+/* The frame handed to the network (in a batch with other elements' frames where the group has
+ * them). With frames-in-flight 1 its candidates are attached before this returns; above, the
+ * frame stays in flight and generate_output hands it out once they are. */
 static GstCudaNmsDetection detect(GstDnnDetect *self, GstBuffer *buffer,
                                   const GstCudaNmsDetectorSettings &shared, const dnn::Image &image,
                                   bool on_device) {
   GstDnnDetectPrivate *priv = self->priv;
   const DnnDetector &detector = priv->network->detector();
-  DnnJob job;
+  auto frame = std::make_unique<DnnFrame>();
+  DnnJob &job = frame->job;
   job.image = image;
   job.on_device = on_device;
   job.params.score_threshold = static_cast<float>(shared.threshold);
   job.params.class_id = shared.detected.class_id;
   job.params.classes = priv->classes;
-  job.host = &priv->candidates;
-  std::shared_ptr<cudanms::DeviceCandidates> out;
+  job.host = &frame->host;
+  frame->gpu_id = shared.gpu_id;
   if (detector.points_per_candidate() == 0) {
-    out = gst_cuda_nms_detector_device_candidates(GST_CUDA_NMS_DETECTOR(self), buffer, shared,
-                                                  detector.max_candidates(job.params));
-    job.device_out = out.get();
+    frame->out = gst_cuda_nms_detector_device_candidates(
+        GST_CUDA_NMS_DETECTOR(self), buffer, shared, detector.max_candidates(job.params));
+    job.device_out = frame->out.get();
   }
-  const cudanms::Status status = priv->network->detect(&job);
-  if (!status.ok()) {
-    if (detector.on_cuda()) return GstCudaNmsDetection::gpu_failed(status.message());
-    return GstCudaNmsDetection::failed("Detection failed", status.message());
+  const bool stays = priv->running.frames_in_flight > 1;
+  if (stays && !on_device) {
+    /* Its planes as the batch will read them, mapped until it is finished. */
+    if (!gst_video_frame_map(
+            &frame->mapped, &GST_VIDEO_FILTER(self)->in_info, buffer,
+            static_cast<GstMapFlags>(GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF)))
+      return GstCudaNmsDetection::failed("Could not read the frame");
+    frame->is_mapped = true;
+    if (!gst_cv_dnn_image_of_frame(&frame->mapped, &job.image)) {
+      gst_video_frame_unmap(&frame->mapped);
+      return GstCudaNmsDetection::failed("Detection failed", "unsupported format");
+    }
   }
-  count(self, job, buffer);
-  if (out) {
-    if (!gst_cv_attach_device_candidates(buffer, std::move(out), shared.gpu_id))
-      return GstCudaNmsDetection::failed("Could not attach the device candidates");
-    return GstCudaNmsDetection::done();
-  }
-  if (!gst_cv_attach_candidates_of_classes(buffer, priv->candidates.boxes, priv->candidates.scores,
-                                           priv->candidates.class_ids, priv->candidates.points,
-                                           priv->candidates.points_per_candidate))
-    return GstCudaNmsDetection::failed("Could not add the candidates meta");
+  frame->network = priv->network.get();
+  frame->ticket = priv->network->submit(&job);
+  frame->submitted = true;
+  if (!stays) return finish(self, frame.get(), buffer);
+  priv->in_flight->submitted(std::move(frame));
   return GstCudaNmsDetection::done();
 }
 
@@ -353,6 +389,62 @@ static GstCudaNmsDetection gst_dnn_detect_detect_on_device(
   return detect(GST_DNN_DETECT(detector), buffer, shared, image, true);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Frames in flight (frames-in-flight above 1)                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/* The base's frame (detected by transform_ip) held while its batch may run; out goes the oldest
+ * frame once its candidates are in (DnnFramesInFlight). GstBaseTransform calls this again after
+ * each frame handed out, until none is. */
+static GstFlowReturn gst_dnn_detect_generate_output(GstBaseTransform *trans, GstBuffer **outbuf) {
+  GstDnnDetectPrivate *priv = GST_DNN_DETECT(trans)->priv;
+  GstBuffer *fresh = nullptr;
+  const GstFlowReturn ret =
+      GST_BASE_TRANSFORM_CLASS(gst_dnn_detect_parent_class)->generate_output(trans, &fresh);
+  if (!priv->in_flight) { /* not started */
+    *outbuf = fresh;
+    return ret;
+  }
+  if (ret != GST_FLOW_OK) {
+    priv->in_flight->drop();
+    *outbuf = fresh;
+    return ret;
+  }
+  return priv->in_flight->hold(fresh, priv->running.frames_in_flight, outbuf);
+}
+
+static gboolean gst_dnn_detect_sink_event(GstBaseTransform *trans, GstEvent *event) {
+  DnnFramesInFlight *in_flight = GST_DNN_DETECT(trans)->priv->in_flight.get();
+  if (in_flight && GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP)
+    in_flight->drop();
+  else if (in_flight && GST_EVENT_IS_SERIALIZED(event))
+    in_flight->drain();
+  return GST_BASE_TRANSFORM_CLASS(gst_dnn_detect_parent_class)->sink_event(trans, event);
+}
+
+static guint frames_in_flight_setting(GstDnnDetect *self) {
+  auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+  return self->priv->settings.frames_in_flight;
+}
+
+/* A live pipeline's latency with the frames held added, so that sinks wait for them. */
+static gboolean gst_dnn_detect_query(GstBaseTransform *trans, GstPadDirection direction,
+                                     GstQuery *query) {
+  if (!GST_BASE_TRANSFORM_CLASS(gst_dnn_detect_parent_class)->query(trans, direction, query))
+    return FALSE;
+  if (direction != GST_PAD_SRC || GST_QUERY_TYPE(query) != GST_QUERY_LATENCY) return TRUE;
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(query, &live, &min, &max);
+  const GstClockTime held = dnn_held_latency(frames_in_flight_setting(GST_DNN_DETECT(trans)),
+                                             GST_VIDEO_FILTER(trans)->in_info);
+  if (live && held > 0) {
+    gst_query_set_latency(query, live, min + held,
+                          GST_CLOCK_TIME_IS_VALID(max) ? max + held : GST_CLOCK_TIME_NONE);
+  }
+  return TRUE;
+}
+
 /* Upstream writing system-memory frames for the CUDA backend gets a pool of pinned host memory,
  * where downstream proposes none: the frames are then copied to the GPU at the bus's full rate
  * and asynchronously, where pageable memory is staged plane by plane on the batch's thread. */
@@ -360,14 +452,16 @@ static gboolean gst_dnn_detect_propose_allocation(GstBaseTransform *trans, GstQu
                                                   GstQuery *query) {
   GstDnnDetect *self = GST_DNN_DETECT(trans);
   /* In place: downstream's proposal first. Sinks answer none (the query fails there). */
-  const gboolean downstream = GST_BASE_TRANSFORM_CLASS(gst_dnn_detect_parent_class)
-                                  ->propose_allocation(trans, decide_query, query);
-  if (downstream && gst_query_get_n_allocation_pools(query) > 0) return TRUE;
-  if (!self->priv->network || !gst_cuda_nms_detector_on_cuda(GST_CUDA_NMS_DETECTOR(self)))
-    return downstream;
-  if (!gst_cv_propose_pinned_memory(query)) return downstream;
-  GST_DEBUG_OBJECT(self, "proposed a pool of pinned memory");
-  return TRUE;
+  gboolean proposed = GST_BASE_TRANSFORM_CLASS(gst_dnn_detect_parent_class)
+                          ->propose_allocation(trans, decide_query, query);
+  if ((!proposed || gst_query_get_n_allocation_pools(query) == 0) && self->priv->network &&
+      gst_cuda_nms_detector_on_cuda(GST_CUDA_NMS_DETECTOR(self)) &&
+      gst_cv_propose_pinned_memory(query)) {
+    GST_DEBUG_OBJECT(self, "proposed a pool of pinned memory");
+    proposed = TRUE;
+  }
+  if (proposed) dnn_reserve_held_buffers(query, frames_in_flight_setting(self));
+  return proposed;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -406,7 +500,8 @@ static void gst_dnn_detect_class_init(GstDnnDetectClass *klass) {
       "can, and attaches every candidate above the score threshold as cudanms candidates "
       "metadata");
 
-  ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_dnn_detect, propose_allocation);
+  ELEMENT_VFUNCS(GST_BASE_TRANSFORM_CLASS(klass), gst_dnn_detect, propose_allocation,
+                 generate_output, sink_event, query);
   ELEMENT_VFUNCS(detector_class, gst_dnn_detect, open, close, fall_back_to_cpu, detect_on_host,
                  detect_on_device, default_label);
 }
