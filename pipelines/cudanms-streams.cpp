@@ -216,7 +216,7 @@ int main(int argc, char **argv) {
        "WxH"},
       {"detector", 0, 0, G_OPTION_ARG_STRING, &o.detector,
        "The detector element and its properties (default: the frontal face cascade, 50-200 px, "
-       "factor 1.25)",
+       "factor 1.25); dnndetect gets frames-in-flight=2 unless DESC sets it",
        "DESC"},
       {"nms", 0, 0, G_OPTION_ARG_STRING, &o.nms, "The NMS element (default cudanms iou 0.3)",
        "DESC"},
@@ -279,6 +279,14 @@ int main(int argc, char **argv) {
   if (!o.detector) {
     const std::string host = o.host_candidates ? " device-candidates=false" : "";
     o.detector = g_strdup((default_detector() + host).c_str());
+  }
+  // dnndetect keeps two frames of each stream in flight unless told otherwise: each stream's
+  // next frame joins the next batch while this one's runs (a frame's latency, nothing else, for
+  // files and preloaded frames).
+  if (g_str_has_prefix(o.detector, "dnndetect") && !strstr(o.detector, "frames-in-flight")) {
+    gchar *in_flight = g_strconcat(o.detector, " frames-in-flight=2", nullptr);
+    g_free(o.detector);
+    o.detector = in_flight;
   }
   if (!o.nms) o.nms = g_strdup(kDefaultNms);
   if (o.batch_streams) {
