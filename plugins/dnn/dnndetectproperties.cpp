@@ -256,7 +256,8 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
                  "the next one comes in; 2 or more, its next frame joins the next batch while "
                  "this one's runs, and a frame leaves once its candidates are in or when that "
                  "many are in flight, so that batches of many cameras keep the GPU busy "
-                 "(up to frames-in-flight - 1 frames later out, reported as latency)",
+                 "(up to frames-in-flight - 1 frames later out, reported as latency; a GPU failure "
+                 "under a frame in flight is an error, as it cannot run again on the CPU)",
                  1, kMaxFramesInFlight, 1, rw_ready),
              &DnnDetectSettings::frames_in_flight)
       .field(g_param_spec_string(

@@ -38,7 +38,9 @@
  * run their frames, e.g. one per camera, through one forward: a batch runs when it is full, when
  * every instance has a frame in it, or batch-timeout after its first frame. A queue after each
  * instance (queue max-size-buffers=2) lets its next frame join the next batch while cudanms waits
- * for this one's GPU work, so that batches fill and launch while the last one runs.
+ * for this one's GPU work, so that batches fill and launch while the last one runs; where the
+ * candidates come back to the host (BlazeFace's), frames-in-flight=2 keeps a frame while the
+ * camera's next one joins the next batch.
  *
  * ## Example launch line
  * |[
