@@ -183,6 +183,20 @@ const std::vector<std::string> &gst_dnn_detect_coco_labels() {
   return names;
 }
 
+/* A read-only time in milliseconds. */
+static GParamSpec *mean_ms_spec(const gchar *name, const gchar *nick, const gchar *blurb) {
+  return g_param_spec_double(name, nick, blurb, 0.0, G_MAXDOUBLE, 0.0,
+                             static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+}
+
+/* A read-only property's getter: a counter's sum over frames per frame (0 before any). */
+template <typename Sum>
+static auto mean_per_frame(Sum DnnDetectCounters::*sum) {
+  return [sum](const DnnDetectCounters &c, GValue *value) {
+    g_value_set_double(value, c.frames ? static_cast<double>(c.*sum) / c.frames : 0.0);
+  };
+}
+
 void gst_dnn_detect_install_properties(GObjectClass *klass,
                                        PropertyTable<DnnDetectSettings>::StateOf settings_of,
                                        PropertyTable<DnnDetectCounters>::StateOf counters_of) {
@@ -287,26 +301,17 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
                                      "Frames per forward since start, averaged over this "
                                      "instance's frames (1 without batching)",
                                      0.0, dnn::kMaxBatch, 0.0, ro),
-                 [](const DnnDetectCounters &c, GValue *value) {
-                   g_value_set_double(
-                       value, c.frames ? static_cast<double>(c.batched_frames) / c.frames : 0.0);
-                 })
-      .read_only(g_param_spec_double("mean-fill-ms", "Mean batch fill time",
-                                     "Per frame since start, the mean time its batch took to "
-                                     "fill: from the batch's first frame to its launch (waiting "
-                                     "for the other cameras; 0 without batching)",
-                                     0.0, G_MAXDOUBLE, 0.0, ro),
-                 [](const DnnDetectCounters &c, GValue *value) {
-                   g_value_set_double(value, c.frames ? c.fill_ms / c.frames : 0.0);
-                 })
-      .read_only(g_param_spec_double("mean-launch-ms", "Mean batch launch time",
-                                     "Per frame since start, the mean time its batch took to "
-                                     "launch: pre-processing, network and decoding queued on the "
-                                     "GPU (where candidates stay there), else run to the end",
-                                     0.0, G_MAXDOUBLE, 0.0, ro),
-                 [](const DnnDetectCounters &c, GValue *value) {
-                   g_value_set_double(value, c.frames ? c.launch_ms / c.frames : 0.0);
-                 })
+                 mean_per_frame(&DnnDetectCounters::batched_frames))
+      .read_only(mean_ms_spec("mean-fill-ms", "Mean batch fill time",
+                              "Per frame since start, the mean time its batch took to fill: "
+                              "from the batch's first frame to its launch (waiting for the "
+                              "other cameras; 0 without batching)"),
+                 mean_per_frame(&DnnDetectCounters::fill_ms))
+      .read_only(mean_ms_spec("mean-launch-ms", "Mean batch launch time",
+                              "Per frame since start, the mean time its batch took to launch: "
+                              "pre-processing, network and decoding queued on the GPU (where "
+                              "candidates stay there), else run to the end"),
+                 mean_per_frame(&DnnDetectCounters::launch_ms))
       .field(
           g_param_spec_uint64("graphed-frames", "Graphed frames",
                               "Frames since start whose forward replayed a CUDA graph", 0,
