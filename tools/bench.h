@@ -70,4 +70,7 @@ struct Latency {
 };
 Latency summarize(std::vector<double> samples_us);
 
+// cudanms-tool bench: its command line (bench_command.cpp) into BenchOptions, then benchmark().
+int run_bench(int argc, char **argv);
+
 }  // namespace cudanms::tools

@@ -1,6 +1,7 @@
 #include "tool_support.h"
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -51,6 +52,24 @@ Status write_text(const std::string &path, const std::string &text) {
     return Status::Error(path + ": cannot write: " + why);
   }
   return Status::Ok();
+}
+
+// "300,1000,3000" into sizes; false for anything else. The empty string is the empty list.
+bool parse_sizes(const char *text, std::vector<size_t> *sizes) {
+  sizes->clear();
+  const std::string list = text;
+  for (size_t start = 0; start < list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    size_t value = 0;
+    const char *first = list.data() + start;
+    const char *last = list.data() + comma;
+    const auto [end, ec] = std::from_chars(first, last, value);
+    if (ec != std::errc() || end != last || value == 0 || value > kMaxCount) return false;
+    sizes->push_back(value);
+    start = comma + 1;
+    if (comma + 1 == list.size()) return false;  // a trailing comma
+  }
+  return true;
 }
 
 }  // namespace cudanms::tools

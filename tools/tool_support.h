@@ -5,6 +5,7 @@
 #include <glib.h>
 
 #include <string>
+#include <vector>
 
 #include "cudanms/nms.h"
 
@@ -30,5 +31,9 @@ bool parse_options(const char *subcommand, const char *required_options, const c
 // The whole text in one go: to a file only once everything before it has succeeded, and a file
 // that could not be completed is removed rather than left half written. "" is stdout.
 Status write_text(const std::string &path, const std::string &text);
+
+// "300,1000,3000" into sizes of 1 to kMaxCount; false for anything else (a trailing comma, 0). The
+// empty string is the empty list.
+bool parse_sizes(const char *text, std::vector<size_t> *sizes);
 
 }  // namespace cudanms::tools

@@ -267,18 +267,6 @@ std::string time_camera_motion(int64_t frames, uint64_t seed) {
 #endif
 }
 
-bool parse_sizes_list(const char *text, std::vector<size_t> *out) {
-  out->clear();
-  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
-  for (char **p = parts; *p; ++p) {
-    size_t v = 0;
-    const char *end = *p + std::strlen(*p);
-    const auto [stop, ec] = std::from_chars(*p, end, v);
-    if (ec != std::errc() || stop != end || v == 0) return false;
-    out->push_back(v);
-  }
-  return !out->empty();
-}
 
 }  // namespace
 
@@ -303,7 +291,7 @@ int run_track_bench(int argc, char **argv) {
                      argc, argv))
     return kExitBadInput;
   std::vector<size_t> sizes = {10, 100, 1000, 10000};
-  if (sizes_text && !parse_sizes_list(sizes_text, &sizes)) {
+  if (sizes_text && (!parse_sizes(sizes_text, &sizes) || sizes.empty())) {
     report("track-bench", std::string("--sizes takes positive numbers, not '") + sizes_text + "'");
     return kExitBadInput;
   }
