@@ -27,8 +27,8 @@ need_plugins() {
   local plugin
   for plugin in libgstcudanms libgstcudanmsopencv libgstcudanmscascade libgstcudanmsoverlay \
     libgstcudanmspublish; do
-    [ -f "$CUDANMS_BUILD/plugins/$plugin.so" ] ||
-      die "plugins/$plugin.so is not built in $CUDANMS_BUILD (see meson's plugins summary: libopencv-dev, libjson-glib-dev)"
+    [ -f "$CUDANMS_BUILD/gst-plugin/$plugin.so" ] ||
+      die "gst-plugin/$plugin.so is not built in $CUDANMS_BUILD (see meson's plugins summary: libopencv-dev, libjson-glib-dev)"
   done
 }
 
@@ -45,7 +45,7 @@ to_uri() {
 # converted the model (tools/fetch-nanodet.sh, tools/nanodet-to-torchscript.py), else HOG.
 people_model() {
   local cache="${XDG_CACHE_HOME:-$HOME/.cache}/cudanms/human-models-3.0.4"
-  if [ -f "$CUDANMS_BUILD/plugins/libgstcudanmsdnn.so" ] && [ -f "$cache/nanodet.torchscript.pt" ]; then
+  if [ -f "$CUDANMS_BUILD/gst-plugin/libgstcudanmsdnn.so" ] && [ -f "$cache/nanodet.torchscript.pt" ]; then
     echo nanodet
   else
     echo hog-people

@@ -15,7 +15,7 @@ it a detector the element can batch:
   NHWC), and every shape that the ONNX fixes at batch 1 follows the input's batch;
 - the outputs are the two heads concatenated in anchor order (512 anchors of stride 8, then 384
   of stride 16): (regressors [B, 896, 16], logits [B, 896, 1]).
-The check that the result equals OpenCV DNN on real frames is tests/plugins/dnn.
+The check that the result equals OpenCV DNN on real frames is tests/gst-plugin/dnn.
 """
 import sys
 import warnings

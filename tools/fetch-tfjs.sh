@@ -2,7 +2,7 @@
 # Installs TensorFlow.js 4.22 in pure JavaScript (tfjs-core, tfjs-converter, tfjs-backend-cpu: no
 # native code) with npm into a cache folder, and prints the folder. It is the reference runtime
 # of the NanoDet model (the runtime its TF.js graph was made for): the tests run it under node
-# (tests/plugins/dnn/nanodet-reference.js) against the TorchScript conversion and the element.
+# (tests/gst-plugin/dnn/nanodet-reference.js) against the TorchScript conversion and the element.
 #
 #   tools/fetch-tfjs.sh [CACHE_DIR]
 #

@@ -262,7 +262,7 @@ def main():
     for tool in ("etcd", "gst-launch-1.0"):
         if not shutil.which(tool):
             sys.exit("%s is missing: run.sh installs it" % tool)
-    os.environ["GST_PLUGIN_PATH"] = os.path.join(BUILD, "plugins") + ":" + \
+    os.environ["GST_PLUGIN_PATH"] = os.path.join(BUILD, "gst-plugin") + ":" + \
         os.path.join(BUILD, "tests", "service")
     work = tempfile.mkdtemp(prefix="cudanms-fleet-soak-")
     print("work folder:", work, flush=True)

@@ -20,7 +20,7 @@ as TF.js widens them. Three things make it a network the GPU runs well and the e
 - the Reshapes that the graph writes for batch 1 follow the input's batch, and the six outputs
   are concatenated in anchor order (stride 8, 16, 32): (scores [B, 3549, 80] after the graph's
   sigmoid, box distributions [B, 3549, 44]).
-The check that it equals TF.js on real photos is tests/plugins/dnn (test_nanodet.cpp).
+The check that it equals TF.js on real photos is tests/gst-plugin/dnn (test_nanodet.cpp).
 """
 import base64
 import json

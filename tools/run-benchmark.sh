@@ -91,7 +91,7 @@ fi
 echo "== BlazeFace streams: dnndetect against OpenCV DNN on the CPU ($out/dnn-streams.md)"
 # DNN_STREAMS streams (default 32) of the same media: dnndetect batching them all (frames in GPU
 # memory where there is a GPU), then the OpenCV DNN element, one network a stream, on every core.
-if [ -f "$build/plugins/libgstcudanmsdnn.so" ] && [ -n "$media" ]; then
+if [ -f "$build/gst-plugin/libgstcudanmsdnn.so" ] && [ -n "$media" ]; then
   n=${DNN_STREAMS:-32}
   gpu_frames=""
   nvidia-smi -L >/dev/null 2>&1 && gpu_frames=--preload-gpu

@@ -21,14 +21,14 @@ targets=(
   "tests/tools/test_cudanms_tool|*.Cuda*"
   # Rule 5's counts and compaction, and grouping: all pairs and the sweep past 8 192 ranks.
   "tests/kernels/test_min_neighbors|*Cuda*"
-  "tests/plugins/test_cudanms|CudaNmsElement.CudaPath*"
+  "tests/gst-plugin/test_cudanms|CudaNmsElement.CudaPath*"
   # Every cascade kernel (tilted integrals included) runs in these; the real-frames test is the
   # same kernels on 30 more frames, too slow under racecheck.
   "tests/kernels/test_cuda_cascade|CudaCascade.Every*:CudaCascade.Odd*:CudaCascade.More*:CudaCascade.AMissing*:CudaCascade.DeviceCandidatesOf*"
   # Device candidates: the pool, the event ordering, NMS in place (the large frames: the same
   # kernels, too slow under racecheck); then cudacascade ! cudanms through GStreamer.
   "tests/kernels/test_device_candidates|CudaDeviceCandidates.*-*Large*:*Past*"
-  "tests/plugins/test_cudacascade|CudaCascadeElement.FramesInCudaMemory*"
+  "tests/gst-plugin/test_cudacascade|CudaCascadeElement.FramesInCudaMemory*"
   # The DNN library's kernels: the input tensor of each pixel format, the heads' decoding.
   "tests/kernels/test_dnn|CudaDnn.*"
 )

@@ -179,7 +179,7 @@ TEST(Streams, DnnDetectRunsTheStreamsFramesInOneForward) {
   SKIP_WITHOUT_VTEST();
   SKIP_WITHOUT_TORCHSCRIPT_BLAZEFACE();
   const char *build = g_getenv("CUDANMS_BUILD");
-  if (!g_file_test((std::string(build ? build : "build") + "/plugins/libgstcudanmsdnn.so").c_str(),
+  if (!g_file_test((std::string(build ? build : "build") + "/gst-plugin/libgstcudanmsdnn.so").c_str(),
                    G_FILE_TEST_EXISTS))
     GTEST_SKIP() << "no dnndetect: built without LibTorch";
   // Without a queue after the detector and with one (--detector-queue; by default 2 after

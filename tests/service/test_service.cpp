@@ -800,7 +800,7 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
 // camera whose classes name no COCO class fails alone, saying which.
 TEST_F(Service, CountsNanoDetsPeopleAndCars) {
   const std::string plugin =
-      std::string(g_getenv("CUDANMS_BUILD")) + "/plugins/libgstcudanmsdnn.so";
+      std::string(g_getenv("CUDANMS_BUILD")) + "/gst-plugin/libgstcudanmsdnn.so";
   gchar *model = g_build_filename(g_get_user_cache_dir(), "cudanms", "human-models-3.0.4",
                                   "nanodet.torchscript.pt", nullptr);
   const bool have = g_file_test(plugin.c_str(), G_FILE_TEST_IS_REGULAR) &&

@@ -21,8 +21,8 @@
 
 #include "gstmetapublish.h"
 #include "mqttpublisher.h"
-#include "plugins/cv_support.h"
-#include "plugins/element_support.h"
+#include "gst-plugin/cv_support.h"
+#include "gst-plugin/element_support.h"
 #include "support/mqtt_broker.h"
 #include "support/seed.h"
 #include "synthetic.h"

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "detectionsjson.h"
-#include "plugins/cv_support.h"
+#include "gst-plugin/cv_support.h"
 
 namespace cudanms::testing {
 namespace {

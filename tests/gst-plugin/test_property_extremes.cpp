@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/cascade_support.h"
-#include "plugins/cv_support.h"
+#include "gst-plugin/cv_support.h"
 #include "support/blazeface_model.h"
 
 namespace cudanms::testing {

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "cudanmscontexts.h"
-#include "plugins/element_support.h"
+#include "gst-plugin/element_support.h"
 #include "support/seed.h"
 #include "synthetic.h"
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "plugins/cv_support.h"
-#include "plugins/video_frames.h"
+#include "gst-plugin/cv_support.h"
+#include "gst-plugin/video_frames.h"
 #include "support/blazeface_model.h"
 
 namespace cudanms::testing {

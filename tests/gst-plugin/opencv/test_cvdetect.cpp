@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/cv_support.h"
+#include "gst-plugin/cv_support.h"
 
 namespace cudanms::testing {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "plugins/cv_support.h"
+#include "gst-plugin/cv_support.h"
 
 namespace cudanms::testing {
 namespace {

@@ -20,8 +20,8 @@
 
 #include "cudanms/dnn.h"
 #include "gstdnndetect.h"
-#include "plugins/cv_support.h"
-#include "plugins/video_frames.h"
+#include "gst-plugin/cv_support.h"
+#include "gst-plugin/video_frames.h"
 #include "support/blazeface_model.h"
 #include "torchmodel.h"
 
@@ -59,14 +59,14 @@ std::vector<Box> kept_boxes(GstBuffer *buffer) {
   return out;
 }
 
-// A tiny YOLO TorchScript (tests/plugins/dnn/make-tiny-yolo.py) of this input size and classes;
+// A tiny YOLO TorchScript (tests/gst-plugin/dnn/make-tiny-yolo.py) of this input size and classes;
 // `variant` "sync": one that reads a count back to the host in its forward, "one-frame": one that
 // refuses batches of more than a frame. Empty when Debian's python3-torch cannot make it.
 std::string tiny_yolo(int input_size, int classes, const std::string &variant = "") {
   const std::string model =
       std::string(g_get_tmp_dir()) + "/cudanms-tiny-yolo-" + std::to_string(getpid()) + ".pt";
   const std::string args =
-      std::string(CUDANMS_SOURCE_DIR) + "/tests/plugins/dnn/make-tiny-yolo.py " + model + " " +
+      std::string(CUDANMS_SOURCE_DIR) + "/tests/gst-plugin/dnn/make-tiny-yolo.py " + model + " " +
       std::to_string(input_size) + " " + std::to_string(classes) + " " + variant;
   // Debian's PyTorch here; the PyTorch on PATH on the GPU host, whose LibTorch loads it.
   const std::string make = "/usr/bin/python3 " + args + " 2>/dev/null || python3 " + args;

@@ -9,7 +9,7 @@
 
 #include "canvas.h"
 #include "keptboxes.h"
-#include "plugins/cv_support.h"
+#include "gst-plugin/cv_support.h"
 #include "support/seed.h"
 #include "tagplacer.h"
 

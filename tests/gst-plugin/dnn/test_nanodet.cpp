@@ -26,8 +26,8 @@
 
 #include "cudanms/nms.h"
 #include "gstdnndetect.h"
-#include "plugins/cv_support.h"
-#include "plugins/video_frames.h"
+#include "gst-plugin/cv_support.h"
+#include "gst-plugin/video_frames.h"
 #include "support/nanodet_model.h"
 #include "torchmodel.h"
 
@@ -109,7 +109,7 @@ const std::vector<Photo> &reference(std::string *why) {
     }
     gchar *dir = g_dir_make_tmp("cudanms-nanodet-XXXXXX", nullptr);
     std::string command = std::string(node) + " " + CUDANMS_SOURCE_DIR +
-                          "/tests/plugins/dnn/nanodet-reference.js " + tfjs_folder() + " " +
+                          "/tests/gst-plugin/dnn/nanodet-reference.js " + tfjs_folder() + " " +
                           nanodet_folder() + " " + dir + " " + kThresholds[0] + "," +
                           kThresholds[1];
     g_free(node);
@@ -352,7 +352,7 @@ TEST_F(NanoDet, BadSettingsAndModelsAreErrorsAtStart) {
   g_remove(garbage.c_str());
   const std::string tiny = std::string(g_get_tmp_dir()) + "/cudanms-tiny-yolo-nanodet.pt";
   const std::string args =
-      std::string(CUDANMS_SOURCE_DIR) + "/tests/plugins/dnn/make-tiny-yolo.py " + tiny + " 416 80";
+      std::string(CUDANMS_SOURCE_DIR) + "/tests/gst-plugin/dnn/make-tiny-yolo.py " + tiny + " 416 80";
   // Debian's PyTorch here; the PyTorch on PATH on the GPU host, whose LibTorch loads it.
   if (std::system(("/usr/bin/python3 " + args + " 2>/dev/null || python3 " + args).c_str()) == 0) {
     const std::string wrong =

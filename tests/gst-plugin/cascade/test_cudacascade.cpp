@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "cudanms/bounded_file.h"
-#include "plugins/cv_support.h"
+#include "gst-plugin/cv_support.h"
 #include "kernels/cascade_support.h"
 #include "support/unreadable_files.h"
 

@@ -19,7 +19,7 @@
 #include "cudanms/bounded_file.h"
 #include "cudanmscontexts.h"
 #include "kernels/random_sets.h"
-#include "plugins/element_support.h"
+#include "gst-plugin/element_support.h"
 #include "support/seed.h"
 #include "support/unreadable_files.h"
 #include "synthetic.h"
