@@ -6,7 +6,7 @@ CUDANMS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CUDANMS_BUILD="${CUDANMS_BUILD:-$CUDANMS_ROOT/build}"
 case "$CUDANMS_BUILD" in /*) ;; *) CUDANMS_BUILD="$PWD/$CUDANMS_BUILD" ;; esac
 # Every plugin of the build is in one folder.
-export GST_PLUGIN_PATH="$CUDANMS_BUILD/plugins${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
+export GST_PLUGIN_PATH="$CUDANMS_BUILD/gst-plugin${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 CUDANMS_RUN="$CUDANMS_BUILD/pipelines/cudanms-run"
 
 OPENCV_DATA=/usr/share/doc/opencv-doc/examples/data
