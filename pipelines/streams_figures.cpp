@@ -122,78 +122,100 @@ void sample_gpu_memory(App *app) {
     app->gpu_used_running[gpu] = std::max(app->gpu_used_running[gpu], gpu_memory_used(gpu));
 }
 
-void summarize(App *app) {
+namespace {
+
+// Every figure of the run once, by its JSON name (wall_s, the run's wall time, only for the
+// text); the text lines pick them from here.
+using Figures = std::vector<std::pair<const char *, double>>;
+
+double figure(const Figures &figures, const char *name) {
+  for (const auto &f : figures)
+    if (std::strcmp(f.first, name) == 0) return f.second;
+  return 0.0;
+}
+
+// The streams' samples and counts, pooled.
+struct Pooled {
   std::vector<double> detector, nms, chain, nms_gpu;
   guint64 frames = 0, published = 0, dropped = 0, pictures = 0;
   double slowest = 1e300, fastest = 0;
-  gint64 first = G_MAXINT64, last = 0;
-  for (const auto &s : app->streams) {
-    detector.insert(detector.end(), s->element_us[0].begin(), s->element_us[0].end());
-    nms.insert(nms.end(), s->element_us[1].begin(), s->element_us[1].end());
-    chain.insert(chain.end(), s->chain_us.begin(), s->chain_us.end());
-    nms_gpu.insert(nms_gpu.end(), s->nms_gpu_us.begin(), s->nms_gpu_us.end());
-    frames += s->frames;
-    published += s->published;
-    dropped += s->dropped;
-    pictures += s->pictures;
+  gint64 first = G_MAXINT64, last = 0;  // the first and the last frame out of any stream
+  double mean_batch = 0, mean_fill_ms = 0, mean_launch_ms = 0;
+};
+
+Pooled pool_streams(const App &app) {
+  Pooled p;
+  const double n = static_cast<double>(app.streams.size());
+  for (const auto &s : app.streams) {
+    p.detector.insert(p.detector.end(), s->element_us[0].begin(), s->element_us[0].end());
+    p.nms.insert(p.nms.end(), s->element_us[1].begin(), s->element_us[1].end());
+    p.chain.insert(p.chain.end(), s->chain_us.begin(), s->chain_us.end());
+    p.nms_gpu.insert(p.nms_gpu.end(), s->nms_gpu_us.begin(), s->nms_gpu_us.end());
+    p.frames += s->frames;
+    p.published += s->published;
+    p.dropped += s->dropped;
+    p.pictures += s->pictures;
     const double seconds = s->out_us.empty() ? 0 : (s->out_us.back() - s->out_us.front()) / 1e6;
     const double fps = seconds > 0 ? (s->frames - 1) / seconds : 0;
-    slowest = std::min(slowest, fps);
-    fastest = std::max(fastest, fps);
+    p.slowest = std::min(p.slowest, fps);
+    p.fastest = std::max(p.fastest, fps);
     if (!s->out_us.empty())
-      first = std::min(first, s->out_us.front()), last = std::max(last, s->out_us.back());
+      p.first = std::min(p.first, s->out_us.front()), p.last = std::max(p.last, s->out_us.back());
+    p.mean_batch += s->mean_batch / n;
+    p.mean_fill_ms += s->mean_fill_ms / n;
+    p.mean_launch_ms += s->mean_launch_ms / n;
   }
+  return p;
+}
+
+Figures run_figures(const App *app) {
+  const Pooled p = pool_streams(*app);
   // From the first frame out of any stream to the last: the chain's aggregate throughput.
-  const double wall = last > first ? (last - first) / 1e6 : 0;
-  const double total_fps = wall > 0 ? (frames - 1) / wall : 0;
+  const double wall = p.last > p.first ? (p.last - p.first) / 1e6 : 0;
+  const double total_fps = wall > 0 ? (p.frames - 1) / wall : 0;
   // NMS's own GPU work against the whole chain's time per frame (cudanms's time between its pads
   // also holds the wait for the detector's GPU work, which it is ordered after).
   double chain_sum = 0, gpu_sum = 0;
-  for (double v : chain) chain_sum += v;
-  for (double v : nms_gpu) gpu_sum += v;
-  const double share = chain_sum > 0 && !nms_gpu.empty() ? 100.0 * gpu_sum / chain_sum : 0;
+  for (double v : p.chain) chain_sum += v;
+  for (double v : p.nms_gpu) gpu_sum += v;
+  const double share = chain_sum > 0 && !p.nms_gpu.empty() ? 100.0 * gpu_sum / chain_sum : 0;
   double memory = 0;
   for (unsigned gpu : app->gpus) memory += memory_mib(*app, gpu);
   const int n = static_cast<int>(app->streams.size());
-  double mean_batch = 0, mean_fill_ms = 0, mean_launch_ms = 0;
-  for (const auto &s : app->streams) {
-    mean_batch += n ? s->mean_batch / n : 0;
-    mean_fill_ms += n ? s->mean_fill_ms / n : 0;
-    mean_launch_ms += n ? s->mean_launch_ms / n : 0;
-  }
-  // Every figure once, by its JSON name; the text lines below pick them from here.
-  const std::vector<std::pair<const char *, double>> figures = {
-      {"streams", n},
-      {"frames", static_cast<double>(frames)},
-      {"total_fps", total_fps},
-      {"second_half_fps", second_half_fps(*app, first, last)},
-      {"min_stream_fps", slowest},
-      {"max_stream_fps", fastest},
-      {"chain_p50_us", percentile(chain, 0.5)},
-      {"chain_p99_us", percentile(chain, 0.99)},
-      {"detector_p50_us", percentile(detector, 0.5)},
-      {"detector_p99_us", percentile(detector, 0.99)},
-      {"nms_p50_us", percentile(nms, 0.5)},
-      {"nms_p99_us", percentile(nms, 0.99)},
-      {"nms_gpu_p50_us", percentile(nms_gpu, 0.5)},
-      {"nms_gpu_p99_us", percentile(nms_gpu, 0.99)},
-      {"nms_share_percent", share},
-      {"gpu_memory_mib", memory},
-      {"published", static_cast<double>(published)},
-      {"dropped", static_cast<double>(dropped)},
-      {"messages_per_s", wall > 0 ? published / wall : 0},
-      {"detector_queue", static_cast<double>(app->options.detector_queue)},
-      {"detector_mean_batch", mean_batch},
-      {"detector_fill_ms", mean_fill_ms},
-      {"detector_launch_ms", mean_launch_ms},
-      {"pictures", static_cast<double>(pictures)}};
-  auto fig = [&figures](const char *name) {
-    for (const auto &figure : figures)
-      if (std::strcmp(figure.first, name) == 0) return figure.second;
-    return 0.0;
-  };
+  return {{"streams", n},
+          {"frames", static_cast<double>(p.frames)},
+          {"total_fps", total_fps},
+          {"second_half_fps", second_half_fps(*app, p.first, p.last)},
+          {"min_stream_fps", p.slowest},
+          {"max_stream_fps", p.fastest},
+          {"chain_p50_us", percentile(p.chain, 0.5)},
+          {"chain_p99_us", percentile(p.chain, 0.99)},
+          {"detector_p50_us", percentile(p.detector, 0.5)},
+          {"detector_p99_us", percentile(p.detector, 0.99)},
+          {"nms_p50_us", percentile(p.nms, 0.5)},
+          {"nms_p99_us", percentile(p.nms, 0.99)},
+          {"nms_gpu_p50_us", percentile(p.nms_gpu, 0.5)},
+          {"nms_gpu_p99_us", percentile(p.nms_gpu, 0.99)},
+          {"nms_share_percent", share},
+          {"gpu_memory_mib", memory},
+          {"published", static_cast<double>(p.published)},
+          {"dropped", static_cast<double>(p.dropped)},
+          {"messages_per_s", wall > 0 ? p.published / wall : 0},
+          {"detector_queue", static_cast<double>(app->options.detector_queue)},
+          {"detector_mean_batch", p.mean_batch},
+          {"detector_fill_ms", p.mean_fill_ms},
+          {"detector_launch_ms", p.mean_launch_ms},
+          {"pictures", static_cast<double>(p.pictures)},
+          {"wall_s", wall}};
+}
+
+void print_figures(const App *app, const Figures &figures, const std::vector<GpuFigures> &per_gpu) {
+  auto fig = [&figures](const char *name) { return figure(figures, name); };
+  const int n = static_cast<int>(fig("streams"));
+  const double wall = fig("wall_s");
   g_print("streams %d  frames %" G_GUINT64_FORMAT "  total %.1f fps  per stream %.1f..%.1f fps\n",
-          n, frames, fig("total_fps"), fig("min_stream_fps"), fig("max_stream_fps"));
+          n, static_cast<guint64>(fig("frames")), fig("total_fps"), fig("min_stream_fps"),
+          fig("max_stream_fps"));
   g_print("second half of the run: %.1f fps\n", fig("second_half_fps"));
   g_print(
       "per frame p50/p99 (us): chain %.0f/%.0f  detector %.0f/%.0f  cudanms %.0f/%.0f  "
@@ -210,9 +232,6 @@ void summarize(App *app) {
   if (app->options.snapshots_s > 0)
     g_print("snapshots: %.0f pictures (%.1f/s)\n", fig("pictures"),
             wall > 0 ? fig("pictures") / wall : 0);
-  std::vector<GpuFigures> per_gpu;
-  if (app->options.gpus)
-    for (unsigned gpu : app->gpus) per_gpu.push_back(gpu_figures(*app, gpu));
   for (const GpuFigures &g : per_gpu)
     g_print(
         "GPU %u: %d streams  %.1f fps  detector p50 %.0f us  cudanms p50 %.0f us  memory %.0f "
@@ -226,14 +245,19 @@ void summarize(App *app) {
               s->camera_id.c_str(), s->published, s->dropped);
     }
   }
-  if (!app->options.json) return;
-  FILE *f = fopen(app->options.json, "w");
+}
+
+void write_figures(const char *path, const Figures &figures,
+                   const std::vector<GpuFigures> &per_gpu) {
+  FILE *f = fopen(path, "w");
   if (!f) {
-    g_printerr("cannot write %s\n", app->options.json);
+    g_printerr("cannot write %s\n", path);
     return;
   }
-  for (size_t i = 0; i < figures.size(); ++i)
+  for (size_t i = 0; i < figures.size(); ++i) {
+    if (std::strcmp(figures[i].first, "wall_s") == 0) continue;
     fprintf(f, "%s\"%s\": %.10g", i ? ", " : "{", figures[i].first, figures[i].second);
+  }
   if (!per_gpu.empty()) {
     fprintf(f, ", \"per_gpu\": [");
     for (size_t i = 0; i < per_gpu.size(); ++i) {
@@ -249,4 +273,15 @@ void summarize(App *app) {
   }
   fprintf(f, "}\n");
   fclose(f);
+}
+
+}  // namespace
+
+void summarize(App *app) {
+  const Figures figures = run_figures(app);
+  std::vector<GpuFigures> per_gpu;
+  if (app->options.gpus)
+    for (unsigned gpu : app->gpus) per_gpu.push_back(gpu_figures(*app, gpu));
+  print_figures(app, figures, per_gpu);
+  if (app->options.json) write_figures(app->options.json, figures, per_gpu);
 }
