@@ -71,116 +71,135 @@ struct NmsRun {
   size_t repeat = 0;  // timed runs; 0: run once, untimed
 };
 
-// Fills *run from the command line; false after reporting a usage error.
-bool parse_nms_options(int argc, char **argv, NmsRun *run) {
-  g_autofree char *input = nullptr;
-  g_autofree char *output = nullptr;
-  g_autofree char *format = nullptr;
-  g_autofree char *method = nullptr;
-  g_autofree char *overlap = nullptr;
-  g_autofree char *backend = nullptr;
-  g_autofree char *soft_decay = nullptr;
-  g_autofree char *class_groups = nullptr;
-  double sigma = run->params.sigma;
-  double group_eps = run->params.group_eps;
-  gint64 min_neighbors = run->params.min_neighbors;
-  double threshold = run->params.threshold;
-  double score_threshold = run->params.score_threshold;
-  gint64 max_candidates = run->params.max_candidates;
-  gint64 max_detections = run->params.max_detections;
-  gboolean class_agnostic = FALSE;
-  gboolean verbose = FALSE;
+// The command line's values where GOption writes them, the defaults from *run's.
+struct NmsArgs {
+  explicit NmsArgs(const NmsRun &run)
+      : sigma(run.params.sigma),
+        group_eps(run.params.group_eps),
+        min_neighbors(run.params.min_neighbors),
+        threshold(run.params.threshold),
+        score_threshold(run.params.score_threshold),
+        max_candidates(static_cast<gint64>(run.params.max_candidates)),
+        max_detections(static_cast<gint64>(run.params.max_detections)) {}
+  ~NmsArgs() {
+    for (char *text : {input, output, format, method, overlap, backend, soft_decay, class_groups})
+      g_free(text);
+  }
+  NmsArgs(const NmsArgs &) = delete;
+  NmsArgs &operator=(const NmsArgs &) = delete;
+
+  char *input = nullptr, *output = nullptr, *format = nullptr, *method = nullptr,
+       *overlap = nullptr, *backend = nullptr, *soft_decay = nullptr, *class_groups = nullptr;
+  double sigma, group_eps;
+  gint64 min_neighbors;
+  double threshold, score_threshold;
+  gint64 max_candidates, max_detections;
+  gboolean class_agnostic = FALSE, verbose = FALSE;
   gint64 repeat = 0;
-  const GOptionEntry entries[] = {
-      {"input", 'i', 0, G_OPTION_ARG_FILENAME, &input, "Candidates to read (required)", "FILE"},
-      {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Input format: oro or csv", "FORMAT"},
-      {"method", 'm', 0, G_OPTION_ARG_STRING, &method,
+};
+
+std::vector<GOptionEntry> nms_entries(NmsArgs *a) {
+  return {
+      {"input", 'i', 0, G_OPTION_ARG_FILENAME, &a->input, "Candidates to read (required)", "FILE"},
+      {"format", 'f', 0, G_OPTION_ARG_STRING, &a->format, "Input format: oro or csv", "FORMAT"},
+      {"method", 'm', 0, G_OPTION_ARG_STRING, &a->method,
        "greedy (default), matrix, soft, weighted or group", "METHOD"},
-      {"min-neighbors", 'n', 0, G_OPTION_ARG_INT64, &min_neighbors,
+      {"min-neighbors", 'n', 0, G_OPTION_ARG_INT64, &a->min_neighbors,
        "Neighbours a kept box needs (default 0: none; group: 0 is no grouping)", "N"},
-      {"group-eps", 0, 0, G_OPTION_ARG_DOUBLE, &group_eps,
+      {"group-eps", 0, 0, G_OPTION_ARG_DOUBLE, &a->group_eps,
        "group's similarity tolerance (default 0.2, OpenCV's)", "EPS"},
-      {"soft-decay", 0, 0, G_OPTION_ARG_STRING, &soft_decay,
+      {"soft-decay", 0, 0, G_OPTION_ARG_STRING, &a->soft_decay,
        "soft's decay: gaussian (default) or linear", "DECAY"},
-      {"sigma", 0, 0, G_OPTION_ARG_DOUBLE, &sigma, "soft's gaussian sigma (default 0.5)", "SIGMA"},
-      {"class-groups", 0, 0, G_OPTION_ARG_STRING, &class_groups,
+      {"sigma", 0, 0, G_OPTION_ARG_DOUBLE, &a->sigma, "soft's gaussian sigma (default 0.5)",
+       "SIGMA"},
+      {"class-groups", 0, 0, G_OPTION_ARG_STRING, &a->class_groups,
        "Classes that suppress one another, e.g. \"2,7;1,3\" (default: each class alone)", "GROUPS"},
-      {"overlap", 0, 0, G_OPTION_ARG_STRING, &overlap, "iou (default), iomin, ios or diou",
+      {"overlap", 0, 0, G_OPTION_ARG_STRING, &a->overlap, "iou (default), iomin, ios or diou",
        "OVERLAP"},
-      {"threshold", 't', 0, G_OPTION_ARG_DOUBLE, &threshold,
+      {"threshold", 't', 0, G_OPTION_ARG_DOUBLE, &a->threshold,
        "Overlap threshold in [0, 1] (default 0.5)", "T"},
-      {"score-threshold", 's', 0, G_OPTION_ARG_DOUBLE, &score_threshold,
+      {"score-threshold", 's', 0, G_OPTION_ARG_DOUBLE, &a->score_threshold,
        "Drop candidates scoring below S (default 0; -inf keeps all)", "S"},
-      {"max-candidates", 'D', 0, G_OPTION_ARG_INT64, &max_candidates,
+      {"max-candidates", 'D', 0, G_OPTION_ARG_INT64, &a->max_candidates,
        "Process at most D best-ranked candidates (default 4096)", "D"},
-      {"max-detections", 'K', 0, G_OPTION_ARG_INT64, &max_detections,
+      {"max-detections", 'K', 0, G_OPTION_ARG_INT64, &a->max_detections,
        "Keep at most K detections, best first (default 0: no cap)", "K"},
-      {"class-agnostic", 'a', 0, G_OPTION_ARG_NONE, &class_agnostic,
+      {"class-agnostic", 'a', 0, G_OPTION_ARG_NONE, &a->class_agnostic,
        "Suppress across classes too (default: only within a class)", nullptr},
-      {"backend", 'b', 0, G_OPTION_ARG_STRING, &backend, "cpu (default) or cuda", "BACKEND"},
-      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+      {"backend", 'b', 0, G_OPTION_ARG_STRING, &a->backend, "cpu (default) or cuda", "BACKEND"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &a->output,
        "Write the kept detections to FILE (default: stdout)", "FILE"},
-      {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Print the counts and the device to stderr",
-       nullptr},
-      {"repeat", 'r', 0, G_OPTION_ARG_INT64, &repeat,
+      {"verbose", 'v', 0, G_OPTION_ARG_NONE, &a->verbose,
+       "Print the counts and the device to stderr", nullptr},
+      {"repeat", 'r', 0, G_OPTION_ARG_INT64, &a->repeat,
        "Time R runs after a warm-up one; print p50_us= p99_us= to stderr", "R"},
       {}};
-  const std::string description = std::string(kNmsDescription) + kExitStatusHelp;
-  if (!parse_options("nms", "--input FILE", kNmsSummary, description.c_str(), entries, argc, argv))
-    return false;
+}
 
+// The parsed values checked into *run; false after reporting a usage error.
+bool run_from(const NmsArgs &a, NmsRun *run) {
   auto usage_error = [](const std::string &message) {
     report("nms", message);
     return false;
   };
-  if (input == nullptr) return usage_error("--input FILE is required");
-  run->input = input;
-  if (output != nullptr) run->output = output;
-  if (format != nullptr) {
-    if (!parse_file_format(format, &run->format)) {
-      return usage_error(std::string("unknown format '") + format + "': use oro or csv");
+  if (a.input == nullptr) return usage_error("--input FILE is required");
+  run->input = a.input;
+  if (a.output != nullptr) run->output = a.output;
+  if (a.format != nullptr) {
+    if (!parse_file_format(a.format, &run->format)) {
+      return usage_error(std::string("unknown format '") + a.format + "': use oro or csv");
     }
   } else {
     file_format_from_extension(run->input, &run->format);  // any other name stays oro
   }
-  if (method != nullptr && !parse_method(method, &run->params.method)) {
-    return usage_error(std::string("unknown method '") + method +
+  if (a.method != nullptr && !parse_method(a.method, &run->params.method)) {
+    return usage_error(std::string("unknown method '") + a.method +
                        "': use greedy, matrix, soft, weighted or group");
   }
-  if (soft_decay != nullptr && !parse_soft_decay(soft_decay, &run->params.soft_decay)) {
-    return usage_error(std::string("unknown soft decay '") + soft_decay +
+  if (a.soft_decay != nullptr && !parse_soft_decay(a.soft_decay, &run->params.soft_decay)) {
+    return usage_error(std::string("unknown soft decay '") + a.soft_decay +
                        "': use linear or gaussian");
   }
-  if (class_groups != nullptr && !parse_class_groups(class_groups, &run->params.class_groups)) {
-    return usage_error(std::string("bad --class-groups '") + class_groups +
+  if (a.class_groups != nullptr && !parse_class_groups(a.class_groups, &run->params.class_groups)) {
+    return usage_error(std::string("bad --class-groups '") + a.class_groups +
                        "': use class ids like 2,7;1,3");
   }
-  run->params.sigma = static_cast<float>(sigma);
-  run->params.group_eps = group_eps;
-  if (min_neighbors < 0 || min_neighbors > UINT32_MAX) {
+  run->params.sigma = static_cast<float>(a.sigma);
+  run->params.group_eps = a.group_eps;
+  if (a.min_neighbors < 0 || a.min_neighbors > UINT32_MAX) {
     return usage_error("--min-neighbors must be in [0, 2^32 - 1]");
   }
-  run->params.min_neighbors = static_cast<uint32_t>(min_neighbors);
-  if (overlap != nullptr && !parse_overlap(overlap, &run->params.overlap)) {
-    return usage_error(std::string("unknown overlap '") + overlap +
+  run->params.min_neighbors = static_cast<uint32_t>(a.min_neighbors);
+  if (a.overlap != nullptr && !parse_overlap(a.overlap, &run->params.overlap)) {
+    return usage_error(std::string("unknown overlap '") + a.overlap +
                        "': use iou, iomin, ios or diou");
   }
-  if (backend != nullptr && !parse_backend(backend, &run->backend)) {
-    return usage_error(std::string("unknown backend '") + backend + "': use cpu or cuda");
+  if (a.backend != nullptr && !parse_backend(a.backend, &run->backend)) {
+    return usage_error(std::string("unknown backend '") + a.backend + "': use cpu or cuda");
   }
-  if (max_candidates < 1) return usage_error("--max-candidates must be at least 1");
-  if (max_detections < 0) return usage_error("--max-detections must not be negative");
-  if (repeat < 0) return usage_error("--repeat must not be negative");
-  run->repeat = static_cast<size_t>(repeat);
-  run->params.threshold = static_cast<float>(threshold);
-  run->params.score_threshold = static_cast<float>(score_threshold);
-  run->params.max_candidates = static_cast<size_t>(max_candidates);
-  run->params.max_detections = static_cast<size_t>(max_detections);
-  run->params.class_agnostic = class_agnostic;
-  run->verbose = verbose;
+  if (a.max_candidates < 1) return usage_error("--max-candidates must be at least 1");
+  if (a.max_detections < 0) return usage_error("--max-detections must not be negative");
+  if (a.repeat < 0) return usage_error("--repeat must not be negative");
+  run->repeat = static_cast<size_t>(a.repeat);
+  run->params.threshold = static_cast<float>(a.threshold);
+  run->params.score_threshold = static_cast<float>(a.score_threshold);
+  run->params.max_candidates = static_cast<size_t>(a.max_candidates);
+  run->params.max_detections = static_cast<size_t>(a.max_detections);
+  run->params.class_agnostic = a.class_agnostic;
+  run->verbose = a.verbose;
   const Status valid = validate(run->params);
   if (!valid.ok()) return usage_error(valid.message());
   return true;
+}
+
+// Fills *run from the command line; false after reporting a usage error.
+bool parse_nms_options(int argc, char **argv, NmsRun *run) {
+  NmsArgs args(*run);
+  const std::vector<GOptionEntry> entries = nms_entries(&args);
+  const std::string description = std::string(kNmsDescription) + kExitStatusHelp;
+  return parse_options("nms", "--input FILE", kNmsSummary, description.c_str(), entries.data(),
+                       argc, argv) &&
+         run_from(args, run);
 }
 
 std::string shortest(float value) {
