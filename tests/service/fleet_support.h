@@ -432,7 +432,7 @@ constexpr double kTtl = 5;               // fleet-ttl: the default
 constexpr double kReconnectInitial = 1;  // the back-off's first wait
 // A dead host's camera streams again on another within this (the bound).
 constexpr double kTakeover = kTtl + kReconnectInitial + 2;
-// A host fences 0.7 TTL after its last renewal, sent every TTL/10 (service/fleet_agent.cpp): an
+// A host fences 0.7 TTL after its last renewal, sent every TTL/10 (service/fleet/fleet_agent.cpp): an
 // etcd election shorter than this stops no camera (a renewal's round trip spared).
 constexpr double kElectionWithinFence = 0.7 * kTtl - kTtl / 10 - 0.5;
 

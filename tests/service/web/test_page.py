@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The operator's page (service/web/) in a real browser: Debian's chromium, headless, driven
+"""The operator's page (service/web/page/) in a real browser: Debian's chromium, headless, driven
 through chromedriver by selenium (python3-selenium).
 
 The test starts its own camera server (pipelines/rtsp-server: videotestsrc's ball, which

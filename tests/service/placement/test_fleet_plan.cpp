@@ -1,4 +1,4 @@
-// The fleet's plan (service/fleet_plan.h): every host computes its claims and releases from the
+// The fleet's plan (service/placement/fleet_plan.h): every host computes its claims and releases from the
 // same view; carried out together, they give every camera exactly one host, within the hosts'
 // capacities, each host within its share, with the fewest moves. Checked by simulating the hosts
 // acting on their plans, round after round, on random fleets (the seed is printed).

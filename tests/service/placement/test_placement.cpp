@@ -1,4 +1,4 @@
-// Which GPU each camera runs on (service/placement.h), over fake GPU lists: balanced by measured
+// Which GPU each camera runs on (service/placement/placement.h), over fake GPU lists: balanced by measured
 // load, steady across restarts, pinned cameras counted, a failed GPU's cameras handed back.
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "fleet_support.h"
+#include "service/fleet_support.h"
 
 namespace cudanms::testing {
 namespace {

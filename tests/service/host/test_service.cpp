@@ -12,7 +12,7 @@
 #include <map>
 
 #include "cudanms/nms.h"
-#include "service_support.h"
+#include "service/service_support.h"
 #include "support/mqtt_broker.h"
 
 namespace cudanms::testing {

@@ -1,4 +1,4 @@
-// The operator's page (service/web/: plain HTML, CSS and JavaScript, no build step) and the API
+// The operator's page (service/web/page/: plain HTML, CSS and JavaScript, no build step) and the API
 // it reads, served by the service's endpoint (metrics.h) next to /metrics and /health:
 //   /, /app.js, /style.css   the page, from the install prefix (or the source tree, uninstalled)
 //   /api/cameras             every camera: state, host, GPU, frames/s, last error, reconnects,

@@ -6,7 +6,7 @@
 // camera server, two hosts with room for two cameras each, five cameras. Skips without etcd.
 #include <gtest/gtest.h>
 
-#include "fleet_support.h"
+#include "service/fleet_support.h"
 
 namespace cudanms::testing {
 namespace {
