@@ -92,6 +92,26 @@ bool CandidateIntake::map_all(GstBuffer *buffer, std::string *error) {
   return true;
 }
 
+void CandidateIntake::set_roi(const GstVideoRegionOfInterestMeta *roi, size_t k) {
+  float *b = boxes_.data() + 4 * k;
+  b[0] = static_cast<float>(roi->x);
+  b[1] = static_cast<float>(roi->y);
+  b[2] = static_cast<float>(roi->x + static_cast<guint64>(roi->w));
+  b[3] = static_cast<float>(roi->y + static_cast<guint64>(roi->h));
+  double confidence = 1.0;
+  int32_t class_id = class_of_roi_type(roi->roi_type);
+  GstStructure *detection = gst_video_region_of_interest_meta_get_param(
+      const_cast<GstVideoRegionOfInterestMeta *>(roi), "detection");
+  if (detection) {
+    gint label_id;
+    if (!gst_structure_get_double(detection, "confidence", &confidence)) confidence = 1.0;
+    if (gst_cv_detection_label_id(detection, &label_id)) class_id = label_id;
+  }
+  scores_[k] = static_cast<float>(confidence);
+  class_ids_[k] = class_id;
+  roi_types_[k] = roi->roi_type;
+}
+
 cudanms::CandidatesView CandidateIntake::gather(GstBuffer *buffer) {
   const bool clip = width_ > 0 && height_ > 0;
   size_t n_packed = 0;
@@ -152,26 +172,7 @@ cudanms::CandidatesView CandidateIntake::gather(GstBuffer *buffer) {
       std::copy_n(c->points, point_floats * c->n, points_.begin() + point_floats * k);
     k += c->n;
   }
-  for (GstMeta *m : roi_metas_) {
-    auto *roi = reinterpret_cast<GstVideoRegionOfInterestMeta *>(m);
-    float *b = boxes_.data() + 4 * k;
-    b[0] = static_cast<float>(roi->x);
-    b[1] = static_cast<float>(roi->y);
-    b[2] = static_cast<float>(roi->x + static_cast<guint64>(roi->w));
-    b[3] = static_cast<float>(roi->y + static_cast<guint64>(roi->h));
-    double confidence = 1.0;
-    int32_t class_id = class_of_roi_type(roi->roi_type);
-    GstStructure *detection = gst_video_region_of_interest_meta_get_param(roi, "detection");
-    if (detection) {
-      gint label_id;
-      if (!gst_structure_get_double(detection, "confidence", &confidence)) confidence = 1.0;
-      if (gst_cv_detection_label_id(detection, &label_id)) class_id = label_id;
-    }
-    scores_[k] = static_cast<float>(confidence);
-    class_ids_[k] = class_id;
-    roi_types_[k] = roi->roi_type;
-    k++;
-  }
+  for (GstMeta *m : roi_metas_) set_roi(reinterpret_cast<GstVideoRegionOfInterestMeta *>(m), k++);
 
   if (clip) {
     for (size_t i = 0; i < total; i++) clip_box(boxes_.data() + 4 * i, scores_[i], width_, height_);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gst/gst.h>
+#include <gst/video/video.h>
 
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ class CandidateIntake {
   GQuark roi_type(size_t index) const;
 
  private:
+  /* Candidate k of the gathered arrays from a ROI meta: its box, its confidence (1 without) and
+   * its class (the detection's label id, else the roi_type's class). */
+  void set_roi(const GstVideoRegionOfInterestMeta *roi, size_t k);
   int width_ = 0;
   int height_ = 0;
   bool from_rois_ = false;
