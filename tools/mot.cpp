@@ -163,120 +163,171 @@ MotScores &MotScores::operator+=(const MotScores &o) {
   return *this;
 }
 
+namespace {
+
+// CLEAR MOT's and the identity scores' bookkeeping, frame by frame (py-motmetrics' rules): which
+// hypothesis each object was last matched to, who is tracked, and how many frames each
+// object-hypothesis pair could have matched.
+class MotCounter {
+ public:
+  MotCounter(const std::unordered_map<int64_t, uint32_t> &object_code,
+             const std::unordered_map<int64_t, uint32_t> &hyp_code, size_t n_objects, MotScores *s)
+      : object_code_(object_code),
+        hyp_code_(hyp_code),
+        s_(s),
+        last_hyp_(n_objects, -1),
+        matched_before_(n_objects, 0),
+        tracked_ever_(n_objects, 0),
+        tracked_last_(n_objects, 0),
+        tracked_frames_(n_objects, 0) {}
+
+  void frame(const std::vector<const MotBox *> &objects, const std::vector<const MotBox *> &hyps) {
+    objects_ = &objects;
+    hyps_ = &hyps;
+    distance_.assign(objects.size() * hyps.size(), NAN);
+    for (size_t i = 0; i < objects.size(); ++i)
+      for (size_t j = 0; j < hyps.size(); ++j) {
+        const double d = 1.0 - box_iou(*objects[i], *hyps[j]);
+        if (d <= kMaxDistance) {
+          distance_[i * hyps.size() + j] = d;
+          overlapping_[{object(i), hyp(j)}]++;
+        }
+      }
+    object_done_.assign(objects.size(), 0);
+    hyp_done_.assign(hyps.size(), 0);
+    matched_now_.clear();
+    match_again();
+    match_best();
+    tally();
+  }
+
+  // Mostly tracked (80 % of its boxes or more), partly (20 % or more), mostly lost.
+  void classify_objects(const std::vector<uint64_t> &object_boxes) const {
+    for (size_t o = 0; o < object_boxes.size(); ++o) {
+      const double r = ratio(tracked_frames_[o], object_boxes[o]);
+      (r >= 0.8 ? s_->mostly_tracked : r >= 0.2 ? s_->partly_tracked : s_->mostly_lost)++;
+    }
+  }
+
+  // Identity: the object-to-hypothesis assignment with the most frames in common.
+  uint64_t id_true_positives(size_t n_objects, size_t n_hyps) {
+    uint64_t most = 0;
+    for (const auto &[pair, frames_together] : overlapping_) most = std::max(most, frames_together);
+    edges_.clear();
+    for (const auto &[pair, frames_together] : overlapping_)
+      edges_.push_back({pair.first, pair.second, static_cast<double>(most - frames_together)});
+    solver_.solve(static_cast<uint32_t>(n_objects), static_cast<uint32_t>(n_hyps), edges_,
+                  static_cast<double>(most), &column_of_row_);
+    uint64_t positives = 0;
+    for (size_t o = 0; o < n_objects; ++o)
+      if (column_of_row_[o] >= 0)
+        positives += overlapping_.at({static_cast<uint32_t>(o), column_of_row_[o]});
+    return positives;
+  }
+
+ private:
+  uint32_t object(size_t i) const { return object_code_.at((*objects_)[i]->id); }
+  uint32_t hyp(size_t j) const { return hyp_code_.at((*hyps_)[j]->id); }
+  double distance(size_t i, size_t j) const { return distance_[i * hyps_->size() + j]; }
+
+  std::pair<uint32_t, int64_t> record(size_t i, size_t j) {
+    s_->distance_sum += distance(i, j);
+    object_done_[i] = hyp_done_[j] = 1;
+    matched_now_.push_back(object(i));
+    return {object(i), static_cast<int64_t>(hyp(j))};
+  }
+
+  // 1. Last frame's matches, where they still hold.
+  void match_again() {
+    for (size_t i = 0; i < objects_->size(); ++i) {
+      if (!matched_before_[object(i)]) continue;
+      for (size_t j = 0; j < hyps_->size(); ++j) {
+        if (hyp_done_[j] || static_cast<int64_t>(hyp(j)) != last_hyp_[object(i)]) continue;
+        if (!std::isnan(distance(i, j))) {
+          record(i, j);
+          s_->matches++;
+        }
+        break;
+      }
+    }
+  }
+
+  // 2. The most pairs, then the least distance: leaving an object alone costs more than any
+  // total of distances, as py-motmetrics' forbidden cost does.
+  void match_best() {
+    edges_.clear();
+    for (size_t i = 0; i < objects_->size(); ++i)
+      for (size_t j = 0; j < hyps_->size(); ++j)
+        if (!object_done_[i] && !hyp_done_[j] && !std::isnan(distance(i, j)))
+          edges_.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(j), distance(i, j)});
+    const double alone = 2.0 * static_cast<double>(std::min(objects_->size(), hyps_->size()) + 1);
+    solver_.solve(static_cast<uint32_t>(objects_->size()), static_cast<uint32_t>(hyps_->size()),
+                  edges_, alone, &column_of_row_);
+    for (size_t i = 0; i < objects_->size(); ++i) {
+      if (object_done_[i] || column_of_row_[i] < 0) continue;
+      const auto [o, hyp_id] = record(i, static_cast<size_t>(column_of_row_[i]));
+      const bool is_switch = last_hyp_[o] >= 0 && last_hyp_[o] != hyp_id;
+      (is_switch ? s_->switches : s_->matches)++;
+      last_hyp_[o] = hyp_id;
+    }
+  }
+
+  // 3. Misses and false positives; who is tracked.
+  void tally() {
+    for (size_t i = 0; i < objects_->size(); ++i) {
+      if (object_done_[i]) continue;
+      s_->misses++;
+      tracked_last_[object(i)] = 0;
+    }
+    for (size_t j = 0; j < hyps_->size(); ++j) s_->false_positives += hyp_done_[j] ? 0 : 1;
+    for (const uint32_t o : matched_now_) {
+      tracked_frames_[o]++;
+      if (tracked_ever_[o] && !tracked_last_[o]) s_->fragmentations++;
+      tracked_ever_[o] = tracked_last_[o] = 1;
+    }
+    std::fill(matched_before_.begin(), matched_before_.end(), 0);
+    for (const uint32_t o : matched_now_) matched_before_[o] = 1;
+  }
+
+  const std::unordered_map<int64_t, uint32_t> &object_code_, &hyp_code_;
+  MotScores *s_;
+  std::vector<int64_t> last_hyp_;  // the hypothesis an object was last matched to
+  std::vector<uint8_t> matched_before_, tracked_ever_, tracked_last_;
+  std::vector<uint64_t> tracked_frames_;
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> overlapping_;  // frames each pair could match
+  SparseAssignment solver_;
+  std::vector<AssignmentEdge> edges_;
+  std::vector<int32_t> column_of_row_;
+  // The frame's.
+  const std::vector<const MotBox *> *objects_ = nullptr, *hyps_ = nullptr;
+  std::vector<double> distance_;
+  std::vector<uint8_t> object_done_, hyp_done_;
+  std::vector<uint32_t> matched_now_;
+};
+
+}  // namespace
+
 MotScores score_mot(const std::vector<MotBox> &gt, const std::vector<MotBox> &hyp) {
   MotScores s;
   std::vector<uint64_t> object_boxes, hyp_id_boxes;
   const auto object_code = id_codes(gt, &object_boxes);
   const auto hyp_code = id_codes(hyp, &hyp_id_boxes);
-  const size_t n_objects = object_boxes.size(), n_hyps = hyp_id_boxes.size();
   s.gt_boxes = gt.size();
   s.hyp_boxes = hyp.size();
-  s.objects = n_objects;
-
-  std::vector<int64_t> last_hyp(n_objects, -1);  // the hypothesis an object was last matched to
-  std::vector<uint8_t> matched_before(n_objects, 0), tracked_ever(n_objects, 0),
-      tracked_last(n_objects, 0);
-  std::vector<uint64_t> tracked_frames(n_objects, 0);
-  std::map<std::pair<uint32_t, uint32_t>, uint64_t> overlapping;  // frames each pair could match
-
+  s.objects = object_boxes.size();
+  MotCounter counter(object_code, hyp_code, object_boxes.size(), &s);
   const auto gt_frames = boxes_by_frame(gt), hyp_frames = boxes_by_frame(hyp);
   std::set<int64_t> frames;
   for (const auto &[f, rows] : gt_frames) frames.insert(f);
   for (const auto &[f, rows] : hyp_frames) frames.insert(f);
   const std::vector<const MotBox *> none;
-  SparseAssignment solver;
-  std::vector<AssignmentEdge> edges;
-  std::vector<int32_t> column_of_row;
   for (const int64_t frame : frames) {
     const auto g = gt_frames.find(frame), h = hyp_frames.find(frame);
-    const std::vector<const MotBox *> &objects = g == gt_frames.end() ? none : g->second;
-    const std::vector<const MotBox *> &hyps = h == hyp_frames.end() ? none : h->second;
-    std::vector<double> distance(objects.size() * hyps.size(), NAN);
-    for (size_t i = 0; i < objects.size(); ++i)
-      for (size_t j = 0; j < hyps.size(); ++j) {
-        const double d = 1.0 - box_iou(*objects[i], *hyps[j]);
-        if (d <= kMaxDistance) {
-          distance[i * hyps.size() + j] = d;
-          overlapping[{object_code.at(objects[i]->id), hyp_code.at(hyps[j]->id)}]++;
-        }
-      }
-    std::vector<uint8_t> object_done(objects.size(), 0), hyp_done(hyps.size(), 0);
-    std::vector<uint32_t> matched_now;
-    auto record = [&](size_t i, size_t j) {
-      const uint32_t o = object_code.at(objects[i]->id);
-      const int64_t hyp_id = static_cast<int64_t>(hyp_code.at(hyps[j]->id));
-      s.distance_sum += distance[i * hyps.size() + j];
-      object_done[i] = hyp_done[j] = 1;
-      matched_now.push_back(o);
-      return std::pair<uint32_t, int64_t>(o, hyp_id);
-    };
-    // 1. Last frame's matches, where they still hold.
-    for (size_t i = 0; i < objects.size(); ++i) {
-      const uint32_t o = object_code.at(objects[i]->id);
-      if (!matched_before[o]) continue;
-      for (size_t j = 0; j < hyps.size(); ++j) {
-        if (hyp_done[j] || static_cast<int64_t>(hyp_code.at(hyps[j]->id)) != last_hyp[o]) continue;
-        if (!std::isnan(distance[i * hyps.size() + j])) {
-          record(i, j);
-          s.matches++;
-        }
-        break;
-      }
-    }
-    // 2. The most pairs, then the least distance: leaving an object alone costs more than any
-    // total of distances, as py-motmetrics' forbidden cost does.
-    edges.clear();
-    for (size_t i = 0; i < objects.size(); ++i)
-      for (size_t j = 0; j < hyps.size(); ++j)
-        if (!object_done[i] && !hyp_done[j] && !std::isnan(distance[i * hyps.size() + j]))
-          edges.push_back(
-              {static_cast<uint32_t>(i), static_cast<uint32_t>(j), distance[i * hyps.size() + j]});
-    const double alone = 2.0 * static_cast<double>(std::min(objects.size(), hyps.size()) + 1);
-    solver.solve(static_cast<uint32_t>(objects.size()), static_cast<uint32_t>(hyps.size()), edges,
-                 alone, &column_of_row);
-    for (size_t i = 0; i < objects.size(); ++i) {
-      if (object_done[i] || column_of_row[i] < 0) continue;
-      const auto [o, hyp_id] = record(i, static_cast<size_t>(column_of_row[i]));
-      const bool is_switch = last_hyp[o] >= 0 && last_hyp[o] != hyp_id;
-      (is_switch ? s.switches : s.matches)++;
-      last_hyp[o] = hyp_id;
-    }
-    // 3. Misses and false positives; who is tracked.
-    for (size_t i = 0; i < objects.size(); ++i) {
-      if (object_done[i]) continue;
-      s.misses++;
-      tracked_last[object_code.at(objects[i]->id)] = 0;
-    }
-    for (size_t j = 0; j < hyps.size(); ++j) s.false_positives += hyp_done[j] ? 0 : 1;
-    for (const uint32_t o : matched_now) {
-      tracked_frames[o]++;
-      if (tracked_ever[o] && !tracked_last[o]) s.fragmentations++;
-      tracked_ever[o] = tracked_last[o] = 1;
-    }
-    std::fill(matched_before.begin(), matched_before.end(), 0);
-    for (const uint32_t o : matched_now) matched_before[o] = 1;
+    counter.frame(g == gt_frames.end() ? none : g->second,
+                  h == hyp_frames.end() ? none : h->second);
   }
-  for (size_t o = 0; o < n_objects; ++o) {
-    const double r = ratio(tracked_frames[o], object_boxes[o]);
-    if (r >= 0.8) {
-      s.mostly_tracked++;
-    } else if (r >= 0.2) {
-      s.partly_tracked++;
-    } else {
-      s.mostly_lost++;
-    }
-  }
-  // Identity: the object-to-hypothesis assignment with the most frames in common.
-  uint64_t most = 0;
-  for (const auto &[pair, frames_together] : overlapping) most = std::max(most, frames_together);
-  edges.clear();
-  for (const auto &[pair, frames_together] : overlapping)
-    edges.push_back({pair.first, pair.second, static_cast<double>(most - frames_together)});
-  solver.solve(static_cast<uint32_t>(n_objects), static_cast<uint32_t>(n_hyps), edges,
-               static_cast<double>(most), &column_of_row);
-  for (size_t o = 0; o < n_objects; ++o)
-    if (column_of_row[o] >= 0)
-      s.id_true_positives += overlapping.at({static_cast<uint32_t>(o), column_of_row[o]});
+  counter.classify_objects(object_boxes);
+  s.id_true_positives = counter.id_true_positives(object_boxes.size(), hyp_id_boxes.size());
   s.hota = score_hota(gt, hyp);
   return s;
 }
@@ -286,10 +337,11 @@ std::string format_mot_table(const std::vector<std::pair<std::string, MotScores>
   for (const auto &[name, scores] : rows) width = std::max(width, name.size());
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line,
-                "%-*s %8s %8s %8s %8s %8s %5s %4s %4s %4s %6s %6s %5s %5s %8s %8s %8s %8s %8s %8s\n",
-                static_cast<int>(width), "", "IDF1", "IDP", "IDR", "Rcll", "Prcn", "GT", "MT", "PT",
-                "ML", "FP", "FN", "IDsw", "FM", "MOTA", "MOTP", "HOTA", "DetA", "AssA", "LocA");
+  std::snprintf(
+      line, sizeof line,
+      "%-*s %8s %8s %8s %8s %8s %5s %4s %4s %4s %6s %6s %5s %5s %8s %8s %8s %8s %8s %8s\n",
+      static_cast<int>(width), "", "IDF1", "IDP", "IDR", "Rcll", "Prcn", "GT", "MT", "PT", "ML",
+      "FP", "FN", "IDsw", "FM", "MOTA", "MOTP", "HOTA", "DetA", "AssA", "LocA");
   out += line;
   for (const auto &[name, s] : rows) {
     std::snprintf(line, sizeof line,
