@@ -319,6 +319,78 @@ void MqttPublisher::send_failed(std::unique_lock<std::mutex> &guard, int rc) {
   guard.lock();
 }
 
+// Not connected: one attempt, or after a failed one the back-off (a stop cuts it short; while
+// flushing the retries go on until the flush deadline).
+void MqttPublisher::reconnect(std::unique_lock<std::mutex> &guard,
+                              std::chrono::milliseconds *backoff, bool *outage_reported) {
+  lost_ = false;
+  std::string reason;
+  if (connect_once(guard, &reason)) {
+    stats_.connected = true;
+    stats_.connects++;
+    status_pending_ = !status_.empty();  // the broker may have lost it: say it again
+    *backoff = options_.min_backoff;
+    *outage_reported = false;
+    guard.unlock();
+    if (listener_) listener_(MqttEvent::kConnected, uri_);
+    guard.lock();
+    return;
+  }
+  if (!*outage_reported && listener_) {
+    *outage_reported = true;
+    guard.unlock();
+    listener_(MqttEvent::kConnectFailed, reason);
+    guard.lock();
+  }
+  const auto until = std::chrono::steady_clock::now() + *backoff;
+  if (stopping_) {
+    wake_.wait_until(guard, std::min(until, flush_deadline_));
+  } else {
+    wake_.wait_until(guard, until, [this] { return stopping_; });
+  }
+  *backoff = std::min(*backoff * 2, options_.max_backoff);
+}
+
+// The queue's first message to the broker: confirmed, in flight, or back at the head of the
+// queue with a reconnect.
+void MqttPublisher::send_next(std::unique_lock<std::mutex> &guard) {
+  Message message = std::move(queue_.front());
+  queue_.pop_front();
+  stats_.queued = queue_.size();
+
+  MQTTAsync_message m = MQTTAsync_message_initializer;
+  m.payload = message.payload.data();
+  m.payloadlen = static_cast<int>(message.payload.size());
+  m.qos = message.delivered ? 1 : options_.qos;
+  m.retained = 0;
+  MQTTAsync_responseOptions response = MQTTAsync_responseOptions_initializer;
+  response.onSuccess = &on_sent;
+  response.onFailure = &on_send_failed;
+  response.context = this;
+  guard.unlock();
+  // Paho copies the payload: `message` stays ours, for a resend.
+  const std::string &topic = message.topic.empty() ? options_.topic : message.topic;
+  const int rc =
+      MQTTAsync_sendMessage(static_cast<MQTTAsync>(client_), topic.c_str(), &m, &response);
+  guard.lock();
+  if (rc == MQTTASYNC_SUCCESS) {
+    if (confirmed_early_.erase(response.token) > 0) {
+      stats_.published++;
+      if (message.delivered) {
+        guard.unlock();
+        message.delivered();
+        guard.lock();
+      }
+    } else {
+      in_flight_.emplace_back(response.token, std::move(message));
+    }
+    return;
+  }
+  // Not sent: back to the head of the queue, with the unconfirmed ones, and reconnect.
+  in_flight_.emplace_back(-1, std::move(message));
+  send_failed(guard, rc);
+}
+
 void MqttPublisher::run() {
   std::chrono::milliseconds backoff = options_.min_backoff;
   bool outage_reported = false;
@@ -337,34 +409,7 @@ void MqttPublisher::run() {
       guard.lock();
     }
     if (!stats_.connected) {
-      lost_ = false;
-      std::string reason;
-      if (connect_once(guard, &reason)) {
-        stats_.connected = true;
-        stats_.connects++;
-        status_pending_ = !status_.empty();  // the broker may have lost it: say it again
-        backoff = options_.min_backoff;
-        outage_reported = false;
-        guard.unlock();
-        if (listener_) listener_(MqttEvent::kConnected, uri_);
-        guard.lock();
-        continue;
-      }
-      if (!outage_reported && listener_) {
-        outage_reported = true;
-        guard.unlock();
-        listener_(MqttEvent::kConnectFailed, reason);
-        guard.lock();
-      }
-      // Back off; a stop cuts the wait short, but while flushing the retries go on until the
-      // flush deadline.
-      const auto until = std::chrono::steady_clock::now() + backoff;
-      if (stopping_) {
-        wake_.wait_until(guard, std::min(until, flush_deadline_));
-      } else {
-        wake_.wait_until(guard, until, [this] { return stopping_; });
-      }
-      backoff = std::min(backoff * 2, options_.max_backoff);
+      reconnect(guard, &backoff, &outage_reported);
       continue;
     }
     if (status_pending_) {
@@ -381,40 +426,6 @@ void MqttPublisher::run() {
       });
       continue;
     }
-    Message message = std::move(queue_.front());
-    queue_.pop_front();
-    stats_.queued = queue_.size();
-
-    MQTTAsync_message m = MQTTAsync_message_initializer;
-    m.payload = message.payload.data();
-    m.payloadlen = static_cast<int>(message.payload.size());
-    m.qos = message.delivered ? 1 : options_.qos;
-    m.retained = 0;
-    MQTTAsync_responseOptions response = MQTTAsync_responseOptions_initializer;
-    response.onSuccess = &on_sent;
-    response.onFailure = &on_send_failed;
-    response.context = this;
-    guard.unlock();
-    // Paho copies the payload: `message` stays ours, for a resend.
-    const std::string &topic = message.topic.empty() ? options_.topic : message.topic;
-    const int rc =
-        MQTTAsync_sendMessage(static_cast<MQTTAsync>(client_), topic.c_str(), &m, &response);
-    guard.lock();
-    if (rc == MQTTASYNC_SUCCESS) {
-      if (confirmed_early_.erase(response.token) > 0) {
-        stats_.published++;
-        if (message.delivered) {
-          guard.unlock();
-          message.delivered();
-          guard.lock();
-        }
-      } else {
-        in_flight_.emplace_back(response.token, std::move(message));
-      }
-      continue;
-    }
-    // Not sent: back to the head of the queue, with the unconfirmed ones, and reconnect.
-    in_flight_.emplace_back(-1, std::move(message));
-    send_failed(guard, rc);
+    send_next(guard);
   }
 }

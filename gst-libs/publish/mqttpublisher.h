@@ -94,6 +94,10 @@ class MqttPublisher {
   bool create_client(std::string *error);  // client_, with our callbacks
   void run();
   bool connect_once(std::unique_lock<std::mutex> &guard, std::string *reason);
+  // run()'s parts, with lock_ held through `guard`.
+  void reconnect(std::unique_lock<std::mutex> &guard, std::chrono::milliseconds *backoff,
+                 bool *outage_reported);
+  void send_next(std::unique_lock<std::mutex> &guard);
   void requeue_in_flight();  // with lock_ held
   bool send_status(std::unique_lock<std::mutex> &guard);
   void send_failed(std::unique_lock<std::mutex> &guard, int rc);
