@@ -72,6 +72,38 @@ void CameraOutputs::set_line_shapes(std::map<std::string, std::string> shapes) {
   keep_counting();
 }
 
+// etcd: a host cut off from it waits on it once a second at most, not on every frame; it fences
+// itself within its lease's time anyway (fleet_agent.h). False unless stored; the delivered events
+// it forgot leave *delivered.
+bool CameraOutputs::store_counts(const CountingState &keeping,
+                                 const std::map<guint64, std::string> &sent,
+                                 std::set<guint64> *delivered, gint64 now_us) {
+  std::string error;
+  if (now_us < store_retry_us_) return false;
+  switch (store_->save(counting_json(keeping, line_shapes_, false), sent, *delivered, &error)) {
+    case FleetStore::Outcome::kStored:
+      if (store_retry_us_)
+        log_line("camera %s: its counts are kept in etcd again", config_.name.c_str());
+      store_retry_us_ = 0;
+      forgotten_us_ = now_us;
+      delivered->clear();
+      break;
+    case FleetStore::Outcome::kNotOwner:
+      if (!not_owner_.exchange(true))
+        log_line("camera %s: etcd says another host owns it now: nothing more is published here",
+                 config_.name.c_str());
+      delivered->clear();
+      break;
+    case FleetStore::Outcome::kFailed:
+      if (!store_retry_us_)
+        log_line("camera %s: cannot keep its counts in etcd: %s; trying again each second",
+                 config_.name.c_str(), error.c_str());
+      store_retry_us_ = now_us + G_USEC_PER_SEC;
+      return false;
+  }
+  return true;
+}
+
 bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
   const bool fleet = store_ != nullptr;
   if (counts_file_.empty() && !fleet) return true;
@@ -114,34 +146,7 @@ bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
     save_failing_ = true;
     kept = false;
   }
-  // etcd: a host cut off from it waits on it once a second at most, not on every frame; it
-  // fences itself within its lease's time anyway (fleet_agent.h).
-  if (fleet && now_us >= store_retry_us_) {
-    switch (store_->save(counting_json(keeping, line_shapes_, false), sent, delivered, &error)) {
-      case FleetStore::Outcome::kStored:
-        if (store_retry_us_)
-          log_line("camera %s: its counts are kept in etcd again", config_.name.c_str());
-        store_retry_us_ = 0;
-        forgotten_us_ = now_us;
-        delivered.clear();
-        break;
-      case FleetStore::Outcome::kNotOwner:
-        if (!not_owner_.exchange(true))
-          log_line("camera %s: etcd says another host owns it now: nothing more is published here",
-                   config_.name.c_str());
-        delivered.clear();
-        break;
-      case FleetStore::Outcome::kFailed:
-        if (!store_retry_us_)
-          log_line("camera %s: cannot keep its counts in etcd: %s; trying again each second",
-                   config_.name.c_str(), error.c_str());
-        store_retry_us_ = now_us + G_USEC_PER_SEC;
-        kept = false;
-        break;
-    }
-  } else if (fleet) {
-    kept = false;
-  }
+  if (fleet && !store_counts(keeping, sent, &delivered, now_us)) kept = false;
   if (!delivered.empty()) {  // not out of the outbox yet: next time
     std::lock_guard<std::mutex> back(delivered_->lock);
     delivered_->ids.insert(delivered.begin(), delivered.end());

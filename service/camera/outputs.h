@@ -135,6 +135,10 @@ class CameraOutputs {
   // fleet's camera: `sent`, the frame's events, into its outbox), before the frame is written
   // or sent; false when the camera is no longer this host's. On the streaming thread.
   bool keep_counting(std::map<guint64, std::string> sent = {});
+  // keep_counting's etcd part: false unless stored; the delivered events it forgot leave
+  // *delivered.
+  bool store_counts(const CountingState &keeping, const std::map<guint64, std::string> &sent,
+                    std::set<guint64> *delivered, gint64 now_us);
   void send_event(guint64 id, std::string message);  // reliable: its delivery is noted
 
   mutable std::mutex counts_lock_;

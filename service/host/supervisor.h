@@ -33,6 +33,8 @@
 
 namespace cudanms::service {
 
+struct WorkerAnswer;  // worker_merge.h
+
 class Supervisor {
  public:
   // `config_path`: re-read on reload, "" for cameras from the command line; `config_text`: what
@@ -96,6 +98,13 @@ class Supervisor {
   void tell_workers();  // SIGHUP: read the run directory again
   // The endpoint (supervisor_endpoint.cpp): merged from the workers' answers.
   void serve(const std::string &path, MetricsServer::Respond respond);
+  // The cameras of workers that did not answer (down, restarting, stopped), as not streaming.
+  std::vector<CameraSnapshot> unanswered_cameras(const std::set<unsigned> &answered) const;
+  // /metrics and /health: the workers' answers with the supervisor's own.
+  std::string merged_metrics(std::vector<WorkerAnswer> answers,
+                             const std::vector<CameraSnapshot> &unanswered, double uptime_s) const;
+  Reply merged_health(std::vector<WorkerAnswer> answers,
+                      const std::vector<CameraSnapshot> &unanswered, double uptime_s) const;
   void forward_snapshot(const std::string &camera, MetricsServer::Respond respond);
   // A fleet host's /api/cameras: `here` (this host's cameras) with every other host's and the
   // site's cameras that no host runs.

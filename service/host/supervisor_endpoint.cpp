@@ -178,6 +178,73 @@ void Supervisor::change(const std::string &path, const std::string &body,
     fleet_->edit_shapes(camera, edit, std::move(respond));  // its watch applies it
 }
 
+std::vector<CameraSnapshot> Supervisor::unanswered_cameras(
+    const std::set<unsigned> &answered) const {
+  std::vector<CameraSnapshot> unanswered;
+  for (const auto &[name, gpu] : assignment_.cameras) {
+    if (answered.count(gpu)) continue;
+    const Worker *worker = workers_.count(gpu) ? workers_.at(gpu).get() : nullptr;
+    CameraSnapshot c;
+    c.name = name;
+    c.state = worker && worker->process ? CameraState::kStarting : CameraState::kReconnecting;
+    c.last_error = "its worker (" + worker_name(gpu) + ") " +
+                   (worker && worker->process              ? "did not answer"
+                    : worker && !worker->last_exit.empty() ? worker->last_exit + "; restarting"
+                                                           : "is not running");
+    for (const CameraConfig &camera : config_.cameras)
+      if (camera.name == name) c.enabled = camera.enabled;
+    unanswered.push_back(std::move(c));
+  }
+  return unanswered;
+}
+
+std::string Supervisor::merged_metrics(std::vector<WorkerAnswer> answers,
+                                       const std::vector<CameraSnapshot> &unanswered,
+                                       double uptime_s) const {
+  ProcessSnapshot process = process_snapshot(uptime_s, {});
+  process.gpus.clear();  // the workers' to give
+  std::string own = render_metrics(unanswered, process);
+  own +=
+      "# HELP cudanms_worker_up 1 while the GPU's worker process runs\n"
+      "# TYPE cudanms_worker_up gauge\n";
+  for (const auto &[gpu, worker] : workers_)
+    if (worker->wanted)
+      own += "cudanms_worker_up{worker=\"" + worker_label(gpu) + "\"} " +
+             (worker->process ? "1" : "0") + "\n";
+  own +=
+      "# HELP cudanms_worker_restarts_total Times the GPU's worker was started again\n"
+      "# TYPE cudanms_worker_restarts_total counter\n";
+  for (const auto &[gpu, worker] : workers_)
+    if (worker->wanted)
+      own += "cudanms_worker_restarts_total{worker=\"" + worker_label(gpu) + "\"} " +
+             std::to_string(worker->restarts) + "\n";
+  if (fleet_) own += fleet_->metrics();
+  answers.insert(answers.begin(), {"supervisor", own});
+  return merge_metrics(answers);
+}
+
+Reply Supervisor::merged_health(std::vector<WorkerAnswer> answers,
+                                const std::vector<CameraSnapshot> &unanswered,
+                                double uptime_s) const {
+  int ignored = 0;
+  answers.push_back({"supervisor", render_health(unanswered, uptime_s, &ignored)});
+  std::vector<WorkerHealth> workers;
+  for (const auto &[gpu, worker] : workers_)
+    if (worker->wanted)
+      workers.push_back({worker_label(gpu), worker->process != nullptr, worker->pid,
+                         worker->restarts, worker->last_exit});
+  std::function<bool(JsonBuilder *)> fleet;
+  if (fleet_)
+    fleet = [this](JsonBuilder *b) {
+      fleet_->health(b);
+      return fleet_->healthy();
+    };
+  Reply reply;
+  reply.type = kHealthType;
+  reply.body = merge_health(answers, workers, uptime_s, &reply.status, fleet);
+  return reply;
+}
+
 void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) {
   if (const std::string camera = snapshot_camera(path); !camera.empty()) {
     forward_snapshot(camera, std::move(respond));
@@ -191,45 +258,11 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
   auto *gather = new Gather{this, path, std::move(respond), {}, {}, 1, nullptr};
   gather->finish = [this](Gather *g) {
     const double uptime = (g_get_monotonic_time() - started_us_) / 1e6;
-    // The cameras of a worker that did not answer (down, restarting, stopped), as not streaming.
-    std::vector<CameraSnapshot> unanswered;
-    for (const auto &[name, gpu] : assignment_.cameras) {
-      if (g->answered.count(gpu)) continue;
-      const Worker *worker = workers_.count(gpu) ? workers_.at(gpu).get() : nullptr;
-      CameraSnapshot c;
-      c.name = name;
-      c.state = worker && worker->process ? CameraState::kStarting : CameraState::kReconnecting;
-      c.last_error = "its worker (" + worker_name(gpu) + ") " +
-                     (worker && worker->process              ? "did not answer"
-                      : worker && !worker->last_exit.empty() ? worker->last_exit + "; restarting"
-                                                             : "is not running");
-      for (const CameraConfig &camera : config_.cameras)
-        if (camera.name == name) c.enabled = camera.enabled;
-      unanswered.push_back(std::move(c));
-    }
+    const std::vector<CameraSnapshot> unanswered = unanswered_cameras(g->answered);
     Reply reply;
     if (g->path == "/metrics") {
-      ProcessSnapshot process = process_snapshot(uptime, {});
-      process.gpus.clear();  // the workers' to give
-      std::string own = render_metrics(unanswered, process);
-      own +=
-          "# HELP cudanms_worker_up 1 while the GPU's worker process runs\n"
-          "# TYPE cudanms_worker_up gauge\n";
-      for (const auto &[gpu, worker] : workers_)
-        if (worker->wanted)
-          own += "cudanms_worker_up{worker=\"" + worker_label(gpu) + "\"} " +
-                 (worker->process ? "1" : "0") + "\n";
-      own +=
-          "# HELP cudanms_worker_restarts_total Times the GPU's worker was started again\n"
-          "# TYPE cudanms_worker_restarts_total counter\n";
-      for (const auto &[gpu, worker] : workers_)
-        if (worker->wanted)
-          own += "cudanms_worker_restarts_total{worker=\"" + worker_label(gpu) + "\"} " +
-                 std::to_string(worker->restarts) + "\n";
-      if (fleet_) own += fleet_->metrics();
-      g->answers.insert(g->answers.begin(), {"supervisor", own});
       reply.type = kMetricsType;
-      reply.body = merge_metrics(g->answers);
+      reply.body = merged_metrics(std::move(g->answers), unanswered, uptime);
     } else if (g->path == "/api/cameras" || g->path == "/api/host/cameras") {
       const std::string host = host_name(config_.fleet.host_id);
       g->answers.push_back({"supervisor", render_cameras(unanswered, host)});
@@ -240,21 +273,7 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
         return;
       }
     } else {
-      int ignored = 0;
-      g->answers.push_back({"supervisor", render_health(unanswered, uptime, &ignored)});
-      std::vector<WorkerHealth> workers;
-      for (const auto &[gpu, worker] : workers_)
-        if (worker->wanted)
-          workers.push_back({worker_label(gpu), worker->process != nullptr, worker->pid,
-                             worker->restarts, worker->last_exit});
-      reply.type = kHealthType;
-      std::function<bool(JsonBuilder *)> fleet;
-      if (fleet_)
-        fleet = [this](JsonBuilder *b) {
-          fleet_->health(b);
-          return fleet_->healthy();
-        };
-      reply.body = merge_health(g->answers, workers, uptime, &reply.status, fleet);
+      reply = merged_health(std::move(g->answers), unanswered, uptime);
     }
     g->respond(std::move(reply));
   };
