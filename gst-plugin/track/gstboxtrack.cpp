@@ -86,16 +86,14 @@ struct GstBoxTrackPrivate {
 ELEMENT_DEFINE(GstBoxTrack, gst_box_track, GstBaseTransform, GST_TYPE_BASE_TRANSFORM, boxtrack,
                "Multi-object tracker of the kept boxes");
 
+static const GParamFlags kReadWrite = static_cast<GParamFlags>(
+    G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING | G_PARAM_STATIC_STRINGS);
+
 /* Every tracking parameter goes to the tracker as it is set. */
-static void gst_box_track_install_properties(GObjectClass *klass) {
+static void install_tracker_params(GObjectClass *klass) {
   using Private = GstBoxTrackPrivate;
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                  G_PARAM_STATIC_STRINGS);
-  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  const GParamFlags rw = kReadWrite;
   const cudanms::TrackerParams d = DEFAULT_PARAMS;
-  auto count = [ro](const char *name, const char *nick, const char *blurb) {
-    return g_param_spec_uint64(name, nick, blurb, 0, G_MAXUINT64, 0, ro);
-  };
   PropertyTable<Private>(klass, locked_private<GstBoxTrack>,
                          [](Private &priv) { priv.tracker.set_params(priv.params); })
       .field(
@@ -140,12 +138,22 @@ static void gst_box_track_install_properties(GObjectClass *klass) {
                             "Tracks held at most (tentative, tracked and lost; ~200 bytes "
                             "each): past it the lost track seen longest ago goes",
                             1, MAX_MAX_TRACKS, static_cast<guint>(d.max_tracks), rw),
-          [](auto &s) -> auto & { return s.params.max_tracks; })
+          [](auto &s) -> auto & { return s.params.max_tracks; });
+}
+
+/* The tracker's ids and what it held, and whether it follows the camera's motion. */
+static void install_state(GObjectClass *klass) {
+  using Private = GstBoxTrackPrivate;
+  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  auto count = [ro](const char *name, const char *nick, const char *blurb) {
+    return g_param_spec_uint64(name, nick, blurb, 0, G_MAXUINT64, 0, ro);
+  };
+  PropertyTable<Private>(klass, locked_private<GstBoxTrack>)
       .row(
           g_param_spec_uint64("next-id", "Next id",
                               "The id the next confirmed track gets; setting it only raises it "
                               "(to carry a stream's ids on into a new element)",
-                              1, cudanms::Tracker::kMaxFirstId, 1, rw),
+                              1, cudanms::Tracker::kMaxFirstId, 1, kReadWrite),
           [](Private &priv, const GValue *value) {
             priv.tracker.set_next_id(g_value_get_uint64(value));
           },
@@ -319,7 +327,8 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
 
 static void gst_box_track_class_init(GstBoxTrackClass *klass) {
   own_private<GstBoxTrack>(klass);
-  gst_box_track_install_properties(G_OBJECT_CLASS(klass));
+  install_tracker_params(G_OBJECT_CLASS(klass));
+  install_state(G_OBJECT_CLASS(klass));
 
   describe_element(
       klass, "Box tracker", "Filter/Analyzer/Video",
