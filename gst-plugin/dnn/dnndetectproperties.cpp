@@ -197,12 +197,15 @@ static auto mean_per_frame(Sum DnnDetectCounters::*sum) {
   };
 }
 
-void gst_dnn_detect_install_properties(GObjectClass *klass,
-                                       PropertyTable<DnnDetectSettings>::StateOf settings_of,
-                                       PropertyTable<DnnDetectCounters>::StateOf counters_of) {
-  const GParamFlags rw_ready = static_cast<GParamFlags>(
-      G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
-  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+namespace {
+
+const GParamFlags kReadWriteReady =
+    static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
+const GParamFlags kReadOnly = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+
+/* What the network is: its decoder, input, classes and precision. */
+void install_network(GObjectClass *klass, PropertyTable<DnnDetectSettings>::StateOf settings_of) {
+  const GParamFlags rw_ready = kReadWriteReady;
   PropertyTable<DnnDetectSettings>(klass, settings_of)
       .field(g_param_spec_enum("decoder", "Decoder", "What the network's outputs mean",
                                GST_TYPE_DNN_DETECT_DECODER, GST_DNN_DETECT_DECODER_AUTO, rw_ready),
@@ -244,6 +247,27 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
                  "captured runs uncaptured, warned",
                  TRUE, rw_ready),
              &DnnDetectSettings::cuda_graphs)
+      .field(g_param_spec_string(
+                 "classes", "Classes",
+                 "Only candidates of these classes, by name, ',' between them "
+                 "(\"person,car\"): COCO's with decoder=nanodet, the labels file's with "
+                 "decoder=yolo; an unknown name is an error at start, which lists the names; "
+                 "empty: every class",
+                 "", rw_ready),
+             &DnnDetectSettings::classes)
+      .field(
+          g_param_spec_enum("precision", "Precision",
+                            "The network's floats on the GPU: fp16 halves its memory traffic "
+                            "and uses the tensor cores (boxes within about a pixel of fp32's); "
+                            "the CPU computes in fp32 (warned)",
+                            GST_TYPE_DNN_DETECT_PRECISION, GST_DNN_DETECT_PRECISION_FP32, rw_ready),
+          &DnnDetectSettings::precision);
+}
+
+/* How frames of several instances share a forward. */
+void install_batching(GObjectClass *klass, PropertyTable<DnnDetectSettings>::StateOf settings_of) {
+  const GParamFlags rw_ready = kReadWriteReady;
+  PropertyTable<DnnDetectSettings>(klass, settings_of)
       .field(g_param_spec_int(
                  "batch-size", "Batch size",
                  "Frames per forward at most: dnndetect instances of one process with the "
@@ -273,22 +297,12 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
                  "(up to frames-in-flight - 1 frames later out, reported as latency; a GPU failure "
                  "under a frame in flight is an error, as it cannot run again on the CPU)",
                  1, kMaxFramesInFlight, 1, rw_ready),
-             &DnnDetectSettings::frames_in_flight)
-      .field(g_param_spec_string(
-                 "classes", "Classes",
-                 "Only candidates of these classes, by name, ',' between them "
-                 "(\"person,car\"): COCO's with decoder=nanodet, the labels file's with "
-                 "decoder=yolo; an unknown name is an error at start, which lists the names; "
-                 "empty: every class",
-                 "", rw_ready),
-             &DnnDetectSettings::classes)
-      .field(
-          g_param_spec_enum("precision", "Precision",
-                            "The network's floats on the GPU: fp16 halves its memory traffic "
-                            "and uses the tensor cores (boxes within about a pixel of fp32's); "
-                            "the CPU computes in fp32 (warned)",
-                            GST_TYPE_DNN_DETECT_PRECISION, GST_DNN_DETECT_PRECISION_FP32, rw_ready),
-          &DnnDetectSettings::precision);
+             &DnnDetectSettings::frames_in_flight);
+}
+
+/* What it counted since start, read-only. */
+void install_counters(GObjectClass *klass, PropertyTable<DnnDetectCounters>::StateOf counters_of) {
+  const GParamFlags ro = kReadOnly;
   PropertyTable<DnnDetectCounters>(klass, counters_of)
       .field(
           g_param_spec_uint64("frames-in-pinned-memory", "Frames in pinned memory",
@@ -317,7 +331,16 @@ void gst_dnn_detect_install_properties(GObjectClass *klass,
                               "Frames since start whose forward replayed a CUDA graph", 0,
                               G_MAXUINT64, 0, ro),
           [](auto &c) -> auto & { return c.graphed_frames; });
+}
 
+}  // namespace
+
+void gst_dnn_detect_install_properties(GObjectClass *klass,
+                                       PropertyTable<DnnDetectSettings>::StateOf settings_of,
+                                       PropertyTable<DnnDetectCounters>::StateOf counters_of) {
+  install_network(klass, settings_of);
+  install_batching(klass, settings_of);
+  install_counters(klass, counters_of);
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_DECODER, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_DNN_DETECT_PRECISION, static_cast<GstPluginAPIFlags>(0));
 }
