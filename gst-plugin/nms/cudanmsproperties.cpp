@@ -110,10 +110,15 @@ void set_labels_file(CudaNmsProperties &p, const GValue *value) {
 
 }  // namespace
 
-void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf properties_of,
-                                     Table::Changed changed) {
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                  G_PARAM_STATIC_STRINGS);
+namespace {
+
+const GParamFlags kReadWritePlaying = static_cast<GParamFlags>(
+    G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING | G_PARAM_STATIC_STRINGS);
+
+/* Which boxes compete, and how one suppresses another. */
+void install_competition(GObjectClass *klass, Table::StateOf properties_of,
+                         Table::Changed changed) {
+  const GParamFlags rw = kReadWritePlaying;
   const Settings d;
   Table(klass, properties_of, nullptr, changed)
       .field(
@@ -167,7 +172,15 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                                "text is an error when the element starts; ignored with "
                                "class-agnostic",
                                "", rw),
-           set_class_groups, Table::getter(&CudaNmsProperties::class_groups_text))
+           set_class_groups, Table::getter(&CudaNmsProperties::class_groups_text));
+}
+
+/* The methods' own settings: Soft-NMS's decay, the neighbours a kept box needs, grouping. */
+void install_method_options(GObjectClass *klass, Table::StateOf properties_of,
+                            Table::Changed changed) {
+  const GParamFlags rw = kReadWritePlaying;
+  const Settings d;
+  Table(klass, properties_of, nullptr, changed)
       .field(
           g_param_spec_enum("soft-decay", "Soft-NMS decay", "How method=soft decays scores",
                             GST_TYPE_CUDA_NMS_SOFT_DECAY, static_cast<gint>(d.soft_decay), rw),
@@ -191,7 +204,14 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                               "How far similar windows may lie apart, as a fraction of their "
                               "mean side (method=group, OpenCV's eps)",
                               0.0, G_MAXFLOAT, d.group_eps, rw),
-          [](auto &p) -> auto & { return p.settings.group_eps; })
+          [](auto &p) -> auto & { return p.settings.group_eps; });
+}
+
+/* Where NMS runs: the backend, the GPU, a context shared by streams, timing on the GPU. */
+void install_placement(GObjectClass *klass, Table::StateOf properties_of, Table::Changed changed) {
+  const GParamFlags rw = kReadWritePlaying;
+  const Settings d;
+  Table(klass, properties_of, nullptr, changed)
       .row(g_param_spec_enum("backend", "Backend",
                              "Where NMS runs; a change while running takes effect on the next "
                              "frame",
@@ -216,6 +236,23 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                d.batch_streams, rw),
            remaking([](auto &p) -> auto & { return p.settings.batch_streams; }),
            Table::getter([](auto &p) -> auto & { return p.settings.batch_streams; }))
+      /* A context with CUDA events, or without. */
+      .row(g_param_spec_boolean("time-gpu", "Time GPU",
+                                "With the CUDA backend, time each frame's NMS on the GPU with "
+                                "CUDA events (its own work, not the wait for the detector's) into "
+                                "the result meta's gpu_time_ns; a few microseconds a frame. A "
+                                "frame of a batch (batch-streams) gets an even share of the "
+                                "batch's time",
+                                d.time_gpu, rw),
+           remaking([](auto &p) -> auto & { return p.settings.time_gpu; }),
+           Table::getter([](auto &p) -> auto & { return p.settings.time_gpu; }));
+}
+
+/* What goes out: the candidates kept or not, statistics, the class labels. */
+void install_output(GObjectClass *klass, Table::StateOf properties_of, Table::Changed changed) {
+  const GParamFlags rw = kReadWritePlaying;
+  const Settings d;
+  Table(klass, properties_of, nullptr, changed)
       .field(
           g_param_spec_boolean("keep-candidates", "Keep candidates",
                                "Leave the consumed candidate metas (packed and ROI) on the "
@@ -228,16 +265,6 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                             "candidates in, detections out, latency p50/p99 in us); 0 = off",
                             0, G_MAXUINT, d.stats_interval, rw),
           [](auto &p) -> auto & { return p.settings.stats_interval; })
-      /* A context with CUDA events, or without. */
-      .row(g_param_spec_boolean("time-gpu", "Time GPU",
-                                "With the CUDA backend, time each frame's NMS on the GPU with "
-                                "CUDA events (its own work, not the wait for the detector's) into "
-                                "the result meta's gpu_time_ns; a few microseconds a frame. A "
-                                "frame of a batch (batch-streams) gets an even share of the "
-                                "batch's time",
-                                d.time_gpu, rw),
-           remaking([](auto &p) -> auto & { return p.settings.time_gpu; }),
-           Table::getter([](auto &p) -> auto & { return p.settings.time_gpu; }))
       .row(
           g_param_spec_string("labels", "Labels",
                               "Class names by class id, comma-separated (\"person,bicycle,car\": "
@@ -256,6 +283,16 @@ void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf propert
                                "unreadable file is an error when the element starts",
                                "", rw),
            set_labels_file, Table::getter(&CudaNmsProperties::labels_file));
+}
+
+}  // namespace
+
+void gst_cuda_nms_install_properties(GObjectClass *klass, Table::StateOf properties_of,
+                                     Table::Changed changed) {
+  install_competition(klass, properties_of, changed);
+  install_method_options(klass, properties_of, changed);
+  install_placement(klass, properties_of, changed);
+  install_output(klass, properties_of, changed);
 
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_OVERLAP, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_CUDA_NMS_METHOD, static_cast<GstPluginAPIFlags>(0));
