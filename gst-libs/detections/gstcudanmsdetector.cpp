@@ -127,70 +127,48 @@ static void set_window_size(const GValue *value, gint *width, gint *height) {
   }
 }
 
-void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *klass,
-                                                    const GstCudaNmsDetectorProperties &p) {
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
-                                                  G_PARAM_STATIC_STRINGS);
-  const GParamFlags rw_ready = static_cast<GParamFlags>(
-      G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
-  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
-  /* Every change makes the frames' copy of the settings again. */
-  PropertyTable<DetectorState> table(
-      G_OBJECT_CLASS(klass),
-      [](GObject *object) {
-        DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
-        return Locked<DetectorState>{priv, &priv->lock};
-      },
-      [](DetectorState &priv) { priv.snapshot.reset(); });
-  auto shared = [](GParamSpec *pspec) {
-    g_param_spec_set_qdata(pspec, shared_quark(), GINT_TO_POINTER(1));
-    return pspec;
-  };
-  if (p.model_blurb)
-    table.field(
-        shared(g_param_spec_string("model", "Model", p.model_blurb, p.model_default, rw_ready)),
-        [](auto &s) -> auto & { return s.settings.model; });
+/* A property every detector has (the detector base's table): its spec marked as such. */
+static GParamSpec *shared(GParamSpec *pspec) {
+  g_param_spec_set_qdata(pspec, shared_quark(), GINT_TO_POINTER(1));
+  return pspec;
+}
+
+static const GParamFlags kReadWrite = static_cast<GParamFlags>(
+    G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING | G_PARAM_STATIC_STRINGS);
+static const GParamFlags kReadWriteReady =
+    static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
+
+/* A sliding-window detector's smallest and largest window, "WxH". */
+static void add_window_sizes(PropertyTable<DetectorState> &table,
+                             const GstCudaNmsDetectorProperties &p) {
+  const GParamFlags rw = kReadWrite;
   table
-      .field(
-          shared(g_param_spec_string("label", "Label", p.label_blurb, p.label_default, rw)),
-          [](auto &s) -> auto & { return s.settings.detected.label; })
-      .field(
-          shared(g_param_spec_int("class-id", "Class id", "Class id of the candidates it attaches",
-                                  0, G_MAXINT, 0, rw)),
-          [](auto &s) -> auto & { return s.settings.detected.class_id; })
-      .field(
-          shared(g_param_spec_double(p.threshold_name, p.threshold_name, p.threshold_blurb,
-                                     p.threshold_min, p.threshold_max, p.threshold_default, rw)),
-          [](auto &s) -> auto & { return s.settings.threshold; });
-  if (p.min_size_blurb) {
-    table
-        .row(
-            shared(g_param_spec_string("min-size", "Minimum size", p.min_size_blurb, "0x0", rw)),
-            [](DetectorState &s, const GValue *value) {
-              set_window_size(value, &s.settings.sizes.min_width, &s.settings.sizes.min_height);
-            },
-            [](const DetectorState &s, GValue *value) {
-              const WindowSizes &z = s.settings.sizes;
-              g_value_take_string(value, g_strdup_printf("%dx%d", z.min_width, z.min_height));
-            })
-        .row(
-            shared(g_param_spec_string(
-                "max-size", "Maximum size",
-                "Largest window, WxH in frame pixels. 0x0: as large as the frame", "0x0", rw)),
-            [](DetectorState &s, const GValue *value) {
-              set_window_size(value, &s.settings.sizes.max_width, &s.settings.sizes.max_height);
-            },
-            [](const DetectorState &s, GValue *value) {
-              const WindowSizes &z = s.settings.sizes;
-              g_value_take_string(value, g_strdup_printf("%dx%d", z.max_width, z.max_height));
-            });
-  }
-  if (p.labels_file_blurb)
-    table.field(
-        shared(
-            g_param_spec_string("labels-file", "Labels file", p.labels_file_blurb, "", rw_ready)),
-        [](auto &s) -> auto & { return s.settings.labels_file; });
-  if (!p.backend_blurb) return;
+      .row(
+          shared(g_param_spec_string("min-size", "Minimum size", p.min_size_blurb, "0x0", rw)),
+          [](DetectorState &s, const GValue *value) {
+            set_window_size(value, &s.settings.sizes.min_width, &s.settings.sizes.min_height);
+          },
+          [](const DetectorState &s, GValue *value) {
+            const WindowSizes &z = s.settings.sizes;
+            g_value_take_string(value, g_strdup_printf("%dx%d", z.min_width, z.min_height));
+          })
+      .row(
+          shared(g_param_spec_string(
+              "max-size", "Maximum size",
+              "Largest window, WxH in frame pixels. 0x0: as large as the frame", "0x0", rw)),
+          [](DetectorState &s, const GValue *value) {
+            set_window_size(value, &s.settings.sizes.max_width, &s.settings.sizes.max_height);
+          },
+          [](const DetectorState &s, GValue *value) {
+            const WindowSizes &z = s.settings.sizes;
+            g_value_take_string(value, g_strdup_printf("%dx%d", z.max_width, z.max_height));
+          });
+}
+
+/* Where the detector runs (backend, gpu-id, where its candidates stay) and what it found. */
+static void add_device(PropertyTable<DetectorState> &table, const GstCudaNmsDetectorProperties &p) {
+  const GParamFlags rw_ready = kReadWriteReady;
+  const GParamFlags ro = static_cast<GParamFlags>(G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   table
       .field(
           shared(g_param_spec_enum("backend", "Backend", p.backend_blurb, GST_TYPE_CUDA_NMS_BACKEND,
@@ -220,6 +198,42 @@ void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *kla
                  [](const DetectorState &priv, GValue *value) {
                    g_value_set_uint64(value, priv.frames_in_gpu_memory);
                  });
+}
+
+void gst_cuda_nms_detector_class_install_properties(GstCudaNmsDetectorClass *klass,
+                                                    const GstCudaNmsDetectorProperties &p) {
+  const GParamFlags rw = kReadWrite, rw_ready = kReadWriteReady;
+  /* Every change makes the frames' copy of the settings again. */
+  PropertyTable<DetectorState> table(
+      G_OBJECT_CLASS(klass),
+      [](GObject *object) {
+        DetectorState *priv = priv_of(GST_CUDA_NMS_DETECTOR(object));
+        return Locked<DetectorState>{priv, &priv->lock};
+      },
+      [](DetectorState &priv) { priv.snapshot.reset(); });
+  if (p.model_blurb)
+    table.field(
+        shared(g_param_spec_string("model", "Model", p.model_blurb, p.model_default, rw_ready)),
+        [](auto &s) -> auto & { return s.settings.model; });
+  table
+      .field(
+          shared(g_param_spec_string("label", "Label", p.label_blurb, p.label_default, rw)),
+          [](auto &s) -> auto & { return s.settings.detected.label; })
+      .field(
+          shared(g_param_spec_int("class-id", "Class id", "Class id of the candidates it attaches",
+                                  0, G_MAXINT, 0, rw)),
+          [](auto &s) -> auto & { return s.settings.detected.class_id; })
+      .field(
+          shared(g_param_spec_double(p.threshold_name, p.threshold_name, p.threshold_blurb,
+                                     p.threshold_min, p.threshold_max, p.threshold_default, rw)),
+          [](auto &s) -> auto & { return s.settings.threshold; });
+  if (p.min_size_blurb) add_window_sizes(table, p);
+  if (p.labels_file_blurb)
+    table.field(
+        shared(
+            g_param_spec_string("labels-file", "Labels file", p.labels_file_blurb, "", rw_ready)),
+        [](auto &s) -> auto & { return s.settings.labels_file; });
+  if (p.backend_blurb) add_device(table, p);
 }
 
 void gst_cuda_nms_detector_class_add_pad_templates(GstCudaNmsDetectorClass *klass,
