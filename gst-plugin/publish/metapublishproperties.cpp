@@ -29,28 +29,30 @@ MetaPublishSettings::MetaPublishSettings() : flush_timeout_ms(DEFAULT_FLUSH_TIME
   mqtt.max_queued = DEFAULT_MAX_QUEUED;
 }
 
-void gst_meta_publish_install_properties(GObjectClass *klass,
-                                         PropertyTable<MetaPublishSettings>::StateOf settings_of) {
-  const GParamFlags rw = static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY |
-                                                  G_PARAM_STATIC_STRINGS);
-  auto text = [rw](const char *name, const char *nick, const char *blurb,
-                   const char *default_value) {
-    return g_param_spec_string(name, nick, blurb, default_value, rw);
-  };
+namespace {
+
+const GParamFlags kReadWriteReady =
+    static_cast<GParamFlags>(G_PARAM_READWRITE | GST_PARAM_MUTABLE_READY | G_PARAM_STATIC_STRINGS);
+
+GParamSpec *text(const char *name, const char *nick, const char *blurb, const char *default_value) {
+  return g_param_spec_string(name, nick, blurb, default_value, kReadWriteReady);
+}
+
+/* Where the messages go and what they say. */
+void install_destination(GObjectClass *klass,
+                         PropertyTable<MetaPublishSettings>::StateOf settings_of) {
+  const GParamFlags rw = kReadWriteReady;
   PropertyTable<MetaPublishSettings>(klass, settings_of)
-      .field(
-          g_param_spec_enum("method", "Method", "Where the messages go",
-                            GST_TYPE_META_PUBLISH_METHOD, static_cast<gint>(DEFAULT_METHOD), rw),
-          &MetaPublishSettings::method)
-      .field(
-          g_param_spec_enum("format", "Format",
-                            "The messages' JSON: cudanms's own or DL Streamer gvametaconvert's",
-                            GST_TYPE_DETECTIONS_FORMAT, static_cast<gint>(DEFAULT_FORMAT), rw),
-          &MetaPublishSettings::format)
-      .field(
-          text("camera-id", "Camera id",
-               "Names the stream in every message (\"source\"); empty leaves it out", ""),
-          &MetaPublishSettings::camera_id)
+      .field(g_param_spec_enum("method", "Method", "Where the messages go",
+                               GST_TYPE_META_PUBLISH_METHOD, static_cast<gint>(DEFAULT_METHOD), rw),
+             &MetaPublishSettings::method)
+      .field(g_param_spec_enum("format", "Format",
+                               "The messages' JSON: cudanms's own or DL Streamer gvametaconvert's",
+                               GST_TYPE_DETECTIONS_FORMAT, static_cast<gint>(DEFAULT_FORMAT), rw),
+             &MetaPublishSettings::format)
+      .field(text("camera-id", "Camera id",
+                  "Names the stream in every message (\"source\"); empty leaves it out", ""),
+             &MetaPublishSettings::camera_id)
       .field(
           text("location", "Location",
                "method=file: the file (replaced at start); empty or '-': stdout", DEFAULT_LOCATION),
@@ -62,12 +64,11 @@ void gst_meta_publish_install_properties(GObjectClass *klass,
       .field(
           text("topic", "Topic", "method=mqtt: the topic", DEFAULT_TOPIC),
           [](auto &s) -> auto & { return s.mqtt.topic; })
-      .field(
-          text("events-topic", "Events topic",
-               "method=mqtt: each counting event (boxcount) as a message of its own to this "
-               "topic; empty: TOPIC/events",
-               ""),
-          &MetaPublishSettings::events_topic)
+      .field(text("events-topic", "Events topic",
+                  "method=mqtt: each counting event (boxcount) as a message of its own to this "
+                  "topic; empty: TOPIC/events",
+                  ""),
+             &MetaPublishSettings::events_topic)
       .field(
           text("client-id", "Client id",
                "method=mqtt: the MQTT client id; empty: cudanms-<pid>-<element name>", ""),
@@ -77,7 +78,14 @@ void gst_meta_publish_install_properties(GObjectClass *klass,
                            "method=mqtt: 0 (at most once) or 1 (at least once: each message "
                            "counts as published when the broker acknowledged it)",
                            0, 1, DEFAULT_QOS, rw),
-          [](auto &s) -> auto & { return s.mqtt.qos; })
+          [](auto &s) -> auto & { return s.mqtt.qos; });
+}
+
+/* The broker's TLS and credentials. */
+void install_security(GObjectClass *klass,
+                      PropertyTable<MetaPublishSettings>::StateOf settings_of) {
+  const GParamFlags rw = kReadWriteReady;
+  PropertyTable<MetaPublishSettings>(klass, settings_of)
       .field(
           g_param_spec_boolean("tls", "TLS", "method=mqtt: connect with TLS (ssl://)", FALSE, rw),
           [](auto &s) -> auto & { return s.mqtt.tls; })
@@ -97,19 +105,33 @@ void gst_meta_publish_install_properties(GObjectClass *klass,
           [](auto &s) -> auto & { return s.mqtt.username; })
       .field(
           text("password", "Password", "method=mqtt: password for the broker", ""),
-          [](auto &s) -> auto & { return s.mqtt.password; })
+          [](auto &s) -> auto & { return s.mqtt.password; });
+}
+
+/* What the queue holds while the broker is away, and how long it drains at the end. */
+void install_queue(GObjectClass *klass, PropertyTable<MetaPublishSettings>::StateOf settings_of) {
+  const GParamFlags rw = kReadWriteReady;
+  PropertyTable<MetaPublishSettings>(klass, settings_of)
       .field(
           g_param_spec_uint("max-queued", "Max queued",
                             "method=mqtt: messages kept while the broker is slow or away; past "
                             "it the oldest is dropped and counted",
                             1, G_MAXINT, DEFAULT_MAX_QUEUED, rw),
           [](auto &s) -> auto & { return s.mqtt.max_queued; })
-      .field(
-          g_param_spec_uint("flush-timeout", "Flush timeout",
-                            "method=mqtt: milliseconds the queue gets to drain when the element "
-                            "stops; what is left is counted as dropped",
-                            0, G_MAXINT, DEFAULT_FLUSH_TIMEOUT_MS, rw),
-          &MetaPublishSettings::flush_timeout_ms);
+      .field(g_param_spec_uint("flush-timeout", "Flush timeout",
+                               "method=mqtt: milliseconds the queue gets to drain when the element "
+                               "stops; what is left is counted as dropped",
+                               0, G_MAXINT, DEFAULT_FLUSH_TIMEOUT_MS, rw),
+             &MetaPublishSettings::flush_timeout_ms);
+}
+
+}  // namespace
+
+void gst_meta_publish_install_properties(GObjectClass *klass,
+                                         PropertyTable<MetaPublishSettings>::StateOf settings_of) {
+  install_destination(klass, settings_of);
+  install_security(klass, settings_of);
+  install_queue(klass, settings_of);
 
   gst_type_mark_as_plugin_api(GST_TYPE_META_PUBLISH_METHOD, static_cast<GstPluginAPIFlags>(0));
   gst_type_mark_as_plugin_api(GST_TYPE_DETECTIONS_FORMAT, static_cast<GstPluginAPIFlags>(0));
