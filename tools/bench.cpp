@@ -165,6 +165,28 @@ Cell measure_backend(const Workload &w, Backend backend, const BenchOptions &opt
   return cell;
 }
 
+// A streams row's contexts: one a thread (shared == 0), or `shared` shared by all the threads.
+Status stream_contexts(const Workload &w, Backend backend, size_t shared,
+                       std::vector<std::unique_ptr<SharedContext>> *contexts) {
+  std::vector<std::unique_ptr<Context>> made;
+  for (size_t t = 0; t < (shared > 0 ? shared : w.streams); ++t) {
+    ContextOptions context_options;
+    context_options.backend = backend;
+    context_options.reserve_candidates = w.n;
+    Status status;
+    std::unique_ptr<Context> context = Context::create(context_options, &status);
+    if (!context) return status;
+    made.push_back(std::move(context));
+  }
+  if (shared > 0) {
+    contexts->push_back(std::make_unique<SharedContext>(std::move(made)));
+  } else {
+    for (auto &context : made)
+      contexts->push_back(std::make_unique<SharedContext>(std::move(context)));
+  }
+  return Status::Ok();
+}
+
 // A streams row: thread t runs its own data sets w.sets[t * per, (t + 1) * per) in turn through
 // its own context (shared == 0), or through `shared` contexts shared by all. The threads warm up
 // on their sets, start together, and time their calls until options.repeat each or
@@ -174,25 +196,11 @@ Cell measure_streams(const Workload &w, Backend backend, size_t shared,
   Cell cell;
   cell.backend = cudanms::to_string(backend);
   if (shared > 0) cell.backend += shared == 1 ? "-shared" : "-shared-" + std::to_string(shared);
-  std::vector<std::unique_ptr<Context>> made;
-  for (size_t t = 0; t < (shared > 0 ? shared : w.streams); ++t) {
-    ContextOptions context_options;
-    context_options.backend = backend;
-    context_options.reserve_candidates = w.n;
-    Status status;
-    std::unique_ptr<Context> context = Context::create(context_options, &status);
-    if (!context) {
-      cell.error = status.message();
-      return cell;
-    }
-    made.push_back(std::move(context));
-  }
   std::vector<std::unique_ptr<SharedContext>> contexts;
-  if (shared > 0) {
-    contexts.push_back(std::make_unique<SharedContext>(std::move(made)));
-  } else {
-    for (auto &context : made)
-      contexts.push_back(std::make_unique<SharedContext>(std::move(context)));
+  const Status made = stream_contexts(w, backend, shared, &contexts);
+  if (!made.ok()) {
+    cell.error = made.message();
+    return cell;
   }
   const size_t per_stream = w.sets.size() / w.streams;
   std::vector<std::vector<double>> latencies(w.streams);

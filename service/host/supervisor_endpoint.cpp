@@ -204,20 +204,19 @@ std::string Supervisor::merged_metrics(std::vector<WorkerAnswer> answers,
   ProcessSnapshot process = process_snapshot(uptime_s, {});
   process.gpus.clear();  // the workers' to give
   std::string own = render_metrics(unanswered, process);
-  own +=
-      "# HELP cudanms_worker_up 1 while the GPU's worker process runs\n"
-      "# TYPE cudanms_worker_up gauge\n";
-  for (const auto &[gpu, worker] : workers_)
-    if (worker->wanted)
-      own += "cudanms_worker_up{worker=\"" + worker_label(gpu) + "\"} " +
-             (worker->process ? "1" : "0") + "\n";
-  own +=
-      "# HELP cudanms_worker_restarts_total Times the GPU's worker was started again\n"
-      "# TYPE cudanms_worker_restarts_total counter\n";
-  for (const auto &[gpu, worker] : workers_)
-    if (worker->wanted)
-      own += "cudanms_worker_restarts_total{worker=\"" + worker_label(gpu) + "\"} " +
-             std::to_string(worker->restarts) + "\n";
+  // A family of one sample per wanted worker.
+  auto family = [this, &own](const char *name, const char *type, const char *help,
+                             const std::function<std::string(const Worker &)> &value) {
+    own += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const auto &[gpu, worker] : workers_)
+      if (worker->wanted)
+        own +=
+            std::string(name) + "{worker=\"" + worker_label(gpu) + "\"} " + value(*worker) + "\n";
+  };
+  family("cudanms_worker_up", "gauge", "1 while the GPU's worker process runs",
+         [](const Worker &w) { return std::string(w.process ? "1" : "0"); });
+  family("cudanms_worker_restarts_total", "counter", "Times the GPU's worker was started again",
+         [](const Worker &w) { return std::to_string(w.restarts); });
   if (fleet_) own += fleet_->metrics();
   answers.insert(answers.begin(), {"supervisor", own});
   return merge_metrics(answers);
