@@ -13,6 +13,29 @@ const cudanms::Status &DnnFrame::wait() {
   return status;
 }
 
+void DnnFrame::reuse() {
+  wait();
+  if (buffer) gst_buffer_unref(buffer), buffer = nullptr;
+  job = DnnJob();
+  host.clear();
+  out.reset();
+  submitted = false;
+  status = cudanms::Status();
+  gpu_id = 0;
+}
+
+std::unique_ptr<DnnFrame> DnnFramesInFlight::take() {
+  if (spare_.empty()) return std::make_unique<DnnFrame>();
+  std::unique_ptr<DnnFrame> frame = std::move(spare_.back());
+  spare_.pop_back();
+  return frame;
+}
+
+void DnnFramesInFlight::recycle(std::unique_ptr<DnnFrame> frame) {
+  frame->reuse();
+  spare_.push_back(std::move(frame));
+}
+
 void DnnFramesInFlight::submitted(std::unique_ptr<DnnFrame> frame) {
   frames_.push_back(std::move(frame));
   submitted_ = true;
@@ -34,6 +57,7 @@ GstFlowReturn DnnFramesInFlight::release_oldest(GstBuffer **out) {
   }
   *out = frame->buffer;
   frame->buffer = nullptr;
+  recycle(std::move(frame));
   return GST_FLOW_OK;
 }
 
@@ -45,7 +69,7 @@ GstFlowReturn DnnFramesInFlight::hold(GstBuffer *fresh, guint limit, GstBuffer *
     *out = fresh;
     return GST_FLOW_OK;
   } else if (fresh) { /* finished when it came (e.g. on the CPU fallback): after those ahead */
-    frames_.push_back(std::make_unique<DnnFrame>());
+    frames_.push_back(take());
     frames_.back()->buffer = fresh;
   }
   submitted_ = false;

@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "dnnbatchgroup.h"
 #include "gstcudanmsdetector.h"
@@ -42,6 +43,8 @@ struct DnnFrame {
   ~DnnFrame();
   /* Its batch's status, waited for once; the frame unmapped. */
   const cudanms::Status &wait();
+  /* Waited for and emptied for the next frame; its candidates' vectors keep their room. */
+  void reuse();
 };
 
 class DnnFramesInFlight {
@@ -52,6 +55,11 @@ class DnnFramesInFlight {
       : element_(element), finish_(std::move(finish)) {}
   ~DnnFramesInFlight() { drop(); }
 
+  /* An empty frame for detect(): one that left before, else a new one (no allocation a frame
+   * once the element runs). */
+  std::unique_ptr<DnnFrame> take();
+  /* A frame done with (its buffer handed out or not owned), kept for take(). */
+  void recycle(std::unique_ptr<DnnFrame> frame);
   /* detect()'s frame, handed to the network; its buffer comes with the next hold(). */
   void submitted(std::unique_ptr<DnnFrame> frame);
   /* generate_output()'s: the base's frame (nullptr: none) held behind the others; *out the
@@ -72,7 +80,8 @@ class DnnFramesInFlight {
   GstBaseTransform *element_;
   Finish finish_;
   std::deque<std::unique_ptr<DnnFrame>> frames_;
-  bool submitted_ = false; /* the newest frame waits for its buffer */
+  std::vector<std::unique_ptr<DnnFrame>> spare_; /* take()'s */
+  bool submitted_ = false;                       /* the newest frame waits for its buffer */
 };
 
 /* How much later frames-in-flight frames let a frame of `info`'s rate leave; 0 at an unknown

@@ -335,7 +335,7 @@ static GstCudaNmsDetection detect(GstDnnDetect *self, GstBuffer *buffer,
                                   bool on_device) {
   GstDnnDetectPrivate *priv = self->priv;
   const DnnDetector &detector = priv->network->detector();
-  auto frame = std::make_unique<DnnFrame>();
+  std::unique_ptr<DnnFrame> frame = priv->in_flight->take();
   DnnJob &job = frame->job;
   job.image = image;
   job.on_device = on_device;
@@ -365,7 +365,11 @@ static GstCudaNmsDetection detect(GstDnnDetect *self, GstBuffer *buffer,
   frame->network = priv->network.get();
   frame->ticket = priv->network->submit(&job);
   frame->submitted = true;
-  if (!stays) return finish(self, frame.get(), buffer);
+  if (!stays) {
+    const GstCudaNmsDetection detection = finish(self, frame.get(), buffer);
+    priv->in_flight->recycle(std::move(frame));
+    return detection;
+  }
   priv->in_flight->submitted(std::move(frame));
   return GstCudaNmsDetection::done();
 }

@@ -17,7 +17,8 @@
  * GStreamer.
  *
  *   auto member = DnnBatchGroup::join(options, &why);   // in start(); leaves when destroyed
- *   member->detect(&job);                               // in transform_ip(), per frame
+ *   auto ticket = member->submit(&job);                 // in transform_ip(), per frame
+ *   member->wait(ticket);                               // then, or after the next frame
  */
 #pragma once
 
@@ -59,7 +60,6 @@ class DnnBatchGroup {
     cudanms::Status wait(const Ticket &ticket);
     /* Whether wait() would return at once. */
     bool done(const Ticket &ticket);
-    cudanms::Status detect(DnnJob *job) { return wait(submit(job)); }
     const DnnDetector &detector() const;
 
    private:
