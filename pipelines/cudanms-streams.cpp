@@ -280,14 +280,16 @@ int main(int argc, char **argv) {
     const std::string host = o.host_candidates ? " device-candidates=false" : "";
     o.detector = g_strdup((default_detector() + host).c_str());
   }
-  // dnndetect keeps two frames of each stream in flight unless told otherwise: each stream's
-  // next frame joins the next batch while this one's runs (a frame's latency, nothing else, for
-  // files and preloaded frames).
-  if (g_str_has_prefix(o.detector, "dnndetect") && !strstr(o.detector, "frames-in-flight")) {
+  // dnndetect's defaults here: two frames of each stream in flight unless told otherwise, so
+  // that each stream's next frame joins the next batch while this one's runs (a frame's latency,
+  // nothing else, for files and preloaded frames), and a queue of two after it.
+  const bool dnn = g_str_has_prefix(o.detector, "dnndetect");
+  if (dnn && !strstr(o.detector, "frames-in-flight")) {
     gchar *in_flight = g_strconcat(o.detector, " frames-in-flight=2", nullptr);
     g_free(o.detector);
     o.detector = in_flight;
   }
+  if (o.detector_queue == G_MININT) o.detector_queue = dnn ? 2 : 0;
   if (!o.nms) o.nms = g_strdup(kDefaultNms);
   if (o.batch_streams) {
     gchar *batched = g_strconcat(o.nms, " batch-streams=true", nullptr);
@@ -303,8 +305,6 @@ int main(int argc, char **argv) {
     return 2;
   }
   const int n = o.preload ? o.streams : n_sources;
-  if (o.detector_queue == G_MININT)
-    o.detector_queue = g_str_has_prefix(o.detector, "dnndetect") ? 2 : 0;
   if (o.detector_queue < 0) {
     g_printerr("--detector-queue is 0 (none) or the frames it holds\n");
     return 2;
