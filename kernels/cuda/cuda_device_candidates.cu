@@ -268,28 +268,34 @@ Status seal_all(DeviceCandidates *const *buffers, int n, void *stream) {
   detail::DeviceBinding::Scope scope(buffers[0]->context());
   if (!scope.ok()) return Status::Error("cannot make the candidates' CUDA context current");
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  std::vector<detail::Buffer *> pooled;
-  for (int i = 0; i < n; i++) {
-    if (auto *b = dynamic_cast<detail::Buffer *>(buffers[i])) {
-      pooled.push_back(b);
-    } else {
-      Status status = buffers[i]->seal(stream);
+  // The pooled buffers a launch at a time, no allocation (a cascade seals every frame).
+  detail::Summaries summaries;
+  detail::Buffer *chunk[detail::kSummariesPerLaunch];
+  int filled = 0;
+  auto launch = [&]() -> Status {
+    if (filled == 0) return Status::Ok();
+    detail::summarise<<<static_cast<unsigned>(filled), detail::kStagedCandidates, 0, s>>>(
+        summaries);
+    CUDANMS_CUDA_TRY(cudaGetLastError());
+    for (int i = 0; i < filled; i++) {
+      Status status = chunk[i]->sealed_on(s);
       if (!status.ok()) return status;
     }
-  }
-  for (size_t first = 0; first < pooled.size(); first += detail::kSummariesPerLaunch) {
-    const size_t count =
-        std::min(pooled.size() - first, static_cast<size_t>(detail::kSummariesPerLaunch));
-    detail::Summaries summaries;
-    for (size_t i = 0; i < count; i++) summaries.of[i] = pooled[first + i]->summary();
-    detail::summarise<<<static_cast<unsigned>(count), detail::kStagedCandidates, 0, s>>>(summaries);
-    CUDANMS_CUDA_TRY(cudaGetLastError());
-  }
-  for (detail::Buffer *b : pooled) {
-    Status status = b->sealed_on(s);
+    filled = 0;
+    return Status::Ok();
+  };
+  for (int i = 0; i < n; i++) {
+    Status status;
+    if (auto *b = dynamic_cast<detail::Buffer *>(buffers[i])) {
+      summaries.of[filled] = b->summary();
+      chunk[filled++] = b;
+      if (filled == detail::kSummariesPerLaunch) status = launch();
+    } else {
+      status = buffers[i]->seal(stream);
+    }
     if (!status.ok()) return status;
   }
-  return Status::Ok();
+  return launch();
 }
 
 Status DeviceCandidates::seal(void *stream) {
