@@ -323,8 +323,8 @@ void install_counters(GObjectClass *klass, PropertyTable<DnnDetectCounters>::Sta
                  mean_per_frame(&DnnDetectCounters::fill_ms))
       .read_only(mean_ms_spec("mean-launch-ms", "Mean batch launch time",
                               "Per frame since start, the mean time its batch took to launch: "
-                              "pre-processing, network and decoding queued on the GPU (where "
-                              "candidates stay there), else run to the end"),
+                              "pre-processing, network and decoding queued on the GPU (the "
+                              "frames' threads wait for it)"),
                  mean_per_frame(&DnnDetectCounters::launch_ms))
       .field(
           g_param_spec_uint64("graphed-frames", "Graphed frames",

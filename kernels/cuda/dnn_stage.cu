@@ -1,6 +1,7 @@
 // dnn::CudaStage: a DNN element's stream, input tensor and staging, in one CUDA context.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "cuda_device.h"
@@ -77,13 +78,116 @@ __global__ void pack_candidates(const Packing p, uint32_t *counts, float *out) {
     o[6 * n + k] = p.points[frame][k];
 }
 
+// Host-mapped memory that one batch's downloaded candidates are packed into, with the event
+// after the packing.
+struct DownloadSlot {
+  MappedArray<uint32_t> counts;  // per frame, then
+  MappedArray<float> packed;     // the frames' candidates, one after another (pack_candidates)
+  cudaEvent_t done = nullptr;
+  bool taken = false;  // under DownloadSlots' lock
+};
+
+// A stage's download slots, shared with its downloads (one may outlive the stage). A batch's slot
+// stays taken until each of its frames is read; when none is free another is made, so a batch
+// never waits for an earlier batch's readers (a camera's frame may be read batches later).
+class DownloadSlots {
+ public:
+  explicit DownloadSlots(void *context) : context_(context) {}
+  ~DownloadSlots() {
+    DeviceBinding::Scope scope(context_);
+    for (auto &slot : slots_)
+      if (slot->done) cudaEventDestroy(slot->done);
+    slots_.clear();
+  }
+  // In the context.
+  Status acquire(DownloadSlot **out) {
+    std::lock_guard<std::mutex> guard(lock_);
+    for (auto &slot : slots_) {
+      if (slot->taken) continue;
+      slot->taken = true;
+      *out = slot.get();
+      return Status::Ok();
+    }
+    auto slot = std::make_unique<DownloadSlot>();
+    CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&slot->done, kBlockingEventFlags));
+    slot->taken = true;
+    *out = slot.get();
+    slots_.push_back(std::move(slot));
+    return Status::Ok();
+  }
+  void release(DownloadSlot *slot) {
+    std::lock_guard<std::mutex> guard(lock_);
+    slot->taken = false;
+  }
+  void *context() const { return context_; }
+
+ private:
+  void *context_;
+  std::mutex lock_;
+  std::vector<std::unique_ptr<DownloadSlot>> slots_;
+};
+
+class PackedDownload final : public Download {
+ public:
+  PackedDownload(std::shared_ptr<DownloadSlots> slots, DownloadSlot *slot, const Packing &packing,
+                 int batch)
+      : slots_(std::move(slots)), slot_(slot), batch_(batch), point_floats_(packing.point_floats) {
+    for (int i = 0; i < batch; i++)
+      capacity_[i] = packing.counts[i] ? packing.capacity[i] : 0, sent_[i] = packing.counts[i];
+  }
+  ~PackedDownload() override { slots_->release(slot_); }
+
+  bool ready() override {
+    DeviceBinding::Scope scope(slots_->context());
+    return scope.ok() && cudaEventQuery(slot_->done) != cudaErrorNotReady;
+  }
+
+  Status take(int frame, Candidates *out) override {
+    if (frame < 0 || frame >= batch_ || !sent_[frame])
+      return Status::Error("frame " + std::to_string(frame) + " was not downloaded");
+    DeviceBinding::Scope scope(slots_->context());
+    if (!scope.ok()) return Status::Error("cannot make the stage's CUDA context current");
+    // Asleep, not polling: 32 cameras' threads waiting at once must leave the cores to the
+    // threads with work (polling ones made the rate follow the host's load).
+    cudaError_t packed = cudaEventQuery(slot_->done);
+    if (packed == cudaErrorNotReady) packed = cudaEventSynchronize(slot_->done);
+    CUDANMS_CUDA_TRY(packed);
+    const uint32_t *counts = slot_->counts.get();
+    const size_t floats_per = 6 + static_cast<size_t>(point_floats_);
+    const float *at = slot_->packed.get();
+    for (int i = 0; i < frame; i++)
+      if (sent_[i]) at += std::min(counts[i], capacity_[i]) * floats_per;
+    const size_t n = counts[frame];
+    if (n > capacity_[frame]) return Status::Error("decoded more candidates than the buffer holds");
+    Candidates &c = *out;
+    c.clear();
+    c.points_per_candidate = point_floats_ / 2;
+    c.boxes.assign(at, at + 4 * n);
+    c.scores.assign(at + 4 * n, at + 5 * n);
+    c.class_ids.resize(n);
+    std::memcpy(c.class_ids.data(), at + 5 * n, n * sizeof(int32_t));
+    c.points.assign(at + 6 * n, at + 6 * n + point_floats_ * n);
+    return Status::Ok();
+  }
+
+ private:
+  const std::shared_ptr<DownloadSlots> slots_;
+  DownloadSlot *const slot_;
+  const int batch_;
+  const int point_floats_;
+  uint32_t capacity_[kMaxBatch] = {};
+  bool sent_[kMaxBatch] = {};
+};
+
 class Stage final : public CudaStage {
  public:
   ~Stage() override {
     DeviceBinding::Scope scope(binding_.context());
     buffers_.reset();
-    if (copied_) cudaEventDestroy(copied_);
-    if (done_) cudaEventDestroy(done_);
+    downloads_.reset();
+    for (cudaEvent_t event : {copied_, done_, prepared_, consumed_[0], consumed_[1]})
+      if (event) cudaEventDestroy(event);
+    if (prep_stream_) cudaStreamDestroy(prep_stream_);
     if (stream_) cudaStreamDestroy(stream_);
   }
   Status open(int device) {
@@ -91,9 +195,16 @@ class Stage final : public CudaStage {
     if (!status.ok()) return status;
     CUDANMS_ENTER(binding_);
     CUDANMS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // Its short kernels first where the network's wait for a free SM.
+    int lowest, highest;
+    CUDANMS_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+    CUDANMS_CUDA_TRY(cudaStreamCreateWithPriority(&prep_stream_, cudaStreamNonBlocking, highest));
     // The host waits on these (host_wait.h).
     CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&copied_, kBlockingEventFlags));
     CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(&done_, kBlockingEventFlags));
+    for (cudaEvent_t *event : {&prepared_, &consumed_[0], &consumed_[1]})
+      CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(event, cudaEventDisableTiming));
+    downloads_ = std::make_shared<DownloadSlots>(binding_.context());
     return Status::Ok();
   }
   void *stream() const override { return stream_; }
@@ -101,6 +212,7 @@ class Stage final : public CudaStage {
   const std::string &device_name() const override { return binding_.name(); }
   Status synchronize() override {
     CUDANMS_ENTER(binding_);
+    CUDANMS_CUDA_TRY(waits_.stream(prep_stream_, done_));
     CUDANMS_CUDA_TRY(waits_.stream(stream_, done_));
     return Status::Ok();
   }
@@ -109,16 +221,23 @@ class Stage final : public CudaStage {
                     float **d_input) override {
     CUDANMS_ENTER(binding_);
     if (count < 1 || count > kMaxBatch) return Status::Error("a batch holds 1 to 64 frames");
-    Status status =
-        buffers_->input.reserve(static_cast<size_t>(count) * 3 * spec.width * spec.height);
+    // The tensor the last batch read is free once what the stream holds now has run; this batch
+    // takes the one before, free once the batch before the last was run.
+    CUDANMS_CUDA_TRY(cudaEventRecord(consumed_[input_], stream_));
+    input_ ^= 1;
+    CUDANMS_CUDA_TRY(cudaStreamWaitEvent(prep_stream_, consumed_[input_], 0));
+    DeviceArray<float> &input = buffers_->inputs[input_];
+    Status status = input.reserve(static_cast<size_t>(count) * 3 * spec.width * spec.height);
     if (!status.ok()) return status;
     Image device_images[kMaxBatch];
     std::copy(images, images + count, device_images);
     status = upload(device_images, on_device, count);
     if (!status.ok()) return status;
-    status = preprocess_cuda(device_images, count, spec, buffers_->input.get(), stream_);
+    status = preprocess_cuda(device_images, count, spec, input.get(), prep_stream_);
     if (!status.ok()) return status;
-    *d_input = buffers_->input.get();
+    CUDANMS_CUDA_TRY(cudaEventRecord(prepared_, prep_stream_));
+    CUDANMS_CUDA_TRY(cudaStreamWaitEvent(stream_, prepared_, 0));
+    *d_input = input.get();
     return Status::Ok();
   }
 
@@ -129,8 +248,8 @@ class Stage final : public CudaStage {
   }
 
   Status decode(const Outputs &outputs, const Letterbox *letterboxes,
-                DeviceCandidates *const *targets, const DecodeParams *params,
-                Candidates *const *host) override {
+                DeviceCandidates *const *targets, const DecodeParams *params, const bool *to_host,
+                std::shared_ptr<Download> *download) override {
     CUDANMS_ENTER(binding_);
     if (outputs.batch < 1 || outputs.batch > kMaxBatch)
       return Status::Error("a batch holds 1 to 64 frames");
@@ -152,19 +271,19 @@ class Stage final : public CudaStage {
     DeviceCandidates *in_place[kMaxBatch];
     int n_in_place = 0;
     for (int i = 0; i < outputs.batch; i++)
-      if (!host || !host[i]) in_place[n_in_place++] = targets[i];
+      if (!to_host || !to_host[i]) in_place[n_in_place++] = targets[i];
     status = seal_all(in_place, n_in_place, stream_);
-    if (!status.ok() || !host) return status;
-    return download(outputs, targets, d_points, host);
+    if (!status.ok() || n_in_place == outputs.batch) return status;
+    return send(outputs, targets, d_points, to_host, download);
   }
 
  private:
-  // The candidates of the frames with host[i] into them: one kernel packs every such frame's
-  // candidates and count into host-mapped memory, then one synchronisation (a copy of each
-  // frame's count and four of its arrays, ~260 calls a batch of 64, took longer than the GPU
-  // work of the whole chain).
-  Status download(const Outputs &outputs, DeviceCandidates *const *targets, float *const *d_points,
-                  Candidates *const *host) {
+  // The candidates of the frames with to_host[i] into a download slot: one kernel packs every
+  // such frame's candidates and count into host-mapped memory (a copy of each frame's count and
+  // four of its arrays, ~260 calls a batch of 64, took longer than the GPU work of the whole
+  // chain), and the slot's event follows it.
+  Status send(const Outputs &outputs, DeviceCandidates *const *targets, float *const *d_points,
+              const bool *to_host, std::shared_ptr<Download> *download) {
     const int per = outputs.points_per_candidate();
     const size_t floats_per =
         4 + 1 + 1 + 2 * static_cast<size_t>(per);  // box, score, class, points
@@ -172,7 +291,7 @@ class Stage final : public CudaStage {
     packing.point_floats = 2 * per;
     size_t room = 0;
     for (int i = 0; i < outputs.batch; i++) {
-      if (!host[i]) continue;
+      if (!to_host[i]) continue;
       packing.boxes[i] = reinterpret_cast<const float4 *>(targets[i]->boxes());
       packing.scores[i] = targets[i]->scores();
       packing.class_ids[i] = targets[i]->class_ids();
@@ -181,30 +300,18 @@ class Stage final : public CudaStage {
       packing.points[i] = d_points[i];
       room += targets[i]->capacity() * floats_per;
     }
-    if (room == 0) return Status::Ok();
-    Status status = buffers_->counts.reserve(kMaxBatch);
-    if (status.ok()) status = buffers_->host.reserve(room);
+    DownloadSlot *slot = nullptr;
+    Status status = downloads_->acquire(&slot);
     if (!status.ok()) return status;
-    pack_candidates<<<outputs.batch, 256, 0, stream_>>>(packing, buffers_->counts.device(),
-                                                        buffers_->host.device());
+    auto sent = std::make_shared<PackedDownload>(downloads_, slot, packing, outputs.batch);
+    status = slot->counts.reserve(kMaxBatch);
+    if (status.ok()) status = slot->packed.reserve(room);
+    if (!status.ok()) return status;
+    pack_candidates<<<outputs.batch, 256, 0, stream_>>>(packing, slot->counts.device(),
+                                                        slot->packed.device());
     CUDANMS_CUDA_TRY(cudaGetLastError());
-    CUDANMS_CUDA_TRY(waits_.stream(stream_, done_));
-    const float *at = buffers_->host.get();
-    for (int i = 0; i < outputs.batch; i++) {
-      if (!host[i]) continue;
-      const size_t n = buffers_->counts.get()[i];
-      if (n > targets[i]->capacity())
-        return Status::Error("decoded more candidates than the buffer holds");
-      Candidates &c = *host[i];
-      c.clear();
-      c.points_per_candidate = per;
-      c.boxes.assign(at, at + 4 * n);
-      c.scores.assign(at + 4 * n, at + 5 * n);
-      c.class_ids.resize(n);
-      std::memcpy(c.class_ids.data(), at + 5 * n, n * sizeof(int32_t));
-      c.points.assign(at + 6 * n, at + 6 * n + 2 * per * n);
-      at += floats_per * n;
-    }
+    CUDANMS_CUDA_TRY(cudaEventRecord(slot->done, stream_));
+    *download = std::move(sent);
     return Status::Ok();
   }
 
@@ -235,31 +342,36 @@ class Stage final : public CudaStage {
         const size_t pitch = (row_bytes + 255) / 256 * 256;
         CUDANMS_CUDA_TRY(cudaMemcpy2DAsync(buffers_->staging.get() + at, pitch, image.planes[p],
                                            image.strides[p], row_bytes, rows,
-                                           cudaMemcpyHostToDevice, stream_));
+                                           cudaMemcpyHostToDevice, prep_stream_));
         image.planes[p] = buffers_->staging.get() + at;
         image.strides[p] = static_cast<int>(pitch);
         at += pitch * rows;
       }
     }
-    CUDANMS_CUDA_TRY(cudaEventRecord(copied_, stream_));
+    CUDANMS_CUDA_TRY(cudaEventRecord(copied_, prep_stream_));
     return Status::Ok();
   }
 
   DeviceBinding binding_;
   cudaStream_t stream_ = nullptr;
+  // Pre-processing runs on a stream of its own into one of two input tensors, so that a batch's
+  // pre-processing overlaps the forward before it; stream_ waits for it (prepared_).
+  cudaStream_t prep_stream_ = nullptr;
+  cudaEvent_t prepared_ = nullptr;
+  cudaEvent_t consumed_[2] = {};  // after the last forward that read inputs[i]
+  int input_ = 0;                 // the tensor of the last batch
   cudaEvent_t copied_ = nullptr;  // after the last upload of host frames
-  cudaEvent_t done_ = nullptr;    // the host's waits for the stream
+  cudaEvent_t done_ = nullptr;    // the host's waits for a stream
   detail::HostWait waits_;
   // Freed in the destructor, inside the binding's scope.
   struct Buffers {
-    DeviceArray<float> input;
-    DeviceArray<uint8_t> staging;
+    DeviceArray<float> inputs[2];
+    DeviceArray<uint8_t> staging;  // reused by the next batch after prep_stream_'s work
     DeviceArray<float> points;
     DeviceArray<uint32_t> chunk_counts;  // decode_cuda's workspace
-    MappedArray<uint32_t> counts;  // per frame, then
-    MappedArray<float> host;       // the frames' candidates, one after another (pack_candidates)
   };
   std::unique_ptr<Buffers> buffers_ = std::make_unique<Buffers>();
+  std::shared_ptr<DownloadSlots> downloads_;
 };
 
 }  // namespace

@@ -133,14 +133,20 @@ DnnBatchGroup::Ticket DnnBatchGroup::submit(const Member *member, DnnJob *job) {
 }
 
 Status DnnBatchGroup::wait(const Ticket &ticket) {
-  std::unique_lock<std::mutex> lock(lock_);
-  ticket->woken.wait(lock, [&] { return ticket->done; });
-  return ticket->status;
+  {
+    std::unique_lock<std::mutex> lock(lock_);
+    ticket->woken.wait(lock, [&] { return ticket->done; });
+    if (!ticket->status.ok()) return ticket->status;
+  }
+  return ticket->job->collect(); /* the GPU waited for on this frame's thread, not the runner's */
 }
 
 bool DnnBatchGroup::done(const Ticket &ticket) {
-  std::lock_guard<std::mutex> guard(lock_);
-  return ticket->done;
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (!ticket->done) return false;
+  }
+  return !ticket->job->download || ticket->job->download->ready();
 }
 
 void DnnBatchGroup::mark_absent_quiet(const Batch &batch) {
@@ -155,7 +161,7 @@ Status DnnBatchGroup::run(const Batch &batch, Clock::time_point filling_since) {
   DnnJob *jobs[cudanms::dnn::kMaxBatch];
   for (size_t i = 0; i < batch.size(); i++) jobs[i] = batch[i]->job;
   const auto launched = Clock::now();
-  const Status status = detector_->run(jobs, static_cast<int>(batch.size()));
+  const Status status = detector_->launch(jobs, static_cast<int>(batch.size()));
   const auto ran = Clock::now();
   using Ms = std::chrono::duration<double, std::milli>;
   for (size_t i = 0; i < batch.size(); i++) {

@@ -5,16 +5,16 @@
  * after handing in its next one, which then joins the next batch. The group's runner thread forms
  * the batches: a batch runs once batch-size frames are in, or a frame from every live member (no
  * further frame can come: each member waits on its own), or the timeout after its first frame
- * came. The runner then launches it and every frame's candidates go back to its own element;
- * where the candidates stay on the GPU, launched is enough (cudanms waits for their event), so
- * that with a queue after the detector the next batch fills and launches while this one runs on
- * the GPU. The network always runs on that one thread: LibTorch makes cuDNN and cuBLAS handles
- * per thread, ~50 ms each time a new thread runs it. A member without a frame in a batch that
- * timed out (a camera gone quiet) is not waited for again until its next frame: it costs the
- * others one timeout, not one per batch. Each waiting frame is woken alone, and the runner only
- * by a batch's first frame and the frame that fills it: 32 cameras must not wake each other 32
- * times a batch (they did, through one condition variable, a lock convoy on every batch). No
- * GStreamer.
+ * came. The runner launches it and goes on to the next without waiting for the GPU: each frame's
+ * own thread waits for its candidates (cudanms for their event where they stay on the GPU; wait()
+ * collects them where they go to the host), so that with a queue after the detector or frames in
+ * flight the next batch fills and launches while this one runs on the GPU. The network always runs
+ * on that one thread: LibTorch makes cuDNN and cuBLAS handles per thread, ~50 ms each time a new
+ * thread runs it. A member without a frame in a batch that timed out (a camera gone quiet) is not
+ * waited for again until its next frame: it costs the others one timeout, not one per batch. Each
+ * waiting frame is woken alone, and the runner only by a batch's first frame and the frame that
+ * fills it: 32 cameras must not wake each other 32 times a batch (they did, through one condition
+ * variable, a lock convoy on every batch). No GStreamer.
  *
  *   auto member = DnnBatchGroup::join(options, &why);   // in start(); leaves when destroyed
  *   auto ticket = member->submit(&job);                 // in transform_ip(), per frame
@@ -56,9 +56,9 @@ class DnnBatchGroup {
      * batch filling up holds one of its frames or is full); the job must stay until wait(). */
     Ticket submit(DnnJob *job);
     /* Returns once the frame's candidates are written (device candidates: once their work is
-     * queued), with its batch's status. */
+     * queued), with its batch's status. Once a ticket. */
     cudanms::Status wait(const Ticket &ticket);
-    /* Whether wait() would return at once. */
+    /* Whether wait() would return without waiting for the batch. */
     bool done(const Ticket &ticket);
     const DnnDetector &detector() const;
 

@@ -133,11 +133,24 @@ Status DnnDetector::forward(float *input, int count, dnn::Outputs *outputs) {
   return Status::Ok();
 }
 
-Status DnnDetector::run(DnnJob *const *jobs, int count, DnnStageTimes *times) {
+Status DnnJob::collect() {
+  if (!download) return Status::Ok();
+  const Status status = download->take(download_frame, host);
+  download.reset();
+  return status;
+}
+
+Status DnnDetector::launch(DnnJob *const *jobs, int count, DnnStageTimes *times) {
   if (count < 1 || count > dnn::kMaxBatch)
     return Status::Error("a batch holds 1 to " + std::to_string(dnn::kMaxBatch) + " frames");
-  for (int i = 0; i < count; i++) jobs[i]->batch = count;
+  for (int i = 0; i < count; i++) jobs[i]->batch = count, jobs[i]->download.reset();
   return stage_ ? run_cuda(jobs, count, times) : run_cpu(jobs, count, times);
+}
+
+Status DnnDetector::run(DnnJob *const *jobs, int count, DnnStageTimes *times) {
+  Status status = launch(jobs, count, times);
+  for (int i = 0; i < count && status.ok(); i++) status = jobs[i]->collect();
+  return status;
 }
 
 Status DnnDetector::run_cuda(DnnJob *const *jobs, int count, DnnStageTimes *times) {
@@ -160,13 +173,14 @@ Status DnnDetector::run_cuda(DnnJob *const *jobs, int count, DnnStageTimes *time
   dnn::Letterbox boxes[dnn::kMaxBatch];
   dnn::DecodeParams params[dnn::kMaxBatch];
   cudanms::DeviceCandidates *targets[dnn::kMaxBatch];
-  dnn::Candidates *host[dnn::kMaxBatch];
+  bool to_host[dnn::kMaxBatch];
   size_t scratch_used = 0;
   for (int i = 0; i < count; i++) {
     const DnnJob &job = *jobs[i];
     boxes[i] = dnn::Letterbox::fit(job.image.width, job.image.height, config_.spec);
     params[i] = job.params;
-    host[i] = job.device_out ? nullptr : job.host;
+    to_host[i] = !job.device_out;
+    if (to_host[i] && !job.host) return Status::Error("a frame's candidates have nowhere to go");
     targets[i] = job.device_out;
     if (targets[i]) continue;
     if (!scratch_pool_) {
@@ -184,8 +198,14 @@ Status DnnDetector::run_cuda(DnnJob *const *jobs, int count, DnnStageTimes *time
     }
     targets[i] = scratch_[scratch_used++].get();
   }
-  status = stage_->decode(outputs, boxes, targets, params, host);
+  std::shared_ptr<dnn::Download> download;
+  status = stage_->decode(outputs, boxes, targets, params, to_host, &download);
   if (status.ok()) status = lap(times, stage_.get(), &since, &DnnStageTimes::decode_ms);
+  for (int i = 0; i < count; i++) {
+    if (!to_host[i]) continue;
+    jobs[i]->download = download;
+    jobs[i]->download_frame = i;
+  }
   /* Frames in pinned memory were copied asynchronously: their elements may release them now. */
   if (status.ok()) status = stage_->frames_copied();
   return status;

@@ -6,7 +6,10 @@
  *   DnnJob a{...}, b{...};                             // frames of two cameras
  *   DnnJob *jobs[] = {&a, &b};
  *   detector->run(jobs, 2);                            // one forward; each job its candidates
- */
+ *
+ * A batch group launches instead (launch: the work queued, nothing waited for) and each frame's
+ * thread collects its own job's candidates (DnnJob::collect), so that the next batch launches
+ * while this one runs. */
 #pragma once
 
 #include <cudanms/dnn.h>
@@ -46,11 +49,18 @@ struct DnnJob {
    * nullptr; then, and on the CPU, they go to *host. */
   cudanms::DeviceCandidates *device_out = nullptr;
   cudanms::dnn::Candidates *host = nullptr;
+  /* Set by launch() on CUDA for a job with host candidates: where they come from. */
+  std::shared_ptr<cudanms::dnn::Download> download;
+  int download_frame = 0;
   int batch = 0;        /* set by run(): the frames its forward held */
   bool graphed = false; /* set by run(): whether its forward replayed a CUDA graph */
   /* Set by DnnBatchGroup: how long its batch took to fill (from the batch's first frame to its
-   * launch) and to launch (DnnDetector::run: the work queued; until done where it waits). */
+   * launch) and to launch (DnnDetector::launch: the work queued). */
   double fill_ms = 0, launch_ms = 0;
+
+  /* After launch(): waits for the batch where this job's candidates go to *host, then writes
+   * them there (on CUDA; else they are there already). Once. */
+  cudanms::Status collect();
 };
 
 /* Each stage of a batch timed alone, the stream synchronised around it (benchmarks). */
@@ -72,8 +82,11 @@ class DnnDetector {
   ~DnnDetector();
 
   /* Pre-processing, one forward, decoding for up to cudanms::dnn::kMaxBatch frames. On CUDA it
-   * returns once the host candidates are downloaded; device candidates are ready at their event.
-   * With `times`, each stage is waited for and timed (slower: for benchmarks). */
+   * returns once the work is queued: device candidates are ready at their event, host candidates
+   * once each job is collected. With `times`, each stage is waited for and timed (slower: for
+   * benchmarks). */
+  cudanms::Status launch(DnnJob *const *jobs, int count, DnnStageTimes *times = nullptr);
+  /* launch(), then every job collected. */
   cudanms::Status run(DnnJob *const *jobs, int count, DnnStageTimes *times = nullptr);
 
   const DnnDetectorConfig &config() const { return config_; }

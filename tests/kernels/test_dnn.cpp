@@ -2,9 +2,11 @@
 // functions against the CPU's on random frames and outputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -656,16 +658,25 @@ TEST_F(CudaDnn, DecodeEqualsTheCpus) {
     // Frame 3 keeps three classes only (YOLO: of its best class).
     for (int c : {0, 2, 5}) params[3].classes.keep(c);
     std::vector<dnn::Candidates> gpu(batch);
-    std::vector<dnn::Candidates *> to_host;
-    for (dnn::Candidates &c : gpu) to_host.push_back(&c);
-    to_host[1] = nullptr;  // left on the device only
+    std::unique_ptr<bool[]> to_host(new bool[batch]);
+    std::fill_n(to_host.get(), batch, true);
+    to_host[1] = false;  // left on the device only
+    std::shared_ptr<dnn::Download> download, download_1;
     ASSERT_TRUE(
-        stage_->decode(device, boxes.data(), targets.data(), params.data(), to_host.data()).ok());
-    EXPECT_EQ(gpu[1].size(), 0u);
-    std::vector<dnn::Candidates *> only_1(batch, nullptr);
-    only_1[1] = &gpu[1];
+        stage_
+            ->decode(device, boxes.data(), targets.data(), params.data(), to_host.get(), &download)
+            .ok());
+    ASSERT_TRUE(download);
+    EXPECT_FALSE(download->take(1, &gpu[1]).ok()) << "frame 1 stayed on the device";
+    // A second batch launched before the first is read: each keeps its own candidates.
+    std::unique_ptr<bool[]> only_1(new bool[batch]());
+    only_1[1] = true;
     ASSERT_TRUE(
-        stage_->decode(device, boxes.data(), targets.data(), params.data(), only_1.data()).ok());
+        stage_
+            ->decode(device, boxes.data(), targets.data(), params.data(), only_1.get(), &download_1)
+            .ok());
+    for (int i = batch - 1; i >= 0; i--)  // in any order
+      ASSERT_TRUE((i == 1 ? download_1 : download)->take(i, &gpu[i]).ok()) << "frame " << i;
     size_t total = 0;
     for (int i = 0; i < batch; i++) {
       dnn::Candidates cpu;

@@ -197,6 +197,20 @@ const std::vector<Anchor> &blazeface_anchors();
 
 namespace cudanms::dnn {
 
+// A batch's candidates on their way to the host (CudaStage::decode): the GPU packs them into
+// host-mapped memory and each frame's are read once the batch's work is done, on whichever thread
+// waits for that frame, so that the thread that launches batches never waits for one. Thread-safe
+// (frames taken on several threads at once); the memory goes back to the stage with the last
+// holder.
+class Download {
+ public:
+  virtual ~Download() = default;
+  // Whether the batch's GPU work is done: take() would not wait.
+  virtual bool ready() = 0;
+  // Waits for it, then frame `frame`'s candidates (with their points) into *out, cleared first.
+  virtual Status take(int frame, Candidates *out) = 0;
+};
+
 // The GPU half of a DNN detector, for one element: its CUDA stream, the input tensor, the
 // staging of frames that arrive in host memory, and the downloads of candidates that carry
 // points. Bound to the CUDA context current on the creating thread when it is on the device
@@ -213,18 +227,20 @@ class CudaStage {
 
   // The batch's frames into the input tensor: frames with on_device[i] are read where they are,
   // the others are copied to the device first (asynchronously where their memory is pinned:
-  // keep them until frames_copied()). The tensor stays valid until the next call.
+  // keep them until frames_copied()). Two tensors take turns, so that a batch's pre-processing
+  // (and its frames' upload) runs on a stream of its own while the forward before it runs; the
+  // stream() waits for it. The tensor stays valid until the call after next.
   virtual Status preprocess(const Image *images, const bool *on_device, int count,
                             const InputSpec &spec, float **d_input) = 0;
   // Waits until the last preprocess() has copied its host frames: then they may go.
   virtual Status frames_copied() = 0;
   // The batch's outputs (device tensors) into each frame's device candidates buffer (params[i]
-  // for frame i). Where host[i] is given, frame i's candidates are also downloaded into it with
-  // their points (a device candidates buffer holds no points); then the call waits for the
-  // stream, else it is asynchronous. The other frames' buffers are sealed (seal_all).
+  // for frame i). Frames with to_host[i] (to_host may be nullptr: none) also go to the host with
+  // their points (a device candidates buffer holds no points): *download reads them once they
+  // are there. The other frames' buffers are sealed (seal_all). Asynchronous.
   virtual Status decode(const Outputs &outputs, const Letterbox *letterboxes,
                         DeviceCandidates *const *targets, const DecodeParams *params,
-                        Candidates *const *host) = 0;
+                        const bool *to_host, std::shared_ptr<Download> *download) = 0;
 };
 
 }  // namespace cudanms::dnn
