@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "commandline.h"
 #include "percentile.h"
 #include "pipelinestop.h"
 
@@ -320,15 +321,11 @@ int main(int argc, char **argv) {
       "Runs a gst-launch-1.0 style pipeline and reports cudanms progress and a summary.\n"
       "Named elements: 'nms' (cudanms), 'overlay' (for --snapshot), 'src' (the source: its\n"
       "errors end the stream cleanly with exit status 3, 'source lost').");
-  g_option_context_add_main_entries(context, entries, nullptr);
-  g_option_context_add_group(context, gst_init_get_option_group());
-  GError *error = nullptr;
-  if (!g_option_context_parse(context, &argc, &argv, &error)) {
-    g_printerr("cudanms-run: %s\n", error->message);
-    g_option_context_free(context);
+  std::string parse_error;
+  if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error)) {
+    g_printerr("cudanms-run: %s\n", parse_error.c_str());
     return kExitUsage;
   }
-  g_option_context_free(context);
   if (argc < 2 || max_frames < 0 || snapshot_frame < 0) {
     g_printerr("usage: cudanms-run [--max-frames N] [--snapshot FILE] PIPELINE-DESCRIPTION\n");
     return kExitUsage;
@@ -337,6 +334,7 @@ int main(int argc, char **argv) {
   app.options.snapshot_frame = static_cast<guint64>(snapshot_frame);
 
   // One argument is a whole description; several are its words, as gst-launch-1.0 takes them.
+  GError *error = nullptr;
   if (argc == 2) {
     app.pipeline = gst_parse_launch(argv[1], &error);
   } else {

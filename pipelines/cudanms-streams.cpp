@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "commandline.h"
 #include "cudanms/nms.h"
 #include "elementcudacontext.h"
 #include "gpulist.h"
@@ -263,14 +264,11 @@ int main(int argc, char **argv) {
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &sources, nullptr, "SOURCE..."},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   GOptionContext *context = g_option_context_new("[SOURCE...] - many streams on the GPUs");
-  g_option_context_add_main_entries(context, entries, nullptr);
-  g_option_context_add_group(context, gst_init_get_option_group());
-  GError *error = nullptr;
-  if (!g_option_context_parse(context, &argc, &argv, &error)) {
-    g_printerr("%s\n", error->message);
+  std::string parse_error;
+  if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error)) {
+    g_printerr("%s\n", parse_error.c_str());
     return 2;
   }
-  g_option_context_free(context);
   if (!o.size) o.size = g_strdup("1920x1080");
   if (o.host_candidates && o.detector) {
     g_printerr("--host-candidates is for the default detector: give --detector its own options\n");
@@ -366,6 +364,7 @@ int main(int argc, char **argv) {
   std::string desc;
   for (int i : mine) desc += branch(app, i, o.preload ? nullptr : sources[i]);
   // Strict: an element that is not there (a plugin not found) is an error, not a gap.
+  GError *error = nullptr;
   app.pipeline = gst_parse_launch_full(desc.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
   if (!app.pipeline || error) {
     g_printerr("cannot build the pipeline: %s\n", error ? error->message : "");

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "assignment.h"
+#include "commandline.h"
 #include "config.h"
 #include "element_check.h"
 #include "fence.h"
@@ -207,14 +208,11 @@ int main(int argc, char **argv) {
       "that fails or stalls reconnects with back-off by itself; the others never notice.\n"
       "Signals: SIGHUP re-reads --config; SIGTERM/SIGINT stop every camera and finalise its "
       "outputs (a second one exits at once).\n");
-  g_option_context_add_main_entries(context, entries, nullptr);
-  g_option_context_add_group(context, gst_init_get_option_group());
-  GError *error = nullptr;
-  if (!g_option_context_parse(context, &argc, &argv, &error)) {
-    g_printerr("cudanms-service: %s\n", error->message);
+  std::string parse_error;
+  if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error)) {
+    g_printerr("cudanms-service: %s\n", parse_error.c_str());
     return 2;
   }
-  g_option_context_free(context);
   if (list_keys) {
     g_print("[service] and [camera.NAME] keys:\n%s", describe_keys().c_str());
     return 0;

@@ -246,16 +246,7 @@ static GstCudaNmsDetection gst_cuda_cascade_detect_on_device(
 
 /* Formats whose first plane is the luma, which the cascade reads as it is. */
 static gboolean gst_cuda_cascade_reads_in_place(GstVideoFormat format) {
-  switch (format) {
-    case GST_VIDEO_FORMAT_GRAY8:
-    case GST_VIDEO_FORMAT_I420:
-    case GST_VIDEO_FORMAT_YV12:
-    case GST_VIDEO_FORMAT_NV12:
-    case GST_VIDEO_FORMAT_NV21:
-      return TRUE;
-    default:
-      return FALSE;
-  }
+  return gst_cv_first_plane_is_luma(format);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "commandline.h"
 #include "config.h"
 #include "config_keys.h"
 #include "element_check.h"
@@ -211,16 +212,9 @@ int run_fleet_command(int argc, char **argv) {
   GOptionContext *context =
       g_option_context_new("import FILE.conf | add NAME KEY=VALUE... | remove NAME | list");
   g_option_context_set_summary(context, "A fleet's cameras, as etcd keeps them (docs/fleet.md).");
-  g_option_context_add_main_entries(context, entries, nullptr);
-  g_option_context_add_group(context, gst_init_get_option_group());
-  GError *error = nullptr;
-  const bool parsed = g_option_context_parse(context, &argc, &argv, &error);
-  g_option_context_free(context);
-  if (!parsed) {
-    const int status = usage(error->message);
-    g_clear_error(&error);
-    return status;
-  }
+  std::string parse_error;
+  if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error))
+    return usage(parse_error.c_str());
   FleetSettings fleet;
   if (host_config) {
     ServiceConfig host;

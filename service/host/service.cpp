@@ -52,23 +52,22 @@ Service::Service(ConfigSource source, std::string source_name, ServiceConfig con
       source_name_(std::move(source_name)),
       config_(std::move(config)),
       placement_(config_.gpus),
-      metrics_([this](const std::string &path,
-                      MetricsServer::Respond respond) { serve(path, std::move(respond)); },
-               [this](const std::string &path, const std::string &body,
-                      const std::string &authorization, MetricsServer::Respond respond) {
-                 Reply reply = change_config(
-                     path, body, authorization, config_.web_auth, config_file_,
-                     "the cameras came from the command line: no config file to save to");
-                 if (reply.status == 200) reload();
-                 respond(std::move(reply));
-               }),
+      metrics_(this),
       started_us_(g_get_monotonic_time()) {}
 
 Service::~Service() {
   if (tick_timer_) g_source_remove(tick_timer_);
 }
 
-void Service::serve(const std::string &path, MetricsServer::Respond respond) const {
+void Service::change(const std::string &path, const std::string &body,
+                     const std::string &authorization, MetricsServer::Respond respond) {
+  Reply reply = change_config(path, body, authorization, config_.web_auth, config_file_,
+                              "the cameras came from the command line: no config file to save to");
+  if (reply.status == 200) reload();
+  respond(std::move(reply));
+}
+
+void Service::serve(const std::string &path, MetricsServer::Respond respond) {
   const double uptime = (g_get_monotonic_time() - started_us_) / 1e6;
   Reply reply;
   if (path == "/metrics") {

@@ -21,7 +21,7 @@
 
 namespace cudanms::service {
 
-class Service {
+class Service : private MetricsServer::Owner {
  public:
   // What a reload reads: true with the config, or false with every error.
   using ConfigSource = std::function<bool(ServiceConfig *, std::vector<std::string> *)>;
@@ -75,7 +75,10 @@ class Service {
   CameraRun run_of(const std::string &camera) const;
   void gpu_failed(const std::string &camera, const std::string &reason);
 
-  void serve(const std::string &path, MetricsServer::Respond respond) const;
+  void serve(const std::string &path, MetricsServer::Respond respond) override;
+  // The page's POST (config_edit.h): into the config file, then reloaded.
+  void change(const std::string &path, const std::string &body, const std::string &authorization,
+              MetricsServer::Respond respond) override;
 
   ConfigSource source_;
   std::string config_file_;

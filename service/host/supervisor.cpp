@@ -55,12 +55,7 @@ Supervisor::Supervisor(std::string config_path, std::string config_text, Service
       config_text_(std::move(config_text)),
       config_(std::move(config)),
       placement_(config_.gpus),
-      metrics_([this](const std::string &path,
-                      MetricsServer::Respond respond) { serve(path, std::move(respond)); },
-               [this](const std::string &path, const std::string &body,
-                      const std::string &authorization, MetricsServer::Respond respond) {
-                 change(path, body, authorization, std::move(respond));
-               }),
+      metrics_(this),
       started_us_(g_get_monotonic_time()) {}
 
 Supervisor::~Supervisor() {

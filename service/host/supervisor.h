@@ -35,7 +35,7 @@ namespace cudanms::service {
 
 struct WorkerAnswer;  // worker_merge.h
 
-class Supervisor {
+class Supervisor : private MetricsServer::Owner {
  public:
   // `config_path`: re-read on reload, "" for cameras from the command line; `config_text`: what
   // `config` was parsed from, handed to the workers as it is.
@@ -97,7 +97,7 @@ class Supervisor {
   void gpu_failed(unsigned gpu);
   void tell_workers();  // SIGHUP: read the run directory again
   // The endpoint (supervisor_endpoint.cpp): merged from the workers' answers.
-  void serve(const std::string &path, MetricsServer::Respond respond);
+  void serve(const std::string &path, MetricsServer::Respond respond) override;
   // The cameras of workers that did not answer (down, restarting, stopped), as not streaming.
   std::vector<CameraSnapshot> unanswered_cameras(const std::set<unsigned> &answered) const;
   // /metrics and /health: the workers' answers with the supervisor's own.
@@ -112,7 +112,7 @@ class Supervisor {
   SoupSession *hosts_session();
   // The page's POST (config_edit.h): into the config file, or a fleet's etcd.
   void change(const std::string &path, const std::string &body, const std::string &authorization,
-              MetricsServer::Respond respond);
+              MetricsServer::Respond respond) override;
   void finish_shutdown();
 
   std::string config_path_, config_text_;

@@ -103,12 +103,7 @@ std::string merge_health(const std::vector<WorkerAnswer> &answers,
                          const std::vector<WorkerHealth> &workers, double uptime_s, int *status,
                          const std::function<bool(JsonBuilder *)> &more) {
   bool ok = true;
-  JsonBuilder *b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "uptime_seconds");
-  json_builder_add_int_value(b, static_cast<gint64>(uptime_s));
-  json_builder_set_member_name(b, "cameras");
-  json_builder_begin_object(b);
+  JsonBuilder *b = begin_health(uptime_s);
   for (const WorkerAnswer &answer : answers) {
     JsonParser *parser = json_parser_new();
     JsonObject *cameras = nullptr;
@@ -156,11 +151,7 @@ std::string merge_health(const std::vector<WorkerAnswer> &answers,
   }
   json_builder_end_object(b);
   if (more && !more(b)) ok = false;
-  json_builder_set_member_name(b, "status");
-  json_builder_add_string_value(b, ok ? "ok" : "degraded");
-  json_builder_end_object(b);
-  *status = ok ? 200 : 503;
-  return json_text(b);
+  return end_health(b, ok, status);
 }
 
 }  // namespace cudanms::service

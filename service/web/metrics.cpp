@@ -171,6 +171,13 @@ void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) 
   }
 }
 
+// A camera's labels and a zone's, for a count by (zone, label).
+std::string zone_and_label(const CameraSnapshot &c,
+                           const std::pair<std::string, std::string> &key) {
+  return camera_label(c) + ",zone=\"" + escape_quoted(key.first) + "\",label=\"" +
+         escape_quoted(key.second) + "\"";
+}
+
 // Per camera: what boxcount counted, kept across its reconnections.
 void counting_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) {
   e.family("cudanms_line_crossings_total", "counter",
@@ -185,10 +192,7 @@ void counting_families(Exposition &e, const std::vector<CameraSnapshot> &cameras
   e.family("cudanms_zone_objects", "gauge", "Tracks in a zone now (boxcount), by zone and label");
   for (const CameraSnapshot &c : cameras)
     for (const auto &[key, n] : c.counting.occupancy)
-      e.sample("cudanms_zone_objects",
-               camera_label(c) + ",zone=\"" + escape_quoted(key.first) + "\",label=\"" +
-                   escape_quoted(key.second) + "\"",
-               double(n));
+      e.sample("cudanms_zone_objects", zone_and_label(c, key), double(n));
 
   e.family("cudanms_zone_loitering", "gauge",
            "Tracks in a zone now that stayed its loitering-time (boxcount), by zone");
@@ -201,10 +205,7 @@ void counting_families(Exposition &e, const std::vector<CameraSnapshot> &cameras
            "zone and label");
   for (const CameraSnapshot &c : cameras)
     for (const auto &[key, n] : c.counting.loitered)
-      e.sample("cudanms_zone_loitering_total",
-               camera_label(c) + ",zone=\"" + escape_quoted(key.first) + "\",label=\"" +
-                   escape_quoted(key.second) + "\"",
-               double(n));
+      e.sample("cudanms_zone_loitering_total", zone_and_label(c, key), double(n));
 }
 
 // Each camera's GPU and load, and per GPU of the placement its cameras' sums.
@@ -298,12 +299,7 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
 std::string render_health(const std::vector<CameraSnapshot> &cameras, double uptime_s,
                           int *status) {
   bool all_streaming = true;
-  JsonBuilder *b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "uptime_seconds");
-  json_builder_add_int_value(b, static_cast<gint64>(uptime_s));
-  json_builder_set_member_name(b, "cameras");
-  json_builder_begin_object(b);
+  JsonBuilder *b = begin_health(uptime_s);
   for (const CameraSnapshot &c : cameras) {
     if (c.enabled && c.state != CameraState::kStreaming) all_streaming = false;
     json_builder_set_member_name(b, c.name.c_str());
@@ -325,10 +321,24 @@ std::string render_health(const std::vector<CameraSnapshot> &cameras, double upt
     json_builder_end_object(b);
   }
   json_builder_end_object(b);
+  return end_health(b, all_streaming, status);
+}
+
+JsonBuilder *begin_health(double uptime_s) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "uptime_seconds");
+  json_builder_add_int_value(b, static_cast<gint64>(uptime_s));
+  json_builder_set_member_name(b, "cameras");
+  json_builder_begin_object(b);
+  return b;
+}
+
+std::string end_health(JsonBuilder *b, bool ok, int *status) {
   json_builder_set_member_name(b, "status");
-  json_builder_add_string_value(b, all_streaming ? "ok" : "degraded");
+  json_builder_add_string_value(b, ok ? "ok" : "degraded");
   json_builder_end_object(b);
-  *status = all_streaming ? 200 : 503;
+  *status = ok ? 200 : 503;
   return json_text(b);
 }
 
@@ -353,9 +363,6 @@ ProcessSnapshot process_snapshot(double uptime_s, std::map<unsigned, bool> place
   process.placement_gpus = std::move(placement_gpus);
   return process;
 }
-
-MetricsServer::MetricsServer(Handler handler, Change change)
-    : handler_(std::move(handler)), change_(std::move(change)) {}
 
 MetricsServer::~MetricsServer() {
   *alive_ = false;
@@ -460,12 +467,12 @@ MetricsServer::Respond paused(SoupServer *server, SoupServerMessage *message) {
 void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const char *path,
                            GHashTable *, gpointer data) {
   auto *self = static_cast<MetricsServer *>(data);
-  if (g_strcmp0(soup_server_message_get_method(message), "POST") == 0 && self->change_) {
+  if (g_strcmp0(soup_server_message_get_method(message), "POST") == 0) {
     SoupMessageBody *request = soup_server_message_get_request_body(message);
     const char *authorization = soup_message_headers_get_one(
         soup_server_message_get_request_headers(message), "Authorization");
-    self->change_(path, std::string(request->data ? request->data : "", request->length),
-                  authorization ? authorization : "", paused(server, message));
+    self->owner_->change(path, std::string(request->data ? request->data : "", request->length),
+                         authorization ? authorization : "", paused(server, message));
     return;
   }
   if (g_strcmp0(soup_server_message_get_method(message), "GET") != 0) {
@@ -482,7 +489,7 @@ void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const
                                      page.body.size());
     return;
   }
-  self->handler_(path, paused(server, message));
+  self->owner_->serve(path, paused(server, message));
 }
 
 void MetricsServer::open_stream(SoupServerMessage *message) {
@@ -513,7 +520,7 @@ void MetricsServer::open_stream(SoupServerMessage *message) {
     if (self->stream_asked_) return G_SOURCE_CONTINUE;  // the last one is not answered yet
     self->stream_asked_ = true;
     std::weak_ptr<bool> alive = self->alive_;
-    self->handler_("/api/cameras", [self, alive](Reply reply) {
+    self->owner_->serve("/api/cameras", [self, alive](Reply reply) {
       if (alive.expired()) return;
       self->stream_asked_ = false;
       if (reply.status != 200) return;

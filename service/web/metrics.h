@@ -40,6 +40,12 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
 std::string render_health(const std::vector<CameraSnapshot> &cameras, double uptime_s, int *status);
 // `builder`'s document as text, a newline after it; unrefs the builder.
 std::string json_text(JsonBuilder *builder);
+// The health document's frame, the same for a host and for its workers' merge:
+// {"uptime_seconds": N, "cameras": {one member a camera}, ..., "status": "ok" or "degraded"}.
+// begin_health leaves "cameras" open; end_health follows the members after it, unrefs the
+// builder and sets `*status` (200 or 503).
+JsonBuilder *begin_health(double uptime_s);
+std::string end_health(JsonBuilder *builder, bool ok, int *status);
 // This process's figures now; `placement_gpus` as ProcessSnapshot's.
 ProcessSnapshot process_snapshot(double uptime_s, std::map<unsigned, bool> placement_gpus);
 
@@ -57,15 +63,21 @@ constexpr const char *kHealthType = "application/json";
 class MetricsServer {
  public:
   using Respond = std::function<void(Reply)>;
-  // Answers a GET of `path` (/metrics, /health, /api/cameras, /snapshot/NAME; 404 for another)
-  // through `respond`, once: at once, or later from the main loop (a supervisor asks its
-  // workers first).
-  using Handler = std::function<void(const std::string &path, Respond respond)>;
-  // A POST of `path` (/api/cameras/NAME/shapes, config_edit.h) with its body and Authorization
-  // header; answered through `respond` as a GET is.
-  using Change = std::function<void(const std::string &path, const std::string &body,
-                                    const std::string &authorization, Respond respond)>;
-  explicit MetricsServer(Handler handler, Change change = nullptr);
+  // The host that answers what the server does not serve itself, each through `respond`, once:
+  // at once, or later from the main loop (a supervisor asks its workers first).
+  class Owner {
+   public:
+    // A GET of `path` (/metrics, /health, /api/cameras, /snapshot/NAME; 404 for another).
+    virtual void serve(const std::string &path, Respond respond) = 0;
+    // A POST of `path` (/api/cameras/NAME/shapes, config_edit.h) with its body and Authorization
+    // header.
+    virtual void change(const std::string &path, const std::string &body,
+                        const std::string &authorization, Respond respond) = 0;
+
+   protected:
+    ~Owner() = default;
+  };
+  explicit MetricsServer(Owner *owner) : owner_(owner) {}
   ~MetricsServer();
   MetricsServer(const MetricsServer &) = delete;
   MetricsServer &operator=(const MetricsServer &) = delete;
@@ -87,8 +99,7 @@ class MetricsServer {
   void send_to_streams(const std::string &event);
   static void on_stream_finished(SoupServerMessage *message, gpointer data);
 
-  Handler handler_;
-  Change change_;
+  Owner *const owner_;
   std::vector<SoupServerMessage *> streams_;  // held until finished
   guint stream_timer_ = 0;
   bool stream_asked_ = false;  // a document for the streams is on its way
