@@ -2,6 +2,7 @@
 
 #include <glib.h>
 
+#include <algorithm>
 #include <utility>
 
 namespace cudanms::service {
@@ -96,6 +97,14 @@ std::string counts_file_prefix(const std::string &camera) {
 
 std::string counts_file_name(const std::string &camera, guint64 epoch) {
   return counts_file_prefix(camera) + std::to_string(epoch) + ".json";
+}
+
+bool stale_counts_file(const std::string &file, const std::set<std::string> &current,
+                       const std::set<std::string> &leaving) {
+  if (file.rfind("counts-", 0) != 0) return false;
+  auto begins = [&](const std::string &prefix) { return file.rfind(prefix, 0) == 0; };
+  return !std::any_of(current.begin(), current.end(), begins) &&
+         !std::any_of(leaving.begin(), leaving.end(), begins);
 }
 
 ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &assignment,

@@ -50,6 +50,12 @@ std::string run_lease_path(const std::string &run_dir);  // a fleet host's fence
 // Where a camera's counts are kept (counting_file.h): counts-NAME-EPOCH.json, NAME escaped.
 std::string counts_file_name(const std::string &camera, guint64 epoch);
 std::string counts_file_prefix(const std::string &camera);  // of any epoch's
+// Whether `file`, a name in the run directory, is a counts file no camera uses any more: neither
+// one of `current` (counts_file_name) nor a temporary of one being written (its name and a
+// suffix: the worker writes a file whole and renames it), nor any file of a camera in
+// `leaving` (counts_file_prefix: still stopping, it writes its file to the last).
+bool stale_counts_file(const std::string &file, const std::set<std::string> &current,
+                       const std::set<std::string> &leaving);
 
 // What the worker of `gpu` runs of `all`: the cameras assigned to it, on its GPU (or on the CPU:
 // the CPU's worker, or once its GPU failed: their cameras stay there, as gpu-failure = cpu or no

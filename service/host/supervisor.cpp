@@ -206,19 +206,12 @@ void Supervisor::forget_removed_counts() {
   std::set<std::string> current;
   for (const auto &[camera, epoch] : assignment_.epochs)
     current.insert(counts_file_name(camera, epoch));
-  // A camera still stopping in its worker writes its file to the last: spared until the next
-  // time.
   std::set<std::string> leaving;
   for (const auto &[camera, left] : leaving_) leaving.insert(counts_file_prefix(camera));
   GDir *dir = g_dir_open(run_dir_.c_str(), 0, nullptr);
   if (!dir) return;
-  while (const gchar *name = g_dir_read_name(dir)) {
-    const std::string file = name;
-    const bool spared = std::any_of(leaving.begin(), leaving.end(),
-                                    [&](const std::string &p) { return file.rfind(p, 0) == 0; });
-    if (g_str_has_prefix(name, "counts-") && !current.count(file) && !spared)
-      g_unlink((run_dir_ + "/" + name).c_str());
-  }
+  while (const gchar *name = g_dir_read_name(dir))
+    if (stale_counts_file(name, current, leaving)) g_unlink((run_dir_ + "/" + name).c_str());
   g_dir_close(dir);
 }
 

@@ -28,6 +28,7 @@
 #include "config.h"
 #include "fleet_agent.h"
 #include "metrics.h"
+#include "other_hosts.h"
 #include "placement.h"
 #include "status.h"
 
@@ -130,6 +131,7 @@ class Supervisor : private MetricsServer::Owner {
   std::function<void()> shut_down_;
   std::unique_ptr<FleetAgent> fleet_;     // a fleet host's part in its site
   SoupSession *hosts_session_ = nullptr;  // to the other fleet hosts' endpoints
+  OtherHostsCameras other_hosts_;         // their cameras, for the page
   // Cameras that left their worker's assignment and may still run there: camera -> (the
   // worker, the generation that left it out).
   std::map<std::string, std::pair<unsigned, guint64>> leaving_;

@@ -116,47 +116,12 @@ SoupSession *Supervisor::hosts_session() {
 }
 
 void Supervisor::serve_site(std::string here, MetricsServer::Respond respond) {
-  struct Site {
-    Supervisor *supervisor;
-    std::string here;
-    MetricsServer::Respond respond;
-    std::vector<HostCameras> others;
-    int pending = 1;
-    void done() {
-      if (--pending > 0) return;
-      respond({200, kHealthType,
-               supervisor->fleet_ ? site_cameras(here, others, supervisor->fleet_->site()) : here});
-      delete this;
-    }
-  };
-  struct HostAsk {
-    Site *site;
-    std::string url;
-    SoupMessage *message;
-  };
-  auto *site = new Site{this, std::move(here), std::move(respond), {}};
-  for (const auto &[host, url] : fleet_->other_hosts()) {
-    SoupMessage *message = soup_message_new("GET", (url + "/api/host/cameras").c_str());
-    if (!message) continue;
-    site->pending++;
-    soup_session_send_and_read_async(
-        hosts_session(), message, G_PRIORITY_DEFAULT, nullptr,
-        [](GObject *session, GAsyncResult *result, gpointer data) {
-          auto *ask = static_cast<HostAsk *>(data);
-          GBytes *body = soup_session_send_and_read_finish(SOUP_SESSION(session), result, nullptr);
-          if (body && soup_message_get_status(ask->message) == 200) {
-            gsize size = 0;
-            const char *bytes = static_cast<const char *>(g_bytes_get_data(body, &size));
-            ask->site->others.push_back({ask->url, std::string(bytes, size)});
-          }
-          if (body) g_bytes_unref(body);
-          g_object_unref(ask->message);
-          ask->site->done();
-          delete ask;
-        },
-        new HostAsk{site, url, message});
-  }
-  site->done();
+  other_hosts_.get(
+      hosts_session(), fleet_->other_hosts(),
+      [this, here = std::move(here),
+       respond = std::move(respond)](const std::vector<HostCameras> &others) {
+        respond({200, kHealthType, fleet_ ? site_cameras(here, others, fleet_->site()) : here});
+      });
 }
 
 void Supervisor::change(const std::string &path, const std::string &body,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <json-glib/json-glib.h>
 
+#include <set>
 #include <sstream>
 
 #include <glib/gstdio.h>
@@ -70,6 +71,21 @@ TEST(Assignment, AWorkerTakesItsCamerasOnItsGpu) {
   const ServiceConfig failed = worker_config(all, 1, assignment, "/run/x");
   EXPECT_TRUE(failed.gpus.empty());
   EXPECT_FALSE(failed.cameras[0].gpu_id.has_value());
+}
+
+// The supervisor's clean-up of the run directory: a worker's file being written (a temporary
+// renamed over it) is not a stale file (it was deleted mid-write: "Failed to rename file").
+TEST(CountingFile, OnlyFilesOfNoCameraAreStale) {
+  const std::set<std::string> current = {counts_file_name("cam2", 3), counts_file_name("cam1", 0)};
+  const std::set<std::string> leaving = {counts_file_prefix("cam9")};
+  EXPECT_FALSE(stale_counts_file("counts-cam2-3.json", current, leaving));
+  EXPECT_FALSE(stale_counts_file("counts-cam2-3.json.Q7X2KZ", current, leaving)) << "being written";
+  EXPECT_TRUE(stale_counts_file("counts-cam2-2.json", current, leaving)) << "an earlier epoch's";
+  EXPECT_TRUE(stale_counts_file("counts-cam2-2.json.Q7X2KZ", current, leaving));
+  EXPECT_TRUE(stale_counts_file("counts-cam10-0.json", current, leaving)) << "not cam1's";
+  EXPECT_FALSE(stale_counts_file("counts-cam9-4.json", current, leaving)) << "still stopping";
+  EXPECT_FALSE(stale_counts_file("config.conf", current, leaving)) << "not a counts file";
+  EXPECT_FALSE(stale_counts_file("worker-0.sock", current, leaving));
 }
 
 TEST(CountingFile, ReadsBackWhatItWrote) {
