@@ -120,7 +120,8 @@ void Supervisor::serve_site(std::string here, MetricsServer::Respond respond) {
       hosts_session(), fleet_->other_hosts(),
       [this, here = std::move(here),
        respond = std::move(respond)](const std::vector<HostCameras> &others) {
-        respond({200, kHealthType, fleet_ ? site_cameras(here, others, fleet_->site()) : here});
+        respond({200, kHealthType,
+                 fleet_ ? site_cameras(here, others, fleet_->site(), other_hosts_.gone()) : here});
       });
 }
 

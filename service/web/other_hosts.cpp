@@ -1,5 +1,7 @@
 #include "other_hosts.h"
 
+#include <algorithm>
+#include <set>
 #include <utility>
 
 namespace cudanms::service {
@@ -11,12 +13,28 @@ struct OtherHostsCameras::Round {
   OtherHostsCameras *owner = nullptr;  // nullptr once the owner is gone: nobody to answer
   void one_done() {
     if (--pending > 0 || !owner) return;
-    owner->answers_ = answers;
-    owner->answered_us_ = g_get_monotonic_time();
+    owner->keep(answers);
     owner->asking_.reset();
     for (const Then &then : waiting) then(answers);
   }
 };
+
+void OtherHostsCameras::keep(const std::vector<HostCameras> &answers) {
+  answers_ = answers;
+  answered_us_ = g_get_monotonic_time();
+  std::set<std::string> answered;
+  for (const HostCameras &a : answers) {
+    last_[a.url] = {answered_us_, a.body};
+    answered.insert(a.url);
+  }
+  std::vector<std::pair<gint64, HostCameras>> gone;
+  for (const auto &[url, last] : last_)
+    if (!answered.count(url)) gone.push_back({last.first, {url, last.second}});
+  std::sort(gone.begin(), gone.end(),
+            [](const auto &a, const auto &b) { return a.first < b.first; });
+  gone_.clear();
+  for (auto &[at, host] : gone) gone_.push_back(std::move(host));
+}
 
 OtherHostsCameras::~OtherHostsCameras() {
   if (asking_) asking_->owner = nullptr;

@@ -29,12 +29,19 @@ class OtherHostsCameras {
   // this round's (started now, or already on its way: then its hosts) are in. A host that did
   // not answer is left out.
   void get(SoupSession *session, const std::map<std::string, std::string> &hosts, Then then);
+  // The last answer of each host that answered once and not in the latest round (dead, cut
+  // off, or no longer registered), the oldest first: its cameras' last events stay on the page.
+  const std::vector<HostCameras> &gone() const { return gone_; }
 
  private:
   struct Round;
   const gint64 keep_us_;
   std::vector<HostCameras> answers_;
   gint64 answered_us_ = 0;  // 0: never
+  // Every host's last answer and when it came, by URL (a host a site has had: a few hundred).
+  std::map<std::string, std::pair<gint64, std::string>> last_;
+  std::vector<HostCameras> gone_;
+  void keep(const std::vector<HostCameras> &answers);
   // The round on its way, shared with its requests' callbacks (they may end after this object).
   std::shared_ptr<Round> asking_;
 };

@@ -106,7 +106,8 @@ namespace {
 // one of a fleet that this document only knows from etcd (site_cameras()) has `unrun_state`,
 // and `page`: its host's page, if any.
 void add_camera(JsonBuilder *b, const CameraSnapshot &c, const std::string &host,
-                const std::string &unrun_state = "", const std::string &page = "") {
+                const std::string &unrun_state = "", const std::string &page = "",
+                JsonNode *kept_events = nullptr) {
   json_builder_set_member_name(b, c.name.c_str());
   json_builder_begin_object(b);
   add_string(b, "state", unrun_state.empty() ? state_name(c.state) : unrun_state);
@@ -130,7 +131,12 @@ void add_camera(JsonBuilder *b, const CameraSnapshot &c, const std::string &host
   json_builder_add_boolean_value(b, c.normalized);
   json_builder_end_object(b);
   add_counts(b, c.counting);
-  add_events(b, c.events);
+  if (kept_events) {
+    json_builder_set_member_name(b, "events");
+    json_builder_add_value(b, json_node_copy(kept_events));
+  } else {
+    add_events(b, c.events);
+  }
   json_builder_end_object(b);
 }
 
@@ -196,12 +202,61 @@ std::string merge_cameras(const std::vector<WorkerAnswer> &answers, const std::s
   return end_cameras(b);
 }
 
+namespace {
+
+// Each camera's events in `answers` (/api/host/cameras documents, the newest last), each event
+// marked with the camera's host then; new references.
+std::map<std::string, JsonNode *> events_of(const std::vector<HostCameras> &answers) {
+  std::map<std::string, JsonNode *> out;
+  for (const HostCameras &answer : answers) {
+    JsonParser *parser = json_parser_new();
+    JsonObject *cameras = nullptr;
+    if (json_parser_load_from_data(parser, answer.body.c_str(), -1, nullptr)) {
+      JsonNode *root = json_parser_get_root(parser);
+      if (JSON_NODE_HOLDS_OBJECT(root) &&
+          json_object_has_member(json_node_get_object(root), "cameras") &&
+          JSON_NODE_HOLDS_OBJECT(json_object_get_member(json_node_get_object(root), "cameras")))
+        cameras = json_object_get_object_member(json_node_get_object(root), "cameras");
+    }
+    JsonObjectIter it;
+    const gchar *name = nullptr;
+    JsonNode *camera = nullptr;
+    if (cameras) json_object_iter_init(&it, cameras);
+    while (cameras && json_object_iter_next(&it, &name, &camera)) {
+      if (!JSON_NODE_HOLDS_OBJECT(camera)) continue;
+      JsonObject *o = json_node_get_object(camera);
+      JsonNode *events = json_object_get_member(o, "events");
+      if (!events || !JSON_NODE_HOLDS_ARRAY(events)) continue;
+      const char *host =
+          json_object_has_member(o, "host") ? json_object_get_string_member(o, "host") : nullptr;
+      JsonNode *marked = json_node_copy(events);
+      JsonArray *list = json_node_get_array(marked);
+      for (guint i = 0; i < json_array_get_length(list); i++) {
+        JsonNode *event = json_array_get_element(list, i);
+        if (JSON_NODE_HOLDS_OBJECT(event))
+          json_object_set_string_member(json_node_get_object(event), "host", host ? host : "");
+      }
+      auto [at, fresh] = out.emplace(name, marked);
+      if (!fresh) {  // a newer answer's
+        json_node_unref(at->second);
+        at->second = marked;
+      }
+    }
+    g_object_unref(parser);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string site_cameras(const std::string &here, const std::vector<HostCameras> &others,
-                         const std::vector<SiteCamera> &site) {
+                         const std::vector<SiteCamera> &site,
+                         const std::vector<HostCameras> &gone) {
   JsonBuilder *b = begin_cameras();
   std::set<std::string> seen;
   add_cameras(b, here, "", "", &seen);
   for (const HostCameras &host : others) add_cameras(b, host.body, "", host.url + "/", &seen);
+  std::map<std::string, JsonNode *> last_events = events_of(gone);
   for (const SiteCamera &camera : site) {
     if (seen.count(camera.name)) continue;
     CameraSnapshot c;
@@ -210,9 +265,12 @@ std::string site_cameras(const std::string &here, const std::vector<HostCameras>
     c.last_error = !camera.error.empty()  ? camera.error
                    : camera.owner.empty() ? "no host runs it: none has room, or none is up"
                                           : "its host did not answer";
+    const auto events = last_events.find(camera.name);
     add_camera(b, c, camera.owner, camera.owner.empty() ? "unplaced" : "unanswered",
-               camera.owner_url.empty() ? "" : camera.owner_url + "/");
+               camera.owner_url.empty() ? "" : camera.owner_url + "/",
+               events == last_events.end() ? nullptr : events->second);
   }
+  for (auto &[name, events] : last_events) json_node_unref(events);
   return end_cameras(b);
 }
 

@@ -1,5 +1,5 @@
-// The operator's page (service/web/page/: plain HTML, CSS and JavaScript, no build step) and the API
-// it reads, served by the service's endpoint (metrics.h) next to /metrics and /health:
+// The operator's page (service/web/page/: plain HTML, CSS and JavaScript, no build step) and the
+// API it reads, served by the service's endpoint (metrics.h) next to /metrics and /health:
 //   /, /app.js, /style.css   the page, from the install prefix (or the source tree, uninstalled)
 //   /api/cameras             every camera: state, host, GPU, frames/s, last error, reconnects,
 //                            counts per line, direction and class, zones' occupancy, the newest
@@ -42,9 +42,12 @@ struct HostCameras {
 // A fleet host's /api/cameras: `here` (its own, host set), the other hosts' cameras (each with
 // "page": the host's page, where its picture and counts come from) and, for a camera of `site`
 // that none of them gave, what etcd says: "unplaced" (no host runs it, `last_error` why not) or
-// "unanswered" (its host did not answer).
+// "unanswered" (its host did not answer), with the events it last had in `gone` (the last answers
+// of hosts that answer no more), each marked with the host that ran it then ("host"): a host's
+// death does not take its last events off the page.
 std::string site_cameras(const std::string &here, const std::vector<HostCameras> &others,
-                         const std::vector<SiteCamera> &site);
+                         const std::vector<SiteCamera> &site,
+                         const std::vector<HostCameras> &gone = {});
 // The /snapshot/NAME reply of a camera's latest picture (503 before the first).
 Reply snapshot_reply(const Snapshot &snapshot);
 // The camera NAME of /snapshot/NAME, "" for another path.

@@ -216,9 +216,11 @@ function showEvents(cameras) {
   list.replaceChildren(...all.slice(0, 50).map((e) => {
     const item = element('li');
     const when = element('time', '', new Date(e.time * 1000).toLocaleTimeString());
+    // An event with a host is one of a host that answers no more, kept from its last answer.
     const what = `${e.camera}: ${e.label || 'object'} #${e.track} ` +
                  (e.kind === 'line-crossed' ? `crossed ${e.name} ${e.direction}`
-                                            : `${e.kind === 'zone-entered' ? 'entered' : 'left'} ${e.name}`);
+                                            : `${e.kind === 'zone-entered' ? 'entered' : 'left'} ${e.name}`) +
+                 (e.host !== undefined ? ` (on ${e.host || 'a host'}, not answering)` : '');
     item.append(when, document.createTextNode(what));
     return item;
   }));

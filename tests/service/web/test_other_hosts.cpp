@@ -71,6 +71,7 @@ TEST(OtherHostsCameras, OneRoundServesEveryPageAskingWithinASecond) {
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(a.asked, 1);
   EXPECT_EQ(b.asked, 1);
+  EXPECT_TRUE(others.gone().empty());
   for (const auto &answers : got) {
     ASSERT_EQ(answers.size(), 2u);
     std::map<std::string, std::string> by_url;
@@ -92,6 +93,10 @@ TEST(OtherHostsCameras, OneRoundServesEveryPageAskingWithinASecond) {
   EXPECT_EQ(b.asked, 2);
   ASSERT_EQ(got.back().size(), 1u);
   EXPECT_EQ(got.back()[0].url, a.url);
+  // Its last answer kept: its cameras' last events stay on the page.
+  ASSERT_EQ(others.gone().size(), 1u);
+  EXPECT_EQ(others.gone()[0].url, b.url);
+  EXPECT_EQ(others.gone()[0].body, "{\"b\":2}");
   g_object_unref(session);
 }
 

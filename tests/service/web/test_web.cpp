@@ -132,6 +132,51 @@ TEST(WebApi, TheSupervisorMergesItsWorkersCamerasAndLeavesOutWhatIsNoDocument) {
   g_object_unref(parser);
 }
 
+// A fleet host's page after another host died: the dead host's camera is "unanswered" (then
+// "unplaced"), its last events kept and marked as that host's; a camera another host runs now
+// shows that host's events, not the dead one's.
+TEST(WebApi, ADeadHostsLastEventsStayOnTheSitesPage) {
+  CameraSnapshot gate;
+  gate.name = "gate";
+  gate.state = CameraState::kStreaming;
+  gate.events = {{3, 1700000005000000, "line-crossed", "entry", "out", "car", 5}};
+  const std::string dead_before = render_cameras({door()}, "host-a");
+  const std::string dead_last = render_cameras({door(), gate}, "host-a");
+  const std::string alive = render_cameras({}, "host-b");
+  CameraSnapshot moved = gate;
+  moved.events = {{4, 1700000006000000, "line-crossed", "entry", "in", "car", 6}};
+  const std::vector<SiteCamera> site = {{"door", "host-a", "http://a:1", "", true},
+                                        {"gate", "", "", "", true}};
+  const std::string page =
+      site_cameras(render_cameras({}, "here"), {{"http://b:1", alive}}, site,
+                   {{"http://a:1", dead_before}, {"http://a:1", dead_last}});
+  JsonParser *parser = json_parser_new();
+  JsonObject *d = camera_of(parser, page, "door");
+  ASSERT_NE(d, nullptr) << page;
+  EXPECT_STREQ(json_object_get_string_member(d, "state"), "unanswered");
+  JsonArray *events = json_object_get_array_member(d, "events");
+  ASSERT_EQ(json_array_get_length(events), 2u) << page;
+  JsonObject *first = json_array_get_object_element(events, 0);
+  EXPECT_EQ(json_object_get_int_member(first, "id"), 9);
+  EXPECT_STREQ(json_object_get_string_member(first, "host"), "host-a");
+  JsonObject *g = camera_of(parser, page, "gate");
+  ASSERT_NE(g, nullptr) << page;
+  EXPECT_STREQ(json_object_get_string_member(g, "state"), "unplaced");
+  ASSERT_EQ(json_array_get_length(json_object_get_array_member(g, "events")), 1u);
+
+  // The gate camera running on host b now: its own events only.
+  const std::string now = site_cameras(render_cameras({}, "here"),
+                                       {{"http://b:1", render_cameras({moved}, "host-b")}}, site,
+                                       {{"http://a:1", dead_last}});
+  g = camera_of(parser, now, "gate");
+  ASSERT_NE(g, nullptr) << now;
+  EXPECT_STREQ(json_object_get_string_member(g, "state"), "streaming");
+  events = json_object_get_array_member(g, "events");
+  ASSERT_EQ(json_array_get_length(events), 1u);
+  EXPECT_EQ(json_object_get_int_member(json_array_get_object_element(events, 0), "id"), 4);
+  g_object_unref(parser);
+}
+
 TEST(WebApi, SnapshotsAndPageFiles) {
   EXPECT_EQ(snapshot_camera("/snapshot/door"), "door");
   EXPECT_EQ(snapshot_camera("/snapshot/yard%20west"), "yard west");
