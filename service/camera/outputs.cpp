@@ -57,7 +57,9 @@ CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
     : config_(config),
       counts_file_(run.counts_file),
       counting_(std::move(counted)),
-      line_shapes_(config.line_shapes) {
+      line_shapes_(config.line_shapes),
+      history_(run.history),
+      host_(run.host) {
   if (!run.fleet_store.endpoints.empty()) store_ = std::make_unique<FleetStore>(run.fleet_store);
   keep_counting();  // ids reserved from the start
 }
@@ -390,6 +392,13 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
                                gst_cuda_nms_count_event_kind_name(e.kind), e.name, direction,
                                e.label ? e.label : "", e.track_id});
     if (recent_events_.size() > kRecentEvents) recent_events_.pop_back();
+    if (history_) {  // queued: the database never holds the frame
+      HistoryEvent kept;
+      static_cast<CountEvent &>(kept) = recent_events_.front();
+      kept.camera = config_.name;
+      kept.host = host_;
+      history_->add(std::move(kept));
+    }
     if (e.kind == GST_CUDA_NMS_COUNT_ZONE_LOITERING)
       counting_.loitered[{e.name, e.label ? e.label : ""}]++;
     if (e.kind != GST_CUDA_NMS_COUNT_LINE_CROSSED) continue;

@@ -17,8 +17,10 @@
 #include <tuple>
 #include <vector>
 
+#include "camera_run.h"
 #include "config.h"
 #include "detectionsjson.h"
+#include "event_history.h"
 #include "fleet_store.h"
 #include "linesfile.h"
 #ifdef CUDANMS_HAVE_MQTT
@@ -59,16 +61,8 @@ struct CountingState {
   LineTallies tallies() const;
 };
 
-// A counting event as the operator's page lists it (web.h).
-struct RecentEvent {
-  guint64 id = 0;
-  gint64 time_us = 0;     // g_get_real_time() when counted
-  std::string kind;       // line-crossed, zone-entered, zone-left, zone-loitering
-  std::string name;       // the line's or the zone's
-  std::string direction;  // a line's: in or out
-  std::string label;
-  guint64 track_id = 0;
-};
+// A counting event as the operator's page lists it (web.h) and the history keeps it.
+using RecentEvent = CountEvent;
 
 // The camera's latest annotated picture (JPEG; null before the first) and its number.
 struct Snapshot {
@@ -158,10 +152,12 @@ class CameraOutputs {
   CountingState saved_;
   std::map<std::string, std::string> line_shapes_;
   guint64 reserved_ids_ = 0, reserved_events_ = 0;
-  bool save_failing_ = false;          // reported once until a save works again
-  std::unique_ptr<FleetStore> store_;  // a fleet's camera: etcd
-  gint64 store_retry_us_ = 0;          // after a failure, the next try not before
-  gint64 forgotten_us_ = 0;            // delivered events last taken out of the outbox
+  bool save_failing_ = false;                    // reported once until a save works again
+  std::unique_ptr<FleetStore> store_;            // a fleet's camera: etcd
+  const std::shared_ptr<EventHistory> history_;  // where its events are kept; nullptr: nowhere
+  const std::string host_;                       // in each event kept
+  gint64 store_retry_us_ = 0;                    // after a failure, the next try not before
+  gint64 forgotten_us_ = 0;                      // delivered events last taken out of the outbox
   std::atomic<bool> not_owner_{false};
   // Events the broker acknowledged (Paho's thread), to take out of the outbox.
   struct Delivered {

@@ -105,6 +105,7 @@ struct ServiceConfig {
   // where cameras may run on more than one GPU (supervisor.h).
   std::string workers;
   std::string web_auth;  // the key the operator's page gives to change the config; "": none
+  std::string history;   // the events' history (SQLite, event_history.h); "": none
   FleetSettings fleet;
   std::vector<CameraConfig> cameras;
   guint64 generation = 0;  // a worker's: the supervisor's assignment it comes from

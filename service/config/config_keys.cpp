@@ -121,6 +121,19 @@ const Key kKeys[] = {
        s->web_auth = v;
        return "";
      }},
+    {"history", Where::kService,
+     "the events' history, an SQLite file (made where there is none; the workers of this host "
+     "write into it): searched at /api/events; \"\" (default) for none",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       if (v.empty()) return (s->history = ""), "";
+       gchar *dir = g_path_get_dirname(v.c_str());
+       std::string why = check_directory(dir);
+       g_free(dir);
+       if (why.empty() && g_file_test(v.c_str(), G_FILE_TEST_IS_DIR))
+         why = v + " is a directory, not a file";
+       if (why.empty()) s->history = v;
+       return why;
+     }},
     {"mqtt-address", Where::kService,
      "the MQTT broker (host:port, tcp:// or ssl:// URI); \"\" for none",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {

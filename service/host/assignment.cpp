@@ -129,8 +129,10 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
                          assignment.fleet_keys + "state/" + camera.name, assignment.fleet_lease};
     mine.push_back(std::move(camera));
   }
+  const std::string host_id = out.fleet.host_id;  // its events' host in the history
   out.fleet = FleetSettings();
   out.fleet.endpoints = assignment.fleet_endpoints;
+  out.fleet.host_id = host_id;
   out.generation = assignment.generation;
   out.cameras = std::move(mine);
   out.all_gpus = false;

@@ -1,11 +1,15 @@
 // What the service and its supervisor decide for a running camera, never its config: whether it
-// runs on the CPU, and where what it counted is kept while workers and hosts come and go.
+// runs on the CPU, where what it counted is kept while workers and hosts come and go, and where
+// its events are kept to look back on.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace cudanms::service {
+
+class EventHistory;  // event_history.h
 
 // A fleet host's camera: where its counts and its events not yet acknowledged by the broker are
 // kept in etcd, written only while the host's lease owns the camera (fleet_store.h).
@@ -23,6 +27,9 @@ struct CameraRun {
   // "" for none.
   std::string counts_file;
   FleetStoreConfig fleet_store;
+  // Where its events are kept to look back on (nullptr: nowhere), marked with `host`.
+  std::shared_ptr<EventHistory> history;
+  std::string host;
 };
 
 }  // namespace cudanms::service

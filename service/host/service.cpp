@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "config_edit.h"
 #include "counting_file.h"
+#include "events_api.h"
 #include "log.h"
 #include "session.h"
 #include "web.h"
@@ -74,10 +77,17 @@ void Service::serve(const std::string &path, MetricsServer::Respond respond) {
     std::map<unsigned, bool> gpus;
     for (const auto &[gpu, load] : placement_.loads()) gpus[gpu] = placement_.failed(gpu);
     reply.type = kMetricsType;
-    reply.body = render_metrics(snapshots(), process_snapshot(uptime, std::move(gpus)));
+    ProcessSnapshot process = process_snapshot(uptime, std::move(gpus));
+    if (history_) process.history = history_->stats();
+    reply.body = render_metrics(snapshots(), process);
   } else if (path == "/health") {
     reply.type = kHealthType;
     reply.body = render_health(snapshots(), uptime, &reply.status);
+  } else if (is_events_path(path)) {
+    reply = events_reply(history_.get(), path, [this](const std::string &name) {
+      return std::any_of(config_.cameras.begin(), config_.cameras.end(),
+                         [&](const CameraConfig &c) { return c.name == name; });
+    });
   } else if (path == "/api/cameras" || path == "/api/host/cameras") {
     reply.type = kHealthType;
     reply.body = render_cameras(snapshots(), host_name(config_.fleet.host_id));
@@ -91,6 +101,7 @@ void Service::serve(const std::string &path, MetricsServer::Respond respond) {
 
 bool Service::start(std::string *error) {
   if (!metrics_.listen(config_.metrics_address, error)) return false;
+  history_ = open_host_history(config_.history);
   if (g_str_has_prefix(metrics_.url().c_str(), "http"))
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
              metrics_.url().c_str());
@@ -116,7 +127,10 @@ bool Service::start(std::string *error) {
 
 CameraRun Service::run_of(const std::string &camera) const {
   const auto found = config_.runs.find(camera);
-  return found == config_.runs.end() ? CameraRun() : found->second;
+  CameraRun run = found == config_.runs.end() ? CameraRun() : found->second;
+  run.history = history_;
+  run.host = config_.fleet.host_id;
+  return run;
 }
 
 CameraRun Service::place(CameraConfig *config) {

@@ -86,7 +86,8 @@ class Service : private MetricsServer::Owner {
   ServiceConfig config_;
   CudaContexts cuda_contexts_;  // declared before the cameras: destroyed after them
   Placement placement_;
-  std::set<std::string> on_cpu_;  // cameras whose GPU failed, run on the CPU
+  std::shared_ptr<EventHistory> history_;  // the cameras' events, kept (nullptr: not)
+  std::set<std::string> on_cpu_;           // cameras whose GPU failed, run on the CPU
   std::map<std::string, std::unique_ptr<Camera>> cameras_;
   std::vector<std::unique_ptr<Camera>> stopping_;  // removed, finalising
   MetricsServer metrics_;

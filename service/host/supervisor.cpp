@@ -109,6 +109,7 @@ bool Supervisor::start(std::string *error) {
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
              metrics_.url().c_str());
   status_.apply(config_);
+  history_ = open_host_history(config_.history);  // made before the workers write into it
   start_workers();
   if (!config_.fleet.on()) return true;
   FleetAgent::Hooks hooks;

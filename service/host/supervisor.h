@@ -26,6 +26,7 @@
 
 #include "assignment.h"
 #include "config.h"
+#include "event_history.h"
 #include "fleet_agent.h"
 #include "metrics.h"
 #include "other_hosts.h"
@@ -129,9 +130,10 @@ class Supervisor : private MetricsServer::Owner {
   gint64 started_us_;
   bool shutting_down_ = false;
   std::function<void()> shut_down_;
-  std::unique_ptr<FleetAgent> fleet_;     // a fleet host's part in its site
-  SoupSession *hosts_session_ = nullptr;  // to the other fleet hosts' endpoints
-  OtherHostsCameras other_hosts_;         // their cameras, for the page
+  std::unique_ptr<FleetAgent> fleet_;      // a fleet host's part in its site
+  SoupSession *hosts_session_ = nullptr;   // to the other fleet hosts' endpoints
+  OtherHostsCameras other_hosts_;          // their cameras, for the page
+  std::shared_ptr<EventHistory> history_;  // what the workers keep, read for /api/events
   // Cameras that left their worker's assignment and may still run there: camera -> (the
   // worker, the generation that left it out).
   std::map<std::string, std::pair<unsigned, guint64>> leaving_;

@@ -1,7 +1,9 @@
 // The supervisor's endpoint (supervisor.h): what it answers from its workers' answers.
+#include <algorithm>
 #include <set>
 
 #include "config_edit.h"
+#include "events_api.h"
 #include "supervisor.h"
 #include "web.h"
 #include "worker_merge.h"
@@ -213,6 +215,13 @@ Reply Supervisor::merged_health(std::vector<WorkerAnswer> answers,
 void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) {
   if (const std::string camera = snapshot_camera(path); !camera.empty()) {
     forward_snapshot(camera, std::move(respond));
+    return;
+  }
+  if (is_events_path(path)) {  // the workers write into the history, the supervisor reads it
+    respond(events_reply(history_.get(), path, [this](const std::string &name) {
+      return std::any_of(config_.cameras.begin(), config_.cameras.end(),
+                         [&](const CameraConfig &c) { return c.name == name; });
+    }));
     return;
   }
   if (path != "/metrics" && path != "/health" && path != "/api/cameras" &&

@@ -269,6 +269,25 @@ void process_families(Exposition &e, const ProcessSnapshot &process) {
   e.sample("cudanms_process_threads", "", double(process.threads));
   e.family("process_open_fds", "gauge", "Open file descriptors of the service");
   e.sample("process_open_fds", "", double(process.open_fds));
+  if (const std::optional<HistoryStats> &h = process.history) {
+    const struct {
+      const char *name, *type, *help;
+      guint64 value;
+    } history[] = {
+        {"cudanms_history_events_written_total", "counter",
+         "Events written into the history (an event delivered again counts again)", h->written},
+        {"cudanms_history_events_queued", "gauge",
+         "Events waiting for the history's database (slow, locked or failing)", h->queued},
+        {"cudanms_history_events_dropped_total", "counter",
+         "Events lost past the history's queue bound", h->dropped},
+        {"cudanms_history_write_failures_total", "counter",
+         "Batches the history's database refused (each tried again)", h->failures},
+    };
+    for (const auto &f : history) {
+      e.family(f.name, f.type, f.help);
+      e.sample(f.name, "", double(f.value));
+    }
+  }
   if (!process.gpus.empty()) {
     e.family("cudanms_gpu_memory_used_bytes", "gauge",
              "GPU memory in use on the device, by every process (nvidia-smi's)");
@@ -489,7 +508,11 @@ void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const
                                      page.body.size());
     return;
   }
-  self->owner_->serve(path, paused(server, message));
+  std::string asked = path;
+  if (const char *query = g_uri_get_query(soup_server_message_get_uri(message));
+      query && g_strcmp0(path, "/api/events") == 0)
+    asked += std::string("?") + query;  // its filters
+  self->owner_->serve(asked, paused(server, message));
 }
 
 void MetricsServer::open_stream(SoupServerMessage *message) {

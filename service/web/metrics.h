@@ -10,10 +10,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "camera.h"
+#include "event_history.h"
 #include "gpu_memory.h"
 
 namespace cudanms::service {
@@ -31,6 +33,7 @@ struct ProcessSnapshot {
   long open_fds = 0;
   std::vector<GpuMemory> gpus;
   std::map<unsigned, bool> placement_gpus;  // the GPUs cameras may run on: failed or not
+  std::optional<HistoryStats> history;       // where this process keeps the events' history
 };
 
 // Every metric, with its HELP and TYPE lines.

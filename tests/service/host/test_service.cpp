@@ -6,6 +6,7 @@
 #include <glib/gstdio.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -721,6 +722,42 @@ void expect_counts_go_on(const ServiceRun &service, const std::string &camera,
   EXPECT_GT(tracked, 0u) << "no tracked box after the camera came back";
 }
 
+// The crossings of `camera`'s JSON lines, by track id, are those /api/events gives (within 5 s:
+// the history is written by a thread of its own); *in_lines: them.
+void expect_history_has_the_crossings(ServiceRun &service, const std::string &camera,
+                                      std::vector<gint64> *in_lines) {
+  std::vector<gint64> kept;
+  CameraLines all;
+  service.parse_lines(camera, &all);
+  for (JsonObject *f : all.frames) {
+    JsonArray *events = json_object_get_array_member(f, "events");
+    for (guint i = 0; events && i < json_array_get_length(events); i++) {
+      JsonObject *e = json_array_get_object_element(events, i);
+      if (g_str_equal(json_object_get_string_member(e, "kind"), "line-crossed"))
+        in_lines->push_back(json_object_get_int_member(e, "track_id"));
+    }
+  }
+  const std::string page = "/api/events?camera=" + camera + "&kind=line-crossed&limit=1000";
+  ASSERT_TRUE(eventually(5,
+                         [&] {
+                           JsonObject *answer = service.scrape(page.c_str());
+                           if (!answer || json_object_get_int_member(answer, "status") != 200)
+                             return false;
+                           JsonArray *events = json_object_get_array_member(
+                               json_object_get_object_member(answer, "health"), "events");
+                           kept.clear();
+                           for (guint i = 0; i < json_array_get_length(events); i++)
+                             kept.push_back(json_object_get_int_member(
+                                 json_array_get_object_element(events, i), "track"));
+                           return kept.size() >= in_lines->size();
+                         }))
+      << "the history has " << kept.size() << " of " << in_lines->size() << " crossings";
+  std::vector<gint64> expected = *in_lines;
+  std::sort(expected.begin(), expected.end());
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, expected);
+}
+
 // A camera counting people over a line, as a site runs it: its crossings on /metrics equal its
 // JSON lines' events; after its camera is killed, or stopped, and comes back the counts and the
 // ids go on; a reload with one more line takes it while the camera runs, and the first line's count
@@ -732,7 +769,8 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
   ServiceRun service(dir_);
   // vtest.avi's people walk across the middle of the frame.
   const std::string door = "lines = door:384,0,384,576\n";
-  ASSERT_TRUE(service.start(service_group() + camera_group("a", a.url(), door)));
+  const std::map<std::string, std::string> history = {{"history", dir_.file("history.sqlite")}};
+  ASSERT_TRUE(service.start(service_group(history) + camera_group("a", a.url(), door)));
   ASSERT_TRUE(all_streaming(service, 30)) << service.log();
   ASSERT_TRUE(eventually(60, [&] { return counted(service, "a").events >= 2; }))
       << "no crossing in 60 s\n"
@@ -776,7 +814,7 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
   // A reload with one more line: no restart, both lines from the next frames, door's count on.
   const Counted reloaded = counted(service, "a");
   service.write_config(
-      service_group() +
+      service_group(history) +
       camera_group("a", a.url(), "lines = door:384,0,384,576;top:0,200,768,200\n"));
   service.signal(SIGHUP);
   ASSERT_TRUE(eventually(5, [&] {
@@ -793,6 +831,18 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
       json_object_get_int_member(door_now, "in") + json_object_get_int_member(door_now, "out"),
       reloaded.line_total);
   EXPECT_EQ(service.log().find("camera a: streaming -> stopped"), std::string::npos);
+
+  // Every crossing of the JSON lines is in the history, searched as an operator would.
+  std::vector<gint64> in_lines;
+  ASSERT_NO_FATAL_FAILURE(expect_history_has_the_crossings(service, "a", &in_lines));
+  JsonObject *scraped = service.scrape("/metrics");
+  ASSERT_NE(scraped, nullptr);
+  EXPECT_GE(ServiceRun::value(scraped, "cudanms_history_events_written_total", ""),
+            static_cast<double>(in_lines.size()));
+  EXPECT_EQ(ServiceRun::value(scraped, "cudanms_history_events_dropped_total", ""), 0.0);
+  JsonObject *bad = service.scrape("/api/events?since=yesterday");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(json_object_get_int_member(bad, "status"), 400);
 }
 
 // The detector a site counts people and cars with, as a config names it: NanoDet-g (the set-up's
@@ -845,8 +895,8 @@ TEST_F(Service, AKilledWorkersCameraCountsOn) {
   ASSERT_TRUE(a.start());
   g_setenv("CUDANMS_TEST_GPU_COUNT", "2", TRUE);
   ServiceRun service(dir_);
-  const bool started =
-      service.start(service_group() + camera_group("a", a.url(), "lines = door:384,0,384,576\n"));
+  const bool started = service.start(service_group({{"history", dir_.file("history.sqlite")}}) +
+                                     camera_group("a", a.url(), "lines = door:384,0,384,576\n"));
   g_unsetenv("CUDANMS_TEST_GPU_COUNT");
   ASSERT_TRUE(started);
   ASSERT_TRUE(all_streaming(service, 30)) << service.log();
@@ -871,6 +921,9 @@ TEST_F(Service, AKilledWorkersCameraCountsOn) {
   EXPECT_NE(service.log().find("worker of GPU 0 (pid " + std::to_string(pid) + ") killed"),
             std::string::npos)
       << service.log();
+  // The workers wrote the history, the killed one and its successor; the supervisor reads it.
+  std::vector<gint64> crossings;
+  ASSERT_NO_FATAL_FAILURE(expect_history_has_the_crossings(service, "a", &crossings));
 }
 
 // The process's heap, threads and open descriptors, each the least of five scrapes: frames in

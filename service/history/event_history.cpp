@@ -1,0 +1,267 @@
+#include "event_history.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "log.h"
+
+namespace cudanms::service {
+namespace {
+
+constexpr size_t kBatch = 512;
+constexpr int kBusyMs = 200;   // a statement waits this long for another writer's lock
+constexpr int kRetryMs = 250;  // then the batch is tried again after this
+constexpr gint64 kGiveUpUs = 5 * G_USEC_PER_SEC;  // at the exit, the most it waits for one
+constexpr const char *kSchema =
+    "CREATE TABLE IF NOT EXISTS events ("
+    " seq INTEGER PRIMARY KEY,"  // the order events were kept in: the pages' cursor
+    " camera TEXT NOT NULL, id INTEGER NOT NULL, time_us INTEGER NOT NULL, kind TEXT NOT NULL,"
+    " name TEXT NOT NULL, direction TEXT NOT NULL, label TEXT NOT NULL,"
+    " track_id INTEGER NOT NULL, host TEXT NOT NULL, UNIQUE (camera, id));"
+    "CREATE INDEX IF NOT EXISTS events_by_time ON events (time_us DESC, seq DESC);"
+    "CREATE INDEX IF NOT EXISTS events_by_camera ON events (camera, time_us DESC, seq DESC);";
+constexpr const char *kUpsert =
+    "INSERT INTO events (camera, id, time_us, kind, name, direction, label, track_id, host)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (camera, id) DO UPDATE SET"
+    " time_us = excluded.time_us, kind = excluded.kind, name = excluded.name,"
+    " direction = excluded.direction, label = excluded.label, track_id = excluded.track_id,"
+    " host = excluded.host";
+constexpr const char *kPage =
+    "SELECT seq, camera, id, time_us, kind, name, direction, label, track_id, host FROM events"
+    " WHERE (?1 IS NULL OR camera = ?1) AND (?2 IS NULL OR kind = ?2)"
+    " AND (?3 IS NULL OR label = ?3) AND (?4 IS NULL OR time_us >= ?4)"
+    " AND (?5 IS NULL OR time_us < ?5)"
+    " AND (?6 IS NULL OR (time_us, seq) < (SELECT time_us, seq FROM events WHERE seq = ?6))"
+    " ORDER BY time_us DESC, seq DESC LIMIT ?7";
+
+std::string message_of(sqlite3 *db) { return sqlite3_errmsg(db); }
+
+// A connection to `path` in WAL mode with the table; nullptr with the reason.
+sqlite3 *connect(const std::string &path, std::string *error) {
+  sqlite3 *db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    *error = db ? message_of(db) : "out of memory";
+    sqlite3_close(db);
+    return nullptr;
+  }
+  sqlite3_busy_timeout(db, kBusyMs);
+  char *why = nullptr;
+  if (sqlite3_exec(db, "PRAGMA journal_mode = WAL;", nullptr, nullptr, &why) != SQLITE_OK ||
+      sqlite3_exec(db, kSchema, nullptr, nullptr, &why) != SQLITE_OK) {
+    *error = why ? why : message_of(db);
+    sqlite3_free(why);
+    sqlite3_close(db);
+    return nullptr;
+  }
+  return db;
+}
+
+void bind_text(sqlite3_stmt *s, int at, const std::optional<std::string> &v) {
+  if (v)
+    sqlite3_bind_text(s, at, v->c_str(), static_cast<int>(v->size()), SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(s, at);
+}
+
+void bind_int(sqlite3_stmt *s, int at, const std::optional<gint64> &v) {
+  if (v)
+    sqlite3_bind_int64(s, at, *v);
+  else
+    sqlite3_bind_null(s, at);
+}
+
+std::string column_text(sqlite3_stmt *s, int at) {
+  const unsigned char *text = sqlite3_column_text(s, at);
+  return text ? reinterpret_cast<const char *>(text) : "";
+}
+
+}  // namespace
+
+std::unique_ptr<EventHistory> EventHistory::open(const std::string &path, std::string *error,
+                                                 size_t queue_limit) {
+  sqlite3 *writer = connect(path, error);
+  if (!writer) {
+    *error = path + ": " + *error;
+    return nullptr;
+  }
+  sqlite3 *reader = connect(path, error);
+  if (!reader) {
+    *error = path + ": " + *error;
+    sqlite3_close(writer);
+    return nullptr;
+  }
+  return std::unique_ptr<EventHistory>(new EventHistory(writer, reader, queue_limit));
+}
+
+EventHistory::EventHistory(sqlite3 *writer, sqlite3 *reader, size_t queue_limit)
+    : writer_(writer), reader_(reader), queue_limit_(queue_limit) {
+  thread_ = std::thread([this] { write_batches(); });
+}
+
+EventHistory::~EventHistory() {
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    stopping_ = true;
+    stopped_us_ = g_get_monotonic_time();
+  }
+  woken_.notify_one();
+  thread_.join();
+  sqlite3_close(writer_);
+  sqlite3_close(reader_);
+}
+
+bool EventHistory::add(HistoryEvent event) {
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    if (queue_.size() >= queue_limit_) {
+      stats_.dropped++;
+      return false;
+    }
+    queue_.push_back(std::move(event));
+    added_++;
+  }
+  woken_.notify_one();
+  return true;
+}
+
+bool EventHistory::flush(gint64 timeout_us) {
+  std::unique_lock<std::mutex> lock(lock_);
+  const guint64 target = added_;
+  return written_.wait_for(lock, std::chrono::microseconds(timeout_us),
+                           [&] { return done_ >= target; });
+}
+
+void EventHistory::write_batches() {
+  std::unique_lock<std::mutex> lock(lock_);
+  for (;;) {
+    woken_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, all written
+    const size_t n = std::min(queue_.size(), kBatch);
+    std::vector<HistoryEvent> batch(queue_.begin(), queue_.begin() + n);
+    lock.unlock();
+    std::string error;
+    const bool ok = write(batch, &error);
+    lock.lock();
+    if (ok) {
+      queue_.erase(queue_.begin(), queue_.begin() + n);
+      done_ += n;
+      stats_.written += n;
+      written_.notify_all();
+      continue;
+    }
+    // Kept at the front, in order; tried again (a stopping history too: what was counted is
+    // written once the database answers).
+    stats_.failures++;
+    stats_.last_error = error;
+    if (stopping_ && g_get_monotonic_time() - stopped_us_ > kGiveUpUs) {
+      stats_.dropped += queue_.size();  // a database that never answers does not hold the exit
+      done_ += queue_.size();
+      queue_.clear();
+      written_.notify_all();
+      return;
+    }
+    woken_.wait_for(lock, std::chrono::milliseconds(kRetryMs));
+  }
+}
+
+bool EventHistory::write(const std::vector<HistoryEvent> &batch, std::string *error) {
+  if (sqlite3_exec(writer_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    *error = message_of(writer_);
+    return false;
+  }
+  sqlite3_stmt *s = nullptr;
+  bool ok = sqlite3_prepare_v2(writer_, kUpsert, -1, &s, nullptr) == SQLITE_OK;
+  for (size_t i = 0; ok && i < batch.size(); i++) {
+    const HistoryEvent &e = batch[i];
+    sqlite3_reset(s);
+    bind_text(s, 1, e.camera);
+    sqlite3_bind_int64(s, 2, static_cast<sqlite3_int64>(e.id));
+    sqlite3_bind_int64(s, 3, e.time_us);
+    bind_text(s, 4, e.kind);
+    bind_text(s, 5, e.name);
+    bind_text(s, 6, e.direction);
+    bind_text(s, 7, e.label);
+    sqlite3_bind_int64(s, 8, static_cast<sqlite3_int64>(e.track_id));
+    bind_text(s, 9, e.host);
+    ok = sqlite3_step(s) == SQLITE_DONE;
+  }
+  if (!ok) *error = message_of(writer_);
+  sqlite3_finalize(s);
+  if (ok && sqlite3_exec(writer_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK) return true;
+  if (ok) *error = message_of(writer_);
+  sqlite3_exec(writer_, "ROLLBACK", nullptr, nullptr, nullptr);
+  return false;
+}
+
+bool EventHistory::query(const HistoryQuery &query, std::vector<HistoryEvent> *out,
+                         std::string *error) {
+  std::lock_guard<std::mutex> guard(read_lock_);
+  out->clear();
+  sqlite3_stmt *s = nullptr;
+  if (sqlite3_prepare_v2(reader_, kPage, -1, &s, nullptr) != SQLITE_OK) {
+    *error = message_of(reader_);
+    return false;
+  }
+  bind_text(s, 1, query.camera);
+  bind_text(s, 2, query.kind);
+  bind_text(s, 3, query.label);
+  bind_int(s, 4, query.since_us);
+  bind_int(s, 5, query.until_us);
+  bind_int(s, 6, query.before_seq);
+  sqlite3_bind_int(s, 7, query.limit);
+  int step;
+  while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    HistoryEvent e;
+    e.seq = sqlite3_column_int64(s, 0);
+    e.camera = column_text(s, 1);
+    e.id = static_cast<guint64>(sqlite3_column_int64(s, 2));
+    e.time_us = sqlite3_column_int64(s, 3);
+    e.kind = column_text(s, 4);
+    e.name = column_text(s, 5);
+    e.direction = column_text(s, 6);
+    e.label = column_text(s, 7);
+    e.track_id = static_cast<guint64>(sqlite3_column_int64(s, 8));
+    e.host = column_text(s, 9);
+    out->push_back(std::move(e));
+  }
+  if (step != SQLITE_DONE) *error = message_of(reader_);
+  sqlite3_finalize(s);
+  return step == SQLITE_DONE;
+}
+
+bool EventHistory::has_camera(const std::string &camera) {
+  std::lock_guard<std::mutex> guard(read_lock_);
+  sqlite3_stmt *s = nullptr;
+  if (sqlite3_prepare_v2(reader_, "SELECT 1 FROM events WHERE camera = ?1 LIMIT 1", -1, &s,
+                         nullptr) != SQLITE_OK)
+    return false;
+  bind_text(s, 1, camera);
+  const bool found = sqlite3_step(s) == SQLITE_ROW;
+  sqlite3_finalize(s);
+  return found;
+}
+
+HistoryStats EventHistory::stats() const {
+  std::lock_guard<std::mutex> guard(lock_);
+  HistoryStats out = stats_;
+  out.queued = queue_.size();
+  return out;
+}
+
+std::shared_ptr<EventHistory> open_host_history(const std::string &path) {
+  if (path.empty()) return nullptr;
+  std::string error;
+  std::shared_ptr<EventHistory> history = EventHistory::open(path, &error);
+  if (history)
+    log_line("the events' history in %s", path.c_str());
+  else
+    log_line("cannot keep the events' history: %s; the cameras run, their events are not kept",
+             error.c_str());
+  return history;
+}
+
+}  // namespace cudanms::service

@@ -1,0 +1,153 @@
+#include "events_api.h"
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+namespace cudanms::service {
+namespace {
+
+Reply error_reply(int status, const std::string &why) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "error");
+  json_builder_add_string_value(b, why.c_str());
+  json_builder_end_object(b);
+  return {status, kHealthType, json_text(b)};
+}
+
+// ISO 8601 with a zone, or seconds since 1970, into microseconds since 1970.
+bool parse_time(const std::string &text, gint64 *us) {
+  char *end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (!text.empty() && *end == '\0' && std::isfinite(seconds) && std::fabs(seconds) < 1e11) {
+    *us = static_cast<gint64>(std::llround(seconds * 1e6));
+    return true;
+  }
+  GDateTime *time = g_date_time_new_from_iso8601(text.c_str(), nullptr);
+  if (!time) return false;
+  *us = g_date_time_to_unix(time) * G_USEC_PER_SEC + g_date_time_get_microsecond(time);
+  g_date_time_unref(time);
+  return true;
+}
+
+bool parse_count(const std::string &text, gint64 least, gint64 most, gint64 *out) {
+  char *end = nullptr;
+  const long long n = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || n < least || n > most) return false;
+  *out = n;
+  return true;
+}
+
+std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "events");
+  json_builder_begin_array(b);
+  for (const HistoryEvent &e : events) {
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "seq");
+    json_builder_add_int_value(b, e.seq);
+    json_builder_set_member_name(b, "camera");
+    json_builder_add_string_value(b, e.camera.c_str());
+    json_builder_set_member_name(b, "id");
+    json_builder_add_int_value(b, static_cast<gint64>(e.id));
+    json_builder_set_member_name(b, "time");
+    json_builder_add_double_value(b, e.time_us / 1e6);
+    for (const auto &[key, value] : {std::pair<const char *, const std::string *>{"kind", &e.kind},
+                                     {"name", &e.name},
+                                     {"direction", &e.direction},
+                                     {"label", &e.label},
+                                     {"host", &e.host}}) {
+      json_builder_set_member_name(b, key);
+      json_builder_add_string_value(b, value->c_str());
+    }
+    json_builder_set_member_name(b, "track");
+    json_builder_add_int_value(b, static_cast<gint64>(e.track_id));
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_set_member_name(b, "next_before");  // null on the last page
+  if (static_cast<int>(events.size()) == limit && !events.empty())
+    json_builder_add_int_value(b, events.back().seq);
+  else
+    json_builder_add_null_value(b);
+  json_builder_end_object(b);
+  return json_text(b);
+}
+
+}  // namespace
+
+bool is_events_path(const std::string &path) {
+  return path == "/api/events" || path.rfind("/api/events?", 0) == 0;
+}
+
+Reply events_reply(EventHistory *history, const std::string &path,
+                   const std::function<bool(const std::string &)> &known_camera) {
+  if (!history) return error_reply(404, "this host keeps no history ([service] history)");
+  const size_t mark = path.find('?');
+  const std::string query = mark == std::string::npos ? "" : path.substr(mark + 1);
+  GError *error = nullptr;
+  GHashTable *params = g_uri_parse_params(query.c_str(), -1, "&", G_URI_PARAMS_NONE, &error);
+  if (!params) {
+    const std::string why = error->message;
+    g_error_free(error);
+    return error_reply(400, "the query: " + why);
+  }
+  std::map<std::string, std::string> given;
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, params);
+  while (g_hash_table_iter_next(&it, &key, &value))
+    given[static_cast<const char *>(key)] = static_cast<const char *>(value);
+  g_hash_table_unref(params);
+
+  static const std::set<std::string> kinds = {"line-crossed", "zone-entered", "zone-left",
+                                              "zone-loitering"};
+  HistoryQuery q;
+  for (const auto &[name, text] : given) {
+    gint64 n = 0;
+    if (name == "camera") {
+      q.camera = text;
+    } else if (name == "kind") {
+      if (!kinds.count(text))
+        return error_reply(400,
+                           "kind: line-crossed, zone-entered, zone-left or zone-loitering, "
+                           "not \"" +
+                               text + "\"");
+      q.kind = text;
+    } else if (name == "label") {
+      q.label = text;
+    } else if (name == "since" || name == "until") {
+      if (!parse_time(text, &n))
+        return error_reply(400, name +
+                                    ": not a time (ISO 8601 with its zone, e.g. "
+                                    "2026-12-06T03:00:00Z, or seconds since 1970): \"" +
+                                    text + "\"");
+      (name == "since" ? q.since_us : q.until_us) = n;
+    } else if (name == "limit") {
+      if (!parse_count(text, 1, 1000, &n))
+        return error_reply(400, "limit: 1 to 1000, not \"" + text + "\"");
+      q.limit = static_cast<int>(n);
+    } else if (name == "before") {
+      if (!parse_count(text, 1, G_MAXINT64, &n))
+        return error_reply(400, "before: an event's seq, not \"" + text + "\"");
+      q.before_seq = n;
+    } else {
+      return error_reply(
+          400, "no parameter \"" + name + "\" (camera, kind, label, since, until, limit, before)");
+    }
+  }
+  if (q.camera && !known_camera(*q.camera) && !history->has_camera(*q.camera))
+    return error_reply(404, "no camera \"" + *q.camera + "\"");
+  std::vector<HistoryEvent> events;
+  std::string why;
+  if (!history->query(q, &events, &why)) return error_reply(503, "the history: " + why);
+  return {200, kHealthType, page_json(events, q.limit)};
+}
+
+}  // namespace cudanms::service

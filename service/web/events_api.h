@@ -1,0 +1,24 @@
+// GET /api/events: a page of the host's events' history (event_history.h), newest first.
+//   ?camera=NAME&kind=line-crossed&label=person&since=TIME&until=TIME&limit=N&before=SEQ
+// TIME: ISO 8601 with its zone (2026-12-06T03:00:00Z) or seconds since 1970; limit 1 to 1000
+// (default 100); before: the "seq" of the last event of the page before (the answer's
+// "next_before"). A parameter that is not one of these, or not of its form: 400 with the reason;
+// a camera neither configured nor in the history: 404; a host without a history: 404.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "event_history.h"
+#include "metrics.h"
+
+namespace cudanms::service {
+
+// `path`: /api/events with its query as MetricsServer gives it; `known_camera`: whether the host
+// has a camera of that name.
+Reply events_reply(EventHistory *history, const std::string &path,
+                   const std::function<bool(const std::string &)> &known_camera);
+// Whether `path` asks for /api/events.
+bool is_events_path(const std::string &path);
+
+}  // namespace cudanms::service

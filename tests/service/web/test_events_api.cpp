@@ -1,0 +1,124 @@
+// GET /api/events without a server: every filter's bad form a 400 with the reason, an unknown
+// camera or a host without a history a 404, a page's JSON and its cursor, and injection strings
+// in every filter found as text.
+#include <glib/gstdio.h>
+#include <gtest/gtest.h>
+#include <json-glib/json-glib.h>
+
+#include <memory>
+#include <string>
+
+#include "events_api.h"
+
+namespace cudanms::service {
+namespace {
+
+class EventsApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = g_dir_make_tmp("events-api-XXXXXX", nullptr);
+    path_ = std::string(dir_) + "/history.sqlite";
+    std::string error;
+    history_ = EventHistory::open(path_, &error);
+    ASSERT_TRUE(history_) << error;
+    for (guint64 id = 0; id < 5; id++) {
+      HistoryEvent e;
+      e.camera = "door", e.id = id, e.time_us = (1765000000 + id) * G_USEC_PER_SEC;
+      e.kind = "line-crossed", e.name = "entry", e.direction = "in", e.label = "person";
+      e.track_id = 40 + id;
+      history_->add(e);
+    }
+    ASSERT_TRUE(history_->flush(5 * G_USEC_PER_SEC));
+  }
+  void TearDown() override {
+    history_.reset();
+    for (const char *suffix : {"", "-wal", "-shm"}) g_remove((path_ + suffix).c_str());
+    g_rmdir(dir_);
+    g_free(dir_);
+  }
+  Reply get(const std::string &query) {
+    return events_reply(history_.get(), "/api/events" + (query.empty() ? "" : "?" + query),
+                        [](const std::string &name) { return name == "yard"; });
+  }
+  // The page's events' ids, and its next_before (-1: null).
+  std::vector<gint64> ids(const Reply &reply, gint64 *next = nullptr) {
+    std::vector<gint64> out;
+    JsonParser *parser = json_parser_new();
+    EXPECT_TRUE(json_parser_load_from_data(parser, reply.body.c_str(), -1, nullptr)) << reply.body;
+    JsonObject *root = json_node_get_object(json_parser_get_root(parser));
+    JsonArray *events = json_object_get_array_member(root, "events");
+    for (guint i = 0; i < json_array_get_length(events); i++)
+      out.push_back(json_object_get_int_member(json_array_get_object_element(events, i), "id"));
+    if (next) {
+      JsonNode *n = json_object_get_member(root, "next_before");
+      *next = JSON_NODE_HOLDS_NULL(n) ? -1 : json_node_get_int(n);
+    }
+    g_object_unref(parser);
+    return out;
+  }
+
+  gchar *dir_ = nullptr;
+  std::string path_;
+  std::unique_ptr<EventHistory> history_;
+};
+
+TEST_F(EventsApi, BadFiltersAreTheirReasons) {
+  const std::pair<const char *, const char *> cases[] = {
+      {"since=yesterday", "since: not a time"},
+      {"until=2026-13-01T00:00:00Z", "until: not a time"},
+      {"since=2026-12-06T03:00:00", "since: not a time"},  // no zone: which 3 am?
+      {"limit=0", "limit: 1 to 1000"},
+      {"limit=1001", "limit: 1 to 1000"},
+      {"limit=ten", "limit: 1 to 1000"},
+      {"before=-3", "before: an event's seq"},
+      {"kind=jumped", "kind: line-crossed"},
+      {"cmaera=door", "no parameter \\\"cmaera\\\""},  // quotes escaped in JSON
+      {"camera=%ZZ", "the query"},
+  };
+  for (const auto &[query, why] : cases) {
+    const Reply reply = get(query);
+    EXPECT_EQ(reply.status, 400) << query;
+    EXPECT_NE(reply.body.find(why), std::string::npos) << query << ": " << reply.body;
+  }
+  EXPECT_EQ(get("camera=gate").status, 404);
+  EXPECT_NE(get("camera=gate").body.find("no camera \\\"gate\\\""), std::string::npos)
+      << get("camera=gate").body;
+  EXPECT_EQ(get("camera=yard").status, 200) << "a configured camera without events yet";
+  EXPECT_EQ(events_reply(nullptr, "/api/events", [](const std::string &) { return true; }).status,
+            404);
+}
+
+TEST_F(EventsApi, PagesNewestFirstWithTheirCursor) {
+  gint64 next = 0;
+  EXPECT_EQ(ids(get("camera=door&limit=2"), &next), (std::vector<gint64>{4, 3}));
+  ASSERT_GT(next, 0);
+  EXPECT_EQ(ids(get("camera=door&limit=2&before=" + std::to_string(next)), &next),
+            (std::vector<gint64>{2, 1}));
+  EXPECT_EQ(ids(get("camera=door&limit=2&before=" + std::to_string(next)), &next),
+            (std::vector<gint64>{0}));
+  EXPECT_EQ(next, -1) << "the last page";
+  // Times as ISO 8601 and as seconds since 1970: [1765000001, 1765000003).
+  EXPECT_EQ(ids(get("since=1765000001&until=2025-12-06T05:46:43Z")), (std::vector<gint64>{2, 1}));
+  EXPECT_EQ(ids(get("kind=line-crossed&label=person")).size(), 5u);
+  EXPECT_TRUE(ids(get("label=car")).empty());
+}
+
+TEST_F(EventsApi, InjectionStringsInEveryFilterAreText) {
+  for (const char *evil : {"'%20OR%201=1%20--", "door'%3B%20DROP%20TABLE%20events%3B%20--",
+                           "%22)%20OR%20(%221%22=%221"}) {
+    for (const char *filter : {"camera", "label"}) {
+      const Reply reply = get(std::string(filter) + "=" + evil);
+      EXPECT_TRUE(reply.status == 200 || reply.status == 404) << filter << evil;
+      if (reply.status == 200) {
+        EXPECT_TRUE(ids(reply).empty()) << filter << evil;
+      }
+    }
+    EXPECT_EQ(get(std::string("kind=") + evil).status, 400);
+    EXPECT_EQ(get(std::string("since=") + evil).status, 400);
+    EXPECT_EQ(get(std::string("before=") + evil).status, 400);
+  }
+  EXPECT_EQ(ids(get("")).size(), 5u) << "the history is whole";
+}
+
+}  // namespace
+}  // namespace cudanms::service
