@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "metrics.h"
+#include "web.h"
 
 namespace cudanms::service {
 namespace {
@@ -106,13 +107,7 @@ std::string merge_health(const std::vector<WorkerAnswer> &answers,
   JsonBuilder *b = begin_health(uptime_s);
   for (const WorkerAnswer &answer : answers) {
     JsonParser *parser = json_parser_new();
-    JsonObject *cameras = nullptr;
-    if (json_parser_load_from_data(parser, answer.body.c_str(), -1, nullptr)) {
-      JsonNode *root = json_parser_get_root(parser);
-      if (JSON_NODE_HOLDS_OBJECT(root) &&
-          json_object_has_member(json_node_get_object(root), "cameras"))
-        cameras = json_object_get_object_member(json_node_get_object(root), "cameras");
-    }
+    JsonObject *cameras = cameras_of(parser, answer.body);
     if (!cameras) ok = false;
     GList *names = cameras ? json_object_get_members(cameras) : nullptr;
     for (GList *n = names; n; n = n->next) {

@@ -162,6 +162,14 @@ std::string render_cameras(const std::vector<CameraSnapshot> &cameras, const std
   return end_cameras(b);
 }
 
+JsonObject *cameras_of(JsonParser *parser, const std::string &doc) {
+  if (!json_parser_load_from_data(parser, doc.c_str(), -1, nullptr)) return nullptr;
+  JsonNode *root = json_parser_get_root(parser);
+  JsonObject *object = JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : nullptr;
+  JsonNode *cameras = object ? json_object_get_member(object, "cameras") : nullptr;
+  return cameras && JSON_NODE_HOLDS_OBJECT(cameras) ? json_node_get_object(cameras) : nullptr;
+}
+
 namespace {
 
 // The cameras of `doc` (an /api/cameras document) into `b`'s open object, those not `seen`
@@ -169,26 +177,20 @@ namespace {
 void add_cameras(JsonBuilder *b, const std::string &doc, const std::string &host,
                  const std::string &page, std::set<std::string> *seen) {
   JsonParser *parser = json_parser_new();
-  if (json_parser_load_from_data(parser, doc.c_str(), -1, nullptr)) {
-    JsonNode *root = json_parser_get_root(parser);
-    JsonObject *object = JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : nullptr;
-    JsonNode *cameras = object ? json_object_get_member(object, "cameras") : nullptr;
-    if (cameras && JSON_NODE_HOLDS_OBJECT(cameras)) {
-      JsonObjectIter it;
-      const gchar *name = nullptr;
-      JsonNode *camera = nullptr;
-      json_object_iter_init(&it, json_node_get_object(cameras));
-      while (json_object_iter_next(&it, &name, &camera)) {
-        if (!JSON_NODE_HOLDS_OBJECT(camera) || !seen->insert(name).second) continue;
-        JsonNode *copy = json_node_copy(camera);
-        if (!host.empty())
-          json_object_set_string_member(json_node_get_object(copy), "host", host.c_str());
-        if (!page.empty())
-          json_object_set_string_member(json_node_get_object(copy), "page", page.c_str());
-        json_builder_set_member_name(b, name);
-        json_builder_add_value(b, copy);
-      }
-    }
+  JsonObject *cameras = cameras_of(parser, doc);
+  JsonObjectIter it;
+  const gchar *name = nullptr;
+  JsonNode *camera = nullptr;
+  if (cameras) json_object_iter_init(&it, cameras);
+  while (cameras && json_object_iter_next(&it, &name, &camera)) {
+    if (!JSON_NODE_HOLDS_OBJECT(camera) || !seen->insert(name).second) continue;
+    JsonNode *copy = json_node_copy(camera);
+    if (!host.empty())
+      json_object_set_string_member(json_node_get_object(copy), "host", host.c_str());
+    if (!page.empty())
+      json_object_set_string_member(json_node_get_object(copy), "page", page.c_str());
+    json_builder_set_member_name(b, name);
+    json_builder_add_value(b, copy);
   }
   g_object_unref(parser);
 }
@@ -210,14 +212,7 @@ std::map<std::string, JsonNode *> events_of(const std::vector<HostCameras> &answ
   std::map<std::string, JsonNode *> out;
   for (const HostCameras &answer : answers) {
     JsonParser *parser = json_parser_new();
-    JsonObject *cameras = nullptr;
-    if (json_parser_load_from_data(parser, answer.body.c_str(), -1, nullptr)) {
-      JsonNode *root = json_parser_get_root(parser);
-      if (JSON_NODE_HOLDS_OBJECT(root) &&
-          json_object_has_member(json_node_get_object(root), "cameras") &&
-          JSON_NODE_HOLDS_OBJECT(json_object_get_member(json_node_get_object(root), "cameras")))
-        cameras = json_object_get_object_member(json_node_get_object(root), "cameras");
-    }
+    JsonObject *cameras = cameras_of(parser, answer.body);
     JsonObjectIter it;
     const gchar *name = nullptr;
     JsonNode *camera = nullptr;

@@ -29,6 +29,9 @@ std::string render_cameras(const std::vector<CameraSnapshot> &cameras, const std
 // every camera on `host` (the supervisor's: a worker does not know the fleet's name for it); an
 // answer that is not such a document is left out.
 std::string merge_cameras(const std::vector<WorkerAnswer> &answers, const std::string &host);
+// The "cameras" object of `doc` (an /api/cameras or /health document), parsed by `parser` (which
+// owns it); nullptr where `doc` is no such document.
+JsonObject *cameras_of(JsonParser *parser, const std::string &doc);
 // A fleet's camera as etcd says it: its owner host ("": none), where that host's endpoint is,
 // or why it cannot run.
 struct SiteCamera {
