@@ -390,7 +390,7 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
                                                                       : "out";
     recent_events_.push_front({first_event + i, g_get_real_time(),
                                gst_cuda_nms_count_event_kind_name(e.kind), e.name, direction,
-                               e.label ? e.label : "", e.track_id});
+                               e.label ? e.label : "", e.track_id, e.dwell});
     if (recent_events_.size() > kRecentEvents) recent_events_.pop_back();
     if (history_) {  // queued: the database never holds the frame
       HistoryEvent kept;

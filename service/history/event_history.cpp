@@ -19,17 +19,19 @@ constexpr const char *kSchema =
     " seq INTEGER PRIMARY KEY,"  // the order events were kept in: the pages' cursor
     " camera TEXT NOT NULL, id INTEGER NOT NULL, time_us INTEGER NOT NULL, kind TEXT NOT NULL,"
     " name TEXT NOT NULL, direction TEXT NOT NULL, label TEXT NOT NULL,"
-    " track_id INTEGER NOT NULL, host TEXT NOT NULL, UNIQUE (camera, id));"
+    " track_id INTEGER NOT NULL, dwell_s REAL NOT NULL, host TEXT NOT NULL,"
+    " UNIQUE (camera, id));"
     "CREATE INDEX IF NOT EXISTS events_by_time ON events (time_us DESC, seq DESC);"
     "CREATE INDEX IF NOT EXISTS events_by_camera ON events (camera, time_us DESC, seq DESC);";
 constexpr const char *kUpsert =
-    "INSERT INTO events (camera, id, time_us, kind, name, direction, label, track_id, host)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (camera, id) DO UPDATE SET"
-    " time_us = excluded.time_us, kind = excluded.kind, name = excluded.name,"
+    "INSERT INTO events (camera, id, time_us, kind, name, direction, label, track_id, dwell_s,"
+    " host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (camera, id) DO UPDATE"
+    " SET time_us = excluded.time_us, kind = excluded.kind, name = excluded.name,"
     " direction = excluded.direction, label = excluded.label, track_id = excluded.track_id,"
-    " host = excluded.host";
+    " dwell_s = excluded.dwell_s, host = excluded.host";
 constexpr const char *kPage =
-    "SELECT seq, camera, id, time_us, kind, name, direction, label, track_id, host FROM events"
+    "SELECT seq, camera, id, time_us, kind, name, direction, label, track_id, dwell_s, host"
+    " FROM events"
     " WHERE (?1 IS NULL OR camera = ?1) AND (?2 IS NULL OR kind = ?2)"
     " AND (?3 IS NULL OR label = ?3) AND (?4 IS NULL OR time_us >= ?4)"
     " AND (?5 IS NULL OR time_us < ?5)"
@@ -186,7 +188,8 @@ bool EventHistory::write(const std::vector<HistoryEvent> &batch, std::string *er
     bind_text(s, 6, e.direction);
     bind_text(s, 7, e.label);
     sqlite3_bind_int64(s, 8, static_cast<sqlite3_int64>(e.track_id));
-    bind_text(s, 9, e.host);
+    sqlite3_bind_double(s, 9, e.dwell_s);
+    bind_text(s, 10, e.host);
     ok = sqlite3_step(s) == SQLITE_DONE;
   }
   if (!ok) *error = message_of(writer_);
@@ -225,7 +228,8 @@ bool EventHistory::query(const HistoryQuery &query, std::vector<HistoryEvent> *o
     e.direction = column_text(s, 6);
     e.label = column_text(s, 7);
     e.track_id = static_cast<guint64>(sqlite3_column_int64(s, 8));
-    e.host = column_text(s, 9);
+    e.dwell_s = sqlite3_column_double(s, 9);
+    e.host = column_text(s, 10);
     out->push_back(std::move(e));
   }
   if (step != SQLITE_DONE) *error = message_of(reader_);

@@ -35,6 +35,7 @@ struct CountEvent {
   std::string direction;  // a line's: in or out
   std::string label;
   guint64 track_id = 0;
+  double dwell_s = 0;  // zone-left, zone-loitering: seconds since the track entered the zone
 };
 
 // One in the history.

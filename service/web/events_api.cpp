@@ -68,6 +68,8 @@ std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
     }
     json_builder_set_member_name(b, "track");
     json_builder_add_int_value(b, static_cast<gint64>(e.track_id));
+    json_builder_set_member_name(b, "dwell");
+    json_builder_add_double_value(b, e.dwell_s);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);

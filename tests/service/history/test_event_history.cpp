@@ -33,6 +33,7 @@ class History : public ::testing::Test {
     e.name = kind == "line-crossed" ? "door" : "hall";
     e.direction = kind == "line-crossed" ? "in" : "";
     e.label = label, e.track_id = 100 + id, e.host = "host-a";
+    if (kind == "zone-left") e.dwell_s = 2.5 + id;
     return e;
   }
   std::vector<HistoryEvent> page(EventHistory &h, const HistoryQuery &q) {
@@ -52,24 +53,28 @@ TEST_F(History, EachEventOnceNewestFirstAndEveryFilter) {
   ASSERT_TRUE(h) << error;
   for (guint64 id = 0; id < 10; id++) h->add(event("door-cam", id, 1000 + id));
   h->add(event("yard", 0, 1005, "zone-entered", "car"));
+  h->add(event("yard", 1, 1006, "zone-left", "car"));
   h->add(event("door-cam", 3, 1003));  // delivered again: written over, not added
   ASSERT_TRUE(h->flush(5 * G_USEC_PER_SEC));
   EXPECT_EQ(h->stats().queued, 0u);
 
   std::vector<HistoryEvent> all = page(*h, HistoryQuery());
-  ASSERT_EQ(all.size(), 11u);
+  ASSERT_EQ(all.size(), 12u);
   EXPECT_EQ(all[0].camera, "door-cam");
   EXPECT_EQ(all[0].id, 9u);
   EXPECT_EQ(all[0].host, "host-a");
   EXPECT_EQ(all[0].track_id, 109u);
+  EXPECT_EQ(all[0].dwell_s, 0);
   for (size_t i = 1; i < all.size(); i++) EXPECT_GE(all[i - 1].time_us, all[i].time_us);
 
   HistoryQuery q;
   q.camera = "yard";
-  ASSERT_EQ(page(*h, q).size(), 1u);
+  ASSERT_EQ(page(*h, q).size(), 2u);
   q = HistoryQuery();
-  q.kind = "zone-entered";
-  ASSERT_EQ(page(*h, q).size(), 1u);
+  q.kind = "zone-left";
+  std::vector<HistoryEvent> left = page(*h, q);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_DOUBLE_EQ(left[0].dwell_s, 3.5);
   q = HistoryQuery();
   q.label = "car";
   EXPECT_EQ(page(*h, q)[0].camera, "yard");
