@@ -217,14 +217,87 @@ function showEvents(cameras) {
     const item = element('li');
     const when = element('time', '', new Date(e.time * 1000).toLocaleTimeString());
     // An event with a host is one of a host that answers no more, kept from its last answer.
-    const what = `${e.camera}: ${e.label || 'object'} #${e.track} ` +
-                 (e.kind === 'line-crossed' ? `crossed ${e.name} ${e.direction}`
-                                            : `${e.kind === 'zone-entered' ? 'entered' : 'left'} ${e.name}`) +
+    const what = eventText(e, e.camera) +
                  (e.host !== undefined ? ` (on ${e.host || 'a host'}, not answering)` : '');
     item.append(when, document.createTextNode(what));
     return item;
   }));
 }
+
+// An event's words, as the lists say it.
+function eventText(e, camera) {
+  return `${camera}: ${e.label || 'object'} #${e.track} ` +
+         (e.kind === 'line-crossed' ? `crossed ${e.name} ${e.direction}`
+          : e.kind === 'zone-loitering' ? `loitered in ${e.name}`
+          : `${e.kind === 'zone-entered' ? 'entered' : 'left'} ${e.name}`);
+}
+
+// The history (/api/events, the [service] history key): a search, a page at a time, newest
+// first; "older" asks for the page after the last one shown.
+const search = {before: null, query: ''};  // the last search's query and its next page
+
+function historyQuery() {
+  const params = new URLSearchParams();
+  const pick = (key, id) => {
+    const value = document.getElementById(id).value.trim();
+    if (value) params.set(key, value);
+  };
+  pick('camera', 'history-camera');
+  pick('kind', 'history-kind');
+  pick('label', 'history-label');
+  const since = document.getElementById('history-since').value;  // local time, no zone
+  if (since) params.set('since', String(new Date(since).getTime() / 1000));
+  params.set('limit', '50');
+  return params;
+}
+
+async function showHistory(more) {
+  const answer = document.getElementById('history-answer');
+  const list = document.getElementById('history');
+  const older = document.getElementById('history-older');
+  if (!more) search.query = historyQuery().toString();
+  const params = new URLSearchParams(search.query);
+  if (more && search.before !== null) params.set('before', String(search.before));
+  let page;
+  try {
+    const response = await fetch('api/events?' + params);
+    page = await response.json();
+    if (!response.ok) throw new Error(page.error || response.statusText);
+  } catch (error) {
+    answer.textContent = String(error.message || error);
+    older.hidden = true;
+    return;
+  }
+  const items = page.events.map((e) => {
+    const item = element('li');
+    item.append(element('time', '', new Date(e.time * 1000).toLocaleString()),
+                document.createTextNode(eventText(e, e.camera) +
+                    (e.dwell ? ` after ${e.dwell.toFixed(1)} s` : '')));
+    return item;
+  });
+  if (more) list.append(...items); else list.replaceChildren(...items);
+  search.before = page.next_before;
+  older.hidden = page.next_before === null;
+  answer.textContent = list.children.length ? '' : 'no event kept matches';
+}
+
+// The cameras a search may name: those listed.
+function historyCameras(names) {
+  const select = document.getElementById('history-camera');
+  const have = new Set([...select.options].map((o) => o.value));
+  for (const name of names) {
+    if (have.has(name)) continue;
+    const option = element('option', '', name);
+    option.value = name;
+    select.append(option);
+  }
+}
+
+document.getElementById('history-search').addEventListener('submit', (event) => {
+  event.preventDefault();
+  showHistory(false);
+});
+document.getElementById('history-older').addEventListener('click', () => showHistory(true));
 
 // Where the camera runs (a fleet's other host: a link to its own page), on what, how fast.
 function showFacts(facts, camera) {
@@ -259,6 +332,7 @@ function show(doc) {
   document.getElementById('summary').textContent =
       `${names.length} cameras, ${streaming} streaming`;
   showEvents(cameras);
+  historyCameras(names);
 }
 
 function connected(up) {

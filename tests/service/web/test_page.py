@@ -8,7 +8,8 @@ it, a line through the middle and brightspot as the detector (a test plugin, che
 cores), then opens the page and checks, each within a bound:
   - both cameras are listed, streaming;
   - each camera's picture loads, and a newer one replaces it;
-  - a count on the line rises on the page as the ball crosses, and the event is listed;
+  - a count on the line rises on the page as the ball crosses, and the event is listed; the
+    history (the service's `history` key) searched on the page lists the camera's crossings;
   - changes the page's API refuses, each with its reason and nothing saved: a wrong key, a line
     off the picture, one of no length, a bad name, a body without lines, a zone whose edges
     cross, one off the picture, no such camera;
@@ -141,6 +142,7 @@ lines = middle:0.5,0,0.5,1
 normalized = true
 reconnect-initial = 0.5
 web-auth = {KEY}
+history = {os.path.join(work, "history.sqlite")}
 [camera.cam1]
 url = rtsp://operator:{PASSWORD}@127.0.0.1:{port}/cam1
 [camera.cam2]
@@ -198,6 +200,21 @@ url = rtsp://127.0.0.1:{port}/cam2
               f"{time.monotonic() - started:.1f} s later")
         events = driver.find_element("css selector", "#events").text
         assert "cam1: ball" in events and "crossed middle" in events, events
+
+        # The history: cam1's crossings searched on the page, as many as /api/events keeps.
+        from selenium.webdriver.support.ui import Select
+        Select(driver.find_element("css selector", "#history-camera")).select_by_value("cam1")
+        Select(driver.find_element("css selector", "#history-kind")).select_by_value(
+            "line-crossed")
+        driver.find_element("css selector", "#history-search button").click()
+        kept = json.loads(get(base + "/api/events?camera=cam1&kind=line-crossed"))["events"]
+        assert kept, "no crossing of cam1 in the history"
+        def listed():
+            return [li.text for li in driver.find_elements("css selector", "#history li")]
+        assert eventually(5, lambda: len(listed()) >= len(kept)), \
+            f"the page's history lists {listed()}, /api/events {len(kept)} crossings"
+        assert all("cam1: ball" in t and "crossed middle" in t for t in listed()), listed()
+        print(f"the history lists cam1's crossings: {len(listed())}")
         driver.save_screenshot(os.path.join(BUILD, "web-page.png"))
 
         def post(camera, body, key):
