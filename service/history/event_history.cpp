@@ -38,6 +38,13 @@ constexpr const char *kPage =
     " AND (?6 IS NULL OR (time_us, seq) < (SELECT time_us, seq FROM events WHERE seq = ?6))"
     " ORDER BY time_us DESC, seq DESC LIMIT ?7";
 
+constexpr const char *kHourly =
+    "SELECT time_us / 3600000000 * 3600 AS hour, camera, name,"
+    " SUM(direction = 'in'), SUM(direction = 'out') FROM events"
+    " WHERE kind = 'line-crossed' AND (?1 IS NULL OR camera = ?1)"
+    " AND (?2 IS NULL OR time_us >= ?2) AND (?3 IS NULL OR time_us < ?3)"
+    " GROUP BY hour, camera, name ORDER BY hour, camera, name";
+
 std::string message_of(sqlite3 *db) { return sqlite3_errmsg(db); }
 
 // A connection to `path` in WAL mode with the table; nullptr with the reason.
@@ -231,6 +238,33 @@ bool EventHistory::query(const HistoryQuery &query, std::vector<HistoryEvent> *o
     e.dwell_s = sqlite3_column_double(s, 9);
     e.host = column_text(s, 10);
     out->push_back(std::move(e));
+  }
+  if (step != SQLITE_DONE) *error = message_of(reader_);
+  sqlite3_finalize(s);
+  return step == SQLITE_DONE;
+}
+
+bool EventHistory::hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out,
+                          std::string *error) {
+  std::lock_guard<std::mutex> guard(read_lock_);
+  out->clear();
+  sqlite3_stmt *s = nullptr;
+  if (sqlite3_prepare_v2(reader_, kHourly, -1, &s, nullptr) != SQLITE_OK) {
+    *error = message_of(reader_);
+    return false;
+  }
+  bind_text(s, 1, query.camera);
+  bind_int(s, 2, query.since_us);
+  bind_int(s, 3, query.until_us);
+  int step;
+  while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    HourlyCrossings h;
+    h.hour_s = sqlite3_column_int64(s, 0);
+    h.camera = column_text(s, 1);
+    h.line = column_text(s, 2);
+    h.in = static_cast<guint64>(sqlite3_column_int64(s, 3));
+    h.out = static_cast<guint64>(sqlite3_column_int64(s, 4));
+    out->push_back(std::move(h));
   }
   if (step != SQLITE_DONE) *error = message_of(reader_);
   sqlite3_finalize(s);

@@ -53,6 +53,13 @@ struct HistoryQuery {
   int limit = 100;
 };
 
+// A line's crossings in one hour (UTC), as the page charts them.
+struct HourlyCrossings {
+  gint64 hour_s = 0;  // the hour's start, seconds since 1970
+  std::string camera, line;
+  guint64 in = 0, out = 0;
+};
+
 struct HistoryStats {
   guint64 written = 0;   // events written (an event delivered again counts again)
   guint64 queued = 0;    // waiting for the database now
@@ -81,6 +88,9 @@ class EventHistory {
   bool flush(gint64 timeout_us);
   // A page of events, newest first (SQL with bound parameters only); false with the reason.
   bool query(const HistoryQuery &query, std::vector<HistoryEvent> *out, std::string *error);
+  // Each line's crossings per hour (UTC), oldest first, of `query`'s camera (or every camera)
+  // and times (its other filters and its page are not used); false with the reason.
+  bool hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out, std::string *error);
   // Whether any event of `camera` is kept.
   bool has_camera(const std::string &camera);
   HistoryStats stats() const;

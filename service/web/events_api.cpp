@@ -82,23 +82,15 @@ std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
   return json_text(b);
 }
 
-}  // namespace
-
-bool is_events_path(const std::string &path) {
-  return path == "/api/events" || path.rfind("/api/events?", 0) == 0;
-}
-
-Reply events_reply(EventHistory *history, const std::string &path,
-                   const std::function<bool(const std::string &)> &known_camera) {
-  if (!history) return error_reply(404, "this host keeps no history ([service] history)");
-  const size_t mark = path.find('?');
-  const std::string query = mark == std::string::npos ? "" : path.substr(mark + 1);
+// The query's parameters into *q: "" when they are all of `allowed` and of their form, else why.
+std::string parse_query(const std::string &query, const std::set<std::string> &allowed,
+                        HistoryQuery *q) {
   GError *error = nullptr;
   GHashTable *params = g_uri_parse_params(query.c_str(), -1, "&", G_URI_PARAMS_NONE, &error);
   if (!params) {
     const std::string why = error->message;
     g_error_free(error);
-    return error_reply(400, "the query: " + why);
+    return "the query: " + why;
   }
   std::map<std::string, std::string> given;
   GHashTableIter it;
@@ -110,44 +102,95 @@ Reply events_reply(EventHistory *history, const std::string &path,
 
   static const std::set<std::string> kinds = {"line-crossed", "zone-entered", "zone-left",
                                               "zone-loitering"};
-  HistoryQuery q;
   for (const auto &[name, text] : given) {
     gint64 n = 0;
+    if (!allowed.count(name)) {
+      std::string names;
+      for (const std::string &a : allowed) names += (names.empty() ? "" : ", ") + a;
+      return "no parameter \"" + name + "\" (" + names + ")";
+    }
     if (name == "camera") {
-      q.camera = text;
+      q->camera = text;
     } else if (name == "kind") {
       if (!kinds.count(text))
-        return error_reply(400,
-                           "kind: line-crossed, zone-entered, zone-left or zone-loitering, "
-                           "not \"" +
-                               text + "\"");
-      q.kind = text;
+        return "kind: line-crossed, zone-entered, zone-left or zone-loitering, not \"" + text +
+               "\"";
+      q->kind = text;
     } else if (name == "label") {
-      q.label = text;
+      q->label = text;
     } else if (name == "since" || name == "until") {
       if (!parse_time(text, &n))
-        return error_reply(400, name +
-                                    ": not a time (ISO 8601 with its zone, e.g. "
-                                    "2026-12-06T03:00:00Z, or seconds since 1970): \"" +
-                                    text + "\"");
-      (name == "since" ? q.since_us : q.until_us) = n;
+        return name +
+               ": not a time (ISO 8601 with its zone, e.g. 2026-12-06T03:00:00Z, or seconds "
+               "since 1970): \"" +
+               text + "\"";
+      (name == "since" ? q->since_us : q->until_us) = n;
     } else if (name == "limit") {
-      if (!parse_count(text, 1, 1000, &n))
-        return error_reply(400, "limit: 1 to 1000, not \"" + text + "\"");
-      q.limit = static_cast<int>(n);
+      if (!parse_count(text, 1, 1000, &n)) return "limit: 1 to 1000, not \"" + text + "\"";
+      q->limit = static_cast<int>(n);
     } else if (name == "before") {
       if (!parse_count(text, 1, G_MAXINT64, &n))
-        return error_reply(400, "before: an event's seq, not \"" + text + "\"");
-      q.before_seq = n;
-    } else {
-      return error_reply(
-          400, "no parameter \"" + name + "\" (camera, kind, label, since, until, limit, before)");
+        return "before: an event's seq, not \"" + text + "\"";
+      q->before_seq = n;
     }
   }
+  return "";
+}
+
+std::string hourly_json(const std::vector<HourlyCrossings> &hours) {
+  JsonBuilder *b = json_builder_new();
+  json_builder_begin_object(b);
+  json_builder_set_member_name(b, "hours");
+  json_builder_begin_array(b);
+  for (const HourlyCrossings &h : hours) {
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "hour");
+    json_builder_add_int_value(b, h.hour_s);
+    json_builder_set_member_name(b, "camera");
+    json_builder_add_string_value(b, h.camera.c_str());
+    json_builder_set_member_name(b, "line");
+    json_builder_add_string_value(b, h.line.c_str());
+    json_builder_set_member_name(b, "in");
+    json_builder_add_int_value(b, static_cast<gint64>(h.in));
+    json_builder_set_member_name(b, "out");
+    json_builder_add_int_value(b, static_cast<gint64>(h.out));
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  json_builder_end_object(b);
+  return json_text(b);
+}
+
+}  // namespace
+
+bool is_events_path(const std::string &path) {
+  if (path.rfind("/api/events", 0) != 0) return false;
+  const std::string rest = path.substr(std::string("/api/events").size());
+  return rest.empty() || rest[0] == '?' || rest == "/hourly" || rest.rfind("/hourly?", 0) == 0;
+}
+
+Reply events_reply(EventHistory *history, const std::string &path,
+                   const std::function<bool(const std::string &)> &known_camera) {
+  if (!history) return error_reply(404, "this host keeps no history ([service] history)");
+  const size_t mark = path.find('?');
+  const std::string route = path.substr(0, mark);
+  const std::string query = mark == std::string::npos ? "" : path.substr(mark + 1);
+  const bool hourly = route == "/api/events/hourly";
+  HistoryQuery q;
+  const std::string bad =
+      hourly ? parse_query(query, {"camera", "since", "until"}, &q)
+             : parse_query(query, {"camera", "kind", "label", "since", "until", "limit", "before"},
+                           &q);
+  if (!bad.empty()) return error_reply(400, bad);
   if (q.camera && !known_camera(*q.camera) && !history->has_camera(*q.camera))
     return error_reply(404, "no camera \"" + *q.camera + "\"");
-  std::vector<HistoryEvent> events;
   std::string why;
+  if (hourly) {
+    std::vector<HourlyCrossings> hours;
+    if (!history->hourly(q, &hours, &why)) return error_reply(503, "the history: " + why);
+    return {200, kHealthType, hourly_json(hours)};
+  }
+  std::vector<HistoryEvent> events;
   if (!history->query(q, &events, &why)) return error_reply(503, "the history: " + why);
   return {200, kHealthType, page_json(events, q.limit)};
 }

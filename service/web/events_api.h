@@ -4,6 +4,8 @@
 // (default 100); before: the "seq" of the last event of the page before (the answer's
 // "next_before"). A parameter that is not one of these, or not of its form: 400 with the reason;
 // a camera neither configured nor in the history: 404; a host without a history: 404.
+// GET /api/events/hourly?camera=NAME&since=TIME&until=TIME: each line's crossings per hour (UTC),
+// {"hours": [{"hour", "camera", "line", "in", "out"}]}, oldest first (the page's chart).
 #pragma once
 
 #include <functional>

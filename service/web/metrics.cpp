@@ -510,7 +510,7 @@ void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const
   }
   std::string asked = path;
   if (const char *query = g_uri_get_query(soup_server_message_get_uri(message));
-      query && g_strcmp0(path, "/api/events") == 0)
+      query && g_str_has_prefix(path, "/api/events"))
     asked += std::string("?") + query;  // its filters
   self->owner_->serve(asked, paused(server, message));
 }

@@ -276,9 +276,73 @@ async function showHistory(more) {
     return item;
   });
   if (more) list.append(...items); else list.replaceChildren(...items);
+  if (!more) showChart(params);
   search.before = page.next_before;
   older.hidden = page.next_before === null;
   answer.textContent = list.children.length ? '' : 'no event kept matches';
+}
+
+// Each line's crossings per hour (api/events/hourly) of the search's camera and times: a row of
+// bars a line, in (below) and out (above) stacked, an hour a bar, the hour in its tooltip.
+async function showChart(params) {
+  const chart = document.getElementById('history-chart');
+  const hourly = new URLSearchParams();
+  for (const key of ['camera', 'since']) if (params.has(key)) hourly.set(key, params.get(key));
+  let hours;
+  try {
+    const response = await fetch('api/events/hourly?' + hourly);
+    if (!response.ok) throw new Error(response.statusText);
+    hours = (await response.json()).hours;
+  } catch (error) {
+    chart.replaceChildren();
+    return;
+  }
+  const lines = new Map();  // "camera: line" -> its hours
+  for (const h of hours) {
+    const key = `${h.camera}: ${h.line}`;
+    if (!lines.has(key)) lines.set(key, []);
+    lines.get(key).push(h);
+  }
+  // A day at least, ending with the newest hour: a bar's width says an hour at a glance.
+  const last = hours.length ? hours[hours.length - 1].hour : 0;
+  const first = hours.length ? Math.min(hours[0].hour, last - 23 * 3600) : 0;
+  const slots = (last - first) / 3600 + 1;
+  const most = Math.max(1, ...hours.map((h) => h.in + h.out));
+  const svg = 'http://www.w3.org/2000/svg';
+  const rows = [];
+  for (const [key, series] of lines) {
+    const row = element('figure', 'hourly');
+    row.append(element('figcaption', '', key));
+    const plot = document.createElementNS(svg, 'svg');
+    plot.setAttribute('viewBox', `0 0 ${slots * 10} 40`);
+    plot.setAttribute('preserveAspectRatio', 'none');
+    for (const h of series) {
+      const x = (h.hour - first) / 3600 * 10;
+      const when = new Date(h.hour * 1000).toLocaleString();
+      let y = 40;
+      for (const [part, n] of [['in', h.in], ['out', h.out]]) {
+        if (!n) continue;
+        const height = n / most * 38;
+        y -= height;
+        const bar = document.createElementNS(svg, 'rect');
+        bar.setAttribute('class', part);
+        bar.setAttribute('x', x + 1);
+        bar.setAttribute('width', 8);
+        bar.setAttribute('y', y);
+        bar.setAttribute('height', height);
+        bar.dataset.hour = h.hour;
+        bar.dataset.line = h.line;
+        bar.dataset.count = n;
+        const title = document.createElementNS(svg, 'title');
+        title.textContent = `${when}: ${n} ${part}`;
+        bar.append(title);
+        plot.append(bar);
+      }
+    }
+    row.append(plot);
+    rows.push(row);
+  }
+  chart.replaceChildren(...rows);
 }
 
 // The cameras a search may name: those listed.

@@ -36,6 +36,10 @@ class EventsApi : public ::testing::Test {
     g_rmdir(dir_);
     g_free(dir_);
   }
+  Reply get_path(const std::string &path) {
+    return events_reply(history_.get(), path,
+                        [](const std::string &name) { return name == "yard"; });
+  }
   Reply get(const std::string &query) {
     return events_reply(history_.get(), "/api/events" + (query.empty() ? "" : "?" + query),
                         [](const std::string &name) { return name == "yard"; });
@@ -101,6 +105,41 @@ TEST_F(EventsApi, PagesNewestFirstWithTheirCursor) {
   EXPECT_EQ(ids(get("since=1765000001&until=2025-12-06T05:46:43Z")), (std::vector<gint64>{2, 1}));
   EXPECT_EQ(ids(get("kind=line-crossed&label=person")).size(), 5u);
   EXPECT_TRUE(ids(get("label=car")).empty());
+}
+
+// The page's chart: each line's crossings per hour, in and out apart.
+TEST_F(EventsApi, HourlyCrossingsPerLine) {
+  HistoryEvent out;
+  out.camera = "door", out.id = 10, out.time_us = 1765000000LL * G_USEC_PER_SEC + 3600000000LL;
+  out.kind = "line-crossed", out.name = "entry", out.direction = "out", out.label = "person";
+  history_->add(out);
+  HistoryEvent zone = out;
+  zone.id = 11, zone.kind = "zone-entered", zone.name = "hall", zone.direction = "";
+  history_->add(zone);  // no crossing: not charted
+  ASSERT_TRUE(history_->flush(5 * G_USEC_PER_SEC));
+  const Reply reply = get_path("/api/events/hourly?camera=door");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  JsonParser *parser = json_parser_new();
+  ASSERT_TRUE(json_parser_load_from_data(parser, reply.body.c_str(), -1, nullptr));
+  JsonArray *hours =
+      json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "hours");
+  ASSERT_EQ(json_array_get_length(hours), 2u) << reply.body;
+  JsonObject *first = json_array_get_object_element(hours, 0);
+  EXPECT_EQ(json_object_get_int_member(first, "hour"), 1765000000 / 3600 * 3600);
+  EXPECT_STREQ(json_object_get_string_member(first, "line"), "entry");
+  EXPECT_EQ(json_object_get_int_member(first, "in"), 5);
+  EXPECT_EQ(json_object_get_int_member(first, "out"), 0);
+  JsonObject *second = json_array_get_object_element(hours, 1);
+  EXPECT_EQ(json_object_get_int_member(second, "hour") - json_object_get_int_member(first, "hour"),
+            3600);
+  EXPECT_EQ(json_object_get_int_member(second, "out"), 1);
+  g_object_unref(parser);
+  EXPECT_EQ(get_path("/api/events/hourly?kind=zone-left").status, 400) << "not its filter";
+  EXPECT_EQ(get_path("/api/events/hourly?since=soon").status, 400);
+  EXPECT_EQ(get_path("/api/events/hourly?camera=gate").status, 404);
+  EXPECT_TRUE(is_events_path("/api/events/hourly?camera=door"));
+  EXPECT_FALSE(is_events_path("/api/eventsx"));
+  EXPECT_FALSE(is_events_path("/api/events/other"));
 }
 
 TEST_F(EventsApi, InjectionStringsInEveryFilterAreText) {

@@ -9,7 +9,8 @@ cores), then opens the page and checks, each within a bound:
   - both cameras are listed, streaming;
   - each camera's picture loads, and a newer one replaces it;
   - a count on the line rises on the page as the ball crosses, and the event is listed; the
-    history (the service's `history` key) searched on the page lists the camera's crossings;
+    history (the service's `history` key) searched on the page lists the camera's crossings and
+    charts them per hour;
   - changes the page's API refuses, each with its reason and nothing saved: a wrong key, a line
     off the picture, one of no length, a bad name, a body without lines, a zone whose edges
     cross, one off the picture, no such camera;
@@ -215,6 +216,17 @@ url = rtsp://127.0.0.1:{port}/cam2
             f"the page's history lists {listed()}, /api/events {len(kept)} crossings"
         assert all("cam1: ball" in t and "crossed middle" in t for t in listed()), listed()
         print(f"the history lists cam1's crossings: {len(listed())}")
+        # Its chart: a bar an hour on 'middle', as many crossings as /api/events/hourly counts.
+        hours = json.loads(get(base + "/api/events/hourly?camera=cam1"))["hours"]
+        counted_hourly = sum(h["in"] + h["out"] for h in hours if h["line"] == "middle")
+        assert counted_hourly >= len(kept), (hours, kept)
+        def charted():
+            return sum(int(r.get_attribute("data-count")) for r in driver.find_elements(
+                "css selector", "#history-chart rect[data-line='middle']"))
+        assert eventually(5, lambda: charted() >= len(kept)), \
+            f"the chart shows {charted()} crossings, the history {counted_hourly}"
+        print(f"the hourly chart shows {charted()} crossings on 'middle' "
+              f"in {len({h['hour'] for h in hours})} hour(s)")
         driver.save_screenshot(os.path.join(BUILD, "web-page.png"))
 
         def post(camera, body, key):
