@@ -43,15 +43,16 @@ cuda_gst=(gstreamer1.0-plugins-bad libgstreamer-plugins-bad1.0-0 libgstreamer-pl
   libwayland-egl1 libwayland-server0 libgbm1 libdrm2 libegl1 libx11-xcb1 libexpat1 libgl-dev
   libglx-dev libgstreamer-plugins-base1.0-dev)
 
-# The camera service (service/): RTSP client and server, libsoup 3 for its HTTP endpoint, with
-# what they load that an Ubuntu GPU image may lack; x264 for its recordings and the service
-# tests' clips; the Prometheus client's parser, which the service tests read /metrics with;
+# The camera service (service/): RTSP client and server, libsoup 3 for its HTTP endpoint, SQLite
+# for its events' history, with what they load that an Ubuntu GPU image may lack; x264 for its
+# recordings and the service tests' clips; the Prometheus client's parser, which the service
+# tests read /metrics with;
 # etcd, for a fleet of hosts (run-fleet.sh); libjpeg for the operator page's pictures
 # (jpegenc, run-snapshots.sh). (heaptrack, which found where the heap grew in
 # issue 43, made way for etcd: the device tool carries 64 MiB with the tree.)
 service=(gstreamer1.0-plugins-good libgstrtspserver-1.0-0 libgstrtspserver-1.0-dev libsoup-3.0-0
-  libsoup-3.0-dev libsoup-3.0-common libnghttp2-14 libpsl5 libbrotli1 libsqlite3-0 libunistring2
-  libidn2-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1
+  libsoup-3.0-dev libsoup-3.0-common libnghttp2-14 libpsl5 libbrotli1 libsqlite3-0 libsqlite3-dev
+  libunistring2 libidn2-0 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libcom-err2 libkeyutils1
   gstreamer1.0-plugins-ugly libx264-164 python3-prometheus-client python3-decorator etcd-server
   libjpeg62-turbo)
 
