@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "log.h"
 
@@ -207,24 +208,35 @@ bool EventHistory::write(const std::vector<HistoryEvent> &batch, std::string *er
   return false;
 }
 
-bool EventHistory::query(const HistoryQuery &query, std::vector<HistoryEvent> *out,
-                         std::string *error) {
+bool EventHistory::select(const char *sql, const std::function<void(sqlite3_stmt *)> &bind,
+                          const std::function<void(sqlite3_stmt *)> &row, std::string *error) {
   std::lock_guard<std::mutex> guard(read_lock_);
-  out->clear();
   sqlite3_stmt *s = nullptr;
-  if (sqlite3_prepare_v2(reader_, kPage, -1, &s, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(reader_, sql, -1, &s, nullptr) != SQLITE_OK) {
     *error = message_of(reader_);
     return false;
   }
-  bind_text(s, 1, query.camera);
-  bind_text(s, 2, query.kind);
-  bind_text(s, 3, query.label);
-  bind_int(s, 4, query.since_us);
-  bind_int(s, 5, query.until_us);
-  bind_int(s, 6, query.before_seq);
-  sqlite3_bind_int(s, 7, query.limit);
+  bind(s);
   int step;
-  while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+  while ((step = sqlite3_step(s)) == SQLITE_ROW) row(s);
+  if (step != SQLITE_DONE) *error = message_of(reader_);
+  sqlite3_finalize(s);
+  return step == SQLITE_DONE;
+}
+
+bool EventHistory::query(const HistoryQuery &query, std::vector<HistoryEvent> *out,
+                         std::string *error) {
+  out->clear();
+  auto bind = [&](sqlite3_stmt *s) {
+    bind_text(s, 1, query.camera);
+    bind_text(s, 2, query.kind);
+    bind_text(s, 3, query.label);
+    bind_int(s, 4, query.since_us);
+    bind_int(s, 5, query.until_us);
+    bind_int(s, 6, query.before_seq);
+    sqlite3_bind_int(s, 7, query.limit);
+  };
+  auto row = [&](sqlite3_stmt *s) {
     HistoryEvent e;
     e.seq = sqlite3_column_int64(s, 0);
     e.camera = column_text(s, 1);
@@ -238,26 +250,19 @@ bool EventHistory::query(const HistoryQuery &query, std::vector<HistoryEvent> *o
     e.dwell_s = sqlite3_column_double(s, 9);
     e.host = column_text(s, 10);
     out->push_back(std::move(e));
-  }
-  if (step != SQLITE_DONE) *error = message_of(reader_);
-  sqlite3_finalize(s);
-  return step == SQLITE_DONE;
+  };
+  return select(kPage, bind, row, error);
 }
 
 bool EventHistory::hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out,
                           std::string *error) {
-  std::lock_guard<std::mutex> guard(read_lock_);
   out->clear();
-  sqlite3_stmt *s = nullptr;
-  if (sqlite3_prepare_v2(reader_, kHourly, -1, &s, nullptr) != SQLITE_OK) {
-    *error = message_of(reader_);
-    return false;
-  }
-  bind_text(s, 1, query.camera);
-  bind_int(s, 2, query.since_us);
-  bind_int(s, 3, query.until_us);
-  int step;
-  while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+  auto bind = [&](sqlite3_stmt *s) {
+    bind_text(s, 1, query.camera);
+    bind_int(s, 2, query.since_us);
+    bind_int(s, 3, query.until_us);
+  };
+  auto row = [&](sqlite3_stmt *s) {
     HourlyCrossings h;
     h.hour_s = sqlite3_column_int64(s, 0);
     h.camera = column_text(s, 1);
@@ -265,21 +270,17 @@ bool EventHistory::hourly(const HistoryQuery &query, std::vector<HourlyCrossings
     h.in = static_cast<guint64>(sqlite3_column_int64(s, 3));
     h.out = static_cast<guint64>(sqlite3_column_int64(s, 4));
     out->push_back(std::move(h));
-  }
-  if (step != SQLITE_DONE) *error = message_of(reader_);
-  sqlite3_finalize(s);
-  return step == SQLITE_DONE;
+  };
+  return select(kHourly, bind, row, error);
 }
 
 bool EventHistory::has_camera(const std::string &camera) {
-  std::lock_guard<std::mutex> guard(read_lock_);
-  sqlite3_stmt *s = nullptr;
-  if (sqlite3_prepare_v2(reader_, "SELECT 1 FROM events WHERE camera = ?1 LIMIT 1", -1, &s,
-                         nullptr) != SQLITE_OK)
-    return false;
-  bind_text(s, 1, camera);
-  const bool found = sqlite3_step(s) == SQLITE_ROW;
-  sqlite3_finalize(s);
+  bool found = false;
+  std::string error;
+  select(
+      "SELECT 1 FROM events WHERE camera = ?1 LIMIT 1",
+      [&](sqlite3_stmt *s) { bind_text(s, 1, camera); }, [&](sqlite3_stmt *) { found = true; },
+      &error);
   return found;
 }
 

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,6 +24,7 @@
 #include <vector>
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace cudanms::service {
 
@@ -98,6 +100,9 @@ class EventHistory {
  private:
   EventHistory(sqlite3 *writer, sqlite3 *reader, size_t queue_limit);
   void write_batches();  // the writer thread
+  // `sql` on the reader: its parameters bound by `bind`, each row to `row`.
+  bool select(const char *sql, const std::function<void(sqlite3_stmt *)> &bind,
+              const std::function<void(sqlite3_stmt *)> &row, std::string *error);
   bool write(const std::vector<HistoryEvent> &batch, std::string *error);
 
   sqlite3 *const writer_;  // the writer thread's connection
