@@ -356,11 +356,9 @@ static GstCudaNmsDetection detect(GstDnnDetect *self, GstBuffer *buffer,
             &frame->mapped, &GST_VIDEO_FILTER(self)->in_info, buffer,
             static_cast<GstMapFlags>(GST_MAP_READ | GST_VIDEO_FRAME_MAP_FLAG_NO_REF)))
       return GstCudaNmsDetection::failed("Could not read the frame");
-    frame->is_mapped = true;
-    if (!gst_cv_dnn_image_of_frame(&frame->mapped, &job.image)) {
-      gst_video_frame_unmap(&frame->mapped);
+    frame->is_mapped = true; /* unmapped by the frame itself (DnnFrame::wait), on error too */
+    if (!gst_cv_dnn_image_of_frame(&frame->mapped, &job.image))
       return GstCudaNmsDetection::failed("Detection failed", "unsupported format");
-    }
   }
   frame->network = priv->network.get();
   frame->ticket = priv->network->submit(&job);
