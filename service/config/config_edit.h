@@ -50,7 +50,8 @@ Reply check_web_auth(const std::string &web_auth, const std::string &authorizati
 // The camera NAME of /api/cameras/NAME/shapes, "" for another path.
 std::string shapes_camera(const std::string &path);
 
-// {"saved": text} (200) or {"error": text} (any other status).
+// {"saved": text} (200) or {"error": text} (any other status): the page's edits' answers, and
+// the other API calls' errors (events_api.h).
 Reply edit_answer(int status, const std::string &text);
 
 // A POST of the endpoint (MetricsServer::Change) for a service whose config says `web_auth`:

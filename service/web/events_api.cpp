@@ -8,17 +8,10 @@
 #include <map>
 #include <set>
 
+#include "config_edit.h"
+
 namespace cudanms::service {
 namespace {
-
-Reply error_reply(int status, const std::string &why) {
-  JsonBuilder *b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "error");
-  json_builder_add_string_value(b, why.c_str());
-  json_builder_end_object(b);
-  return {status, kHealthType, json_text(b)};
-}
 
 // ISO 8601 with a zone, or seconds since 1970, into microseconds since 1970.
 bool parse_time(const std::string &text, gint64 *us) {
@@ -171,7 +164,7 @@ bool is_events_path(const std::string &path) {
 
 Reply events_reply(EventHistory *history, const std::string &path,
                    const std::function<bool(const std::string &)> &known_camera) {
-  if (!history) return error_reply(404, "this host keeps no history ([service] history)");
+  if (!history) return edit_answer(404, "this host keeps no history ([service] history)");
   const size_t mark = path.find('?');
   const std::string route = path.substr(0, mark);
   const std::string query = mark == std::string::npos ? "" : path.substr(mark + 1);
@@ -181,17 +174,17 @@ Reply events_reply(EventHistory *history, const std::string &path,
       hourly ? parse_query(query, {"camera", "since", "until"}, &q)
              : parse_query(query, {"camera", "kind", "label", "since", "until", "limit", "before"},
                            &q);
-  if (!bad.empty()) return error_reply(400, bad);
+  if (!bad.empty()) return edit_answer(400, bad);
   if (q.camera && !known_camera(*q.camera) && !history->has_camera(*q.camera))
-    return error_reply(404, "no camera \"" + *q.camera + "\"");
+    return edit_answer(404, "no camera \"" + *q.camera + "\"");
   std::string why;
   if (hourly) {
     std::vector<HourlyCrossings> hours;
-    if (!history->hourly(q, &hours, &why)) return error_reply(503, "the history: " + why);
+    if (!history->hourly(q, &hours, &why)) return edit_answer(503, "the history: " + why);
     return {200, kHealthType, hourly_json(hours)};
   }
   std::vector<HistoryEvent> events;
-  if (!history->query(q, &events, &why)) return error_reply(503, "the history: " + why);
+  if (!history->query(q, &events, &why)) return edit_answer(503, "the history: " + why);
   return {200, kHealthType, page_json(events, q.limit)};
 }
 
