@@ -52,6 +52,18 @@ LineTallies CountingState::tallies() const {
   return out;
 }
 
+CountingState CountingState::without_outbox() const {
+  CountingState out;
+  out.next_track_id = next_track_id;
+  out.next_event_id = next_event_id;
+  out.lines = lines;
+  out.crossings = crossings;
+  out.occupancy = occupancy;
+  out.loitered = loitered;
+  out.loitering = loitering;
+  return out;
+}
+
 CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
                              CountingState counted)
     : config_(config),
@@ -61,7 +73,12 @@ CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
       history_(run.history),
       host_(run.host) {
   if (!run.fleet_store.endpoints.empty()) store_ = std::make_unique<FleetStore>(run.fleet_store);
-  keep_counting();  // ids reserved from the start
+  keep_counting(counted_now());  // ids reserved from the start
+}
+
+CountingState CameraOutputs::counted_now() const {
+  std::lock_guard<std::mutex> guard(counts_lock_);
+  return counting_.without_outbox();
 }
 
 void CameraOutputs::set_line_shapes(std::map<std::string, std::string> shapes) {
@@ -71,7 +88,7 @@ void CameraOutputs::set_line_shapes(std::map<std::string, std::string> shapes) {
     saved_ = CountingState();  // kept again, with the new shapes
     reserved_ids_ = reserved_events_ = 0;
   }
-  keep_counting();
+  keep_counting(counted_now());
 }
 
 // etcd: a host cut off from it waits on it once a second at most, not on every frame; it fences
@@ -106,9 +123,10 @@ bool CameraOutputs::store_counts(const CountingState &keeping,
   return true;
 }
 
-bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
+CameraOutputs::Kept CameraOutputs::keep_counting(CountingState now,
+                                                 std::map<guint64, std::string> sent) {
   const bool fleet = store_ != nullptr;
-  if (counts_file_.empty() && !fleet) return true;
+  if (counts_file_.empty() && !fleet) return Kept::kYes;
   std::lock_guard<std::mutex> guard(keep_lock_);
   const gint64 now_us = g_get_monotonic_time();
   std::set<guint64> delivered;
@@ -116,12 +134,11 @@ bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
     std::lock_guard<std::mutex> taken(delivered_->lock);
     delivered.swap(delivered_->ids);
   }
-  CountingState now;
   {
     std::lock_guard<std::mutex> counts(counts_lock_);
     for (guint64 id : delivered) counting_.undelivered.erase(id);
     for (const auto &[id, message] : sent) counting_.undelivered[id] = message;
-    now = counting_;
+    now.undelivered = counting_.undelivered;
   }
   // Delivered events alone leave the outbox at most once a second; anything counted at once.
   const bool counted = now.next_track_id >= reserved_ids_ ||
@@ -131,7 +148,7 @@ bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
   if (!counted && !forgetting) {
     std::lock_guard<std::mutex> back(delivered_->lock);
     delivered_->ids.insert(delivered.begin(), delivered.end());
-    return !not_owner_;
+    return not_owner_ ? Kept::kNotOwner : Kept::kYes;
   }
   CountingState keeping = now;
   keeping.occupancy.clear();
@@ -148,7 +165,8 @@ bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
     save_failing_ = true;
     kept = false;
   }
-  if (fleet && !store_counts(keeping, sent, &delivered, now_us)) kept = false;
+  const bool stored = !fleet || store_counts(keeping, sent, &delivered, now_us);
+  if (!stored) kept = false;
   if (!delivered.empty()) {  // not out of the outbox yet: next time
     std::lock_guard<std::mutex> back(delivered_->lock);
     delivered_->ids.insert(delivered.begin(), delivered.end());
@@ -159,7 +177,8 @@ bool CameraOutputs::keep_counting(std::map<guint64, std::string> sent) {
     reserved_ids_ = keeping.next_track_id;
     reserved_events_ = keeping.next_event_id;
   }
-  return !not_owner_;
+  if (not_owner_) return Kept::kNotOwner;
+  return stored ? Kept::kYes : Kept::kNotInEtcd;
 }
 
 void CameraOutputs::send_event(guint64 id, std::string message) {
@@ -228,7 +247,90 @@ bool CameraOutputs::open(std::string *error) {
     for (auto &[id, message] : undelivered) send_event(id, std::move(message));
   }
 #endif
+  {
+    std::lock_guard<std::mutex> guard(queue_lock_);
+    keeper_running_ = true;
+  }
+  keeper_ = std::thread([this] { run_keeper(); });
   return true;
+}
+
+void CameraOutputs::send(Outgoing out) {
+  std::unique_lock<std::mutex> lock(queue_lock_);
+  if (!keeper_running_) {
+    lock.unlock();
+    deliver(out);
+    return;
+  }
+  if (queue_.size() >= kMaxQueued) {
+    full_waits_++;
+    queue_changed_.wait(lock, [&] { return queue_.size() < kMaxQueued || !keeper_running_; });
+    if (!keeper_running_) {  // closed meanwhile: the keeper delivers what it holds and goes
+      lock.unlock();
+      deliver(out);
+      return;
+    }
+  }
+  queue_.push_back(std::move(out));
+  queue_changed_.notify_all();
+}
+
+void CameraOutputs::run_keeper() {
+  std::unique_lock<std::mutex> lock(queue_lock_);
+  for (;;) {
+    queue_changed_.wait(lock, [&] { return !queue_.empty() || !keeper_running_; });
+    if (queue_.empty()) return;  // stopping, and everything delivered
+    Outgoing out = std::move(queue_.front());
+    lock.unlock();
+    deliver(out, true);
+    lock.lock();
+    queue_.pop_front();  // counted as queued until delivered
+    queue_changed_.notify_all();
+  }
+}
+
+void CameraOutputs::deliver(Outgoing &out, bool keeper) {
+  if (out.frame && keeps()) {
+    const std::map<guint64, std::string> sent = store_ ? out.events : decltype(sent)();
+    // A fleet's frame is published once etcd has its counts: a failed store is tried again each
+    // second, the frames after it waiting behind. Once its connection stops (fenced: etcd is
+    // gone) or the outputs close, they are not published at all: what they say was never kept
+    // for the next owner, and a fenced host publishes nothing.
+    std::unique_lock<std::mutex> lock(queue_lock_);
+    if (out.connection == unkept_connection_) {
+      unkept_frames_++;
+      return;
+    }
+    lock.unlock();
+    Kept kept;
+    while ((kept = keep_counting(out.counted, sent)) == Kept::kNotInEtcd && keeper) {
+      lock.lock();
+      if (queue_changed_.wait_for(lock, std::chrono::seconds(1), [&] {
+            return !keeper_running_ || connection_ != out.connection;
+          })) {
+        unkept_connection_ = out.connection;  // the frames behind it too: lines go in order
+        unkept_frames_++;
+        lock.unlock();
+        log_line(
+            "camera %s: frames not published from here to its stop: etcd did not take their "
+            "counts before it",
+            config_.name.c_str());
+        return;
+      }
+      lock.unlock();
+    }
+    if (kept == Kept::kNotOwner) return;  // another host's camera now: not published
+  }
+  if (!out.line.empty()) {
+    std::lock_guard<std::mutex> guard(file_lock_);
+    write_line(out.line.data(), out.line.size());
+  }
+#ifdef CUDANMS_HAVE_MQTT
+  if (out.frame && mqtt_) {
+    if (!out.line.empty()) mqtt_->push(std::move(out.line));
+    for (auto &[id, event] : out.events) send_event(id, std::move(event));
+  }
+#endif
 }
 
 void CameraOutputs::on_event(GstEvent *event) {
@@ -262,42 +364,38 @@ bool CameraOutputs::writes() const {
 void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment, double chain_s) {
   if (not_owner_) return;
   const GstCudaNmsResultMeta *result = gst_buffer_get_cuda_nms_result_meta(buffer);
+  Outgoing out;
+  out.frame = true;
+  {
+    std::lock_guard<std::mutex> guard(queue_lock_);
+    out.connection = connection_;
+  }
   guint64 first_event = 0;
   {
     std::lock_guard<std::mutex> guard(counts_lock_);
     first_event = count(buffer);
+    if (keeps()) out.counted = counting_.without_outbox();
   }
-  gchar *text = nullptr;
-  gsize length = 0;
-  std::map<guint64, std::string> events;
   if (writes()) {
     std::lock_guard<std::mutex> guard(file_lock_);
     const DetectionsFormat format =
         config_.format == "dlstreamer" ? DetectionsFormat::kDlStreamer : DetectionsFormat::kCudanms;
-    text = encoder_.encode(nullptr, buffer, format, config_.name, segment, &length, first_event);
+    gsize length = 0;
+    gchar *text =
+        encoder_.encode(nullptr, buffer, format, config_.name, segment, &length, first_event);
+    if (text) out.line.assign(text, length);
+    g_free(text);
 #ifdef CUDANMS_HAVE_MQTT
     guint64 id = first_event;
     if (mqtt_)
       for (std::string &event : encoder_.encode_events(buffer, config_.name, first_event))
-        events[id++] = std::move(event);
+        out.events[id++] = std::move(event);
 #endif
   }
   // Counted and kept (the counts file; etcd, with the events in its outbox) before the frame
-  // is written or sent: what a JSON line or a message says survives the worker's or the host's
-  // death. A frame of a camera another host owns now is not published.
-  const bool ours = keep_counting(store_ ? events : std::map<guint64, std::string>());
-  if (ours && text) {
-    std::lock_guard<std::mutex> guard(file_lock_);
-    write_line(text, length);
-#ifdef CUDANMS_HAVE_MQTT
-    if (mqtt_) {
-      mqtt_->push(std::string(text, length));
-      for (auto &[id, event] : events) send_event(id, std::move(event));
-    }
-#endif
-  }
-  g_free(text);
-  if (!ours) return;
+  // is written or sent, by the keeper: what a JSON line or a message says survives the
+  // worker's or the host's death, and the frame goes on meanwhile.
+  send(std::move(out));
   std::lock_guard<std::mutex> guard(counts_lock_);
   counts_.frames++;
   counts_.last_frame_us = g_get_monotonic_time();
@@ -317,6 +415,11 @@ void CameraOutputs::on_frame(GstBuffer *buffer, const GstSegment *segment, doubl
 
 void CameraOutputs::on_state(const std::string &state, const std::string &previous,
                              const std::string &reason, long attempt) {
+  if (state != "streaming" && state != "starting") {  // the connection's frames are all in
+    std::lock_guard<std::mutex> guard(queue_lock_);
+    connection_++;
+    queue_changed_.notify_all();
+  }
 #ifdef CUDANMS_HAVE_MQTT
   if (mqtt_) mqtt_->set_status(config_.status_topic, mqtt_status(state));
 #endif
@@ -344,16 +447,23 @@ void CameraOutputs::on_state(const std::string &state, const std::string &previo
   gsize length = 0;
   gchar *text = json_to_string(root, FALSE);
   length = strlen(text);
-  {
-    std::lock_guard<std::mutex> guard(file_lock_);
-    write_line(text, length);
-  }
+  Outgoing line;
+  line.line.assign(text, length);
+  send(std::move(line));  // after the frames before it
   g_free(text);
   json_node_unref(root);
   g_object_unref(b);
 }
 
 void CameraOutputs::close(guint flush_ms) {
+  if (keeper_.joinable()) {  // what is queued delivered first
+    {
+      std::lock_guard<std::mutex> guard(queue_lock_);
+      keeper_running_ = false;
+    }
+    queue_changed_.notify_all();
+    keeper_.join();
+  }
 #ifdef CUDANMS_HAVE_MQTT
   if (mqtt_) {
     mqtt_->set_status(config_.status_topic, "offline");
@@ -449,6 +559,12 @@ FrameCounts CameraOutputs::counts() const {
   {
     std::lock_guard<std::mutex> guard(counts_lock_);
     out = counts_;
+  }
+  {
+    std::lock_guard<std::mutex> guard(queue_lock_);
+    out.outputs_queued = queue_.size();
+    out.outputs_full_waits = full_waits_;
+    out.outputs_unkept = unkept_frames_;
   }
 #ifdef CUDANMS_HAVE_MQTT
   if (mqtt_) {

@@ -1,19 +1,24 @@
 // What a camera leaves behind, across all its connections: its JSON lines (frames and state
 // changes, in one file, appended to), its MQTT messages and retained state, and the counts
 // behind its metrics. One JSON encoder for the file and MQTT. Frames come from the camera's
-// streaming thread (the session's probe), state changes from the main loop.
+// streaming thread (the session's probe), state changes from the main loop. A frame's counts
+// are kept (the counts file; etcd for a fleet's camera) before its line is written and its
+// events sent, on a thread of the outputs' own and in order, so that no frame waits on etcd or
+// the disk: only when kMaxQueued frames already wait (counted on /metrics) does the next one.
 #pragma once
 
 #include <cudanms/count.h>
 #include <gst/gst.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -37,6 +42,9 @@ struct FrameCounts {
   double chain_sum_s = 0;              // the detector's and cudanms's wall time, over every frame
   guint64 published = 0, dropped = 0;  // MQTT messages
   guint64 lines_lost = 0;              // JSON lines that could not be written
+  size_t outputs_queued = 0;           // frames whose counts are not kept yet (a gauge)
+  guint64 outputs_full_waits = 0;      // frames that waited for room among them
+  guint64 outputs_unkept = 0;          // frames not published: stopped before etcd had them
 };
 
 // What a camera counted, across its connections (and, for the lines a reload left as they were,
@@ -59,6 +67,8 @@ struct CountingState {
   CountingState kept_for(const std::map<std::string, std::string> &lines_kept) const;
   // The lines' counts, totals and by label (from the crossings), as boxcount resumes them.
   LineTallies tallies() const;
+  // Everything but the outbox (undelivered), which only the keeping of counts changes.
+  CountingState without_outbox() const;
 };
 
 // A counting event as the operator's page lists it (web.h) and the history keeps it.
@@ -109,8 +119,36 @@ class CameraOutputs {
   bool not_owner() const { return not_owner_.load(); }
 
  private:
-  bool writes() const;                               // a file or MQTT to encode frames for
-  void write_line(const char *text, size_t length);  // with file_lock_ held
+  bool writes() const;  // a file or MQTT to encode frames for
+  bool keeps() const { return !counts_file_.empty() || store_; }  // counts to keep per frame
+  void write_line(const char *text, size_t length);               // with file_lock_ held
+
+  // A frame's outputs (or a state change's line), waiting for its counts to be kept.
+  struct Outgoing {
+    bool frame = false;                     // else a state change's line alone
+    guint64 connection = 0;                 // the camera's connection it came on (connection_ then)
+    CountingState counted;                  // after the frame, without the outbox (when keeps())
+    std::map<guint64, std::string> events;  // its events' MQTT messages, by id
+    std::string line;                       // its JSON line; "" for none
+  };
+  // Queued for the keeper (inline when it does not run); waits only while kMaxQueued wait.
+  void send(Outgoing out);
+  // Counts kept, then the line written and sent; `keeper`: on its thread, where a frame whose
+  // counts etcd did not take waits for it.
+  void deliver(Outgoing &out, bool keeper = false);
+  void run_keeper();
+  static constexpr size_t kMaxQueued = 256;  // ~8 s of a 30 fps camera: past the lease's TTL
+  mutable std::mutex queue_lock_;            // guards what follows, up to keeper_
+  std::condition_variable queue_changed_;    // an item, room, or stopping
+  std::deque<Outgoing> queue_;
+  bool keeper_running_ = false;  // between open() and close(); else frames delivered inline
+  guint64 full_waits_ = 0;
+  guint64 unkept_frames_ = 0;
+  guint64 connection_ = 0;  // its connections' number: one more at each stop
+  // A connection whose frames are not published: one's counts never reached etcd before it
+  // stopped. None at first.
+  guint64 unkept_connection_ = G_MAXUINT64;
+  std::thread keeper_;
 
   const CameraConfig config_;
   const std::string counts_file_;  // "" for none
@@ -125,10 +163,13 @@ class CameraOutputs {
   // The frame's counts into counting_, with counts_lock_ held; the first of the ids it gave
   // the frame's events (0: no event).
   guint64 count(GstBuffer *buffer);
-  // What was counted kept where it outlives the process (counts_file_, and etcd for a
-  // fleet's camera: `sent`, the frame's events, into its outbox), before the frame is written
-  // or sent; false when the camera is no longer this host's. On the streaming thread.
-  bool keep_counting(std::map<guint64, std::string> sent = {});
+  // What was counted (`now`, without its outbox) kept where it outlives the process
+  // (counts_file_, and etcd for a fleet's camera: `sent`, the frame's events, into its outbox),
+  // before the frame is written or sent. A counts file that cannot be written is logged, not
+  // waited for (lines go on); etcd is. On the keeper's thread (the main loop's before it runs).
+  enum class Kept { kYes, kNotInEtcd, kNotOwner };
+  Kept keep_counting(CountingState now, std::map<guint64, std::string> sent = {});
+  CountingState counted_now() const;  // counting_.without_outbox(), under counts_lock_
   // keep_counting's etcd part: false unless stored; the delivered events it forgot leave
   // *delivered.
   bool store_counts(const CountingState &keeping, const std::map<guint64, std::string> &sent,

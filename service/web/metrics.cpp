@@ -145,6 +145,16 @@ void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) 
       {"cudanms_camera_json_lines_lost_total", "counter",
        "JSON lines that could not be written (disk full, ...)",
        [](const CameraSnapshot &c) { return double(c.counts.lines_lost); }},
+      {"cudanms_camera_outputs_queued", "gauge",
+       "Frames whose counts are not kept yet (the counts file, etcd), their lines and messages "
+       "waiting behind them",
+       [](const CameraSnapshot &c) { return double(c.counts.outputs_queued); }},
+      {"cudanms_camera_outputs_full_waits_total", "counter",
+       "Frames that waited for their counts' keeping: as many frames were waiting already",
+       [](const CameraSnapshot &c) { return double(c.counts.outputs_full_waits); }},
+      {"cudanms_camera_frames_unpublished_total", "counter",
+       "A fleet's frames not published: the camera stopped (fenced) before etcd had their counts",
+       [](const CameraSnapshot &c) { return double(c.counts.outputs_unkept); }},
   };
   for (const Counter &m : per_camera) {
     e.family(m.name, m.type, m.help);

@@ -144,6 +144,7 @@ class EtcdCluster {
         dir_.file(("etcd-" + name(i) + ".err").c_str()));
   }
   void kill(int i) { processes_[i]->kill_group(); }
+  void signal(int i, int number) { processes_[i]->signal(number); }
   // Whether a member answers with a leader, within `seconds`.
   bool healthy(double seconds) {
     service::EtcdClient client(endpoint_list(), 500);
