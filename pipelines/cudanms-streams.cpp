@@ -410,6 +410,9 @@ int main(int argc, char **argv) {
       const unsigned set = o.preload_gpu ? static_cast<unsigned>(stream->gpu) : app.gpus.front();
       stream->source = &app.preloaded.at(set).at(preloaded_copy(app, i));
       stream->limit = static_cast<guint64>(o.frames);
+      stream->host_cpu = &app.host_cpu;
+      app.host_cpu.total += stream->limit;
+      app.host_cpu.half = app.host_cpu.total / 2;
       stream->duration = GST_SECOND / 30;
       GstAppSrcCallbacks callbacks = {};
       callbacks.need_data = on_need_data;

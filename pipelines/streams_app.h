@@ -45,6 +45,17 @@ struct Options {
   gint qos = 0;
 };
 
+// The process's CPU time over the second half of a --preload run's frames (from the frame that
+// makes half of every stream's limit to the last): the host's work a frame, which a host whose
+// other cores are busy must still find. Counted from every stream's thread.
+struct HostCpu {
+  guint64 half = 0, total = 0;  // 0: unknown (streams that end by themselves)
+  std::atomic<guint64> out{0};
+  double start_cpu_s = 0, end_cpu_s = 0;
+  gint64 start_us = 0, end_us = 0;
+  void frame_out(gint64 now_us);
+};
+
 // Per stream, written on its streaming thread only (and read after the pipeline has stopped, or
 // for progress through the atomic frame count).
 struct Stream {
@@ -66,6 +77,7 @@ struct Stream {
   guint64 pushed = 0;
   guint64 limit = 0;
   GstClockTime duration = 0;
+  HostCpu *host_cpu = nullptr;  // --preload: the app's
 };
 
 struct App {
@@ -73,6 +85,7 @@ struct App {
   GstElement *pipeline = nullptr;
   GMainLoop *loop = nullptr;
   std::vector<std::unique_ptr<Stream>> streams;
+  HostCpu host_cpu;
   std::vector<unsigned> gpus;  // the GPUs the streams run on (--gpus; else GPU 0)
   // --preload: the frames, per GPU with --preload-gpu (each GPU reads its own copy), and a copy
   // per kStreamsPerCopy streams of a GPU (or of the host): copies[k] is the k-th.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 #include "percentile.h"
 #include "streams_app.h"
@@ -41,8 +42,15 @@ GstPadProbeReturn on_leave(GstPad *, GstPadProbeInfo *info, gpointer data) {
       if (r->gpu_time_ns > 0) s->nms_gpu_us.push_back(r->gpu_time_ns / 1000.0);
     s->out_us.push_back(now);
     s->frames.fetch_add(1, std::memory_order_relaxed);
+    if (s->host_cpu) s->host_cpu->frame_out(now);
   }
   return GST_PAD_PROBE_OK;
+}
+
+double process_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 // One GPU's streams (--gpus): their frames/s from their first frame to their last, their
@@ -93,6 +101,12 @@ double second_half_fps(const App &app, gint64 first, gint64 last) {
 }
 
 }  // namespace
+
+void HostCpu::frame_out(gint64 now_us) {
+  const guint64 n = out.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n == half) start_cpu_s = process_cpu_s(), start_us = now_us;
+  if (n == total) end_cpu_s = process_cpu_s(), end_us = now_us;
+}
 
 void watch(GstElement *element, Stream *stream, int which) {
   auto *probe = new Probe{stream, which};
@@ -181,6 +195,9 @@ Figures run_figures(const App *app) {
   const double share = chain_sum > 0 && !p.nms_gpu.empty() ? 100.0 * gpu_sum / chain_sum : 0;
   double memory = 0;
   for (unsigned gpu : app->gpus) memory += memory_mib(*app, gpu);
+  const HostCpu &cpu = app->host_cpu;
+  const bool timed = cpu.end_us > cpu.start_us && cpu.total > cpu.half;
+  const double cpu_s = timed ? cpu.end_cpu_s - cpu.start_cpu_s : 0;
   const int n = static_cast<int>(app->streams.size());
   return {{"streams", n},
           {"frames", static_cast<double>(p.frames)},
@@ -206,6 +223,8 @@ Figures run_figures(const App *app) {
           {"detector_fill_ms", p.mean_fill_ms},
           {"detector_launch_ms", p.mean_launch_ms},
           {"pictures", static_cast<double>(p.pictures)},
+          {"host_cpu_us_per_frame", timed ? 1e6 * cpu_s / (cpu.total - cpu.half) : 0},
+          {"host_cpu_cores", timed ? cpu_s / ((cpu.end_us - cpu.start_us) / 1e6) : 0},
           {"wall_s", wall}};
 }
 
@@ -229,6 +248,9 @@ void print_figures(const App *app, const Figures &figures, const std::vector<Gpu
         "detector: %.2f frames per forward on average, a batch filled in %.3f ms and launched in "
         "%.3f ms\n",
         fig("detector_mean_batch"), fig("detector_fill_ms"), fig("detector_launch_ms"));
+  if (fig("host_cpu_cores") > 0)
+    g_print("host CPU over the second half of the frames: %.1f us a frame, %.2f cores busy\n",
+            fig("host_cpu_us_per_frame"), fig("host_cpu_cores"));
   if (app->options.snapshots_s > 0)
     g_print("snapshots: %.0f pictures (%.1f/s)\n", fig("pictures"),
             wall > 0 ? fig("pictures") / wall : 0);

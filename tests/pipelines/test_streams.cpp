@@ -44,6 +44,7 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   EXPECT_NE(out.find("streams 3  frames 18  total "), std::string::npos) << out;
   EXPECT_NE(out.find("NMS share "), std::string::npos) << out;
   EXPECT_NE(out.find("second half of the run: "), std::string::npos) << out;
+  EXPECT_NE(out.find("host CPU over the second half of the frames: "), std::string::npos) << out;
 
   JsonParser *parser = json_parser_new();
   JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
@@ -56,6 +57,12 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   EXPECT_GT(json_object_get_double_member(summary, "nms_p50_us"), 0.0);
   EXPECT_GE(json_object_get_double_member(summary, "chain_p50_us"),
             json_object_get_double_member(summary, "detector_p50_us"));
+  // The process's CPU time from the 9th frame out to the 18th: the detector's work at least, and
+  // no more cores than the host has.
+  EXPECT_GT(json_object_get_double_member(summary, "host_cpu_us_per_frame"), 0.0);
+  const double cores = json_object_get_double_member(summary, "host_cpu_cores");
+  EXPECT_GT(cores, 0.0);
+  EXPECT_LE(cores, g_get_num_processors() + 0.5);
   // NMS's own GPU time, and so its share, exist only where NMS runs on a GPU.
   const double share = json_object_get_double_member(summary, "nms_share_percent");
   EXPECT_GE(share, 0.0);
