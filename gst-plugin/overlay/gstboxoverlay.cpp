@@ -19,6 +19,10 @@
  * with their counts: a line with an arrow to its "in" side and "NAME in N out M", a zone's
  * outline with "NAME", its occupancy by label and the tracks loitering in it (draw-counts).
  *
+ * With highlight-events=true a frame with counting events (boxcount's) shows whom they happened
+ * to: the boxes of the events' tracks drawn as always, every other box one pixel thick in a light
+ * tint, without its tag or trail (an event's picture, e.g. the camera service's snapshots).
+ *
  * With draw-candidates=true the frame's #GstCudaNmsCandidatesMeta windows are drawn first, one
  * pixel thick in a light tint of their class color: the detector's raw output and what NMS kept,
  * in one picture. cudanms removes the candidates unless its keep-candidates property is true.
@@ -62,6 +66,7 @@ GST_DEBUG_CATEGORY_STATIC(gst_box_overlay_debug);
 #define DEFAULT_DRAW_CANDIDATES FALSE
 #define DEFAULT_TRAIL_LENGTH 30
 #define DEFAULT_DRAW_COUNTS TRUE
+#define DEFAULT_HIGHLIGHT_EVENTS FALSE
 #define MAX_TRAIL_LENGTH 1000
 
 #define VIDEO_FORMATS "{ BGRx, RGBx, BGRA, RGBA, BGR, RGB, I420, YV12, NV12, NV21 }"
@@ -75,7 +80,17 @@ struct Settings {
   bool draw_candidates = DEFAULT_DRAW_CANDIDATES;
   guint trail_length = DEFAULT_TRAIL_LENGTH;
   bool draw_counts = DEFAULT_DRAW_COUNTS;
+  bool highlight_events = DEFAULT_HIGHLIGHT_EVENTS;
 };
+
+/* highlight-events: the tracks the frame's counting events happened to; empty: none (every box
+ * drawn as always). */
+std::vector<guint64> event_tracks(GstBuffer *buf) {
+  std::vector<guint64> tracks;
+  if (const GstCudaNmsCountsMeta *counts = gst_buffer_get_cuda_nms_counts_meta(buf))
+    for (guint i = 0; i < counts->n_events; i++) tracks.push_back(counts->events[i].track_id);
+  return tracks;
+}
 
 /* Lines and zones: their color, and the arrow's length to a line's "in" side. */
 const Rgb kCountColor = {255, 220, 0};
@@ -219,6 +234,8 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
     Rgb color;
   };
   std::vector<Tag> tags;
+  const std::vector<guint64> highlighted =
+      s.highlight_events ? event_tracks(frame->buffer) : std::vector<guint64>();
   gpointer state = nullptr;
   GstMeta *meta;
   while ((meta = gst_buffer_iterate_meta_filtered(frame->buffer, &state,
@@ -250,6 +267,11 @@ static GstFlowReturn gst_box_overlay_transform_frame_ip(GstVideoFilter *filter,
     }
     const guint64 track = gst_cv_roi_track_id(roi);
     const Rgb color = track ? track_color(track) : class_color(class_id);
+    if (!highlighted.empty() &&
+        std::find(highlighted.begin(), highlighted.end(), track) == highlighted.end()) {
+      draw_outline(canvas, box, 1, light(color));  // faint: not whom the event is about
+      continue;
+    }
     if (track) {
       text = "#" + std::to_string(track) + " " + text;
       if (s.trail_length > 0) {
@@ -303,7 +325,13 @@ static void gst_box_overlay_class_init(GstBoxOverlayClass *klass) {
       .field(g_param_spec_boolean("draw-counts", "Draw counts",
                                   "Draw boxcount's lines and zones with their counts",
                                   DEFAULT_DRAW_COUNTS, rw),
-             &Settings::draw_counts);
+             &Settings::draw_counts)
+      .field(g_param_spec_boolean("highlight-events", "Highlight events",
+                                  "On a frame with counting events, draw the boxes of the events' "
+                                  "tracks as always and every other box faint (thin, light, no "
+                                  "tag or trail)",
+                                  DEFAULT_HIGHLIGHT_EVENTS, rw),
+             &Settings::highlight_events);
 
   describe_element(
       klass, "Detection box overlay", "Filter/Effect/Video",

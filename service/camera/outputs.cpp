@@ -70,6 +70,7 @@ CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
       counts_file_(run.counts_file),
       counting_(std::move(counted)),
       line_shapes_(config.line_shapes),
+      pictures_dir_(run.snapshots.empty() ? "" : run.snapshots + "/" + config.name),
       history_(run.history),
       host_(run.host) {
   if (!run.fleet_store.endpoints.empty()) store_ = std::make_unique<FleetStore>(run.fleet_store);
@@ -493,6 +494,7 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
   if (!counts) return 0;
   const guint64 first_event = counts->n_events ? counting_.next_event_id : 0;
   counting_.next_event_id += counts->n_events;
+  std::vector<HistoryEvent> pictured;  // the frame's events, for its picture
   for (guint i = 0; i < counts->n_events; i++) {
     const GstCudaNmsCountEvent &e = counts->events[i];
     const char *direction = e.kind != GST_CUDA_NMS_COUNT_LINE_CROSSED ? ""
@@ -502,17 +504,21 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
                                gst_cuda_nms_count_event_kind_name(e.kind), e.name, direction,
                                e.label ? e.label : "", e.track_id, e.dwell});
     if (recent_events_.size() > kRecentEvents) recent_events_.pop_back();
-    if (history_) {  // queued: the database never holds the frame
-      HistoryEvent kept;
-      static_cast<CountEvent &>(kept) = recent_events_.front();
-      kept.camera = config_.name;
-      kept.host = host_;
-      history_->add(std::move(kept));
-    }
+    HistoryEvent kept;
+    static_cast<CountEvent &>(kept) = recent_events_.front();
+    kept.camera = config_.name;
+    kept.host = host_;
+    if (!pictures_dir_.empty()) pictured.push_back(kept);
+    if (history_) history_->add(std::move(kept));  // queued: the database never holds the frame
     if (e.kind == GST_CUDA_NMS_COUNT_ZONE_LOITERING)
       counting_.loitered[{e.name, e.label ? e.label : ""}]++;
     if (e.kind != GST_CUDA_NMS_COUNT_LINE_CROSSED) continue;
     counting_.crossings[{e.name, direction, e.label ? e.label : ""}]++;
+  }
+  if (!pictured.empty()) {
+    std::lock_guard<std::mutex> guard(pictures_lock_);
+    pending_pictures_.emplace_back(GST_BUFFER_PTS(buffer), std::move(pictured));
+    if (pending_pictures_.size() > kPendingPictures) pending_pictures_.pop_front();
   }
   counting_.lines.clear();  // the lines of now: a reload may have removed some
   for (guint i = 0; i < counts->n_lines; i++)
@@ -542,6 +548,46 @@ void CameraOutputs::on_snapshot(GstBuffer *jpeg) {
   std::lock_guard<std::mutex> guard(snapshot_lock_);
   snapshot_.jpeg = std::move(picture);
   snapshot_.number++;
+}
+
+void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
+  std::vector<HistoryEvent> events;
+  {
+    std::lock_guard<std::mutex> guard(pictures_lock_);
+    // Pictures come in the frames' order; a frame before this one whose picture was dropped
+    // (a burst the branch could not keep up with) has none.
+    const GstClockTime pts = GST_BUFFER_PTS(jpeg);
+    while (!pending_pictures_.empty() && GST_CLOCK_TIME_IS_VALID(pts) &&
+           pending_pictures_.front().first != pts)
+      pending_pictures_.pop_front();
+    if (pending_pictures_.empty()) return;
+    events = std::move(pending_pictures_.front().second);
+    pending_pictures_.pop_front();
+  }
+  const std::string path = pictures_dir_ + "/" + std::to_string(events.front().id) + ".jpg";
+  GstMapInfo map;
+  if (!gst_buffer_map(jpeg, &map, GST_MAP_READ)) return;
+  GError *error = nullptr;
+  // Whole or not at all: a temporary file, then renamed.
+  const bool written = g_mkdir_with_parents(pictures_dir_.c_str(), 0755) == 0 &&
+                       g_file_set_contents(path.c_str(), reinterpret_cast<const char *>(map.data),
+                                           static_cast<gssize>(map.size), &error);
+  gst_buffer_unmap(jpeg, &map);
+  if (!written) {
+    if (!picture_failing_)
+      log_line("camera %s: cannot write its events' pictures in %s: %s; events go on without",
+               config_.name.c_str(), pictures_dir_.c_str(),
+               error ? error->message : g_strerror(errno));
+    picture_failing_ = true;
+    g_clear_error(&error);
+    return;
+  }
+  picture_failing_ = false;
+  if (!history_) return;
+  for (HistoryEvent &e : events) {
+    e.snapshot = path;
+    history_->add(std::move(e));
+  }
 }
 
 Snapshot CameraOutputs::snapshot() const {

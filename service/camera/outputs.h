@@ -107,6 +107,10 @@ class CameraOutputs {
   void set_line_shapes(std::map<std::string, std::string> shapes);
   // The snapshot branch's latest picture (session.h), on its streaming thread.
   void on_snapshot(GstBuffer *jpeg);
+  // The picture of a frame with counting events (the run's snapshots; the event branch's
+  // thread): written as SNAPSHOTS/CAMERA/ID.jpg (ID: the frame's first event's), its path into
+  // each of the frame's events in the history.
+  void on_event_picture(GstBuffer *jpeg);
   Snapshot snapshot() const;
   // Pictures are made for 10 s after each ask (a page open shows one a
   // second), none otherwise: each costs the GPU's streams (snapshot.h).
@@ -183,6 +187,13 @@ class CameraOutputs {
   std::deque<RecentEvent> recent_events_;  // the newest first
   mutable std::mutex snapshot_lock_;
   Snapshot snapshot_;
+  // The run's snapshots: the camera's folder of event pictures ("" for none), and the frames
+  // with events whose pictures are not made yet, by PTS (the newest kPendingPictures).
+  const std::string pictures_dir_;
+  std::mutex pictures_lock_;
+  std::deque<std::pair<GstClockTime, std::vector<HistoryEvent>>> pending_pictures_;
+  static constexpr size_t kPendingPictures = 64;
+  bool picture_failing_ = false;
   static constexpr gint64 kWantedUs = 10 * G_USEC_PER_SEC;
   std::atomic<gint64> pictures_wanted_until_us_{0};
   size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us

@@ -42,7 +42,8 @@ std::string own_source(const CameraConfig &c, int gpu) {
   return source;
 }
 
-std::string describe(const CameraConfig &c, int gpu) {
+// `event_pictures`: a branch that pictures each frame with counting events (the run's snapshots).
+std::string describe(const CameraConfig &c, int gpu, bool event_pictures) {
   const std::string source = c.source.empty()
                                  ? "uridecodebin name=source uri=\"" + c.uri +
                                        "\" caps=\"video/x-raw(ANY)\" expose-all-streams=false"
@@ -60,9 +61,13 @@ std::string describe(const CameraConfig &c, int gpu) {
                                     std::string(c.record_boxes ? "boxoverlay ! " : "") +
                                     "videoconvert ! " + c.record_encoder +
                                     " ! h264parse ! splitmuxsink name=sink";
-  if (c.snapshot_interval_s <= 0) return out + end;
-  // The operator's picture (web.h).
-  return out + "tee name=split ! " + end + " " + gst_cv_snapshot_branch("split", "snapshot");
+  event_pictures = event_pictures && c.tracker && c.counting();
+  if (c.snapshot_interval_s <= 0 && !event_pictures) return out + end;
+  out += "tee name=split ! " + end;
+  // The operator's picture (web.h); the events' (outputs.h).
+  if (c.snapshot_interval_s > 0) out += " " + gst_cv_snapshot_branch("split", "snapshot");
+  if (event_pictures) out += " " + gst_cv_snapshot_branch("split", "event-snapshot", true);
+  return out;
 }
 
 // uridecodebin's source, when it is an RTSP client: the camera's latency and transports.
@@ -184,8 +189,9 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config, const Camera
 
   GError *parse_error = nullptr;
   const int gpu = gpu_of(config, run);
-  GstElement *pipeline = gst_parse_launch_full(describe(config, gpu).c_str(), nullptr,
-                                               GST_PARSE_FLAG_FATAL_ERRORS, &parse_error);
+  GstElement *pipeline =
+      gst_parse_launch_full(describe(config, gpu, !run.snapshots.empty()).c_str(), nullptr,
+                            GST_PARSE_FLAG_FATAL_ERRORS, &parse_error);
   if (!pipeline) {
     *error = std::string("cannot build the pipeline: ") +
              (parse_error ? parse_error->message : "unknown error");
@@ -196,6 +202,11 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config, const Camera
   gst_object_set_name(GST_OBJECT(s->pipeline_), config.name.c_str());
   s->set_up_chain(config, run, contexts, gpu);
   s->set_up_source(config, gpu);
+  if (!run.snapshots.empty()) {
+    std::shared_ptr<CameraOutputs> outputs = s->outputs_;
+    gst_cv_event_snapshot_attach(s->pipeline_, "event-snapshot",
+                                 [outputs](GstBuffer *jpeg) { outputs->on_event_picture(jpeg); });
+  }
   if (s->recording_) s->set_up_recording(config);
 
   GstBus *bus = gst_element_get_bus(s->pipeline_);

@@ -104,8 +104,9 @@ struct ServiceConfig {
   // A worker process per GPU ("per-gpu"), every camera in this one ("one"), or "" for per-gpu
   // where cameras may run on more than one GPU (supervisor.h).
   std::string workers;
-  std::string web_auth;  // the key the operator's page gives to change the config; "": none
-  std::string history;   // the events' history (SQLite, event_history.h); "": none
+  std::string web_auth;   // the key the operator's page gives to change the config; "": none
+  std::string history;    // the events' history (SQLite, event_history.h); "": none
+  std::string snapshots;  // each counting event's picture under DIR/CAMERA/ID.jpg; "": none
   FleetSettings fleet;
   std::vector<CameraConfig> cameras;
   guint64 generation = 0;  // a worker's: the supervisor's assignment it comes from

@@ -134,6 +134,15 @@ const Key kKeys[] = {
        if (why.empty()) s->history = v;
        return why;
      }},
+    {"snapshots", Where::kService,
+     "a directory for a picture of each counting event (DIR/CAMERA/ID.jpg: its frame at most 640 "
+     "wide, its track's box highlighted and the others faint; made where there is none), served "
+     "at /api/events/SEQ/snapshot with the history; \"\" (default) for none",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       const std::string why = v.empty() ? "" : check_directory(v);
+       if (why.empty()) s->snapshots = v;
+       return why;
+     }},
     {"mqtt-address", Where::kService,
      "the MQTT broker (host:port, tcp:// or ssl:// URI); \"\" for none",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {

@@ -21,18 +21,22 @@ constexpr const char *kSchema =
     " camera TEXT NOT NULL, id INTEGER NOT NULL, time_us INTEGER NOT NULL, kind TEXT NOT NULL,"
     " name TEXT NOT NULL, direction TEXT NOT NULL, label TEXT NOT NULL,"
     " track_id INTEGER NOT NULL, dwell_s REAL NOT NULL, host TEXT NOT NULL,"
+    " snapshot TEXT NOT NULL DEFAULT '',"  // its picture's file; '': none
     " UNIQUE (camera, id));"
     "CREATE INDEX IF NOT EXISTS events_by_time ON events (time_us DESC, seq DESC);"
     "CREATE INDEX IF NOT EXISTS events_by_camera ON events (camera, time_us DESC, seq DESC);";
 constexpr const char *kUpsert =
     "INSERT INTO events (camera, id, time_us, kind, name, direction, label, track_id, dwell_s,"
-    " host) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (camera, id) DO UPDATE"
+    " host, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    " ON CONFLICT (camera, id) DO UPDATE"
     " SET time_us = excluded.time_us, kind = excluded.kind, name = excluded.name,"
     " direction = excluded.direction, label = excluded.label, track_id = excluded.track_id,"
-    " dwell_s = excluded.dwell_s, host = excluded.host";
+    " dwell_s = excluded.dwell_s, host = excluded.host,"
+    // An event delivered again without its picture keeps the one it has.
+    " snapshot = CASE WHEN excluded.snapshot != '' THEN excluded.snapshot ELSE snapshot END";
 constexpr const char *kPage =
-    "SELECT seq, camera, id, time_us, kind, name, direction, label, track_id, dwell_s, host"
-    " FROM events"
+    "SELECT seq, camera, id, time_us, kind, name, direction, label, track_id, dwell_s, host,"
+    " snapshot FROM events"
     " WHERE (?1 IS NULL OR camera = ?1) AND (?2 IS NULL OR kind = ?2)"
     " AND (?3 IS NULL OR label = ?3) AND (?4 IS NULL OR time_us >= ?4)"
     " AND (?5 IS NULL OR time_us < ?5)"
@@ -48,6 +52,25 @@ constexpr const char *kHourly =
 
 std::string message_of(sqlite3 *db) { return sqlite3_errmsg(db); }
 
+// A history made before events had pictures gains their column; another process may have just
+// added it.
+bool add_snapshots(sqlite3 *db, char **why) {
+  bool has = false;
+  sqlite3_stmt *s = nullptr;
+  if (sqlite3_prepare_v2(db, "PRAGMA table_info(events)", -1, &s, nullptr) == SQLITE_OK)
+    while (sqlite3_step(s) == SQLITE_ROW)
+      has = has ||
+            std::string(reinterpret_cast<const char *>(sqlite3_column_text(s, 1))) == "snapshot";
+  sqlite3_finalize(s);
+  if (has) return true;
+  if (sqlite3_exec(db, "ALTER TABLE events ADD COLUMN snapshot TEXT NOT NULL DEFAULT ''", nullptr,
+                   nullptr, why) == SQLITE_OK)
+    return true;
+  const bool raced = *why && std::string(*why).find("duplicate column") != std::string::npos;
+  if (raced) sqlite3_free(*why), *why = nullptr;
+  return raced;
+}
+
 // A connection to `path` in WAL mode with the table; nullptr with the reason.
 sqlite3 *connect(const std::string &path, std::string *error) {
   sqlite3 *db = nullptr;
@@ -61,7 +84,7 @@ sqlite3 *connect(const std::string &path, std::string *error) {
   sqlite3_busy_timeout(db, kBusyMs);
   char *why = nullptr;
   if (sqlite3_exec(db, "PRAGMA journal_mode = WAL;", nullptr, nullptr, &why) != SQLITE_OK ||
-      sqlite3_exec(db, kSchema, nullptr, nullptr, &why) != SQLITE_OK) {
+      sqlite3_exec(db, kSchema, nullptr, nullptr, &why) != SQLITE_OK || !add_snapshots(db, &why)) {
     *error = why ? why : message_of(db);
     sqlite3_free(why);
     sqlite3_close(db);
@@ -198,6 +221,7 @@ bool EventHistory::write(const std::vector<HistoryEvent> &batch, std::string *er
     sqlite3_bind_int64(s, 8, static_cast<sqlite3_int64>(e.track_id));
     sqlite3_bind_double(s, 9, e.dwell_s);
     bind_text(s, 10, e.host);
+    bind_text(s, 11, e.snapshot);
     ok = sqlite3_step(s) == SQLITE_DONE;
   }
   if (!ok) *error = message_of(writer_);
@@ -249,6 +273,7 @@ bool EventHistory::query(const HistoryQuery &query, std::vector<HistoryEvent> *o
     e.track_id = static_cast<guint64>(sqlite3_column_int64(s, 8));
     e.dwell_s = sqlite3_column_double(s, 9);
     e.host = column_text(s, 10);
+    e.snapshot = column_text(s, 11);
     out->push_back(std::move(e));
   };
   return select(kPage, bind, row, error);
@@ -272,6 +297,16 @@ bool EventHistory::hourly(const HistoryQuery &query, std::vector<HourlyCrossings
     out->push_back(std::move(h));
   };
   return select(kHourly, bind, row, error);
+}
+
+bool EventHistory::snapshot_of(gint64 seq, std::string *path) {
+  path->clear();
+  std::string error;
+  select(
+      "SELECT snapshot FROM events WHERE seq = ?1",
+      [&](sqlite3_stmt *s) { sqlite3_bind_int64(s, 1, seq); },
+      [&](sqlite3_stmt *s) { *path = column_text(s, 0); }, &error);
+  return !path->empty();
 }
 
 bool EventHistory::has_camera(const std::string &camera) {

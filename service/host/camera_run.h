@@ -29,6 +29,9 @@ struct CameraRun {
   FleetStoreConfig fleet_store;
   // Where its events are kept to look back on (nullptr: nowhere), marked with `host`.
   std::shared_ptr<EventHistory> history;
+  // Where each counting event's picture goes (SNAPSHOTS/CAMERA/ID.jpg, its path in the history);
+  // "" for none.
+  std::string snapshots;
   std::string host;
 };
 

@@ -129,6 +129,7 @@ CameraRun Service::run_of(const std::string &camera) const {
   const auto found = config_.runs.find(camera);
   CameraRun run = found == config_.runs.end() ? CameraRun() : found->second;
   run.history = history_;
+  run.snapshots = config_.snapshots;
   run.host = config_.fleet.host_id;
   return run;
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "config_edit.h"
+#include "web.h"
 
 namespace cudanms::service {
 namespace {
@@ -63,6 +64,12 @@ std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
     json_builder_add_int_value(b, static_cast<gint64>(e.track_id));
     json_builder_set_member_name(b, "dwell");
     json_builder_add_double_value(b, e.dwell_s);
+    json_builder_set_member_name(b, "snapshot");  // its picture's URL; null: none
+    if (e.snapshot.empty())
+      json_builder_add_null_value(b);
+    else
+      json_builder_add_string_value(b,
+                                    ("/api/events/" + std::to_string(e.seq) + "/snapshot").c_str());
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -154,12 +161,40 @@ std::string hourly_json(const std::vector<HourlyCrossings> &hours) {
   return json_text(b);
 }
 
+// "/api/events/SEQ/snapshot": SEQ; else 0.
+gint64 snapshot_seq(const std::string &route) {
+  const std::string prefix = "/api/events/", suffix = "/snapshot";
+  if (route.size() <= prefix.size() + suffix.size() || route.rfind(prefix, 0) != 0 ||
+      route.compare(route.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return 0;
+  gint64 seq = 0;
+  return parse_count(route.substr(prefix.size(), route.size() - prefix.size() - suffix.size()), 1,
+                     G_MAXINT64, &seq)
+             ? seq
+             : 0;
+}
+
+// An event's picture, as its file holds it.
+Reply snapshot_file_reply(EventHistory *history, gint64 seq) {
+  std::string path;
+  if (!history->snapshot_of(seq, &path))
+    return edit_answer(404, "no picture of event " + std::to_string(seq));
+  gchar *bytes = nullptr;
+  gsize length = 0;
+  if (!g_file_get_contents(path.c_str(), &bytes, &length, nullptr))
+    return edit_answer(404, "the picture of event " + std::to_string(seq) + " is gone");
+  Reply reply{200, kJpegType, std::string(bytes, length)};
+  g_free(bytes);
+  return reply;
+}
+
 }  // namespace
 
 bool is_events_path(const std::string &path) {
   if (path.rfind("/api/events", 0) != 0) return false;
   const std::string rest = path.substr(std::string("/api/events").size());
-  return rest.empty() || rest[0] == '?' || rest == "/hourly" || rest.rfind("/hourly?", 0) == 0;
+  return rest.empty() || rest[0] == '?' || rest == "/hourly" || rest.rfind("/hourly?", 0) == 0 ||
+         snapshot_seq(path.substr(0, path.find('?'))) != 0;
 }
 
 Reply events_reply(EventHistory *history, const std::string &path,
@@ -168,6 +203,7 @@ Reply events_reply(EventHistory *history, const std::string &path,
   const size_t mark = path.find('?');
   const std::string route = path.substr(0, mark);
   const std::string query = mark == std::string::npos ? "" : path.substr(mark + 1);
+  if (const gint64 seq = snapshot_seq(route)) return snapshot_file_reply(history, seq);
   const bool hourly = route == "/api/events/hourly";
   HistoryQuery q;
   const std::string bad =

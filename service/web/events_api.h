@@ -6,6 +6,8 @@
 // a camera neither configured nor in the history: 404; a host without a history: 404.
 // GET /api/events/hourly?camera=NAME&since=TIME&until=TIME: each line's crossings per hour (UTC),
 // {"hours": [{"hour", "camera", "line", "in", "out"}]}, oldest first (the page's chart).
+// GET /api/events/SEQ/snapshot: the event's picture (JPEG; each event's "snapshot" gives this
+// URL, null where it has none); 404 with the reason where it has none or its file is gone.
 #pragma once
 
 #include <functional>

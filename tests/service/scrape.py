@@ -3,6 +3,7 @@
 
     scrape.py http://HOST:PORT/metrics  ->  {"status": 200, "metrics": {NAME[,LABEL=V]: {CAMERA: V}}}
     scrape.py http://HOST:PORT/health   ->  {"status": 200|503, "health": {...}}
+    scrape.py http://HOST:PORT/PICTURE  ->  {"status": 200, "jpeg": {"bytes": N, "width": W, "height": H}}
 
 /metrics goes through the Prometheus client's own parser (Debian's python3-prometheus-client),
 so that a line it would refuse fails the test.
@@ -16,13 +17,32 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 
+def jpeg_size(data):
+    """A JPEG's width and height from its start-of-frame segment; None when it is no JPEG."""
+    if data[:2] != b"\xff\xd8":
+        return None
+    at = 2
+    while at + 9 < len(data) and data[at] == 0xFF:
+        marker, length = data[at + 1], int.from_bytes(data[at + 2:at + 4], "big")
+        if marker in (0xC0, 0xC1, 0xC2):
+            return int.from_bytes(data[at + 7:at + 9], "big"), int.from_bytes(data[at + 5:at + 7], "big")
+        at += 2 + length
+    return None
+
+
 def main():
     url = sys.argv[1]
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
-            status, body = response.status, response.read().decode()
+            status, raw, kind = response.status, response.read(), response.headers.get_content_type()
     except urllib.error.HTTPError as error:
-        status, body = error.code, error.read().decode()
+        status, raw, kind = error.code, error.read(), error.headers.get_content_type()
+    if kind == "image/jpeg":
+        size = jpeg_size(raw)
+        print(json.dumps({"status": status, "jpeg": {"bytes": len(raw), "width": size and size[0],
+                                                     "height": size and size[1]}}))
+        return
+    body = raw.decode()
     if not url.endswith("/metrics"):
         print(json.dumps({"status": status, "health": json.loads(body)}))
         return

@@ -273,6 +273,11 @@ async function showHistory(more) {
     item.append(element('time', '', new Date(e.time * 1000).toLocaleString()),
                 document.createTextNode(eventText(e, e.camera) +
                     (e.dwell ? ` after ${e.dwell.toFixed(1)} s` : '')));
+    if (e.snapshot) {  // the [service] snapshots key: the event's frame
+      const show = element('button', 'picture', 'picture');
+      show.addEventListener('click', () => showEventPicture(e));
+      item.append(' ', show);
+    }
     return item;
   });
   if (more) list.append(...items); else list.replaceChildren(...items);
@@ -280,6 +285,17 @@ async function showHistory(more) {
   search.before = page.next_before;
   older.hidden = page.next_before === null;
   answer.textContent = list.children.length ? '' : 'no event kept matches';
+}
+
+// An event's picture under the history, its words as the caption.
+function showEventPicture(e) {
+  const figure = document.getElementById('history-picture');
+  const picture = figure.querySelector('img');
+  picture.src = e.snapshot.replace(/^\//, '');  // relative, as the page's other requests
+  picture.alt = eventText(e, e.camera);
+  figure.querySelector('figcaption').textContent =
+      `${new Date(e.time * 1000).toLocaleString()} ${eventText(e, e.camera)}`;
+  figure.hidden = false;
 }
 
 // Each line's crossings per hour (api/events/hourly) of the search's camera and times: a row of

@@ -146,5 +146,34 @@ TEST(TracksOverlay, LinesAndZonesOfTheCountsMeta) {
   EXPECT_FALSE(is(off->pixel(0, 30, 40), yellow));
 }
 
+TEST(TracksOverlay, AnEventsTrackStandsOutAndTheOthersAreFaint) {
+  // Tracks 3 and 4; track 4 crosses a line on this frame.
+  auto frame = [](bool event) {
+    return [event](int, GstBuffer *b) {
+      add_tracked_box(b, 4, 4, 20, 20, 3);
+      add_tracked_box(b, 34, 4, 20, 20, 4);
+      GstCudaNmsCountsMeta *m = gst_buffer_add_cuda_nms_counts_meta(b, event ? 1 : 0, 0, 0);
+      if (event) m->events[0] = {GST_CUDA_NMS_COUNT_LINE_CROSSED, g_intern_string("door"), 1, 4,
+                                 g_intern_string("person"), 0};
+    };
+  };
+  const Rgb three = track_color(3), four = track_color(4);
+  const auto d = draw_frames("line-width=3 draw-labels=false trail-length=0 highlight-events=true",
+                             1, frame(true));
+  EXPECT_TRUE(is(d->pixel(0, 35, 14), four));         // 3 px thick, its own color
+  EXPECT_TRUE(is(d->pixel(0, 4, 14), light(three)));  // 1 px, light
+  EXPECT_FALSE(is(d->pixel(0, 5, 14), light(three)));
+  EXPECT_FALSE(is(d->pixel(0, 5, 14), three));
+  // A frame without events: both as always.
+  const auto quiet = draw_frames(
+      "line-width=3 draw-labels=false trail-length=0 highlight-events=true", 1, frame(false));
+  EXPECT_TRUE(is(quiet->pixel(0, 5, 14), three));
+  EXPECT_TRUE(is(quiet->pixel(0, 35, 14), four));
+  // Off (the default): both as always, events or not.
+  const auto off =
+      draw_frames("line-width=3 draw-labels=false trail-length=0", 1, frame(true));
+  EXPECT_TRUE(is(off->pixel(0, 5, 14), three));
+}
+
 }  // namespace
 }  // namespace cudanms::testing

@@ -172,6 +172,41 @@ TEST_F(History, AnotherProcessReadsWhatOneWrote) {
   EXPECT_EQ(all[0].id, 7u);
 }
 
+// A history written before events had pictures: opened, it gains their column, its events kept.
+TEST_F(History, AnOlderHistoryGainsPicturesAndKeepsItsEvents) {
+  sqlite3 *db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE events (seq INTEGER PRIMARY KEY, camera TEXT NOT NULL,"
+                         " id INTEGER NOT NULL, time_us INTEGER NOT NULL, kind TEXT NOT NULL,"
+                         " name TEXT NOT NULL, direction TEXT NOT NULL, label TEXT NOT NULL,"
+                         " track_id INTEGER NOT NULL, dwell_s REAL NOT NULL, host TEXT NOT NULL,"
+                         " UNIQUE (camera, id));"
+                         "INSERT INTO events VALUES (1, 'door-cam', 7, 1000000000, 'line-crossed',"
+                         " 'door', 'in', 'person', 107, 0, 'host-a');",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  std::string error;
+  auto h = EventHistory::open(path_, &error);
+  ASSERT_TRUE(h) << error;
+  HistoryEvent pictured = event("door-cam", 8, 1001);
+  pictured.snapshot = std::string(dir_) + "/door-cam/8.jpg";
+  h->add(pictured);
+  ASSERT_TRUE(h->flush(5 * G_USEC_PER_SEC));
+  const auto events = page(*h, {});
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].snapshot, pictured.snapshot);
+  EXPECT_EQ(events[1].id, 7u);
+  EXPECT_EQ(events[1].snapshot, "");
+  std::string path;
+  EXPECT_TRUE(h->snapshot_of(events[0].seq, &path));
+  EXPECT_EQ(path, pictured.snapshot);
+  EXPECT_FALSE(h->snapshot_of(events[1].seq, &path));
+  h.reset();
+  ASSERT_TRUE(EventHistory::open(path_, &error)) << error;  // opened again: nothing to add
+}
+
 TEST_F(History, AFileThatIsNoDatabaseIsAnError) {
   ASSERT_TRUE(g_file_set_contents(path_.c_str(),
                                   "not a database, but long enough to be read as "

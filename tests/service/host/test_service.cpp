@@ -769,7 +769,8 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
   ServiceRun service(dir_);
   // vtest.avi's people walk across the middle of the frame.
   const std::string door = "lines = door:384,0,384,576\n";
-  const std::map<std::string, std::string> history = {{"history", dir_.file("history.sqlite")}};
+  const std::map<std::string, std::string> history = {{"history", dir_.file("history.sqlite")},
+                                                      {"snapshots", dir_.file("events")}};
   ASSERT_TRUE(service.start(service_group(history) + camera_group("a", a.url(), door)));
   ASSERT_TRUE(all_streaming(service, 30)) << service.log();
   ASSERT_TRUE(eventually(60, [&] { return counted(service, "a").events >= 2; }))
@@ -843,6 +844,39 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
   JsonObject *bad = service.scrape("/api/events?since=yesterday");
   ASSERT_NE(bad, nullptr);
   EXPECT_EQ(json_object_get_int_member(bad, "status"), 400);
+
+  // Each crossing with its picture: the frame 640 wide, its file under the snapshots' folder.
+  std::vector<std::string> pictures;
+  ASSERT_TRUE(eventually(5,
+                         [&] {
+                           JsonObject *answer =
+                               service.scrape("/api/events?camera=a&kind=line-crossed&limit=1000");
+                           JsonArray *events = json_object_get_array_member(
+                               json_object_get_object_member(answer, "health"), "events");
+                           pictures.clear();
+                           for (guint i = 0; i < json_array_get_length(events); i++) {
+                             JsonNode *url = json_object_get_member(
+                                 json_array_get_object_element(events, i), "snapshot");
+                             if (url && !JSON_NODE_HOLDS_NULL(url))
+                               pictures.push_back(json_node_get_string(url));
+                           }
+                           return pictures.size() == in_lines.size();
+                         }))
+      << pictures.size() << " of " << in_lines.size() << " crossings have a picture";
+  JsonObject *picture = service.scrape(pictures.front().c_str());
+  ASSERT_NE(picture, nullptr);
+  EXPECT_EQ(json_object_get_int_member(picture, "status"), 200);
+  JsonObject *jpeg = json_object_get_object_member(picture, "jpeg");
+  ASSERT_NE(jpeg, nullptr);
+  EXPECT_EQ(json_object_get_int_member(jpeg, "width"), 640);
+  EXPECT_EQ(json_object_get_int_member(jpeg, "height"), 480);
+  GDir *folder = g_dir_open(dir_.file("events/a").c_str(), 0, nullptr);
+  ASSERT_NE(folder, nullptr) << "no pictures' folder for camera a";
+  size_t files = 0;
+  while (const gchar *name = g_dir_read_name(folder)) files += g_str_has_suffix(name, ".jpg");
+  g_dir_close(folder);
+  EXPECT_GE(files, 1u);
+  EXPECT_LE(files, in_lines.size());  // one a frame: crossings of one frame share it
 }
 
 // The detector a site counts people and cars with, as a config names it: NanoDet-g (the set-up's

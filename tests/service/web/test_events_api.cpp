@@ -66,6 +66,39 @@ class EventsApi : public ::testing::Test {
   std::unique_ptr<EventHistory> history_;
 };
 
+// An event's picture: its URL in the page, its bytes at the URL; none, or a file gone, a 404.
+TEST_F(EventsApi, AnEventsPictureIsServedAtItsUrl) {
+  const std::string picture = std::string(dir_) + "/door-4.jpg";
+  ASSERT_TRUE(g_file_set_contents(picture.c_str(), "\xff\xd8 a jpeg", -1, nullptr));
+  HistoryEvent e;
+  e.camera = "door", e.id = 4, e.time_us = G_GINT64_CONSTANT(1765000004) * G_USEC_PER_SEC;
+  e.kind = "line-crossed", e.name = "entry", e.direction = "in", e.label = "person";
+  e.track_id = 44, e.snapshot = picture;
+  history_->add(e);
+  e.snapshot = "";  // delivered again without it: it keeps its picture
+  history_->add(e);
+  ASSERT_TRUE(history_->flush(5 * G_USEC_PER_SEC));
+
+  const Reply page = get("limit=2");
+  ASSERT_EQ(page.status, 200u);
+  // Newest first: event 4 (seq 5) with its picture, event 3 without.
+  EXPECT_NE(page.body.find("\"snapshot\" : \"/api/events/5/snapshot\""), std::string::npos)
+      << page.body;
+  EXPECT_NE(page.body.find("\"snapshot\" : null"), std::string::npos) << page.body;
+  ASSERT_TRUE(is_events_path("/api/events/5/snapshot"));
+  const Reply jpeg = get_path("/api/events/5/snapshot");
+  EXPECT_EQ(jpeg.status, 200u);
+  EXPECT_STREQ(jpeg.type.c_str(), "image/jpeg");
+  EXPECT_EQ(jpeg.body, "\xff\xd8 a jpeg");
+  EXPECT_EQ(get_path("/api/events/4/snapshot").status, 404u);   // no picture
+  EXPECT_EQ(get_path("/api/events/99/snapshot").status, 404u);  // no such event
+  EXPECT_FALSE(is_events_path("/api/events/x/snapshot"));
+  g_remove(picture.c_str());
+  const Reply gone = get_path("/api/events/5/snapshot");
+  EXPECT_EQ(gone.status, 404u);
+  EXPECT_NE(gone.body.find("gone"), std::string::npos) << gone.body;
+}
+
 TEST_F(EventsApi, BadFiltersAreTheirReasons) {
   const std::pair<const char *, const char *> cases[] = {
       {"since=yesterday", "since: not a time"},

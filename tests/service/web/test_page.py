@@ -10,7 +10,7 @@ cores), then opens the page and checks, each within a bound:
   - each camera's picture loads, and a newer one replaces it;
   - a count on the line rises on the page as the ball crosses, and the event is listed; the
     history (the service's `history` key) searched on the page lists the camera's crossings and
-    charts them per hour;
+    charts them per hour, and an event's picture (the `snapshots` key) shows when asked for;
   - changes the page's API refuses, each with its reason and nothing saved: a wrong key, a line
     off the picture, one of no length, a bad name, a body without lines, a zone whose edges
     cross, one off the picture, no such camera;
@@ -144,6 +144,7 @@ normalized = true
 reconnect-initial = 0.5
 web-auth = {KEY}
 history = {os.path.join(work, "history.sqlite")}
+snapshots = {os.path.join(work, "events")}
 [camera.cam1]
 url = rtsp://operator:{PASSWORD}@127.0.0.1:{port}/cam1
 [camera.cam2]
@@ -216,6 +217,18 @@ url = rtsp://127.0.0.1:{port}/cam2
             f"the page's history lists {listed()}, /api/events {len(kept)} crossings"
         assert all("cam1: ball" in t and "crossed middle" in t for t in listed()), listed()
         print(f"the history lists cam1's crossings: {len(listed())}")
+        # An event's picture: its button shows the frame (the clip's 160 px: pictures are at most
+        # 640 wide, never enlarged) under the history.
+        assert eventually(5, lambda: driver.find_elements(
+            "css selector", "#history li button.picture")), "no event with a picture listed"
+        driver.find_element("css selector", "#history li button.picture").click()
+        shown = driver.find_element("css selector", "#history-picture img")
+        assert eventually(5, lambda: driver.execute_script(
+            "return arguments[0].complete && arguments[0].naturalWidth", shown) == 160), \
+            "the event's picture did not load"
+        assert "crossed middle" in driver.find_element(
+            "css selector", "#history-picture figcaption").text
+        print("an event's picture shows on the page")
         # Its chart: a bar an hour on 'middle', as many crossings as /api/events/hourly counts.
         hours = json.loads(get(base + "/api/events/hourly?camera=cam1"))["hours"]
         counted_hourly = sum(h["in"] + h["out"] for h in hours if h["line"] == "middle")
