@@ -217,7 +217,7 @@ int main(int argc, char **argv) {
        "WxH"},
       {"detector", 0, 0, G_OPTION_ARG_STRING, &o.detector,
        "The detector element and its properties (default: the frontal face cascade, 50-200 px, "
-       "factor 1.25); dnndetect gets frames-in-flight=2 unless DESC sets it",
+       "factor 1.25); dnndetect gets frames-in-flight=3 unless DESC sets it",
        "DESC"},
       {"nms", 0, 0, G_OPTION_ARG_STRING, &o.nms, "The NMS element (default cudanms iou 0.3)",
        "DESC"},
@@ -278,12 +278,13 @@ int main(int argc, char **argv) {
     const std::string host = o.host_candidates ? " device-candidates=false" : "";
     o.detector = g_strdup((default_detector() + host).c_str());
   }
-  // dnndetect's defaults here: two frames of each stream in flight unless told otherwise, so
-  // that each stream's next frame joins the next batch while this one's runs (a frame's latency,
-  // nothing else, for files and preloaded frames), and a queue of two after it.
+  // dnndetect's defaults here: three frames of each stream in flight unless told otherwise, so
+  // that each stream's next frame joins the next batch while this one's runs, with a batch more
+  // of slack for a stream's thread late to its turn on a busy host (frames' latency, nothing
+  // else, for files and preloaded frames; docs/performance.md), and a queue of two after it.
   const bool dnn = g_str_has_prefix(o.detector, "dnndetect");
   if (dnn && !strstr(o.detector, "frames-in-flight")) {
-    gchar *in_flight = g_strconcat(o.detector, " frames-in-flight=2", nullptr);
+    gchar *in_flight = g_strconcat(o.detector, " frames-in-flight=3", nullptr);
     g_free(o.detector);
     o.detector = in_flight;
   }
