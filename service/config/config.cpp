@@ -3,6 +3,7 @@
 #include <cudanms/bounded_file.h>
 #include <cudanms/count.h>
 #include <cudanms/nms.h>
+#include <gio/gio.h>
 #include <gst/gst.h>
 
 #include <algorithm>
@@ -237,6 +238,7 @@ class ConfigReader {
     else if (no_camera && !out_.fleet.on() && need_camera)
       errors_->push_back(name_ + ": no camera: add a [camera.NAME] group with its url");
     if (out_.fleet.on() && out_.fleet.host_id.empty()) out_.fleet.host_id = g_get_host_name();
+    check_web_tls();
     for (CameraConfig &camera : out_.cameras) {
       if (out_.mqtt_address.empty()) {
         if (camera.settings.count("mqtt-topic"))
@@ -255,6 +257,33 @@ class ConfigReader {
   }
 
  private:
+  // HTTPS's certificate and key together and usable; plain HTTP on loopback unless told.
+  void check_web_tls() {
+    if (out_.tls_certificate.empty() != out_.tls_key.empty()) {
+      errors_->push_back(name_ + ":service: tls-certificate and tls-key go together");
+      return;
+    }
+    if (!out_.tls_certificate.empty()) {
+      GError *why = nullptr;
+      GTlsCertificate *certificate = g_tls_certificate_new_from_files(out_.tls_certificate.c_str(),
+                                                                      out_.tls_key.c_str(), &why);
+      if (!certificate) {
+        errors_->push_back(name_ +
+                           ":service:tls-certificate: cannot use it with tls-key: " + why->message);
+        g_error_free(why);
+      } else {
+        g_object_unref(certificate);
+      }
+      return;
+    }
+    if (out_.insecure_listen || beyond_loopback(out_.metrics_address).empty()) return;
+    errors_->push_back(
+        name_ + ":service:metrics-address: " + out_.metrics_address + " is reached from " +
+        beyond_loopback(out_.metrics_address) +
+        ": the page and the API would be plain HTTP for anyone on it; give tls-certificate and "
+        "tls-key (HTTPS), or insecure-listen = true");
+  }
+
   // "" when this process sees GPU `gpu` (a gpu-id or an index of gpus).
   std::string missing_gpu(unsigned long gpu) const {
     if (gpu < visible_) return "";

@@ -92,7 +92,12 @@ struct FleetSettings {
 
 struct ServiceConfig {
   std::string metrics_address = "127.0.0.1:9358";  // "" for none
-  std::string mqtt_address;                        // "" for none
+  // The page's and the API's HTTPS: its certificate and private key (PEM), the certificates a
+  // fleet's host trusts in the others' (tls-ca; "": the system's), and whether plain HTTP may
+  // listen beyond loopback all the same.
+  std::string tls_certificate, tls_key, tls_ca;
+  bool insecure_listen = false;
+  std::string mqtt_address;  // "" for none
   std::string mqtt_prefix = "cudanms";
   // The GPUs cameras are placed on (`gpus`; every visible one by default); empty: the CPU. A
   // camera's own gpu-id fixes its GPU instead.

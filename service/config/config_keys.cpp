@@ -49,6 +49,14 @@ std::string take_description(const std::string &value, std::string *out) {
   return "";
 }
 
+// A file the service reads (a certificate, a key): "" for none, else one it can read.
+std::string check_readable(const std::string &path) {
+  if (path.empty()) return "";
+  if (!g_file_test(path.c_str(), G_FILE_TEST_IS_REGULAR)) return "no such file: " + path;
+  if (access(path.c_str(), R_OK) != 0) return "cannot read " + path + ": " + g_strerror(errno);
+  return "";
+}
+
 // A directory the service writes in: one that exists and is writable, or one it can make (the
 // camera makes it when it starts) in the nearest folder that exists.
 std::string check_directory(const std::string &path) {
@@ -103,6 +111,26 @@ std::string check_listen_address(const std::string &address) {
   return "";
 }
 
+}  // namespace
+
+std::string beyond_loopback(const std::string &address) {
+  const size_t colon = address.rfind(':');
+  if (address.empty() || colon == std::string::npos) return "";
+  std::string host = address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host == "localhost") return "";
+  GInetAddress *ip = g_inet_address_new_from_string(host.c_str());
+  if (!ip) return "";  // no address: check_listen_address says so
+  const std::string who = g_inet_address_get_is_loopback(ip) ? ""
+                          : g_inet_address_get_is_any(ip)    ? "every network of this host"
+                                                             : "the network of " + host;
+  g_object_unref(ip);
+  return who;
+}
+
+namespace {
+
 const Key kKeys[] = {
     // [service] only.
     {"metrics-address", Where::kService,
@@ -111,6 +139,34 @@ const Key kKeys[] = {
        const std::string why = check_listen_address(v);
        if (why.empty()) s->metrics_address = v;
        return why;
+     }},
+    {"tls-certificate", Where::kService,
+     "a PEM certificate (chain) for HTTPS on metrics-address, with tls-key; none (default): plain "
+     "HTTP, which listens on loopback only unless insecure-listen = true",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_readable(v);
+       if (why.empty()) s->tls_certificate = v;
+       return why;
+     }},
+    {"tls-key", Where::kService, "the PEM private key of tls-certificate",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_readable(v);
+       if (why.empty()) s->tls_key = v;
+       return why;
+     }},
+    {"tls-ca", Where::kService,
+     "PEM certificates a fleet's host trusts in the other hosts' HTTPS (their cameras, "
+     "pictures); none (default): the system's",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_readable(v);
+       if (why.empty()) s->tls_ca = v;
+       return why;
+     }},
+    {"insecure-listen", Where::kService,
+     "true: plain HTTP may listen beyond loopback (anyone on the network reads the site); false "
+     "(default): a metrics-address beyond loopback needs tls-certificate",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       return parse_bool(v, &s->insecure_listen);
      }},
     {"web-auth", Where::kService,
      "a key the operator's page must give (Authorization: Bearer KEY) to change the config; "

@@ -100,7 +100,7 @@ void Service::serve(const std::string &path, MetricsServer::Respond respond) {
 }
 
 bool Service::start(std::string *error) {
-  if (!metrics_.listen(config_.metrics_address, error)) return false;
+  if (!metrics_.listen(config_.metrics_address, error, web_tls(config_))) return false;
   history_ = open_host_history(config_.history);
   if (g_str_has_prefix(metrics_.url().c_str(), "http"))
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
@@ -253,7 +253,8 @@ void Service::reload() {
   }
   log_line("SIGHUP: reading %s again", source_name_.c_str());
   config_.runs = next.runs;  // the cameras it starts keep their counts where the assignment says
-  if (next.metrics_address != config_.metrics_address) metrics_.listen_again(next.metrics_address);
+  if (next.metrics_address != config_.metrics_address || web_tls(next) != web_tls(config_))
+    metrics_.listen_again(next.metrics_address, web_tls(next));
   status_.apply(next);
   if (next.gpus != config_.gpus) placement_.set_gpus(next.gpus);
 

@@ -104,7 +104,7 @@ bool Supervisor::start(std::string *error) {
   }
   assign();
   if (!write_run_files(error)) return false;
-  if (!metrics_.listen(config_.metrics_address, error)) return false;
+  if (!metrics_.listen(config_.metrics_address, error, web_tls(config_))) return false;
   if (!metrics_.url().empty())
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
              metrics_.url().c_str());
@@ -443,7 +443,9 @@ void Supervisor::reload() {
   }
   log_line("SIGHUP: reading %s again", config_path_.c_str());
   if (next.workers == "one") log_line("SIGHUP: workers = one takes a restart; per GPU until then");
-  if (next.metrics_address != config_.metrics_address) metrics_.listen_again(next.metrics_address);
+  if (next.metrics_address != config_.metrics_address || web_tls(next) != web_tls(config_))
+    metrics_.listen_again(next.metrics_address, web_tls(next));
+  if (next.tls_ca != config_.tls_ca) g_clear_object(&hosts_session_);  // made again with it
   status_.apply(next);
   apply(std::move(next), std::move(text));
 }

@@ -113,7 +113,23 @@ void Supervisor::forward_snapshot(const std::string &camera, MetricsServer::Resp
 SoupSession *Supervisor::hosts_session() {
   // A host that does not answer in 2 s is left out of the site's document (a page asks again
   // each second).
-  if (!hosts_session_) hosts_session_ = soup_session_new_with_options("timeout", 2, nullptr);
+  if (hosts_session_) return hosts_session_;
+  hosts_session_ = soup_session_new_with_options("timeout", 2, nullptr);
+  // The other hosts' HTTPS: their certificates checked against tls-ca (else the system's CAs).
+  if (!config_.tls_ca.empty()) {
+    GError *error = nullptr;
+    GTlsDatabase *trusted = g_tls_file_database_new(config_.tls_ca.c_str(), &error);
+    if (trusted) {
+      soup_session_set_tls_database(hosts_session_, trusted);
+      g_object_unref(trusted);
+    } else {
+      log_line(
+          "cannot read tls-ca %s: %s; the other hosts' HTTPS is checked against the "
+          "system's certificates",
+          config_.tls_ca.c_str(), error->message);
+      g_error_free(error);
+    }
+  }
   return hosts_session_;
 }
 

@@ -416,18 +416,29 @@ void MetricsServer::close() {
   url_.clear();
 }
 
-void MetricsServer::listen_again(const std::string &address) {
+void MetricsServer::listen_again(const std::string &address, const WebTls &tls) {
   std::string error;
-  if (listen(address, &error)) {
+  if (listen(address, &error, tls)) {
     log_line("metrics now at %s/metrics", url_.c_str());
   } else {
     log_line("%s; no metrics until the next reload", error.c_str());
   }
 }
 
-bool MetricsServer::listen(const std::string &address, std::string *error) {
+bool MetricsServer::listen(const std::string &address, std::string *error, const WebTls &tls) {
   close();
   if (address.empty()) return true;
+  GTlsCertificate *certificate = nullptr;
+  if (tls.on() && !g_str_has_prefix(address.c_str(), "unix:")) {  // a worker's socket: plain
+    // glib-networking's TLS backend; the key's file is read, never logged.
+    GError *why = nullptr;
+    certificate = g_tls_certificate_new_from_files(tls.certificate.c_str(), tls.key.c_str(), &why);
+    if (!certificate) {
+      *error = "cannot serve HTTPS with " + tls.certificate + " and its key: " + why->message;
+      g_error_free(why);
+      return false;
+    }
+  }
   GSocketAddress *where = nullptr;
   if (g_str_has_prefix(address.c_str(), "unix:")) {
     socket_path_ = address.substr(5);
@@ -443,11 +454,15 @@ bool MetricsServer::listen(const std::string &address, std::string *error) {
     where = g_inet_socket_address_new(ip, port);
     g_object_unref(ip);
   }
-  server_ = soup_server_new("server-header", "cudanms-service", nullptr);
+  const bool https = certificate != nullptr;
+  server_ =
+      soup_server_new("server-header", "cudanms-service", "tls-certificate", certificate, nullptr);
+  if (certificate) g_object_unref(certificate);
   soup_server_add_handler(server_, nullptr, handle, this, nullptr);
   GError *gerror = nullptr;
-  const gboolean ok =
-      soup_server_listen(server_, where, static_cast<SoupServerListenOptions>(0), &gerror);
+  const gboolean ok = soup_server_listen(
+      server_, where, https ? SOUP_SERVER_LISTEN_HTTPS : static_cast<SoupServerListenOptions>(0),
+      &gerror);
   g_object_unref(where);
   if (!ok) {
     *error = "cannot listen on " + address + ": " + gerror->message;

@@ -63,6 +63,19 @@ constexpr const char *kHealthType = "application/json";
 
 // The endpoint: the page's files (web.h) it serves itself; /api/stream, /api/cameras each
 // second to every page open; any other GET goes to the handler.
+// The page's and the API's certificate and private key (PEM files): HTTPS; none: plain HTTP.
+struct WebTls {
+  std::string certificate, key;
+  bool on() const { return !certificate.empty(); }
+  bool operator==(const WebTls &o) const { return certificate == o.certificate && key == o.key; }
+  bool operator!=(const WebTls &o) const { return !(*this == o); }
+};
+
+// The host's, from its config.
+inline WebTls web_tls(const ServiceConfig &config) {
+  return {config.tls_certificate, config.tls_key};
+}
+
 class MetricsServer {
  public:
   using Respond = std::function<void(Reply)>;
@@ -85,12 +98,12 @@ class MetricsServer {
   MetricsServer(const MetricsServer &) = delete;
   MetricsServer &operator=(const MetricsServer &) = delete;
 
-  // Listens on HOST:PORT (port 0: a free one) or on a Unix socket, unix:PATH; false with the
-  // reason.
-  bool listen(const std::string &address, std::string *error);
-  // A reload's new address: listens there, and logs where, or why not.
-  void listen_again(const std::string &address);
-  // http://HOST:PORT or unix:PATH where it listens, "" when it does not.
+  // Listens on HOST:PORT (port 0: a free one), over HTTPS with `tls`, or on a Unix socket,
+  // unix:PATH; false with the reason.
+  bool listen(const std::string &address, std::string *error, const WebTls &tls = {});
+  // A reload's new address or certificate: listens there, and logs where, or why not.
+  void listen_again(const std::string &address, const WebTls &tls = {});
+  // http(s)://HOST:PORT or unix:PATH where it listens, "" when it does not.
   const std::string &url() const { return url_; }
 
  private:

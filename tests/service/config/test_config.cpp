@@ -1,6 +1,8 @@
 // The camera service's config: defaults resolved per camera, and every class of error reported
 // as FILE:GROUP:KEY: reason, all of them in one pass. Runs against the build's plugins (the
 // cudanms and OpenCV elements' properties and pads are what the config is checked against).
+#include <gio/gio.h>
+#include <glib/gstdio.h>
 #include <gst/gst.h>
 #include <gtest/gtest.h>
 
@@ -12,11 +14,13 @@
 #include "cudanms/bounded_file.h"
 #include "element_check.h"
 #include "fleet_camera_check.h"
+#include "support/certificate.h"
 #include "support/unreadable_files.h"
 
 namespace cudanms::service {
 namespace {
 
+using cudanms::testing::make_certificate;
 using cudanms::testing::UnreadableFiles;
 
 // Whether the plugin that has `element` is loaded in this process.
@@ -275,6 +279,55 @@ TEST_F(Config, MqttTopicsComeFromThePrefix) {
 
 // One config with an error of every class: each is reported, with its group and key, and
 // nothing else is.
+// The page and the API beyond loopback: HTTPS with a usable certificate and key, or plain HTTP
+// only when told so; on loopback plain HTTP as ever.
+TEST_F(Config, PlainHttpListensBeyondLoopbackOnlyWhenToldSo) {
+  const std::string camera = "[camera.a]\nurl = rtsp://127.0.0.1/a\n";
+  for (const char *address : {"127.0.0.1:9358", "[::1]:9358", "localhost:0"})
+    EXPECT_EQ(errors_of(std::string("[service]\nmetrics-address = ") + address + "\n" + camera),
+              std::vector<std::string>())
+        << address;
+  const auto everyone = errors_of("[service]\nmetrics-address = 0.0.0.0:9358\n" + camera);
+  ASSERT_EQ(everyone.size(), 1u);
+  EXPECT_NE(everyone[0].find("cams.conf:service:metrics-address: 0.0.0.0:9358 is reached from "
+                             "every network of this host"),
+            std::string::npos)
+      << everyone[0];
+  EXPECT_NE(everyone[0].find("insecure-listen = true"), std::string::npos);
+  const auto lan = errors_of("[service]\nmetrics-address = 192.168.7.2:80\n" + camera);
+  ASSERT_EQ(lan.size(), 1u);
+  EXPECT_NE(lan[0].find("the network of 192.168.7.2"), std::string::npos) << lan[0];
+  EXPECT_EQ(
+      errors_of("[service]\nmetrics-address = 0.0.0.0:9358\ninsecure-listen = true\n" + camera),
+      std::vector<std::string>());
+
+  if (!g_tls_backend_supports_tls(g_tls_backend_get_default()))
+    GTEST_SKIP() << "no TLS backend (Debian's glib-networking)";
+  const std::string cert = dir_ + "/cert.pem", key = dir_ + "/key.pem";
+  if (!make_certificate(cert, key)) GTEST_SKIP() << "no openssl";
+  ServiceConfig config;
+  EXPECT_EQ(errors_of("[service]\nmetrics-address = 0.0.0.0:9358\ntls-certificate = " + cert +
+                          "\ntls-key = " + key + "\n" + camera,
+                      &config),
+            std::vector<std::string>());
+  EXPECT_EQ(config.tls_certificate, cert);
+  EXPECT_EQ(config.tls_key, key);
+  const auto alone = errors_of("[service]\ntls-certificate = " + cert + "\n" + camera);
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_NE(alone[0].find("tls-certificate and tls-key go together"), std::string::npos);
+  // A key that is not the certificate's (a certificate in its place), a file that is not there.
+  const auto mismatched =
+      errors_of("[service]\ntls-certificate = " + cert + "\ntls-key = " + cert + "\n" + camera);
+  ASSERT_EQ(mismatched.size(), 1u);
+  EXPECT_NE(mismatched[0].find("tls-certificate: cannot use it with tls-key"), std::string::npos)
+      << mismatched[0];
+  const auto missing = errors_of("[service]\ntls-key = " + dir_ + "/none.pem\n" + camera);
+  EXPECT_NE(joined(missing).find("no such file: " + dir_ + "/none.pem"), std::string::npos)
+      << joined(missing);
+  g_remove(cert.c_str());
+  g_remove(key.c_str());
+}
+
 TEST_F(Config, EveryErrorIsReportedWithItsGroupAndKey) {
   UnreadableFiles unreadable(kLabelsFileLimit);
   const std::string text =
