@@ -136,6 +136,10 @@ int run_worker(unsigned gpu, const std::string &run_dir) {
     return 2;
   }
   const bool fleet = config.fleet.on();
+  if (const std::string why = use_etcd_tls(config.fleet.tls); !why.empty()) {
+    log_line("%s", why.c_str());
+    return 2;
+  }
   Service service(
       [run_dir, gpu](ServiceConfig *next, std::vector<std::string> *errors) {
         return load_worker_config(run_dir, gpu, next, errors);
@@ -271,6 +275,10 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (const std::string why = use_etcd_tls(config.fleet.tls); !why.empty()) {
+    g_printerr("cudanms-service: %s\n", why.c_str());
+    return 2;
+  }
   Run run;
   run.loop = g_main_loop_new(nullptr, FALSE);
   add_signals(&run);

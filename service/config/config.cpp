@@ -239,6 +239,7 @@ class ConfigReader {
       errors_->push_back(name_ + ": no camera: add a [camera.NAME] group with its url");
     if (out_.fleet.on() && out_.fleet.host_id.empty()) out_.fleet.host_id = g_get_host_name();
     check_web_tls();
+    check_etcd_tls();
     for (CameraConfig &camera : out_.cameras) {
       if (out_.mqtt_address.empty()) {
         if (camera.settings.count("mqtt-topic"))
@@ -282,6 +283,31 @@ class ConfigReader {
         beyond_loopback(out_.metrics_address) +
         ": the page and the API would be plain HTTP for anyone on it; give tls-certificate and "
         "tls-key (HTTPS), or insecure-listen = true");
+  }
+
+  // etcd's CA and this host's certificate and key: together, and usable.
+  void check_etcd_tls() {
+    const EtcdTls &tls = out_.fleet.tls;
+    if (tls.certificate.empty() != tls.key.empty()) {
+      errors_->push_back(name_ + ":service: fleet-certificate and fleet-key go together");
+      return;
+    }
+    GError *why = nullptr;
+    if (!tls.ca.empty()) {
+      GTlsDatabase *trusted = g_tls_file_database_new(tls.ca.c_str(), &why);
+      if (!trusted) errors_->push_back(name_ + ":service:fleet-ca: " + why->message);
+      if (trusted) g_object_unref(trusted);
+      g_clear_error(&why);
+    }
+    if (!tls.certificate.empty()) {
+      GTlsCertificate *mine =
+          g_tls_certificate_new_from_files(tls.certificate.c_str(), tls.key.c_str(), &why);
+      if (!mine)
+        errors_->push_back(
+            name_ + ":service:fleet-certificate: cannot use it with fleet-key: " + why->message);
+      if (mine) g_object_unref(mine);
+      g_clear_error(&why);
+    }
   }
 
   // "" when this process sees GPU `gpu` (a gpu-id or an index of gpus).

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "camera_run.h"
+#include "etcd.h"
 
 namespace cudanms::service {
 
@@ -75,12 +76,13 @@ bool valid_camera_name(const std::string &name);
 // A host of a fleet (docs/fleet.md): its cameras are kept in etcd under
 // PREFIX/SITE/cameras/NAME, and the hosts of a site share them out through leases.
 struct FleetSettings {
-  std::vector<std::string> endpoints;  // etcd's, http://HOST:PORT; none: not a fleet host
+  std::vector<std::string> endpoints;  // etcd's, http(s)://HOST:PORT; none: not a fleet host
   std::string prefix = "/cudanms";
   std::string site = "default";
   std::string host_id;  // default: the machine's name
   int capacity = 8;     // cameras per GPU (the CPU counts as one)
   double ttl_s = 5;     // the lease's: a host silent this long loses its cameras
+  EtcdTls tls;          // etcd over TLS: its CA, this host's client certificate and key
 
   bool on() const { return !endpoints.empty(); }
   std::string folder() const { return prefix + "/" + site + "/"; }  // every key of the site

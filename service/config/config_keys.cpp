@@ -243,8 +243,8 @@ const Key kKeys[] = {
        return "";
      }},
     {"fleet", Where::kService,
-     "etcd's endpoints, http://HOST:PORT[,...]: this host runs its share of the site's cameras, "
-     "kept in etcd, instead of cameras of its own (docs/fleet.md)",
+     "etcd's endpoints, http(s)://HOST:PORT[,...]: this host runs its share of the site's "
+     "cameras, kept in etcd, instead of cameras of its own (docs/fleet.md)",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
        if (v.empty()) return (s->fleet.endpoints.clear()), "";
        return EtcdClient::check_endpoints(v, &s->fleet.endpoints);
@@ -277,6 +277,26 @@ const Key kKeys[] = {
      "the others, and stops them itself before (fencing)",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
        return parse_seconds(v, 2, &s->fleet.ttl_s);
+     }},
+    {"fleet-ca", Where::kService,
+     "PEM certificates etcd's are checked against (https:// endpoints; default: the system's)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_readable(v);
+       if (why.empty()) s->fleet.tls.ca = v;
+       return why;
+     }},
+    {"fleet-certificate", Where::kService,
+     "this host's PEM client certificate for etcd (its --client-cert-auth), with fleet-key",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_readable(v);
+       if (why.empty()) s->fleet.tls.certificate = v;
+       return why;
+     }},
+    {"fleet-key", Where::kService, "the PEM private key of fleet-certificate",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_readable(v);
+       if (why.empty()) s->fleet.tls.key = v;
+       return why;
      }},
     {"fleet-prefix", Where::kService, "where the fleet's keys are in etcd (default /cudanms)",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {

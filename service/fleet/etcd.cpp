@@ -12,6 +12,63 @@ constexpr char kNoneAnswered[] = "no etcd endpoint answered: ";
 // gRPC's "unavailable": the member has no leader, or is stopping; another member may answer.
 constexpr gint64 kUnavailable = 14;
 
+// use_etcd_tls()'s, for the process's life.
+GTlsDatabase *etcd_trusted = nullptr;
+GTlsCertificate *etcd_client_certificate = nullptr;
+
+// etcd's request for this host's certificate, answered with use_etcd_tls()'s. GIO runs an
+// interaction in the main context it was made in and waits for it there: a blocking call
+// (post_sync) on a thread that is that context's would wait for itself, so it is made in a
+// context of its own, run by a thread of its own.
+struct ClientCertificate {
+  GTlsInteraction parent;
+};
+struct ClientCertificateClass {
+  GTlsInteractionClass parent_class;
+};
+G_DEFINE_TYPE(ClientCertificate, client_certificate, G_TYPE_TLS_INTERACTION)
+
+GTlsInteractionResult give_certificate(GTlsInteraction *, GTlsConnection *connection,
+                                       GTlsCertificateRequestFlags, GCancellable *, GError **) {
+  if (!etcd_client_certificate) return G_TLS_INTERACTION_UNHANDLED;
+  g_tls_connection_set_certificate(connection, etcd_client_certificate);
+  return G_TLS_INTERACTION_HANDLED;
+}
+
+void client_certificate_class_init(ClientCertificateClass *klass) {
+  G_TLS_INTERACTION_CLASS(klass)->request_certificate = give_certificate;
+}
+void client_certificate_init(ClientCertificate *) {}
+
+GTlsInteraction *client_certificate_interaction() {
+  static GTlsInteraction *interaction = [] {
+    GMainContext *own = g_main_context_new();
+    g_main_context_push_thread_default(own);
+    auto *made =
+        static_cast<GTlsInteraction *>(g_object_new(client_certificate_get_type(), nullptr));
+    g_main_context_pop_thread_default(own);
+    g_thread_unref(g_thread_new(
+        "etcd-tls",
+        [](gpointer context) -> gpointer {
+          GMainLoop *loop = g_main_loop_new(static_cast<GMainContext *>(context), FALSE);
+          g_main_loop_run(loop);  // for the process's life
+          return nullptr;
+        },
+        own));
+    return made;
+  }();
+  return interaction;
+}
+
+// A session to etcd, checking its certificate against use_etcd_tls()'s CA and giving this
+// host's where etcd asks for one.
+SoupSession *etcd_session(SoupSession *session) {
+  if (etcd_trusted) soup_session_set_tls_database(session, etcd_trusted);
+  if (etcd_client_certificate)
+    g_object_set(session, "tls-interaction", client_certificate_interaction(), nullptr);
+  return session;
+}
+
 std::string base64(const std::string &bytes) {
   gchar *text = g_base64_encode(reinterpret_cast<const guchar *>(bytes.data()), bytes.size());
   std::string out = text;
@@ -232,8 +289,9 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints, guint timeout_ms)
       timeout_ms_(timeout_ms),
       // A watch holds a connection for its life: room beside it for the calls. The session's own
       // timeout bounds the blocking calls (post_sync); the asynchronous ones have a timer each.
-      session_(soup_session_new_with_options("max-conns-per-host", 16, "max-conns", 64, "timeout",
-                                             std::max(1u, (timeout_ms + 999) / 1000), nullptr)),
+      session_(etcd_session(
+          soup_session_new_with_options("max-conns-per-host", 16, "max-conns", 64, "timeout",
+                                        std::max(1u, (timeout_ms + 999) / 1000), nullptr))),
       alive_(std::make_shared<int>(0)) {}
 
 EtcdClient::~EtcdClient() {
@@ -389,6 +447,29 @@ EtcdReply EtcdClient::post_sync(const std::string &path, const std::string &body
   return EtcdReply(nullptr, kNoneAnswered + errors);
 }
 
+std::string use_etcd_tls(const EtcdTls &tls) {
+  GError *error = nullptr;
+  std::string why;
+  g_clear_object(&etcd_trusted);
+  g_clear_object(&etcd_client_certificate);
+  if (!tls.ca.empty()) {
+    GTlsDatabase *trusted = g_tls_file_database_new(tls.ca.c_str(), &error);
+    if (!trusted) why = "cannot read the CA " + tls.ca + ": " + error->message;
+    if (trusted) g_set_object(&etcd_trusted, trusted), g_object_unref(trusted);
+  }
+  g_clear_error(&error);
+  if (why.empty() && !tls.certificate.empty()) {
+    GTlsCertificate *certificate =
+        g_tls_certificate_new_from_files(tls.certificate.c_str(), tls.key.c_str(), &error);
+    if (!certificate)
+      why = "cannot use the certificate " + tls.certificate + " with its key: " + error->message;
+    if (certificate)
+      g_set_object(&etcd_client_certificate, certificate), g_object_unref(certificate);
+  }
+  g_clear_error(&error);
+  return why;
+}
+
 std::string EtcdClient::check_endpoints(const std::string &list, std::vector<std::string> *out) {
   std::vector<std::string> endpoints;
   gchar **items = g_strsplit(list.c_str(), ",", -1);
@@ -397,9 +478,12 @@ std::string EtcdClient::check_endpoints(const std::string &list, std::vector<std
     std::string endpoint = g_strstrip(*item);
     if (endpoint.empty()) continue;
     GUri *uri = g_uri_parse(endpoint.c_str(), G_URI_FLAGS_NONE, nullptr);
-    if (!uri || g_strcmp0(g_uri_get_scheme(uri), "http") != 0 || !g_uri_get_host(uri) ||
-        g_uri_get_port(uri) <= 0 || (*g_uri_get_path(uri) && g_strcmp0(g_uri_get_path(uri), "/")))
-      why = "an endpoint is http://HOST:PORT, not \"" + endpoint + "\"";
+    if (!uri ||
+        (g_strcmp0(g_uri_get_scheme(uri), "http") != 0 &&
+         g_strcmp0(g_uri_get_scheme(uri), "https") != 0) ||
+        !g_uri_get_host(uri) || g_uri_get_port(uri) <= 0 ||
+        (*g_uri_get_path(uri) && g_strcmp0(g_uri_get_path(uri), "/")))
+      why = "an endpoint is http(s)://HOST:PORT, not \"" + endpoint + "\"";
     if (uri) g_uri_unref(uri);
     while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
     endpoints.push_back(endpoint);
@@ -428,8 +512,8 @@ EtcdWatch::EtcdWatch(EtcdClient *client, std::string key, std::string range_end,
   GBytes *bytes = g_bytes_new(body.data(), body.size());
   soup_message_set_request_body_from_bytes(message_, "application/json", bytes);
   g_bytes_unref(bytes);
-  static SoupSession *streams = soup_session_new_with_options("timeout", 0, "max-conns", 64,
-                                                              "max-conns-per-host", 16, nullptr);
+  static SoupSession *streams = etcd_session(soup_session_new_with_options(
+      "timeout", 0, "max-conns", 64, "max-conns-per-host", 16, nullptr));
   soup_session_send_async(streams, message_, G_PRIORITY_DEFAULT, cancel_, on_opened, this);
 }
 

@@ -69,6 +69,17 @@ std::string txn(const std::vector<std::string> &compare, const std::vector<std::
 std::string prefix_end(const std::string &prefix);
 }  // namespace etcd
 
+// etcd over TLS (https:// endpoints, etcd's --cert-file and --client-cert-auth): the CA its
+// certificate is checked against ("" : the system's) and this host's client certificate and key;
+// PEM files.
+struct EtcdTls {
+  std::string ca, certificate, key;
+  bool on() const { return !ca.empty() || !certificate.empty(); }
+};
+// The process's etcd TLS (in place of any before), for every client and watch made after it (a
+// site has one etcd): "" or why the files cannot be used (their content never said).
+std::string use_etcd_tls(const EtcdTls &tls);
+
 class EtcdClient {
  public:
   using Done = std::function<void(EtcdReply)>;

@@ -130,9 +130,11 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
     mine.push_back(std::move(camera));
   }
   const std::string host_id = out.fleet.host_id;  // its events' host in the history
+  const EtcdTls tls = out.fleet.tls;              // its counts' way to etcd
   out.fleet = FleetSettings();
   out.fleet.endpoints = assignment.fleet_endpoints;
   out.fleet.host_id = host_id;
+  out.fleet.tls = tls;
   out.generation = assignment.generation;
   out.cameras = std::move(mine);
   out.all_gpus = false;

@@ -22,6 +22,7 @@
 
 #include "etcd.h"
 #include "service_support.h"
+#include "support/certificate.h"
 #include "support/mqtt_broker.h"
 
 namespace cudanms::testing {
@@ -133,16 +134,22 @@ class EtcdCluster {
   }
   bool start_member(int i) {
     processes_[i] = std::make_unique<Process>();
-    const std::string client = "http://127.0.0.1:" + std::to_string(client_ports_[i]);
+    const std::string client = endpoint(i);
     const std::string peer = "http://127.0.0.1:" + std::to_string(peer_ports_[i]);
-    return processes_[i]->spawn(
-        {etcd_binary(), "--name", name(i), "--data-dir", dir_.file(("etcd-" + name(i)).c_str()),
-         "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls",
-         peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster_,
-         "--initial-cluster-state", "new", "--initial-cluster-token", "cudanms-test"},
+    std::vector<std::string> argv = {
+        etcd_binary(), "--name", name(i), "--data-dir", dir_.file(("etcd-" + name(i)).c_str()),
+        "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls",
+        peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster_,
+        "--initial-cluster-state", "new", "--initial-cluster-token", "cudanms-test"};
+    if (!tls_.ca.empty())
+      argv.insert(argv.end(), {"--cert-file", tls_.certificate, "--key-file", tls_.key,
+                               "--trusted-ca-file", tls_.ca, "--client-cert-auth"});
+    return processes_[i]->spawn(argv,
         dir_.file(("etcd-" + name(i) + ".out").c_str()),
         dir_.file(("etcd-" + name(i) + ".err").c_str()));
   }
+  // Its clients over HTTPS, each asked for a certificate `tls.ca` signed (before start()).
+  void use_tls(const SiteCertificates &tls) { tls_ = tls; }
   void kill(int i) { processes_[i]->kill_group(); }
   void signal(int i, int number) { processes_[i]->signal(number); }
   // Whether a member answers with a leader, within `seconds`.
@@ -174,7 +181,8 @@ class EtcdCluster {
     return eventually(limit, [&] { return leader() >= 0; }) ? now_s() - start : -1;
   }
   std::string endpoint(int i) const {
-    return "http://127.0.0.1:" + std::to_string(client_ports_[i]);
+    return (tls_.ca.empty() ? "http" : "https") + std::string("://127.0.0.1:") +
+           std::to_string(client_ports_[i]);
   }
   std::vector<std::string> endpoint_list() const {
     std::vector<std::string> out;
@@ -195,6 +203,7 @@ class EtcdCluster {
   std::vector<int> client_ports_, peer_ports_;
   std::string cluster_;
   std::vector<std::unique_ptr<Process>> processes_;
+  SiteCertificates tls_;
 };
 
 // pipelines/rtsp-server --cameras N --loop CLIP: cameras at BASE1 ... BASEN, each client

@@ -321,6 +321,13 @@ TEST_F(Config, PlainHttpListensBeyondLoopbackOnlyWhenToldSo) {
   ASSERT_EQ(mismatched.size(), 1u);
   EXPECT_NE(mismatched[0].find("tls-certificate: cannot use it with tls-key"), std::string::npos)
       << mismatched[0];
+  // etcd's: the host's certificate with its key, a CA that is one.
+  const auto fleet_alone = errors_of("[service]\nfleet-certificate = " + cert + "\n" + camera);
+  ASSERT_EQ(fleet_alone.size(), 1u);
+  EXPECT_NE(fleet_alone[0].find("fleet-certificate and fleet-key go together"), std::string::npos);
+  EXPECT_EQ(errors_of("[service]\nfleet-ca = " + cert + "\nfleet-certificate = " + cert +
+                      "\nfleet-key = " + key + "\n" + camera),
+            std::vector<std::string>());
   const auto missing = errors_of("[service]\ntls-key = " + dir_ + "/none.pem\n" + camera);
   EXPECT_NE(joined(missing).find("no such file: " + dir_ + "/none.pem"), std::string::npos)
       << joined(missing);

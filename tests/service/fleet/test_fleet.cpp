@@ -457,6 +457,62 @@ TEST_F(Fleet, ARequestToEveryMemberTakesTheFirstAnswer) {
   g_object_unref(silent);
 }
 
+// A site whose etcd takes only clients with a certificate its CA signed (TLS, --client-cert-auth):
+// a host with the site's certificate runs its cameras, and its workers keep their counts there;
+// one without it never joins and runs nothing.
+TEST_F(Fleet, AnEtcdOverTlsTakesOnlyHostsWithTheSitesCertificate) {
+  if (!g_tls_backend_supports_tls(g_tls_backend_get_default()))
+    GTEST_SKIP() << "no TLS backend (Debian's glib-networking)";
+  SiteCertificates site;
+  if (!make_site_certificates(dir_.path, &site)) GTEST_SKIP() << "no openssl";
+  EtcdCluster etcd(dir_, 1);
+  etcd.use_tls(site);
+  ASSERT_EQ(service::use_etcd_tls({site.ca, site.certificate, site.key}), "");  // the test's own
+  CameraServer server(dir_);
+  const std::map<std::string, std::string> tls = {
+      {"fleet-ca", site.ca}, {"fleet-certificate", site.certificate}, {"fleet-key", site.key}};
+  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
+  ASSERT_EQ(etcd.endpoint(0).rfind("https://", 0), 0u);
+  ASSERT_TRUE(server.start(2, clip()));
+  const std::string importer = dir_.file("importer.conf");
+  const std::string importer_text = host_config("importer", etcd.endpoints(), tls);
+  g_file_set_contents(importer.c_str(), importer_text.c_str(), -1, nullptr);
+  ASSERT_EQ(fleet({"--config", importer, "--site", "test", "import", cameras_file(2, server)}), 0)
+      << read_file(dir_.file("fleet.err"));
+
+  FleetHost a(dir_, "a");
+  ASSERT_TRUE(a.start(host_config("a", etcd.endpoints(), tls)));
+  ASSERT_TRUE(eventually(30, [&] { return a.streaming().size() == 2; }))
+      << a.log() << a.get("/health");
+  // Its workers keep the counts in etcd over the same TLS: cam1's state is there.
+  service::EtcdClient client(etcd.endpoint_list(), 2000);
+  ASSERT_TRUE(eventually(20, [&] {
+    const auto reply = client.post_sync(
+        "/v3/kv/txn",
+        service::etcd::txn({}, {service::etcd::range("/cudanms/test/state/", true)}));
+    return !reply.kvs(0).empty();
+  })) << a.log();
+
+  FleetHost stranger(dir_, "stranger");
+  ASSERT_TRUE(stranger.start(host_config("stranger", etcd.endpoints(), {{"fleet-ca", site.ca}})));
+  // etcd ends its handshake: it never joins (libsoup says no more than that the connection
+  // broke), runs nothing, and says it is degraded.
+  std::string status;
+  ASSERT_TRUE(eventually(10, [&] {
+    stranger.cameras(&status);
+    return status.rfind("degraded", 0) == 0;
+  })) << status << "\n" << stranger.log();
+  g_usleep(3 * G_USEC_PER_SEC);
+  stranger.cameras(&status);
+  EXPECT_EQ(status.rfind("degraded", 0), 0u) << status;
+  EXPECT_EQ(stranger.log().find("joined site"), std::string::npos) << stranger.log();
+  EXPECT_TRUE(stranger.streaming().empty());
+  EXPECT_EQ(a.streaming().size(), 2u);
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+  printf("etcd over TLS: the site's host runs both cameras; a host without its certificate none\n");
+  service::use_etcd_tls({});
+}
+
 // What a site gets wrong: an etcd no one answers at, an endpoint that is no URL, cameras in a
 // fleet host's own file, cameras in etcd that cannot run (each reported with its key, the others
 // run), two hosts with one host-id (the second refused), and the fleet command's errors.
@@ -488,7 +544,7 @@ TEST_F(Fleet, BadInputGetsClearAnswers) {
     return read_file(dir_.file("check.err"));
   };
   EXPECT_NE(check("[service]\nfleet = ftp://127.0.0.1:2379\n")
-                .find(host_file + ":service:fleet: an endpoint is http://HOST:PORT"),
+                .find(host_file + ":service:fleet: an endpoint is http(s)://HOST:PORT"),
             std::string::npos);
   EXPECT_NE(check("[service]\nfleet = http://127.0.0.1:2379\n[camera.x]\nurl = rtsp://h/x\n")
                 .find("a fleet host runs the cameras etcd has"),
