@@ -10,6 +10,7 @@
 
 #include "counting_file.h"
 #include "log.h"
+#include "picture_retention.h"
 
 namespace cudanms::service {
 namespace {
@@ -71,6 +72,8 @@ CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
       counting_(std::move(counted)),
       line_shapes_(config.line_shapes),
       pictures_dir_(run.snapshots.empty() ? "" : run.snapshots + "/" + config.name),
+      snapshots_(run.snapshots),
+      snapshots_size_(run.snapshots_size),
       history_(run.history),
       host_(run.host) {
   if (!run.fleet_store.endpoints.empty()) store_ = std::make_unique<FleetStore>(run.fleet_store);
@@ -583,11 +586,25 @@ void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
     return;
   }
   picture_failing_ = false;
-  if (!history_) return;
-  for (HistoryEvent &e : events) {
-    e.snapshot = path;
-    history_->add(std::move(e));
+  if (history_) {
+    for (HistoryEvent &e : events) {
+      e.snapshot = path;
+      history_->add(std::move(e));
+    }
   }
+  // Within their bounds, once a minute at most: a sweep reads the whole folder.
+  const gint64 now_us = g_get_monotonic_time();
+  if ((config_.picture_retain_days <= 0 && snapshots_size_ == 0) ||
+      (swept_us_ && now_us - swept_us_ < 60 * G_USEC_PER_SEC))
+    return;
+  swept_us_ = now_us;
+  const std::vector<std::string> removed =
+      remove_old_pictures(snapshots_, {config_.name, config_.picture_retain_days, snapshots_size_},
+                          g_get_real_time() / G_USEC_PER_SEC);
+  std::string why;
+  if (!removed.empty() && history_ && !history_->forget_snapshots(removed, &why))
+    log_line("camera %s: %zu pictures removed, their events not marked so: %s",
+             config_.name.c_str(), removed.size(), why.c_str());
 }
 
 Snapshot CameraOutputs::snapshot() const {

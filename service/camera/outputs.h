@@ -190,6 +190,9 @@ class CameraOutputs {
   // The run's snapshots: the camera's folder of event pictures ("" for none), and the frames
   // with events whose pictures are not made yet, by PTS (the newest kPendingPictures).
   const std::string pictures_dir_;
+  const std::string snapshots_;       // every camera's pictures' folder (run.snapshots)
+  const guint64 snapshots_size_ = 0;  // their bound (run.snapshots_size)
+  gint64 swept_us_ = 0;               // the last retention sweep (the event branch's thread)
   std::mutex pictures_lock_;
   std::deque<std::pair<GstClockTime, std::vector<HistoryEvent>>> pending_pictures_;
   static constexpr size_t kPendingPictures = 64;

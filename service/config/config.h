@@ -48,6 +48,7 @@ struct CameraConfig {
   std::string record_encoder = "x264enc speed-preset=ultrafast tune=zerolatency key-int-max=30";
   bool record_boxes = true;        // draw the kept boxes (boxoverlay) into the recording
   double snapshot_interval_s = 1;  // between the operator page's pictures (web.h); 0: none
+  double picture_retain_days = 0;  // its events' pictures older than this are removed; 0: kept
   double reconnect_initial_s = 1;
   double reconnect_max_s = 30;
   long reconnect_attempts = -1;  // -1: unlimited; 0: never reconnect
@@ -111,9 +112,10 @@ struct ServiceConfig {
   // A worker process per GPU ("per-gpu"), every camera in this one ("one"), or "" for per-gpu
   // where cameras may run on more than one GPU (supervisor.h).
   std::string workers;
-  std::string web_auth;   // the key the operator's page gives to change the config; "": none
-  std::string history;    // the events' history (SQLite, event_history.h); "": none
-  std::string snapshots;  // each counting event's picture under DIR/CAMERA/ID.jpg; "": none
+  std::string web_auth;        // the key the operator's page gives to change the config; "": none
+  std::string history;         // the events' history (SQLite, event_history.h); "": none
+  std::string snapshots;       // each counting event's picture under DIR/CAMERA/ID.jpg; "": none
+  guint64 snapshots_size = 0;  // the most bytes of pictures there, the oldest removed; 0: any
   FleetSettings fleet;
   std::vector<CameraConfig> cameras;
   guint64 generation = 0;  // a worker's: the supervisor's assignment it comes from

@@ -199,6 +199,23 @@ const Key kKeys[] = {
        if (why.empty()) s->snapshots = v;
        return why;
      }},
+    {"snapshots-size", Where::kService,
+     "the most the snapshots' pictures take, e.g. 500M or 20G (K, M, G: 1024s): past it the "
+     "oldest go, their events kept (\"snapshot_gone\"); 0 (default): no bound",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       char *end = nullptr;
+       const double n = g_ascii_strtod(v.c_str(), &end);
+       const std::string unit = end ? end : "";
+       const double scale = unit.empty()  ? 1
+                            : unit == "K" ? 1024.0
+                            : unit == "M" ? 1048576.0
+                            : unit == "G" ? 1073741824.0
+                                          : 0;
+       if (v.empty() || end == v.c_str() || scale == 0 || !std::isfinite(n) || n < 0)
+         return "must be a size, e.g. 500M or 20G (K, M, G), not \"" + v + "\"";
+       s->snapshots_size = static_cast<guint64>(n * scale);
+       return "";
+     }},
     {"mqtt-address", Where::kService,
      "the MQTT broker (host:port, tcp:// or ssl:// URI); \"\" for none",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
@@ -410,6 +427,17 @@ const Key kKeys[] = {
        if (!why.empty()) return why;
        if (seconds > 0 && seconds < 0.1) return "must be 0 (none) or at least 0.1 s, not " + v;
        c->snapshot_interval_s = seconds;
+       return "";
+     }},
+    {"picture-retain-days", Where::kAnywhere,
+     "days its events' pictures (snapshots) are kept, then removed, their events kept "
+     "(\"snapshot_gone\"); 0 (default): kept until snapshots-size needs their room",
+     [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
+       char *end = nullptr;
+       const double days = g_ascii_strtod(v.c_str(), &end);
+       if (v.empty() || *end != '\0' || !std::isfinite(days) || days < 0)
+         return "must be a number of days (0: no bound), not \"" + v + "\"";
+       c->picture_retain_days = days;
        return "";
      }},
     {"reconnect-initial", Where::kAnywhere, "seconds before the first retry (default 1)",

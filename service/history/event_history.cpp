@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <set>
 
 #include "log.h"
 
@@ -21,7 +22,8 @@ constexpr const char *kSchema =
     " camera TEXT NOT NULL, id INTEGER NOT NULL, time_us INTEGER NOT NULL, kind TEXT NOT NULL,"
     " name TEXT NOT NULL, direction TEXT NOT NULL, label TEXT NOT NULL,"
     " track_id INTEGER NOT NULL, dwell_s REAL NOT NULL, host TEXT NOT NULL,"
-    " snapshot TEXT NOT NULL DEFAULT '',"  // its picture's file; '': none
+    " snapshot TEXT NOT NULL DEFAULT '',"         // its picture's file; '': none
+    " snapshot_gone INTEGER NOT NULL DEFAULT 0,"  // the file removed (retention)
     " UNIQUE (camera, id));"
     "CREATE INDEX IF NOT EXISTS events_by_time ON events (time_us DESC, seq DESC);"
     "CREATE INDEX IF NOT EXISTS events_by_camera ON events (camera, time_us DESC, seq DESC);";
@@ -36,7 +38,7 @@ constexpr const char *kUpsert =
     " snapshot = CASE WHEN excluded.snapshot != '' THEN excluded.snapshot ELSE snapshot END";
 constexpr const char *kPage =
     "SELECT seq, camera, id, time_us, kind, name, direction, label, track_id, dwell_s, host,"
-    " snapshot FROM events"
+    " snapshot, snapshot_gone FROM events"
     " WHERE (?1 IS NULL OR camera = ?1) AND (?2 IS NULL OR kind = ?2)"
     " AND (?3 IS NULL OR label = ?3) AND (?4 IS NULL OR time_us >= ?4)"
     " AND (?5 IS NULL OR time_us < ?5)"
@@ -52,23 +54,26 @@ constexpr const char *kHourly =
 
 std::string message_of(sqlite3 *db) { return sqlite3_errmsg(db); }
 
-// A history made before events had pictures gains their column; another process may have just
-// added it.
-bool add_snapshots(sqlite3 *db, char **why) {
-  bool has = false;
+// A history made before events had pictures gains their columns; another process may have
+// just added one.
+bool add_picture_columns(sqlite3 *db, char **why) {
+  std::set<std::string> has;
   sqlite3_stmt *s = nullptr;
   if (sqlite3_prepare_v2(db, "PRAGMA table_info(events)", -1, &s, nullptr) == SQLITE_OK)
     while (sqlite3_step(s) == SQLITE_ROW)
-      has = has ||
-            std::string(reinterpret_cast<const char *>(sqlite3_column_text(s, 1))) == "snapshot";
+      has.insert(reinterpret_cast<const char *>(sqlite3_column_text(s, 1)));
   sqlite3_finalize(s);
-  if (has) return true;
-  if (sqlite3_exec(db, "ALTER TABLE events ADD COLUMN snapshot TEXT NOT NULL DEFAULT ''", nullptr,
-                   nullptr, why) == SQLITE_OK)
-    return true;
-  const bool raced = *why && std::string(*why).find("duplicate column") != std::string::npos;
-  if (raced) sqlite3_free(*why), *why = nullptr;
-  return raced;
+  for (const auto &[name, type] :
+       {std::pair<const char *, const char *>{"snapshot", "TEXT"}, {"snapshot_gone", "INTEGER"}}) {
+    if (has.count(name)) continue;
+    const std::string add = std::string("ALTER TABLE events ADD COLUMN ") + name + " " + type +
+                            " NOT NULL DEFAULT " + (type[0] == 'T' ? "''" : "0");
+    if (sqlite3_exec(db, add.c_str(), nullptr, nullptr, why) == SQLITE_OK) continue;
+    if (!*why || std::string(*why).find("duplicate column") == std::string::npos) return false;
+    sqlite3_free(*why);
+    *why = nullptr;
+  }
+  return true;
 }
 
 // A connection to `path` in WAL mode with the table; nullptr with the reason.
@@ -84,7 +89,8 @@ sqlite3 *connect(const std::string &path, std::string *error) {
   sqlite3_busy_timeout(db, kBusyMs);
   char *why = nullptr;
   if (sqlite3_exec(db, "PRAGMA journal_mode = WAL;", nullptr, nullptr, &why) != SQLITE_OK ||
-      sqlite3_exec(db, kSchema, nullptr, nullptr, &why) != SQLITE_OK || !add_snapshots(db, &why)) {
+      sqlite3_exec(db, kSchema, nullptr, nullptr, &why) != SQLITE_OK ||
+      !add_picture_columns(db, &why)) {
     *error = why ? why : message_of(db);
     sqlite3_free(why);
     sqlite3_close(db);
@@ -274,6 +280,7 @@ bool EventHistory::query(const HistoryQuery &query, std::vector<HistoryEvent> *o
     e.dwell_s = sqlite3_column_double(s, 9);
     e.host = column_text(s, 10);
     e.snapshot = column_text(s, 11);
+    e.snapshot_gone = sqlite3_column_int(s, 12) != 0;
     out->push_back(std::move(e));
   };
   return select(kPage, bind, row, error);
@@ -303,10 +310,33 @@ bool EventHistory::snapshot_of(gint64 seq, std::string *path) {
   path->clear();
   std::string error;
   select(
-      "SELECT snapshot FROM events WHERE seq = ?1",
+      "SELECT snapshot FROM events WHERE seq = ?1 AND snapshot_gone = 0",
       [&](sqlite3_stmt *s) { sqlite3_bind_int64(s, 1, seq); },
       [&](sqlite3_stmt *s) { *path = column_text(s, 0); }, &error);
   return !path->empty();
+}
+
+bool EventHistory::forget_snapshots(const std::vector<std::string> &paths, std::string *error) {
+  std::lock_guard<std::mutex> guard(read_lock_);
+  sqlite3_stmt *s = nullptr;
+  if (sqlite3_exec(reader_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(reader_, "UPDATE events SET snapshot_gone = 1 WHERE snapshot = ?1", -1, &s,
+                         nullptr) != SQLITE_OK) {
+    *error = message_of(reader_);
+    sqlite3_exec(reader_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; ok && i < paths.size(); i++) {
+    sqlite3_reset(s);
+    bind_text(s, 1, paths[i]);
+    ok = sqlite3_step(s) == SQLITE_DONE;
+  }
+  sqlite3_finalize(s);
+  if (ok && sqlite3_exec(reader_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK) return true;
+  *error = message_of(reader_);
+  sqlite3_exec(reader_, "ROLLBACK", nullptr, nullptr, nullptr);
+  return false;
 }
 
 bool EventHistory::has_camera(const std::string &camera) {

@@ -1,6 +1,7 @@
 // The history room: the counting events a host saw (line crossed, zone entered, left, loitered),
 // kept in SQLite so that an operator can look back on them (issue 68: searched and paged here,
-// each with its picture where the host makes them; clips, PostgreSQL and retention to come).
+// each with its picture where the host makes them, removed past their bounds
+// (picture_retention.h); clips and PostgreSQL to come).
 //
 // One file a host; a supervisor's workers write into the same file (SQLite's locking between
 // them, WAL so that readers never wait for a writer). Each event once by (camera, id): the ids a
@@ -43,9 +44,10 @@ struct CountEvent {
 // One in the history.
 struct HistoryEvent : CountEvent {
   std::string camera;
-  std::string host;      // the host that counted it ("" for one not in a fleet)
-  std::string snapshot;  // its picture's file (the camera's outputs make it); "" for none
-  gint64 seq = 0;        // set by query(): its place in the history, the pages' cursor
+  std::string host;            // the host that counted it ("" for one not in a fleet)
+  std::string snapshot;        // its picture's file (the camera's outputs make it); "" for none
+  bool snapshot_gone = false;  // that file removed since (retention)
+  gint64 seq = 0;              // set by query(): its place in the history, the pages' cursor
 };
 
 // A page of the history, newest first; every filter optional.
@@ -96,8 +98,12 @@ class EventHistory {
   bool hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out, std::string *error);
   // Whether any event of `camera` is kept.
   bool has_camera(const std::string &camera);
-  // The picture's file of the event at `seq` (*path; false: no such event, or it has none).
+  // The picture's file of the event at `seq` (*path; false: no such event, or it has none, or
+  // it is gone).
   bool snapshot_of(gint64 seq, std::string *path);
+  // The events whose pictures are these files marked as gone (their files removed); false with
+  // the reason when the database refused.
+  bool forget_snapshots(const std::vector<std::string> &paths, std::string *error);
   HistoryStats stats() const;
 
  private:

@@ -3,6 +3,8 @@
 // its events are kept to look back on.
 #pragma once
 
+#include <glib.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +34,7 @@ struct CameraRun {
   // Where each counting event's picture goes (SNAPSHOTS/CAMERA/ID.jpg, its path in the history);
   // "" for none.
   std::string snapshots;
+  guint64 snapshots_size = 0;  // the most bytes of pictures under `snapshots`; 0: any
   std::string host;
 };
 

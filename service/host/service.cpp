@@ -130,6 +130,7 @@ CameraRun Service::run_of(const std::string &camera) const {
   CameraRun run = found == config_.runs.end() ? CameraRun() : found->second;
   run.history = history_;
   run.snapshots = config_.snapshots;
+  run.snapshots_size = config_.snapshots_size;
   run.host = config_.fleet.host_id;
   return run;
 }

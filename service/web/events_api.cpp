@@ -65,11 +65,13 @@ std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
     json_builder_set_member_name(b, "dwell");
     json_builder_add_double_value(b, e.dwell_s);
     json_builder_set_member_name(b, "snapshot");  // its picture's URL; null: none
-    if (e.snapshot.empty())
+    if (e.snapshot.empty() || e.snapshot_gone)
       json_builder_add_null_value(b);
     else
       json_builder_add_string_value(b,
                                     ("/api/events/" + std::to_string(e.seq) + "/snapshot").c_str());
+    json_builder_set_member_name(b, "snapshot_gone");  // it had one, removed since (retention)
+    json_builder_add_boolean_value(b, e.snapshot_gone);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -178,7 +180,8 @@ gint64 snapshot_seq(const std::string &route) {
 Reply snapshot_file_reply(EventHistory *history, gint64 seq) {
   std::string path;
   if (!history->snapshot_of(seq, &path))
-    return edit_answer(404, "no picture of event " + std::to_string(seq));
+    return edit_answer(
+        404, "no picture of event " + std::to_string(seq) + " (none was made, or it was removed)");
   gchar *bytes = nullptr;
   gsize length = 0;
   if (!g_file_get_contents(path.c_str(), &bytes, &length, nullptr))

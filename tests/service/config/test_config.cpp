@@ -279,6 +279,28 @@ TEST_F(Config, MqttTopicsComeFromThePrefix) {
 
 // One config with an error of every class: each is reported, with its group and key, and
 // nothing else is.
+// The events' pictures' bounds: a size with its unit for the folder, days for a camera (a
+// [service] value every camera's default).
+TEST_F(Config, PicturesAreBoundBySizeAndDays) {
+  ServiceConfig config;
+  ASSERT_EQ(errors_of("[service]\nsnapshots-size = 1.5G\npicture-retain-days = 30\n"
+                      "[camera.a]\nurl = rtsp://127.0.0.1/a\n"
+                      "[camera.b]\nurl = rtsp://127.0.0.1/b\npicture-retain-days = 2.5\n",
+                      &config),
+            std::vector<std::string>());
+  EXPECT_EQ(config.snapshots_size, static_cast<guint64>(1.5 * 1024 * 1024 * 1024));
+  ASSERT_EQ(config.cameras.size(), 2u);
+  EXPECT_EQ(config.cameras[0].picture_retain_days, 30);
+  EXPECT_EQ(config.cameras[1].picture_retain_days, 2.5);
+  const auto bad = errors_of(
+      "[service]\nsnapshots-size = big\npicture-retain-days = -1\n[camera.a]\nurl = "
+      "rtsp://127.0.0.1/a\n");
+  EXPECT_NE(joined(bad).find("snapshots-size: must be a size, e.g. 500M or 20G"), std::string::npos)
+      << joined(bad);
+  EXPECT_NE(joined(bad).find("picture-retain-days: must be a number of days"), std::string::npos)
+      << joined(bad);
+}
+
 // The page and the API beyond loopback: HTTPS with a usable certificate and key, or plain HTTP
 // only when told so; on loopback plain HTTP as ever.
 TEST_F(Config, PlainHttpListensBeyondLoopbackOnlyWhenToldSo) {

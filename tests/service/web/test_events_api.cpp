@@ -93,10 +93,22 @@ TEST_F(EventsApi, AnEventsPictureIsServedAtItsUrl) {
   EXPECT_EQ(get_path("/api/events/4/snapshot").status, 404u);   // no picture
   EXPECT_EQ(get_path("/api/events/99/snapshot").status, 404u);  // no such event
   EXPECT_FALSE(is_events_path("/api/events/x/snapshot"));
+
   g_remove(picture.c_str());
   const Reply gone = get_path("/api/events/5/snapshot");
   EXPECT_EQ(gone.status, 404u);
   EXPECT_NE(gone.body.find("gone"), std::string::npos) << gone.body;
+
+  // Removed by retention: the event stays, its picture marked gone.
+  std::string why;
+  ASSERT_TRUE(history_->forget_snapshots({picture}, &why)) << why;
+  const Reply after = get("limit=1");
+  EXPECT_NE(after.body.find("\"snapshot\" : null"), std::string::npos) << after.body;
+  EXPECT_NE(after.body.find("\"snapshot_gone\" : true"), std::string::npos) << after.body;
+  EXPECT_EQ(get_path("/api/events/5/snapshot").status, 404u);
+  history_->add(e);  // delivered again: still gone
+  ASSERT_TRUE(history_->flush(5 * G_USEC_PER_SEC));
+  EXPECT_NE(get("limit=1").body.find("\"snapshot_gone\" : true"), std::string::npos);
 }
 
 TEST_F(EventsApi, BadFiltersAreTheirReasons) {
