@@ -575,17 +575,19 @@ void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
   const bool written = g_mkdir_with_parents(pictures_dir_.c_str(), 0755) == 0 &&
                        g_file_set_contents(path.c_str(), reinterpret_cast<const char *>(map.data),
                                            static_cast<gssize>(map.size), &error);
+  const int failure = errno;
   gst_buffer_unmap(jpeg, &map);
-  if (!written) {
-    if (!picture_failing_)
-      log_line("camera %s: cannot write its events' pictures in %s: %s; events go on without",
-               config_.name.c_str(), pictures_dir_.c_str(),
-               error ? error->message : g_strerror(errno));
-    picture_failing_ = true;
+  {
+    // Said on /health and the page while it lasts (a full disk); detection and counting go on.
+    const std::string why = written ? "" : error ? error->message : g_strerror(failure);
     g_clear_error(&error);
-    return;
+    std::lock_guard<std::mutex> guard(counts_lock_);
+    if (!written && counts_.pictures_failing.empty())
+      log_line("camera %s: cannot write its events' pictures in %s: %s; events go on without",
+               config_.name.c_str(), pictures_dir_.c_str(), why.c_str());
+    counts_.pictures_failing = why;
+    if (!written) return;
   }
-  picture_failing_ = false;
   if (history_) {
     for (HistoryEvent &e : events) {
       e.snapshot = path;

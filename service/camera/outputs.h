@@ -45,6 +45,7 @@ struct FrameCounts {
   size_t outputs_queued = 0;           // frames whose counts are not kept yet (a gauge)
   guint64 outputs_full_waits = 0;      // frames that waited for room among them
   guint64 outputs_unkept = 0;          // frames not published: stopped before etcd had them
+  std::string pictures_failing;        // why its events' pictures cannot be written; "": they can
 };
 
 // What a camera counted, across its connections (and, for the lines a reload left as they were,
@@ -196,7 +197,7 @@ class CameraOutputs {
   std::mutex pictures_lock_;
   std::deque<std::pair<GstClockTime, std::vector<HistoryEvent>>> pending_pictures_;
   static constexpr size_t kPendingPictures = 64;
-  bool picture_failing_ = false;
+
   static constexpr gint64 kWantedUs = 10 * G_USEC_PER_SEC;
   std::atomic<gint64> pictures_wanted_until_us_{0};
   size_t next_latency_ = 0;  // where the next latency goes in counts_.recent_nms_us

@@ -152,6 +152,9 @@ void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) 
       {"cudanms_camera_outputs_full_waits_total", "counter",
        "Frames that waited for their counts' keeping: as many frames were waiting already",
        [](const CameraSnapshot &c) { return double(c.counts.outputs_full_waits); }},
+      {"cudanms_camera_pictures_failing", "gauge",
+       "1 while its events' pictures cannot be written (snapshots: a full disk, ...), else 0",
+       [](const CameraSnapshot &c) { return c.counts.pictures_failing.empty() ? 0.0 : 1.0; }},
       {"cudanms_camera_frames_unpublished_total", "counter",
        "A fleet's frames not published: the camera stopped (fenced) before etcd had their counts",
        [](const CameraSnapshot &c) { return double(c.counts.outputs_unkept); }},
@@ -341,6 +344,8 @@ std::string render_health(const std::vector<CameraSnapshot> &cameras, double upt
     json_builder_add_int_value(b, static_cast<gint64>(c.state_seconds));
     json_builder_set_member_name(b, "last_error");
     json_builder_add_string_value(b, without_credentials(c.last_error).c_str());
+    json_builder_set_member_name(b, "pictures_failing");  // why its events' pictures are not made
+    json_builder_add_string_value(b, c.counts.pictures_failing.c_str());
     json_builder_set_member_name(b, "frames");
     json_builder_add_int_value(b, static_cast<gint64>(c.counts.frames));
     json_builder_set_member_name(b, "frames_per_second");

@@ -404,7 +404,8 @@ function show(doc) {
     parts.state.className = 'state ' + camera.state;
     if (camera.state === 'streaming') streaming++;
     showFacts(parts.facts, camera);
-    parts.error.textContent = camera.state === 'streaming' ? '' : camera.last_error;
+    parts.error.textContent = camera.state !== 'streaming' ? camera.last_error
+        : camera.pictures_failing ? `no event pictures: ${camera.pictures_failing}` : '';
     // A fleet's camera that no host runs, or whose host did not answer, has no picture.
     if (camera.state !== 'unplaced' && camera.state !== 'unanswered') showPicture(name, parts);
     showCounts(parts.counts, camera);

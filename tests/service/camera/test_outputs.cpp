@@ -56,6 +56,49 @@ gint64 stored_in(EtcdClient *client, const std::string &state_key) {
 
 }  // namespace
 
+// Its events' pictures where they cannot be written (a folder under a file, as a full disk
+// refuses): said in its counts while it lasts, the frames and the counting go on; written again,
+// no longer said.
+TEST(CameraOutputs, PicturesThatCannotBeWrittenAreSaidAndNothingElseStops) {
+  gst_init(nullptr, nullptr);
+  TempDir dir;
+  const std::string blocker = dir.file("not-a-folder");
+  ASSERT_TRUE(g_file_set_contents(blocker.c_str(), "x", -1, nullptr));
+  CameraConfig config;
+  config.name = "door";
+  CameraRun run;
+  run.snapshots = blocker;  // DIR/door/ID.jpg cannot be made under a file
+  CameraOutputs outputs(config, run);
+  std::string error;
+  ASSERT_TRUE(outputs.open(&error)) << error;
+  GstSegment segment;
+  gst_segment_init(&segment, GST_FORMAT_TIME);
+  auto picture_of = [&](guint64 n) {
+    GstBuffer *frame = crossing_frame(n, n, n);
+    outputs.on_frame(frame, &segment, 0);
+    GstBuffer *jpeg = gst_buffer_new_memdup("\xff\xd8jpeg", 6);
+    GST_BUFFER_PTS(jpeg) = GST_BUFFER_PTS(frame);
+    outputs.on_event_picture(jpeg);
+    gst_buffer_unref(jpeg);
+    gst_buffer_unref(frame);
+  };
+  picture_of(1);
+  picture_of(2);
+  EXPECT_FALSE(outputs.counts().pictures_failing.empty());
+  EXPECT_EQ(outputs.counts().frames, 2u);
+  EXPECT_EQ(outputs.counting().crossings.size(), 1u);  // (door, in, person), counted twice
+  EXPECT_EQ(outputs.counting().lines.at("door").first, 2u);
+
+  g_remove(blocker.c_str());  // room again
+  picture_of(3);
+  EXPECT_EQ(outputs.counts().pictures_failing, "");
+  EXPECT_TRUE(g_file_test((blocker + "/door/3.jpg").c_str(), G_FILE_TEST_IS_REGULAR));
+  outputs.close(0);
+  g_remove((blocker + "/door/3.jpg").c_str());
+  g_rmdir((blocker + "/door").c_str());
+  g_rmdir(blocker.c_str());
+}
+
 // A fleet camera's outputs, its owner key under a lease of the test's etcd.
 class CameraOutputsInEtcd : public ::testing::Test {
  protected:

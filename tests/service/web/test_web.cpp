@@ -98,7 +98,15 @@ TEST(WebApi, ACameraSaysItsStateCountsAndEventsButNoCredentials) {
   ASSERT_NE(yard, nullptr);
   EXPECT_STREQ(json_object_get_string_member(yard, "gpu"), "cpu");
   EXPECT_EQ(json_object_get_int_member(yard, "snapshot"), 0);
+  EXPECT_STREQ(json_object_get_string_member(yard, "pictures_failing"), "");
   g_object_unref(second);
+  // Its events' pictures cannot be written: said on the page and on /metrics.
+  on_cpu.counts.pictures_failing = "No space left on device";
+  JsonParser *third = json_parser_new();
+  yard = camera_of(third, render_cameras({on_cpu}, "h"), "yard");
+  ASSERT_NE(yard, nullptr);
+  EXPECT_STREQ(json_object_get_string_member(yard, "pictures_failing"), "No space left on device");
+  g_object_unref(third);
 }
 
 TEST(WebApi, CredentialsLeaveEveryKindOfUrl) {
