@@ -19,7 +19,8 @@ cores), then opens the page and checks, each within a bound:
     corners clicked, then the first again) sees the ball enter;
   - the camera server killed (SIGKILL): the page shows the cameras reconnecting within 2 s,
     without a reload; back on its port, streaming again;
-  - the camera's password (in cam1's URL) is in neither the page nor its API.
+  - the camera's password (in cam1's URL) is in neither the page nor its API, and neither it
+    nor the page's key is in /health, /metrics, /api/events or the service's log.
 It leaves a screenshot, web-page.png, in the build folder (docs/web-page.png is one).
 Exit status 77 (meson's "skipped"), with the reason, where chromium, chromedriver or selenium is
 missing.
@@ -111,6 +112,14 @@ def first_match(path, pattern, seconds):
 def get(url):
     with urllib.request.urlopen(url, timeout=5) as answer:
         return answer.read()
+
+
+def body_of(url):
+    """What `url` answers, an error status's body too (/health is 503 while a camera is down)."""
+    try:
+        return get(url)
+    except urllib.error.HTTPError as error:
+        return error.read()
 
 
 def main():
@@ -355,7 +364,16 @@ url = rtsp://127.0.0.1:{port}/cam2
         assert all(errors.values()), f"no error said for the reconnecting cameras: {errors}"
         for where, text in (("the API", api), ("the page", driver.page_source)):
             assert PASSWORD not in text, f"cam1's password is in {where}"
+        # No secret anywhere the service says things: cam1's password, the page's key.
+        said = {"/health": body_of(base + "/health").decode(),
+                "/metrics": body_of(base + "/metrics").decode(),
+                "/api/events": body_of(base + "/api/events").decode(),
+                "the log": open(os.path.join(work, "service.log")).read()}
+        for where, text in said.items():
+            for secret in (PASSWORD, KEY):
+                assert secret not in text, f"a secret ({secret[:4]}...) is in {where}"
         print("cam1's password is in neither the page nor its API; errors:", errors)
+        print("no secret in /health, /metrics, /api/events or the log")
     finally:
         driver.quit()
         for p in processes:
