@@ -57,6 +57,13 @@ std::string check_readable(const std::string &path) {
   return "";
 }
 
+// check_readable()'s file, its path into *out when it is one.
+std::string take_readable(const std::string &path, std::string *out) {
+  const std::string why = check_readable(path);
+  if (why.empty()) *out = path;
+  return why;
+}
+
 // A directory the service writes in: one that exists and is writable, or one it can make (the
 // camera makes it when it starts) in the nearest folder that exists.
 std::string check_directory(const std::string &path) {
@@ -144,23 +151,17 @@ const Key kKeys[] = {
      "a PEM certificate (chain) for HTTPS on metrics-address, with tls-key; none (default): plain "
      "HTTP, which listens on loopback only unless insecure-listen = true",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       const std::string why = check_readable(v);
-       if (why.empty()) s->tls_certificate = v;
-       return why;
+       return take_readable(v, &s->tls_certificate);
      }},
     {"tls-key", Where::kService, "the PEM private key of tls-certificate",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       const std::string why = check_readable(v);
-       if (why.empty()) s->tls_key = v;
-       return why;
+       return take_readable(v, &s->tls_key);
      }},
     {"tls-ca", Where::kService,
      "PEM certificates a fleet's host trusts in the other hosts' HTTPS (their cameras, "
      "pictures); none (default): the system's",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       const std::string why = check_readable(v);
-       if (why.empty()) s->tls_ca = v;
-       return why;
+       return take_readable(v, &s->tls_ca);
      }},
     {"insecure-listen", Where::kService,
      "true: plain HTTP may listen beyond loopback (anyone on the network reads the site); false "
@@ -298,22 +299,16 @@ const Key kKeys[] = {
     {"fleet-ca", Where::kService,
      "PEM certificates etcd's are checked against (https:// endpoints; default: the system's)",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       const std::string why = check_readable(v);
-       if (why.empty()) s->fleet.tls.ca = v;
-       return why;
+       return take_readable(v, &s->fleet.tls.ca);
      }},
     {"fleet-certificate", Where::kService,
      "this host's PEM client certificate for etcd (its --client-cert-auth), with fleet-key",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       const std::string why = check_readable(v);
-       if (why.empty()) s->fleet.tls.certificate = v;
-       return why;
+       return take_readable(v, &s->fleet.tls.certificate);
      }},
     {"fleet-key", Where::kService, "the PEM private key of fleet-certificate",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       const std::string why = check_readable(v);
-       if (why.empty()) s->fleet.tls.key = v;
-       return why;
+       return take_readable(v, &s->fleet.tls.key);
      }},
     {"fleet-prefix", Where::kService, "where the fleet's keys are in etcd (default /cudanms)",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
