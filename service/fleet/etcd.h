@@ -79,6 +79,8 @@ struct EtcdTls {
 // The process's etcd TLS (in place of any before), for every client and watch made after it (a
 // site has one etcd): "" or why the files cannot be used (their content never said).
 std::string use_etcd_tls(const EtcdTls &tls);
+// `session` (a new one to etcd) given use_etcd_tls()'s CA and certificate; returned.
+SoupSession *etcd_session(SoupSession *session);
 
 class EtcdClient {
  public:
