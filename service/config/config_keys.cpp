@@ -64,6 +64,24 @@ std::string take_readable(const std::string &path, std::string *out) {
   return why;
 }
 
+// The keys whose value goes into one field as a rule takes it.
+template <std::string CameraConfig::*field>
+std::string description(const std::string &v, CameraConfig *c, ServiceConfig *) {
+  return take_description(v, &(c->*field));
+}
+template <bool CameraConfig::*field>
+std::string camera_flag(const std::string &v, CameraConfig *c, ServiceConfig *) {
+  return parse_bool(v, &(c->*field));
+}
+template <std::string ServiceConfig::*field>
+std::string readable(const std::string &v, CameraConfig *, ServiceConfig *s) {
+  return take_readable(v, &(s->*field));
+}
+template <std::string EtcdTls::*field>
+std::string fleet_readable(const std::string &v, CameraConfig *, ServiceConfig *s) {
+  return take_readable(v, &(s->fleet.tls.*field));
+}
+
 // A directory the service writes in: one that exists and is writable, or one it can make (the
 // camera makes it when it starts) in the nearest folder that exists.
 std::string check_directory(const std::string &path) {
@@ -150,19 +168,13 @@ const Key kKeys[] = {
     {"tls-certificate", Where::kService,
      "a PEM certificate (chain) for HTTPS on metrics-address, with tls-key; none (default): plain "
      "HTTP, which listens on loopback only unless insecure-listen = true",
-     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       return take_readable(v, &s->tls_certificate);
-     }},
+     readable<&ServiceConfig::tls_certificate>},
     {"tls-key", Where::kService, "the PEM private key of tls-certificate",
-     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       return take_readable(v, &s->tls_key);
-     }},
+     readable<&ServiceConfig::tls_key>},
     {"tls-ca", Where::kService,
      "PEM certificates a fleet's host trusts in the other hosts' HTTPS (their cameras, "
      "pictures); none (default): the system's",
-     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       return take_readable(v, &s->tls_ca);
-     }},
+     readable<&ServiceConfig::tls_ca>},
     {"insecure-listen", Where::kService,
      "true: plain HTTP may listen beyond loopback (anyone on the network reads the site); false "
      "(default): a metrics-address beyond loopback needs tls-certificate",
@@ -298,18 +310,12 @@ const Key kKeys[] = {
      }},
     {"fleet-ca", Where::kService,
      "PEM certificates etcd's are checked against (https:// endpoints; default: the system's)",
-     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       return take_readable(v, &s->fleet.tls.ca);
-     }},
+     fleet_readable<&EtcdTls::ca>},
     {"fleet-certificate", Where::kService,
      "this host's PEM client certificate for etcd (its --client-cert-auth), with fleet-key",
-     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       return take_readable(v, &s->fleet.tls.certificate);
-     }},
+     fleet_readable<&EtcdTls::certificate>},
     {"fleet-key", Where::kService, "the PEM private key of fleet-certificate",
-     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
-       return take_readable(v, &s->fleet.tls.key);
-     }},
+     fleet_readable<&EtcdTls::key>},
     {"fleet-prefix", Where::kService, "where the fleet's keys are in etcd (default /cudanms)",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
        if (v.size() < 2 || v[0] != '/' || v.back() == '/')
@@ -338,19 +344,13 @@ const Key kKeys[] = {
      }},
     {"source", Where::kCamera,
      "instead of url: a gst-launch description giving raw video (v4l2src device=/dev/video0)",
-     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       return take_description(v, &c->source);
-     }},
+     description<&CameraConfig::source>},
     {"enabled", Where::kAnywhere, "false: the camera is configured but not run",
-     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       return parse_bool(v, &c->enabled);
-     }},
+     camera_flag<&CameraConfig::enabled>},
     {"detector", Where::kAnywhere,
      "the detector, a gst-launch description (default: OpenCV's frontal-face cascade on "
      "cudacascade, 40 px and up)",
-     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       return take_description(v, &c->detector);
-     }},
+     description<&CameraConfig::detector>},
     {"latency", Where::kAnywhere, "RTSP: rtspsrc's jitter buffer in ms (default 200)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
        char *end = nullptr;
@@ -407,13 +407,9 @@ const Key kKeys[] = {
      }},
     {"record-encoder", Where::kAnywhere,
      "the recording's H.264 encoder, a gst-launch description (default x264enc, ultrafast)",
-     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       return take_description(v, &c->record_encoder);
-     }},
+     description<&CameraConfig::record_encoder>},
     {"record-boxes", Where::kAnywhere, "draw the kept boxes into the recording (default true)",
-     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       return parse_bool(v, &c->record_boxes);
-     }},
+     camera_flag<&CameraConfig::record_boxes>},
     {"snapshot-interval", Where::kAnywhere,
      "seconds between the annotated pictures of the operator's page (default 1; 0: none)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
@@ -488,9 +484,7 @@ const Key kKeys[] = {
     {"tracker", Where::kAnywhere,
      "true (default): boxtrack gives the kept boxes ids (its properties are keys too: "
      "track-thresh, track-buffer, ...); false: none, and no counting",
-     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       return parse_bool(v, &c->tracker);
-     }},
+     camera_flag<&CameraConfig::tracker>},
     {"stall-timeout", Where::kAnywhere,
      "seconds without a frame (streaming, or since a start) after which the camera is "
      "reconnected (default 10)",

@@ -403,13 +403,7 @@ void Supervisor::gpu_failed(unsigned gpu) {
       "GPU %u failed: %d of its %zu cameras move to the other GPUs' workers, %zu stay on "
       "the CPU",
       gpu, elsewhere, moved.size(), moved.size() - elsewhere);
-  std::string error;
-  if (!write_run_files(&error)) {
-    log_line("%s", error.c_str());
-    return;
-  }
-  start_workers();
-  tell_workers();
+  hand_out_run_files();
 }
 
 void Supervisor::tell_workers() {
@@ -479,15 +473,19 @@ void Supervisor::apply(ServiceConfig next, std::string text,
       g_clear_error(&gerror);
     }
   }
+  if (hand_out_run_files()) forget_removed_counts();
+}
+
+bool Supervisor::hand_out_run_files() {
   std::string error;
   if (!write_run_files(&error)) {
     log_line("%s: the workers run on as before", error.c_str());
-    return;
+    return false;
   }
   // The workers running now read the new files on SIGHUP; those started now read them anyway.
   tell_workers();
   start_workers();
-  forget_removed_counts();
+  return true;
 }
 
 void Supervisor::shutdown(std::function<void()> done) {

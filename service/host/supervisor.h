@@ -78,6 +78,9 @@ class Supervisor : private MetricsServer::Owner {
   };
 
   bool write_run_files(std::string *error);
+  // write_run_files(), then every worker told (or started): false, logged, when the files
+  // cannot be written (the workers run on as before).
+  bool hand_out_run_files();
   // A fleet host's: the cameras its lease owns now, as config text, with the counts of those it
   // has just taken (counting_json), and the lease.
   void run_fleet_config(const std::string &text, const std::map<std::string, std::string> &seeds,

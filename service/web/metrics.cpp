@@ -19,6 +19,12 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak)
 namespace cudanms::service {
 namespace {
 
+// A camera's count as a metric's value.
+template <auto FrameCounts::*field>
+double counted(const CameraSnapshot &c) {
+  return static_cast<double>(c.counts.*field);
+}
+
 double quantile(std::vector<double> values, double q) {
   if (values.empty()) return NAN;
   size_t rank = static_cast<size_t>(std::ceil(q * values.size()));
@@ -112,7 +118,7 @@ void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) 
       {"cudanms_camera_up", "gauge", "1 while the camera streams, else 0",
        [](const CameraSnapshot &c) { return c.state == CameraState::kStreaming ? 1.0 : 0.0; }},
       {"cudanms_camera_frames_total", "counter", "Frames that went through NMS",
-       [](const CameraSnapshot &c) { return double(c.counts.frames); }},
+       counted<&FrameCounts::frames>},
       {"cudanms_camera_frames_per_second", "gauge", "Frames per second over the last 5 s",
        [](const CameraSnapshot &c) { return c.frames_per_second; }},
       {"cudanms_camera_last_frame_age_seconds", "gauge",
@@ -126,35 +132,35 @@ void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) 
        "Bytes of frames waiting in the camera's queues (host or GPU memory)",
        [](const CameraSnapshot &c) { return double(c.queued_bytes); }},
       {"cudanms_camera_candidates_total", "counter", "Candidate boxes given to NMS",
-       [](const CameraSnapshot &c) { return double(c.counts.candidates); }},
+       counted<&FrameCounts::candidates>},
       {"cudanms_camera_kept_boxes_total", "counter", "Boxes NMS kept",
-       [](const CameraSnapshot &c) { return double(c.counts.kept); }},
+       counted<&FrameCounts::kept>},
       {"cudanms_camera_messages_published_total", "counter",
        "MQTT messages published (QoS 1: acknowledged by the broker)",
-       [](const CameraSnapshot &c) { return double(c.counts.published); }},
+       counted<&FrameCounts::published>},
       {"cudanms_camera_messages_dropped_total", "counter",
        "MQTT messages dropped: the queue overflowed while the broker was away, or at a stop",
-       [](const CameraSnapshot &c) { return double(c.counts.dropped); }},
+       counted<&FrameCounts::dropped>},
       {"cudanms_camera_chain_seconds_total", "counter",
        "Wall time of the detector, cudanms and the tracker and counter, from the intake queue "
        "to the last of them",
-       [](const CameraSnapshot &c) { return c.counts.chain_sum_s; }},
+       counted<&FrameCounts::chain_sum_s>},
       {"cudanms_camera_json_lines_lost_total", "counter",
        "JSON lines that could not be written (disk full, ...)",
-       [](const CameraSnapshot &c) { return double(c.counts.lines_lost); }},
+       counted<&FrameCounts::lines_lost>},
       {"cudanms_camera_outputs_queued", "gauge",
        "Frames whose counts are not kept yet (the counts file, etcd), their lines and messages "
        "waiting behind them",
-       [](const CameraSnapshot &c) { return double(c.counts.outputs_queued); }},
+       counted<&FrameCounts::outputs_queued>},
       {"cudanms_camera_outputs_full_waits_total", "counter",
        "Frames that waited for their counts' keeping: as many frames were waiting already",
-       [](const CameraSnapshot &c) { return double(c.counts.outputs_full_waits); }},
+       counted<&FrameCounts::outputs_full_waits>},
       {"cudanms_camera_pictures_failing", "gauge",
        "1 while its events' pictures cannot be written (snapshots: a full disk, ...), else 0",
        [](const CameraSnapshot &c) { return c.counts.pictures_failing.empty() ? 0.0 : 1.0; }},
       {"cudanms_camera_frames_unpublished_total", "counter",
        "A fleet's frames not published: the camera stopped (fenced) before etcd had their counts",
-       [](const CameraSnapshot &c) { return double(c.counts.outputs_unkept); }},
+       counted<&FrameCounts::outputs_unkept>},
   };
   for (const Counter &m : per_camera) {
     e.family(m.name, m.type, m.help);
