@@ -136,7 +136,7 @@ int run_worker(unsigned gpu, const std::string &run_dir) {
     return 2;
   }
   const bool fleet = config.fleet.on();
-  if (const std::string why = use_etcd_tls(config.fleet.tls); !why.empty()) {
+  if (const std::string why = use_etcd(config.fleet.tls, config.fleet.login); !why.empty()) {
     log_line("%s", why.c_str());
     return 2;
   }
@@ -275,7 +275,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (const std::string why = use_etcd_tls(config.fleet.tls); !why.empty()) {
+  if (const std::string why = use_etcd(config.fleet.tls, config.fleet.login); !why.empty()) {
     g_printerr("cudanms-service: %s\n", why.c_str());
     return 2;
   }

@@ -240,6 +240,7 @@ class ConfigReader {
     if (out_.fleet.on() && out_.fleet.host_id.empty()) out_.fleet.host_id = g_get_host_name();
     check_web_tls();
     check_etcd_tls();
+    check_etcd_login();
     for (CameraConfig &camera : out_.cameras) {
       if (out_.mqtt_address.empty()) {
         if (camera.settings.count("mqtt-topic"))
@@ -307,6 +308,28 @@ class ConfigReader {
             name_ + ":service:fleet-certificate: cannot use it with fleet-key: " + why->message);
       if (mine) g_object_unref(mine);
       g_clear_error(&why);
+    }
+  }
+
+  // etcd's user and password together; the password never in clear beyond this host.
+  void check_etcd_login() {
+    const EtcdLogin &login = out_.fleet.login;
+    if (login.user.empty() != login.password_file.empty()) {
+      errors_->push_back(name_ + ":service: fleet-user and fleet-password-file go together");
+      return;
+    }
+    if (!login.on()) return;
+    for (const std::string &endpoint : out_.fleet.endpoints) {
+      GUri *uri = g_uri_parse(endpoint.c_str(), G_URI_FLAGS_NONE, nullptr);
+      const std::string host = uri ? g_uri_get_host(uri) : "";
+      const bool plain = uri && g_strcmp0(g_uri_get_scheme(uri), "http") == 0;
+      if (uri) g_uri_unref(uri);
+      if (plain && host != "127.0.0.1" && host != "::1" && host != "localhost") {
+        errors_->push_back(name_ + ":service:fleet: " + endpoint +
+                           " is plain HTTP beyond this host: fleet-user's password would cross "
+                           "the network in clear; give https:// endpoints");
+        return;
+      }
     }
   }
 

@@ -84,6 +84,7 @@ struct FleetSettings {
   int capacity = 8;     // cameras per GPU (the CPU counts as one)
   double ttl_s = 5;     // the lease's: a host silent this long loses its cameras
   EtcdTls tls;          // etcd over TLS: its CA, this host's client certificate and key
+  EtcdLogin login;      // etcd's user this host logs in as, and its password's file
 
   bool on() const { return !endpoints.empty(); }
   std::string folder() const { return prefix + "/" + site + "/"; }  // every key of the site

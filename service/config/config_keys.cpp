@@ -316,6 +316,19 @@ const Key kKeys[] = {
      fleet_readable<&EtcdTls::certificate>},
     {"fleet-key", Where::kService, "the PEM private key of fleet-certificate",
      fleet_readable<&EtcdTls::key>},
+    {"fleet-user", Where::kService,
+     "the etcd user this host logs in as (etcd's auth enable), with fleet-password-file",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
+       if (v.empty() || v.find_first_of(" \t") != std::string::npos)
+         return "must be a user name, not \"" + v + "\"";
+       s->fleet.login.user = v;
+       return "";
+     }},
+    {"fleet-password-file", Where::kService,
+     "a file whose first line is fleet-user's password (readable by the service alone)",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       return take_readable(v, &s->fleet.login.password_file);
+     }},
     {"fleet-prefix", Where::kService, "where the fleet's keys are in etcd (default /cudanms)",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
        if (v.size() < 2 || v[0] != '/' || v.back() == '/')

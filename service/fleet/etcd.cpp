@@ -1,5 +1,7 @@
 #include "etcd.h"
 
+#include "etcd_login.h"
+
 #include <algorithm>
 #include <set>
 
@@ -225,6 +227,8 @@ struct EtcdClient::Call {
   guint timer = 0;
   SoupMessage *message = nullptr;
   std::string endpoint;
+  std::string token;             // the login's, given with this attempt
+  bool logged_in_again = false;  // once a call, when etcd said its token was no longer good
 };
 
 EtcdClient::EtcdClient(std::vector<std::string> endpoints, guint timeout_ms)
@@ -301,9 +305,14 @@ void EtcdClient::attempt(std::shared_ptr<Call> call) {
     call->done(EtcdReply(nullptr, kNoneAnswered + call->errors));
     return;
   }
+  if (etcd_login::needed(call->path)) {
+    log_in(std::move(call));
+    return;
+  }
   const size_t index = (call->first + call->tried) % endpoints_.size();
   call->endpoint = endpoints_[index];
   call->message = soup_message_new("POST", (call->endpoint + call->path).c_str());
+  etcd_login::authorize(call->message, &call->token);
   GBytes *bytes = g_bytes_new(call->body.data(), call->body.size());
   soup_message_set_request_body_from_bytes(call->message, "application/json", bytes);
   g_bytes_unref(bytes);
@@ -319,6 +328,22 @@ void EtcdClient::attempt(std::shared_ptr<Call> call) {
       call.get());
   soup_session_send_and_read_async(session_, call->message, G_PRIORITY_DEFAULT, call->cancel,
                                    on_answer, new std::shared_ptr<Call>(call));
+}
+
+void EtcdClient::log_in(std::shared_ptr<Call> call) {
+  const size_t index = (call->first + call->tried) % endpoints_.size();
+  ask(etcd_login::kPath, etcd_login::request(), index, 1, [this, call](EtcdReply reply) {
+    if (reply.ok() && etcd_login::take(reply)) {
+      attempt(call);
+    } else if (reply.error().rfind(kNoneAnswered, 0) == 0) {  // this endpoint: the next one
+      call->errors += (call->errors.empty() ? "" : "; ") +
+                      reply.error().substr(sizeof kNoneAnswered - 1);
+      call->tried++;
+      attempt(call);
+    } else {
+      call->done(etcd_login::refused(reply));
+    }
+  });
 }
 
 void EtcdClient::on_answer(GObject *source, GAsyncResult *result, gpointer data) {
@@ -350,6 +375,12 @@ void EtcdClient::on_answer(GObject *source, GAsyncResult *result, gpointer data)
     reply = read_answer(call->endpoint, status, body, &retry);
   }
   if (body) g_bytes_unref(body);
+  if (!call->logged_in_again && etcd_login::stale(reply)) {  // a token again, then the same ask
+    call->logged_in_again = true;
+    etcd_login::forget(call->token);
+    self->attempt(std::move(call));
+    return;
+  }
   if (reply.ok() || !retry) {
     self->current_ = (call->first + call->tried) % self->endpoints_.size();
     call->done(std::move(reply));
@@ -365,22 +396,8 @@ EtcdReply EtcdClient::post_sync(const std::string &path, const std::string &body
   const size_t first = current_.load();
   for (size_t tried = 0; tried < endpoints_.size(); ++tried) {
     const size_t index = (first + tried) % endpoints_.size();
-    SoupMessage *message = soup_message_new("POST", (endpoints_[index] + path).c_str());
-    GBytes *bytes = g_bytes_new(body.data(), body.size());
-    soup_message_set_request_body_from_bytes(message, "application/json", bytes);
-    g_bytes_unref(bytes);
-    GError *error = nullptr;
-    GBytes *answer = soup_session_send_and_read(session_, message, nullptr, &error);
     bool retry = true;
-    EtcdReply reply;
-    if (error) {
-      reply = EtcdReply(nullptr, endpoints_[index] + ": " + error->message);
-      g_clear_error(&error);
-    } else {
-      reply = read_answer(endpoints_[index], soup_message_get_status(message), answer, &retry);
-    }
-    if (answer) g_bytes_unref(answer);
-    g_object_unref(message);
+    EtcdReply reply = send_sync(index, path, body, &retry);
     if (reply.ok() || !retry) {
       current_ = index;
       return reply;
@@ -388,6 +405,43 @@ EtcdReply EtcdClient::post_sync(const std::string &path, const std::string &body
     errors += (errors.empty() ? "" : "; ") + reply.error();
   }
   return EtcdReply(nullptr, kNoneAnswered + errors);
+}
+
+EtcdReply EtcdClient::send_sync(size_t index, const std::string &path, const std::string &body,
+                                bool *retry) {
+  for (int attempt = 0;; ++attempt) {
+    if (etcd_login::needed(path)) {
+      const EtcdReply login = exchange(index, etcd_login::kPath, etcd_login::request(), retry);
+      if (!login.ok() || !etcd_login::take(login))
+        return *retry ? login : etcd_login::refused(login);
+    }
+    std::string token;
+    EtcdReply reply = exchange(index, path, body, retry, &token);
+    if (attempt > 0 || !etcd_login::stale(reply)) return reply;
+    etcd_login::forget(token);  // a token again, then the same ask
+  }
+}
+
+EtcdReply EtcdClient::exchange(size_t index, const std::string &path, const std::string &body,
+                               bool *retry, std::string *token) {
+  SoupMessage *message = soup_message_new("POST", (endpoints_[index] + path).c_str());
+  etcd_login::authorize(message, token);
+  GBytes *bytes = g_bytes_new(body.data(), body.size());
+  soup_message_set_request_body_from_bytes(message, "application/json", bytes);
+  g_bytes_unref(bytes);
+  GError *error = nullptr;
+  GBytes *answer = soup_session_send_and_read(session_, message, nullptr, &error);
+  *retry = true;
+  EtcdReply reply;
+  if (error) {
+    reply = EtcdReply(nullptr, endpoints_[index] + ": " + error->message);
+    g_clear_error(&error);
+  } else {
+    reply = read_answer(endpoints_[index], soup_message_get_status(message), answer, retry);
+  }
+  if (answer) g_bytes_unref(answer);
+  g_object_unref(message);
+  return reply;
 }
 
 std::string EtcdClient::check_endpoints(const std::string &list, std::vector<std::string> *out) {
@@ -422,6 +476,7 @@ EtcdWatch::EtcdWatch(EtcdClient *client, std::string key, std::string range_end,
       cancel_(g_cancellable_new()) {
   // Lines stream for as long as the watch lives: no timeout on this message's session.
   message_ = soup_message_new("POST", (endpoint_ + "/v3/watch").c_str());
+  etcd_login::authorize(message_, nullptr);
   gchar *k = g_base64_encode(reinterpret_cast<const guchar *>(key.data()), key.size());
   gchar *e = g_base64_encode(reinterpret_cast<const guchar *>(range_end.data()), range_end.size());
   const std::string body = std::string("{\"create_request\":{\"key\":\"") + k +

@@ -82,6 +82,18 @@ std::string use_etcd_tls(const EtcdTls &tls);
 // `session` (a new one to etcd) given use_etcd_tls()'s CA and certificate; returned.
 SoupSession *etcd_session(SoupSession *session);
 
+// etcd's own users (etcd 3.4's auth enable): this host logs in as `user` with the password that
+// `password_file` holds (its first line), and gives etcd's token with every request.
+struct EtcdLogin {
+  std::string user, password_file;
+  bool on() const { return !user.empty(); }
+};
+// The process's etcd login (in place of any before), for every client and watch: "" or why the
+// password cannot be read (the password itself never said). An empty login: none.
+std::string use_etcd_login(const EtcdLogin &login);
+// Both: how this process reaches its site's etcd.
+std::string use_etcd(const EtcdTls &tls, const EtcdLogin &login);
+
 class EtcdClient {
  public:
   using Done = std::function<void(EtcdReply)>;
@@ -114,6 +126,14 @@ class EtcdClient {
   // Asks up to `limit` endpoints one after another, from endpoints_[first].
   void ask(const std::string &path, const std::string &body, size_t first, size_t limit, Done done);
   void attempt(std::shared_ptr<Call> call);
+  // A token for the login (etcd_login.h) from the endpoint the call asks next, then the call.
+  void log_in(std::shared_ptr<Call> call);
+  // post_sync's ask of one endpoint, logging in first where a token is needed.
+  EtcdReply send_sync(size_t index, const std::string &path, const std::string &body,
+                      bool *retry);
+  // One request to one endpoint, blocking, with the token held (into *token).
+  EtcdReply exchange(size_t index, const std::string &path, const std::string &body, bool *retry,
+                     std::string *token = nullptr);
   static void on_answer(GObject *source, GAsyncResult *result, gpointer data);
 
   std::vector<std::string> endpoints_;

@@ -224,7 +224,7 @@ int run_fleet_command(int argc, char **argv) {
       return 2;
     }
     fleet = host.fleet;
-    if (const std::string why = use_etcd_tls(fleet.tls); !why.empty()) return usage(why.c_str());
+    if (const std::string why = use_etcd(fleet.tls, fleet.login); !why.empty()) return usage(why.c_str());
   }
   std::string why;
   if (endpoints) why = EtcdClient::check_endpoints(endpoints, &fleet.endpoints);

@@ -131,10 +131,12 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
   }
   const std::string host_id = out.fleet.host_id;  // its events' host in the history
   const EtcdTls tls = out.fleet.tls;              // its counts' way to etcd
+  const EtcdLogin login = out.fleet.login;
   out.fleet = FleetSettings();
   out.fleet.endpoints = assignment.fleet_endpoints;
   out.fleet.host_id = host_id;
   out.fleet.tls = tls;
+  out.fleet.login = login;
   out.generation = assignment.generation;
   out.cameras = std::move(mine);
   out.all_gpus = false;

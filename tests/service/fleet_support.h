@@ -195,6 +195,42 @@ class EtcdCluster {
     return out;
   }
   int members() const { return members_; }
+  // etcd's users on (auth enable), as an operator sets them up with etcdctl: root (the root
+  // role) and `user`, who may read and write the keys under `prefix` alone. This process's own
+  // requests log in as root from then on (`root_file` holds its password).
+  bool enable_auth(const std::string &root_file, const std::string &user,
+                   const std::string &password, const std::string &prefix) {
+    service::EtcdClient client(endpoint_list(), 2000);
+    gchar *root = nullptr;
+    if (!g_file_get_contents(root_file.c_str(), &root, nullptr, nullptr)) return false;
+    const std::string root_password = g_strstrip(root);
+    g_free(root);
+    auto b64 = [](const std::string &text) {
+      gchar *out = g_base64_encode(reinterpret_cast<const guchar *>(text.data()), text.size());
+      const std::string encoded = out;
+      g_free(out);
+      return encoded;
+    };
+    const std::pair<const char *, std::string> steps[] = {
+        {"/v3/auth/user/add", "{\"name\":\"root\",\"password\":\"" + root_password + "\"}"},
+        {"/v3/auth/role/add", "{\"name\":\"root\"}"},
+        {"/v3/auth/user/grant", "{\"user\":\"root\",\"role\":\"root\"}"},
+        {"/v3/auth/role/add", "{\"name\":\"site\"}"},
+        {"/v3/auth/role/grant",
+         "{\"name\":\"site\",\"perm\":{\"permType\":\"READWRITE\",\"key\":\"" + b64(prefix) +
+             "\",\"range_end\":\"" + b64(service::etcd::prefix_end(prefix)) + "\"}}"},
+        {"/v3/auth/user/add", "{\"name\":\"" + user + "\",\"password\":\"" + password + "\"}"},
+        {"/v3/auth/user/grant", "{\"user\":\"" + user + "\",\"role\":\"site\"}"},
+        {"/v3/auth/enable", "{}"}};
+    for (const auto &[path, body] : steps) {
+      const service::EtcdReply reply = client.post_sync(path, body);
+      if (!reply.ok()) {
+        ADD_FAILURE() << path << ": " << reply.error();
+        return false;
+      }
+    }
+    return service::use_etcd_login({"root", root_file}).empty();
+  }
 
  private:
   static std::string name(int i) { return "m" + std::to_string(i); }

@@ -513,6 +513,81 @@ TEST_F(Fleet, AnEtcdOverTlsTakesOnlyHostsWithTheSitesCertificate) {
   service::use_etcd_tls({});
 }
 
+// A site whose etcd has users (auth enable): a host that logs in as the site's user runs its
+// cameras, and its workers keep their counts there, through a restart of etcd that forgets every
+// token; one with a wrong password runs nothing and says etcd refused its login; the password is
+// nowhere the hosts speak.
+TEST_F(Fleet, AnEtcdWithUsersTakesOnlyHostsThatLogIn) {
+  EtcdCluster etcd(dir_, 1);
+  CameraServer server(dir_);
+  ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
+  ASSERT_TRUE(server.start(2, clip()));
+  const std::string password = "site-secret-9f3a", root = dir_.file("root-password"),
+                    mine = dir_.file("site-password"), wrong = dir_.file("wrong-password");
+  ASSERT_TRUE(g_file_set_contents(root.c_str(), "root-secret-77c1\n", -1, nullptr));
+  ASSERT_TRUE(g_file_set_contents(mine.c_str(), (password + "\n").c_str(), -1, nullptr));
+  ASSERT_TRUE(g_file_set_contents(wrong.c_str(), "not-the-password\n", -1, nullptr));
+  ASSERT_TRUE(etcd.enable_auth(root, "site", password, "/cudanms/test/"));
+  const std::map<std::string, std::string> login = {{"fleet-user", "site"},
+                                                    {"fleet-password-file", mine}};
+  // Without a login etcd answers nothing.
+  ASSERT_EQ(fleet({"--fleet", etcd.endpoints(), "--site", "test", "import",
+                   cameras_file(2, server)}),
+            1)
+      << read_file(dir_.file("fleet.err"));
+  const std::string importer = dir_.file("importer.conf");
+  const std::string importer_text = host_config("importer", etcd.endpoints(), login);
+  g_file_set_contents(importer.c_str(), importer_text.c_str(), -1, nullptr);
+  ASSERT_EQ(fleet({"--config", importer, "--site", "test", "import", cameras_file(2, server)}), 0)
+      << read_file(dir_.file("fleet.err"));
+
+  FleetHost a(dir_, "a");
+  ASSERT_TRUE(a.start(host_config("a", etcd.endpoints(), login)));
+  ASSERT_TRUE(eventually(30, [&] { return a.streaming().size() == 2; }))
+      << a.log() << a.get("/health");
+  service::EtcdClient client(etcd.endpoint_list(), 2000);
+  auto stored_counts = [&] {
+    const auto reply = client.post_sync(
+        "/v3/kv/txn",
+        service::etcd::txn({}, {service::etcd::range("/cudanms/test/state/", true)}));
+    gint64 newest = 0;
+    for (const auto &kv : reply.kvs(0)) newest = std::max(newest, kv.mod_revision);
+    return newest;
+  };
+  ASSERT_TRUE(eventually(20, [&] { return stored_counts() > 0; })) << a.log();
+
+  // etcd restarted: its tokens are gone; the host logs in again and goes on keeping counts.
+  etcd.kill(0);
+  ASSERT_TRUE(etcd.start_member(0));
+  ASSERT_TRUE(etcd.healthy(20)) << read_file(dir_.file("etcd-m0.err"));
+  const gint64 before = stored_counts();
+  ASSERT_TRUE(eventually(30, [&] {
+    return stored_counts() > before && a.streaming().size() == 2;
+  })) << a.log() << a.get("/health");
+
+  FleetHost stranger(dir_, "stranger");
+  ASSERT_TRUE(stranger.start(
+      host_config("stranger", etcd.endpoints(),
+                  {{"fleet-user", "site"}, {"fleet-password-file", wrong}})));
+  std::string status;
+  ASSERT_TRUE(eventually(10, [&] {
+    stranger.cameras(&status);
+    return status.rfind("degraded", 0) == 0 &&
+           stranger.log().find("etcd refused the login of user site") != std::string::npos;
+  })) << status << "\n" << stranger.log();
+  g_usleep(3 * G_USEC_PER_SEC);
+  EXPECT_EQ(stranger.log().find("joined site"), std::string::npos) << stranger.log();
+  EXPECT_TRUE(stranger.streaming().empty());
+  EXPECT_EQ(a.streaming().size(), 2u);
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+  for (const std::string &said : {a.log(), a.get("/health"), a.get("/metrics"),
+                                  a.get("/api/cameras"), stranger.log(), stranger.get("/health")})
+    EXPECT_EQ(said.find("secret"), std::string::npos) << said;
+  printf("etcd with users: the site's user runs both cameras, through a restart of etcd; a wrong "
+         "password none\n");
+  service::use_etcd_login({});
+}
+
 // What a site gets wrong: an etcd no one answers at, an endpoint that is no URL, cameras in a
 // fleet host's own file, cameras in etcd that cannot run (each reported with its key, the others
 // run), two hosts with one host-id (the second refused), and the fleet command's errors.
