@@ -242,6 +242,37 @@ class EtcdCluster {
   SiteCertificates tls_;
 };
 
+// A way to one member of etcd that a test can cut (tcp_proxy.py): what a host behind it sees of
+// a network partition, the others untouched.
+class Partition {
+ public:
+  explicit Partition(const TempDir &dir) : dir_(dir), port_(free_port()) {}
+  // Forwards 127.0.0.1:port() to `target` (http://127.0.0.1:PORT).
+  bool start(const std::string &target) {
+    const std::string to = target.substr(target.rfind(':') + 1);
+    if (!process_.spawn({python(), std::string(g_getenv("CUDANMS_SOURCE_ROOT")) +
+                                       "/tests/service/tcp_proxy.py",
+                         std::to_string(port_), to},
+                        "", dir_.file("proxy.err"), true))
+      return false;
+    GDataInputStream *out =
+        g_data_input_stream_new(g_subprocess_get_stdout_pipe(process_.subprocess()));
+    gchar *line = g_data_input_stream_read_line(out, nullptr, nullptr, nullptr);
+    g_object_unref(out);
+    const bool listening = line && std::string(line) == "listening";
+    g_free(line);
+    return listening;
+  }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void cut() { process_.signal(SIGSTOP); }
+  void heal() { process_.signal(SIGCONT); }
+
+ private:
+  const TempDir &dir_;
+  const int port_;
+  Process process_;
+};
+
 // pipelines/rtsp-server --cameras N --loop CLIP: cameras at BASE1 ... BASEN, each client
 // counted (--clients-file).
 class CameraServer {

@@ -291,6 +291,58 @@ TEST_F(Fleet, AStoppedHostFencesItselfAndRejoinsAsRebalancingAllows) {
   for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
 }
 
+// Two hosts; a reaches etcd through a link the test cuts (a network partition: a's processes run
+// on, etcd and b no longer hear from it, and nothing a sends is refused). a stops its cameras
+// before its lease can end (fencing) and b takes them, never a camera with two clients. When the
+// link is back, what a sent meanwhile reaches etcd late, and a joins again as rebalancing allows.
+TEST_F(Fleet, APartitionedHostFencesItselfAndJoinsAgainWhenTheLinkIsBack) {
+  EtcdCluster etcd(dir_, 1);
+  CameraServer server(dir_);
+  ASSERT_NO_FATAL_FAILURE(start_site(&etcd, &server, 4, 4));
+  Partition link(dir_);
+  ASSERT_TRUE(link.start(etcd.endpoint(0))) << read_file(dir_.file("proxy.err"));
+  FleetHost a(dir_, "a"), b(dir_, "b");
+  const std::vector<FleetHost *> hosts = {&a, &b};
+  ASSERT_TRUE(a.start(host_config("a", link.endpoint())));
+  ASSERT_TRUE(b.start(host_config("b", etcd.endpoints())));
+  ASSERT_TRUE(eventually(40, [&] { return balanced(hosts, 2); })) << logs(hosts);
+  std::vector<std::string> cut_off;
+  for (const auto &[camera, host] : placement(hosts))
+    if (host == "a") cut_off.push_back(camera);
+
+  link.cut();
+  const double cut = now_s();
+  std::map<std::string, double> fenced;
+  ASSERT_TRUE(eventually(kTtl + 2, [&] {
+    for (const std::string &camera : cut_off)
+      for (const std::string &state : read_camera(a.json_path(camera)).states)
+        if (!fenced.count(camera) && state.rfind("stopped: fenced", 0) == 0)
+          fenced[camera] = now_s() - cut;
+    return fenced.size() == cut_off.size();
+  })) << a.log();
+  for (const auto &[camera, seconds] : fenced) {
+    printf("%s: stopped by its cut-off host %.1f s after the cut\n", camera.c_str(), seconds);
+    EXPECT_LT(seconds, kTtl) << camera;
+  }
+  const std::vector<FleetHost *> reachable = {&b};
+  ASSERT_TRUE(eventually(kTakeover + 2, [&] { return placement(reachable).size() == 4; }))
+      << logs(hosts);
+  printf("all 4 cameras on b %.1f s after the cut\n", now_s() - cut);
+  EXPECT_TRUE(a.streaming().empty());
+  std::string status;
+  a.cameras(&status);
+  EXPECT_EQ(status.rfind("degraded", 0), 0u) << status;
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+
+  link.heal();
+  const double healed = now_s();
+  ASSERT_TRUE(eventually(30, [&] { return balanced(hosts, 2); })) << logs(hosts);
+  printf("a runs 2 cameras again %.1f s after the link came back\n", now_s() - healed);
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+  for (FleetHost *host : hosts) host->terminate();
+  for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
+}
+
 // Two hosts on a three-member etcd. The leader is killed: the fleet goes on, and no camera stops
 // when the election is over before a host's fence time.
 // Every member is killed: each host runs its cameras until its lease would have ended, stops
