@@ -241,6 +241,7 @@ class ConfigReader {
     check_web_tls();
     check_etcd_tls();
     check_etcd_login();
+    read_host_credential();
     for (CameraConfig &camera : out_.cameras) {
       if (out_.mqtt_address.empty()) {
         if (camera.settings.count("mqtt-topic"))
@@ -309,6 +310,14 @@ class ConfigReader {
       if (mine) g_object_unref(mine);
       g_clear_error(&why);
     }
+  }
+
+  // host-credential-file's secret, read now: a reload reads it again.
+  void read_host_credential() {
+    if (out_.host_credential_file.empty()) return;
+    std::string why;
+    if (!read_secret(out_.host_credential_file, &out_.host_credential, &why))
+      errors_->push_back(name_ + ":service:host-credential-file: " + why);
   }
 
   // etcd's user and password together; the password never in clear beyond this host.
@@ -478,6 +487,25 @@ std::string config_for_urls(const std::vector<std::string> &urls,
   g_free(text);
   g_key_file_free(file);
   return out;
+}
+
+bool read_secret(const std::string &path, std::string *secret, std::string *why) {
+  gchar *contents = nullptr;
+  GError *error = nullptr;
+  if (!g_file_get_contents(path.c_str(), &contents, nullptr, &error)) {
+    *why = "cannot read " + path + ": " + error->message;
+    g_error_free(error);
+    return false;
+  }
+  std::string first = contents;
+  g_free(contents);
+  first = first.substr(0, first.find_first_of("\r\n"));
+  if (first.empty()) {
+    *why = path + " is empty";
+    return false;
+  }
+  *secret = std::move(first);
+  return true;
 }
 
 bool valid_camera_name(const std::string &name) {

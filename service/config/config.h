@@ -71,6 +71,10 @@ struct CameraConfig {
   bool counting() const;
 };
 
+// A secret's file (a password, a credential): its first line into *secret, or false with why (the
+// secret itself never said).
+bool read_secret(const std::string &path, std::string *secret, std::string *why);
+
 // A camera's name: 1 to 64 letters, digits, '-' and '_' (it names files, topics and etcd keys).
 bool valid_camera_name(const std::string &name);
 
@@ -100,6 +104,9 @@ struct ServiceConfig {
   // fleet's host trusts in the others' (tls-ca; "": the system's), and whether plain HTTP may
   // listen beyond loopback all the same.
   std::string tls_certificate, tls_key, tls_ca;
+  // The secret a fleet's hosts give one another (the first line of host-credential-file): their
+  // /api/host/ questions carry it, and a host with one answers no question without it.
+  std::string host_credential_file, host_credential;
   bool insecure_listen = false;
   std::string mqtt_address;  // "" for none
   std::string mqtt_prefix = "cudanms";

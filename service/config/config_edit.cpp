@@ -175,7 +175,7 @@ std::string shapes_camera(const std::string &path) {
 Reply check_web_auth(const std::string &web_auth, const std::string &authorization) {
   if (web_auth.empty())
     return edit_answer(403, "changes from the page need web-auth = KEY in the config's [service]");
-  if (authorization != "Bearer " + web_auth) return edit_answer(401, "a wrong or missing key");
+  if (!bearer_matches(authorization, web_auth)) return edit_answer(401, "a wrong or missing key");
   return {0, "", ""};
 }
 

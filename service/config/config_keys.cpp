@@ -175,6 +175,10 @@ const Key kKeys[] = {
      "PEM certificates a fleet's host trusts in the other hosts' HTTPS (their cameras, "
      "pictures); none (default): the system's",
      readable<&ServiceConfig::tls_ca>},
+    {"host-credential-file", Where::kService,
+     "a file whose first line is the secret a fleet's hosts give one another (the same on every "
+     "host): a host with one answers the others' questions (/api/host/) only with it",
+     readable<&ServiceConfig::host_credential_file>},
     {"insecure-listen", Where::kService,
      "true: plain HTTP may listen beyond loopback (anyone on the network reads the site); false "
      "(default): a metrics-address beyond loopback needs tls-certificate",

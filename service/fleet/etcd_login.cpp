@@ -5,6 +5,8 @@
 
 #include <mutex>
 
+#include "config.h"
+
 namespace cudanms::service {
 namespace {
 
@@ -23,20 +25,9 @@ std::string json_string(const std::string &text) {
 }  // namespace
 
 std::string use_etcd_login(const EtcdLogin &login) {
-  std::string read;
-  if (login.on()) {
-    gchar *contents = nullptr;
-    GError *error = nullptr;
-    if (!g_file_get_contents(login.password_file.c_str(), &contents, nullptr, &error)) {
-      const std::string why = "cannot read the etcd password file: " + std::string(error->message);
-      g_error_free(error);
-      return why;
-    }
-    read = contents;
-    g_free(contents);
-    read = read.substr(0, read.find_first_of("\r\n"));
-    if (read.empty()) return "the etcd password file " + login.password_file + " is empty";
-  }
+  std::string read, why;
+  if (login.on() && !read_secret(login.password_file, &read, &why))
+    return "the etcd password: " + why;
   std::lock_guard<std::mutex> guard(lock);
   user = login.user;
   password = read;

@@ -101,6 +101,7 @@ void Service::serve(const std::string &path, MetricsServer::Respond respond) {
 
 bool Service::start(std::string *error) {
   if (!metrics_.listen(config_.metrics_address, error, web_tls(config_))) return false;
+  metrics_.set_host_credential(config_.host_credential);
   history_ = open_host_history(config_.history);
   if (g_str_has_prefix(metrics_.url().c_str(), "http"))
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
@@ -256,6 +257,7 @@ void Service::reload() {
   config_.runs = next.runs;  // the cameras it starts keep their counts where the assignment says
   if (next.metrics_address != config_.metrics_address || web_tls(next) != web_tls(config_))
     metrics_.listen_again(next.metrics_address, web_tls(next));
+  metrics_.set_host_credential(next.host_credential);
   status_.apply(next);
   if (next.gpus != config_.gpus) placement_.set_gpus(next.gpus);
 

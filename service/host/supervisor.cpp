@@ -105,6 +105,7 @@ bool Supervisor::start(std::string *error) {
   assign();
   if (!write_run_files(error)) return false;
   if (!metrics_.listen(config_.metrics_address, error, web_tls(config_))) return false;
+  metrics_.set_host_credential(config_.host_credential);
   if (!metrics_.url().empty())
     log_line("metrics at %s/metrics, health at %s/health", metrics_.url().c_str(),
              metrics_.url().c_str());
@@ -439,7 +440,10 @@ void Supervisor::reload() {
   if (next.workers == "one") log_line("SIGHUP: workers = one takes a restart; per GPU until then");
   if (next.metrics_address != config_.metrics_address || web_tls(next) != web_tls(config_))
     metrics_.listen_again(next.metrics_address, web_tls(next));
-  if (next.tls_ca != config_.tls_ca) g_clear_object(&hosts_session_);  // made again with it
+  metrics_.set_host_credential(next.host_credential);
+  // Made again with the new CA or credential.
+  if (next.tls_ca != config_.tls_ca || next.host_credential != config_.host_credential)
+    g_clear_object(&hosts_session_);
   status_.apply(next);
   apply(std::move(next), std::move(text));
 }

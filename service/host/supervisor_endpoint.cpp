@@ -130,6 +130,16 @@ SoupSession *Supervisor::hosts_session() {
       g_error_free(error);
     }
   }
+  // The site's host credential with every question to another host.
+  if (!config_.host_credential.empty())
+    g_signal_connect(hosts_session_, "request-queued",
+                     G_CALLBACK(+[](SoupSession *, SoupMessage *message, gpointer data) {
+                       const std::string bearer =
+                           "Bearer " + *static_cast<const std::string *>(data);
+                       soup_message_headers_replace(soup_message_get_request_headers(message),
+                                                    "Authorization", bearer.c_str());
+                     }),
+                     &config_.host_credential);
   return hosts_session_;
 }
 

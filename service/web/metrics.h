@@ -76,6 +76,10 @@ inline WebTls web_tls(const ServiceConfig &config) {
   return {config.tls_certificate, config.tls_key};
 }
 
+// Whether `authorization` is "Bearer SECRET", compared in constant time (a key's bytes are not
+// told by how long a wrong guess takes).
+bool bearer_matches(const std::string &authorization, const std::string &secret);
+
 class MetricsServer {
  public:
   using Respond = std::function<void(Reply)>;
@@ -105,6 +109,9 @@ class MetricsServer {
   void listen_again(const std::string &address, const WebTls &tls = {});
   // http(s)://HOST:PORT or unix:PATH where it listens, "" when it does not.
   const std::string &url() const { return url_; }
+  // The site's host credential (host-credential-file): what asks for /api/host/... (what the
+  // other hosts of a fleet ask) without it as a bearer key gets 401; "": anyone may.
+  void set_host_credential(std::string secret) { host_credential_ = std::move(secret); }
 
  private:
   static void handle(SoupServer *server, SoupServerMessage *message, const char *path,
@@ -123,6 +130,7 @@ class MetricsServer {
   SoupServer *server_ = nullptr;
   std::string url_;
   std::string socket_path_;  // unix:PATH's, removed when closed
+  std::string host_credential_;
 };
 
 }  // namespace cudanms::service

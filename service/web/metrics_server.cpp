@@ -124,9 +124,31 @@ MetricsServer::Respond paused(SoupServer *server, SoupServerMessage *message) {
 
 }  // namespace
 
+bool bearer_matches(const std::string &authorization, const std::string &secret) {
+  const std::string expected = "Bearer " + secret;
+  unsigned char differ = authorization.size() != expected.size();
+  for (size_t i = 0; i < expected.size(); ++i)
+    differ |= static_cast<unsigned char>(i < authorization.size() ? authorization[i] ^ expected[i]
+                                                                  : 1);
+  return differ == 0;
+}
+
 void MetricsServer::handle(SoupServer *server, SoupServerMessage *message, const char *path,
                            GHashTable *, gpointer data) {
   auto *self = static_cast<MetricsServer *>(data);
+  if (g_str_has_prefix(path, "/api/host/") && !self->host_credential_.empty()) {
+    const char *given = soup_message_headers_get_one(
+        soup_server_message_get_request_headers(message), "Authorization");
+    if (!bearer_matches(given ? given : "", self->host_credential_)) {
+      static const char kRefused[] = "the fleet's hosts' own: give the site's host credential\n";
+      soup_server_message_set_status(message, SOUP_STATUS_UNAUTHORIZED, nullptr);
+      soup_message_headers_replace(soup_server_message_get_response_headers(message),
+                                   "WWW-Authenticate", "Bearer realm=\"cudanms hosts\"");
+      soup_server_message_set_response(message, "text/plain; charset=utf-8", SOUP_MEMORY_STATIC,
+                                       kRefused, sizeof kRefused - 1);
+      return;
+    }
+  }
   if (g_strcmp0(soup_server_message_get_method(message), "POST") == 0) {
     SoupMessageBody *request = soup_server_message_get_request_body(message);
     const char *authorization = soup_message_headers_get_one(

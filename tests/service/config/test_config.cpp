@@ -395,6 +395,27 @@ TEST_F(Config, AnEtcdLoginIsAUserAndAPasswordFileNeverInClearOnTheNetwork) {
   g_remove(password.c_str());
 }
 
+// The hosts' credential: read with the config (a reload reads it again), its first line; an
+// empty or missing file is an error that names the file, never a secret.
+TEST_F(Config, AHostCredentialIsTheFirstLineOfItsFile) {
+  const std::string camera = "[camera.a]\nurl = rtsp://127.0.0.1/a\n";
+  const std::string file = dir_ + "/host-credential";
+  ASSERT_TRUE(g_file_set_contents(file.c_str(), "c0ffee\nignored\n", -1, nullptr));
+  ServiceConfig config;
+  EXPECT_EQ(errors_of("[service]\nhost-credential-file = " + file + "\n" + camera, &config),
+            std::vector<std::string>());
+  EXPECT_EQ(config.host_credential, "c0ffee");
+  ASSERT_TRUE(g_file_set_contents(file.c_str(), "\n", -1, nullptr));
+  const auto empty = errors_of("[service]\nhost-credential-file = " + file + "\n" + camera);
+  ASSERT_EQ(empty.size(), 1u);
+  EXPECT_NE(empty[0].find("host-credential-file: " + file + " is empty"), std::string::npos)
+      << empty[0];
+  g_remove(file.c_str());
+  EXPECT_NE(joined(errors_of("[service]\nhost-credential-file = " + file + "\n" + camera))
+                .find("no such file"),
+            std::string::npos);
+}
+
 TEST_F(Config, EveryErrorIsReportedWithItsGroupAndKey) {
   UnreadableFiles unreadable(kLabelsFileLimit);
   const std::string text =

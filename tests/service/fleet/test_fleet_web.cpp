@@ -66,9 +66,13 @@ TEST_F(Fleet, AnyHostsPageShowsTheSiteAndALineDrawnThereGoesToEtcd) {
   ASSERT_NO_FATAL_FAILURE(start_site(&etcd, &server, 5, 5));
   FleetHost a(dir_, "a"), b(dir_, "b");
   const std::vector<FleetHost *> hosts = {&a, &b};
+  // The hosts' questions to one another carry the site's credential.
+  const std::string credential = dir_.file("host-credential");
+  ASSERT_TRUE(g_file_set_contents(credential.c_str(), "hosts-credential-4d2e\n", -1, nullptr));
   for (FleetHost *host : hosts)
-    ASSERT_TRUE(host->start(
-        host_config(host->name(), etcd.endpoints(), {{"capacity", "2"}, {"web-auth", kKey}})));
+    ASSERT_TRUE(host->start(host_config(
+        host->name(), etcd.endpoints(),
+        {{"capacity", "2"}, {"web-auth", kKey}, {"host-credential-file", credential}})));
   ASSERT_TRUE(eventually(40, [&] { return placement(hosts).size() == 4 && balanced(hosts, 2); }))
       << logs(hosts);
 
@@ -113,6 +117,19 @@ TEST_F(Fleet, AnyHostsPageShowsTheSiteAndALineDrawnThereGoesToEtcd) {
   EXPECT_EQ(jpeg.substr(0, 2), "\xff\xd8") << "not a JPEG";
   a.get("/snapshot/" + unplaced, &status);
   EXPECT_EQ(status, 404u) << unplaced << " runs nowhere: no picture";
+
+  // What a host asks another is refused without the site's credential, or with another.
+  for (const std::string &key : {std::string(), std::string("hosts-credential-4d2"), std::string(kKey)}) {
+    b.request("GET", "/api/host/cameras", "", key, &status);
+    EXPECT_EQ(status, 401u) << "key \"" << key << "\"";
+  }
+  const std::string own = b.request("GET", "/api/host/cameras", "", "hosts-credential-4d2e", &status);
+  EXPECT_EQ(status, 200u) << own;
+  EXPECT_NE(own.find(remote), std::string::npos) << own;
+  for (FleetHost *host : hosts) {
+    EXPECT_EQ(host->log().find("hosts-credential"), std::string::npos) << host->log();
+    EXPECT_EQ(host->get("/health").find("hosts-credential"), std::string::npos);
+  }
 
   // Refused, with the reason, etcd unchanged.
   const std::string keys_before = keys_in_etcd(etcd, remote);
