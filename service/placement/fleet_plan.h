@@ -3,14 +3,15 @@
 // same plan from the same view, and acts only on its own part of it (its claims and releases);
 // etcd's transactions settle what views that differ for a moment would both try.
 //
-// - A camera no host owns goes to the host with room whose cameras fill the least of its
-//   capacity (then the larger capacity, then the lower host id), one camera at a time in the
-//   order of their ids.
-// - A camera that runs stays where it is, unless its host holds more than its share (the
-//   cameras in proportion to the capacities, rounded up) while another holds less than its own
-//   (rounded down): then the fewest cameras move that bring every host within its share, the
-//   highest ids of the fullest hosts first. A host that joins takes cameras from the others this
-//   way, and no more: a rebalance is not a reshuffle.
+// - A host's share is the cameras in proportion to the capacities (at most its capacity).
+// - A camera no host owns goes to the host with room that is furthest under its share (under it
+//   rounded down, then under it rounded up), then whose cameras fill the least of its capacity
+//   (then the larger capacity, then the lower host id), one camera at a time in id order.
+// - A camera that runs stays where it is, unless the hosts are not all within their shares
+//   (rounded down to rounded up): then the fewest cameras move that bring every host within
+//   its own, the highest ids of the fullest hosts first (those over their shares rounded up
+//   first). A host that joins takes its share from the others this way, and no more: a
+//   rebalance is not a reshuffle.
 #pragma once
 
 #include <map>
