@@ -1,5 +1,7 @@
 #include "fleet_camera_check.h"
 
+#include <map>
+
 #include <glib.h>
 
 #include <vector>
@@ -41,6 +43,18 @@ bool as_group(const std::string &camera, const std::string &text, std::string *g
 
 FleetCameraCheck check_fleet_camera(const std::string &camera, const std::string &text,
                                     const std::string &key, const std::string &defaults) {
+  // The same keys over the same defaults check the same: the hosts of one process (a fleet
+  // simulation's hundred) check each camera once, not once each (making its elements is the
+  // costly part). Bounded: a host whose cameras change for years forgets and checks again.
+  static std::map<std::string, FleetCameraCheck> done;
+  const std::string asked = key + '\n' + defaults + '\n' + text;
+  if (const auto found = done.find(asked); found != done.end()) return found->second;
+  if (done.size() >= 100000) done.clear();
+  return done[asked] = check_fleet_camera_anew(camera, text, key, defaults);
+}
+
+FleetCameraCheck check_fleet_camera_anew(const std::string &camera, const std::string &text,
+                                         const std::string &key, const std::string &defaults) {
   FleetCameraCheck c;
   c.text = text;
   std::string why;

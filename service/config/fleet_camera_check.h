@@ -15,7 +15,11 @@ struct FleetCameraCheck {
 };
 
 // `key`: the camera's etcd key, naming it in the errors; `defaults`: the host's [service] group.
+// Remembered: asked again with the same, the same answer (from the main loop alone).
 FleetCameraCheck check_fleet_camera(const std::string &camera, const std::string &text,
                                     const std::string &key, const std::string &defaults);
+// The same, checked now.
+FleetCameraCheck check_fleet_camera_anew(const std::string &camera, const std::string &text,
+                                         const std::string &key, const std::string &defaults);
 
 }  // namespace cudanms::service

@@ -229,6 +229,7 @@ struct EtcdClient::Call {
   std::string endpoint;
   std::string token;             // the login's, given with this attempt
   bool logged_in_again = false;  // once a call, when etcd said its token was no longer good
+  bool racing = false;           // one of post_to_all's: its answer moves no current endpoint
 };
 
 EtcdClient::EtcdClient(std::vector<std::string> endpoints, guint timeout_ms)
@@ -256,7 +257,7 @@ void EtcdClient::post(const std::string &path, const std::string &body, Done don
 }
 
 void EtcdClient::ask(const std::string &path, const std::string &body, size_t first, size_t limit,
-                     Done done) {
+                     Done done, bool racing) {
   auto call = std::make_shared<Call>();
   call->client = this;
   call->alive = alive_;
@@ -264,16 +265,22 @@ void EtcdClient::ask(const std::string &path, const std::string &body, size_t fi
   call->body = body;
   call->done = std::move(done);
   call->first = first;
+  call->racing = racing;
   call->limit = limit;
   attempt(std::move(call));
 }
 
 void EtcdClient::post_to_all(const std::string &path, const std::string &body, Done done) {
+  // The endpoint asked first stays what it was while it answers: one that merely answered first
+  // this time would move it (and, for a fleet host, its watch) to and fro.
   struct Race {
     Done done;
     size_t failed = 0;
     bool answered = false;
     std::string errors;
+    size_t current = 0;
+    long first_good = -1;  // the endpoint whose good answer came first
+    bool current_failed = false;
   };
   auto race = std::make_shared<Race>();
   race->done = std::move(done);
@@ -282,8 +289,13 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
     race->done(EtcdReply(nullptr, kNoneAnswered));
     return;
   }
+  race->current = current_.load() % runners;
   for (size_t i = 0; i < runners; ++i) {
-    ask(path, body, i, 1, [race, runners](EtcdReply reply) {
+    ask(path, body, i, 1, [this, race, runners, i](EtcdReply reply) {
+      if (reply.ok() && race->first_good < 0) race->first_good = static_cast<long>(i);
+      if (!reply.ok() && i == race->current) race->current_failed = true;
+      if (race->current_failed && race->first_good >= 0)
+        current_ = static_cast<size_t>(race->first_good);
       if (race->answered) return;
       if (reply.ok()) {
         race->answered = true;
@@ -296,7 +308,7 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
       if (++race->failed < runners) return;
       race->answered = true;
       race->done(EtcdReply(nullptr, kNoneAnswered + race->errors));
-    });
+    }, true);
   }
 }
 
@@ -382,7 +394,7 @@ void EtcdClient::on_answer(GObject *source, GAsyncResult *result, gpointer data)
     return;
   }
   if (reply.ok() || !retry) {
-    self->current_ = (call->first + call->tried) % self->endpoints_.size();
+    if (!call->racing) self->current_ = (call->first + call->tried) % self->endpoints_.size();
     call->done(std::move(reply));
     return;
   }
@@ -481,14 +493,16 @@ EtcdWatch::EtcdWatch(EtcdClient *client, std::string key, std::string range_end,
   gchar *e = g_base64_encode(reinterpret_cast<const guchar *>(range_end.data()), range_end.size());
   const std::string body = std::string("{\"create_request\":{\"key\":\"") + k +
                            "\",\"range_end\":\"" + e + "\",\"start_revision\":\"" +
-                           std::to_string(start_revision) + "\",\"prev_kv\":true}}";
+                           std::to_string(start_revision) + "\"}}";
   g_free(k);
   g_free(e);
   GBytes *bytes = g_bytes_new(body.data(), body.size());
   soup_message_set_request_body_from_bytes(message_, "application/json", bytes);
   g_bytes_unref(bytes);
+  // A connection a watch, never queued behind the others: a host holds one watch, but
+  // `cudanms-service fleet simulate` a hundred hosts' in one process.
   static SoupSession *streams = etcd_session(soup_session_new_with_options(
-      "timeout", 0, "max-conns", 64, "max-conns-per-host", 16, nullptr));
+      "timeout", 0, "max-conns", 4096, "max-conns-per-host", 4096, nullptr));
   soup_session_send_async(streams, message_, G_PRIORITY_DEFAULT, cancel_, on_opened, this);
 }
 

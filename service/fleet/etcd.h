@@ -124,7 +124,9 @@ class EtcdClient {
  private:
   struct Call;
   // Asks up to `limit` endpoints one after another, from endpoints_[first].
-  void ask(const std::string &path, const std::string &body, size_t first, size_t limit, Done done);
+  // The endpoint that answers becomes the one asked first, unless `racing` (post_to_all decides).
+  void ask(const std::string &path, const std::string &body, size_t first, size_t limit, Done done,
+           bool racing = false);
   void attempt(std::shared_ptr<Call> call);
   // A token for the login (etcd_login.h) from the endpoint the call asks next, then the call.
   void log_in(std::shared_ptr<Call> call);

@@ -21,6 +21,17 @@ constexpr guint kRetryMs = 250;  // after a renewal or a read that got no answer
 constexpr double kRenewalsPerTtl = 10;
 constexpr guint kJoinRetryMs = 1000;  // a lease or a registration that could not be had
 constexpr guint kPlanDelayMs = 50;    // events that come together are planned once
+// and a plan at most this often: while a site places its cameras, every claim is an event to
+// every host (3 000 cameras, 100 hosts: 300 000), each of whose plans reads the whole site.
+constexpr gint64 kPlanIntervalUs = 200000;
+// Claims and reads of cameras on their way at once: a host given sixty cameras at its start
+// claims them a few at a time, each answered within its timeout, not sixty queued behind one
+// another on the client's connections.
+constexpr size_t kMostTakes = 8;
+// The site's whole read (every camera, host and owner: half a megabyte at 3 000 cameras) gets
+// longer than a renewal: a busy etcd that takes more than a second over it would otherwise never
+// let a host that starts have it.
+constexpr guint kListTimeoutMs = 10000;
 constexpr size_t kRecentRenewals = 256;
 // The fleet's own keys of a host's [service] group: none is a camera's default.
 const char *const kFleetKeys[] = {"fleet",    "site",      "host-id",
@@ -83,7 +94,9 @@ FleetAgent::FleetAgent(FleetSettings settings, const std::string &host_text, int
       units_(std::max(1, units)),
       metrics_url_(std::move(metrics_url)),
       hooks_(std::move(hooks)),
-      client_(settings_.endpoints) {}
+      client_(settings_.endpoints),
+      renewals_client_(settings_.endpoints),
+      reads_client_(settings_.endpoints, kListTimeoutMs) {}
 
 FleetAgent::~FleetAgent() {
   for (guint timer : {renew_timer_, fence_timer_, plan_timer_, retry_timer_})
@@ -203,7 +216,7 @@ void FleetAgent::keep_alive() {
   const gint64 sent = g_get_monotonic_time();
   // Every member at once: during an election the members that wait for a leader would each use
   // up a timeout in turn, and the fence comes 0.7 TTL after the last renewal.
-  client_.post_to_all(
+  renewals_client_.post_to_all(
       "/v3/lease/keepalive", "{\"ID\":\"" + std::to_string(lease_) + "\"}",
       [this, sent, lease = lease_](EtcdReply reply) {
         renewing_ = false;
@@ -224,7 +237,8 @@ void FleetAgent::keep_alive() {
         renew_sum_s_ += took;
         recent_renew_s_.push_back(took);
         if (recent_renew_s_.size() > kRecentRenewals) recent_renew_s_.pop_front();
-        if (!etcd_answers_) log_line("fleet: etcd answers again (%s)", client_.current().c_str());
+        if (!etcd_answers_)
+          log_line("fleet: etcd answers again (%s)", renewals_client_.current().c_str());
         etcd_answers_ = true;
         renew_sent_us_ = sent;
         valid_until_us_ = sent + reply.ttl() * G_USEC_PER_SEC;
@@ -293,7 +307,7 @@ void FleetAgent::list() {
   const std::string body = etcd::txn(
       {}, {etcd::range(settings_.key("cameras"), true), etcd::range(settings_.key("hosts"), true),
            etcd::range(settings_.key("owners"), true)});
-  client_.post("/v3/kv/txn", body, [this, lease = lease_](EtcdReply reply) {
+  reads_client_.post("/v3/kv/txn", body, [this, lease = lease_](EtcdReply reply) {
     if (lease != lease_) return;
     if (!reply.ok()) {
       degraded("no etcd: " + reply.error());
@@ -370,7 +384,10 @@ void FleetAgent::apply(const EtcdKeyValue &kv, bool deleted) {
 }
 
 void FleetAgent::replan_soon() {
-  if (!plan_timer_) later(&plan_timer_, kPlanDelayMs, &FleetAgent::replan);
+  if (plan_timer_) return;
+  const gint64 since = g_get_monotonic_time() - planned_us_;
+  const gint64 wait_us = std::max<gint64>(kPlanDelayMs * 1000, kPlanIntervalUs - since);
+  later(&plan_timer_, static_cast<guint>(wait_us / 1000), &FleetAgent::replan);
 }
 
 const FleetAgent::Checked &FleetAgent::checked(const std::string &camera) {
@@ -386,6 +403,7 @@ const FleetAgent::Checked &FleetAgent::checked(const std::string &camera) {
 void FleetAgent::replan() {
   if (plan_timer_) g_source_remove(plan_timer_);
   plan_timer_ = 0;
+  planned_us_ = g_get_monotonic_time();
   if (!registered_ || fenced_) return;
   const std::string &me = settings_.host_id;
   FleetView view;
@@ -410,8 +428,10 @@ void FleetAgent::replan() {
     if (!view.owners.count(camera)) unplaced_.insert(camera);
 
   const FleetPlan plan = plan_fleet(view, me);
-  for (const std::string &camera : plan.claims)
+  for (const std::string &camera : plan.claims) {
+    if (claiming_.size() >= kMostTakes) break;  // the rest at a plan after their answers
     if (!claiming_.count(camera)) claim(camera);
+  }
   for (const std::string &camera : plan.releases)
     if (!releasing_.count(camera)) release(camera, "rebalancing: another host has room for it");
 
@@ -430,7 +450,7 @@ void FleetAgent::replan() {
     // carries (the watch may show its owner key first), or a read once it is this host's.
     if (running_.count(camera) || seeds_.count(camera))
       run.insert(camera);
-    else if (!claiming_.count(camera))
+    else if (!claiming_.count(camera) && claiming_.size() < kMostTakes)
       take(camera, false);
   }
   for (const std::string &camera : running_) {
@@ -462,7 +482,9 @@ void FleetAgent::take(const std::string &camera, bool claim) {
     if (lease != lease_ || !registered_) return;
     if (!reply.ok()) {
       log_line("fleet: camera %s: etcd did not answer: %s", camera.c_str(), reply.error().c_str());
-      return;  // the next renewal or event plans again
+      // Planned again soon: no event may come (a claim that did not reach etcd changes nothing).
+      later(&plan_timer_, kRetryMs, &FleetAgent::replan);
+      return;
     }
     if (!reply.succeeded()) return;  // another host has it: the watch says which
     if (claim) claims_++;
@@ -486,7 +508,7 @@ void FleetAgent::take(const std::string &camera, bool claim) {
              ", events to send again: %zu)",
              camera.c_str(), claim ? "is this host's now" : "runs here again", total,
              counted.undelivered.size());
-    replan();
+    replan_soon();
   });
 }
 

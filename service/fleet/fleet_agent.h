@@ -128,12 +128,17 @@ class FleetAgent {
   const std::string metrics_url_;
   Hooks hooks_;
   EtcdClient client_;  // its answers never come after it (and so this agent) is gone
+  // The lease's renewals, on connections of their own: never queued behind claims and reads.
+  EtcdClient renewals_client_;
+  // The site's whole read, with a longer timeout (fleet_agent.cpp: kListTimeoutMs).
+  EtcdClient reads_client_;
 
   long long lease_ = 0;
   bool registered_ = false;
   bool fenced_ = true;  // nothing runs before the first renewal
   gint64 renew_sent_us_ = 0, valid_until_us_ = 0, fence_at_us_ = 0;
   gint64 refused_since_us_ = 0;
+  gint64 planned_us_ = 0;  // the last plan's time
   bool renewing_ = false;
   guint renew_timer_ = 0, fence_timer_ = 0, plan_timer_ = 0, retry_timer_ = 0;
   std::string degraded_why_ = "not registered yet";
