@@ -3,6 +3,7 @@
 #include <gst/gst.h>
 #include <json-glib/json-glib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include "config_keys.h"
 #include "element_check.h"
 #include "etcd.h"
+#include "fleet_simulation.h"
 
 namespace cudanms::service {
 namespace {
@@ -25,7 +27,7 @@ int usage(const char *why) {
   g_printerr(
       "cudanms-service fleet: %s\n"
       "usage: cudanms-service fleet [--fleet URL,...|--config HOST.conf] [--site S] "
-      "import FILE.conf | add NAME KEY=VALUE... | remove NAME | list\n",
+      "import FILE.conf | add NAME KEY=VALUE... | remove NAME | list | simulate N\n",
       why);
   return 2;
 }
@@ -104,7 +106,18 @@ int import_file(EtcdClient &client, const FleetSettings &fleet, const std::strin
     (found == before.end() ? added : changed)++;
     puts.push_back(etcd::put(key, text));
   }
-  if (!puts.empty() && !call(client, etcd::txn({}, puts)).ok()) return 1;
+  // etcd takes at most 128 operations a transaction (its --max-txn-ops default): a site's
+  // cameras go in as many as that takes, each whole.
+  constexpr size_t kMostOperations = 128;
+  for (size_t at = 0; at < puts.size(); at += kMostOperations) {
+    const size_t end = std::min(puts.size(), at + kMostOperations);
+    if (!call(client, etcd::txn({}, {puts.begin() + at, puts.begin() + end})).ok()) {
+      if (at > 0)
+        g_printerr("cudanms-service fleet: %zu of the %zu new or changed cameras were stored\n",
+                   at, puts.size());
+      return 1;
+    }
+  }
   printf("%s: %zu cameras into %s: %d new, %d changed, %zu as they were\n", path.c_str(),
          cameras.size(), fleet.key("cameras").c_str(), added, changed,
          cameras.size() - added - changed);
@@ -210,7 +223,7 @@ int run_fleet_command(int argc, char **argv) {
        "PATH"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
   GOptionContext *context =
-      g_option_context_new("import FILE.conf | add NAME KEY=VALUE... | remove NAME | list");
+      g_option_context_new("import FILE.conf | add NAME KEY=VALUE... | remove NAME | list | simulate N");
   g_option_context_set_summary(context, "A fleet's cameras, as etcd keeps them (docs/fleet.md).");
   std::string parse_error;
   if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error))
@@ -224,7 +237,8 @@ int run_fleet_command(int argc, char **argv) {
       return 2;
     }
     fleet = host.fleet;
-    if (const std::string why = use_etcd(fleet.tls, fleet.login); !why.empty()) return usage(why.c_str());
+    if (const std::string why = use_etcd(fleet.tls, fleet.login); !why.empty())
+      return usage(why.c_str());
   }
   std::string why;
   if (endpoints) why = EtcdClient::check_endpoints(endpoints, &fleet.endpoints);
@@ -241,6 +255,16 @@ int run_fleet_command(int argc, char **argv) {
     return add_camera(client, fleet, args[1], {args.begin() + 2, args.end()});
   if (command == "remove" && args.size() == 2) return remove_camera(client, fleet, args[1]);
   if (command == "list" && args.size() == 1) return list_fleet(client, fleet);
+  if (command == "simulate" && args.size() == 2) {
+    const long hosts = std::strtol(args[1].c_str(), nullptr, 10);
+    gchar *text = nullptr;
+    if (!host_config || !g_file_get_contents(host_config, &text, nullptr, nullptr))
+      return usage("simulate takes its hosts' config: --config HOST.conf");
+    const std::string host_text = text;
+    g_free(text);
+    if (hosts < 0 || hosts > 10000) return usage("simulate 0 to 10000 hosts");
+    return run_simulation(fleet, host_text, static_cast<int>(hosts));
+  }
   return usage(("cannot " + command + " with these arguments").c_str());
 }
 
