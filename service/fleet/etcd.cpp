@@ -1,9 +1,9 @@
 #include "etcd.h"
 
-#include "etcd_login.h"
-
 #include <algorithm>
 #include <set>
+
+#include "etcd_login.h"
 
 namespace cudanms::service {
 namespace {
@@ -291,24 +291,27 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
   }
   race->current = current_.load() % runners;
   for (size_t i = 0; i < runners; ++i) {
-    ask(path, body, i, 1, [this, race, runners, i](EtcdReply reply) {
-      if (reply.ok() && race->first_good < 0) race->first_good = static_cast<long>(i);
-      if (!reply.ok() && i == race->current) race->current_failed = true;
-      if (race->current_failed && race->first_good >= 0)
-        current_ = static_cast<size_t>(race->first_good);
-      if (race->answered) return;
-      if (reply.ok()) {
-        race->answered = true;
-        race->done(std::move(reply));
-        return;
-      }
-      std::string why = reply.error();
-      if (why.rfind(kNoneAnswered, 0) == 0) why.erase(0, sizeof kNoneAnswered - 1);
-      race->errors += (race->errors.empty() ? "" : "; ") + why;
-      if (++race->failed < runners) return;
-      race->answered = true;
-      race->done(EtcdReply(nullptr, kNoneAnswered + race->errors));
-    }, true);
+    ask(
+        path, body, i, 1,
+        [this, race, runners, i](EtcdReply reply) {
+          if (reply.ok() && race->first_good < 0) race->first_good = static_cast<long>(i);
+          if (!reply.ok() && i == race->current) race->current_failed = true;
+          if (race->current_failed && race->first_good >= 0)
+            current_ = static_cast<size_t>(race->first_good);
+          if (race->answered) return;
+          if (reply.ok()) {
+            race->answered = true;
+            race->done(std::move(reply));
+            return;
+          }
+          std::string why = reply.error();
+          if (why.rfind(kNoneAnswered, 0) == 0) why.erase(0, sizeof kNoneAnswered - 1);
+          race->errors += (race->errors.empty() ? "" : "; ") + why;
+          if (++race->failed < runners) return;
+          race->answered = true;
+          race->done(EtcdReply(nullptr, kNoneAnswered + race->errors));
+        },
+        true);
   }
 }
 
@@ -348,8 +351,8 @@ void EtcdClient::log_in(std::shared_ptr<Call> call) {
     if (reply.ok() && etcd_login::take(reply)) {
       attempt(call);
     } else if (reply.error().rfind(kNoneAnswered, 0) == 0) {  // this endpoint: the next one
-      call->errors += (call->errors.empty() ? "" : "; ") +
-                      reply.error().substr(sizeof kNoneAnswered - 1);
+      call->errors +=
+          (call->errors.empty() ? "" : "; ") + reply.error().substr(sizeof kNoneAnswered - 1);
       call->tried++;
       attempt(call);
     } else {

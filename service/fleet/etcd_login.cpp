@@ -53,9 +53,8 @@ std::string request() {
 }
 
 bool take(const EtcdReply &reply) {
-  const char *given = reply.object()
-                          ? json_object_get_string_member_with_default(reply.object(), "token", "")
-                          : "";
+  const char *given =
+      reply.object() ? json_object_get_string_member_with_default(reply.object(), "token", "") : "";
   if (!*given) return false;
   std::lock_guard<std::mutex> guard(lock);
   token = given;

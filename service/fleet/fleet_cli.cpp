@@ -113,8 +113,8 @@ int import_file(EtcdClient &client, const FleetSettings &fleet, const std::strin
     const size_t end = std::min(puts.size(), at + kMostOperations);
     if (!call(client, etcd::txn({}, {puts.begin() + at, puts.begin() + end})).ok()) {
       if (at > 0)
-        g_printerr("cudanms-service fleet: %zu of the %zu new or changed cameras were stored\n",
-                   at, puts.size());
+        g_printerr("cudanms-service fleet: %zu of the %zu new or changed cameras were stored\n", at,
+                   puts.size());
       return 1;
     }
   }
@@ -222,8 +222,8 @@ int run_fleet_command(int argc, char **argv) {
       {"fleet-prefix", 0, 0, G_OPTION_ARG_STRING, &prefix, "Where the keys are (default /cudanms)",
        "PATH"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext *context =
-      g_option_context_new("import FILE.conf | add NAME KEY=VALUE... | remove NAME | list | simulate N");
+  GOptionContext *context = g_option_context_new(
+      "import FILE.conf | add NAME KEY=VALUE... | remove NAME | list | simulate N");
   g_option_context_set_summary(context, "A fleet's cameras, as etcd keeps them (docs/fleet.md).");
   std::string parse_error;
   if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error))

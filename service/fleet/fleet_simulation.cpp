@@ -95,10 +95,9 @@ std::string SimulatedHosts::report() const {
     gint64 unowned = 0;
     for (const SiteCamera &camera : host->agent->site()) unowned += camera.owner.empty();
     json_builder_set_member_name(b, name.c_str());
-    json_builder_add_string_value(
-        b, (std::to_string(host->agent->other_hosts().size()) + " others, " +
-            std::to_string(unowned) + " unowned")
-               .c_str());
+    json_builder_add_string_value(b, (std::to_string(host->agent->other_hosts().size()) +
+                                      " others, " + std::to_string(unowned) + " unowned")
+                                         .c_str());
   }
   json_builder_end_object(b);
   json_builder_set_member_name(b, "running");

@@ -44,8 +44,8 @@ FleetPlan plan_fleet(const FleetView &view, const std::string &me) {
   for (auto &[host, load] : loads) {
     const double share = cameras * load.capacity / total_capacity;
     load.floor_share = std::min(load.capacity, static_cast<int>(std::floor(share + 1e-9)));
-    load.ceil_share = std::min(load.capacity,
-                               std::max(load.floor_share, static_cast<int>(std::ceil(share - 1e-9))));
+    load.ceil_share = std::min(
+        load.capacity, std::max(load.floor_share, static_cast<int>(std::ceil(share - 1e-9))));
   }
   std::map<std::string, std::vector<std::string>> held;  // host -> its cameras, in id order
   std::vector<std::string> unowned;

@@ -128,8 +128,8 @@ bool bearer_matches(const std::string &authorization, const std::string &secret)
   const std::string expected = "Bearer " + secret;
   unsigned char differ = authorization.size() != expected.size();
   for (size_t i = 0; i < expected.size(); ++i)
-    differ |= static_cast<unsigned char>(i < authorization.size() ? authorization[i] ^ expected[i]
-                                                                  : 1);
+    differ |=
+        static_cast<unsigned char>(i < authorization.size() ? authorization[i] ^ expected[i] : 1);
   return differ == 0;
 }
 

@@ -365,7 +365,8 @@ TEST_F(Config, AnEtcdLoginIsAUserAndAPasswordFileNeverInClearOnTheNetwork) {
   ASSERT_TRUE(g_file_set_contents(password.c_str(), "s3cret\n", -1, nullptr));
   ServiceConfig config;
   EXPECT_EQ(errors_of("[service]\nfleet = http://127.0.0.1:2379\nfleet-user = site\n"
-                      "fleet-password-file = " + password + "\n",
+                      "fleet-password-file = " +
+                          password + "\n",
                       &config),
             std::vector<std::string>());
   EXPECT_EQ(config.fleet.login.user, "site");
@@ -374,19 +375,21 @@ TEST_F(Config, AnEtcdLoginIsAUserAndAPasswordFileNeverInClearOnTheNetwork) {
   ASSERT_EQ(alone.size(), 1u);
   EXPECT_NE(alone[0].find("fleet-user and fleet-password-file go together"), std::string::npos)
       << alone[0];
-  const auto missing = errors_of("[service]\nfleet-user = site\nfleet-password-file = " + dir_ +
-                                 "/none\n" + camera);
+  const auto missing =
+      errors_of("[service]\nfleet-user = site\nfleet-password-file = " + dir_ + "/none\n" + camera);
   EXPECT_NE(joined(missing).find("no such file: " + dir_ + "/none"), std::string::npos)
       << joined(missing);
-  const auto clear = errors_of("[service]\nfleet = http://127.0.0.1:2379,http://10.0.0.7:2379\n"
-                               "fleet-user = site\nfleet-password-file = " + password + "\n");
+  const auto clear = errors_of(
+      "[service]\nfleet = http://127.0.0.1:2379,http://10.0.0.7:2379\n"
+      "fleet-user = site\nfleet-password-file = " +
+      password + "\n");
   ASSERT_EQ(clear.size(), 1u);
-  EXPECT_NE(clear[0].find("http://10.0.0.7:2379 is plain HTTP beyond this host"),
-            std::string::npos)
+  EXPECT_NE(clear[0].find("http://10.0.0.7:2379 is plain HTTP beyond this host"), std::string::npos)
       << clear[0];
   EXPECT_EQ(clear[0].find("s3cret"), std::string::npos);
   EXPECT_EQ(errors_of("[service]\nfleet = https://10.0.0.7:2379\nfleet-user = site\n"
-                      "fleet-password-file = " + password + "\n"),
+                      "fleet-password-file = " +
+                      password + "\n"),
             std::vector<std::string>());
   // The process's login: the file read once; one that is empty is said, not sent.
   ASSERT_TRUE(g_file_set_contents(password.c_str(), "\n", -1, nullptr));

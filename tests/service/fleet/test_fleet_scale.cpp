@@ -18,8 +18,8 @@ namespace {
 class SimulatedSite {
  public:
   bool start(const std::vector<std::string> &argv, const std::string &err) {
-    GSubprocessLauncher *launcher = g_subprocess_launcher_new(
-        static_cast<GSubprocessFlags>(G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE));
+    GSubprocessLauncher *launcher = g_subprocess_launcher_new(static_cast<GSubprocessFlags>(
+        G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE));
     g_subprocess_launcher_set_stderr_file_path(launcher, err.c_str());
     std::vector<const gchar *> args;
     for (const std::string &a : argv) args.push_back(a.c_str());
@@ -77,9 +77,9 @@ class SimulatedSite {
     gchar **parts = g_strsplit(stat.substr(stat.rfind(')') + 2).c_str(), " ", -1);
     for (gchar **p = parts; *p; ++p) fields.push_back(*p);
     g_strfreev(parts);
-    return fields.size() > 12
-               ? (std::atof(fields[11].c_str()) + std::atof(fields[12].c_str())) / sysconf(_SC_CLK_TCK)
-               : 0;
+    return fields.size() > 12 ? (std::atof(fields[11].c_str()) + std::atof(fields[12].c_str())) /
+                                    sysconf(_SC_CLK_TCK)
+                              : 0;
   }
   double rss_mib() const {
     const std::string status = read_file("/proc/" + std::to_string(pid_) + "/status");
@@ -154,15 +154,15 @@ TEST_F(Fleet, ASiteOfManyHostsPlacesItsCamerasQuicklyAndCostsEtcdLittle) {
       << read_file(dir_.file("fleet.err"));
   // Room for twice a host's share.
   const int capacity = 2 * ((cameras + hosts - 1) / hosts);
-  const std::string host_text =
-      host_config("sim", etcd.endpoints(), {{"site", "scale"}, {"capacity", std::to_string(capacity)}});
+  const std::string host_text = host_config(
+      "sim", etcd.endpoints(), {{"site", "scale"}, {"capacity", std::to_string(capacity)}});
   g_file_set_contents(host_file.c_str(), host_text.c_str(), -1, nullptr);
 
   SimulatedSite simulated;
   const double start = now_s();
-  ASSERT_TRUE(simulated.start({script("service"), "fleet", "--config", host_file, "simulate",
-                               std::to_string(hosts)},
-                              dir_.file("simulated.err")));
+  ASSERT_TRUE(simulated.start(
+      {script("service"), "fleet", "--config", host_file, "simulate", std::to_string(hosts)},
+      dir_.file("simulated.err")));
   ASSERT_TRUE(eventually(60, [&] { return simulated.total() == cameras; }))
       << simulated.ask("report") << read_file(dir_.file("simulated.err"));
   const double placed_s = now_s() - start;
@@ -193,7 +193,8 @@ TEST_F(Fleet, ASiteOfManyHostsPlacesItsCamerasQuicklyAndCostsEtcdLittle) {
   // Hosts join: they take their share from the others, and no more moves.
   const std::map<std::string, std::string> settled = owners(etcd);
   ASSERT_EQ(static_cast<int>(settled.size()), cameras);
-  for (int i = 1; i <= joining; ++i) ASSERT_EQ(simulated.ask("add new-" + std::to_string(i)), "added");
+  for (int i = 1; i <= joining; ++i)
+    ASSERT_EQ(simulated.ask("add new-" + std::to_string(i)), "added");
   const int live = hosts - 1 + joining;
   const int share = cameras / live;  // what each host holds at least, once settled
   ASSERT_TRUE(eventually(30, [&] {
@@ -207,10 +208,11 @@ TEST_F(Fleet, ASiteOfManyHostsPlacesItsCamerasQuicklyAndCostsEtcdLittle) {
   int joined = 0;
   for (int i = 1; i <= joining; ++i) joined += running["new-" + std::to_string(i)];
 
-  printf("| hosts | cameras | all placed | a dead host's %d cameras placed again | %d hosts join: "
-         "cameras moved (they took) | etcd, steady: requests/s | KiB/s | a host's CPU | the "
-         "process's memory |\n",
-         orphans, joining);
+  printf(
+      "| hosts | cameras | all placed | a dead host's %d cameras placed again | %d hosts join: "
+      "cameras moved (they took) | etcd, steady: requests/s | KiB/s | a host's CPU | the "
+      "process's memory |\n",
+      orphans, joining);
   printf("| %d | %d | %.1f s | %.1f s | %d (%d) | %.0f | %.0f | %.2f %% | %.0f MiB |\n", hosts,
          cameras, placed_s, replaced_s, moved, joined, requests_per_s, kib_per_s,
          100 * cpu_per_host, rss);

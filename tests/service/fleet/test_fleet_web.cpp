@@ -119,11 +119,13 @@ TEST_F(Fleet, AnyHostsPageShowsTheSiteAndALineDrawnThereGoesToEtcd) {
   EXPECT_EQ(status, 404u) << unplaced << " runs nowhere: no picture";
 
   // What a host asks another is refused without the site's credential, or with another.
-  for (const std::string &key : {std::string(), std::string("hosts-credential-4d2"), std::string(kKey)}) {
+  for (const std::string &key :
+       {std::string(), std::string("hosts-credential-4d2"), std::string(kKey)}) {
     b.request("GET", "/api/host/cameras", "", key, &status);
     EXPECT_EQ(status, 401u) << "key \"" << key << "\"";
   }
-  const std::string own = b.request("GET", "/api/host/cameras", "", "hosts-credential-4d2e", &status);
+  const std::string own =
+      b.request("GET", "/api/host/cameras", "", "hosts-credential-4d2e", &status);
   EXPECT_EQ(status, 200u) << own;
   EXPECT_NE(own.find(remote), std::string::npos) << own;
   for (FleetHost *host : hosts) {
