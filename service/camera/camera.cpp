@@ -197,6 +197,7 @@ void Camera::tick(gint64 now_us) {
     set_state(CameraState::kStopped, last_error_);
     return;
   }
+  outputs_->sweep_pictures(gint64{3600} * G_USEC_PER_SEC);
   const FrameCounts counts = outputs_->counts();
   frame_samples_.push_back({now_us, counts.frames, counts.chain_sum_s});
   while (frame_samples_.size() > 2 && now_us - frame_samples_[1].time_us >= kRateWindowUs)

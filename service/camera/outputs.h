@@ -112,6 +112,11 @@ class CameraOutputs {
   // thread): written as SNAPSHOTS/CAMERA/ID.jpg (ID: the frame's first event's), its path into
   // each of the frame's events in the history.
   void on_event_picture(GstBuffer *jpeg);
+  // The run's pictures kept within their bounds (picture-retain-days, snapshots-size) unless a
+  // sweep ran less than `interval_us` ago: after each picture written, once a minute at most,
+  // and from the camera's watchdog once an hour, so that a camera without events lately loses
+  // its old pictures too. Any thread.
+  void sweep_pictures(gint64 interval_us);
   Snapshot snapshot() const;
   // Pictures are made for 10 s after each ask (a page open shows one a
   // second), none otherwise: each costs the GPU's streams (snapshot.h).
@@ -193,7 +198,7 @@ class CameraOutputs {
   const std::string pictures_dir_;
   const std::string snapshots_;       // every camera's pictures' folder (run.snapshots)
   const guint64 snapshots_size_ = 0;  // their bound (run.snapshots_size)
-  gint64 swept_us_ = 0;               // the last retention sweep (the event branch's thread)
+  std::atomic<gint64> swept_us_{0};   // the last retention sweep
   std::mutex pictures_lock_;
   std::deque<std::pair<GstClockTime, std::vector<HistoryEvent>>> pending_pictures_;
   static constexpr size_t kPendingPictures = 64;

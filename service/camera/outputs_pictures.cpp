@@ -51,12 +51,15 @@ void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
       history_->add(std::move(e));
     }
   }
-  // Within their bounds, once a minute at most: a sweep reads the whole folder.
+  sweep_pictures(gint64{60} * G_USEC_PER_SEC);  // a sweep reads the whole folder: once a minute at most
+}
+
+void CameraOutputs::sweep_pictures(gint64 interval_us) {
+  if (snapshots_.empty() || (config_.picture_retain_days <= 0 && snapshots_size_ == 0)) return;
   const gint64 now_us = g_get_monotonic_time();
-  if ((config_.picture_retain_days <= 0 && snapshots_size_ == 0) ||
-      (swept_us_ && now_us - swept_us_ < 60 * G_USEC_PER_SEC))
-    return;
-  swept_us_ = now_us;
+  gint64 last = swept_us_.load();
+  if (last && now_us - last < interval_us) return;
+  if (!swept_us_.compare_exchange_strong(last, now_us)) return;  // another thread sweeps now
   const std::vector<std::string> removed =
       remove_old_pictures(snapshots_, {config_.name, config_.picture_retain_days, snapshots_size_},
                           g_get_real_time() / G_USEC_PER_SEC);

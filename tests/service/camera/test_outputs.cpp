@@ -3,6 +3,7 @@
 // says is written only once etcd has them, in order.
 #include <gst/cudanms/cudanmsmeta.h>
 #include <gtest/gtest.h>
+#include <utime.h>
 
 #include <csignal>
 #include <memory>
@@ -97,6 +98,45 @@ TEST(CameraOutputs, PicturesThatCannotBeWrittenAreSaidAndNothingElseStops) {
   g_remove((blocker + "/door/3.jpg").c_str());
   g_rmdir((blocker + "/door").c_str());
   g_rmdir(blocker.c_str());
+}
+
+// A camera with no events lately loses its old pictures too: the watchdog's hourly sweep (asked
+// here at once) removes those older than picture-retain-days, leaves the others, and a second
+// within the hour reads nothing.
+TEST(CameraOutputs, OldPicturesGoWithoutANewOneComing) {
+  gst_init(nullptr, nullptr);
+  TempDir dir;
+  const std::string folder = dir.file("snapshots");
+  ASSERT_EQ(g_mkdir_with_parents((folder + "/door").c_str(), 0755), 0);
+  auto picture = [&](const std::string &name, int days_old) {
+    const std::string path = folder + "/door/" + name + ".jpg";
+    g_file_set_contents(path.c_str(), "\xff\xd8jpeg", 6, nullptr);
+    struct utimbuf when;
+    when.actime = when.modtime = time(nullptr) - days_old * 86400;
+    utime(path.c_str(), &when);
+    return path;
+  };
+  const std::string old = picture("1", 3), fresh = picture("2", 0);
+  CameraConfig config;
+  config.name = "door";
+  config.picture_retain_days = 1;
+  CameraRun run;
+  run.snapshots = folder;
+  CameraOutputs outputs(config, run);
+  std::string error;
+  ASSERT_TRUE(outputs.open(&error)) << error;
+  outputs.sweep_pictures(gint64{3600} * G_USEC_PER_SEC);
+  EXPECT_FALSE(g_file_test(old.c_str(), G_FILE_TEST_EXISTS));
+  EXPECT_TRUE(g_file_test(fresh.c_str(), G_FILE_TEST_EXISTS));
+  const std::string later = picture("3", 3);
+  outputs.sweep_pictures(gint64{3600} * G_USEC_PER_SEC);
+  EXPECT_TRUE(g_file_test(later.c_str(), G_FILE_TEST_EXISTS)) << "swept twice within the hour";
+  outputs.sweep_pictures(0);
+  EXPECT_FALSE(g_file_test(later.c_str(), G_FILE_TEST_EXISTS));
+  outputs.close(0);
+  g_remove(fresh.c_str());
+  g_rmdir((folder + "/door").c_str());
+  g_rmdir(folder.c_str());
 }
 
 // A fleet camera's outputs, its owner key under a lease of the test's etcd.
