@@ -545,6 +545,27 @@ class Fleet : public ::testing::Test {
         << read_file(dir_.file("fleet.err"));
   }
 
+  // The cameras of `host` (as `placement` has them), and then, after `since`, the seconds until
+  // each said in its JSON lines that its host fenced it, within the lease's TTL + 2 s; false
+  // when one did not.
+  static std::vector<std::string> cameras_on(const std::vector<FleetHost *> &hosts,
+                                             const std::string &host) {
+    std::vector<std::string> out;
+    for (const auto &[camera, runs_on] : placement(hosts))
+      if (runs_on == host) out.push_back(camera);
+    return out;
+  }
+  static bool fenced_within_ttl(const FleetHost &host, const std::vector<std::string> &cameras,
+                                double since, std::map<std::string, double> *fenced) {
+    return eventually(kTtl + 2, [&] {
+      for (const std::string &camera : cameras)
+        for (const std::string &state : read_camera(host.json_path(camera)).states)
+          if (!fenced->count(camera) && state.rfind("stopped: fenced", 0) == 0)
+            (*fenced)[camera] = now_s() - since;
+      return fenced->size() == cameras.size();
+    });
+  }
+
   // Whether each host streams `each` cameras.
   static bool balanced(const std::vector<FleetHost *> &hosts, int each) {
     std::map<std::string, int> per_host;

@@ -228,20 +228,12 @@ TEST_F(Fleet, AStoppedHostFencesItselfAndRejoinsAsRebalancingAllows) {
     ASSERT_TRUE(host->start(host_config(host->name(), etcd.endpoints())));
   ASSERT_TRUE(eventually(40, [&] { return balanced(hosts, 4); })) << logs(hosts);
 
-  std::vector<std::string> stopped_cameras;
-  for (const auto &[camera, host] : placement(hosts))
-    if (host == "b") stopped_cameras.push_back(camera);
+  const std::vector<std::string> stopped_cameras = cameras_on(hosts, "b");
   b.stop_supervisor();
   const double stopped = now_s();
   // Fenced: b's worker stops each camera before the lease can end, without its supervisor.
   std::map<std::string, double> fenced;
-  ASSERT_TRUE(eventually(kTtl + 2, [&] {
-    for (const std::string &camera : stopped_cameras)
-      for (const std::string &state : read_camera(b.json_path(camera)).states)
-        if (!fenced.count(camera) && state.rfind("stopped: fenced", 0) == 0)
-          fenced[camera] = now_s() - stopped;
-    return fenced.size() == stopped_cameras.size();
-  })) << b.log();
+  ASSERT_TRUE(fenced_within_ttl(b, stopped_cameras, stopped, &fenced)) << b.log();
   for (const auto &[camera, seconds] : fenced) {
     printf("%s: stopped by its fenced host %.1f s after the host's supervisor stopped\n",
            camera.c_str(), seconds);
@@ -306,20 +298,12 @@ TEST_F(Fleet, APartitionedHostFencesItselfAndJoinsAgainWhenTheLinkIsBack) {
   ASSERT_TRUE(a.start(host_config("a", link.endpoint())));
   ASSERT_TRUE(b.start(host_config("b", etcd.endpoints())));
   ASSERT_TRUE(eventually(40, [&] { return balanced(hosts, 2); })) << logs(hosts);
-  std::vector<std::string> cut_off;
-  for (const auto &[camera, host] : placement(hosts))
-    if (host == "a") cut_off.push_back(camera);
+  const std::vector<std::string> cut_off = cameras_on(hosts, "a");
 
   link.cut();
   const double cut = now_s();
   std::map<std::string, double> fenced;
-  ASSERT_TRUE(eventually(kTtl + 2, [&] {
-    for (const std::string &camera : cut_off)
-      for (const std::string &state : read_camera(a.json_path(camera)).states)
-        if (!fenced.count(camera) && state.rfind("stopped: fenced", 0) == 0)
-          fenced[camera] = now_s() - cut;
-    return fenced.size() == cut_off.size();
-  })) << a.log();
+  ASSERT_TRUE(fenced_within_ttl(a, cut_off, cut, &fenced)) << a.log();
   for (const auto &[camera, seconds] : fenced) {
     printf("%s: stopped by its cut-off host %.1f s after the cut\n", camera.c_str(), seconds);
     EXPECT_LT(seconds, kTtl) << camera;
