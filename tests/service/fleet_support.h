@@ -593,6 +593,26 @@ class Fleet : public ::testing::Test {
     return text;
   }
 
+  // `fleet import` of cam1 ... cam`n` through a host's config (its TLS, its login): its exit
+  // status.
+  int import_as_host(const std::string &endpoints, const std::map<std::string, std::string> &keys,
+                     int n, const CameraServer &server) {
+    const std::string importer = dir_.file("importer.conf");
+    const std::string text = host_config("importer", endpoints, keys);
+    g_file_set_contents(importer.c_str(), text.c_str(), -1, nullptr);
+    return fleet({"--config", importer, "--site", "test", "import", cameras_file(n, server)});
+  }
+
+  // The revision of the newest camera counts the site's state keys hold (0: none yet).
+  static gint64 newest_counts(const EtcdCluster &etcd) {
+    service::EtcdClient client(etcd.endpoint_list(), 2000);
+    const auto reply = client.post_sync(
+        "/v3/kv/txn", service::etcd::txn({}, {service::etcd::range("/cudanms/test/state/", true)}));
+    gint64 newest = 0;
+    for (const auto &kv : reply.kvs(0)) newest = std::max(newest, kv.mod_revision);
+    return newest;
+  }
+
   // pipelines/service fleet ARGS...: its exit status; its output in *out.
   int fleet(const std::vector<std::string> &args, std::string *out = nullptr) {
     std::vector<std::string> argv = {script("service"), "fleet"};

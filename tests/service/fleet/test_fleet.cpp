@@ -510,24 +510,15 @@ TEST_F(Fleet, AnEtcdOverTlsTakesOnlyHostsWithTheSitesCertificate) {
   ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
   ASSERT_EQ(etcd.endpoint(0).rfind("https://", 0), 0u);
   ASSERT_TRUE(server.start(2, clip()));
-  const std::string importer = dir_.file("importer.conf");
-  const std::string importer_text = host_config("importer", etcd.endpoints(), tls);
-  g_file_set_contents(importer.c_str(), importer_text.c_str(), -1, nullptr);
-  ASSERT_EQ(fleet({"--config", importer, "--site", "test", "import", cameras_file(2, server)}), 0)
+  ASSERT_EQ(import_as_host(etcd.endpoints(), tls, 2, server), 0)
       << read_file(dir_.file("fleet.err"));
 
   FleetHost a(dir_, "a");
   ASSERT_TRUE(a.start(host_config("a", etcd.endpoints(), tls)));
   ASSERT_TRUE(eventually(30, [&] { return a.streaming().size() == 2; }))
       << a.log() << a.get("/health");
-  // Its workers keep the counts in etcd over the same TLS: cam1's state is there.
-  service::EtcdClient client(etcd.endpoint_list(), 2000);
-  ASSERT_TRUE(eventually(20, [&] {
-    const auto reply = client.post_sync(
-        "/v3/kv/txn",
-        service::etcd::txn({}, {service::etcd::range("/cudanms/test/state/", true)}));
-    return !reply.kvs(0).empty();
-  })) << a.log();
+  // Its workers keep the counts in etcd over the same TLS.
+  ASSERT_TRUE(eventually(20, [&] { return newest_counts(etcd) > 0; })) << a.log();
 
   FleetHost stranger(dir_, "stranger");
   ASSERT_TRUE(stranger.start(host_config("stranger", etcd.endpoints(), {{"fleet-ca", site.ca}})));
@@ -571,34 +562,22 @@ TEST_F(Fleet, AnEtcdWithUsersTakesOnlyHostsThatLogIn) {
                    cameras_file(2, server)}),
             1)
       << read_file(dir_.file("fleet.err"));
-  const std::string importer = dir_.file("importer.conf");
-  const std::string importer_text = host_config("importer", etcd.endpoints(), login);
-  g_file_set_contents(importer.c_str(), importer_text.c_str(), -1, nullptr);
-  ASSERT_EQ(fleet({"--config", importer, "--site", "test", "import", cameras_file(2, server)}), 0)
+  ASSERT_EQ(import_as_host(etcd.endpoints(), login, 2, server), 0)
       << read_file(dir_.file("fleet.err"));
 
   FleetHost a(dir_, "a");
   ASSERT_TRUE(a.start(host_config("a", etcd.endpoints(), login)));
   ASSERT_TRUE(eventually(30, [&] { return a.streaming().size() == 2; }))
       << a.log() << a.get("/health");
-  service::EtcdClient client(etcd.endpoint_list(), 2000);
-  auto stored_counts = [&] {
-    const auto reply = client.post_sync(
-        "/v3/kv/txn",
-        service::etcd::txn({}, {service::etcd::range("/cudanms/test/state/", true)}));
-    gint64 newest = 0;
-    for (const auto &kv : reply.kvs(0)) newest = std::max(newest, kv.mod_revision);
-    return newest;
-  };
-  ASSERT_TRUE(eventually(20, [&] { return stored_counts() > 0; })) << a.log();
+  ASSERT_TRUE(eventually(20, [&] { return newest_counts(etcd) > 0; })) << a.log();
 
   // etcd restarted: its tokens are gone; the host logs in again and goes on keeping counts.
   etcd.kill(0);
   ASSERT_TRUE(etcd.start_member(0));
   ASSERT_TRUE(etcd.healthy(20)) << read_file(dir_.file("etcd-m0.err"));
-  const gint64 before = stored_counts();
+  const gint64 before = newest_counts(etcd);
   ASSERT_TRUE(eventually(30, [&] {
-    return stored_counts() > before && a.streaming().size() == 2;
+    return newest_counts(etcd) > before && a.streaming().size() == 2;
   })) << a.log() << a.get("/health");
 
   FleetHost stranger(dir_, "stranger");
