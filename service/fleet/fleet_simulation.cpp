@@ -103,14 +103,11 @@ std::string SimulatedHosts::report() const {
   json_builder_set_member_name(b, "running");
   json_builder_add_int_value(b, running);
   json_builder_end_object(b);
-  JsonGenerator *generator = json_generator_new();
   JsonNode *root = json_builder_get_root(b);
-  json_generator_set_root(generator, root);
-  gchar *text = json_generator_to_data(generator, nullptr);
+  gchar *text = json_to_string(root, FALSE);  // one line
   const std::string out = text;
   g_free(text);
   json_node_unref(root);
-  g_object_unref(generator);
   g_object_unref(b);
   return out;
 }

@@ -37,16 +37,6 @@ bool parse_count(const std::string &text, gint64 least, gint64 most, gint64 *out
   return true;
 }
 
-// A member of the object being built.
-void member(JsonBuilder *b, const char *key, gint64 value) {
-  json_builder_set_member_name(b, key);
-  json_builder_add_int_value(b, value);
-}
-void member(JsonBuilder *b, const char *key, const std::string &value) {
-  json_builder_set_member_name(b, key);
-  json_builder_add_string_value(b, value.c_str());
-}
-
 std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
@@ -54,17 +44,10 @@ std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
   json_builder_begin_array(b);
   for (const HistoryEvent &e : events) {
     json_builder_begin_object(b);
-    member(b, "seq", e.seq);
-    member(b, "camera", e.camera);
-    member(b, "id", static_cast<gint64>(e.id));
-    json_builder_set_member_name(b, "time");
-    json_builder_add_double_value(b, e.time_us / 1e6);
-    member(b, "kind", e.kind);
-    member(b, "name", e.name);
-    member(b, "direction", e.direction);
-    member(b, "label", e.label);
-    member(b, "host", e.host);
-    member(b, "track", static_cast<gint64>(e.track_id));
+    add_int(b, "seq", e.seq);
+    add_string(b, "camera", e.camera);
+    add_string(b, "host", e.host);
+    add_event(b, e);
     json_builder_set_member_name(b, "dwell");
     json_builder_add_double_value(b, e.dwell_s);
     json_builder_set_member_name(b, "snapshot");  // its picture's URL; null: none
@@ -149,11 +132,11 @@ std::string hourly_json(const std::vector<HourlyCrossings> &hours) {
   json_builder_begin_array(b);
   for (const HourlyCrossings &h : hours) {
     json_builder_begin_object(b);
-    member(b, "hour", h.hour_s);
-    member(b, "camera", h.camera);
-    member(b, "line", h.line);
-    member(b, "in", static_cast<gint64>(h.in));
-    member(b, "out", static_cast<gint64>(h.out));
+    add_int(b, "hour", h.hour_s);
+    add_string(b, "camera", h.camera);
+    add_string(b, "line", h.line);
+    add_int(b, "in", static_cast<gint64>(h.in));
+    add_int(b, "out", static_cast<gint64>(h.out));
     json_builder_end_object(b);
   }
   json_builder_end_array(b);

@@ -379,6 +379,16 @@ std::string end_health(JsonBuilder *b, bool ok, int *status) {
   return json_text(b);
 }
 
+void add_string(JsonBuilder *b, const char *name, const std::string &value) {
+  json_builder_set_member_name(b, name);
+  json_builder_add_string_value(b, value.c_str());
+}
+
+void add_int(JsonBuilder *b, const char *name, gint64 value) {
+  json_builder_set_member_name(b, name);
+  json_builder_add_int_value(b, value);
+}
+
 std::string json_text(JsonBuilder *builder) {
   JsonNode *root = json_builder_get_root(builder);
   gchar *text = json_to_string(root, TRUE);

@@ -43,6 +43,21 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
 std::string render_health(const std::vector<CameraSnapshot> &cameras, double uptime_s, int *status);
 // `builder`'s document as text, a newline after it; unrefs the builder.
 std::string json_text(JsonBuilder *builder);
+// A member of the object being built.
+void add_string(JsonBuilder *b, const char *name, const std::string &value);
+void add_int(JsonBuilder *b, const char *name, gint64 value);
+// A counting event's members, as the page's recent events and the history's API give them.
+template <typename Event>
+void add_event(JsonBuilder *b, const Event &e) {
+  add_int(b, "id", static_cast<gint64>(e.id));
+  json_builder_set_member_name(b, "time");
+  json_builder_add_double_value(b, e.time_us / 1e6);
+  add_string(b, "kind", e.kind);
+  add_string(b, "name", e.name);
+  add_string(b, "direction", e.direction);
+  add_string(b, "label", e.label);
+  add_int(b, "track", static_cast<gint64>(e.track_id));
+}
 // The health document's frame, the same for a host and for its workers' merge:
 // {"uptime_seconds": N, "cameras": {one member a camera}, ..., "status": "ok" or "degraded"}.
 // begin_health leaves "cameras" open; end_health follows the members after it, unrefs the

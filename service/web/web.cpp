@@ -12,16 +12,6 @@ namespace cudanms::service {
 
 namespace {
 
-void add_string(JsonBuilder *b, const char *name, const std::string &value) {
-  json_builder_set_member_name(b, name);
-  json_builder_add_string_value(b, value.c_str());
-}
-
-void add_int(JsonBuilder *b, const char *name, gint64 value) {
-  json_builder_set_member_name(b, name);
-  json_builder_add_int_value(b, value);
-}
-
 void add_counts(JsonBuilder *b, const CountingState &counting) {
   json_builder_set_member_name(b, "lines");
   json_builder_begin_object(b);
@@ -66,14 +56,7 @@ void add_events(JsonBuilder *b, const std::vector<RecentEvent> &events) {
   json_builder_begin_array(b);
   for (const RecentEvent &e : events) {
     json_builder_begin_object(b);
-    add_int(b, "id", static_cast<gint64>(e.id));
-    json_builder_set_member_name(b, "time");
-    json_builder_add_double_value(b, e.time_us / 1e6);
-    add_string(b, "kind", e.kind);
-    add_string(b, "name", e.name);
-    add_string(b, "direction", e.direction);
-    add_string(b, "label", e.label);
-    add_int(b, "track", static_cast<gint64>(e.track_id));
+    add_event(b, e);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
