@@ -24,7 +24,8 @@ class SimulatedHosts {
   bool add(const std::string &name);
   // The host dies as a killed one does: its agent gone, its lease left to end in etcd.
   bool kill(const std::string &name);
-  // {"hosts": N, "running": M, "per_host": {NAME: cameras, ...}} on one line.
+  // {"hosts": N, "running": M, "per_host": {NAME: cameras, ...}, "views": {NAME: "K others, U
+  // unowned", ...}} on one line: what each runs, and what each sees of the site.
   std::string report() const;
 
  private:
