@@ -230,6 +230,15 @@ struct EtcdClient::Call {
   std::string token;             // the login's, given with this attempt
   bool logged_in_again = false;  // once a call, when etcd said its token was no longer good
   bool racing = false;           // one of post_to_all's: its answer moves no current endpoint
+  std::weak_ptr<Call> me;        // for its deadline's timer
+  unsigned attempt = 0;          // the attempt on its way; an answer of an ended one is dropped
+};
+
+// One attempt's message on its way, for its answer.
+struct EtcdClient::Sent {
+  std::shared_ptr<Call> call;
+  unsigned attempt;
+  SoupMessage *message;  // a reference of its own
 };
 
 EtcdClient::EtcdClient(std::vector<std::string> endpoints, guint timeout_ms)
@@ -267,6 +276,7 @@ void EtcdClient::ask(const std::string &path, const std::string &body, size_t fi
   call->first = first;
   call->racing = racing;
   call->limit = limit;
+  call->me = call;
   attempt(std::move(call));
 }
 
@@ -332,17 +342,27 @@ void EtcdClient::attempt(std::shared_ptr<Call> call) {
   soup_message_set_request_body_from_bytes(call->message, "application/json", bytes);
   g_bytes_unref(bytes);
   call->cancel = g_cancellable_new();
+  // The deadline ends the attempt whether or not its answer comes: libsoup 3.2 leaves a message
+  // whose TLS handshake etcd refused (no client certificate) unfinished for good ("code should
+  // not be reached" in soup-connection.c), cancelled or not; a renewal that never ended would
+  // stop every renewal after it.
   call->timer = g_timeout_add(
       timeout_ms_,
       [](gpointer data) -> gboolean {
         auto *c = static_cast<Call *>(data);
         c->timer = 0;
         g_cancellable_cancel(c->cancel);
+        if (std::shared_ptr<Call> call = c->me.lock(); call && !call->alive.expired())
+          call->client->end_attempt(
+              call, EtcdReply(nullptr, call->endpoint + ": no answer within " +
+                                           std::to_string(call->client->timeout_ms_) + " ms"),
+              true);
         return G_SOURCE_REMOVE;
       },
       call.get());
+  auto *sent = new Sent{call, call->attempt, SOUP_MESSAGE(g_object_ref(call->message))};
   soup_session_send_and_read_async(session_, call->message, G_PRIORITY_DEFAULT, call->cancel,
-                                   on_answer, new std::shared_ptr<Call>(call));
+                                   on_answer, sent);
 }
 
 void EtcdClient::log_in(std::shared_ptr<Call> call) {
@@ -362,48 +382,52 @@ void EtcdClient::log_in(std::shared_ptr<Call> call) {
 }
 
 void EtcdClient::on_answer(GObject *source, GAsyncResult *result, gpointer data) {
-  std::shared_ptr<Call> call = std::move(*static_cast<std::shared_ptr<Call> *>(data));
-  delete static_cast<std::shared_ptr<Call> *>(data);
+  std::unique_ptr<Sent> sent(static_cast<Sent *>(data));
   GError *error = nullptr;
   GBytes *body = soup_session_send_and_read_finish(SOUP_SESSION(source), result, &error);
-  const bool timed_out = call->timer == 0;
-  if (call->timer) g_source_remove(call->timer);
-  call->timer = 0;
-  const guint status = soup_message_get_status(call->message);
-  g_clear_object(&call->message);
-  g_clear_object(&call->cancel);
-  if (call->alive.expired()) {  // the client is gone: nobody to tell
+  const guint status = soup_message_get_status(sent->message);
+  g_object_unref(sent->message);
+  std::shared_ptr<Call> call = std::move(sent->call);
+  const bool ended = sent->attempt != call->attempt;  // by its deadline, meanwhile
+  if (ended || call->alive.expired()) {  // or the client is gone: nobody to tell
+    if (!ended && call->timer) g_source_remove(call->timer);
+    if (!ended) call->timer = 0;
     g_clear_error(&error);
     if (body) g_bytes_unref(body);
     return;
   }
-  EtcdClient *self = call->client;
   bool retry = true;
   EtcdReply reply;
   if (error) {
-    reply = EtcdReply(
-        nullptr, call->endpoint + ": " +
-                     (timed_out ? "no answer within " + std::to_string(self->timeout_ms_) + " ms"
-                                : std::string(error->message)));
+    reply = EtcdReply(nullptr, call->endpoint + ": " + error->message);
     g_clear_error(&error);
   } else {
     reply = read_answer(call->endpoint, status, body, &retry);
   }
   if (body) g_bytes_unref(body);
+  call->client->end_attempt(std::move(call), std::move(reply), retry);
+}
+
+void EtcdClient::end_attempt(std::shared_ptr<Call> call, EtcdReply reply, bool retry) {
+  call->attempt++;
+  if (call->timer) g_source_remove(call->timer);
+  call->timer = 0;
+  g_clear_object(&call->message);
+  g_clear_object(&call->cancel);
   if (!call->logged_in_again && etcd_login::stale(reply)) {  // a token again, then the same ask
     call->logged_in_again = true;
     etcd_login::forget(call->token);
-    self->attempt(std::move(call));
+    attempt(std::move(call));
     return;
   }
   if (reply.ok() || !retry) {
-    if (!call->racing) self->current_ = (call->first + call->tried) % self->endpoints_.size();
+    if (!call->racing) current_ = (call->first + call->tried) % endpoints_.size();
     call->done(std::move(reply));
     return;
   }
   call->errors += (call->errors.empty() ? "" : "; ") + reply.error();
   call->tried++;
-  self->attempt(std::move(call));
+  attempt(std::move(call));
 }
 
 EtcdReply EtcdClient::post_sync(const std::string &path, const std::string &body) {

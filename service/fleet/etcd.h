@@ -123,6 +123,7 @@ class EtcdClient {
 
  private:
   struct Call;
+  struct Sent;
   // Asks up to `limit` endpoints one after another, from endpoints_[first].
   // The endpoint that answers becomes the one asked first, unless `racing` (post_to_all decides).
   void ask(const std::string &path, const std::string &body, size_t first, size_t limit, Done done,
@@ -137,6 +138,9 @@ class EtcdClient {
   EtcdReply exchange(size_t index, const std::string &path, const std::string &body, bool *retry,
                      std::string *token = nullptr);
   static void on_answer(GObject *source, GAsyncResult *result, gpointer data);
+  // The attempt on its way ended with `reply` (its answer, or its deadline's): the call done, or
+  // asked again (a token again, the next endpoint when `retry`).
+  void end_attempt(std::shared_ptr<Call> call, EtcdReply reply, bool retry);
 
   std::vector<std::string> endpoints_;
   guint timeout_ms_;
