@@ -51,7 +51,8 @@ void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
       history_->add(std::move(e));
     }
   }
-  sweep_pictures(gint64{60} * G_USEC_PER_SEC);  // a sweep reads the whole folder: once a minute at most
+  sweep_pictures(gint64{60} *
+                 G_USEC_PER_SEC);  // a sweep reads the whole folder: once a minute at most
 }
 
 void CameraOutputs::sweep_pictures(gint64 interval_us) {

@@ -354,8 +354,9 @@ void EtcdClient::attempt(std::shared_ptr<Call> call) {
         g_cancellable_cancel(c->cancel);
         if (std::shared_ptr<Call> call = c->me.lock(); call && !call->alive.expired())
           call->client->end_attempt(
-              call, EtcdReply(nullptr, call->endpoint + ": no answer within " +
-                                           std::to_string(call->client->timeout_ms_) + " ms"),
+              call,
+              EtcdReply(nullptr, call->endpoint + ": no answer within " +
+                                     std::to_string(call->client->timeout_ms_) + " ms"),
               true);
         return G_SOURCE_REMOVE;
       },
@@ -389,7 +390,7 @@ void EtcdClient::on_answer(GObject *source, GAsyncResult *result, gpointer data)
   g_object_unref(sent->message);
   std::shared_ptr<Call> call = std::move(sent->call);
   const bool ended = sent->attempt != call->attempt;  // by its deadline, meanwhile
-  if (ended || call->alive.expired()) {  // or the client is gone: nobody to tell
+  if (ended || call->alive.expired()) {               // or the client is gone: nobody to tell
     if (!ended && call->timer) g_source_remove(call->timer);
     if (!ended) call->timer = 0;
     g_clear_error(&error);

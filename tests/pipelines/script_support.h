@@ -42,10 +42,10 @@ struct TempDir {
   static void remove_tree(GFile *file) {
     const bool folder = g_file_query_file_type(file, G_FILE_QUERY_INFO_NOFOLLOW_SYMLINKS,
                                                nullptr) == G_FILE_TYPE_DIRECTORY;
-    GFileEnumerator *e = folder ? g_file_enumerate_children(file, G_FILE_ATTRIBUTE_STANDARD_NAME,
-                                                            G_FILE_QUERY_INFO_NOFOLLOW_SYMLINKS,
-                                                            nullptr, nullptr)
-                                : nullptr;
+    GFileEnumerator *e =
+        folder ? g_file_enumerate_children(file, G_FILE_ATTRIBUTE_STANDARD_NAME,
+                                           G_FILE_QUERY_INFO_NOFOLLOW_SYMLINKS, nullptr, nullptr)
+               : nullptr;
     while (GFileInfo *info = e ? g_file_enumerator_next_file(e, nullptr, nullptr) : nullptr) {
       GFile *child = g_file_get_child(file, g_file_info_get_name(info));
       remove_tree(child);
