@@ -69,10 +69,10 @@ CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
     : config_(config),
       counts_file_(run.counts_file),
       counting_(std::move(counted)),
-      line_shapes_(config.line_shapes),
       pictures_dir_(run.snapshots.empty() ? "" : run.snapshots + "/" + config.name),
       snapshots_(run.snapshots),
       snapshots_size_(run.snapshots_size),
+      line_shapes_(config.line_shapes),
       history_(run.history),
       host_(run.host) {
   if (!run.fleet_store.endpoints.empty()) store_ = std::make_unique<FleetStore>(run.fleet_store);
