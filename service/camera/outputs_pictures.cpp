@@ -56,13 +56,17 @@ void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
 }
 
 void CameraOutputs::sweep_pictures(gint64 interval_us) {
-  if (snapshots_.empty() || (config_.picture_retain_days <= 0 && snapshots_size_ == 0)) return;
+  if (snapshots_.empty() || (config_.picture_retain_days <= 0 &&
+                              config_.picture_retain_bytes == 0 && snapshots_size_ == 0))
+    return;
   const gint64 now_us = g_get_monotonic_time();
   gint64 last = swept_us_.load();
   if (last && now_us - last < interval_us) return;
   if (!swept_us_.compare_exchange_strong(last, now_us)) return;  // another thread sweeps now
   const std::vector<std::string> removed =
-      remove_old_pictures(snapshots_, {config_.name, config_.picture_retain_days, snapshots_size_},
+      remove_old_pictures(snapshots_,
+                          {config_.name, config_.picture_retain_days, snapshots_size_,
+                           config_.picture_retain_bytes},
                           g_get_real_time() / G_USEC_PER_SEC);
   std::string why;
   if (!removed.empty() && history_ && !history_->forget_snapshots(removed, &why))

@@ -49,6 +49,7 @@ struct CameraConfig {
   bool record_boxes = true;        // draw the kept boxes (boxoverlay) into the recording
   double snapshot_interval_s = 1;  // between the operator page's pictures (web.h); 0: none
   double picture_retain_days = 0;  // its events' pictures older than this are removed; 0: kept
+  guint64 picture_retain_bytes = 0;  // the most bytes of its pictures, the oldest removed; 0: any
   double reconnect_initial_s = 1;
   double reconnect_max_s = 30;
   long reconnect_attempts = -1;  // -1: unlimited; 0: never reconnect

@@ -41,6 +41,22 @@ std::string parse_seconds(const std::string &value, double least, double *out) {
   return "";
 }
 
+// A number of bytes, e.g. 500M or 20G (K, M, G: 1024s).
+std::string parse_bytes(const std::string &value, guint64 *out) {
+  char *end = nullptr;
+  const double n = g_ascii_strtod(value.c_str(), &end);
+  const std::string unit = end ? end : "";
+  const double scale = unit.empty()  ? 1
+                       : unit == "K" ? 1024.0
+                       : unit == "M" ? 1048576.0
+                       : unit == "G" ? 1073741824.0
+                                     : 0;
+  if (value.empty() || end == value.c_str() || scale == 0 || !std::isfinite(n) || n < 0)
+    return "must be a size, e.g. 500M or 20G (K, M, G), not \"" + value + "\"";
+  *out = static_cast<guint64>(n * scale);
+  return "";
+}
+
 // A gst-launch description (a source, a detector, an encoder), which the elements check
 // (element_check.h): "" when it is not blank.
 std::string take_description(const std::string &value, std::string *out) {
@@ -220,18 +236,7 @@ const Key kKeys[] = {
      "the most the snapshots' pictures take, e.g. 500M or 20G (K, M, G: 1024s): past it the "
      "oldest go, their events kept (\"snapshot_gone\"); 0 (default): no bound",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
-       char *end = nullptr;
-       const double n = g_ascii_strtod(v.c_str(), &end);
-       const std::string unit = end ? end : "";
-       const double scale = unit.empty()  ? 1
-                            : unit == "K" ? 1024.0
-                            : unit == "M" ? 1048576.0
-                            : unit == "G" ? 1073741824.0
-                                          : 0;
-       if (v.empty() || end == v.c_str() || scale == 0 || !std::isfinite(n) || n < 0)
-         return "must be a size, e.g. 500M or 20G (K, M, G), not \"" + v + "\"";
-       s->snapshots_size = static_cast<guint64>(n * scale);
-       return "";
+       return parse_bytes(v, &s->snapshots_size);
      }},
     {"mqtt-address", Where::kService,
      "the MQTT broker (host:port, tcp:// or ssl:// URI); \"\" for none",
@@ -447,6 +452,12 @@ const Key kKeys[] = {
          return "must be a number of days (0: no bound), not \"" + v + "\"";
        c->picture_retain_days = days;
        return "";
+     }},
+    {"picture-retain-size", Where::kAnywhere,
+     "the most its events' pictures take, e.g. 200M (K, M, G: 1024s): past it its oldest go, "
+     "their events kept (\"snapshot_gone\"); 0 (default): no bound but snapshots-size",
+     [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
+       return parse_bytes(v, &c->picture_retain_bytes);
      }},
     {"reconnect-initial", Where::kAnywhere, "seconds before the first retry (default 1)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {

@@ -45,21 +45,33 @@ std::vector<Picture> pictures_in(const std::string &snapshots) {
 std::vector<std::string> remove_old_pictures(const std::string &snapshots,
                                              const PictureBounds &bounds, gint64 now_s) {
   std::vector<std::string> removed;
-  std::vector<Picture> kept;
+  const auto delete_file = [&](const Picture &p) {
+    if (g_remove(p.path.c_str()) == 0) removed.push_back(p.path);
+  };
   const gint64 oldest_kept_s =
       bounds.days > 0 ? now_s - static_cast<gint64>(bounds.days * 86400) : G_MININT64;
-  guint64 total = 0;
-  for (Picture &p : pictures_in(snapshots)) {
-    if (p.camera == bounds.camera && p.modified_s < oldest_kept_s) {
-      if (g_remove(p.path.c_str()) == 0) removed.push_back(p.path);
-      continue;
+  std::vector<Picture> pictures = pictures_in(snapshots);
+  guint64 camera_total = 0;
+  for (Picture &p : pictures) {
+    if (p.camera != bounds.camera) continue;
+    if (p.modified_s < oldest_kept_s) {
+      delete_file(p), p.path.clear();
+    } else {
+      camera_total += p.bytes;
     }
-    total += p.bytes;
-    kept.push_back(std::move(p));
   }
-  for (const Picture &p : kept) {
+  for (Picture &p : pictures) {
+    if (bounds.camera_bytes == 0 || camera_total <= bounds.camera_bytes) break;
+    if (p.camera != bounds.camera || p.path.empty()) continue;
+    delete_file(p), p.path.clear();
+    camera_total -= p.bytes;
+  }
+  guint64 total = 0;
+  for (const Picture &p : pictures) total += p.path.empty() ? 0 : p.bytes;
+  for (const Picture &p : pictures) {
     if (bounds.store_bytes == 0 || total <= bounds.store_bytes) break;
-    if (g_remove(p.path.c_str()) == 0) removed.push_back(p.path);
+    if (p.path.empty()) continue;
+    delete_file(p);
     total -= p.bytes;
   }
   return removed;

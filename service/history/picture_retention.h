@@ -1,6 +1,6 @@
 // The events' pictures a host keeps (its snapshots folder, SNAPSHOTS/CAMERA/ID.jpg) within their
-// bounds: a camera's older than its picture-retain-days, then the whole folder's oldest past
-// snapshots-size, removed. Their events stay in the history, marked gone (the caller's to do:
+// bounds: a camera's older than its picture-retain-days, then its oldest past its
+// picture-retain-size, then the whole folder's oldest past snapshots-size, removed. Their events stay in the history, marked gone (the caller's to do:
 // EventHistory::forget_snapshots). No GStreamer.
 #pragma once
 
@@ -13,8 +13,9 @@ namespace cudanms::service {
 
 struct PictureBounds {
   std::string camera;       // whose pictures `days` bounds
-  double days = 0;          // 0: no bound by age
-  guint64 store_bytes = 0;  // every camera's pictures together; 0: no bound by size
+  double days = 0;           // 0: no bound by age
+  guint64 store_bytes = 0;   // every camera's pictures together; 0: no bound by size
+  guint64 camera_bytes = 0;  // the camera's pictures; 0: no bound but store_bytes
 };
 
 // The files removed from `snapshots` (paths as snapshots + "/CAMERA/ID.jpg"), oldest first, at

@@ -60,5 +60,26 @@ TEST(PictureRetention, ACamerasOldPicturesGoThenTheOldestPastTheSize) {
   EXPECT_TRUE(remove_old_pictures(dir.path + "/none", {"door", 1, 1}, kNow).empty());
 }
 
+// A camera's own size bound takes its oldest first, never another camera's; the folder's bound
+// then counts what is left.
+TEST(PictureRetention, ACamerasOwnSizeTakesItsOldestFirst) {
+  TempDir dir;
+  const std::string door_1 = picture(dir, "door", "1.jpg", 5 * kDay),
+                    door_2 = picture(dir, "door", "2.jpg", 4 * kDay),
+                    door_3 = picture(dir, "door", "3.jpg", 3 * kDay),
+                    yard_old = picture(dir, "yard", "1.jpg", 9 * kDay),
+                    yard_new = picture(dir, "yard", "2.jpg", 1 * kDay);
+  // door at most 1 500 bytes: its two oldest go; yard's older one, older still, stays.
+  PictureBounds bounds{"door", 0, 0, 1500};
+  EXPECT_EQ(remove_old_pictures(dir.path, bounds, kNow), std::vector<std::string>({door_1, door_2}));
+  EXPECT_TRUE(exists(door_3));
+  EXPECT_TRUE(exists(yard_old));
+  // Its days first (door's 3-day-old one), then the folder at most 1 000 bytes: yard's oldest.
+  bounds = {"door", 2, 1000, 1500};
+  EXPECT_EQ(remove_old_pictures(dir.path, bounds, kNow),
+            std::vector<std::string>({door_3, yard_old}));
+  EXPECT_TRUE(exists(yard_new));
+}
+
 }  // namespace
 }  // namespace cudanms::service
