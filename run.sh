@@ -16,7 +16,7 @@ packages=(meson ninja-build pkg-config g++ python3 libglib2.0-dev libgtest-dev
   libopencv-dev opencv-data opencv-doc libjson-glib-dev libgstrtspserver-1.0-dev
   gstreamer1.0-libav gstreamer1.0-plugins-ugly gstreamer1.0-plugins-bad clang lld
   libgstreamer-plugins-bad1.0-dev libpaho-mqtt-dev mosquitto mosquitto-clients openssl
-  libsoup-3.0-dev glib-networking libsqlite3-dev python3-prometheus-client gstreamer1.0-plugins-base-apps
+  libsoup-3.0-dev glib-networking libsqlite3-dev libpq-dev postgresql-15 python3-prometheus-client gstreamer1.0-plugins-base-apps
   libtorch-dev python3-torch python3-onnx gdb etcd-server etcd-client
   chromium chromium-driver python3-selenium darknet)
 

@@ -16,6 +16,7 @@
 
 #include "etcd.h"
 #include "gpulist.h"
+#include "history_store.h"
 
 namespace cudanms::service {
 namespace {
@@ -211,10 +212,12 @@ const Key kKeys[] = {
        return "";
      }},
     {"history", Where::kService,
-     "the events' history, an SQLite file (made where there is none; the workers of this host "
-     "write into it): searched at /api/events; \"\" (default) for none",
+     "the events' history: an SQLite file (made where there is none; the workers of this host "
+     "write into it), or a PostgreSQL database (postgresql://USER@HOST:PORT/DB, the password "
+     "in ~/.pgpass or PGPASSFILE) that the hosts of a fleet share: searched at /api/events; "
+     "\"\" (default) for none",
      [](const std::string &v, CameraConfig *, ServiceConfig *s) -> std::string {
-       if (v.empty()) return (s->history = ""), "";
+       if (v.empty() || is_postgres_uri(v)) return (s->history = v), "";
        gchar *dir = g_path_get_dirname(v.c_str());
        std::string why = check_directory(dir);
        g_free(dir);

@@ -1,10 +1,10 @@
 // The history room: the counting events a host saw (line crossed, zone entered, left, loitered),
-// kept in SQLite so that an operator can look back on them (issue 68: searched and paged here,
-// each with its picture where the host makes them, removed past their bounds
-// (picture_retention.h); clips and PostgreSQL to come).
+// kept so that an operator can look back on them (issue 68: searched and paged here, each with
+// its picture where the host makes them, removed past their bounds (picture_retention.h); clips
+// to come).
 //
-// One file a host; a supervisor's workers write into the same file (SQLite's locking between
-// them, WAL so that readers never wait for a writer). Each event once by (camera, id): the ids a
+// In SQLite, one file a host (a supervisor's workers write into the same file), or in PostgreSQL,
+// one database for a fleet's hosts (history_store.h). Each event once by (camera, id): the ids a
 // camera's counts carry, so that an event delivered again (at least once) is written over, not
 // added. Writes run on a thread of their own in batches, one transaction each; add() never waits
 // for the database: a database locked, slow or unwritable leaves events in a bounded queue (their
@@ -16,7 +16,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,46 +23,9 @@
 #include <thread>
 #include <vector>
 
-struct sqlite3;
-struct sqlite3_stmt;
+#include "history_store.h"
 
 namespace cudanms::service {
-
-// A counting event as a camera's outputs keep it (the page lists the newest, web.h).
-struct CountEvent {
-  guint64 id = 0;         // the camera's event id
-  gint64 time_us = 0;     // g_get_real_time() when counted
-  std::string kind;       // line-crossed, zone-entered, zone-left, zone-loitering
-  std::string name;       // the line's or the zone's
-  std::string direction;  // a line's: in or out
-  std::string label;
-  guint64 track_id = 0;
-  double dwell_s = 0;  // zone-left, zone-loitering: seconds since the track entered the zone
-};
-
-// One in the history.
-struct HistoryEvent : CountEvent {
-  std::string camera;
-  std::string host;            // the host that counted it ("" for one not in a fleet)
-  std::string snapshot;        // its picture's file (the camera's outputs make it); "" for none
-  bool snapshot_gone = false;  // that file removed since (retention)
-  gint64 seq = 0;              // set by query(): its place in the history, the pages' cursor
-};
-
-// A page of the history, newest first; every filter optional.
-struct HistoryQuery {
-  std::optional<std::string> camera, kind, label;
-  std::optional<gint64> since_us, until_us;  // time_us >= since, < until
-  std::optional<gint64> before_seq;          // older than this event (the last of a page)
-  int limit = 100;
-};
-
-// A line's crossings in one hour (UTC), as the page charts them.
-struct HourlyCrossings {
-  gint64 hour_s = 0;  // the hour's start, seconds since 1970
-  std::string camera, line;
-  guint64 in = 0, out = 0;
-};
 
 struct HistoryStats {
   guint64 written = 0;   // events written (an event delivered again counts again)
@@ -76,9 +38,9 @@ struct HistoryStats {
 class EventHistory {
  public:
   static constexpr size_t kDefaultQueue = 100000;
-  // The history in the SQLite file at `path` (made with its table where there is none); nullptr
-  // with the reason when it cannot be opened or is no history.
-  static std::unique_ptr<EventHistory> open(const std::string &path, std::string *error,
+  // The history at `where` (history_store.h: a SQLite file, or a PostgreSQL URI); nullptr with
+  // the reason when it cannot be opened or is no history.
+  static std::unique_ptr<EventHistory> open(const std::string &where, std::string *error,
                                             size_t queue_limit = kDefaultQueue);
   // What is queued written first: for as long as the database takes, 5 s at most once it fails
   // (the rest counted as dropped).
@@ -107,16 +69,10 @@ class EventHistory {
   HistoryStats stats() const;
 
  private:
-  EventHistory(sqlite3 *writer, sqlite3 *reader, size_t queue_limit);
+  EventHistory(std::unique_ptr<HistoryStore> store, size_t queue_limit);
   void write_batches();  // the writer thread
-  // `sql` on the reader: its parameters bound by `bind`, each row to `row`.
-  bool select(const char *sql, const std::function<void(sqlite3_stmt *)> &bind,
-              const std::function<void(sqlite3_stmt *)> &row, std::string *error);
-  bool write(const std::vector<HistoryEvent> &batch, std::string *error);
 
-  sqlite3 *const writer_;  // the writer thread's connection
-  sqlite3 *const reader_;  // query()'s, under read_lock_
-  std::mutex read_lock_;
+  const std::unique_ptr<HistoryStore> store_;
   const size_t queue_limit_;
   mutable std::mutex lock_;  // guards what follows
   std::condition_variable woken_, written_;
@@ -128,8 +84,8 @@ class EventHistory {
   std::thread thread_;
 };
 
-// A host's history at `path` ("": none), or nullptr with the reason logged: a history that
+// A host's history at `where` ("": none), or nullptr with the reason logged: a history that
 // cannot be opened leaves the cameras running, their events unkept.
-std::shared_ptr<EventHistory> open_host_history(const std::string &path);
+std::shared_ptr<EventHistory> open_host_history(const std::string &where);
 
 }  // namespace cudanms::service

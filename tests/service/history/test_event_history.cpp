@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "event_history.h"
+#include "history_cases.h"
 
 namespace cudanms::service {
 namespace {
@@ -28,19 +29,10 @@ class History : public ::testing::Test {
   static HistoryEvent event(const std::string &camera, guint64 id, gint64 time_s,
                             const std::string &kind = "line-crossed",
                             const std::string &label = "person") {
-    HistoryEvent e;
-    e.camera = camera, e.id = id, e.time_us = time_s * G_USEC_PER_SEC, e.kind = kind;
-    e.name = kind == "line-crossed" ? "door" : "hall";
-    e.direction = kind == "line-crossed" ? "in" : "";
-    e.label = label, e.track_id = 100 + id, e.host = "host-a";
-    if (kind == "zone-left") e.dwell_s = 2.5 + id;
-    return e;
+    return history_event(camera, id, time_s, kind, label);
   }
   std::vector<HistoryEvent> page(EventHistory &h, const HistoryQuery &q) {
-    std::vector<HistoryEvent> out;
-    std::string error;
-    EXPECT_TRUE(h.query(q, &out, &error)) << error;
-    return out;
+    return history_page(h, q);
   }
 
   gchar *dir_ = nullptr;
@@ -48,84 +40,10 @@ class History : public ::testing::Test {
 };
 
 TEST_F(History, EachEventOnceNewestFirstAndEveryFilter) {
-  std::string error;
-  auto h = EventHistory::open(path_, &error);
-  ASSERT_TRUE(h) << error;
-  for (guint64 id = 0; id < 10; id++) h->add(event("door-cam", id, 1000 + id));
-  h->add(event("yard", 0, 1005, "zone-entered", "car"));
-  h->add(event("yard", 1, 1006, "zone-left", "car"));
-  h->add(event("door-cam", 3, 1003));  // delivered again: written over, not added
-  ASSERT_TRUE(h->flush(5 * G_USEC_PER_SEC));
-  EXPECT_EQ(h->stats().queued, 0u);
-
-  std::vector<HistoryEvent> all = page(*h, HistoryQuery());
-  ASSERT_EQ(all.size(), 12u);
-  EXPECT_EQ(all[0].camera, "door-cam");
-  EXPECT_EQ(all[0].id, 9u);
-  EXPECT_EQ(all[0].host, "host-a");
-  EXPECT_EQ(all[0].track_id, 109u);
-  EXPECT_EQ(all[0].dwell_s, 0);
-  for (size_t i = 1; i < all.size(); i++) EXPECT_GE(all[i - 1].time_us, all[i].time_us);
-
-  HistoryQuery q;
-  q.camera = "yard";
-  ASSERT_EQ(page(*h, q).size(), 2u);
-  q = HistoryQuery();
-  q.kind = "zone-left";
-  std::vector<HistoryEvent> left = page(*h, q);
-  ASSERT_EQ(left.size(), 1u);
-  EXPECT_DOUBLE_EQ(left[0].dwell_s, 3.5);
-  q = HistoryQuery();
-  q.label = "car";
-  EXPECT_EQ(page(*h, q)[0].camera, "yard");
-  q = HistoryQuery();
-  q.since_us = 1002 * G_USEC_PER_SEC, q.until_us = 1005 * G_USEC_PER_SEC;
-  EXPECT_EQ(page(*h, q).size(), 3u) << "1002, 1003, 1004: since included, until not";
-
-  // Pages of 4, each from the last event of the one before: every event once, in order.
-  std::vector<HistoryEvent> paged;
-  q = HistoryQuery();
-  q.limit = 4;
-  for (int pages = 0; pages < 10; pages++) {
-    std::vector<HistoryEvent> p = page(*h, q);
-    paged.insert(paged.end(), p.begin(), p.end());
-    if (p.size() < 4) break;
-    q.before_seq = p.back().seq;
-  }
-  ASSERT_EQ(paged.size(), all.size());
-  for (size_t i = 0; i < all.size(); i++) EXPECT_EQ(paged[i].seq, all[i].seq) << i;
-
-  EXPECT_TRUE(h->has_camera("yard"));
-  EXPECT_FALSE(h->has_camera("gate"));
+  expect_each_event_once_newest_first(path_);
 }
 
-TEST_F(History, FiltersAreTextNotSql) {
-  std::string error;
-  auto h = EventHistory::open(path_, &error);
-  ASSERT_TRUE(h) << error;
-  const std::string evil = "x' OR '1'='1";
-  h->add(event("door-cam", 1, 1000));
-  h->add(event(evil, 2, 1001, "zone-left", "'; DROP TABLE events; --"));
-  ASSERT_TRUE(h->flush(5 * G_USEC_PER_SEC));
-  for (const std::string &s : {std::string("' OR 1=1 --"), std::string("\"; DROP TABLE events;"),
-                               std::string("%"), std::string("*")}) {
-    HistoryQuery q;
-    q.camera = s;
-    EXPECT_TRUE(page(*h, q).empty()) << s;
-    q = HistoryQuery();
-    q.kind = s;
-    EXPECT_TRUE(page(*h, q).empty()) << s;
-    q = HistoryQuery();
-    q.label = s;
-    EXPECT_TRUE(page(*h, q).empty()) << s;
-  }
-  HistoryQuery q;
-  q.camera = evil;  // a name with quotes is found as it is
-  std::vector<HistoryEvent> found = page(*h, q);
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].label, "'; DROP TABLE events; --");
-  EXPECT_EQ(page(*h, HistoryQuery()).size(), 2u) << "the table is still there";
-}
+TEST_F(History, FiltersAreTextNotSql) { expect_filters_are_text(path_); }
 
 // Another process holds the database's write lock (a transaction left open): events keep being
 // added at once, wait in the queue (counted), and are all written once the lock goes.

@@ -1,0 +1,79 @@
+// Where a history is kept: a SQLite file of the host's own, or a PostgreSQL database that the
+// hosts of a fleet share, so that a camera that moves keeps one history. EventHistory queues the
+// events and writes them through a store on its writer thread; the store answers questions on
+// any other thread. SQL with bound parameters only. No GStreamer.
+#pragma once
+
+#include <glib.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cudanms::service {
+
+// A counting event as a camera's outputs keep it (the page lists the newest, web.h).
+struct CountEvent {
+  guint64 id = 0;         // the camera's event id
+  gint64 time_us = 0;     // g_get_real_time() when counted
+  std::string kind;       // line-crossed, zone-entered, zone-left, zone-loitering
+  std::string name;       // the line's or the zone's
+  std::string direction;  // a line's: in or out
+  std::string label;
+  guint64 track_id = 0;
+  double dwell_s = 0;  // zone-left, zone-loitering: seconds since the track entered the zone
+};
+
+// One in the history.
+struct HistoryEvent : CountEvent {
+  std::string camera;
+  std::string host;            // the host that counted it ("" for one not in a fleet)
+  std::string snapshot;        // its picture's file (the camera's outputs make it); "" for none
+  bool snapshot_gone = false;  // that file removed since (retention)
+  gint64 seq = 0;              // set by query(): its place in the history, the pages' cursor
+};
+
+// A page of the history, newest first; every filter optional.
+struct HistoryQuery {
+  std::optional<std::string> camera, kind, label;
+  std::optional<gint64> since_us, until_us;  // time_us >= since, < until
+  std::optional<gint64> before_seq;          // older than this event (the last of a page)
+  int limit = 100;
+};
+
+// A line's crossings in one hour (UTC), as the page charts them.
+struct HourlyCrossings {
+  gint64 hour_s = 0;  // the hour's start, seconds since 1970
+  std::string camera, line;
+  guint64 in = 0, out = 0;
+};
+
+class HistoryStore {
+ public:
+  virtual ~HistoryStore() = default;
+  // A batch in one transaction, each event once by (camera, id): one delivered again is written
+  // over. The writer's alone.
+  virtual bool write(const std::vector<HistoryEvent> &batch, std::string *error) = 0;
+  // The rest: any thread, one at a time (the store's own lock).
+  virtual bool page(const HistoryQuery &query, std::vector<HistoryEvent> *out,
+                    std::string *error) = 0;
+  virtual bool hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out,
+                      std::string *error) = 0;
+  virtual bool has_camera(const std::string &camera) = 0;
+  virtual bool snapshot_of(gint64 seq, std::string *path) = 0;
+  virtual bool forget_snapshots(const std::vector<std::string> &paths, std::string *error) = 0;
+};
+
+// `where` a PostgreSQL connection URI (postgresql://...): that database; else the SQLite file at
+// that path. Made with its table where there is none; nullptr with the reason.
+std::unique_ptr<HistoryStore> open_history_store(const std::string &where, std::string *error);
+bool is_postgres_uri(const std::string &where);
+// `where` as logs and errors show it: a URI's password left out.
+std::string history_name(const std::string &where);
+
+// Each kind's own (history_sqlite.cpp, history_postgres.cpp).
+std::unique_ptr<HistoryStore> open_sqlite_history(const std::string &path, std::string *error);
+std::unique_ptr<HistoryStore> open_postgres_history(const std::string &uri, std::string *error);
+
+}  // namespace cudanms::service
