@@ -22,6 +22,7 @@ std::string assignment_text(const Assignment &assignment) {
     for (const std::string &e : assignment.fleet_endpoints) endpoints.push_back(e.c_str());
     g_key_file_set_string_list(file, "fleet", "endpoints", endpoints.data(), endpoints.size());
     g_key_file_set_string(file, "fleet", "keys", assignment.fleet_keys.c_str());
+    g_key_file_set_string(file, "fleet", "host", assignment.fleet_host.c_str());
     g_key_file_set_int64(file, "fleet", "lease", assignment.fleet_lease);
   }
   gchar *data = g_key_file_to_data(file, nullptr, nullptr);
@@ -63,6 +64,9 @@ bool parse_assignment(const std::string &text, Assignment *assignment, std::stri
     gchar *keys = g_key_file_get_string(file, "fleet", "keys", nullptr);
     out.fleet_keys = keys ? keys : "";
     g_free(keys);
+    gchar *host = g_key_file_get_string(file, "fleet", "host", nullptr);
+    out.fleet_host = host ? host : "";
+    g_free(host);
     out.fleet_lease = g_key_file_get_int64(file, "fleet", "lease", nullptr);
     out.generation = g_key_file_get_uint64(file, "assignment", "generation", nullptr);
   }
@@ -129,8 +133,10 @@ ServiceConfig worker_config(ServiceConfig all, unsigned gpu, const Assignment &a
                          assignment.fleet_keys + "state/" + camera.name, assignment.fleet_lease};
     mine.push_back(std::move(camera));
   }
-  const std::string host_id = out.fleet.host_id;  // its events' host in the history
-  const EtcdTls tls = out.fleet.tls;              // its counts' way to etcd
+  // Its events' host in the history: the supervisor's, which the workers' config leaves out.
+  const std::string host_id =
+      assignment.fleet_host.empty() ? out.fleet.host_id : assignment.fleet_host;
+  const EtcdTls tls = out.fleet.tls;  // its counts' way to etcd
   const EtcdLogin login = out.fleet.login;
   out.fleet = FleetSettings();
   out.fleet.endpoints = assignment.fleet_endpoints;

@@ -27,9 +27,11 @@ struct Assignment {
   std::map<std::string, guint64> epochs;
   std::set<unsigned> failed;  // GPUs a CUDA failure took out
   // A fleet host's (fleet_agent.h): etcd's endpoints, the site's folder of keys
-  // (PREFIX/SITE/) and the lease that owns the cameras now (0: none), for the cameras' counts.
+  // (PREFIX/SITE/) and the lease that owns the cameras now (0: none), for the cameras' counts;
+  // its host id, for their events in the history.
   std::vector<std::string> fleet_endpoints;
   std::string fleet_keys;
+  std::string fleet_host;
   long long fleet_lease = 0;
   // Counts the assignments the supervisor wrote: a worker says which one it runs (its "loaded"
   // line), so that a camera that left it is known to have stopped even if it never started.
@@ -37,7 +39,7 @@ struct Assignment {
 };
 
 // As a key file: [cameras] NAME = GPU, [epochs] NAME = N, [gpus] failed = LIST, [fleet]
-// endpoints = LIST, keys = FOLDER, lease = ID, [assignment] generation = N.
+// endpoints = LIST, keys = FOLDER, host = ID, lease = ID, [assignment] generation = N.
 std::string assignment_text(const Assignment &assignment);
 // False with the reason when `text` is not such a key file.
 bool parse_assignment(const std::string &text, Assignment *assignment, std::string *error);

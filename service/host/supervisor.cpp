@@ -99,6 +99,7 @@ bool Supervisor::start(std::string *error) {
   if (config_.fleet.on()) {  // its workers are a fleet's from their start: fenced till renewed
     assignment_.fleet_endpoints = config_.fleet.endpoints;
     assignment_.fleet_keys = config_.fleet.folder();
+    assignment_.fleet_host = config_.fleet.host_id;
     std::string why;
     LeaseFence::write(run_lease_path(run_dir_), 0, &why);
   }
@@ -146,6 +147,7 @@ void Supervisor::run_fleet_config(const std::string &text,
   next.fleet = config_.fleet;
   assignment_.fleet_endpoints = config_.fleet.endpoints;
   assignment_.fleet_keys = config_.fleet.folder();
+  assignment_.fleet_host = config_.fleet.host_id;
   assignment_.fleet_lease = lease;
   apply(std::move(next), text, seeds);
 }

@@ -31,12 +31,20 @@ TEST(Assignment, ReadsBackWhatItWrote) {
   a.cameras = {{"door", 0}, {"yard west", 3}, {"gate", 1}};
   a.epochs = {{"door", 1}, {"yard west", 7}, {"gate", 2}};
   a.failed = {3};
+  a.fleet_endpoints = {"http://127.0.0.1:2379"};
+  a.fleet_keys = "/cudanms/site/";
+  a.fleet_host = "host-a";
+  a.fleet_lease = 42;
   Assignment b;
   std::string error;
   ASSERT_TRUE(parse_assignment(assignment_text(a), &b, &error)) << error;
   EXPECT_EQ(b.cameras, a.cameras);
   EXPECT_EQ(b.epochs, a.epochs);
   EXPECT_EQ(b.failed, a.failed);
+  EXPECT_EQ(b.fleet_endpoints, a.fleet_endpoints);
+  EXPECT_EQ(b.fleet_keys, a.fleet_keys);
+  EXPECT_EQ(b.fleet_host, a.fleet_host);
+  EXPECT_EQ(b.fleet_lease, a.fleet_lease);
   EXPECT_FALSE(parse_assignment("[cameras]\ndoor = zero\n", &b, &error));
   EXPECT_FALSE(error.empty());
 }

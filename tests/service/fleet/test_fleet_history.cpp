@@ -1,0 +1,89 @@
+// A fleet's hosts sharing one history in a PostgreSQL server the test starts itself (Debian's
+// postgresql-15 on 127.0.0.1): either host's /api/events shows every camera's crossings, and a
+// camera whose host is killed keeps one history on the host it moves to: its events from before
+// and after, each id once.
+#include <json-glib/json-glib.h>
+
+#include <set>
+
+#include "fleet_support.h"
+#include "support/postgres_server.h"
+
+namespace cudanms::testing {
+namespace {
+
+struct Kept {
+  gint64 id;
+  std::string host;
+};
+
+// The camera's crossings in the history, through `host`'s /api/events, newest first.
+std::vector<Kept> crossings(const FleetHost &host, const std::string &camera) {
+  std::vector<Kept> out;
+  guint status = 0;
+  const std::string text =
+      host.get("/api/events?camera=" + camera + "&kind=line-crossed&limit=1000", &status);
+  JsonParser *parser = json_parser_new();
+  if (status == 200 && json_parser_load_from_data(parser, text.c_str(), -1, nullptr)) {
+    JsonArray *events =
+        json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "events");
+    for (guint i = 0; events && i < json_array_get_length(events); i++) {
+      JsonObject *e = json_array_get_object_element(events, i);
+      out.push_back(
+          {json_object_get_int_member(e, "id"), json_object_get_string_member(e, "host")});
+    }
+  }
+  g_object_unref(parser);
+  return out;
+}
+
+TEST_F(Fleet, HostsKeepOneHistoryAndAMovedCameraKeepsItsOwn) {
+  if (PostgresServer::bin_dir().empty())
+    GTEST_SKIP() << "no PostgreSQL server (Debian's postgresql-15: ./run.sh test installs it)";
+  PostgresServer postgres(dir_.path);
+  std::string why;
+  ASSERT_TRUE(postgres.start(&why)) << why;
+  EtcdCluster etcd(dir_, 1);
+  CameraServer server(dir_);
+  ASSERT_NO_FATAL_FAILURE(start_site(&etcd, &server, 2, 2));
+  FleetHost a(dir_, "a"), b(dir_, "b");
+  const std::vector<FleetHost *> hosts = {&a, &b};
+  for (FleetHost *host : hosts)
+    ASSERT_TRUE(
+        host->start(host_config(host->name(), etcd.endpoints(), {{"history", postgres.uri()}})));
+  ASSERT_TRUE(eventually(40, [&] { return placement(hosts).size() == 2; })) << logs(hosts);
+  ASSERT_TRUE(eventually(20, [&] { return balanced(hosts, 1); })) << logs(hosts);
+  const std::string moving = cameras_on(hosts, "a").at(0);
+  const std::string staying = cameras_on(hosts, "b").at(0);
+
+  // One history: a's camera's crossings on b's page, b's on a's (the ball crosses every 5 s).
+  ASSERT_TRUE(eventually(30, [&] {
+    return crossings(b, moving).size() >= 2 && crossings(a, staying).size() >= 2;
+  })) << logs(hosts);
+  const size_t before = crossings(b, moving).size();
+  for (const Kept &k : crossings(b, moving)) EXPECT_EQ(k.host, "a");
+
+  // a is killed: its camera counts on b, into the same history.
+  a.kill();
+  ASSERT_TRUE(eventually(kTakeover + 15, [&] {
+    for (const Kept &k : crossings(b, moving))
+      if (k.host == "b") return true;
+    return false;
+  })) << logs(hosts);
+  const std::vector<Kept> all = crossings(b, moving);
+  std::set<gint64> ids;
+  size_t from_a = 0;
+  for (const Kept &k : all) {
+    EXPECT_TRUE(ids.insert(k.id).second) << "event " << k.id << " twice";
+    from_a += k.host == "a";
+  }
+  EXPECT_GE(from_a, before) << "a's events were written over by b's";
+  // Newest first: b's after a's, their ids going on from a's.
+  EXPECT_EQ(all.front().host, "b");
+  EXPECT_GT(all.front().id, all.back().id);
+  printf("%s: %zu crossings in the history, %zu counted on a before it was killed, %zu on b\n",
+         moving.c_str(), all.size(), from_a, all.size() - from_a);
+}
+
+}  // namespace
+}  // namespace cudanms::testing
