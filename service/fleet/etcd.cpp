@@ -295,17 +295,23 @@ void EtcdClient::ask(const std::string &path, const std::string &body, size_t fi
   attempt(std::move(call));
 }
 
-void EtcdClient::post_to_all(const std::string &path, const std::string &body, Done done) {
+void EtcdClient::post_to_all(const std::string &path, const std::string &body, Done done,
+                             guint hedge_ms) {
   // The endpoint asked first stays what it was while it answers: one that merely answered first
   // this time would move it (and, for a fleet host, its watch) to and fro.
   struct Race {
     Done done;
     size_t failed = 0;
     bool answered = false;
+    bool others_asked = false;
     std::string errors;
     size_t current = 0;
     long first_good = -1;  // the endpoint whose good answer came first
     bool current_failed = false;
+    bool hedged = false;
+    guint hedge_timer = 0;
+    std::function<void()> ask_others;
+    std::weak_ptr<int> alive;  // the client's
   };
   auto race = std::make_shared<Race>();
   race->done = std::move(done);
@@ -315,7 +321,12 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
     return;
   }
   race->current = current_.load() % runners;
-  for (size_t i = 0; i < runners; ++i) {
+  race->alive = alive_;
+  // Weak: the race holds ask_others, which holds this; the asks' answers hold the race.
+  const std::weak_ptr<Race> weak = race;
+  auto ask_one = [this, weak, path, body, runners](size_t i) {
+    std::shared_ptr<Race> race = weak.lock();
+    if (!race) return;
     ask(
         path, body, i, 1,
         [this, race, runners, i](EtcdReply reply) {
@@ -326,18 +337,50 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
           if (race->answered) return;
           if (reply.ok()) {
             race->answered = true;
+            // Hedged: a member slower than the hedge is asked first no more (all of a site's
+            // hosts would otherwise keep asking one busy member, each renewal forwarded).
+            if (race->hedged && race->others_asked) current_ = i;
+            if (race->hedge_timer) g_source_remove(race->hedge_timer), race->hedge_timer = 0;
             race->done(std::move(reply));
             return;
           }
           std::string why = reply.error();
           if (why.rfind(kNoneAnswered, 0) == 0) why.erase(0, sizeof kNoneAnswered - 1);
           race->errors += (race->errors.empty() ? "" : "; ") + why;
+          if (i == race->current) race->ask_others();
           if (++race->failed < runners) return;
           race->answered = true;
           race->done(EtcdReply(nullptr, kNoneAnswered + race->errors));
         },
         true);
+  };
+  race->ask_others = [weak, ask_one, runners] {
+    std::shared_ptr<Race> race = weak.lock();
+    if (!race || race->others_asked) return;
+    race->others_asked = true;
+    if (race->hedge_timer) g_source_remove(race->hedge_timer), race->hedge_timer = 0;
+    for (size_t i = 0; i < runners; ++i)
+      if (i != race->current) ask_one(i);
+  };
+  if (hedge_ms == 0) {
+    race->ask_others();
+    ask_one(race->current);
+    return;
   }
+  // The current endpoint alone first; the others once it fails or stays silent hedge_ms. The
+  // timer holds the race until it fires or is removed.
+  race->hedged = true;
+  auto *held = new std::shared_ptr<Race>(race);
+  race->hedge_timer = g_timeout_add_full(
+      G_PRIORITY_DEFAULT, hedge_ms,
+      [](gpointer data) -> gboolean {
+        auto &r = *static_cast<std::shared_ptr<Race> *>(data);
+        r->hedge_timer = 0;
+        if (!r->answered && !r->alive.expired()) r->ask_others();
+        return G_SOURCE_REMOVE;
+      },
+      held, [](gpointer data) { delete static_cast<std::shared_ptr<Race> *>(data); });
+  ask_one(race->current);
 }
 
 void EtcdClient::attempt(std::shared_ptr<Call> call) {

@@ -13,6 +13,7 @@
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -106,14 +107,19 @@ class EtcdClient {
   // POST `body` to `path` (/v3/kv/txn ...) on the main loop; `done` there, unless the client is
   // destroyed first.
   void post(const std::string &path, const std::string &body, Done done);
-  // The same, asked of every endpoint at once: the first good answer is `done`'s, or every
-  // endpoint's error when none gives one. For idempotent requests that must not wait out the
-  // members that stopped answering one after another (a lease's renewal during an election).
-  void post_to_all(const std::string &path, const std::string &body, Done done);
+  // The same, asked of every endpoint: the first good answer is `done`'s, or every endpoint's
+  // error when none gives one. For idempotent requests that must not wait out the members that
+  // stopped answering one after another (a lease's renewal during an election). `hedge_ms` 0:
+  // all at once; else the current endpoint first and the others once it fails or has not
+  // answered within hedge_ms (a third of the requests while it answers).
+  void post_to_all(const std::string &path, const std::string &body, Done done,
+                   guint hedge_ms = 0);
   // The same as post, blocking, from any thread.
   EtcdReply post_sync(const std::string &path, const std::string &body);
 
   const std::vector<std::string> &endpoints() const { return endpoints_; }
+  // The endpoint asked first from now on (a site's hosts spread over the members).
+  void ask_first(size_t index) { current_ = index % std::max<size_t>(1, endpoints_.size()); }
   // The endpoint that answered last (asked first next time).
   std::string current() const;
   SoupSession *session() const { return session_; }

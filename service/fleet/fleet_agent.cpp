@@ -105,6 +105,9 @@ FleetAgent::~FleetAgent() {
 void FleetAgent::start() {
   log_line("fleet: host %s of site %s (%d cameras at most), etcd at %s", settings_.host_id.c_str(),
            settings_.site.c_str(), units_ * settings_.capacity, client_.current().c_str());
+  // Each host renews through a member of its own (by its id's hash): one member asked first by
+  // every host of a site carried all their renewals, forwarded to the leader.
+  renewals_client_.ask_first(g_str_hash(settings_.host_id.c_str()));
   hooks_.fence(0);  // nothing runs before the first renewal
   grant();
 }
@@ -213,8 +216,11 @@ void FleetAgent::keep_alive() {
   if (!lease_ || renewing_) return;
   renewing_ = true;
   const gint64 sent = g_get_monotonic_time();
-  // Every member at once: during an election the members that wait for a leader would each use
-  // up a timeout in turn, and the fence comes 0.7 TTL after the last renewal.
+  // The member it asks first, then every other one at once if that one has not answered within
+  // half a renewal's interval (250 ms at most): during an election the members that wait for a
+  // leader would each use up a timeout in turn, and the fence comes 0.7 TTL after the last
+  // renewal. Not all three every time: at 100 hosts that was ~600 requests a second of renewals.
+  const guint hedge_ms = std::min(250u, renewal_interval_ms(settings_.ttl_s) / 2);
   renewals_client_.post_to_all(
       "/v3/lease/keepalive", "{\"ID\":\"" + std::to_string(lease_) + "\"}",
       [this, sent, lease = lease_](EtcdReply reply) {
@@ -255,7 +261,8 @@ void FleetAgent::keep_alive() {
         } else if (watch_ && watch_->endpoint() != client_.current()) {
           list();  // the watch's member stopped answering: watch through the one that answers
         }
-      });
+      },
+      hedge_ms);
 }
 
 void FleetAgent::check_fence() {

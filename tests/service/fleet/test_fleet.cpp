@@ -438,10 +438,11 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
   for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
 }
 
-// A lease's renewal asks every member at once (EtcdClient::post_to_all): a member that takes the
-// request and never answers (as one waiting for a new leader does) does not hold up the answer of
-// one that gives it, where asking one after another waits out its timeout first. When none
-// answers, the error names each member's reason once.
+// A lease's renewal asks every member (EtcdClient::post_to_all): a member that takes the request
+// and never answers (as one waiting for a new leader does) does not hold up the answer of one that
+// gives it, where asking one after another waits out its timeout first. When none answers, the
+// error names each member's reason once. Hedged, the others are asked only once the first has
+// been silent for the hedge: a member that answers is asked alone.
 TEST_F(Fleet, ARequestToEveryMemberTakesTheFirstAnswer) {
   EtcdCluster etcd(dir_, 1);
   ASSERT_TRUE(etcd.start()) << read_file(dir_.file("etcd-m0.err"));
@@ -454,7 +455,7 @@ TEST_F(Fleet, ARequestToEveryMemberTakesTheFirstAnswer) {
   const guint timeout_ms = 3000;
   service::EtcdClient client({silent_endpoint, etcd.endpoint(0)}, timeout_ms);
   GMainLoop *loop = g_main_loop_new(nullptr, FALSE);
-  auto ask = [&](service::EtcdClient *to, bool to_all, double *waited_ms) {
+  auto ask = [&](service::EtcdClient *to, bool to_all, double *waited_ms, guint hedge_ms = 0) {
     service::EtcdReply answer;
     const std::string body = "{\"key\":\"AA==\"}";
     auto done = [&](service::EtcdReply reply) {
@@ -463,7 +464,7 @@ TEST_F(Fleet, ARequestToEveryMemberTakesTheFirstAnswer) {
     };
     const gint64 start = g_get_monotonic_time();
     if (to_all)
-      to->post_to_all("/v3/kv/range", body, done);
+      to->post_to_all("/v3/kv/range", body, done, hedge_ms);
     else
       to->post("/v3/kv/range", body, done);
     g_main_loop_run(loop);
@@ -481,6 +482,30 @@ TEST_F(Fleet, ARequestToEveryMemberTakesTheFirstAnswer) {
   EXPECT_LT(at_once_ms, timeout_ms) << "post_to_all waited for the silent member";
   printf("one after another: answered in %.0f ms; every member at once: %.0f ms\n",
          one_by_one_ms, at_once_ms);
+
+  // Hedged (a lease's renewal): the member asked first alone while it answers, the others once
+  // it has been silent for the hedge.
+  const guint hedge_ms = 400;
+  service::EtcdClient hedged_silent_first({silent_endpoint, etcd.endpoint(0)}, timeout_ms);
+  double hedged_ms = 0;
+  const service::EtcdReply late = ask(&hedged_silent_first, true, &hedged_ms, hedge_ms);
+  ASSERT_TRUE(late.ok()) << late.error();
+  EXPECT_GE(hedged_ms, hedge_ms);
+  EXPECT_LT(hedged_ms, timeout_ms) << "the hedge did not ask the other member";
+  printf("hedged, the silent member first: answered in %.0f ms\n", hedged_ms);
+  int quiet_port = 0;
+  GSocket *quiet = loopback_socket(true, &quiet_port);  // the other member: is it asked?
+  ASSERT_NE(quiet, nullptr);
+  g_socket_set_blocking(quiet, FALSE);
+  service::EtcdClient hedged_good_first(
+      {etcd.endpoint(0), "http://127.0.0.1:" + std::to_string(quiet_port)}, timeout_ms);
+  for (int i = 0; i < 5; i++)
+    ASSERT_TRUE(ask(&hedged_good_first, true, &hedged_ms, hedge_ms).ok());
+  g_usleep(2 * hedge_ms * 1000);  // a hedge that would still fire
+  GSocket *came = g_socket_accept(quiet, nullptr, nullptr);
+  EXPECT_EQ(came, nullptr) << "a member that answers was hedged all the same";
+  if (came) g_object_unref(came);
+  g_object_unref(quiet);
 
   const std::string refusing = "http://127.0.0.1:" + std::to_string(free_port());
   service::EtcdClient nobody({silent_endpoint, refusing}, 300);
