@@ -1,10 +1,13 @@
 // A fleet's hosts sharing one history in a PostgreSQL server the test starts itself (Debian's
-// postgresql-15 on 127.0.0.1): either host's /api/events shows every camera's crossings, and a
-// camera whose host is killed keeps one history on the host it moves to: its events from before
-// and after, each id once.
+// postgresql-15 on 127.0.0.1): either host's /api/events shows every camera's crossings; the
+// database stopped holds no frame and loses no event; a camera whose host is killed keeps one
+// history on the host it moves to: its events from before and after, each id once.
 #include <json-glib/json-glib.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "fleet_support.h"
 #include "support/postgres_server.h"
@@ -62,6 +65,33 @@ TEST_F(Fleet, HostsKeepOneHistoryAndAMovedCameraKeepsItsOwn) {
   })) << logs(hosts);
   const size_t before = crossings(b, moving).size();
   for (const Kept &k : crossings(b, moving)) EXPECT_EQ(k.host, "a");
+
+  // The database stopped (SIGSTOP, every backend) for 6 s while both cameras count: their frames
+  // go on at the rate before, their events wait in the hosts' queues, and once it answers again
+  // every event of their JSON lines is in the history.
+  const std::vector<std::string> both = {moving, staying};
+  const std::map<std::string, double> rate_before = rates(hosts, both, 4);
+  postgres.pause();
+  const std::map<std::string, double> rate_stopped = rates(hosts, both, 6);
+  postgres.resume();
+  for (const std::string &camera : both) {
+    printf("%s: %.2f frames/s, %.2f while the database was stopped\n", camera.c_str(),
+           rate_before.at(camera), rate_stopped.at(camera));
+    EXPECT_GE(rate_stopped.at(camera), kRateKept * rate_before.at(camera)) << camera;
+  }
+  for (const auto &[camera, host] : {std::pair{moving, &a}, std::pair{staying, &b}}) {
+    std::set<gint64> in_lines;
+    for (guint64 id : read_camera(host->json_path(camera)).event_ids)
+      in_lines.insert(static_cast<gint64>(id));
+    EXPECT_TRUE(eventually(15,
+                           [&] {
+                             std::set<gint64> kept;
+                             for (const Kept &k : crossings(*host, camera)) kept.insert(k.id);
+                             return std::includes(kept.begin(), kept.end(), in_lines.begin(),
+                                                  in_lines.end());
+                           }))
+        << camera << ": an event of its JSON lines is not in the history";
+  }
 
   // a is killed: its camera counts on b, into the same history.
   a.kill();
