@@ -272,7 +272,8 @@ async function showHistory(more) {
     const item = element('li');
     item.append(element('time', '', new Date(e.time * 1000).toLocaleString()),
                 document.createTextNode(eventText(e, e.camera) +
-                    (e.dwell ? ` after ${e.dwell.toFixed(1)} s` : '')));
+                    (e.dwell ? ` after ${e.dwell.toFixed(1)} s` : '') +
+                    (e.host ? ` (counted on ${e.host})` : '')));  // a fleet's shared history
     if (e.snapshot) {  // the [service] snapshots key: the event's frame
       const show = element('button', 'picture', 'picture');
       show.addEventListener('click', () => showEventPicture(e));
