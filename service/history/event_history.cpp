@@ -104,8 +104,8 @@ bool EventHistory::hourly(const HistoryQuery &query, std::vector<HourlyCrossings
 
 bool EventHistory::has_camera(const std::string &camera) { return store_->has_camera(camera); }
 
-bool EventHistory::snapshot_of(gint64 seq, std::string *path) {
-  return store_->snapshot_of(seq, path);
+bool EventHistory::snapshot_of(gint64 seq, std::string *path, std::string *host) {
+  return store_->snapshot_of(seq, path, host);
 }
 
 bool EventHistory::forget_snapshots(const std::vector<std::string> &paths, std::string *error) {

@@ -128,13 +128,13 @@ class SqlHistory : public HistoryStore {
     return found;
   }
 
-  bool snapshot_of(gint64 seq, std::string *path) override {
+  bool snapshot_of(gint64 seq, std::string *path, std::string *host) override {
     path->clear();
     std::string error;
-    read(
-        "SELECT snapshot FROM " + dialect_.table +
-            " WHERE seq = CAST($1 AS BIGINT) AND NOT snapshot_gone",
-        {std::to_string(seq)}, [&](const std::vector<std::string> &c) { *path = c[0]; }, &error);
+    read("SELECT snapshot, host FROM " + dialect_.table +
+             " WHERE seq = CAST($1 AS BIGINT) AND NOT snapshot_gone",
+         {std::to_string(seq)},
+         [&](const std::vector<std::string> &c) { *path = c[0], *host = c[1]; }, &error);
     return !path->empty();
   }
 

@@ -61,7 +61,7 @@ class HistoryStore {
   virtual bool hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out,
                       std::string *error) = 0;
   virtual bool has_camera(const std::string &camera) = 0;
-  virtual bool snapshot_of(gint64 seq, std::string *path) = 0;
+  virtual bool snapshot_of(gint64 seq, std::string *path, std::string *host) = 0;
   virtual bool forget_snapshots(const std::vector<std::string> &paths, std::string *error) = 0;
 };
 

@@ -49,10 +49,13 @@ void on_answer(GObject *session, GAsyncResult *result, gpointer data) {
   }
 }
 
-// A worker's answer passed on as it is (a camera's picture).
+// A worker's or another host's answer passed on as it is (a picture).
 struct Forward {
   MetricsServer::Respond respond;
   SoupMessage *message;
+  std::string silent;  // the answer when none comes
+  // Tried when none comes: the answer if it is good (a fleet's pictures on a shared disk).
+  std::function<Reply()> otherwise;
 };
 
 void on_forwarded(GObject *session, GAsyncResult *result, gpointer data) {
@@ -68,10 +71,13 @@ void on_forwarded(GObject *session, GAsyncResult *result, gpointer data) {
     reply.type = type ? type : "application/octet-stream";
     reply.body.assign(bytes, size);
     g_bytes_unref(body);
+  } else if (Reply local = forward->otherwise ? forward->otherwise() : Reply();
+             local.status == 200) {
+    reply = std::move(local);
   } else {
     reply.status = 503;
     reply.type = "text/plain; charset=utf-8";
-    reply.body = "the camera's worker did not answer\n";
+    reply.body = forward->silent;
   }
   g_object_unref(forward->message);
   forward->respond(std::move(reply));
@@ -106,8 +112,32 @@ void Supervisor::forward_snapshot(const std::string &camera, MetricsServer::Resp
     respond(not_found("/snapshot/" + camera));
     return;
   }
-  soup_session_send_and_read_async(session, message, G_PRIORITY_DEFAULT, nullptr, on_forwarded,
-                                   new Forward{std::move(respond), message});
+  soup_session_send_and_read_async(
+      session, message, G_PRIORITY_DEFAULT, nullptr, on_forwarded,
+      new Forward{std::move(respond), message, "the camera's worker or host did not answer\n", {}});
+}
+
+void Supervisor::forward_event_snapshot(const std::string &host, const std::string &path,
+                                        MetricsServer::Respond respond) {
+  // Where that host does not answer, the file itself if this host can read it (a shared disk).
+  auto local = [this, path] {
+    return events_reply(history_.get(), path, [](const std::string &) { return false; });
+  };
+  const std::map<std::string, std::string> others = fleet_->other_hosts();
+  const auto found = others.find(host);
+  SoupMessage *message =
+      found == others.end() ? nullptr : soup_message_new("GET", (found->second + path).c_str());
+  if (!message) {
+    Reply reply = local();
+    respond(reply.status == 200
+                ? std::move(reply)
+                : Reply{503, "text/plain; charset=utf-8",
+                        "the picture is on host " + host + ", which is not in the site now\n"});
+    return;
+  }
+  soup_session_send_and_read_async(
+      hosts_session(), message, G_PRIORITY_DEFAULT, nullptr, on_forwarded,
+      new Forward{std::move(respond), message, "host " + host + " did not answer\n", local});
 }
 
 SoupSession *Supervisor::hosts_session() {
@@ -242,6 +272,13 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
   if (const std::string camera = snapshot_camera(path); !camera.empty()) {
     forward_snapshot(camera, std::move(respond));
     return;
+  }
+  if (fleet_) {
+    if (const std::string there = snapshot_elsewhere(history_.get(), path, config_.fleet.host_id);
+        !there.empty()) {
+      forward_event_snapshot(there, path, std::move(respond));
+      return;
+    }
   }
   if (is_events_path(path)) {  // the workers write into the history, the supervisor reads it
     respond(events_reply(history_.get(), path, [this](const std::string &name) {

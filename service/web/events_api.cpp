@@ -159,8 +159,8 @@ gint64 snapshot_seq(const std::string &route) {
 
 // An event's picture, as its file holds it.
 Reply snapshot_file_reply(EventHistory *history, gint64 seq) {
-  std::string path;
-  if (!history->snapshot_of(seq, &path))
+  std::string path, host;
+  if (!history->snapshot_of(seq, &path, &host))
     return edit_answer(
         404, "no picture of event " + std::to_string(seq) + " (none was made, or it was removed)");
   gchar *bytes = nullptr;
@@ -179,6 +179,14 @@ bool is_events_path(const std::string &path) {
   const std::string rest = path.substr(std::string("/api/events").size());
   return rest.empty() || rest[0] == '?' || rest == "/hourly" || rest.rfind("/hourly?", 0) == 0 ||
          snapshot_seq(path.substr(0, path.find('?'))) != 0;
+}
+
+std::string snapshot_elsewhere(EventHistory *history, const std::string &path,
+                               const std::string &here) {
+  const gint64 seq = history ? snapshot_seq(path.substr(0, path.find('?'))) : 0;
+  std::string file, host;
+  if (!seq || !history->snapshot_of(seq, &file, &host) || host == here) return "";
+  return host;
 }
 
 Reply events_reply(EventHistory *history, const std::string &path,

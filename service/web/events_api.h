@@ -24,5 +24,9 @@ Reply events_reply(EventHistory *history, const std::string &path,
                    const std::function<bool(const std::string &)> &known_camera);
 // Whether `path` asks for /api/events.
 bool is_events_path(const std::string &path);
+// The host on whose disk is the picture `path` asks for (/api/events/SEQ/snapshot) when it is
+// another than `here` (a fleet's shared history); "" otherwise.
+std::string snapshot_elsewhere(EventHistory *history, const std::string &path,
+                               const std::string &here);
 
 }  // namespace cudanms::service

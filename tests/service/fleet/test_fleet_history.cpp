@@ -1,7 +1,8 @@
 // A fleet's hosts sharing one history in a PostgreSQL server the test starts itself (Debian's
-// postgresql-15 on 127.0.0.1): either host's /api/events shows every camera's crossings; the
-// database stopped holds no frame and loses no event; a camera whose host is killed keeps one
-// history on the host it moves to: its events from before and after, each id once.
+// postgresql-15 on 127.0.0.1): either host's /api/events shows every camera's crossings and their
+// pictures (asked of the host that made them); the database stopped holds no frame and loses no
+// event; a camera whose host is killed keeps one history on the host it moves to: its events from
+// before and after, each id once.
 #include <json-glib/json-glib.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@ namespace {
 struct Kept {
   gint64 id;
   std::string host;
+  std::string snapshot;  // its picture's URL; "" for none
 };
 
 // The camera's crossings in the history, through `host`'s /api/events, newest first.
@@ -32,8 +34,11 @@ std::vector<Kept> crossings(const FleetHost &host, const std::string &camera) {
         json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "events");
     for (guint i = 0; events && i < json_array_get_length(events); i++) {
       JsonObject *e = json_array_get_object_element(events, i);
-      out.push_back(
-          {json_object_get_int_member(e, "id"), json_object_get_string_member(e, "host")});
+      const char *snapshot = json_object_get_null_member(e, "snapshot")
+                                 ? ""
+                                 : json_object_get_string_member(e, "snapshot");
+      out.push_back({json_object_get_int_member(e, "id"), json_object_get_string_member(e, "host"),
+                     snapshot});
     }
   }
   g_object_unref(parser);
@@ -53,7 +58,9 @@ TEST_F(Fleet, HostsKeepOneHistoryAndAMovedCameraKeepsItsOwn) {
   const std::vector<FleetHost *> hosts = {&a, &b};
   for (FleetHost *host : hosts)
     ASSERT_TRUE(
-        host->start(host_config(host->name(), etcd.endpoints(), {{"history", postgres.uri()}})));
+        host->start(host_config(host->name(), etcd.endpoints(),
+                                {{"history", postgres.uri()},
+                                 {"snapshots", dir_.file((host->name() + "-events").c_str())}})));
   ASSERT_TRUE(eventually(40, [&] { return placement(hosts).size() == 2; })) << logs(hosts);
   ASSERT_TRUE(eventually(20, [&] { return balanced(hosts, 1); })) << logs(hosts);
   const std::string moving = cameras_on(hosts, "a").at(0);
@@ -65,6 +72,15 @@ TEST_F(Fleet, HostsKeepOneHistoryAndAMovedCameraKeepsItsOwn) {
   })) << logs(hosts);
   const size_t before = crossings(b, moving).size();
   for (const Kept &k : crossings(b, moving)) EXPECT_EQ(k.host, "a");
+  // An event's picture is on the disk of the host that made it: b's page asks a for it.
+  const std::vector<Kept> a_made = crossings(b, moving);
+  const auto pictured =
+      std::find_if(a_made.begin(), a_made.end(), [](const Kept &k) { return !k.snapshot.empty(); });
+  ASSERT_NE(pictured, a_made.end()) << "no picture of a's crossings";
+  guint status = 0;
+  const std::string picture = b.get(pictured->snapshot, &status);
+  EXPECT_EQ(status, 200u) << picture;
+  EXPECT_EQ(picture.rfind("\xff\xd8", 0), 0u) << "not a JPEG";
 
   // The database stopped (SIGSTOP, every backend) for 6 s while both cameras count: their frames
   // go on at the rate before, their events wait in the hosts' queues, and once it answers again
@@ -79,7 +95,9 @@ TEST_F(Fleet, HostsKeepOneHistoryAndAMovedCameraKeepsItsOwn) {
            rate_before.at(camera), rate_stopped.at(camera));
     EXPECT_GE(rate_stopped.at(camera), kRateKept * rate_before.at(camera)) << camera;
   }
-  for (const auto &[camera, host] : {std::pair{moving, &a}, std::pair{staying, &b}}) {
+  for (const auto &counted : {std::pair{moving, &a}, std::pair{staying, &b}}) {
+    const std::string &camera = counted.first;  // named, not bound: a lambda captures them
+    const FleetHost *host = counted.second;
     std::set<gint64> in_lines;
     for (guint64 id : read_camera(host->json_path(camera)).event_ids)
       in_lines.insert(static_cast<gint64>(id));
@@ -100,6 +118,14 @@ TEST_F(Fleet, HostsKeepOneHistoryAndAMovedCameraKeepsItsOwn) {
       if (k.host == "b") return true;
     return false;
   })) << logs(hosts);
+  // a gone (and its disk: its folder removed), its pictures are out of reach: said so, naming
+  // the host b asked, not a broken answer.
+  GFile *a_disk = g_file_new_for_path(dir_.file("a-events").c_str());
+  TempDir::remove_tree(a_disk);
+  g_object_unref(a_disk);
+  const std::string unreachable = b.get(pictured->snapshot, &status);
+  EXPECT_EQ(status, 503u) << unreachable;
+  EXPECT_NE(unreachable.find("host a"), std::string::npos) << unreachable;
   const std::vector<Kept> all = crossings(b, moving);
   std::set<gint64> ids;
   size_t from_a = 0;

@@ -117,10 +117,11 @@ TEST_F(History, AnOlderHistoryGainsPicturesAndKeepsItsEvents) {
   EXPECT_EQ(events[0].snapshot, pictured.snapshot);
   EXPECT_EQ(events[1].id, 7u);
   EXPECT_EQ(events[1].snapshot, "");
-  std::string path;
-  EXPECT_TRUE(h->snapshot_of(events[0].seq, &path));
+  std::string path, host;
+  EXPECT_TRUE(h->snapshot_of(events[0].seq, &path, &host));
   EXPECT_EQ(path, pictured.snapshot);
-  EXPECT_FALSE(h->snapshot_of(events[1].seq, &path));
+  EXPECT_EQ(host, pictured.host);
+  EXPECT_FALSE(h->snapshot_of(events[1].seq, &path, &host));
   h.reset();
   ASSERT_TRUE(EventHistory::open(path_, &error)) << error;  // opened again: nothing to add
 }
