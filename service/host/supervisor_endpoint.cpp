@@ -60,7 +60,11 @@ struct Forward {
 
 void on_forwarded(GObject *session, GAsyncResult *result, gpointer data) {
   auto *forward = static_cast<Forward *>(data);
-  GBytes *body = soup_session_send_and_read_finish(SOUP_SESSION(session), result, nullptr);
+  GError *error = nullptr;
+  GBytes *body = soup_session_send_and_read_finish(SOUP_SESSION(session), result, &error);
+  // Cancelled: the supervisor is going (its session with it); nothing of it may be asked.
+  if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) forward->otherwise = nullptr;
+  g_clear_error(&error);
   Reply reply;
   if (body) {
     gsize size = 0;
