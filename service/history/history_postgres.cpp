@@ -2,7 +2,7 @@
 // keeps one history. Each host connects twice (its writer, its readers under a lock); a connection
 // lost is made again before the next statement, and a server that stops answering ends a statement
 // within tcp_user_timeout (EventHistory then keeps the events queued and tries again).
-#include "history_sql.h"
+#include "history_store.h"
 
 #ifdef CUDANMS_HAVE_POSTGRES
 #include <libpq-fe.h>
@@ -130,9 +130,10 @@ std::unique_ptr<HistoryStore> open_postgres_history(const std::string &uri, std:
     if (writer) PQfinish(writer);
     return nullptr;
   }
-  return make_sql_history({"cudanms_events", "BEGIN"},
-                          std::make_unique<postgres_store::PostgresConnection>(writer),
-                          std::make_unique<postgres_store::PostgresConnection>(reader));
+  return std::make_unique<HistoryStore>(
+      SqlDialect{"cudanms_events", "BEGIN"},
+      std::make_unique<postgres_store::PostgresConnection>(writer),
+      std::make_unique<postgres_store::PostgresConnection>(reader));
 }
 
 #endif

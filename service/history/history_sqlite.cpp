@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "history_sql.h"
+#include "history_store.h"
 
 namespace cudanms::service {
 namespace sqlite_store {  // named: the build joins the room's files into one
@@ -128,9 +128,9 @@ std::unique_ptr<HistoryStore> open_sqlite_history(const std::string &path, std::
     sqlite3_close(writer);
     return nullptr;
   }
-  return make_sql_history({"events", "BEGIN IMMEDIATE"},
-                          std::make_unique<sqlite_store::SqliteConnection>(writer),
-                          std::make_unique<sqlite_store::SqliteConnection>(reader));
+  return std::make_unique<HistoryStore>(SqlDialect{"events", "BEGIN IMMEDIATE"},
+                                        std::make_unique<sqlite_store::SqliteConnection>(writer),
+                                        std::make_unique<sqlite_store::SqliteConnection>(reader));
 }
 
 }  // namespace cudanms::service

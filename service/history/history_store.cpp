@@ -3,6 +3,161 @@
 #include <regex>
 
 namespace cudanms::service {
+namespace {
+
+constexpr const char *kUpsert =
+    "INSERT INTO {t} (camera, id, time_us, kind, name, direction, label, track_id, dwell_s,"
+    " host, snapshot) VALUES ($1, CAST($2 AS BIGINT), CAST($3 AS BIGINT), $4, $5, $6, $7,"
+    " CAST($8 AS BIGINT), CAST($9 AS DOUBLE PRECISION), $10, $11)"
+    " ON CONFLICT (camera, id) DO UPDATE"
+    " SET time_us = excluded.time_us, kind = excluded.kind, name = excluded.name,"
+    " direction = excluded.direction, label = excluded.label, track_id = excluded.track_id,"
+    " dwell_s = excluded.dwell_s, host = excluded.host,"
+    // An event delivered again without its picture keeps the one it has.
+    " snapshot = CASE WHEN excluded.snapshot <> '' THEN excluded.snapshot ELSE {t}.snapshot END";
+constexpr const char *kPage =
+    "SELECT seq, camera, id, time_us, kind, name, direction, label, track_id, dwell_s, host,"
+    " snapshot, CAST(snapshot_gone AS INTEGER) FROM {t}"
+    " WHERE (CAST($1 AS TEXT) IS NULL OR camera = $1) AND (CAST($2 AS TEXT) IS NULL OR kind = $2)"
+    " AND (CAST($3 AS TEXT) IS NULL OR label = $3)"
+    " AND (CAST($4 AS BIGINT) IS NULL OR time_us >= CAST($4 AS BIGINT))"
+    " AND (CAST($5 AS BIGINT) IS NULL OR time_us < CAST($5 AS BIGINT))"
+    " AND (CAST($6 AS BIGINT) IS NULL OR (time_us, seq) <"
+    " (SELECT time_us, seq FROM {t} WHERE seq = CAST($6 AS BIGINT)))"
+    " ORDER BY time_us DESC, seq DESC LIMIT CAST($7 AS INTEGER)";
+constexpr const char *kHourly =
+    "SELECT time_us / 3600000000 * 3600 AS hour, camera, name,"
+    " SUM(CASE WHEN direction = 'in' THEN 1 ELSE 0 END),"
+    " SUM(CASE WHEN direction = 'out' THEN 1 ELSE 0 END) FROM {t}"
+    " WHERE kind = 'line-crossed' AND (CAST($1 AS TEXT) IS NULL OR camera = $1)"
+    " AND (CAST($2 AS BIGINT) IS NULL OR time_us >= CAST($2 AS BIGINT))"
+    " AND (CAST($3 AS BIGINT) IS NULL OR time_us < CAST($3 AS BIGINT))"
+    " GROUP BY hour, camera, name ORDER BY hour, camera, name";
+
+std::string on_table(const std::string &sql, const std::string &table) {
+  std::string out = sql;
+  for (size_t at = out.find("{t}"); at != std::string::npos; at = out.find("{t}", at))
+    out.replace(at, 3, table);
+  return out;
+}
+
+std::optional<std::string> number(const std::optional<gint64> &v) {
+  return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
+}
+
+std::string real(double v) {
+  char text[G_ASCII_DTOSTR_BUF_SIZE];
+  return g_ascii_dtostr(text, sizeof text, v);
+}
+
+gint64 number_of(const std::string &text) { return g_ascii_strtoll(text.c_str(), nullptr, 10); }
+
+}  // namespace
+
+HistoryStore::HistoryStore(const SqlDialect &dialect, std::unique_ptr<SqlConnection> writer,
+                           std::unique_ptr<SqlConnection> reader)
+    : dialect_(dialect),
+      upsert_(on_table(kUpsert, dialect.table)),
+      page_(on_table(kPage, dialect.table)),
+      hourly_(on_table(kHourly, dialect.table)),
+      writer_(std::move(writer)),
+      reader_(std::move(reader)) {}
+
+bool HistoryStore::write(const std::vector<HistoryEvent> &batch, std::string *error) {
+  if (!writer_->run(dialect_.begin, {}, nullptr, error)) return false;
+  bool ok = true;
+  for (size_t i = 0; ok && i < batch.size(); i++) {
+    const HistoryEvent &e = batch[i];
+    ok = writer_->run(
+        upsert_,
+        {e.camera, std::to_string(static_cast<gint64>(e.id)), std::to_string(e.time_us), e.kind,
+         e.name, e.direction, e.label, std::to_string(static_cast<gint64>(e.track_id)),
+         real(e.dwell_s), e.host, e.snapshot},
+        nullptr, error);
+  }
+  if (ok && writer_->run("COMMIT", {}, nullptr, error)) return true;
+  std::string ignored;
+  writer_->run("ROLLBACK", {}, nullptr, &ignored);
+  return false;
+}
+
+bool HistoryStore::page(const HistoryQuery &q, std::vector<HistoryEvent> *out, std::string *error) {
+  out->clear();
+  return read(
+      page_,
+      {q.camera, q.kind, q.label, number(q.since_us), number(q.until_us), number(q.before_seq),
+       std::to_string(q.limit)},
+      [&](const std::vector<std::string> &c) {
+        HistoryEvent e;
+        e.seq = number_of(c[0]);
+        e.camera = c[1];
+        e.id = static_cast<guint64>(number_of(c[2]));
+        e.time_us = number_of(c[3]);
+        e.kind = c[4];
+        e.name = c[5];
+        e.direction = c[6];
+        e.label = c[7];
+        e.track_id = static_cast<guint64>(number_of(c[8]));
+        e.dwell_s = g_ascii_strtod(c[9].c_str(), nullptr);
+        e.host = c[10];
+        e.snapshot = c[11];
+        e.snapshot_gone = number_of(c[12]) != 0;
+        out->push_back(std::move(e));
+      },
+      error);
+}
+
+bool HistoryStore::hourly(const HistoryQuery &q, std::vector<HourlyCrossings> *out,
+                          std::string *error) {
+  out->clear();
+  return read(
+      hourly_, {q.camera, number(q.since_us), number(q.until_us)},
+      [&](const std::vector<std::string> &c) {
+        out->push_back({number_of(c[0]), c[1], c[2], static_cast<guint64>(number_of(c[3])),
+                        static_cast<guint64>(number_of(c[4]))});
+      },
+      error);
+}
+
+bool HistoryStore::has_camera(const std::string &camera) {
+  bool found = false;
+  std::string error;
+  read(
+      "SELECT 1 FROM " + dialect_.table + " WHERE camera = $1 LIMIT 1", {camera},
+      [&](const std::vector<std::string> &) { found = true; }, &error);
+  return found;
+}
+
+bool HistoryStore::snapshot_of(gint64 seq, std::string *path, std::string *host) {
+  path->clear();
+  std::string error;
+  read(
+      "SELECT snapshot, host FROM " + dialect_.table +
+          " WHERE seq = CAST($1 AS BIGINT) AND NOT snapshot_gone",
+      {std::to_string(seq)}, [&](const std::vector<std::string> &c) { *path = c[0], *host = c[1]; },
+      &error);
+  return !path->empty();
+}
+
+bool HistoryStore::forget_snapshots(const std::vector<std::string> &paths, std::string *error) {
+  std::lock_guard<std::mutex> guard(read_lock_);
+  if (!reader_->run(dialect_.begin, {}, nullptr, error)) return false;
+  bool ok = true;
+  const std::string forget =
+      "UPDATE " + dialect_.table + " SET snapshot_gone = TRUE WHERE snapshot = $1";
+  for (size_t i = 0; ok && i < paths.size(); i++)
+    ok = reader_->run(forget, {paths[i]}, nullptr, error);
+  if (ok && reader_->run("COMMIT", {}, nullptr, error)) return true;
+  std::string ignored;
+  reader_->run("ROLLBACK", {}, nullptr, &ignored);
+  return false;
+}
+
+bool HistoryStore::read(const std::string &sql, const SqlParams &params, const SqlRow &row,
+                        std::string *error) {
+  std::lock_guard<std::mutex> guard(read_lock_);
+  return reader_->run(sql, params, row, error);
+}
 
 bool is_postgres_uri(const std::string &where) {
   return where.rfind("postgresql://", 0) == 0 || where.rfind("postgres://", 0) == 0;

@@ -1,12 +1,15 @@
 // Where a history is kept: a SQLite file of the host's own, or a PostgreSQL database that the
 // hosts of a fleet share, so that a camera that moves keeps one history. EventHistory queues the
 // events and writes them through a store on its writer thread; the store answers questions on
-// any other thread. SQL with bound parameters only. No GStreamer.
+// any other thread. One store's statements and logic (history_store.cpp) over either database's
+// connection. SQL with bound parameters only. No GStreamer.
 #pragma once
 
 #include <glib.h>
 
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,20 +52,49 @@ struct HourlyCrossings {
   guint64 in = 0, out = 0;
 };
 
+using SqlParams = std::vector<std::optional<std::string>>;
+using SqlRow = std::function<void(const std::vector<std::string> &columns)>;
+
+// A database connection as a store uses it: SQLite's (history_sqlite.cpp) or PostgreSQL's
+// (history_postgres.cpp). The statements use $1..$N and CAST, which both databases take; every
+// parameter is given as text (or NULL) and every column read as text.
+class SqlConnection {
+ public:
+  virtual ~SqlConnection() = default;
+  // `sql` with `params` ($1 the first); each row's columns to `row` (none: no rows wanted).
+  virtual bool run(const std::string &sql, const SqlParams &params, const SqlRow &row,
+                   std::string *error) = 0;
+};
+
+struct SqlDialect {
+  std::string table;  // SQLite's events (older files have it), PostgreSQL's cudanms_events
+  std::string begin;  // a write's transaction: SQLite's BEGIN IMMEDIATE takes the lock at once
+};
+
+// The statements and the logic of a history, the same over either database.
 class HistoryStore {
  public:
-  virtual ~HistoryStore() = default;
+  // Writes on `writer` (EventHistory's writer thread alone), reads on `reader`.
+  HistoryStore(const SqlDialect &dialect, std::unique_ptr<SqlConnection> writer,
+               std::unique_ptr<SqlConnection> reader);
   // A batch in one transaction, each event once by (camera, id): one delivered again is written
   // over. The writer's alone.
-  virtual bool write(const std::vector<HistoryEvent> &batch, std::string *error) = 0;
+  bool write(const std::vector<HistoryEvent> &batch, std::string *error);
   // The rest: any thread, one at a time (the store's own lock).
-  virtual bool page(const HistoryQuery &query, std::vector<HistoryEvent> *out,
-                    std::string *error) = 0;
-  virtual bool hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out,
-                      std::string *error) = 0;
-  virtual bool has_camera(const std::string &camera) = 0;
-  virtual bool snapshot_of(gint64 seq, std::string *path, std::string *host) = 0;
-  virtual bool forget_snapshots(const std::vector<std::string> &paths, std::string *error) = 0;
+  bool page(const HistoryQuery &query, std::vector<HistoryEvent> *out, std::string *error);
+  bool hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out, std::string *error);
+  bool has_camera(const std::string &camera);
+  bool snapshot_of(gint64 seq, std::string *path, std::string *host);
+  bool forget_snapshots(const std::vector<std::string> &paths, std::string *error);
+
+ private:
+  bool read(const std::string &sql, const SqlParams &params, const SqlRow &row, std::string *error);
+
+  const SqlDialect dialect_;
+  const std::string upsert_, page_, hourly_;
+  const std::unique_ptr<SqlConnection> writer_;
+  const std::unique_ptr<SqlConnection> reader_;
+  std::mutex read_lock_;
 };
 
 // `where` a PostgreSQL connection URI (postgresql://...): that database; else the SQLite file at
