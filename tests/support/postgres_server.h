@@ -1,7 +1,7 @@
 // A PostgreSQL server of the test's own (Debian's postgresql-15): initdb in the test's folder, the
-// postmaster on 127.0.0.1 and a free port, in a process group of its own so that the test can
-// stop (SIGSTOP), kill (SIGKILL) and start it again. Run as the postgres user when the test runs
-// as root: PostgreSQL refuses to run as root.
+// postmaster on 127.0.0.1 and a free port, which the test can stop (SIGSTOP), kill (SIGKILL) and
+// start again, backends included. Run as the postgres user when the test runs as root:
+// PostgreSQL refuses to run as root.
 #pragma once
 
 #include <gio/gio.h>
@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "mqtt_broker.h"  // free_port
+#include "mqtt_broker.h"               // free_port
+#include "pipelines/script_support.h"  // spawn
 
 namespace cudanms::testing {
 
@@ -51,7 +52,12 @@ class PostgresServer {
     const std::vector<std::string> argv = {bin_dir() + "/postgres",      "-D", data_,      "-p",
                                            std::to_string(port_),        "-k", data_,      "-c",
                                            "listen_addresses=127.0.0.1", "-c", "fsync=off"};
-    if (!spawn(argv, why)) return false;
+    process_ = spawn(as_user(argv), folder_ + "/postgres.out", folder_ + "/postgres.log");
+    if (!process_) {
+      *why = "postgres did not start";
+      return false;
+    }
+    pid_ = std::atoi(g_subprocess_get_identifier(process_));
     const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +
                                  " user=cudanms dbname=postgres connect_timeout=2";
     for (int i = 0; i < 200; i++) {
@@ -65,7 +71,6 @@ class PostgresServer {
   std::string uri() const {
     return "postgresql://cudanms@127.0.0.1:" + std::to_string(port_) + "/postgres";
   }
-  int port() const { return port_; }
   // SIGKILL to the postmaster and its backends: the host it stands for is gone.
   void kill() {
     if (!process_) return;
@@ -73,7 +78,7 @@ class PostgresServer {
     signal_all(SIGKILL);
     g_subprocess_wait(process_, nullptr, nullptr);
     g_clear_object(&process_);
-    // Its backends, in its group, are gone with it; give the kernel a moment to free the port.
+    // Its backends are gone with it; give the kernel a moment to free the port.
     g_usleep(100000);
   }
   // The whole server frozen and thawed: the postmaster and each backend (a backend is a
@@ -133,21 +138,6 @@ class PostgresServer {
     g_free(err);
     return ok;
   }
-  bool spawn(const std::vector<std::string> &argv, std::string *why) {
-    GSubprocessLauncher *launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDERR_MERGE);
-    g_subprocess_launcher_set_child_setup(
-        launcher, [](gpointer) { setpgid(0, 0); }, nullptr, nullptr);
-    g_subprocess_launcher_set_stdout_file_path(launcher, (folder_ + "/postgres.log").c_str());
-    GError *error = nullptr;
-    const std::vector<std::string> full = as_user(argv);
-    process_ = g_subprocess_launcher_spawnv(launcher, c_args(full).data(), &error);
-    g_object_unref(launcher);
-    if (!process_) *why = std::string("postgres: ") + error->message;
-    g_clear_error(&error);
-    if (process_) pid_ = std::atoi(g_subprocess_get_identifier(process_));
-    return process_ != nullptr;
-  }
-
   const std::string folder_, data_;
   const int port_;
   struct passwd *user_ = nullptr;
