@@ -112,10 +112,10 @@ class CameraOutputs {
   // thread): written as SNAPSHOTS/CAMERA/ID.jpg (ID: the frame's first event's), its path into
   // each of the frame's events in the history.
   void on_event_picture(GstBuffer *jpeg);
-  // The run's pictures kept within their bounds (picture-retain-days, snapshots-size) unless a
-  // sweep ran less than `interval_us` ago: after each picture written, once a minute at most,
-  // and from the camera's watchdog once an hour, so that a camera without events lately loses
-  // its old pictures too. Any thread.
+  // The run's pictures kept within their bounds (picture-retain-days, picture-retain-size,
+  // snapshots-size) unless a sweep ran less than `interval_us` ago: after each picture written,
+  // once a minute at most, and from the camera's watchdog once an hour, so that a camera
+  // without events lately loses its old pictures too. Any thread.
   void sweep_pictures(gint64 interval_us);
   Snapshot snapshot() const;
   // Pictures are made for 10 s after each ask (a page open shows one a
