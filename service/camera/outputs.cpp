@@ -77,6 +77,12 @@ CameraOutputs::CameraOutputs(const CameraConfig &config, const CameraRun &run,
       host_(run.host) {
   if (!run.fleet_store.endpoints.empty()) store_ = std::make_unique<FleetStore>(run.fleet_store);
   keep_counting(counted_now());  // ids reserved from the start
+  if (config.clips && !pictures_dir_.empty() && config.tracker && config.counting())
+    clips_ = std::make_unique<EventClips>(
+        config.name, pictures_dir_, config.clip_pre_s, config.clip_post_s,
+        [this](const std::string &path, const std::string &error) {
+          on_clip_finished(path, error);
+        });
 }
 
 CountingState CameraOutputs::counted_now() const {
@@ -203,6 +209,14 @@ void CameraOutputs::send_event(guint64 id, std::string message) {
 CameraOutputs::~CameraOutputs() { close(0); }
 
 bool CameraOutputs::open(std::string *error) {
+  if (clips_) {
+    // Clips this host stopped writing (killed mid-clip) are never served: marked gone.
+    const std::vector<std::string> unfinished = EventClips::remove_unfinished(pictures_dir_);
+    std::string why;
+    if (!unfinished.empty() && history_ && !history_->forget_files(unfinished, &why))
+      log_line("camera %s: %zu unfinished clips removed, their events not marked so: %s",
+               config_.name.c_str(), unfinished.size(), why.c_str());
+  }
   if (!config_.json.empty()) {
     gchar *dir = g_path_get_dirname(config_.json.c_str());
     g_mkdir_with_parents(dir, 0755);  // the config's check made sure it can be
@@ -496,6 +510,9 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
   if (!counts) return 0;
   const guint64 first_event = counts->n_events ? counting_.next_event_id : 0;
   counting_.next_event_id += counts->n_events;
+  // The frame's events share a clip (and one with the events just before and after it).
+  const std::string clip =
+      clips_ && first_event ? clips_->on_event(GST_BUFFER_PTS(buffer), first_event) : "";
   std::vector<HistoryEvent> pictured;  // the frame's events, for its picture
   for (guint i = 0; i < counts->n_events; i++) {
     const GstCudaNmsCountEvent &e = counts->events[i];
@@ -510,6 +527,7 @@ guint64 CameraOutputs::count(GstBuffer *buffer) {
     static_cast<CountEvent &>(kept) = recent_events_.front();
     kept.camera = config_.name;
     kept.host = host_;
+    kept.clip = clip;
     if (!pictures_dir_.empty()) pictured.push_back(kept);
     if (history_) history_->add(std::move(kept));  // queued: the database never holds the frame
     if (e.kind == GST_CUDA_NMS_COUNT_ZONE_LOITERING)

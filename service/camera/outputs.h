@@ -25,6 +25,7 @@
 #include "camera_run.h"
 #include "config.h"
 #include "detectionsjson.h"
+#include "event_clips.h"
 #include "event_history.h"
 #include "fleet_store.h"
 #include "linesfile.h"
@@ -46,6 +47,7 @@ struct FrameCounts {
   guint64 outputs_full_waits = 0;      // frames that waited for room among them
   guint64 outputs_unkept = 0;          // frames not published: stopped before etcd had them
   std::string pictures_failing;        // why its events' pictures cannot be written; "": they can
+  std::string clips_failing;           // why its events' clips cannot be written; "": they can
 };
 
 // What a camera counted, across its connections (and, for the lines a reload left as they were,
@@ -117,6 +119,9 @@ class CameraOutputs {
   // once a minute at most, and from the camera's watchdog once an hour, so that a camera
   // without events lately loses its old pictures too. Any thread.
   void sweep_pictures(gint64 interval_us);
+  // The camera's event clips (the run's snapshots and the camera's clips key), which each of its
+  // connections' pipelines feeds (session.h); null for none.
+  EventClips *clips() const { return clips_.get(); }
   Snapshot snapshot() const;
   // Pictures are made for 10 s after each ask (a page open shows one a
   // second), none otherwise: each costs the GPU's streams (snapshot.h).
@@ -226,6 +231,11 @@ class CameraOutputs {
     std::set<guint64> ids;
   };
   std::shared_ptr<Delivered> delivered_ = std::make_shared<Delivered>();
+
+  // A clip written whole (`error` ""), or not: said while it lasts, its events' clip marked gone.
+  void on_clip_finished(const std::string &path, const std::string &error);
+  // Last: its clips finish (their outcomes reported here) before anything else goes.
+  std::unique_ptr<EventClips> clips_;
 };
 
 }  // namespace cudanms::service

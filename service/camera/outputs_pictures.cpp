@@ -1,7 +1,7 @@
-// A camera's events' pictures (outputs.h's CameraOutputs::on_event_picture): each frame with
-// counting events drawn by the pipeline's event branch, written whole under the run's snapshots,
-// its path into the history, the folder kept within its bounds, and a failure said while it
-// lasts.
+// A camera's events' pictures and clips (outputs.h's CameraOutputs::on_event_picture,
+// on_clip_finished): each frame with counting events drawn by the pipeline's event branch, written
+// whole under the run's snapshots, its path into the history; the clips' outcomes; the folder
+// kept within its bounds, and a failure said while it lasts.
 #include <cerrno>
 
 #include "log.h"
@@ -55,6 +55,21 @@ void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
                  G_USEC_PER_SEC);  // a sweep reads the whole folder: once a minute at most
 }
 
+void CameraOutputs::on_clip_finished(const std::string &path, const std::string &error) {
+  {
+    std::lock_guard<std::mutex> guard(counts_lock_);
+    if (!error.empty() && counts_.clips_failing.empty())
+      log_line("camera %s: cannot write its events' clips in %s: %s; events go on without",
+               config_.name.c_str(), pictures_dir_.c_str(), error.c_str());
+    counts_.clips_failing = error;
+  }
+  std::string why;
+  if (!error.empty() && history_ && !history_->forget_files({path}, &why))
+    log_line("camera %s: clip %s not written, its events not marked so: %s", config_.name.c_str(),
+             path.c_str(), why.c_str());
+  if (error.empty()) sweep_pictures(gint64{60} * G_USEC_PER_SEC);
+}
+
 void CameraOutputs::sweep_pictures(gint64 interval_us) {
   if (snapshots_.empty() || (config_.picture_retain_days <= 0 &&
                               config_.picture_retain_bytes == 0 && snapshots_size_ == 0))
@@ -69,7 +84,7 @@ void CameraOutputs::sweep_pictures(gint64 interval_us) {
                            config_.picture_retain_bytes},
                           g_get_real_time() / G_USEC_PER_SEC);
   std::string why;
-  if (!removed.empty() && history_ && !history_->forget_snapshots(removed, &why))
+  if (!removed.empty() && history_ && !history_->forget_files(removed, &why))
     log_line("camera %s: %zu pictures removed, their events not marked so: %s",
              config_.name.c_str(), removed.size(), why.c_str());
 }

@@ -23,6 +23,8 @@ namespace cudanms::service {
 namespace {
 
 const char *const kFirstFrame = "cudanms-service-first-frame";
+// The recording's parser: its H.264 is what a raw camera's event clips are cut from.
+const char *const kRecordingParser = "record-parse";
 std::atomic<int> stopping_sessions{0};
 
 // The GPU the camera's elements run on (gpu-id, by default CUDA's first); -1: the CPU.
@@ -60,7 +62,8 @@ std::string describe(const CameraConfig &c, int gpu, bool event_pictures) {
                               : "queue max-size-buffers=60 max-size-time=0 max-size-bytes=0 ! " +
                                     std::string(c.record_boxes ? "boxoverlay ! " : "") +
                                     "videoconvert ! " + c.record_encoder +
-                                    " ! h264parse ! splitmuxsink name=sink";
+                                    " ! h264parse name=" + kRecordingParser +
+                                    " ! splitmuxsink name=sink";
   event_pictures = event_pictures && c.tracker && c.counting();
   if (c.snapshot_interval_s <= 0 && !event_pictures) return out + end;
   out += "tee name=split ! " + end;
@@ -208,6 +211,8 @@ std::shared_ptr<Session> Session::start(const CameraConfig &config, const Camera
                                  [outputs](GstBuffer *jpeg) { outputs->on_event_picture(jpeg); });
   }
   if (s->recording_) s->set_up_recording(config);
+  if (EventClips *clips = s->outputs_->clips())
+    clips->attach(s->pipeline_, s->recording_ ? kRecordingParser : nullptr);
 
   GstBus *bus = gst_element_get_bus(s->pipeline_);
   s->bus_watch_ = gst_bus_add_watch(bus, on_bus, s.get());
@@ -423,6 +428,7 @@ void Session::stop(std::function<void()> finalised, std::function<void()> closed
       if (done) gst_message_unref(done);
     }
     self->detached_ = true;
+    if (EventClips *clips = self->outputs_->clips()) clips->detach();  // its open clip finished
     on_main_loop(std::move(finalised));
     gst_bus_set_flushing(bus, TRUE);
     gst_object_unref(bus);

@@ -8,7 +8,8 @@
 //                                        ! splitmuxsink
 //
 // A probe after the last of cudanms, boxtrack and boxcount hands every frame to the camera's
-// outputs (JSON lines, MQTT, counts).
+// outputs (JSON lines, MQTT, counts). With event clips, taps on the decoder's input (the camera's
+// own H.264/H.265) and the recording's parser feed the camera's EventClips.
 #pragma once
 
 #include <gst/gst.h>

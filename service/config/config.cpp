@@ -242,6 +242,11 @@ class ConfigReader {
     check_etcd_tls();
     check_etcd_login();
     read_host_credential();
+    for (const CameraConfig &camera : out_.cameras)
+      if (camera.clips && out_.snapshots.empty())
+        errors_->push_back(name_ + ":camera." + camera.name +
+                           ":clips: needs snapshots in [service] (the folder the events' pictures "
+                           "and clips go in)");
     for (CameraConfig &camera : out_.cameras) {
       if (out_.mqtt_address.empty()) {
         if (camera.settings.count("mqtt-topic"))

@@ -50,6 +50,9 @@ struct CameraConfig {
   double snapshot_interval_s = 1;  // between the operator page's pictures (web.h); 0: none
   double picture_retain_days = 0;  // its events' pictures older than this are removed; 0: kept
   guint64 picture_retain_bytes = 0;  // the most bytes of its pictures, the oldest removed; 0: any
+  bool clips = false;       // a clip of each event beside its picture (event_clips.h)
+  double clip_pre_s = 5;    // of a clip before its first event
+  double clip_post_s = 5;   // after its last
   double reconnect_initial_s = 1;
   double reconnect_max_s = 30;
   long reconnect_attempts = -1;  // -1: unlimited; 0: never reconnect

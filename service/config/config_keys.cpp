@@ -462,6 +462,24 @@ const Key kKeys[] = {
      [](const std::string &v, CameraConfig *c, ServiceConfig *) -> std::string {
        return parse_bytes(v, &c->picture_retain_bytes);
      }},
+    {"clips", Where::kAnywhere,
+     "a clip of each counting event beside its picture (SNAPSHOTS/CAMERA/ID.mp4), cut from the "
+     "camera's own H.264/H.265 without re-encoding (default false; needs snapshots)",
+     camera_flag<&CameraConfig::clips>},
+    {"clip-pre-capture", Where::kAnywhere,
+     "seconds of a clip before its event, from the keyframe at or before them (default 5, "
+     "at most 60: kept in memory)",
+     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
+       const std::string why = parse_seconds(v, 0, &c->clip_pre_s);
+       return why.empty() && c->clip_pre_s > 60 ? "must be at most 60 s, not " + v : why;
+     }},
+    {"clip-post-capture", Where::kAnywhere,
+     "seconds of a clip after its last event; events closer together share one (default 5, "
+     "at most 60)",
+     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
+       const std::string why = parse_seconds(v, 0, &c->clip_post_s);
+       return why.empty() && c->clip_post_s > 60 ? "must be at most 60 s, not " + v : why;
+     }},
     {"reconnect-initial", Where::kAnywhere, "seconds before the first retry (default 1)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
        return parse_seconds(v, 0.01, &c->reconnect_initial_s);

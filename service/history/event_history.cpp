@@ -104,12 +104,12 @@ bool EventHistory::hourly(const HistoryQuery &query, std::vector<HourlyCrossings
 
 bool EventHistory::has_camera(const std::string &camera) { return store_->has_camera(camera); }
 
-bool EventHistory::snapshot_of(gint64 seq, std::string *path, std::string *host) {
-  return store_->snapshot_of(seq, path, host);
+bool EventHistory::file_of(gint64 seq, EventFile file, std::string *path, std::string *host) {
+  return store_->file_of(seq, file, path, host);
 }
 
-bool EventHistory::forget_snapshots(const std::vector<std::string> &paths, std::string *error) {
-  return store_->forget_snapshots(paths, error);
+bool EventHistory::forget_files(const std::vector<std::string> &paths, std::string *error) {
+  return store_->forget_files(paths, error);
 }
 
 HistoryStats EventHistory::stats() const {

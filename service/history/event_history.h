@@ -60,12 +60,13 @@ class EventHistory {
   bool hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out, std::string *error);
   // Whether any event of `camera` is kept.
   bool has_camera(const std::string &camera);
-  // The picture's file of the event at `seq` (*path) and the host that made it (*host: on its
-  // disk; "" for one not in a fleet); false: no such event, or it has none, or it is gone.
-  bool snapshot_of(gint64 seq, std::string *path, std::string *host);
-  // The events whose pictures are these files marked as gone (their files removed); false with
-  // the reason when the database refused.
-  bool forget_snapshots(const std::vector<std::string> &paths, std::string *error);
+  // The picture's or the clip's file of the event at `seq` (*path) and the host that made it
+  // (*host: on its disk; "" for one not in a fleet); false: no such event, or it has none, or it
+  // is gone.
+  bool file_of(gint64 seq, EventFile file, std::string *path, std::string *host);
+  // The events whose pictures or clips are these files marked as gone (their files removed, or
+  // a clip never finished); false with the reason when the database refused.
+  bool forget_files(const std::vector<std::string> &paths, std::string *error);
   HistoryStats stats() const;
 
  private:

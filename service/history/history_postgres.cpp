@@ -33,7 +33,12 @@ constexpr const char *kSchema =
     " track_id BIGINT NOT NULL, dwell_s DOUBLE PRECISION NOT NULL, host TEXT NOT NULL,"
     " snapshot TEXT NOT NULL DEFAULT '',"             // its picture's file; '': none
     " snapshot_gone BOOLEAN NOT NULL DEFAULT FALSE,"  // the file removed (retention)
+    " clip TEXT NOT NULL DEFAULT '',"                 // its clip's file; '': none
+    " clip_gone BOOLEAN NOT NULL DEFAULT FALSE,"      // removed, or never finished
     " UNIQUE (camera, id));"
+    // A history made before events had clips gains their columns.
+    "ALTER TABLE cudanms_events ADD COLUMN IF NOT EXISTS clip TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE cudanms_events ADD COLUMN IF NOT EXISTS clip_gone BOOLEAN NOT NULL DEFAULT FALSE;"
     "CREATE INDEX IF NOT EXISTS cudanms_events_by_time ON cudanms_events (time_us DESC, seq DESC);"
     "CREATE INDEX IF NOT EXISTS cudanms_events_by_camera"
     " ON cudanms_events (camera, time_us DESC, seq DESC);"

@@ -20,14 +20,16 @@ constexpr const char *kSchema =
     " track_id INTEGER NOT NULL, dwell_s REAL NOT NULL, host TEXT NOT NULL,"
     " snapshot TEXT NOT NULL DEFAULT '',"         // its picture's file; '': none
     " snapshot_gone INTEGER NOT NULL DEFAULT 0,"  // the file removed (retention)
+    " clip TEXT NOT NULL DEFAULT '',"             // its clip's file; '': none
+    " clip_gone INTEGER NOT NULL DEFAULT 0,"      // removed, or never finished
     " UNIQUE (camera, id));"
     "CREATE INDEX IF NOT EXISTS events_by_time ON events (time_us DESC, seq DESC);"
     "CREATE INDEX IF NOT EXISTS events_by_camera ON events (camera, time_us DESC, seq DESC);";
 
 std::string message_of(sqlite3 *db) { return sqlite3_errmsg(db); }
 
-// A history made before events had pictures gains their columns; another process may have
-// just added one.
+// A history made before events had pictures or clips gains their columns; another process may
+// have just added one.
 bool add_picture_columns(sqlite3 *db, char **why) {
   std::set<std::string> has;
   sqlite3_stmt *s = nullptr;
@@ -35,8 +37,10 @@ bool add_picture_columns(sqlite3 *db, char **why) {
     while (sqlite3_step(s) == SQLITE_ROW)
       has.insert(reinterpret_cast<const char *>(sqlite3_column_text(s, 1)));
   sqlite3_finalize(s);
-  for (const auto &[name, type] :
-       {std::pair<const char *, const char *>{"snapshot", "TEXT"}, {"snapshot_gone", "INTEGER"}}) {
+  for (const auto &[name, type] : {std::pair<const char *, const char *>{"snapshot", "TEXT"},
+                                   {"snapshot_gone", "INTEGER"},
+                                   {"clip", "TEXT"},
+                                   {"clip_gone", "INTEGER"}}) {
     if (has.count(name)) continue;
     const std::string add = std::string("ALTER TABLE events ADD COLUMN ") + name + " " + type +
                             " NOT NULL DEFAULT " + (type[0] == 'T' ? "''" : "0");

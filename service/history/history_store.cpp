@@ -7,17 +7,18 @@ namespace {
 
 constexpr const char *kUpsert =
     "INSERT INTO {t} (camera, id, time_us, kind, name, direction, label, track_id, dwell_s,"
-    " host, snapshot) VALUES ($1, CAST($2 AS BIGINT), CAST($3 AS BIGINT), $4, $5, $6, $7,"
-    " CAST($8 AS BIGINT), CAST($9 AS DOUBLE PRECISION), $10, $11)"
+    " host, snapshot, clip) VALUES ($1, CAST($2 AS BIGINT), CAST($3 AS BIGINT), $4, $5, $6,"
+    " $7, CAST($8 AS BIGINT), CAST($9 AS DOUBLE PRECISION), $10, $11, $12)"
     " ON CONFLICT (camera, id) DO UPDATE"
     " SET time_us = excluded.time_us, kind = excluded.kind, name = excluded.name,"
     " direction = excluded.direction, label = excluded.label, track_id = excluded.track_id,"
     " dwell_s = excluded.dwell_s, host = excluded.host,"
-    // An event delivered again without its picture keeps the one it has.
-    " snapshot = CASE WHEN excluded.snapshot <> '' THEN excluded.snapshot ELSE {t}.snapshot END";
+    // An event delivered again without its picture or clip keeps the one it has.
+    " snapshot = CASE WHEN excluded.snapshot <> '' THEN excluded.snapshot ELSE {t}.snapshot END,"
+    " clip = CASE WHEN excluded.clip <> '' THEN excluded.clip ELSE {t}.clip END";
 constexpr const char *kPage =
     "SELECT seq, camera, id, time_us, kind, name, direction, label, track_id, dwell_s, host,"
-    " snapshot, CAST(snapshot_gone AS INTEGER) FROM {t}"
+    " snapshot, CAST(snapshot_gone AS INTEGER), clip, CAST(clip_gone AS INTEGER) FROM {t}"
     " WHERE (CAST($1 AS TEXT) IS NULL OR camera = $1) AND (CAST($2 AS TEXT) IS NULL OR kind = $2)"
     " AND (CAST($3 AS TEXT) IS NULL OR label = $3)"
     " AND (CAST($4 AS BIGINT) IS NULL OR time_us >= CAST($4 AS BIGINT))"
@@ -72,7 +73,7 @@ bool HistoryStore::write(const std::vector<HistoryEvent> &batch, std::string *er
         upsert_,
         {e.camera, std::to_string(static_cast<gint64>(e.id)), std::to_string(e.time_us), e.kind,
          e.name, e.direction, e.label, std::to_string(static_cast<gint64>(e.track_id)),
-         real(e.dwell_s), e.host, e.snapshot},
+         real(e.dwell_s), e.host, e.snapshot, e.clip},
         nullptr, error);
   }
   if (ok && writer_->run("COMMIT", {}, nullptr, error)) return true;
@@ -102,6 +103,8 @@ bool HistoryStore::page(const HistoryQuery &q, std::vector<HistoryEvent> *out, s
         e.host = c[10];
         e.snapshot = c[11];
         e.snapshot_gone = number_of(c[12]) != 0;
+        e.clip = c[13];
+        e.clip_gone = number_of(c[14]) != 0;
         out->push_back(std::move(e));
       },
       error);
@@ -128,25 +131,29 @@ bool HistoryStore::has_camera(const std::string &camera) {
   return found;
 }
 
-bool HistoryStore::snapshot_of(gint64 seq, std::string *path, std::string *host) {
+bool HistoryStore::file_of(gint64 seq, EventFile file, std::string *path, std::string *host) {
   path->clear();
   std::string error;
+  const std::string column = file == EventFile::kSnapshot ? "snapshot" : "clip";
   read(
-      "SELECT snapshot, host FROM " + dialect_.table +
-          " WHERE seq = CAST($1 AS BIGINT) AND NOT snapshot_gone",
+      "SELECT " + column + ", host FROM " + dialect_.table +
+          " WHERE seq = CAST($1 AS BIGINT) AND NOT " + column + "_gone",
       {std::to_string(seq)}, [&](const std::vector<std::string> &c) { *path = c[0], *host = c[1]; },
       &error);
   return !path->empty();
 }
 
-bool HistoryStore::forget_snapshots(const std::vector<std::string> &paths, std::string *error) {
+bool HistoryStore::forget_files(const std::vector<std::string> &paths, std::string *error) {
   std::lock_guard<std::mutex> guard(read_lock_);
   if (!reader_->run(dialect_.begin, {}, nullptr, error)) return false;
   bool ok = true;
-  const std::string forget =
+  const std::string forget_picture =
       "UPDATE " + dialect_.table + " SET snapshot_gone = TRUE WHERE snapshot = $1";
+  const std::string forget_clip =
+      "UPDATE " + dialect_.table + " SET clip_gone = TRUE WHERE clip = $1";
   for (size_t i = 0; ok && i < paths.size(); i++)
-    ok = reader_->run(forget, {paths[i]}, nullptr, error);
+    ok = reader_->run(forget_picture, {paths[i]}, nullptr, error) &&
+         reader_->run(forget_clip, {paths[i]}, nullptr, error);
   if (ok && reader_->run("COMMIT", {}, nullptr, error)) return true;
   std::string ignored;
   reader_->run("ROLLBACK", {}, nullptr, &ignored);

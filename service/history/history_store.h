@@ -28,12 +28,17 @@ struct CountEvent {
   double dwell_s = 0;  // zone-left, zone-loitering: seconds since the track entered the zone
 };
 
+// An event's files: its picture, its clip.
+enum class EventFile { kSnapshot, kClip };
+
 // One in the history.
 struct HistoryEvent : CountEvent {
   std::string camera;
   std::string host;            // the host that counted it ("" for one not in a fleet)
   std::string snapshot;        // its picture's file (the camera's outputs make it); "" for none
   bool snapshot_gone = false;  // that file removed since (retention)
+  std::string clip;            // its clip's file (event_clips.h); "" for none
+  bool clip_gone = false;      // that file removed since, or never finished
   gint64 seq = 0;              // set by query(): its place in the history, the pages' cursor
 };
 
@@ -84,8 +89,8 @@ class HistoryStore {
   bool page(const HistoryQuery &query, std::vector<HistoryEvent> *out, std::string *error);
   bool hourly(const HistoryQuery &query, std::vector<HourlyCrossings> *out, std::string *error);
   bool has_camera(const std::string &camera);
-  bool snapshot_of(gint64 seq, std::string *path, std::string *host);
-  bool forget_snapshots(const std::vector<std::string> &paths, std::string *error);
+  bool file_of(gint64 seq, EventFile file, std::string *path, std::string *host);
+  bool forget_files(const std::vector<std::string> &paths, std::string *error);
 
  private:
   bool read(const std::string &sql, const SqlParams &params, const SqlRow &row, std::string *error);

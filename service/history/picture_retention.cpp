@@ -13,7 +13,7 @@ struct Picture {
   std::string camera, path;
 };
 
-// Every SNAPSHOTS/CAMERA/*.jpg, oldest first.
+// Every SNAPSHOTS/CAMERA/*.jpg and *.mp4 (pictures and clips), oldest first.
 std::vector<Picture> pictures_in(const std::string &snapshots) {
   std::vector<Picture> out;
   GDir *cameras = g_dir_open(snapshots.c_str(), 0, nullptr);
@@ -23,7 +23,8 @@ std::vector<Picture> pictures_in(const std::string &snapshots) {
     GDir *files = g_dir_open(folder.c_str(), 0, nullptr);
     if (!files) continue;
     while (const gchar *name = g_dir_read_name(files)) {
-      if (!g_str_has_suffix(name, ".jpg")) continue;  // a picture being written is not yet
+      // A picture or a clip being written (a temporary name) is not yet.
+      if (!g_str_has_suffix(name, ".jpg") && !g_str_has_suffix(name, ".mp4")) continue;
       Picture p{0, 0, camera, folder + "/" + name};
       GStatBuf st;
       if (g_stat(p.path.c_str(), &st) != 0) continue;

@@ -1,7 +1,8 @@
-// The events' pictures a host keeps (its snapshots folder, SNAPSHOTS/CAMERA/ID.jpg) within their
-// bounds: a camera's older than its picture-retain-days, then its oldest past its
-// picture-retain-size, then the whole folder's oldest past snapshots-size, removed. Their events stay in the history, marked gone (the caller's to do:
-// EventHistory::forget_snapshots). No GStreamer.
+// The events' pictures and clips a host keeps (its snapshots folder, SNAPSHOTS/CAMERA/ID.jpg and
+// ID.mp4) within their bounds: a camera's older than its picture-retain-days, then its oldest past
+// its picture-retain-size, then the whole folder's oldest past snapshots-size, removed, clips and
+// pictures alike. Their events stay in the history, marked gone (the caller's to do:
+// EventHistory::forget_files). No GStreamer.
 #pragma once
 
 #include <glib.h>
@@ -18,9 +19,9 @@ struct PictureBounds {
   guint64 camera_bytes = 0;  // the camera's pictures; 0: no bound but store_bytes
 };
 
-// The files removed from `snapshots` (paths as snapshots + "/CAMERA/ID.jpg"), oldest first, at
-// `now_s` (seconds since 1970). Files that cannot be removed (gone meanwhile, another process's
-// sweep) are left out.
+// The files removed from `snapshots` (paths as snapshots + "/CAMERA/ID.jpg" or ".mp4"), oldest
+// first, at `now_s` (seconds since 1970). Files that cannot be removed (gone meanwhile, another
+// process's sweep) are left out.
 std::vector<std::string> remove_old_pictures(const std::string &snapshots,
                                              const PictureBounds &bounds, gint64 now_s);
 

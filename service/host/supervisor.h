@@ -111,9 +111,9 @@ class Supervisor : private MetricsServer::Owner {
   Reply merged_health(std::vector<WorkerAnswer> answers,
                       const std::vector<CameraSnapshot> &unanswered, double uptime_s) const;
   void forward_snapshot(const std::string &camera, MetricsServer::Respond respond);
-  // An event's picture made by another fleet host (a shared history): asked of that host.
-  void forward_event_snapshot(const std::string &host, const std::string &path,
-                              MetricsServer::Respond respond);
+  // An event's picture or clip made by another fleet host (a shared history): asked of that host.
+  void forward_event_file(const std::string &host, const std::string &path,
+                          MetricsServer::Respond respond);
   // A fleet host's /api/cameras: `here` (this host's cameras) with every other host's and the
   // site's cameras that no host runs.
   void serve_site(std::string here, MetricsServer::Respond respond);

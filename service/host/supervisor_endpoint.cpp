@@ -121,8 +121,8 @@ void Supervisor::forward_snapshot(const std::string &camera, MetricsServer::Resp
       new Forward{std::move(respond), message, "the camera's worker or host did not answer\n", {}});
 }
 
-void Supervisor::forward_event_snapshot(const std::string &host, const std::string &path,
-                                        MetricsServer::Respond respond) {
+void Supervisor::forward_event_file(const std::string &host, const std::string &path,
+                                    MetricsServer::Respond respond) {
   // Where that host does not answer, the file itself if this host can read it (a shared disk).
   auto local = [this, path] {
     return events_reply(history_.get(), path, [](const std::string &) { return false; });
@@ -136,7 +136,7 @@ void Supervisor::forward_event_snapshot(const std::string &host, const std::stri
     respond(reply.status == 200
                 ? std::move(reply)
                 : Reply{503, "text/plain; charset=utf-8",
-                        "the picture is on host " + host + ", which is not in the site now\n"});
+                        "the file is on host " + host + ", which is not in the site now\n"});
     return;
   }
   soup_session_send_and_read_async(
@@ -278,9 +278,9 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
     return;
   }
   if (fleet_) {
-    if (const std::string there = snapshot_elsewhere(history_.get(), path, config_.fleet.host_id);
+    if (const std::string there = event_file_elsewhere(history_.get(), path, config_.fleet.host_id);
         !there.empty()) {
-      forward_event_snapshot(there, path, std::move(respond));
+      forward_event_file(there, path, std::move(respond));
       return;
     }
   }

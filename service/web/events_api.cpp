@@ -58,6 +58,13 @@ std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
                                     ("/api/events/" + std::to_string(e.seq) + "/snapshot").c_str());
     json_builder_set_member_name(b, "snapshot_gone");  // it had one, removed since (retention)
     json_builder_add_boolean_value(b, e.snapshot_gone);
+    json_builder_set_member_name(b, "clip");  // its clip's URL; null: none
+    if (e.clip.empty() || e.clip_gone)
+      json_builder_add_null_value(b);
+    else
+      json_builder_add_string_value(b, ("/api/events/" + std::to_string(e.seq) + "/clip").c_str());
+    json_builder_set_member_name(b, "clip_gone");  // removed since, or never finished
+    json_builder_add_boolean_value(b, e.clip_gone);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
@@ -144,48 +151,65 @@ std::string hourly_json(const std::vector<HourlyCrossings> &hours) {
   return json_text(b);
 }
 
-// "/api/events/SEQ/snapshot": SEQ; else 0.
-gint64 snapshot_seq(const std::string &route) {
-  const std::string prefix = "/api/events/", suffix = "/snapshot";
-  if (route.size() <= prefix.size() + suffix.size() || route.rfind(prefix, 0) != 0 ||
-      route.compare(route.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return 0;
-  gint64 seq = 0;
-  return parse_count(route.substr(prefix.size(), route.size() - prefix.size() - suffix.size()), 1,
-                     G_MAXINT64, &seq)
-             ? seq
-             : 0;
+// "/api/events/SEQ/snapshot" or ".../clip": SEQ and which file; else 0.
+gint64 file_seq(const std::string &route, EventFile *file) {
+  const std::string prefix = "/api/events/";
+  for (const auto &[suffix, kind] :
+       {std::pair<std::string, EventFile>{"/snapshot", EventFile::kSnapshot},
+        {"/clip", EventFile::kClip}}) {
+    if (route.size() <= prefix.size() + suffix.size() || route.rfind(prefix, 0) != 0 ||
+        route.compare(route.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    gint64 seq = 0;
+    if (!parse_count(route.substr(prefix.size(), route.size() - prefix.size() - suffix.size()), 1,
+                     G_MAXINT64, &seq))
+      return 0;
+    *file = kind;
+    return seq;
+  }
+  return 0;
 }
 
-// An event's picture, as its file holds it.
-Reply snapshot_file_reply(EventHistory *history, gint64 seq) {
+// An event's picture or clip, as its file holds it: the whole file (the endpoint answers a
+// Range request from it, so that a browser seeks in a clip).
+Reply event_file_reply(EventHistory *history, gint64 seq, EventFile file) {
+  const bool clip = file == EventFile::kClip;
+  const std::string what =
+      std::string(clip ? "clip" : "picture") + " of event " + std::to_string(seq);
   std::string path, host;
-  if (!history->snapshot_of(seq, &path, &host))
-    return edit_answer(
-        404, "no picture of event " + std::to_string(seq) + " (none was made, or it was removed)");
+  if (!history->file_of(seq, file, &path, &host))
+    return edit_answer(404, "no " + what + " (none was made, or it was removed)");
   gchar *bytes = nullptr;
   gsize length = 0;
-  if (!g_file_get_contents(path.c_str(), &bytes, &length, nullptr))
-    return edit_answer(404, "the picture of event " + std::to_string(seq) + " is gone");
-  Reply reply{200, kJpegType, std::string(bytes, length)};
-  g_free(bytes);
-  return reply;
+  if (g_file_get_contents(path.c_str(), &bytes, &length, nullptr)) {
+    Reply reply{200, clip ? kMp4Type : kJpegType, std::string(bytes, length)};
+    g_free(bytes);
+    return reply;
+  }
+  // A clip is renamed whole once its last event's post-capture has passed and it is muxed.
+  if (clip && g_file_test((path + ".part").c_str(), G_FILE_TEST_EXISTS))
+    return edit_answer(503, "the " + what + " is still being recorded: ask again in a few seconds");
+  return edit_answer(404,
+                     "the " + what + " is gone" +
+                         (clip ? " (removed, or never finished: its host stopped mid-clip)" : ""));
 }
 
 }  // namespace
 
 bool is_events_path(const std::string &path) {
+  EventFile file = EventFile::kSnapshot;
   if (path.rfind("/api/events", 0) != 0) return false;
   const std::string rest = path.substr(std::string("/api/events").size());
   return rest.empty() || rest[0] == '?' || rest == "/hourly" || rest.rfind("/hourly?", 0) == 0 ||
-         snapshot_seq(path.substr(0, path.find('?'))) != 0;
+         file_seq(path.substr(0, path.find('?')), &file) != 0;
 }
 
-std::string snapshot_elsewhere(EventHistory *history, const std::string &path,
-                               const std::string &here) {
-  const gint64 seq = history ? snapshot_seq(path.substr(0, path.find('?'))) : 0;
+std::string event_file_elsewhere(EventHistory *history, const std::string &path,
+                                 const std::string &here) {
+  EventFile kind = EventFile::kSnapshot;
+  const gint64 seq = history ? file_seq(path.substr(0, path.find('?')), &kind) : 0;
   std::string file, host;
-  if (!seq || !history->snapshot_of(seq, &file, &host) || host == here) return "";
+  if (!seq || !history->file_of(seq, kind, &file, &host) || host == here) return "";
   return host;
 }
 
@@ -195,7 +219,8 @@ Reply events_reply(EventHistory *history, const std::string &path,
   const size_t mark = path.find('?');
   const std::string route = path.substr(0, mark);
   const std::string query = mark == std::string::npos ? "" : path.substr(mark + 1);
-  if (const gint64 seq = snapshot_seq(route)) return snapshot_file_reply(history, seq);
+  EventFile file = EventFile::kSnapshot;
+  if (const gint64 seq = file_seq(route, &file)) return event_file_reply(history, seq, file);
   const bool hourly = route == "/api/events/hourly";
   HistoryQuery q;
   const std::string bad =

@@ -8,6 +8,8 @@
 // {"hours": [{"hour", "camera", "line", "in", "out"}]}, oldest first (the page's chart).
 // GET /api/events/SEQ/snapshot: the event's picture (JPEG; each event's "snapshot" gives this
 // URL, null where it has none); 404 with the reason where it has none or its file is gone.
+// GET /api/events/SEQ/clip: the event's clip (MP4, Range requests answered: a browser seeks);
+// 503 while it is still being recorded, 404 with the reason where it has none or it is gone.
 #pragma once
 
 #include <functional>
@@ -24,9 +26,9 @@ Reply events_reply(EventHistory *history, const std::string &path,
                    const std::function<bool(const std::string &)> &known_camera);
 // Whether `path` asks for /api/events.
 bool is_events_path(const std::string &path);
-// The host on whose disk is the picture `path` asks for (/api/events/SEQ/snapshot) when it is
-// another than `here` (a fleet's shared history); "" otherwise.
-std::string snapshot_elsewhere(EventHistory *history, const std::string &path,
-                               const std::string &here);
+// The host on whose disk is the picture or clip `path` asks for (/api/events/SEQ/snapshot,
+// /api/events/SEQ/clip) when it is another than `here` (a fleet's shared history); "" otherwise.
+std::string event_file_elsewhere(EventHistory *history, const std::string &path,
+                                 const std::string &here);
 
 }  // namespace cudanms::service

@@ -158,6 +158,9 @@ void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) 
       {"cudanms_camera_pictures_failing", "gauge",
        "1 while its events' pictures cannot be written (snapshots: a full disk, ...), else 0",
        [](const CameraSnapshot &c) { return c.counts.pictures_failing.empty() ? 0.0 : 1.0; }},
+      {"cudanms_camera_clips_failing", "gauge",
+       "1 while its events' clips cannot be written (clips: a full disk, ...), else 0",
+       [](const CameraSnapshot &c) { return c.counts.clips_failing.empty() ? 0.0 : 1.0; }},
       {"cudanms_camera_frames_unpublished_total", "counter",
        "A fleet's frames not published: the camera stopped (fenced) before etcd had their counts",
        counted<&FrameCounts::outputs_unkept>},
@@ -349,6 +352,8 @@ std::string render_health(const std::vector<CameraSnapshot> &cameras, double upt
     json_builder_add_string_value(b, without_credentials(c.last_error).c_str());
     json_builder_set_member_name(b, "pictures_failing");  // why its events' pictures are not made
     json_builder_add_string_value(b, c.counts.pictures_failing.c_str());
+    json_builder_set_member_name(b, "clips_failing");  // why its events' clips are not made
+    json_builder_add_string_value(b, c.counts.clips_failing.c_str());
     json_builder_set_member_name(b, "frames");
     json_builder_add_int_value(b, static_cast<gint64>(c.counts.frames));
     json_builder_set_member_name(b, "frames_per_second");

@@ -106,6 +106,7 @@ void add_camera(JsonBuilder *b, const CameraSnapshot &c, const std::string &host
   add_int(b, "reconnects", static_cast<gint64>(c.reconnects));
   add_string(b, "last_error", without_credentials(c.last_error));
   add_string(b, "pictures_failing", c.counts.pictures_failing);
+  add_string(b, "clips_failing", c.counts.clips_failing);
   add_int(b, "snapshot", static_cast<gint64>(c.snapshot_number));
   json_builder_set_member_name(b, "shapes");  // the lines and zones as configured
   json_builder_begin_object(b);

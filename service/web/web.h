@@ -22,6 +22,7 @@
 namespace cudanms::service {
 
 constexpr const char *kJpegType = "image/jpeg";
+constexpr const char *kMp4Type = "video/mp4";
 
 // The /api/cameras document of `cameras`, each shown on `host`.
 std::string render_cameras(const std::vector<CameraSnapshot> &cameras, const std::string &host);

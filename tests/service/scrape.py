@@ -4,6 +4,9 @@
     scrape.py http://HOST:PORT/metrics  ->  {"status": 200, "metrics": {NAME[,LABEL=V]: {CAMERA: V}}}
     scrape.py http://HOST:PORT/health   ->  {"status": 200|503, "health": {...}}
     scrape.py http://HOST:PORT/PICTURE  ->  {"status": 200, "jpeg": {"bytes": N, "width": W, "height": H}}
+    scrape.py http://HOST:PORT/CLIP     ->  {"status": 200, "mp4": {"bytes": N, "range": {"status": 206,
+                                             "bytes": 100, "content_range": "bytes 100-199/N"}}}
+                                            (the range asked again as a browser seeking does)
 
 /metrics goes through the Prometheus client's own parser (Debian's python3-prometheus-client),
 so that a line it would refuse fails the test.
@@ -41,6 +44,13 @@ def main():
         size = jpeg_size(raw)
         print(json.dumps({"status": status, "jpeg": {"bytes": len(raw), "width": size and size[0],
                                                      "height": size and size[1]}}))
+        return
+    if kind == "video/mp4":
+        ask = urllib.request.Request(url, headers={"Range": "bytes=100-199"})
+        with urllib.request.urlopen(ask, timeout=5) as part:
+            ranged = {"status": part.status, "bytes": len(part.read()),
+                      "content_range": part.headers.get("Content-Range")}
+        print(json.dumps({"status": status, "mp4": {"bytes": len(raw), "range": ranged}}))
         return
     body = raw.decode()
     if not url.endswith("/metrics"):

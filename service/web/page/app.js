@@ -279,6 +279,11 @@ async function showHistory(more) {
       show.addEventListener('click', () => showEventPicture(e));
       item.append(' ', show);
     }
+    if (e.clip) {  // the camera's clips key: the moments around it, cut from its own stream
+      const play = element('button', 'clip', 'clip');
+      play.addEventListener('click', () => playEventClip(e));
+      item.append(' ', play);
+    }
     return item;
   });
   if (more) list.append(...items); else list.replaceChildren(...items);
@@ -297,6 +302,28 @@ function showEventPicture(e) {
   figure.querySelector('figcaption').textContent =
       `${new Date(e.time * 1000).toLocaleString()} ${eventText(e, e.camera)}`;
   figure.hidden = false;
+}
+
+// An event's clip under the history, played; where it cannot be (still being recorded, gone),
+// the endpoint's reason as the caption.
+function playEventClip(e) {
+  const figure = document.getElementById('history-clip');
+  const video = figure.querySelector('video');
+  const caption = figure.querySelector('figcaption');
+  const url = e.clip.replace(/^\//, '');
+  caption.textContent = `${new Date(e.time * 1000).toLocaleString()} ${eventText(e, e.camera)}`;
+  video.onerror = async () => {
+    try {
+      const response = await fetch(url);
+      const answer = await response.json();
+      caption.textContent = answer.error || response.statusText;
+    } catch (error) {
+      caption.textContent = String(error.message || error);
+    }
+  };
+  video.src = url;
+  figure.hidden = false;
+  video.play().catch(() => {});  // a browser that will not autoplay still shows its controls
 }
 
 // Each line's crossings per hour (api/events/hourly) of the search's camera and times: a row of
@@ -406,7 +433,8 @@ function show(doc) {
     if (camera.state === 'streaming') streaming++;
     showFacts(parts.facts, camera);
     parts.error.textContent = camera.state !== 'streaming' ? camera.last_error
-        : camera.pictures_failing ? `no event pictures: ${camera.pictures_failing}` : '';
+        : camera.pictures_failing ? `no event pictures: ${camera.pictures_failing}`
+        : camera.clips_failing ? `no event clips: ${camera.clips_failing}` : '';
     // A fleet's camera that no host runs, or whose host did not answer, has no picture.
     if (camera.state !== 'unplaced' && camera.state !== 'unanswered') showPicture(name, parts);
     showCounts(parts.counts, camera);

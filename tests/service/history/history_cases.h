@@ -111,4 +111,37 @@ inline void expect_filters_are_text(const std::string &where) {
   EXPECT_EQ(history_page(*h, HistoryQuery()).size(), 2u) << "the table is still there";
 }
 
+// An event's picture and clip: kept when it is delivered again without them, each found by its
+// seq, each marked gone on its own when its file is removed.
+inline void expect_files_kept_and_forgotten(const std::string &where) {
+  std::string error;
+  auto h = EventHistory::open(where, &error);
+  ASSERT_TRUE(h) << error;
+  HistoryEvent e = history_event("door-cam", 1, 1000);
+  e.snapshot = "/events/door-cam/1.jpg", e.clip = "/events/door-cam/1.mp4";
+  h->add(e);
+  h->add(history_event("door-cam", 1, 1000));  // again, before its files were known
+  HistoryEvent shared = history_event("door-cam", 2, 1001);
+  shared.clip = e.clip;  // a second event in the same clip
+  h->add(shared);
+  ASSERT_TRUE(h->flush(5 * G_USEC_PER_SEC));
+  std::vector<HistoryEvent> all = history_page(*h, HistoryQuery());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].snapshot, e.snapshot);
+  EXPECT_EQ(all[1].clip, e.clip);
+  std::string path, host;
+  ASSERT_TRUE(h->file_of(all[1].seq, EventFile::kClip, &path, &host));
+  EXPECT_EQ(path, e.clip);
+  EXPECT_EQ(host, "host-a");
+  ASSERT_TRUE(h->forget_files({e.clip}, &error)) << error;
+  all = history_page(*h, HistoryQuery());
+  for (const HistoryEvent &gone : all) {
+    EXPECT_TRUE(gone.clip_gone) << gone.id;
+    EXPECT_FALSE(gone.snapshot_gone) << gone.id;
+    EXPECT_FALSE(h->file_of(gone.seq, EventFile::kClip, &path, &host)) << gone.id;
+  }
+  EXPECT_TRUE(h->file_of(all[1].seq, EventFile::kSnapshot, &path, &host));
+  EXPECT_EQ(path, e.snapshot);
+}
+
 }  // namespace cudanms::service

@@ -45,6 +45,8 @@ TEST_F(History, EachEventOnceNewestFirstAndEveryFilter) {
 
 TEST_F(History, FiltersAreTextNotSql) { expect_filters_are_text(path_); }
 
+TEST_F(History, PicturesAndClipsAreKeptAndForgotten) { expect_files_kept_and_forgotten(path_); }
+
 // Another process holds the database's write lock (a transaction left open): events keep being
 // added at once, wait in the queue (counted), and are all written once the lock goes.
 TEST_F(History, ALockedDatabaseNeverHoldsAdd) {
@@ -110,18 +112,20 @@ TEST_F(History, AnOlderHistoryGainsPicturesAndKeepsItsEvents) {
   ASSERT_TRUE(h) << error;
   HistoryEvent pictured = event("door-cam", 8, 1001);
   pictured.snapshot = std::string(dir_) + "/door-cam/8.jpg";
+  pictured.clip = std::string(dir_) + "/door-cam/8.mp4";
   h->add(pictured);
   ASSERT_TRUE(h->flush(5 * G_USEC_PER_SEC));
   const auto events = page(*h, {});
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].snapshot, pictured.snapshot);
+  EXPECT_EQ(events[0].clip, pictured.clip);
   EXPECT_EQ(events[1].id, 7u);
   EXPECT_EQ(events[1].snapshot, "");
   std::string path, host;
-  EXPECT_TRUE(h->snapshot_of(events[0].seq, &path, &host));
+  EXPECT_TRUE(h->file_of(events[0].seq, EventFile::kSnapshot, &path, &host));
   EXPECT_EQ(path, pictured.snapshot);
   EXPECT_EQ(host, pictured.host);
-  EXPECT_FALSE(h->snapshot_of(events[1].seq, &path, &host));
+  EXPECT_FALSE(h->file_of(events[1].seq, EventFile::kSnapshot, &path, &host));
   h.reset();
   ASSERT_TRUE(EventHistory::open(path_, &error)) << error;  // opened again: nothing to add
 }

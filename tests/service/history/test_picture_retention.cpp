@@ -62,6 +62,23 @@ TEST(PictureRetention, ACamerasOldPicturesGoThenTheOldestPastTheSize) {
 
 // A camera's own size bound takes its oldest first, never another camera's; the folder's bound
 // then counts what is left.
+// Clips count with the pictures: a size smaller than the clips made takes the oldest first, clip
+// or picture, and keeps the newest; a clip being muxed (its temporary name) is not touched.
+TEST(PictureRetention, ClipsGoWithThePicturesOldestFirst) {
+  TempDir dir;
+  const std::string clip_1 = picture(dir, "door", "1.mp4", 5 * kDay, 4000),
+                    picture_1 = picture(dir, "door", "1.jpg", 5 * kDay - 1),
+                    clip_2 = picture(dir, "door", "2.mp4", 3 * kDay, 4000),
+                    picture_2 = picture(dir, "door", "2.jpg", 3 * kDay - 1),
+                    clip_3 = picture(dir, "door", "3.mp4", 1 * kDay, 4000),
+                    muxing = picture(dir, "door", "4.mp4.part", 30 * kDay, 4000);
+  EXPECT_EQ(remove_old_pictures(dir.path, {"door", 0, 0, 6000}, kNow),
+            std::vector<std::string>({clip_1, picture_1, clip_2}));
+  EXPECT_TRUE(exists(picture_2));
+  EXPECT_TRUE(exists(clip_3));
+  EXPECT_TRUE(exists(muxing));
+}
+
 TEST(PictureRetention, ACamerasOwnSizeTakesItsOldestFirst) {
   TempDir dir;
   const std::string door_1 = picture(dir, "door", "1.jpg", 5 * kDay),

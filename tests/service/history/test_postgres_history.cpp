@@ -42,6 +42,10 @@ TEST_F(PostgresHistory, EachEventOnceNewestFirstAndEveryFilter) {
 
 TEST_F(PostgresHistory, FiltersAreTextNotSql) { expect_filters_are_text(server_->uri()); }
 
+TEST_F(PostgresHistory, PicturesAndClipsAreKeptAndForgotten) {
+  expect_files_kept_and_forgotten(server_->uri());
+}
+
 // Events added all along while the server is stopped (SIGSTOP: its connections stay, nothing
 // answers) and then killed (SIGKILL) and started again: add() never waits for it, the events
 // wait in the queue, and every one is in the history once after, none twice.

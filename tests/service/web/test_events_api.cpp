@@ -101,7 +101,7 @@ TEST_F(EventsApi, AnEventsPictureIsServedAtItsUrl) {
 
   // Removed by retention: the event stays, its picture marked gone.
   std::string why;
-  ASSERT_TRUE(history_->forget_snapshots({picture}, &why)) << why;
+  ASSERT_TRUE(history_->forget_files({picture}, &why)) << why;
   const Reply after = get("limit=1");
   EXPECT_NE(after.body.find("\"snapshot\" : null"), std::string::npos) << after.body;
   EXPECT_NE(after.body.find("\"snapshot_gone\" : true"), std::string::npos) << after.body;
@@ -109,6 +109,41 @@ TEST_F(EventsApi, AnEventsPictureIsServedAtItsUrl) {
   history_->add(e);  // delivered again: still gone
   ASSERT_TRUE(history_->flush(5 * G_USEC_PER_SEC));
   EXPECT_NE(get("limit=1").body.find("\"snapshot_gone\" : true"), std::string::npos);
+}
+
+// An event's clip: its URL in the page; 503 while it is recorded (its temporary file), its bytes
+// once whole, 404 with the reason once gone or never finished.
+TEST_F(EventsApi, AnEventsClipIsServedOnceWhole) {
+  const std::string clip = std::string(dir_) + "/door-4.mp4";
+  HistoryEvent e;
+  e.camera = "door", e.id = 4, e.time_us = G_GINT64_CONSTANT(1765000004) * G_USEC_PER_SEC;
+  e.kind = "line-crossed", e.name = "entry", e.direction = "in", e.label = "person";
+  e.track_id = 44, e.clip = clip;
+  history_->add(e);
+  ASSERT_TRUE(history_->flush(5 * G_USEC_PER_SEC));
+  const Reply page = get("limit=2");
+  EXPECT_NE(page.body.find("\"clip\" : \"/api/events/5/clip\""), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("\"clip\" : null"), std::string::npos) << page.body;  // event 3
+  ASSERT_TRUE(is_events_path("/api/events/5/clip"));
+
+  ASSERT_TRUE(g_file_set_contents((clip + ".part").c_str(), "half", -1, nullptr));
+  const Reply recording = get_path("/api/events/5/clip");
+  EXPECT_EQ(recording.status, 503u);
+  EXPECT_NE(recording.body.find("still being recorded"), std::string::npos) << recording.body;
+  ASSERT_EQ(g_rename((clip + ".part").c_str(), clip.c_str()), 0);
+  const Reply mp4 = get_path("/api/events/5/clip");
+  EXPECT_EQ(mp4.status, 200u);
+  EXPECT_STREQ(mp4.type.c_str(), "video/mp4");
+  EXPECT_EQ(mp4.body, "half");
+  EXPECT_EQ(get_path("/api/events/4/clip").status, 404u);  // none
+
+  g_remove(clip.c_str());  // a host killed mid-clip: no file, no temporary one
+  const Reply unfinished = get_path("/api/events/5/clip");
+  EXPECT_EQ(unfinished.status, 404u);
+  EXPECT_NE(unfinished.body.find("never finished"), std::string::npos) << unfinished.body;
+  std::string why;
+  ASSERT_TRUE(history_->forget_files({clip}, &why)) << why;
+  EXPECT_NE(get("limit=1").body.find("\"clip_gone\" : true"), std::string::npos);
 }
 
 TEST_F(EventsApi, BadFiltersAreTheirReasons) {
