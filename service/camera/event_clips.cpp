@@ -202,7 +202,7 @@ std::string EventClips::on_event(GstClockTime pts, guint64 first_id) {
     const std::string why = error ? error->message : g_strerror(errno);
     g_clear_error(&error);
     if (clip->pipeline) gst_object_unref(clip->pipeline);
-    log_line("camera %s: cannot make a clip in %s: %s", camera_.c_str(), dir_.c_str(), why.c_str());
+    set_failing(why);
     return "";
   }
   gst_object_ref_sink(clip->pipeline);
@@ -272,6 +272,7 @@ void EventClips::finish_open_clip() {
     {
       std::lock_guard<std::mutex> guard(lock_);
       busy_.erase(clip->path);
+      set_failing(error);
     }
     if (finished_) finished_(clip->path, error);
     done->store(true);
@@ -304,6 +305,18 @@ void EventClips::clear_ring() {
     for (GstBuffer *b : gop.units) gst_buffer_unref(b);
   ring_.clear();
   ring_bytes_ = 0;
+}
+
+void EventClips::set_failing(const std::string &why) {
+  if (!why.empty() && failing_.empty())
+    log_line("camera %s: cannot write its events' clips in %s: %s; events go on without",
+             camera_.c_str(), dir_.c_str(), why.c_str());
+  failing_ = why;
+}
+
+std::string EventClips::failing() const {
+  std::lock_guard<std::mutex> guard(lock_);
+  return failing_;
 }
 
 bool EventClips::recording(const std::string &path) const {

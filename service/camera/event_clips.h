@@ -36,8 +36,8 @@ class EventClips {
   // The most a ring holds (a camera of huge GOPs keeps fewer seconds than `pre`).
   static constexpr guint64 kMaxRingBytes = 64 << 20;
 
-  // `finished`: each clip's outcome, on its finishing thread: its path and "" when it was
-  // written whole, else why not (its file then never appears).
+  // `finished`: each clip's outcome, on its finishing thread (never under a caller's call): its
+  // path and "" when it was written whole, else why not (its file then never appears).
   using Finished = std::function<void(const std::string &path, const std::string &error)>;
   EventClips(std::string camera, std::string dir, double pre_s, double post_s, Finished finished);
   // Open clips finished, waited for (at most a few seconds each).
@@ -57,6 +57,9 @@ class EventClips {
   std::string on_event(GstClockTime pts, guint64 first_id);
   // Whether `path` is a clip still being recorded or muxed here.
   bool recording(const std::string &path) const;
+  // Why clips cannot be written now (a folder that cannot be made, a full disk); "": they can.
+  // Logged once as it starts.
+  std::string failing() const;
 
   // One access unit of the stream and its caps, as the tap hands them (public for the tests,
   // which feed a stream of their own). `fallback`: the recording's, used only while the
@@ -84,6 +87,7 @@ class EventClips {
   void hear_unit(GstBuffer *unit, bool fallback, guint64 connection);
   static GstClockTime time_of(GstBuffer *unit);
   void clear_ring();           // lock_ held
+  void set_failing(const std::string &why);  // lock_ held
   void finish_open_clip();     // lock_ held
   bool push(GstBuffer *unit);  // into the open clip; false past its end (lock_ held)
   void reap_done();            // finishing threads done joined (finishing_lock_ held)
@@ -100,6 +104,7 @@ class EventClips {
   guint64 ring_bytes_ = 0;
   std::unique_ptr<Clip> open_;
   std::set<std::string> busy_;  // clips open or being finished
+  std::string failing_;         // the last clip's failure; "": it was written
   guint64 connection_ = 0;      // attach()es so far: a tap of an older one is not heard
 
   struct Finishing {

@@ -586,6 +586,7 @@ FrameCounts CameraOutputs::counts() const {
     std::lock_guard<std::mutex> guard(counts_lock_);
     out = counts_;
   }
+  if (clips_) out.clips_failing = clips_->failing();
   {
     std::lock_guard<std::mutex> guard(queue_lock_);
     out.outputs_queued = queue_.size();

@@ -232,7 +232,8 @@ class CameraOutputs {
   };
   std::shared_ptr<Delivered> delivered_ = std::make_shared<Delivered>();
 
-  // A clip written whole (`error` ""), or not: said while it lasts, its events' clip marked gone.
+  // A clip written whole (`error` ""): the folder kept within its bounds; or not: its events'
+  // clip marked gone.
   void on_clip_finished(const std::string &path, const std::string &error);
   // Last: its clips finish (their outcomes reported here) before anything else goes.
   std::unique_ptr<EventClips> clips_;

@@ -56,13 +56,6 @@ void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
 }
 
 void CameraOutputs::on_clip_finished(const std::string &path, const std::string &error) {
-  {
-    std::lock_guard<std::mutex> guard(counts_lock_);
-    if (!error.empty() && counts_.clips_failing.empty())
-      log_line("camera %s: cannot write its events' clips in %s: %s; events go on without",
-               config_.name.c_str(), pictures_dir_.c_str(), error.c_str());
-    counts_.clips_failing = error;
-  }
   std::string why;
   if (!error.empty() && history_ && !history_->forget_files({path}, &why))
     log_line("camera %s: clip %s not written, its events not marked so: %s", config_.name.c_str(),

@@ -26,19 +26,21 @@ const GstClockTime kFrame = GST_SECOND / kFps;
 const bool gst_ready = (gst_init(nullptr, nullptr), true);
 
 // The encoded test pattern through a decoder, with `clips` attached as a session attaches them;
-// an event at each frame of `events` (frame number -> event id) as it leaves the decoder.
+// an event at each frame of `events` (frame number -> event id) as it leaves the decoder. `raw`:
+// a camera of raw video with a recording instead, its encoder's parser the only H.264.
 void run_camera(EventClips *clips, int frames, const std::map<int, guint64> &events,
-                std::map<guint64, std::string> *paths) {
+                std::map<guint64, std::string> *paths, bool raw = false) {
   const std::string description =
       "videotestsrc pattern=ball num-buffers=" + std::to_string(frames) +
       " ! video/x-raw,width=320,height=240,framerate=" + std::to_string(kFps) +
       "/1 ! x264enc speed-preset=ultrafast tune=zerolatency bframes=0 key-int-max=" +
       std::to_string(kGopFrames) +
       " option-string=scenecut=0:min-keyint=" + std::to_string(kGopFrames) +
-      " ! h264parse ! avdec_h264 name=decoder ! fakesink name=sink";
+      (raw ? " ! h264parse name=record-parse ! fakesink name=sink"
+           : " ! h264parse ! avdec_h264 name=decoder ! fakesink name=sink");
   GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
   ASSERT_NE(pipeline, nullptr);
-  clips->attach(pipeline, nullptr);
+  clips->attach(pipeline, raw ? "record-parse" : nullptr);
   struct Context {
     EventClips *clips;
     const std::map<int, guint64> *events;
@@ -191,6 +193,36 @@ TEST(EventClips, AConnectionThatEndsFinishesItsClip) {
   ASSERT_TRUE(decode(paths[7], &d));
   EXPECT_TRUE(d.starts_on_keyframe);
   EXPECT_EQ(d.frames, 60 - 30);  // from the keyframe at 3.0 s to the stream's end
+}
+
+// A camera of raw video with a recording: its clips are cut from the recording's H.264.
+TEST(EventClips, RawVideoIsCutFromTheRecording) {
+  TempDir dir;
+  Outcomes outcomes;
+  std::map<guint64, std::string> paths;
+  {
+    EventClips clips("webcam", dir.file("webcam"), kPre, kPost, outcomes.callback());
+    run_camera(&clips, 100, {{55, 2}}, &paths, true);
+  }
+  ASSERT_EQ(paths[2], dir.file("webcam/2.mp4"));
+  EXPECT_EQ(outcomes.errors[paths[2]], "");
+  Decoded d;
+  ASSERT_TRUE(decode(paths[2], &d));
+  EXPECT_TRUE(d.starts_on_keyframe);
+  EXPECT_EQ(d.frames, 75 - 30 + 1);  // the keyframe at 3.0 s to 7.5 s
+}
+
+// A folder that cannot be made (a file in its way; a full disk alike): no clip, said while it
+// lasts; the events go on.
+TEST(EventClips, AFolderThatCannotBeWrittenIsSaid) {
+  TempDir dir;
+  ASSERT_TRUE(g_file_set_contents(dir.file("door").c_str(), "a file", -1, nullptr));
+  Outcomes outcomes;
+  std::map<guint64, std::string> paths;
+  EventClips clips("door", dir.file("door"), kPre, kPost, outcomes.callback());
+  run_camera(&clips, 60, {{35, 1}}, &paths);
+  EXPECT_EQ(paths[1], "");
+  EXPECT_NE(clips.failing(), "");
 }
 
 // A stream that is not H.264/H.265 (raw video, a JPEG webcam) has nothing to cut: no clip.

@@ -84,6 +84,18 @@ def present(check, seconds=10):
     return seen[-1]
 
 
+CLIP_PRE, CLIP_POST = 2, 1  # the events' clips' seconds before and after (the clips keys)
+GOP_S = 1  # the camera's stream: a keyframe each 10 frames at 10 frames/s (make_clip)
+
+
+def get_status(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
 def make_clip(path):
     raw = path + ".i420"
     steps = [
@@ -154,6 +166,9 @@ reconnect-initial = 0.5
 web-auth = {KEY}
 history = {os.path.join(work, "history.sqlite")}
 snapshots = {os.path.join(work, "events")}
+clips = true
+clip-pre-capture = {CLIP_PRE}
+clip-post-capture = {CLIP_POST}
 [camera.cam1]
 url = rtsp://operator:{PASSWORD}@127.0.0.1:{port}/cam1
 [camera.cam2]
@@ -238,6 +253,33 @@ url = rtsp://127.0.0.1:{port}/cam2
         assert "crossed middle" in driver.find_element(
             "css selector", "#history-picture figcaption").text
         print("an event's picture shows on the page")
+        # An event's clip: its button plays it under the history, as long as was asked (from the
+        # keyframe at or before pre-capture: a GOP more at most). The newest event whose clip is
+        # muxed, so that its pre-capture was in the ring.
+        def ready_clip():
+            events = json.loads(get(base + "/api/events?camera=cam1&kind=line-crossed"))["events"]
+            for at, e in enumerate(events):
+                if e["clip"] and get_status(base + e["clip"]) == 200:
+                    return at, e
+            return None
+        found = eventually(15, ready_clip)
+        assert found, "no clip of cam1's crossings was served"
+        at, event = found
+        driver.find_element("css selector", "#history-search button").click()  # the list anew
+        button = f"#history li:nth-child({at + 1}) button.clip"
+        assert eventually(5, lambda: driver.find_elements("css selector", button)), \
+            f"no clip button on event {event['seq']}"
+        driver.find_element("css selector", button).click()
+        video = driver.find_element("css selector", "#history-clip video")
+        assert eventually(10, lambda: driver.execute_script(
+            "return arguments[0].readyState", video) >= 2), \
+            "the clip did not play: " + driver.find_element(
+                "css selector", "#history-clip figcaption").text
+        duration = driver.execute_script("return arguments[0].duration", video)
+        asked = CLIP_PRE + CLIP_POST
+        assert asked - 0.3 <= duration <= asked + GOP_S + 0.3, \
+            f"the clip lasts {duration:.2f} s where {asked} s (and a GOP at most) were asked"
+        print(f"an event's clip plays on the page: {duration:.2f} s, {asked} s asked")
         # Its chart: a bar an hour on 'middle', as many crossings as /api/events/hourly counts.
         hours = json.loads(get(base + "/api/events/hourly?camera=cam1"))["hours"]
         counted_hourly = sum(h["in"] + h["out"] for h in hours if h["line"] == "middle")
