@@ -86,12 +86,12 @@ class EventClips {
   void hear_caps(GstCaps *caps, bool fallback, guint64 connection);
   void hear_unit(GstBuffer *unit, bool fallback, guint64 connection);
   static GstClockTime time_of(GstBuffer *unit);
-  void clear_ring();           // lock_ held
+  void clear_ring();                         // lock_ held
   void set_failing(const std::string &why);  // lock_ held
-  void finish_open_clip();     // lock_ held
-  bool push(GstBuffer *unit);  // into the open clip; false past its end (lock_ held)
-  void reap_done();            // finishing threads done joined (finishing_lock_ held)
-  void reap(bool all);         // the same (`all`: every one, waited for)
+  void finish_open_clip();                   // lock_ held
+  bool push(GstBuffer *unit);                // into the open clip; false past its end (lock_ held)
+  void reap_done();                          // finishing threads done joined (finishing_lock_ held)
+  void reap(bool all);                       // the same (`all`: every one, waited for)
 
   const std::string camera_, dir_;
   const GstClockTime pre_, post_;

@@ -14,10 +14,15 @@
 
 #include "event_clips.h"
 #include "pipelines/script_support.h"
+#include "support/mp4_clip.h"
 
 namespace cudanms::service {
 namespace {
 
+using cudanms::testing::decode_clip;
+using cudanms::testing::DecodedClip;
+using cudanms::testing::on_buffers;
+using cudanms::testing::run_to_end;
 using cudanms::testing::TempDir;
 
 constexpr int kFps = 10, kGopFrames = 10;
@@ -47,88 +52,19 @@ void run_camera(EventClips *clips, int frames, const std::map<int, guint64> &eve
     std::map<guint64, std::string> *paths;
     GstClockTime origin;  // x264enc's times start 1000 hours in
   } context{clips, &events, paths, GST_CLOCK_TIME_NONE};
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstPad *pad = gst_element_get_static_pad(sink, "sink");
-  gst_pad_add_probe(
-      pad, GST_PAD_PROBE_TYPE_BUFFER,
-      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
+  on_buffers(
+      pipeline, "sink", "sink",
+      [](GstBuffer *frame, gpointer data) {
         auto *c = static_cast<Context *>(data);
-        const GstClockTime pts = GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info));
+        const GstClockTime pts = GST_BUFFER_PTS(frame);
         if (!GST_CLOCK_TIME_IS_VALID(c->origin)) c->origin = pts;
         const auto event = c->events->find(static_cast<int>((pts - c->origin) / kFrame));
         if (event != c->events->end())
           (*c->paths)[event->second] = c->clips->on_event(pts, event->second);
-        return GST_PAD_PROBE_OK;
       },
-      &context, nullptr);
-  gst_object_unref(pad);
-  gst_object_unref(sink);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *end = gst_bus_timed_pop_filtered(
-      bus, 60 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  ASSERT_NE(end, nullptr);
-  EXPECT_EQ(GST_MESSAGE_TYPE(end), GST_MESSAGE_EOS);
-  gst_message_unref(end);
-  gst_object_unref(bus);
+      &context);
+  EXPECT_TRUE(run_to_end(pipeline, 60 * GST_SECOND));
   clips->detach();
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(pipeline);
-}
-
-// A clip decoded whole: its frames, its first frame's and last frame's PTS, whether the first
-// sample is a keyframe; false on any error.
-struct Decoded {
-  int frames = 0, units = 0;  // decoded, and demuxed
-  GstClockTime first = GST_CLOCK_TIME_NONE, last = 0;
-  bool starts_on_keyframe = false;
-};
-bool decode(const std::string &path, Decoded *out) {
-  GstElement *pipeline =
-      gst_parse_launch(("filesrc location=\"" + path +
-                        "\" ! qtdemux ! h264parse name=parse ! avdec_h264 ! fakesink name=sink")
-                           .c_str(),
-                       nullptr);
-  if (!pipeline) return false;
-  GstElement *parse = gst_bin_get_by_name(GST_BIN(pipeline), "parse");
-  GstPad *in = gst_element_get_static_pad(parse, "src");
-  gst_pad_add_probe(
-      in, GST_PAD_PROBE_TYPE_BUFFER,
-      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
-        auto *d = static_cast<Decoded *>(data);
-        if (d->units++ == 0)
-          d->starts_on_keyframe =
-              !GST_BUFFER_FLAG_IS_SET(GST_PAD_PROBE_INFO_BUFFER(info), GST_BUFFER_FLAG_DELTA_UNIT);
-        return GST_PAD_PROBE_OK;
-      },
-      out, nullptr);
-  gst_object_unref(in);
-  gst_object_unref(parse);
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstPad *pad = gst_element_get_static_pad(sink, "sink");
-  gst_pad_add_probe(
-      pad, GST_PAD_PROBE_TYPE_BUFFER,
-      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
-        auto *d = static_cast<Decoded *>(data);
-        const GstClockTime pts = GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info));
-        if (!GST_CLOCK_TIME_IS_VALID(d->first)) d->first = pts;
-        d->last = std::max(d->last, pts);
-        d->frames++;
-        return GST_PAD_PROBE_OK;
-      },
-      out, nullptr);
-  gst_object_unref(pad);
-  gst_object_unref(sink);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *end = gst_bus_timed_pop_filtered(
-      bus, 30 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  const bool whole = end && GST_MESSAGE_TYPE(end) == GST_MESSAGE_EOS;
-  if (end) gst_message_unref(end);
-  gst_object_unref(bus);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(pipeline);
-  return whole;
 }
 
 // The clips' outcomes as EventClips reports them.
@@ -165,8 +101,8 @@ TEST(EventClips, StartOnAKeyframeBeforePreCaptureAndEndAfterPostCapture) {
     double first_event_s, last_event_s;
   } expected[] = {{paths[1], 5.5, 5.5}, {paths[2], 12.0, 13.0}};
   for (const auto &e : expected) {
-    Decoded d;
-    ASSERT_TRUE(decode(e.path, &d)) << e.path << " does not play whole";
+    DecodedClip d;
+    ASSERT_TRUE(decode_clip(e.path, &d)) << e.path << " does not play whole";
     EXPECT_TRUE(d.starts_on_keyframe) << e.path;
     const double length_s = static_cast<double>(d.last - d.first + kFrame) / GST_SECOND;
     const double before_s = length_s - (e.last_event_s - e.first_event_s) - kPost;
@@ -189,8 +125,8 @@ TEST(EventClips, AConnectionThatEndsFinishesItsClip) {
   }
   ASSERT_EQ(outcomes.errors.count(paths[7]), 1u);
   EXPECT_EQ(outcomes.errors[paths[7]], "");
-  Decoded d;
-  ASSERT_TRUE(decode(paths[7], &d));
+  DecodedClip d;
+  ASSERT_TRUE(decode_clip(paths[7], &d));
   EXPECT_TRUE(d.starts_on_keyframe);
   EXPECT_EQ(d.frames, 60 - 30);  // from the keyframe at 3.0 s to the stream's end
 }
@@ -206,8 +142,8 @@ TEST(EventClips, RawVideoIsCutFromTheRecording) {
   }
   ASSERT_EQ(paths[2], dir.file("webcam/2.mp4"));
   EXPECT_EQ(outcomes.errors[paths[2]], "");
-  Decoded d;
-  ASSERT_TRUE(decode(paths[2], &d));
+  DecodedClip d;
+  ASSERT_TRUE(decode_clip(paths[2], &d));
   EXPECT_TRUE(d.starts_on_keyframe);
   EXPECT_EQ(d.frames, 75 - 30 + 1);  // the keyframe at 3.0 s to 7.5 s
 }

@@ -369,6 +369,22 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
   const auto after = frames(hosts, names(4));
   for (const std::string &camera : names(4)) EXPECT_GT(after.at(camera), before.at(camera) + 50);
   ASSERT_TRUE(etcd.start_member(leader));
+  // Every camera has counted a crossing before etcd goes, so that its counts going on after can
+  // be told (the ball crosses every 5 s; on a loaded machine, under ASan, cameras start later).
+  const auto line_counts = [&](const std::string &camera) {
+    gint64 n = 0;
+    for (FleetHost *host : hosts) {
+      const CameraRecord r = read_camera(host->json_path(camera));
+      n = std::max(n, r.last_in + r.last_out);
+    }
+    return n;
+  };
+  ASSERT_TRUE(eventually(20, [&] {
+    for (const std::string &camera : names(4))
+      if (line_counts(camera) == 0) return false;
+    return true;
+  })) << "a camera counted nothing in 20 s\n"
+      << logs(hosts);
 
   for (int i = 0; i < etcd.members(); ++i) etcd.kill(i);
   const double gone = now_s();
@@ -387,11 +403,7 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
   g_usleep(2 * G_USEC_PER_SEC);
   EXPECT_EQ(frames(hosts, names(4)), fenced_frames) << "frames published while fenced";
   std::map<std::string, gint64> counted;  // each camera's line counts, in + out, when fenced
-  for (const std::string &camera : names(4))
-    for (FleetHost *host : hosts) {
-      const CameraRecord r = read_camera(host->json_path(camera));
-      counted[camera] = std::max(counted[camera], r.last_in + r.last_out);
-    }
+  for (const std::string &camera : names(4)) counted[camera] = line_counts(camera);
 
   for (int i = 0; i < etcd.members(); ++i) ASSERT_TRUE(etcd.start_member(i));
   const double back = now_s();
@@ -400,12 +412,7 @@ TEST_F(Fleet, TheFleetOutlivesItsEtcdLeaderAndFencesItselfWithoutEtcd) {
   // Their counts go on (read again from etcd, whether the lease outlived the outage or not).
   g_usleep(G_USEC_PER_SEC);
   for (const std::string &camera : names(4)) {
-    gint64 now = 0;
-    for (FleetHost *host : hosts) {
-      const CameraRecord r = read_camera(host->json_path(camera));
-      now = std::max(now, r.last_in + r.last_out);
-    }
-    EXPECT_GE(now, counted[camera]) << camera;
+    EXPECT_GE(line_counts(camera), counted[camera]) << camera;
     EXPECT_GT(counted[camera], 0) << camera << " counted nothing before the outage";
   }
   a.cameras(&status);

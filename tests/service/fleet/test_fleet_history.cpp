@@ -20,6 +20,7 @@ struct Kept {
   gint64 id;
   std::string host;
   std::string snapshot;  // its picture's URL; "" for none
+  std::string clip;      // its clip's URL; "" for none
 };
 
 // The camera's crossings in the history, through `host`'s /api/events, newest first.
@@ -34,11 +35,12 @@ std::vector<Kept> crossings(const FleetHost &host, const std::string &camera) {
         json_object_get_array_member(json_node_get_object(json_parser_get_root(parser)), "events");
     for (guint i = 0; events && i < json_array_get_length(events); i++) {
       JsonObject *e = json_array_get_object_element(events, i);
-      const char *snapshot = json_object_get_null_member(e, "snapshot")
-                                 ? ""
-                                 : json_object_get_string_member(e, "snapshot");
+      const auto url = [e](const char *member) -> std::string {
+        return json_object_get_null_member(e, member) ? ""
+                                                      : json_object_get_string_member(e, member);
+      };
       out.push_back({json_object_get_int_member(e, "id"), json_object_get_string_member(e, "host"),
-                     snapshot});
+                     url("snapshot"), url("clip")});
     }
   }
   g_object_unref(parser);
@@ -60,7 +62,9 @@ TEST_F(Fleet, HostsKeepOneHistoryAndAMovedCameraKeepsItsOwn) {
     ASSERT_TRUE(
         host->start(host_config(host->name(), etcd.endpoints(),
                                 {{"history", postgres.uri()},
-                                 {"snapshots", dir_.file((host->name() + "-events").c_str())}})));
+                                 {"snapshots", dir_.file((host->name() + "-events").c_str())},
+                                 {"clips", "true"},
+                                 {"clip-post-capture", "1"}})));
   ASSERT_TRUE(eventually(40, [&] { return placement(hosts).size() == 2; })) << logs(hosts);
   ASSERT_TRUE(eventually(20, [&] { return balanced(hosts, 1); })) << logs(hosts);
   const std::string moving = cameras_on(hosts, "a").at(0);
@@ -81,6 +85,18 @@ TEST_F(Fleet, HostsKeepOneHistoryAndAMovedCameraKeepsItsOwn) {
   const std::string picture = b.get(pictured->snapshot, &status);
   EXPECT_EQ(status, 200u) << picture;
   EXPECT_EQ(picture.rfind("\xff\xd8", 0), 0u) << "not a JPEG";
+  // And its clip, cut on a's disk from the camera's H.264: b asks a for it too.
+  const auto clipped =
+      std::find_if(a_made.begin(), a_made.end(), [](const Kept &k) { return !k.clip.empty(); });
+  ASSERT_NE(clipped, a_made.end()) << "no clip of a's crossings";
+  std::string clip;
+  EXPECT_TRUE(eventually(10,
+                         [&] {  // muxed once its post-capture has passed
+                           clip = b.get(clipped->clip, &status);
+                           return status == 200;
+                         }))
+      << status << " " << clip;
+  EXPECT_EQ(clip.find("ftyp"), 4u) << "not an MP4";
 
   // The database stopped (SIGSTOP, every backend) for 6 s while both cameras count: their frames
   // go on at the rate before, their events wait in the hosts' queues, and once it answers again

@@ -15,6 +15,7 @@
 
 #include "cudanms/nms.h"
 #include "service/service_support.h"
+#include "support/mp4_clip.h"
 #include "support/mqtt_broker.h"
 
 namespace cudanms::testing {
@@ -27,43 +28,6 @@ constexpr double kReconnectMax = 4, kStallTimeout = 3;
 std::string camera_group(const std::string &name, const std::string &url,
                          const std::string &extra = "") {
   return "\n[camera." + name + "]\nurl = " + url + "\n" + extra;
-}
-
-// A clip (MP4) decoded to its end without an error; *seconds: its frames' span.
-bool plays_whole(const std::string &path, double *seconds) {
-  gchar *uri = gst_filename_to_uri(path.c_str(), nullptr);
-  GstElement *pipeline = gst_parse_launch(
-      ("uridecodebin uri=" + std::string(uri) + " ! fakesink name=sink").c_str(), nullptr);
-  g_free(uri);
-  if (!pipeline) return false;
-  std::pair<GstClockTime, GstClockTime> span{GST_CLOCK_TIME_NONE, 0};
-  GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
-  GstPad *pad = gst_element_get_static_pad(sink, "sink");
-  gst_pad_add_probe(
-      pad, GST_PAD_PROBE_TYPE_BUFFER,
-      [](GstPad *, GstPadProbeInfo *info, gpointer data) {
-        auto *s = static_cast<std::pair<GstClockTime, GstClockTime> *>(data);
-        const GstClockTime pts = GST_BUFFER_PTS(GST_PAD_PROBE_INFO_BUFFER(info));
-        if (!GST_CLOCK_TIME_IS_VALID(s->first)) s->first = pts;
-        s->second = std::max(s->second, pts);
-        return GST_PAD_PROBE_OK;
-      },
-      &span, nullptr);
-  gst_object_unref(pad);
-  gst_object_unref(sink);
-  gst_element_set_state(pipeline, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(pipeline);
-  GstMessage *end = gst_bus_timed_pop_filtered(
-      bus, 30 * GST_SECOND, static_cast<GstMessageType>(GST_MESSAGE_EOS | GST_MESSAGE_ERROR));
-  const bool whole = end && GST_MESSAGE_TYPE(end) == GST_MESSAGE_EOS;
-  if (end) gst_message_unref(end);
-  gst_object_unref(bus);
-  gst_element_set_state(pipeline, GST_STATE_NULL);
-  gst_object_unref(pipeline);
-  *seconds = GST_CLOCK_TIME_IS_VALID(span.first)
-                 ? static_cast<double>(span.second - span.first) / GST_SECOND
-                 : 0;
-  return whole;
 }
 
 class Service : public ::testing::Test {
@@ -951,10 +915,10 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
   while (const gchar *name = g_dir_read_name(folder)) {
     EXPECT_FALSE(g_str_has_suffix(name, ".part")) << name << " left unfinished";
     if (!g_str_has_suffix(name, ".mp4")) continue;
-    double seconds = 0;
-    EXPECT_TRUE(plays_whole(dir_.file(("events/a/" + std::string(name)).c_str()), &seconds))
-        << name;
-    EXPECT_GE(seconds, 0.9) << name << ": shorter than its post-capture";
+    DecodedClip clip;
+    EXPECT_TRUE(decode_clip(dir_.file(("events/a/" + std::string(name)).c_str()), &clip)) << name;
+    EXPECT_TRUE(clip.starts_on_keyframe) << name;
+    EXPECT_GE(clip.seconds(), 0.9) << name << ": shorter than its post-capture";
     played++;
   }
   g_dir_close(folder);
