@@ -90,6 +90,12 @@ template <bool CameraConfig::*field>
 std::string camera_flag(const std::string &v, CameraConfig *c, ServiceConfig *) {
   return parse_bool(v, &(c->*field));
 }
+// A clip's seconds before or after its events: 0 to 60 (the ring before is kept in memory).
+template <double CameraConfig::*field>
+std::string clip_seconds(const std::string &v, CameraConfig *c, ServiceConfig *) {
+  const std::string why = parse_seconds(v, 0, &(c->*field));
+  return why.empty() && c->*field > 60 ? "must be at most 60 s, not " + v : why;
+}
 template <std::string ServiceConfig::*field>
 std::string readable(const std::string &v, CameraConfig *, ServiceConfig *s) {
   return take_readable(v, &(s->*field));
@@ -469,17 +475,11 @@ const Key kKeys[] = {
     {"clip-pre-capture", Where::kAnywhere,
      "seconds of a clip before its event, from the keyframe at or before them (default 5, "
      "at most 60: kept in memory)",
-     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       const std::string why = parse_seconds(v, 0, &c->clip_pre_s);
-       return why.empty() && c->clip_pre_s > 60 ? "must be at most 60 s, not " + v : why;
-     }},
+     clip_seconds<&CameraConfig::clip_pre_s>},
     {"clip-post-capture", Where::kAnywhere,
      "seconds of a clip after its last event; events closer together share one (default 5, "
      "at most 60)",
-     [](const std::string &v, CameraConfig *c, ServiceConfig *) {
-       const std::string why = parse_seconds(v, 0, &c->clip_post_s);
-       return why.empty() && c->clip_post_s > 60 ? "must be at most 60 s, not " + v : why;
-     }},
+     clip_seconds<&CameraConfig::clip_post_s>},
     {"reconnect-initial", Where::kAnywhere, "seconds before the first retry (default 1)",
      [](const std::string &v, CameraConfig *c, ServiceConfig *) {
        return parse_seconds(v, 0.01, &c->reconnect_initial_s);

@@ -277,6 +277,33 @@ TEST_F(Config, MqttTopicsComeFromThePrefix) {
   EXPECT_EQ(config.cameras[1].status_topic, "site/cams/b/status");
 }
 
+// The events' clips: on for every camera or one, their seconds before and after (0 to 60); none
+// without a folder for them (snapshots).
+TEST_F(Config, ClipsNeedTheirFolderAndBoundedSeconds) {
+  ServiceConfig config;
+  ASSERT_EQ(errors_of("[service]\nsnapshots = /tmp\nclips = true\nclip-pre-capture = 3\n"
+                      "[camera.a]\nurl = rtsp://127.0.0.1/a\n"
+                      "[camera.b]\nurl = rtsp://127.0.0.1/b\nclips = false\n"
+                      "clip-post-capture = 0.5\n",
+                      &config),
+            std::vector<std::string>());
+  ASSERT_EQ(config.cameras.size(), 2u);
+  EXPECT_TRUE(config.cameras[0].clips);
+  EXPECT_EQ(config.cameras[0].clip_pre_s, 3);
+  EXPECT_EQ(config.cameras[0].clip_post_s, 5);
+  EXPECT_FALSE(config.cameras[1].clips);
+  EXPECT_EQ(config.cameras[1].clip_post_s, 0.5);
+  const std::string bad =
+      joined(errors_of("[service]\nclip-pre-capture = 61\nclip-post-capture = soon\n"
+                       "[camera.a]\nurl = rtsp://127.0.0.1/a\nclips = true\n"));
+  EXPECT_NE(bad.find("clip-pre-capture: must be at most 60 s, not 61"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("clip-post-capture: must be a number of seconds"), std::string::npos) << bad;
+  const std::string nowhere =
+      joined(errors_of("[service]\n[camera.a]\nurl = rtsp://127.0.0.1/a\nclips = true\n"));
+  EXPECT_NE(nowhere.find("camera.a:clips: needs snapshots in [service]"), std::string::npos)
+      << nowhere;
+}
+
 // One config with an error of every class: each is reported, with its group and key, and
 // nothing else is.
 // The events' pictures' bounds: a size with its unit for the folder, days for a camera (a
