@@ -559,22 +559,6 @@ std::vector<RecentEvent> CameraOutputs::recent_events() const {
   return {recent_events_.begin(), recent_events_.end()};
 }
 
-void CameraOutputs::on_snapshot(GstBuffer *jpeg) {
-  GstMapInfo map;
-  if (!gst_buffer_map(jpeg, &map, GST_MAP_READ)) return;
-  auto picture =
-      std::make_shared<const std::string>(reinterpret_cast<const char *>(map.data), map.size);
-  gst_buffer_unmap(jpeg, &map);
-  std::lock_guard<std::mutex> guard(snapshot_lock_);
-  snapshot_.jpeg = std::move(picture);
-  snapshot_.number++;
-}
-
-Snapshot CameraOutputs::snapshot() const {
-  std::lock_guard<std::mutex> guard(snapshot_lock_);
-  return snapshot_;
-}
-
 CountingState CameraOutputs::counting() const {
   std::lock_guard<std::mutex> guard(counts_lock_);
   return counting_;

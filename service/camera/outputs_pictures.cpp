@@ -1,7 +1,8 @@
-// A camera's events' pictures and clips (outputs.h's CameraOutputs::on_event_picture,
-// on_clip_finished): each frame with counting events drawn by the pipeline's event branch, written
-// whole under the run's snapshots, its path into the history; the clips' outcomes; the folder
-// kept within its bounds, and a failure said while it lasts.
+// A camera's pictures and clips (outputs.h's CameraOutputs): the operator's latest picture
+// (on_snapshot); each frame with counting events drawn by the pipeline's event branch, written
+// whole under the run's snapshots, its path into the history (on_event_picture); the clips'
+// outcomes (on_clip_finished); the folder kept within its bounds, and a failure said while it
+// lasts.
 #include <cerrno>
 
 #include "log.h"
@@ -9,6 +10,22 @@
 #include "picture_retention.h"
 
 namespace cudanms::service {
+
+void CameraOutputs::on_snapshot(GstBuffer *jpeg) {
+  GstMapInfo map;
+  if (!gst_buffer_map(jpeg, &map, GST_MAP_READ)) return;
+  auto picture =
+      std::make_shared<const std::string>(reinterpret_cast<const char *>(map.data), map.size);
+  gst_buffer_unmap(jpeg, &map);
+  std::lock_guard<std::mutex> guard(snapshot_lock_);
+  snapshot_.jpeg = std::move(picture);
+  snapshot_.number++;
+}
+
+Snapshot CameraOutputs::snapshot() const {
+  std::lock_guard<std::mutex> guard(snapshot_lock_);
+  return snapshot_;
+}
 
 void CameraOutputs::on_event_picture(GstBuffer *jpeg) {
   std::vector<HistoryEvent> events;

@@ -24,6 +24,11 @@ template <auto FrameCounts::*field>
 double counted(const CameraSnapshot &c) {
   return static_cast<double>(c.counts.*field);
 }
+// 1 while the camera says why something cannot be written, else 0.
+template <std::string FrameCounts::*why>
+double failing(const CameraSnapshot &c) {
+  return (c.counts.*why).empty() ? 0.0 : 1.0;
+}
 
 double quantile(std::vector<double> values, double q) {
   if (values.empty()) return NAN;
@@ -157,10 +162,10 @@ void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) 
        counted<&FrameCounts::outputs_full_waits>},
       {"cudanms_camera_pictures_failing", "gauge",
        "1 while its events' pictures cannot be written (snapshots: a full disk, ...), else 0",
-       [](const CameraSnapshot &c) { return c.counts.pictures_failing.empty() ? 0.0 : 1.0; }},
+       failing<&FrameCounts::pictures_failing>},
       {"cudanms_camera_clips_failing", "gauge",
        "1 while its events' clips cannot be written (clips: a full disk, ...), else 0",
-       [](const CameraSnapshot &c) { return c.counts.clips_failing.empty() ? 0.0 : 1.0; }},
+       failing<&FrameCounts::clips_failing>},
       {"cudanms_camera_frames_unpublished_total", "counter",
        "A fleet's frames not published: the camera stopped (fenced) before etcd had their counts",
        counted<&FrameCounts::outputs_unkept>},
@@ -169,6 +174,10 @@ void camera_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) 
     e.family(m.name, m.type, m.help);
     for (const CameraSnapshot &c : cameras) e.sample(m.name, camera_label(c), m.value(c));
   }
+}
+
+// Per camera: its state, one sample a state, and its NMS latency's summary.
+void camera_state_families(Exposition &e, const std::vector<CameraSnapshot> &cameras) {
   e.family("cudanms_camera_state", "gauge",
            "1 for the camera's state (starting, streaming, reconnecting, stopped, failed), 0 for "
            "the others");
@@ -328,6 +337,7 @@ std::string render_metrics(const std::vector<CameraSnapshot> &cameras,
                            const ProcessSnapshot &process) {
   Exposition e;
   camera_families(e, cameras);
+  camera_state_families(e, cameras);
   counting_families(e, cameras);
   gpu_families(e, cameras, process);
   process_families(e, process);
