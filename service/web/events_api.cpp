@@ -37,6 +37,19 @@ bool parse_count(const std::string &text, gint64 least, gint64 most, gint64 *out
   return true;
 }
 
+// An event's picture or clip: "NAME", its URL (null: none, or gone), and "NAME_gone": it had one,
+// removed since (retention) or, a clip, never finished.
+void add_event_file(JsonBuilder *b, gint64 seq, const std::string &name, const std::string &file,
+                    bool gone) {
+  json_builder_set_member_name(b, name.c_str());
+  if (file.empty() || gone)
+    json_builder_add_null_value(b);
+  else
+    json_builder_add_string_value(b, ("/api/events/" + std::to_string(seq) + "/" + name).c_str());
+  json_builder_set_member_name(b, (name + "_gone").c_str());
+  json_builder_add_boolean_value(b, gone);
+}
+
 std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
@@ -50,21 +63,8 @@ std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
     add_event(b, e);
     json_builder_set_member_name(b, "dwell");
     json_builder_add_double_value(b, e.dwell_s);
-    json_builder_set_member_name(b, "snapshot");  // its picture's URL; null: none
-    if (e.snapshot.empty() || e.snapshot_gone)
-      json_builder_add_null_value(b);
-    else
-      json_builder_add_string_value(b,
-                                    ("/api/events/" + std::to_string(e.seq) + "/snapshot").c_str());
-    json_builder_set_member_name(b, "snapshot_gone");  // it had one, removed since (retention)
-    json_builder_add_boolean_value(b, e.snapshot_gone);
-    json_builder_set_member_name(b, "clip");  // its clip's URL; null: none
-    if (e.clip.empty() || e.clip_gone)
-      json_builder_add_null_value(b);
-    else
-      json_builder_add_string_value(b, ("/api/events/" + std::to_string(e.seq) + "/clip").c_str());
-    json_builder_set_member_name(b, "clip_gone");  // removed since, or never finished
-    json_builder_add_boolean_value(b, e.clip_gone);
+    add_event_file(b, e.seq, "snapshot", e.snapshot, e.snapshot_gone);
+    add_event_file(b, e.seq, "clip", e.clip, e.clip_gone);
     json_builder_end_object(b);
   }
   json_builder_end_array(b);
