@@ -49,6 +49,38 @@ const char *parser_for(GstCaps *caps) {
   return nullptr;
 }
 
+bool is_byte_stream(GstCaps *caps) {
+  const gchar *format = gst_structure_get_string(gst_caps_get_structure(caps, 0), "stream-format");
+  return !format || g_strcmp0(format, "byte-stream") == 0;
+}
+
+// The parameter-set NAL units (H.264 SPS, PPS; H.265 VPS, SPS, PPS) of a byte-stream access
+// unit, each after a 4-byte start code; "" for none.
+std::string parameter_sets_in(GstBuffer *unit, bool h265) {
+  std::string sets;
+  GstMapInfo map;
+  if (!gst_buffer_map(unit, &map, GST_MAP_READ)) return sets;
+  const guint8 *d = map.data;
+  const size_t n = map.size;
+  size_t nal = 0;  // where the current NAL's header is; 0: none yet
+  const auto take = [&](size_t end) {
+    if (!nal) return;
+    const int type = h265 ? (d[nal] >> 1) & 0x3f : d[nal] & 0x1f;
+    const bool parameter_set = h265 ? type >= 32 && type <= 34 : type == 7 || type == 8;
+    if (parameter_set && end > nal)
+      sets.append("\0\0\0\1", 4).append(reinterpret_cast<const char *>(d + nal), end - nal);
+  };
+  for (size_t i = 0; i + 3 <= n; i++) {
+    if (d[i] != 0 || d[i + 1] != 0 || d[i + 2] != 1) continue;
+    take(i > 0 && d[i - 1] == 0 ? i - 1 : i);  // a 4-byte start code's zero is not the NAL's
+    nal = i + 3;
+    i += 2;
+  }
+  if (nal < n) take(n);
+  gst_buffer_unmap(unit, &map);
+  return sets;
+}
+
 bool is_video_decoder(GstElement *element) {
   GstElementFactory *factory = gst_element_get_factory(element);
   const gchar *klass =
@@ -159,8 +191,12 @@ void EventClips::hear_unit(GstBuffer *unit, bool fallback, guint64 connection) {
   if ((connection != kCurrent && connection != connection_) || (fallback && own_stream_) || !caps_)
     return;
   const GstClockTime t = time_of(unit);
-  if (!GST_BUFFER_FLAG_IS_SET(unit, GST_BUFFER_FLAG_DELTA_UNIT) && GST_CLOCK_TIME_IS_VALID(t))
-    ring_.push_back(Gop{t, {}, 0});
+  const bool key = !GST_BUFFER_FLAG_IS_SET(unit, GST_BUFFER_FLAG_DELTA_UNIT);
+  if (key && GST_CLOCK_TIME_IS_VALID(t)) ring_.push_back(Gop{t, {}, 0});
+  if (key && is_byte_stream(caps_)) {
+    std::string sets = parameter_sets_in(unit, parser_for(caps_) == std::string("h265parse"));
+    if (!sets.empty()) parameter_sets_ = std::move(sets);
+  }
   if (ring_.empty()) return;  // nothing decodable before the first keyframe
   ring_.back().units.push_back(gst_buffer_ref(unit));
   ring_.back().bytes += gst_buffer_get_size(unit);
@@ -235,6 +271,13 @@ bool EventClips::push(GstBuffer *unit) {
   GST_BUFFER_PTS(copy) = moved(GST_BUFFER_PTS(unit));
   GST_BUFFER_DTS(copy) = moved(GST_BUFFER_DTS(unit));
   if (open_->first) GST_BUFFER_FLAG_SET(copy, GST_BUFFER_FLAG_DISCONT);
+  // A clip whose first keyframe does not carry the parameter sets gets the stream's before it.
+  if (open_->first && !parameter_sets_.empty() && is_byte_stream(caps_) &&
+      parameter_sets_in(unit, parser_for(caps_) == std::string("h265parse")).empty()) {
+    GstBuffer *sets = gst_buffer_new_memdup(parameter_sets_.data(), parameter_sets_.size());
+    gst_buffer_prepend_memory(copy, gst_buffer_get_all_memory(sets));
+    gst_buffer_unref(sets);
+  }
   open_->first = false;
   GstFlowReturn flow = GST_FLOW_OK;
   g_signal_emit_by_name(open_->source, "push-buffer", copy, &flow);
@@ -305,6 +348,7 @@ void EventClips::clear_ring() {
     for (GstBuffer *b : gop.units) gst_buffer_unref(b);
   ring_.clear();
   ring_bytes_ = 0;
+  parameter_sets_.clear();
 }
 
 void EventClips::set_failing(const std::string &why) {

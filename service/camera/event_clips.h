@@ -105,7 +105,12 @@ class EventClips {
   std::unique_ptr<Clip> open_;
   std::set<std::string> busy_;  // clips open or being finished
   std::string failing_;         // the last clip's failure; "": it was written
-  guint64 connection_ = 0;      // attach()es so far: a tap of an older one is not heard
+  // The stream's latest in-band parameter sets (H.264 SPS, PPS; H.265 VPS, SPS, PPS, each with a
+  // start code) where it is a byte-stream: a clip whose first keyframe lacks them (an encoder
+  // that sends them once, a camera that sends them in its SDP) gets them before it, or nothing
+  // of it would decode. Cleared with the ring.
+  std::string parameter_sets_;
+  guint64 connection_ = 0;  // attach()es so far: a tap of an older one is not heard
 
   struct Finishing {
     std::thread thread;

@@ -1,5 +1,5 @@
-// An MP4 clip (H.264) decoded whole, as a player would: its frames and their span, whether it
-// starts on a keyframe; for the tests of the service's event clips.
+// An MP4 clip (H.264 or H.265) decoded whole, as a player would: its frames and their span, whether
+// it starts on a keyframe; for the tests of the service's event clips.
 #pragma once
 
 #include <gst/gst.h>
@@ -54,12 +54,13 @@ inline void on_buffers(GstElement *pipeline, const char *element, const char *pa
   gst_object_unref(e);
 }
 
-// The clip at `path` decoded to its end; false on any error.
-inline bool decode_clip(const std::string &path, DecodedClip *out) {
+// The clip at `path` (`codec`: h264 or h265) decoded to its end; false on any error.
+inline bool decode_clip(const std::string &path, DecodedClip *out,
+                        const std::string &codec = "h264") {
   gchar *location = g_strescape(path.c_str(), nullptr);
   GstElement *pipeline =
-      gst_parse_launch(("filesrc location=\"" + std::string(location) +
-                        "\" ! qtdemux ! h264parse name=parse ! avdec_h264 ! fakesink name=sink")
+      gst_parse_launch(("filesrc location=\"" + std::string(location) + "\" ! qtdemux ! " + codec +
+                        "parse name=parse ! avdec_" + codec + " ! fakesink name=sink")
                            .c_str(),
                        nullptr);
   g_free(location);

@@ -34,15 +34,20 @@ const bool gst_ready = (gst_init(nullptr, nullptr), true);
 // an event at each frame of `events` (frame number -> event id) as it leaves the decoder. `raw`:
 // a camera of raw video with a recording instead, its encoder's parser the only H.264.
 void run_camera(EventClips *clips, int frames, const std::map<int, guint64> &events,
-                std::map<guint64, std::string> *paths, bool raw = false) {
+                std::map<guint64, std::string> *paths, bool raw = false,
+                const std::string &codec = "h264") {
+  const std::string gop = std::to_string(kGopFrames);
+  const std::string encoder =
+      codec == "h264"
+          ? "x264enc speed-preset=ultrafast tune=zerolatency bframes=0 key-int-max=" + gop +
+                " option-string=scenecut=0:min-keyint=" + gop + ":repeat-headers=0"
+          : "x265enc speed-preset=ultrafast tune=zerolatency key-int-max=" + gop +
+                " option-string=scenecut=0:min-keyint=" + gop + ":bframes=0";
   const std::string description =
       "videotestsrc pattern=ball num-buffers=" + std::to_string(frames) +
-      " ! video/x-raw,width=320,height=240,framerate=" + std::to_string(kFps) +
-      "/1 ! x264enc speed-preset=ultrafast tune=zerolatency bframes=0 key-int-max=" +
-      std::to_string(kGopFrames) +
-      " option-string=scenecut=0:min-keyint=" + std::to_string(kGopFrames) +
+      " ! video/x-raw,width=320,height=240,framerate=" + std::to_string(kFps) + "/1 ! " + encoder +
       (raw ? " ! h264parse name=record-parse ! fakesink name=sink"
-           : " ! h264parse ! avdec_h264 name=decoder ! fakesink name=sink");
+           : " ! " + codec + "parse ! avdec_" + codec + " name=decoder ! fakesink name=sink");
   GstElement *pipeline = gst_parse_launch(description.c_str(), nullptr);
   ASSERT_NE(pipeline, nullptr);
   clips->attach(pipeline, raw ? "record-parse" : nullptr);
@@ -129,6 +134,23 @@ TEST(EventClips, AConnectionThatEndsFinishesItsClip) {
   ASSERT_TRUE(decode_clip(paths[7], &d));
   EXPECT_TRUE(d.starts_on_keyframe);
   EXPECT_EQ(d.frames, 60 - 30);  // from the keyframe at 3.0 s to the stream's end
+}
+
+// A camera of H.265: its clips are H.265, cut the same way.
+TEST(EventClips, H265IsCutTheSameWay) {
+  TempDir dir;
+  Outcomes outcomes;
+  std::map<guint64, std::string> paths;
+  {
+    EventClips clips("yard", dir.file("yard"), kPre, kPost, outcomes.callback());
+    run_camera(&clips, 100, {{55, 3}}, &paths, false, "h265");
+  }
+  ASSERT_EQ(paths[3], dir.file("yard/3.mp4"));
+  EXPECT_EQ(outcomes.errors[paths[3]], "");
+  DecodedClip d;
+  ASSERT_TRUE(decode_clip(paths[3], &d, "h265"));
+  EXPECT_TRUE(d.starts_on_keyframe);
+  EXPECT_EQ(d.frames, 75 - 30 + 1);  // the keyframe at 3.0 s to 7.5 s
 }
 
 // A camera of raw video with a recording: its clips are cut from the recording's H.264.
