@@ -170,8 +170,8 @@ gint64 file_seq(const std::string &route, EventFile *file) {
   return 0;
 }
 
-// An event's picture or clip, as its file holds it: the whole file (the endpoint answers a
-// Range request from it, so that a browser seeks in a clip).
+// An event's picture, as its file holds it, or its clip's file (the endpoint answers a Range
+// request from it, so that a browser seeks in a clip).
 Reply event_file_reply(EventHistory *history, gint64 seq, EventFile file) {
   const bool clip = file == EventFile::kClip;
   const std::string what =
@@ -179,10 +179,12 @@ Reply event_file_reply(EventHistory *history, gint64 seq, EventFile file) {
   std::string path, host;
   if (!history->file_of(seq, file, &path, &host))
     return edit_answer(404, "no " + what + " (none was made, or it was removed)");
+  if (clip && g_file_test(path.c_str(), G_FILE_TEST_IS_REGULAR))
+    return {200, kMp4Type, "", path};  // the endpoint reads what a Range asks for
   gchar *bytes = nullptr;
   gsize length = 0;
-  if (g_file_get_contents(path.c_str(), &bytes, &length, nullptr)) {
-    Reply reply{200, clip ? kMp4Type : kJpegType, std::string(bytes, length)};
+  if (!clip && g_file_get_contents(path.c_str(), &bytes, &length, nullptr)) {
+    Reply reply{200, kJpegType, std::string(bytes, length)};
     g_free(bytes);
     return reply;
   }

@@ -72,6 +72,9 @@ struct Reply {
   int status = 200;
   std::string type;  // the Content-Type
   std::string body;
+  // Or a file's bytes (an event's clip): of a single Range only that part is read and answered
+  // (206), so that a browser seeking in a long clip does not make the host read it whole.
+  std::string file = {};
 };
 constexpr const char *kMetricsType = "text/plain; version=0.0.4; charset=utf-8";
 constexpr const char *kHealthType = "application/json";

@@ -1,7 +1,10 @@
 // The host's HTTP endpoint (metrics.h's MetricsServer): listening (plain, HTTPS, a worker's Unix
 // socket), answering each request through its owner, and the page's event streams.
+#include <fcntl.h>
 #include <gio/gunixsocketaddress.h>
 #include <glib/gstdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "metrics.h"
@@ -105,6 +108,52 @@ bool MetricsServer::listen(const std::string &address, std::string *error, const
 
 namespace {
 
+// `reply.file` as the answer: the part one Range asks for (206 with its Content-Range; 416 past
+// the file's end), else the whole file (several ranges: libsoup answers them from it).
+void set_file_response(SoupServerMessage *message, const Reply &reply) {
+  const int fd = g_open(reply.file.c_str(), O_RDONLY, 0);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0) close(fd);
+    const std::string why = "{\"error\": \"the file is gone\"}";
+    soup_server_message_set_status(message, SOUP_STATUS_NOT_FOUND, nullptr);
+    soup_server_message_set_response(message, "application/json", SOUP_MEMORY_COPY, why.data(),
+                                     why.size());
+    return;
+  }
+  const goffset total = st.st_size;
+  goffset start = 0, end = total - 1;
+  guint status = SOUP_STATUS_OK;
+  SoupMessageHeaders *asked = soup_server_message_get_request_headers(message);
+  SoupRange *ranges = nullptr;
+  int n = 0;
+  if (total > 0 && soup_message_headers_get_ranges(asked, total, &ranges, &n)) {
+    if (n == 1) {
+      start = ranges[0].start, end = std::min(ranges[0].end, total - 1);
+      status =
+          start < total ? SOUP_STATUS_PARTIAL_CONTENT : SOUP_STATUS_REQUESTED_RANGE_NOT_SATISFIABLE;
+    }
+    soup_message_headers_free_ranges(asked, ranges);
+  }
+  SoupMessageHeaders *answer = soup_server_message_get_response_headers(message);
+  soup_message_headers_replace(answer, "Accept-Ranges", "bytes");
+  std::string body;
+  if (status == SOUP_STATUS_REQUESTED_RANGE_NOT_SATISFIABLE) {
+    soup_message_headers_replace(answer, "Content-Range",
+                                 ("bytes */" + std::to_string(total)).c_str());
+  } else if (total > 0) {
+    body.resize(static_cast<size_t>(end - start + 1));
+    const ssize_t got = pread(fd, body.data(), body.size(), start);
+    body.resize(got > 0 ? static_cast<size_t>(got) : 0);
+    if (status == SOUP_STATUS_PARTIAL_CONTENT)
+      soup_message_headers_set_content_range(answer, start, start + body.size() - 1, total);
+  }
+  close(fd);
+  soup_server_message_set_status(message, status, nullptr);
+  soup_server_message_set_response(message, reply.type.c_str(), SOUP_MEMORY_COPY, body.data(),
+                                   body.size());
+}
+
 // `message` paused until `respond` is called, once: at once or later from the main loop. The
 // server and the message are held until then, so that an answer that comes after a reload's new
 // listen (or the client's leaving) lands on live objects.
@@ -113,9 +162,13 @@ MetricsServer::Respond paused(SoupServer *server, SoupServerMessage *message) {
   g_object_ref(server);
   g_object_ref(message);
   return [server, message](Reply reply) {
-    soup_server_message_set_status(message, static_cast<guint>(reply.status), nullptr);
-    soup_server_message_set_response(message, reply.type.c_str(), SOUP_MEMORY_COPY,
-                                     reply.body.data(), reply.body.size());
+    if (!reply.file.empty()) {
+      set_file_response(message, reply);
+    } else {
+      soup_server_message_set_status(message, static_cast<guint>(reply.status), nullptr);
+      soup_server_message_set_response(message, reply.type.c_str(), SOUP_MEMORY_COPY,
+                                       reply.body.data(), reply.body.size());
+    }
     soup_server_message_unpause(message);
     g_object_unref(message);
     g_object_unref(server);

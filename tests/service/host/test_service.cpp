@@ -909,6 +909,9 @@ TEST_F(Service, CountsSurviveAReconnectionAndANewLine) {
     JsonObject *range = json_object_get_object_member(mp4, "range");
     EXPECT_EQ(json_object_get_int_member(range, "status"), 206) << url;
     EXPECT_EQ(json_object_get_int_member(range, "bytes"), 100) << url;
+    EXPECT_EQ(std::string(json_object_get_string_member(range, "content_range")),
+              "bytes 100-199/" + std::to_string(json_object_get_int_member(mp4, "bytes")))
+        << url;
   }
   size_t played = 0;
   folder = g_dir_open(dir_.file("events/a").c_str(), 0, nullptr);
