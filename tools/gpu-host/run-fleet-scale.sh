@@ -15,7 +15,11 @@ set -u
 build=${CUDANMS_SCALE_BUILD:-build-scale}
 [ -f "$build/build.ninja" ] ||
   meson setup "$build" -Dcuda=disabled -Dtests=disabled -Dtorch=disabled >/dev/null
-ninja -C "$build" >/dev/null
+# The service and the plugins pipelines/service checks for: the rest is not run.
+ninja -C "$build" service/cudanms-service gst-plugin/libgstcudanms.so \
+  gst-plugin/libgstcudanmsopencv.so gst-plugin/libgstcudanmscascade.so \
+  gst-plugin/libgstcudanmsoverlay.so gst-plugin/libgstcudanmspublish.so \
+  gst-plugin/libgstcudanmstrack.so >/dev/null
 export CUDANMS_BUILD=$PWD/$build
 out=${OUT:-out}
 mkdir -p "$out"
