@@ -101,11 +101,10 @@ EventClips::EventClips(std::string camera, std::string dir, double pre_s, double
 EventClips::~EventClips() {
   {
     std::lock_guard<std::mutex> guard(lock_);
-    finish_open_clip();
-    clear_ring();
-    gst_caps_replace(&caps_, nullptr);
+    forget_stream();
   }
-  reap(true);
+  std::lock_guard<std::mutex> guard(finishing_lock_);
+  for (Finishing &f : finishing_) f.thread.join();
 }
 
 void EventClips::attach(GstElement *pipeline, const char *recording_parser) {
@@ -113,10 +112,7 @@ void EventClips::attach(GstElement *pipeline, const char *recording_parser) {
   {
     std::lock_guard<std::mutex> guard(lock_);
     connection = ++connection_;
-    finish_open_clip();
-    clear_ring();
-    gst_caps_replace(&caps_, nullptr);
-    own_stream_ = false;
+    forget_stream();
   }
   auto *attached = new Attachment{this, connection, recording_parser ? recording_parser : ""};
   gst_cv_for_each_element(pipeline, [attached](GstElement *e) { attached->tap(e); });
@@ -159,6 +155,10 @@ GstPadProbeReturn EventClips::on_probe(GstPad *, GstPadProbeInfo *info, gpointer
 void EventClips::detach() {
   std::lock_guard<std::mutex> guard(lock_);
   connection_++;  // the old pipeline's taps, until it stops, are not heard
+  forget_stream();
+}
+
+void EventClips::forget_stream() {
   finish_open_clip();
   clear_ring();
   gst_caps_replace(&caps_, nullptr);
@@ -170,10 +170,8 @@ void EventClips::hear_caps(GstCaps *caps, bool fallback, guint64 connection) {
   if ((connection != kCurrent && connection != connection_) || (fallback && own_stream_)) return;
   if (!parser_for(caps)) return;  // not a stream to cut (a JPEG webcam's decoder)
   if (!fallback && !own_stream_) {
-    own_stream_ = true;  // the camera's own stream from now on: what the recording kept goes
-    finish_open_clip();
-    clear_ring();
-    gst_caps_replace(&caps_, nullptr);
+    forget_stream();  // the camera's own stream from now on: what the recording kept goes
+    own_stream_ = true;
   }
   if (caps_ && gst_caps_is_equal(caps_, caps)) return;
   // A new stream (another resolution, another SPS): a clip holds one.
@@ -248,7 +246,6 @@ std::string EventClips::on_event(GstClockTime pts, guint64 first_id) {
   g_object_set(file, "location", (clip->path + ".part").c_str(), NULL);
   gst_object_unref(file);
   gst_element_set_state(clip->pipeline, GST_STATE_PLAYING);
-  busy_.insert(clip->path);
   open_ = std::move(clip);
   const std::string path = open_->path;
   for (size_t g = from; open_ && g < ring_.size(); g++)
@@ -314,7 +311,6 @@ void EventClips::finish_open_clip() {
     if (!error.empty()) g_remove(part.c_str());
     {
       std::lock_guard<std::mutex> guard(lock_);
-      busy_.erase(clip->path);
       set_failing(error);
     }
     if (finished_) finished_(clip->path, error);
@@ -336,13 +332,6 @@ void EventClips::reap_done() {
   }
 }
 
-void EventClips::reap(bool all) {
-  std::lock_guard<std::mutex> guard(finishing_lock_);
-  if (!all) return reap_done();
-  for (Finishing &f : finishing_) f.thread.join();
-  finishing_.clear();
-}
-
 void EventClips::clear_ring() {
   for (Gop &gop : ring_)
     for (GstBuffer *b : gop.units) gst_buffer_unref(b);
@@ -361,11 +350,6 @@ void EventClips::set_failing(const std::string &why) {
 std::string EventClips::failing() const {
   std::lock_guard<std::mutex> guard(lock_);
   return failing_;
-}
-
-bool EventClips::recording(const std::string &path) const {
-  std::lock_guard<std::mutex> guard(lock_);
-  return busy_.count(path) != 0;
 }
 
 std::vector<std::string> EventClips::remove_unfinished(const std::string &dir) {

@@ -23,7 +23,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -55,8 +54,6 @@ class EventClips {
   // A frame with events at `pts`: the clip they are in (DIR/ID.mp4, `first_id` naming a new
   // one), or "" when none can be made (no compressed stream seen, nothing kept yet).
   std::string on_event(GstClockTime pts, guint64 first_id);
-  // Whether `path` is a clip still being recorded or muxed here.
-  bool recording(const std::string &path) const;
   // Why clips cannot be written now (a folder that cannot be made, a full disk); "": they can.
   // Logged once as it starts.
   std::string failing() const;
@@ -86,12 +83,14 @@ class EventClips {
   void hear_caps(GstCaps *caps, bool fallback, guint64 connection);
   void hear_unit(GstBuffer *unit, bool fallback, guint64 connection);
   static GstClockTime time_of(GstBuffer *unit);
-  void clear_ring();                         // lock_ held
+  void clear_ring();  // lock_ held
+  // The stream as none was seen: its open clip finished, its ring, caps and source forgotten
+  // (lock_ held).
+  void forget_stream();
   void set_failing(const std::string &why);  // lock_ held
   void finish_open_clip();                   // lock_ held
   bool push(GstBuffer *unit);                // into the open clip; false past its end (lock_ held)
   void reap_done();                          // finishing threads done joined (finishing_lock_ held)
-  void reap(bool all);                       // the same (`all`: every one, waited for)
 
   const std::string camera_, dir_;
   const GstClockTime pre_, post_;
@@ -103,8 +102,7 @@ class EventClips {
   std::deque<Gop> ring_;
   guint64 ring_bytes_ = 0;
   std::unique_ptr<Clip> open_;
-  std::set<std::string> busy_;  // clips open or being finished
-  std::string failing_;         // the last clip's failure; "": it was written
+  std::string failing_;  // the last clip's failure; "": it was written
   // The stream's latest in-band parameter sets (H.264 SPS, PPS; H.265 VPS, SPS, PPS, each with a
   // start code) where it is a byte-stream: a clip whose first keyframe lacks them (an encoder
   // that sends them once, a camera that sends them in its SDP) gets them before it, or nothing

@@ -179,21 +179,23 @@ Reply event_file_reply(EventHistory *history, gint64 seq, EventFile file) {
   std::string path, host;
   if (!history->file_of(seq, file, &path, &host))
     return edit_answer(404, "no " + what + " (none was made, or it was removed)");
-  if (clip && g_file_test(path.c_str(), G_FILE_TEST_IS_REGULAR))
-    return {200, kMp4Type, "", path};  // the endpoint reads what a Range asks for
+  if (clip) {
+    if (g_file_test(path.c_str(), G_FILE_TEST_IS_REGULAR))
+      return {200, kMp4Type, "", path};  // the endpoint reads what a Range asks for
+    // A clip is renamed whole once its last event's post-capture has passed and it is muxed.
+    if (g_file_test((path + ".part").c_str(), G_FILE_TEST_EXISTS))
+      return edit_answer(503,
+                         "the " + what + " is still being recorded: ask again in a few seconds");
+    return edit_answer(
+        404, "the " + what + " is gone (removed, or never finished: its host stopped mid-clip)");
+  }
   gchar *bytes = nullptr;
   gsize length = 0;
-  if (!clip && g_file_get_contents(path.c_str(), &bytes, &length, nullptr)) {
-    Reply reply{200, kJpegType, std::string(bytes, length)};
-    g_free(bytes);
-    return reply;
-  }
-  // A clip is renamed whole once its last event's post-capture has passed and it is muxed.
-  if (clip && g_file_test((path + ".part").c_str(), G_FILE_TEST_EXISTS))
-    return edit_answer(503, "the " + what + " is still being recorded: ask again in a few seconds");
-  return edit_answer(404,
-                     "the " + what + " is gone" +
-                         (clip ? " (removed, or never finished: its host stopped mid-clip)" : ""));
+  if (!g_file_get_contents(path.c_str(), &bytes, &length, nullptr))
+    return edit_answer(404, "the " + what + " is gone");
+  Reply reply{200, kJpegType, std::string(bytes, length)};
+  g_free(bytes);
+  return reply;
 }
 
 }  // namespace
