@@ -115,6 +115,41 @@ class Process {
   int pid_ = 0;
 };
 
+// A way to one member of etcd that a test can cut (tcp_proxy.py): what a host behind it sees of
+// a network partition, the others untouched. With a cut file, a member's peer port that cuts the
+// members the file names (EtcdCluster::isolate).
+class Partition {
+ public:
+  explicit Partition(const TempDir &dir, std::string name = "proxy")
+      : dir_(dir), name_(std::move(name)), port_(free_port()) {}
+  // Forwards 127.0.0.1:port() to `target` (http://127.0.0.1:PORT).
+  bool start(const std::string &target, const std::string &cut_file = "") {
+    const std::string to = target.substr(target.rfind(':') + 1);
+    std::vector<std::string> argv = {
+        python(), std::string(g_getenv("CUDANMS_SOURCE_ROOT")) + "/tests/service/tcp_proxy.py",
+        std::to_string(port_), to};
+    if (!cut_file.empty()) argv.insert(argv.end(), {"--cut-file", cut_file});
+    if (!process_.spawn(argv, "", dir_.file((name_ + ".err").c_str()), true)) return false;
+    GDataInputStream *out =
+        g_data_input_stream_new(g_subprocess_get_stdout_pipe(process_.subprocess()));
+    gchar *line = g_data_input_stream_read_line(out, nullptr, nullptr, nullptr);
+    g_object_unref(out);
+    const bool listening = line && std::string(line) == "listening";
+    g_free(line);
+    return listening;
+  }
+  int port() const { return port_; }
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void cut() { process_.signal(SIGSTOP); }
+  void heal() { process_.signal(SIGCONT); }
+
+ private:
+  const TempDir &dir_;
+  const std::string name_;
+  const int port_;
+  Process process_;
+};
+
 // etcd members on 127.0.0.1, one cluster.
 class EtcdCluster {
  public:
@@ -123,9 +158,37 @@ class EtcdCluster {
       client_ports_.push_back(free_port());
       peer_ports_.push_back(free_port());
     }
-    for (int i = 0; i < members; ++i)
-      cluster_ += (i ? "," : "") + name(i) + "=http://127.0.0.1:" + std::to_string(peer_ports_[i]);
+    advertised_peer_ports_ = peer_ports_;
     processes_.resize(members);
+  }
+  // Each member's peers reach it through a proxy of the test's (tcp_proxy.py --cut-file), so
+  // that isolate() can cut a member off from the others both ways (before start()).
+  bool use_peer_proxies() {
+    for (int i = 0; i < members_; ++i) {
+      peer_proxies_.push_back(std::make_unique<Partition>(dir_, "peer-proxy-" + name(i)));
+      g_remove(cut_file(i).c_str());
+      if (!peer_proxies_[i]->start("http://127.0.0.1:" + std::to_string(peer_ports_[i]),
+                                   cut_file(i)))
+        return false;
+      advertised_peer_ports_[i] = peer_proxies_[i]->port();
+    }
+    return true;
+  }
+  // With peer proxies: member i and the others no longer hear each other, each side running on
+  // (a network partition inside etcd); false when the members' ids cannot be read.
+  bool isolate(int i) {
+    const std::map<std::string, std::string> ids = member_ids();
+    if (ids.size() != static_cast<size_t>(members_) || peer_proxies_.empty()) return false;
+    for (int j = 0; j < members_; ++j) {
+      const std::string refused = j == i ? "*" : ids.at(name(i));
+      if (!g_file_set_contents(cut_file(j).c_str(), (refused + "\n").c_str(), -1, nullptr))
+        return false;
+    }
+    return true;
+  }
+  void heal() {
+    for (int j = 0; j < static_cast<int>(peer_proxies_.size()); ++j)
+      g_file_set_contents(cut_file(j).c_str(), "", -1, nullptr);
   }
   bool start() {
     for (int i = 0; i < members_; ++i)
@@ -136,10 +199,13 @@ class EtcdCluster {
     processes_[i] = std::make_unique<Process>();
     const std::string client = endpoint(i);
     const std::string peer = "http://127.0.0.1:" + std::to_string(peer_ports_[i]);
+    std::string cluster;
+    for (int j = 0; j < members_; ++j)
+      cluster += (j ? "," : "") + name(j) + "=" + advertised_peer(j);
     std::vector<std::string> argv = {
         etcd_binary(), "--name", name(i), "--data-dir", dir_.file(("etcd-" + name(i)).c_str()),
         "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls",
-        peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster_,
+        peer, "--initial-advertise-peer-urls", advertised_peer(i), "--initial-cluster", cluster,
         "--initial-cluster-state", "new", "--initial-cluster-token", "cudanms-test"};
     if (!tls_.ca.empty())
       argv.insert(argv.end(), {"--cert-file", tls_.certificate, "--key-file", tls_.key,
@@ -234,43 +300,33 @@ class EtcdCluster {
 
  private:
   static std::string name(int i) { return "m" + std::to_string(i); }
+  std::string advertised_peer(int i) const {
+    return "http://127.0.0.1:" + std::to_string(advertised_peer_ports_[i]);
+  }
+  std::string cut_file(int i) const { return dir_.file(("cut-" + name(i)).c_str()); }
+  // name -> id in hex, as members send it to each other (X-Server-From).
+  std::map<std::string, std::string> member_ids() const {
+    std::map<std::string, std::string> out;
+    service::EtcdClient client(endpoint_list(), 2000);
+    const service::EtcdReply reply = client.post_sync("/v3/cluster/member/list", "{}");
+    if (!reply.ok()) return out;
+    JsonArray *members = json_object_get_array_member(reply.object(), "members");
+    for (guint k = 0; members && k < json_array_get_length(members); ++k) {
+      JsonObject *member = json_array_get_object_element(members, k);
+      const guint64 id = g_ascii_strtoull(
+          json_object_get_string_member_with_default(member, "ID", "0"), nullptr, 10);
+      gchar *hex = g_strdup_printf("%" G_GINT64_MODIFIER "x", id);
+      out[json_object_get_string_member_with_default(member, "name", "")] = hex;
+      g_free(hex);
+    }
+    return out;
+  }
   const TempDir &dir_;
   const int members_;
-  std::vector<int> client_ports_, peer_ports_;
-  std::string cluster_;
+  std::vector<int> client_ports_, peer_ports_, advertised_peer_ports_;
   std::vector<std::unique_ptr<Process>> processes_;
+  std::vector<std::unique_ptr<Partition>> peer_proxies_;
   SiteCertificates tls_;
-};
-
-// A way to one member of etcd that a test can cut (tcp_proxy.py): what a host behind it sees of
-// a network partition, the others untouched.
-class Partition {
- public:
-  explicit Partition(const TempDir &dir) : dir_(dir), port_(free_port()) {}
-  // Forwards 127.0.0.1:port() to `target` (http://127.0.0.1:PORT).
-  bool start(const std::string &target) {
-    const std::string to = target.substr(target.rfind(':') + 1);
-    if (!process_.spawn({python(), std::string(g_getenv("CUDANMS_SOURCE_ROOT")) +
-                                       "/tests/service/tcp_proxy.py",
-                         std::to_string(port_), to},
-                        "", dir_.file("proxy.err"), true))
-      return false;
-    GDataInputStream *out =
-        g_data_input_stream_new(g_subprocess_get_stdout_pipe(process_.subprocess()));
-    gchar *line = g_data_input_stream_read_line(out, nullptr, nullptr, nullptr);
-    g_object_unref(out);
-    const bool listening = line && std::string(line) == "listening";
-    g_free(line);
-    return listening;
-  }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  void cut() { process_.signal(SIGSTOP); }
-  void heal() { process_.signal(SIGCONT); }
-
- private:
-  const TempDir &dir_;
-  const int port_;
-  Process process_;
 };
 
 // pipelines/rtsp-server --cameras N --loop CLIP: cameras at BASE1 ... BASEN, each client
@@ -512,6 +568,9 @@ constexpr double kTakeover = kTtl + kReconnectInitial + 2;
 // A host fences 0.7 TTL after its last renewal, sent every TTL/10 (service/fleet/fleet_agent.cpp): an
 // etcd election shorter than this stops no camera (a renewal's round trip spared).
 constexpr double kElectionWithinFence = 0.7 * kTtl - kTtl / 10 - 0.5;
+// etcd's --election-timeout (its default): a leader cut off from its quorum answers renewals until
+// it steps down, up to two of these after the cut (raft's check of the quorum runs once each).
+constexpr double kEtcdElectionTimeout = 1;
 
 // A site of the test's own: etcd, a camera server of the ball clip, cameras imported, hosts.
 class Fleet : public ::testing::Test {

@@ -327,6 +327,59 @@ TEST_F(Fleet, APartitionedHostFencesItselfAndJoinsAgainWhenTheLinkIsBack) {
   for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
 }
 
+// Three hosts on a three-member etcd, each host on one member. The leader's member and its host
+// are cut off from the other two members (a network partition inside etcd: the minority with
+// the old leader runs on and answers its host, the majority elects a new leader). The cut-off
+// host stops its cameras before the majority's hosts claim them, never a camera with two
+// clients; they take them; the cut healed, it joins again.
+TEST_F(Fleet, AMinorityWithTheOldLeaderFencesItsHostAndTheMajorityTakesOver) {
+  EtcdCluster etcd(dir_, 3);
+  ASSERT_TRUE(etcd.use_peer_proxies()) << read_file(dir_.file("peer-proxy-m0.err"));
+  CameraServer server(dir_);
+  ASSERT_NO_FATAL_FAILURE(start_site(&etcd, &server, 6, 6));
+  const int leader = etcd.leader();
+  ASSERT_GE(leader, 0);
+  FleetHost a(dir_, "a"), b(dir_, "b"), c(dir_, "c");
+  const std::vector<FleetHost *> hosts = {&a, &b, &c};
+  ASSERT_TRUE(a.start(host_config("a", etcd.endpoint(leader))));
+  ASSERT_TRUE(b.start(host_config("b", etcd.endpoint((leader + 1) % 3))));
+  ASSERT_TRUE(c.start(host_config("c", etcd.endpoint((leader + 2) % 3))));
+  ASSERT_TRUE(eventually(40, [&] { return balanced(hosts, 2); })) << logs(hosts);
+  const std::vector<std::string> cut_off = cameras_on(hosts, "a");
+
+  ASSERT_TRUE(etcd.isolate(leader));
+  const double cut = now_s();
+  std::map<std::string, double> fenced;
+  ASSERT_TRUE(fenced_within_ttl(a, cut_off, cut, &fenced)) << a.log();
+  // Its member, the old leader, answers its renewals until it steps down (up to two election
+  // timeouts after the cut); the fence comes 0.7 TTL after the last answer (5.5 s at most, plus
+  // the worker's next frame). The majority's new leader gives every lease its whole TTL again
+  // when elected (after an election timeout at least): no host of the majority may claim before
+  // 7 s, nor did (most_clients below).
+  for (const auto &[camera, seconds] : fenced) {
+    printf("%s: stopped by the minority's host %.1f s after the cut\n", camera.c_str(), seconds);
+    EXPECT_LT(seconds, kTtl + 2 * kEtcdElectionTimeout) << camera;
+  }
+  const std::vector<FleetHost *> majority = {&b, &c};
+  ASSERT_TRUE(eventually(kTakeover + 2, [&] { return placement(majority).size() == 6; }))
+      << logs(hosts);
+  printf("all 6 cameras on the majority's hosts %.1f s after the cut; leader now member %d\n",
+         now_s() - cut, etcd.leader());
+  EXPECT_TRUE(a.streaming().empty());
+  std::string status;
+  a.cameras(&status);
+  EXPECT_EQ(status.rfind("degraded", 0), 0u) << status;
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+
+  etcd.heal();
+  const double healed = now_s();
+  ASSERT_TRUE(eventually(30, [&] { return balanced(hosts, 2); })) << logs(hosts);
+  printf("a runs 2 cameras again %.1f s after the cut healed\n", now_s() - healed);
+  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+  for (FleetHost *host : hosts) host->terminate();
+  for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
+}
+
 // Two hosts on a three-member etcd. The leader is killed: the fleet goes on, and no camera stops
 // when the election is over before a host's fence time.
 // Every member is killed: each host runs its cameras until its lease would have ended, stops
