@@ -4,6 +4,7 @@
 
 #include "config_edit.h"
 #include "events_api.h"
+#include "log.h"
 #include "supervisor.h"
 #include "web.h"
 #include "worker_merge.h"
