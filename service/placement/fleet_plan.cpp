@@ -28,18 +28,14 @@ bool first_to_fill(const std::pair<const std::string, Load> &a,
   return a.first < b.first;
 }
 
-}  // namespace
-
-FleetPlan plan_fleet(const FleetView &view, const std::string &me) {
-  FleetPlan plan;
+// Every host's capacity and its share of the cameras: in proportion to the capacities.
+std::map<std::string, Load> loads_of(const FleetView &view) {
   std::map<std::string, Load> loads;
   int total_capacity = 0;
   for (const auto &[host, capacity] : view.hosts) {
     loads[host].capacity = std::max(1, capacity);
     total_capacity += loads[host].capacity;
   }
-  if (loads.empty()) return plan;
-  // Shares: the cameras in proportion to the capacities.
   const double cameras = static_cast<double>(view.cameras.size());
   for (auto &[host, load] : loads) {
     const double share = cameras * load.capacity / total_capacity;
@@ -47,6 +43,51 @@ FleetPlan plan_fleet(const FleetView &view, const std::string &me) {
     load.ceil_share = std::min(
         load.capacity, std::max(load.floor_share, static_cast<int>(std::ceil(share - 1e-9))));
   }
+  return loads;
+}
+
+// How many of its cameras `me` gives up. What the hosts under their shares (rounded down) lack,
+// the others give up: first those over theirs (rounded up), the fullest first, then, while some
+// still lack, those over theirs rounded down (two hosts that join take their shares even where
+// every other host holds exactly its own rounded up); last, what is still over a share rounded up
+// goes where a host is under its own. The cameras given up go to those that lack first (their
+// tier).
+int given_up(const std::map<std::string, Load> &loads, const std::string &me) {
+  int lacking = 0, room = 0;  // under the shares rounded down; between them and rounded up
+  std::vector<std::pair<int, std::string>> over_ceil, over_floor;  // (cameras, host)
+  for (const auto &[host, load] : loads) {
+    lacking += std::max(0, load.floor_share - load.owned);
+    room += std::max(0, load.ceil_share - std::max(load.owned, load.floor_share));
+    if (load.owned > load.ceil_share) over_ceil.push_back({load.owned - load.ceil_share, host});
+    if (load.owned > load.floor_share)
+      over_floor.push_back({std::min(load.owned, load.ceil_share) - load.floor_share, host});
+  }
+  auto fullest_first = [](const auto &a, const auto &b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  };
+  std::sort(over_ceil.begin(), over_ceil.end(), fullest_first);
+  std::sort(over_floor.begin(), over_floor.end(), fullest_first);
+  int giving = 0;
+  auto give = [&](std::vector<std::pair<int, std::string>> &givers, int *wanted) {
+    for (auto &[over, host] : givers) {
+      const int given = std::min(over, *wanted);
+      *wanted -= given;
+      over -= given;
+      if (host == me) giving += given;
+    }
+  };
+  give(over_ceil, &lacking);
+  give(over_floor, &lacking);
+  give(over_ceil, &room);
+  return giving;
+}
+
+}  // namespace
+
+FleetPlan plan_fleet(const FleetView &view, const std::string &me) {
+  FleetPlan plan;
+  std::map<std::string, Load> loads = loads_of(view);
+  if (loads.empty()) return plan;
   std::map<std::string, std::vector<std::string>> held;  // host -> its cameras, in id order
   std::vector<std::string> unowned;
   for (const std::string &camera : view.cameras) {
@@ -76,38 +117,8 @@ FleetPlan plan_fleet(const FleetView &view, const std::string &me) {
     if (best->first == me) plan.claims.push_back(camera);
   }
 
-  // What the hosts under their shares (rounded down) lack, the others give up: first those over
-  // theirs (rounded up), the fullest first, then, while some still lack, those over theirs
-  // rounded down (two hosts that join take their shares even where every other host holds
-  // exactly its own rounded up); last, what is still over a share rounded up goes where a host
-  // is under its own. The cameras given up go to those that lack first (their tier).
-  int lacking = 0, room = 0;  // under the shares rounded down; between them and rounded up
-  std::vector<std::pair<int, std::string>> over_ceil, over_floor;  // (cameras, host)
-  for (const auto &[host, load] : loads) {
-    lacking += std::max(0, load.floor_share - load.owned);
-    room += std::max(0, load.ceil_share - std::max(load.owned, load.floor_share));
-    if (load.owned > load.ceil_share) over_ceil.push_back({load.owned - load.ceil_share, host});
-    if (load.owned > load.floor_share)
-      over_floor.push_back({std::min(load.owned, load.ceil_share) - load.floor_share, host});
-  }
-  auto fullest_first = [](const auto &a, const auto &b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
-  };
-  std::sort(over_ceil.begin(), over_ceil.end(), fullest_first);
-  std::sort(over_floor.begin(), over_floor.end(), fullest_first);
-  int giving = 0;  // how many of its cameras `me` gives up
-  auto give = [&](std::vector<std::pair<int, std::string>> &givers, int *wanted) {
-    for (auto &[over, host] : givers) {
-      const int given = std::min(over, *wanted);
-      *wanted -= given;
-      over -= given;
-      if (host == me) giving += given;
-    }
-  };
-  give(over_ceil, &lacking);
-  give(over_floor, &lacking);
-  give(over_ceil, &room);
   const std::vector<std::string> &mine = held[me];
+  const int giving = given_up(loads, me);
   for (int i = 0; i < giving && i < static_cast<int>(mine.size()); ++i)
     plan.releases.push_back(mine[mine.size() - 1 - i]);
   return plan;
