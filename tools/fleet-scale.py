@@ -5,7 +5,7 @@ cannot hold (tests/service/fleet/test_fleet_scale.cpp takes the same steps at 20
     tools/fleet-scale.py --hosts 100 --cameras 3000 [--json FILE]
 
 Starts a three-member etcd (Debian's etcd-server) on 127.0.0.1, imports CAMERAS cameras into a
-site, and runs HOSTS hosts' agents in one process (`cudanms-service fleet simulate`: the same
+site, and runs HOSTS hosts' agents in --processes processes (`cudanms-service fleet simulate`: the same
 lease, registration, watch, plan, claims and releases as a real host's supervisor, cameras that
 do nothing), a host's capacity twice its share. Measures the time until every camera is placed,
 etcd's requests and bytes a second and the hosts' CPU and memory in a steady 10 s, the time until
@@ -120,6 +120,7 @@ class Simulated:
     def __init__(self, argv, err):
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=open(err, "w"), text=True, start_new_session=True)
+        self.process.stderr_path = err
 
     def ask(self, command):
         self.process.stdin.write(command + "\n")
@@ -147,15 +148,67 @@ class Simulated:
         self.process.wait()
 
 
+class Hosts:
+    """The hosts over several `simulate` processes, as a site's hosts each have their own CPU:
+    one process's main loop runs all its hosts' agents, and a hundred on one core measure that
+    core, not etcd nor the plan. Process p's hosts are named simP-1, simP-2, ..."""
+
+    def __init__(self, service, host_text, hosts, processes, work):
+        self.parts = []
+        for p in range(processes):
+            count = hosts // processes + (p < hosts % processes)
+            config = os.path.join(work, f"host-{p}.conf")
+            with open(config, "w") as f:
+                f.write(host_text.replace("host-id = sim\n", f"host-id = sim{p}\n"))
+            self.parts.append(Simulated(service + ["--config", config, "simulate", str(count)],
+                                        os.path.join(work, f"simulated-{p}.err")))
+
+    def report(self):
+        return " ".join(part.ask("report") for part in self.parts)
+
+    def running(self):
+        out = {}
+        for part in self.parts:
+            out.update(part.running())
+        return out
+
+    def total(self):
+        return sum(self.running().values())
+
+    def cpu_s(self):
+        return sum(part.cpu_s() for part in self.parts)
+
+    def rss_mib(self):
+        return sum(part.rss_mib() for part in self.parts)
+
+    def kill(self, name):
+        part = next(p for p in self.parts if name in p.running())
+        return part.ask("kill " + name)
+
+    def add(self, name):
+        return self.parts[0].ask("add " + name)
+
+    def log(self):
+        return "".join(open(p.process.stderr_path).read() for p in self.parts)
+
+    def stop(self):
+        for part in self.parts:
+            part.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=100)
     parser.add_argument("--cameras", type=int, default=3000)
     parser.add_argument("--detector", default="brightspot",
                         help="the cameras' detector, an element this build has (never run)")
+    parser.add_argument("--processes", type=int,
+                        help="simulate processes the hosts are spread over (default: one for "
+                        "each 10 hosts)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     hosts, cameras = args.hosts, args.cameras
+    processes = args.processes or max(1, (hosts + 9) // 10)
     if not shutil.which("etcd") or not os.environ.get("CUDANMS_BUILD"):
         sys.exit("fleet-scale.py: needs etcd on PATH and CUDANMS_BUILD")
     service = [os.path.join(SOURCE, "pipelines", "service"), "fleet"]
@@ -173,16 +226,17 @@ def main():
         subprocess.run(service + ["--fleet", endpoints, "--site", "scale", "import", site],
                        check=True, stdout=subprocess.DEVNULL, timeout=120)
         capacity = 2 * ((cameras + hosts - 1) // hosts)
-        host = os.path.join(work, "host.conf")
-        with open(host, "w") as f:
-            f.write(f"[service]\nfleet = {endpoints}\nsite = scale\nhost-id = sim\ngpus = none\n"
-                    f"capacity = {capacity}\nmetrics-address = 127.0.0.1:0\n")
+        host_text = (f"[service]\nfleet = {endpoints}\nsite = scale\nhost-id = sim\ngpus = none\n"
+                     f"capacity = {capacity}\nmetrics-address = 127.0.0.1:0\n")
         started = time.monotonic()
-        simulated = Simulated(service + ["--config", host, "simulate", str(hosts)],
-                              os.path.join(work, "simulated.err"))
-        assert eventually(300, lambda: simulated.total() == cameras, 0.2), simulated.ask("report")
+        simulated = Hosts(service, host_text, hosts, processes, work)
+        placed = eventually(240, lambda: simulated.total() == cameras, 0.2)
         placed_s = time.monotonic() - started
-        print(f"all {cameras} cameras placed on {hosts} hosts in {placed_s:.1f} s", flush=True)
+        busy = simulated.cpu_s() / placed_s / processes
+        print(f"{hosts} hosts in {processes} processes: {'all' if placed else 'not all'} "
+              f"{cameras} cameras placed in {placed_s:.1f} s, a process's CPU meanwhile "
+              f"{100 * busy:.0f} % of a core", flush=True)
+        assert placed, simulated.report()
 
         time.sleep(2)
         requests, sent = etcd.work()
@@ -195,21 +249,22 @@ def main():
             "etcd_requests_per_s": (requests_after - requests) / steady_s,
             "etcd_kib_per_s": (sent_after - sent) / steady_s / 1024,
             "host_cpu_percent": 100 * (simulated.cpu_s() - cpu) / steady_s / hosts,
-            "process_rss_mib": simulated.rss_mib(), "cores": os.cpu_count()}
+            "process_rss_mib": simulated.rss_mib(), "processes": processes,
+            "cores": os.cpu_count()}
 
         running = simulated.running()
         dead = max(running, key=running.get)
         figures["dead_host_cameras"] = running[dead]
-        assert simulated.ask("kill " + dead) == "killed"
+        assert simulated.kill(dead) == "killed"
         died = time.monotonic()
         assert eventually(TTL + 60, lambda: simulated.total() == cameras, 0.1), \
-            simulated.ask("report")
+            simulated.report()
         figures["replaced_s"] = time.monotonic() - died
 
         settled = etcd.owners("scale")
         joining = max(1, hosts // 10)
         for i in range(1, joining + 1):
-            assert simulated.ask(f"add new-{i}") == "added"
+            assert simulated.add(f"new-{i}") == "added"
         share = cameras // (hosts - 1 + joining)
 
         def joined():
@@ -217,7 +272,7 @@ def main():
             return all(now.get(f"new-{i}", 0) >= share for i in range(1, joining + 1)) and \
                 sum(now.values()) == cameras and now
         now = eventually(120, joined, 0.2)
-        assert now, simulated.ask("report")
+        assert now, simulated.report()
         moved = sum(1 for camera, owner in etcd.owners("scale").items()
                     if settled.get(camera) != owner)
         figures.update({"joining": joining, "moved": moved,
@@ -231,7 +286,7 @@ def main():
               f"{figures['host_cpu_percent']:.2f} % | {figures['process_rss_mib']:.0f} MiB |")
         # A host that fenced itself (its renewals unanswered in time) is one the site could not
         # hold: the figures above are only what they seem with none.
-        log = open(os.path.join(work, "simulated.err")).read()
+        log = simulated.log()
         figures["fencings"] = log.count("fleet: fenced: ")
         figures["rejoins"] = log.count("joining again with a new lease")
         print(f"fencings: {figures['fencings']}, hosts joining again: {figures['rejoins']}")
@@ -242,11 +297,11 @@ def main():
         if simulated:
             simulated.stop()
         etcd.stop()
-        errors = os.path.join(work, "simulated.err")
+        errors = os.path.join(work, "simulated-0.err")
         if os.path.exists(errors):
             tail = open(errors).read().splitlines()[-5:]
             if tail:
-                print("simulate's last lines:", *tail, sep="\n  ", file=sys.stderr)
+                print("the first simulate's last lines:", *tail, sep="\n  ", file=sys.stderr)
         shutil.rmtree(work, ignore_errors=True)
 
 
