@@ -50,13 +50,25 @@ void add_event_file(JsonBuilder *b, gint64 seq, const std::string &name, const s
   json_builder_add_boolean_value(b, gone);
 }
 
-std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
+// {"MEMBER": [an object a row, its members added by add_row(b, row)], ...: the builder, its
+// object open for what follows the array.
+template <typename Row, typename AddRow>
+JsonBuilder *rows_json(const char *member, const std::vector<Row> &rows, AddRow add_row) {
   JsonBuilder *b = json_builder_new();
   json_builder_begin_object(b);
-  json_builder_set_member_name(b, "events");
+  json_builder_set_member_name(b, member);
   json_builder_begin_array(b);
-  for (const HistoryEvent &e : events) {
+  for (const Row &row : rows) {
     json_builder_begin_object(b);
+    add_row(b, row);
+    json_builder_end_object(b);
+  }
+  json_builder_end_array(b);
+  return b;
+}
+
+std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
+  JsonBuilder *b = rows_json("events", events, [](JsonBuilder *b, const HistoryEvent &e) {
     add_int(b, "seq", e.seq);
     add_string(b, "camera", e.camera);
     add_string(b, "host", e.host);
@@ -65,9 +77,7 @@ std::string page_json(const std::vector<HistoryEvent> &events, int limit) {
     json_builder_add_double_value(b, e.dwell_s);
     add_event_file(b, e.seq, "snapshot", e.snapshot, e.snapshot_gone);
     add_event_file(b, e.seq, "clip", e.clip, e.clip_gone);
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
+  });
   json_builder_set_member_name(b, "next_before");  // null on the last page
   if (static_cast<int>(events.size()) == limit && !events.empty())
     json_builder_add_int_value(b, events.back().seq);
@@ -133,20 +143,13 @@ std::string parse_query(const std::string &query, const std::set<std::string> &a
 }
 
 std::string hourly_json(const std::vector<HourlyCrossings> &hours) {
-  JsonBuilder *b = json_builder_new();
-  json_builder_begin_object(b);
-  json_builder_set_member_name(b, "hours");
-  json_builder_begin_array(b);
-  for (const HourlyCrossings &h : hours) {
-    json_builder_begin_object(b);
+  JsonBuilder *b = rows_json("hours", hours, [](JsonBuilder *b, const HourlyCrossings &h) {
     add_int(b, "hour", h.hour_s);
     add_string(b, "camera", h.camera);
     add_string(b, "line", h.line);
     add_int(b, "in", static_cast<gint64>(h.in));
     add_int(b, "out", static_cast<gint64>(h.out));
-    json_builder_end_object(b);
-  }
-  json_builder_end_array(b);
+  });
   json_builder_end_object(b);
   return json_text(b);
 }
