@@ -625,6 +625,39 @@ class Fleet : public ::testing::Test {
     });
   }
 
+  // After a network cut at `cut` that left `alone` without etcd's majority: every camera of
+  // `cut_off` stopped by `alone` (fenced) within `fence_bound` seconds, all `cameras` streaming on
+  // `others` within the takeover bound, `alone` streaming none and "degraded", and no camera
+  // ever with two clients.
+  static void expect_cut_off(const FleetHost &alone, const std::vector<std::string> &cut_off,
+                             double cut, double fence_bound, const std::vector<FleetHost *> &others,
+                             size_t cameras, const CameraServer &server) {
+    std::map<std::string, double> fenced;
+    ASSERT_TRUE(fenced_within_ttl(alone, cut_off, cut, &fenced)) << alone.log();
+    for (const auto &[camera, seconds] : fenced) {
+      printf("%s: stopped by the cut-off host %.1f s after the cut\n", camera.c_str(), seconds);
+      EXPECT_LT(seconds, fence_bound) << camera;
+    }
+    ASSERT_TRUE(eventually(kTakeover + 2, [&] { return placement(others).size() == cameras; }))
+        << logs(others) << alone.log();
+    printf("all %zu cameras on the other hosts %.1f s after the cut\n", cameras, now_s() - cut);
+    EXPECT_TRUE(alone.streaming().empty());
+    std::string status;
+    alone.cameras(&status);
+    EXPECT_EQ(status.rfind("degraded", 0), 0u) << status;
+    EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+  }
+  // The cut healed at `healed`: every host streams `each` cameras again within 30 s, never a
+  // camera with two clients; then each host ends cleanly.
+  static void expect_rejoined_and_end(const std::vector<FleetHost *> &hosts, int each,
+                                      double healed, const CameraServer &server) {
+    ASSERT_TRUE(eventually(30, [&] { return balanced(hosts, each); })) << logs(hosts);
+    printf("balanced again %.1f s after the cut healed\n", now_s() - healed);
+    EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
+    for (FleetHost *host : hosts) host->terminate();
+    for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
+  }
+
   // Whether each host streams `each` cameras.
   static bool balanced(const std::vector<FleetHost *> &hosts, int each) {
     std::map<std::string, int> per_host;

@@ -301,30 +301,9 @@ TEST_F(Fleet, APartitionedHostFencesItselfAndJoinsAgainWhenTheLinkIsBack) {
   const std::vector<std::string> cut_off = cameras_on(hosts, "a");
 
   link.cut();
-  const double cut = now_s();
-  std::map<std::string, double> fenced;
-  ASSERT_TRUE(fenced_within_ttl(a, cut_off, cut, &fenced)) << a.log();
-  for (const auto &[camera, seconds] : fenced) {
-    printf("%s: stopped by its cut-off host %.1f s after the cut\n", camera.c_str(), seconds);
-    EXPECT_LT(seconds, kTtl) << camera;
-  }
-  const std::vector<FleetHost *> reachable = {&b};
-  ASSERT_TRUE(eventually(kTakeover + 2, [&] { return placement(reachable).size() == 4; }))
-      << logs(hosts);
-  printf("all 4 cameras on b %.1f s after the cut\n", now_s() - cut);
-  EXPECT_TRUE(a.streaming().empty());
-  std::string status;
-  a.cameras(&status);
-  EXPECT_EQ(status.rfind("degraded", 0), 0u) << status;
-  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
-
+  ASSERT_NO_FATAL_FAILURE(expect_cut_off(a, cut_off, now_s(), kTtl, {&b}, 4, server));
   link.heal();
-  const double healed = now_s();
-  ASSERT_TRUE(eventually(30, [&] { return balanced(hosts, 2); })) << logs(hosts);
-  printf("a runs 2 cameras again %.1f s after the link came back\n", now_s() - healed);
-  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
-  for (FleetHost *host : hosts) host->terminate();
-  for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
+  expect_rejoined_and_end(hosts, 2, now_s(), server);
 }
 
 // Three hosts on a three-member etcd, each host on one member. The leader's member and its host
@@ -348,36 +327,16 @@ TEST_F(Fleet, AMinorityWithTheOldLeaderFencesItsHostAndTheMajorityTakesOver) {
   const std::vector<std::string> cut_off = cameras_on(hosts, "a");
 
   ASSERT_TRUE(etcd.isolate(leader));
-  const double cut = now_s();
-  std::map<std::string, double> fenced;
-  ASSERT_TRUE(fenced_within_ttl(a, cut_off, cut, &fenced)) << a.log();
   // Its member, the old leader, answers its renewals until it steps down (up to two election
   // timeouts after the cut); the fence comes 0.7 TTL after the last answer (5.5 s at most, plus
   // the worker's next frame). The majority's new leader gives every lease its whole TTL again
   // when elected (after an election timeout at least): no host of the majority may claim before
-  // 7 s, nor did (most_clients below).
-  for (const auto &[camera, seconds] : fenced) {
-    printf("%s: stopped by the minority's host %.1f s after the cut\n", camera.c_str(), seconds);
-    EXPECT_LT(seconds, kTtl + 2 * kEtcdElectionTimeout) << camera;
-  }
-  const std::vector<FleetHost *> majority = {&b, &c};
-  ASSERT_TRUE(eventually(kTakeover + 2, [&] { return placement(majority).size() == 6; }))
-      << logs(hosts);
-  printf("all 6 cameras on the majority's hosts %.1f s after the cut; leader now member %d\n",
-         now_s() - cut, etcd.leader());
-  EXPECT_TRUE(a.streaming().empty());
-  std::string status;
-  a.cameras(&status);
-  EXPECT_EQ(status.rfind("degraded", 0), 0u) << status;
-  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
-
+  // 7 s, nor did (most_clients).
+  ASSERT_NO_FATAL_FAILURE(
+      expect_cut_off(a, cut_off, now_s(), kTtl + 2 * kEtcdElectionTimeout, {&b, &c}, 6, server));
+  printf("etcd's leader now member %d (member %d before the cut)\n", etcd.leader(), leader);
   etcd.heal();
-  const double healed = now_s();
-  ASSERT_TRUE(eventually(30, [&] { return balanced(hosts, 2); })) << logs(hosts);
-  printf("a runs 2 cameras again %.1f s after the cut healed\n", now_s() - healed);
-  EXPECT_EQ(server.most_clients(), 1) << read_file(server.clients_path());
-  for (FleetHost *host : hosts) host->terminate();
-  for (FleetHost *host : hosts) EXPECT_EQ(host->wait_exit(15), 0) << host->log();
+  expect_rejoined_and_end(hosts, 2, now_s(), server);
 }
 
 // Two hosts on a three-member etcd. The leader is killed: the fleet goes on, and no camera stops
