@@ -8,15 +8,20 @@
 #     service and its loopback cameras instead of the tests' media: gst-plugins-good (rtspsrc),
 #     gst-rtsp-server, libsoup 3 and etcd, and only the 1080p H.264 clip; about 61 MB, so that it
 #     fits the device tool's carry (64 MiB) with the tree
+#   tools/gpu-host/fetch-debs.sh --scale [DIR]     (default .device/scale) what
+#     run-fleet-scale.sh needs: --service's packages without x264, the Prometheus parser and
+#     the clip (57 MB)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 profile=tests
-if [ "${1:-}" = --service ]; then
-  profile=service
+case "${1:-}" in --service | --scale)
+  profile=${1#--}
   shift
-fi
+  ;;
+esac
 dir=${1:-.device/debs}
 [ "$profile" = service ] && dir=${1:-.device/debs-service}
+[ "$profile" = scale ] && dir=${1:-.device/scale}
 
 runtime=(libgstreamer1.0-0 gstreamer1.0-tools libgstreamer-plugins-base1.0-0
   gstreamer1.0-plugins-base libglib2.0-0 liborc-0.4-0 libunwind8 libdw1 libelf1 libffi8
@@ -60,6 +65,16 @@ mkdir -p "$dir"
 cd "$dir"
 if [ "$profile" = service ]; then
   apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}" "${cuda_gst[@]}" "${service[@]}"
+elif [ "$profile" = scale ]; then
+  # The hosts' agents run no camera: no encoder, no clip; fleet-scale.py reads etcd's own metrics.
+  scale=()
+  for p in "${service[@]}"; do
+    case "$p" in gstreamer1.0-plugins-ugly | libx264-* | python3-prometheus-client | python3-decorator) ;;
+    *) scale+=("$p") ;; esac
+  done
+  apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}" "${cuda_gst[@]}" "${scale[@]}"
+  echo "downloaded $(ls ./*.deb | wc -l) packages into $dir ($(du -sh . | cut -f1))"
+  exit 0
 else
   apt-get download "${runtime[@]}" "${build[@]}" "${opencv[@]}" "${cuda_gst[@]}"
 fi

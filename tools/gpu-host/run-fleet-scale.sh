@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # On the GPU host (16 cores, where CI has 2): docs/fleet.md's site of HOSTS hosts and CAMERAS
-# cameras (tools/fleet-scale.py: a three-member etcd, the hosts' agents simulated in one
-# process). Builds the service without CUDA or tests from the packages of
-# tools/gpu-host/fetch-debs.sh --service (etcd among them), carried as CUDANMS_DEBS.
+# cameras (tools/fleet-scale.py: a three-member etcd, the hosts' agents simulated in a process
+# for each 10 hosts). Builds the service without CUDA or tests from the packages of
+# tools/gpu-host/fetch-debs.sh --scale (etcd among them), carried as CUDANMS_DEBS.
 #   tools/gpu-host/run-fleet-scale.sh [HOSTS] [CAMERAS]      (default 100 and 3000)
 # Writes $OUT/fleet-scale.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-debs=${CUDANMS_DEBS:-.device/debs-service}
+debs=${CUDANMS_DEBS:-.device/scale}
 set +u
 # shellcheck source=env.sh
 source tools/gpu-host/env.sh "$debs" >/dev/null
