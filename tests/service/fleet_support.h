@@ -309,7 +309,7 @@ class EtcdCluster {
     std::map<std::string, std::string> out;
     service::EtcdClient client(endpoint_list(), 2000);
     const service::EtcdReply reply = client.post_sync("/v3/cluster/member/list", "{}");
-    if (!reply.ok()) return out;
+    if (!reply.ok() || !json_object_has_member(reply.object(), "members")) return out;
     JsonArray *members = json_object_get_array_member(reply.object(), "members");
     for (guint k = 0; members && k < json_array_get_length(members); ++k) {
       JsonObject *member = json_array_get_object_element(members, k);

@@ -13,9 +13,8 @@ off are closed, their new ones closed at once. FILE is read every 50 ms; absent 
 cut. A connection whose first request names no sender (etcd forwarding a lease's renewal to its
 leader, version checks) goes through.
     tcp_proxy.py PORT TARGET [--cut-file FILE]"""
-import os
+import argparse
 import socket
-import sys
 import threading
 import time
 
@@ -122,18 +121,18 @@ def serve(client, target, cut):
 
 
 def main():
-    args = sys.argv[1:]
-    cut = None
-    if "--cut-file" in args:
-        at = args.index("--cut-file")
-        cut = Cut(args[at + 1])
-        del args[at:at + 2]
-    listener = socket.create_server(("127.0.0.1", int(args[0])))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("port", type=int)
+    parser.add_argument("target", type=int)
+    parser.add_argument("--cut-file")
+    args = parser.parse_args()
+    cut = Cut(args.cut_file) if args.cut_file else None
+    listener = socket.create_server(("127.0.0.1", args.port))
     print("listening", flush=True)
     while True:
         client, _ = listener.accept()
         # The request head is read on a thread of its own: a slow sender holds no one else.
-        threading.Thread(target=serve, args=(client, int(args[1]), cut), daemon=True).start()
+        threading.Thread(target=serve, args=(client, args.target, cut), daemon=True).start()
 
 
 if __name__ == "__main__":
