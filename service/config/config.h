@@ -89,6 +89,9 @@ struct FleetSettings {
   std::string prefix = "/cudanms";
   std::string site = "default";
   std::string host_id;  // default: the machine's name
+  // The URL the other hosts (and the page's links) reach this host's endpoint at; "": the
+  // address it listens on, an any-address (0.0.0.0, ::) as the machine's name (advertised_url).
+  std::string advertise_url;
   int capacity = 8;     // cameras per GPU (the CPU counts as one)
   double ttl_s = 5;     // the lease's: a host silent this long loses its cameras
   EtcdTls tls;          // etcd over TLS: its CA, this host's client certificate and key

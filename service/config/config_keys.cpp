@@ -140,6 +140,19 @@ std::string check_topic(const std::string &topic) {
 }
 
 // "HOST:PORT" with an IP address or localhost, as the metrics server listens.
+// http(s)://HOST[:PORT] and nothing more (no user, path, query): an endpoint's URL.
+std::string check_endpoint_url(const std::string &url) {
+  GUri *uri = g_uri_parse(url.c_str(), G_URI_FLAGS_NONE, nullptr);
+  const std::string scheme = uri && g_uri_get_scheme(uri) ? g_uri_get_scheme(uri) : "";
+  const std::string path = uri ? g_uri_get_path(uri) : "";
+  const bool good = uri && (scheme == "http" || scheme == "https") && g_uri_get_host(uri) &&
+                    *g_uri_get_host(uri) && !g_uri_get_userinfo(uri) && !g_uri_get_query(uri) &&
+                    !g_uri_get_fragment(uri) && (path.empty() || path == "/");
+  if (uri) g_uri_unref(uri);
+  if (good) return "";
+  return "must be http://HOST:PORT or https://HOST:PORT, not \"" + url + "\"";
+}
+
 std::string check_listen_address(const std::string &address) {
   if (address.empty()) return "";
   const size_t colon = address.rfind(':');
@@ -301,6 +314,14 @@ const Key kKeys[] = {
      [](const std::string &v, CameraConfig *, ServiceConfig *s) {
        const std::string why = check_name(v);
        if (why.empty()) s->fleet.site = v;
+       return why;
+     }},
+    {"advertise-url", Where::kService,
+     "the URL the fleet's other hosts reach this host's endpoint at, http(s)://HOST:PORT (behind "
+     "a NAT or a proxy); default: metrics-address, 0.0.0.0 or :: as this machine's name",
+     [](const std::string &v, CameraConfig *, ServiceConfig *s) {
+       const std::string why = check_endpoint_url(v);
+       if (why.empty()) s->fleet.advertise_url = v.back() == '/' ? v.substr(0, v.size() - 1) : v;
        return why;
      }},
     {"host-id", Where::kService,

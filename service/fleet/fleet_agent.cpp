@@ -86,12 +86,29 @@ std::string FleetAgent::camera_defaults(const std::string &host_text) {
   return out;
 }
 
+std::string advertised_url(const std::string &advertise, const std::string &listening) {
+  if (!advertise.empty()) return advertise;
+  GUri *uri = g_uri_parse(listening.c_str(), G_URI_FLAGS_NONE, nullptr);
+  if (!uri) return listening;
+  GInetAddress *ip = g_inet_address_new_from_string(g_uri_get_host(uri));
+  std::string out = listening;
+  if (ip && g_inet_address_get_is_any(ip)) {
+    gchar *named = g_uri_join(G_URI_FLAGS_NONE, g_uri_get_scheme(uri), nullptr, g_get_host_name(),
+                              g_uri_get_port(uri), "", nullptr, nullptr);
+    out = named;
+    g_free(named);
+  }
+  if (ip) g_object_unref(ip);
+  g_uri_unref(uri);
+  return out;
+}
+
 FleetAgent::FleetAgent(FleetSettings settings, const std::string &host_text, int units,
                        std::string metrics_url, Hooks hooks)
     : settings_(std::move(settings)),
       defaults_(camera_defaults(host_text)),
       units_(std::max(1, units)),
-      metrics_url_(std::move(metrics_url)),
+      metrics_url_(advertised_url(settings_.advertise_url, metrics_url)),
       hooks_(std::move(hooks)),
       client_(settings_.endpoints),
       renewals_client_(settings_.endpoints),

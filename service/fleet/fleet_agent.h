@@ -38,6 +38,11 @@
 
 namespace cudanms::service {
 
+// Where the other hosts reach an endpoint that listens at `listening` (http(s)://HOST:PORT):
+// `advertise` when given; else `listening`, an any-address (0.0.0.0, [::]) as this machine's name
+// (which the others would otherwise dial as themselves).
+std::string advertised_url(const std::string &advertise, const std::string &listening);
+
 class FleetAgent {
  public:
   struct Hooks {
@@ -55,7 +60,7 @@ class FleetAgent {
 
   // `settings`: the host's [service] fleet keys; `host_text`: its config file, whose [service]
   // group gives every camera its defaults; `units`: its GPUs (at least 1: the CPU);
-  // `metrics_url`: where its endpoint is, for the other hosts and the operators.
+  // `metrics_url`: where its endpoint listens (advertised_url() tells the others where it is).
   FleetAgent(FleetSettings settings, const std::string &host_text, int units,
              std::string metrics_url, Hooks hooks);
   ~FleetAgent();

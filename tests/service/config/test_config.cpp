@@ -328,6 +328,28 @@ TEST_F(Config, PicturesAreBoundBySizeAndDays) {
       << joined(bad);
 }
 
+// advertise-url: the URL a fleet's other hosts reach this one at, http(s)://HOST:PORT alone.
+TEST_F(Config, AdvertiseUrlIsAnEndpointsUrl) {
+  const std::string camera = "[camera.a]\nurl = rtsp://127.0.0.1/a\n";
+  ServiceConfig config;
+  EXPECT_EQ(errors_of("[service]\nadvertise-url = https://gate-host.site.lan:9358/\n" + camera,
+                      &config),
+            std::vector<std::string>());
+  EXPECT_EQ(config.fleet.advertise_url, "https://gate-host.site.lan:9358");
+  EXPECT_EQ(errors_of("[service]\nadvertise-url = http://10.0.0.7:8080\n" + camera, &config),
+            std::vector<std::string>());
+  EXPECT_EQ(config.fleet.advertise_url, "http://10.0.0.7:8080");
+  for (const char *bad : {"gate-host:9358", "ftp://gate-host:21", "http://user@gate-host:9358",
+                          "http://gate-host:9358/page", "http://gate-host:9358/?a=1", "http://"}) {
+    const auto errors = errors_of(std::string("[service]\nadvertise-url = ") + bad + "\n" + camera);
+    ASSERT_EQ(errors.size(), 1u) << bad;
+    EXPECT_NE(errors[0].find("service:advertise-url: must be http://HOST:PORT or "
+                             "https://HOST:PORT"),
+              std::string::npos)
+        << errors[0];
+  }
+}
+
 // The page and the API beyond loopback: HTTPS with a usable certificate and key, or plain HTTP
 // only when told so; on loopback plain HTTP as ever.
 TEST_F(Config, PlainHttpListensBeyondLoopbackOnlyWhenToldSo) {

@@ -69,10 +69,19 @@ TEST_F(Fleet, AnyHostsPageShowsTheSiteAndALineDrawnThereGoesToEtcd) {
   // The hosts' questions to one another carry the site's credential.
   const std::string credential = dir_.file("host-credential");
   ASSERT_TRUE(g_file_set_contents(credential.c_str(), "hosts-credential-4d2e\n", -1, nullptr));
-  for (FleetHost *host : hosts)
-    ASSERT_TRUE(host->start(host_config(
-        host->name(), etcd.endpoints(),
-        {{"capacity", "2"}, {"web-auth", kKey}, {"host-credential-file", credential}})));
+  // b is reached through a proxy (advertise-url), as behind a NAT: a asks it there, and its
+  // page links there.
+  const int b_port = free_port();
+  Partition b_proxy(dir_, "b-proxy");
+  ASSERT_TRUE(b_proxy.start("http://127.0.0.1:" + std::to_string(b_port)));
+  for (FleetHost *host : hosts) {
+    std::map<std::string, std::string> keys = {
+        {"capacity", "2"}, {"web-auth", kKey}, {"host-credential-file", credential}};
+    if (host == &b)
+      keys.insert({{"metrics-address", "127.0.0.1:" + std::to_string(b_port)},
+                   {"advertise-url", b_proxy.endpoint()}});
+    ASSERT_TRUE(host->start(host_config(host->name(), etcd.endpoints(), keys)));
+  }
   ASSERT_TRUE(eventually(40, [&] { return placement(hosts).size() == 4 && balanced(hosts, 2); }))
       << logs(hosts);
 
@@ -96,7 +105,7 @@ TEST_F(Fleet, AnyHostsPageShowsTheSiteAndALineDrawnThereGoesToEtcd) {
       continue;
     }
     EXPECT_EQ(shown.host, runs->second) << camera;
-    EXPECT_EQ(shown.page, runs->second == "b" ? b.base() + "/" : "") << camera;
+    EXPECT_EQ(shown.page, runs->second == "b" ? b_proxy.endpoint() + "/" : "") << camera;
     if (runs->second == "b") remote = camera;
   }
   ASSERT_FALSE(remote.empty());
