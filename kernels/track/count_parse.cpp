@@ -1,6 +1,7 @@
 // The text forms of lines and zones (cudanms/count.h), and the checks that make a line or a zone
 // one the counter can use.
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -13,6 +14,8 @@ namespace {
 
 constexpr size_t kMaxNameLength = 64;
 constexpr size_t kMaxZonePoints = 1000;
+
+std::atomic<uint64_t> texts_parsed{0};  // shape_texts_parsed()
 
 std::string trimmed(const std::string &text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
@@ -88,6 +91,7 @@ bool parse_entry(const std::string &entry, const char *kind, bool normalized, st
 // comes twice.
 template <typename Add>
 bool parse_entries(const std::string &text, const char *kind, std::string *error, Add add) {
+  if (!trimmed(text).empty()) texts_parsed++;
   std::set<std::string> names;
   for (const std::string &raw : split(text, ';')) {
     const std::string entry = trimmed(raw);
@@ -103,6 +107,8 @@ bool parse_entries(const std::string &text, const char *kind, std::string *error
 }
 
 }  // namespace
+
+uint64_t shape_texts_parsed() { return texts_parsed.load(); }
 
 bool parse_lines(const std::string &text, bool normalized, std::vector<CountLine> *lines,
                  std::string *error) {

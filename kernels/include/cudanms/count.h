@@ -69,6 +69,10 @@ bool parse_lines(const std::string &text, bool normalized, std::vector<CountLine
 bool parse_zones(const std::string &text, bool normalized, std::vector<CountZone> *zones,
                  std::string *error);
 
+// How many shape texts (lines' or zones', not empty) parse_lines and parse_zones have read in
+// this process: what a test counts to see a camera's start read its shapes once.
+uint64_t shape_texts_parsed();
+
 // The same line: its name and its points. Counter::set_lines keeps such a line's counts (and a
 // caller keeping more of a line's, its counts by label, does as it does).
 bool same_line(const CountLine &a, const CountLine &b);
