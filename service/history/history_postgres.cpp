@@ -23,26 +23,23 @@ std::unique_ptr<HistoryStore> open_postgres_history(const std::string &uri, std:
 namespace postgres_store {  // named: the build joins the room's files into one
 
 // Made once by whichever host comes first (the advisory lock: two hosts creating the table at
-// once would otherwise collide on its type).
-constexpr const char *kSchema =
-    "SET client_min_messages TO WARNING; BEGIN; SELECT pg_advisory_xact_lock(680068);"
-    "CREATE TABLE IF NOT EXISTS cudanms_events ("
-    " seq BIGSERIAL PRIMARY KEY,"  // the order events were kept in: the pages' cursor
-    " camera TEXT NOT NULL, id BIGINT NOT NULL, time_us BIGINT NOT NULL, kind TEXT NOT NULL,"
-    " name TEXT NOT NULL, direction TEXT NOT NULL, label TEXT NOT NULL,"
-    " track_id BIGINT NOT NULL, dwell_s DOUBLE PRECISION NOT NULL, host TEXT NOT NULL,"
-    " snapshot TEXT NOT NULL DEFAULT '',"             // its picture's file; '': none
-    " snapshot_gone BOOLEAN NOT NULL DEFAULT FALSE,"  // the file removed (retention)
-    " clip TEXT NOT NULL DEFAULT '',"                 // its clip's file; '': none
-    " clip_gone BOOLEAN NOT NULL DEFAULT FALSE,"      // removed, or never finished
-    " UNIQUE (camera, id));"
-    // A history made before events had clips gains their columns.
-    "ALTER TABLE cudanms_events ADD COLUMN IF NOT EXISTS clip TEXT NOT NULL DEFAULT '';"
-    "ALTER TABLE cudanms_events ADD COLUMN IF NOT EXISTS clip_gone BOOLEAN NOT NULL DEFAULT FALSE;"
-    "CREATE INDEX IF NOT EXISTS cudanms_events_by_time ON cudanms_events (time_us DESC, seq DESC);"
-    "CREATE INDEX IF NOT EXISTS cudanms_events_by_camera"
-    " ON cudanms_events (camera, time_us DESC, seq DESC);"
-    "COMMIT;";
+// once would otherwise collide on its type); a table made before some columns gains them.
+std::string schema_sql() {
+  constexpr SqlTypes kTypes = {"BIGSERIAL PRIMARY KEY", "BIGINT", "DOUBLE PRECISION", "BOOLEAN",
+                               "FALSE"};
+  std::string sql =
+      "SET client_min_messages TO WARNING; BEGIN; SELECT pg_advisory_xact_lock(680068);" +
+      events_table_sql("cudanms_events", kTypes);
+  for (const auto &[name, definition] : added_event_columns(kTypes))
+    sql += "ALTER TABLE cudanms_events ADD COLUMN IF NOT EXISTS " + definition + ";";
+  return sql +
+         "CREATE INDEX IF NOT EXISTS cudanms_events_by_time ON cudanms_events (time_us DESC, seq "
+         "DESC);"
+         "CREATE INDEX IF NOT EXISTS cudanms_events_by_camera"
+         " ON cudanms_events (camera, time_us DESC, seq DESC);"
+         "COMMIT;";
+}
+
 std::string message_of(PGconn *c) {
   std::string m = PQerrorMessage(c);
   while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
@@ -60,7 +57,7 @@ PGconn *connect(const std::string &uri, std::string *error) {
     *error = "out of memory";
     return nullptr;
   }
-  PGresult *made = PQstatus(c) == CONNECTION_OK ? PQexec(c, kSchema) : nullptr;
+  PGresult *made = PQstatus(c) == CONNECTION_OK ? PQexec(c, schema_sql().c_str()) : nullptr;
   const bool ok = made && PQresultStatus(made) == PGRES_COMMAND_OK;
   PQclear(made);
   if (ok) return c;

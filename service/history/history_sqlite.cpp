@@ -12,17 +12,8 @@ namespace sqlite_store {  // named: the build joins the room's files into one
 
 constexpr int kBusyMs = 200;  // a statement waits this long for another writer's lock (then
                               // EventHistory tries the batch again)
-constexpr const char *kSchema =
-    "CREATE TABLE IF NOT EXISTS events ("
-    " seq INTEGER PRIMARY KEY,"  // the order events were kept in: the pages' cursor
-    " camera TEXT NOT NULL, id INTEGER NOT NULL, time_us INTEGER NOT NULL, kind TEXT NOT NULL,"
-    " name TEXT NOT NULL, direction TEXT NOT NULL, label TEXT NOT NULL,"
-    " track_id INTEGER NOT NULL, dwell_s REAL NOT NULL, host TEXT NOT NULL,"
-    " snapshot TEXT NOT NULL DEFAULT '',"         // its picture's file; '': none
-    " snapshot_gone INTEGER NOT NULL DEFAULT 0,"  // the file removed (retention)
-    " clip TEXT NOT NULL DEFAULT '',"             // its clip's file; '': none
-    " clip_gone INTEGER NOT NULL DEFAULT 0,"      // removed, or never finished
-    " UNIQUE (camera, id));"
+constexpr SqlTypes kTypes = {"INTEGER PRIMARY KEY", "INTEGER", "REAL", "INTEGER", "0"};
+constexpr const char *kIndexes =
     "CREATE INDEX IF NOT EXISTS events_by_time ON events (time_us DESC, seq DESC);"
     "CREATE INDEX IF NOT EXISTS events_by_camera ON events (camera, time_us DESC, seq DESC);";
 
@@ -37,13 +28,9 @@ bool add_picture_columns(sqlite3 *db, char **why) {
     while (sqlite3_step(s) == SQLITE_ROW)
       has.insert(reinterpret_cast<const char *>(sqlite3_column_text(s, 1)));
   sqlite3_finalize(s);
-  for (const auto &[name, type] : {std::pair<const char *, const char *>{"snapshot", "TEXT"},
-                                   {"snapshot_gone", "INTEGER"},
-                                   {"clip", "TEXT"},
-                                   {"clip_gone", "INTEGER"}}) {
+  for (const auto &[name, definition] : added_event_columns(kTypes)) {
     if (has.count(name)) continue;
-    const std::string add = std::string("ALTER TABLE events ADD COLUMN ") + name + " " + type +
-                            " NOT NULL DEFAULT " + (type[0] == 'T' ? "''" : "0");
+    const std::string add = "ALTER TABLE events ADD COLUMN " + definition;
     if (sqlite3_exec(db, add.c_str(), nullptr, nullptr, why) == SQLITE_OK) continue;
     if (!*why || std::string(*why).find("duplicate column") == std::string::npos) return false;
     sqlite3_free(*why);
@@ -65,8 +52,10 @@ sqlite3 *connect(const std::string &path, std::string *error) {
   sqlite3_busy_timeout(db, kBusyMs);
   char *why = nullptr;
   if (sqlite3_exec(db, "PRAGMA journal_mode = WAL;", nullptr, nullptr, &why) != SQLITE_OK ||
-      sqlite3_exec(db, kSchema, nullptr, nullptr, &why) != SQLITE_OK ||
-      !add_picture_columns(db, &why)) {
+      sqlite3_exec(db, events_table_sql("events", kTypes).c_str(), nullptr, nullptr, &why) !=
+          SQLITE_OK ||
+      !add_picture_columns(db, &why) ||
+      sqlite3_exec(db, kIndexes, nullptr, nullptr, &why) != SQLITE_OK) {
     *error = why ? why : message_of(db);
     sqlite3_free(why);
     sqlite3_close(db);

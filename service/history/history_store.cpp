@@ -55,6 +55,25 @@ gint64 number_of(const std::string &text) { return g_ascii_strtoll(text.c_str(),
 
 }  // namespace
 
+std::string events_table_sql(const std::string &table, const SqlTypes &t) {
+  // seq: the order events were kept in, the pages' cursor.
+  std::string sql = "CREATE TABLE IF NOT EXISTS " + table + " (seq " + t.seq + ",";
+  const std::string integer = std::string(" ") + t.integer + " NOT NULL,";
+  sql += " camera TEXT NOT NULL, id" + integer + " time_us" + integer;
+  sql += " kind TEXT NOT NULL, name TEXT NOT NULL, direction TEXT NOT NULL, label TEXT NOT NULL,";
+  sql += " track_id" + integer + " dwell_s " + t.real + " NOT NULL, host TEXT NOT NULL,";
+  for (const auto &[name, definition] : added_event_columns(t)) sql += " " + definition + ",";
+  return sql + " UNIQUE (camera, id));";
+}
+
+std::vector<std::pair<std::string, std::string>> added_event_columns(const SqlTypes &t) {
+  const std::string flag = std::string(" ") + t.flag + " NOT NULL DEFAULT " + t.no;
+  return {{"snapshot", "snapshot TEXT NOT NULL DEFAULT ''"},  // its picture's file; '': none
+          {"snapshot_gone", "snapshot_gone" + flag},          // the file removed (retention)
+          {"clip", "clip TEXT NOT NULL DEFAULT ''"},          // its clip's file; '': none
+          {"clip_gone", "clip_gone" + flag}};                 // removed, or never finished
+}
+
 HistoryStore::HistoryStore(const SqlDialect &dialect, std::unique_ptr<SqlConnection> writer,
                            std::unique_ptr<SqlConnection> reader)
     : dialect_(dialect),

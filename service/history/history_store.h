@@ -71,6 +71,21 @@ class SqlConnection {
                    std::string *error) = 0;
 };
 
+// A database's names for the events' table's types.
+struct SqlTypes {
+  const char *seq;      // an increasing key: SQLite's INTEGER PRIMARY KEY, PostgreSQL's BIGSERIAL
+  const char *integer;  // 64 bits
+  const char *real;     // a double
+  const char *flag;     // a boolean, and its false
+  const char *no;
+};
+// The events' table `table` in `types`, made if it is not there: one list of columns for both
+// databases, so that a column is added once.
+std::string events_table_sql(const std::string &table, const SqlTypes &types);
+// The columns added since the first histories (events' pictures, their clips), each as
+// (name, "NAME TYPE NOT NULL DEFAULT ..."): what a table made before them gains.
+std::vector<std::pair<std::string, std::string>> added_event_columns(const SqlTypes &types);
+
 struct SqlDialect {
   std::string table;  // SQLite's events (older files have it), PostgreSQL's cudanms_events
   std::string begin;  // a write's transaction: SQLite's BEGIN IMMEDIATE takes the lock at once
