@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "config_keys.h"
+#include "key_values.h"
 
 namespace cudanms::service {
 namespace {

@@ -26,9 +26,6 @@ struct Key {
 // The key of that name, or null.
 const Key *find_key(const std::string &name);
 
-// Who reaches a listen address (metrics-address's HOST:PORT): "" for loopback alone (or none),
-// else "every network of this host" (0.0.0.0, ::) or "the network of HOST".
-std::string beyond_loopback(const std::string &address);
 
 // cascade-grouping's rule over a camera's keys (its own over the service's, detector set): a
 // cascade's raw windows are grouped as OpenCV's detectMultiScale groups them (cudanms
