@@ -55,28 +55,36 @@ bool is_byte_stream(GstCaps *caps) {
 }
 
 // The parameter-set NAL units (H.264 SPS, PPS; H.265 VPS, SPS, PPS) of a byte-stream access
-// unit, each after a 4-byte start code; "" for none.
+// unit, each after a 4-byte start code; "" for none. They come before the unit's first slice,
+// where the scan stops: the slices are the unit's bulk (a keyframe's, hundreds of KB).
 std::string parameter_sets_in(GstBuffer *unit, bool h265) {
   std::string sets;
   GstMapInfo map;
   if (!gst_buffer_map(unit, &map, GST_MAP_READ)) return sets;
   const guint8 *d = map.data;
   const size_t n = map.size;
+  const auto type_at = [&](size_t at) { return h265 ? (d[at] >> 1) & 0x3f : d[at] & 0x1f; };
   size_t nal = 0;  // where the current NAL's header is; 0: none yet
+  // The current NAL, ending at `end`, kept where it is a parameter set.
   const auto take = [&](size_t end) {
-    if (!nal) return;
-    const int type = h265 ? (d[nal] >> 1) & 0x3f : d[nal] & 0x1f;
+    const int type = type_at(nal);
     const bool parameter_set = h265 ? type >= 32 && type <= 34 : type == 7 || type == 8;
     if (parameter_set && end > nal)
       sets.append("\0\0\0\1", 4).append(reinterpret_cast<const char *>(d + nal), end - nal);
   };
   for (size_t i = 0; i + 3 <= n; i++) {
     if (d[i] != 0 || d[i + 1] != 0 || d[i + 2] != 1) continue;
-    take(i > 0 && d[i - 1] == 0 ? i - 1 : i);  // a 4-byte start code's zero is not the NAL's
+    if (nal)
+      take(i > 0 && d[i - 1] == 0 ? i - 1 : i);  // a 4-byte start code's zero is not the NAL's
     nal = i + 3;
     i += 2;
+    const int type = nal < n ? type_at(nal) : -1;
+    if (h265 ? type >= 0 && type < 32 : type >= 1 && type <= 5) {
+      nal = 0;  // the first slice: no parameter set comes after it in the unit
+      break;
+    }
   }
-  if (nal < n) take(n);
+  if (nal && nal < n) take(n);
   gst_buffer_unmap(unit, &map);
   return sets;
 }
