@@ -1,5 +1,7 @@
 #include "elementcudacontext.h"
 
+#include <algorithm>
+
 #ifdef CUDANMS_HAVE_GST_CUDA
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -9,6 +11,34 @@
 
 #include <map>
 #endif
+
+/* gstreamer-cuda's GST_CUDA_CONTEXT_TYPE, spelt out for builds without it. */
+static const char kCudaContextType[] = "gst.cuda.context";
+
+GstContext *gst_cv_cuda_device_context_new(int gpu_id) {
+  if (gpu_id < 0) return nullptr;
+  GstContext *context = gst_context_new(kCudaContextType, TRUE);
+  gst_structure_set(gst_context_writable_structure(context), "cuda-device-id", G_TYPE_UINT,
+                    static_cast<guint>(gpu_id), NULL);
+  return context;
+}
+
+int gst_cv_cuda_context_device(GstContext *context) {
+  guint device = 0;
+  if (!context || g_strcmp0(gst_context_get_context_type(context), kCudaContextType) != 0 ||
+      !gst_structure_get_uint(gst_context_get_structure(context), "cuda-device-id", &device))
+    return -1;
+  return static_cast<int>(device);
+}
+
+void ElementCudaContext::remember_named_device(GstContext *context) {
+  const int named = gst_cv_cuda_context_device(context);
+  if (named >= 0) named_device_ = named;
+}
+
+int ElementCudaContext::wanted_device(int gpu_id) const {
+  return gpu_id >= 0 ? gpu_id : std::max(named_device_, 0);
+}
 
 #ifdef CUDANMS_HAVE_GST_CUDA
 
@@ -77,6 +107,18 @@ GstContext *gst_cv_cuda_primary_context_new(int gpu_id) {
   return context;
 }
 
+GstContext *gst_cv_cuda_own_context_new(int gpu_id) {
+  int count = 0;
+  if (gpu_id < 0 || !gst_cuda_load_library() || cudaGetDeviceCount(&count) != cudaSuccess ||
+      gpu_id >= count)
+    return nullptr;
+  GstCudaContext *cuda = gst_cuda_context_new(static_cast<guint>(gpu_id));
+  if (!cuda) return nullptr;
+  GstContext *context = gst_context_new_cuda_context(cuda);
+  gst_object_unref(cuda);
+  return context;
+}
+
 /* gstreamer-cuda's gst_cuda_ensure_element_context() but for the context it makes: downstream's,
  * upstream's, then the bin's or the application's (need-context), each answer arriving through
  * set_context() on this thread (hence the recursive lock); else the primary one, announced. */
@@ -101,11 +143,12 @@ bool ElementCudaContext::ensure(GstElement *element, int gpu_id) {
   }
   if (context_) return true;
 
-  GstCudaContext *made = primary_cuda_context(gpu_id);
+  const int device = wanted_device(gpu_id);
+  GstCudaContext *made = primary_cuda_context(device);
   if (!made) {
-    GST_WARNING_OBJECT(element, "no primary CUDA context on device %d: a new context", gpu_id);
+    GST_WARNING_OBJECT(element, "no primary CUDA context on device %d: a new context", device);
     auto **context = reinterpret_cast<GstCudaContext **>(&context_);
-    return gst_cuda_ensure_element_context(element, gpu_id, context);
+    return gst_cuda_ensure_element_context(element, device, context);
   }
   context_ = GST_OBJECT(made);
   GstContext *announced = gst_context_new_cuda_context(made);
@@ -118,6 +161,7 @@ void ElementCudaContext::reset() {
   std::lock_guard<std::recursive_mutex> guard(lock_);
   if (context_) gst_object_unref(context_);
   context_ = nullptr;
+  named_device_ = -1;
 }
 
 void ElementCudaContext::set_context(GstElement *element, GstContext *context, int gpu_id) {
@@ -125,6 +169,7 @@ void ElementCudaContext::set_context(GstElement *element, GstContext *context, i
   GstCudaContext *cuda = context_ ? GST_CUDA_CONTEXT(context_) : nullptr;
   gst_cuda_handle_set_context(element, context, gpu_id, &cuda);
   context_ = GST_OBJECT(cuda);
+  remember_named_device(context);
 }
 
 bool ElementCudaContext::handle_query(GstElement *element, GstQuery *query) {
@@ -143,6 +188,14 @@ void *ElementCudaContext::handle() const {
   return context_ ? gst_cuda_context_get_handle(GST_CUDA_CONTEXT(context_)) : nullptr;
 }
 
+int ElementCudaContext::device_for(int gpu_id) const {
+  std::lock_guard<std::recursive_mutex> guard(lock_);
+  if (!context_) return wanted_device(gpu_id);
+  guint device = 0;
+  g_object_get(context_, "cuda-device-id", &device, NULL);
+  return static_cast<int>(device);
+}
+
 ElementCudaContext::Scope::Scope(const ElementCudaContext &context) {
   GstObject *held = context.get();
   if (!held) return;
@@ -157,12 +210,23 @@ ElementCudaContext::Scope::~Scope() {
 #else
 
 GstContext *gst_cv_cuda_primary_context_new(int) { return nullptr; }
+GstContext *gst_cv_cuda_own_context_new(int) { return nullptr; }
 bool ElementCudaContext::ensure(GstElement *, int) { return false; }
-void ElementCudaContext::reset() {}
-void ElementCudaContext::set_context(GstElement *, GstContext *, int) {}
+void ElementCudaContext::reset() {
+  std::lock_guard<std::recursive_mutex> guard(lock_);
+  named_device_ = -1;
+}
+void ElementCudaContext::set_context(GstElement *, GstContext *context, int) {
+  std::lock_guard<std::recursive_mutex> guard(lock_);
+  remember_named_device(context);
+}
 bool ElementCudaContext::handle_query(GstElement *, GstQuery *) { return false; }
 GstObject *ElementCudaContext::get() const { return nullptr; }
 void *ElementCudaContext::handle() const { return nullptr; }
+int ElementCudaContext::device_for(int gpu_id) const {
+  std::lock_guard<std::recursive_mutex> guard(lock_);
+  return wanted_device(gpu_id);
+}
 ElementCudaContext::Scope::Scope(const ElementCudaContext &) {}
 ElementCudaContext::Scope::~Scope() {}
 

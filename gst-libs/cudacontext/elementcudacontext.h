@@ -10,8 +10,13 @@
  * that LibTorch runs then reads NVDEC's frames and writes candidates that cudanms reads, all in
  * place.
  *
- * Built without gstreamer-cuda-1.0 (or without CUDA), ensure() is false and everything else a
- * no-op: the libraries then use the device's primary context. */
+ * An element whose gpu-id is -1 (the default) runs on the device of the context it is given, so
+ * that an application places a pipeline on a GPU by the context alone (the service does). A
+ * context that names a device without a context object (gst_cv_cuda_device_context_new) places
+ * it too: the element then makes its context on that device.
+ *
+ * Built without CUDA, ensure() is false and the rest keeps only the device named: the elements
+ * run on the CPU. */
 #pragma once
 
 #include <gst/gst.h>
@@ -22,6 +27,15 @@
  * application to give its pipelines (gst_element_set_context); nullptr where it cannot be made.
  * One GstCudaContext per device and process: elements compare context objects. */
 GstContext *gst_cv_cuda_primary_context_new(int gpu_id);
+/* The same with a new CUDA context of its own on device gpu_id (not the primary one), for a
+ * pipeline whose faults must stay its own; nullptr where it cannot be made. */
+GstContext *gst_cv_cuda_own_context_new(int gpu_id);
+/* A GstContext of gstreamer-cuda's type naming CUDA device gpu_id alone (its "cuda-device-id",
+ * no context object): what an application gives where no context can be made for that device
+ * here (no driver; a build without CUDA, where tests pretend GPUs). */
+GstContext *gst_cv_cuda_device_context_new(int gpu_id);
+/* The CUDA device a context of that type names, or -1 (another type, no device). */
+int gst_cv_cuda_context_device(GstContext *context);
 
 class ElementCudaContext {
  public:
@@ -30,9 +44,9 @@ class ElementCudaContext {
   ElementCudaContext(const ElementCudaContext &) = delete;
   ElementCudaContext &operator=(const ElementCudaContext &) = delete;
 
-  /* In start(): the pipeline's context for CUDA device gpu_id, else the device's primary one
-   * (announced to the pipeline); false when gstreamer-cuda cannot be used (not built in, no
-   * driver). */
+  /* In start(): the pipeline's context for CUDA device gpu_id (any device's for -1), else the
+   * device's primary one (device 0's for -1), announced to the pipeline; false when
+   * gstreamer-cuda cannot be used (not built in, no driver). */
   bool ensure(GstElement *element, int gpu_id);
   /* In stop(). */
   void reset();
@@ -45,6 +59,10 @@ class ElementCudaContext {
   GstObject *get() const;
   /* Its CUcontext, or nullptr. */
   void *handle() const;
+  /* The CUDA device an element of gpu-id @gpu_id runs on: its context's where it holds one (an
+   * application hands a pipeline the context of the GPU it placed it on), else gpu_id, else
+   * (-1) the device a context named, else 0. */
+  int device_for(int gpu_id) const;
 
   /* Makes the context current on this thread for the scope's life (a no-op without one). */
   class Scope {
@@ -59,7 +77,14 @@ class ElementCudaContext {
   };
 
  private:
+  /* Under lock_: */
+  void remember_named_device(GstContext *context);
+  /* The device to make a context on: gpu_id, else the one a context named, else 0. */
+  int wanted_device(int gpu_id) const;
+
   mutable std::recursive_mutex lock_;
   /* A GstCudaContext; unused without gstreamer-cuda. */
   [[maybe_unused]] GstObject *context_ = nullptr;
+  /* The device a context without an object named (-1: none), for gpu-id -1. */
+  int named_device_ = -1;
 };

@@ -23,6 +23,7 @@ struct DetectorState {
   /* What the frames read: a copy of settings, made again after a property changed, so that a
    * frame takes a reference, not a copy of its strings. */
   std::shared_ptr<const GstCudaNmsDetectorSettings> snapshot;
+  int gpu = 0;        /* the snapshots' gpu_id: the device it runs on (start() resolves -1) */
   std::string device; /* where the detector runs, once started */
   guint64 frames_in_gpu_memory = 0;
 
@@ -176,7 +177,10 @@ static void add_device(PropertyTable<DetectorState> &table, const GstCudaNmsDete
           [](auto &s) -> auto & { return s.settings.backend; })
       .field(
           shared(
-              g_param_spec_int("gpu-id", "GPU id", "CUDA device index", 0, G_MAXINT, 0, rw_ready)),
+              g_param_spec_int("gpu-id", "GPU id",
+                               "CUDA device index; -1: the device of the pipeline's CUDA context "
+                               "(an application's or a neighbour's), device 0 where it has none",
+                               -1, G_MAXINT, -1, rw_ready)),
           [](auto &s) -> auto & { return s.settings.gpu_id; })
       .field(
           shared(g_param_spec_boolean("device-candidates", "Device candidates",
@@ -269,8 +273,11 @@ std::shared_ptr<const GstCudaNmsDetectorSettings> gst_cuda_nms_detector_settings
     GstCudaNmsDetector *self) {
   DetectorState *priv = priv_of(self);
   std::lock_guard<std::mutex> guard(priv->lock);
-  if (!priv->snapshot)
-    priv->snapshot = std::make_shared<const GstCudaNmsDetectorSettings>(priv->settings);
+  if (!priv->snapshot) {
+    auto snapshot = std::make_shared<GstCudaNmsDetectorSettings>(priv->settings);
+    snapshot->gpu_id = priv->gpu;
+    priv->snapshot = std::move(snapshot);
+  }
   return priv->snapshot;
 }
 
@@ -317,12 +324,33 @@ static void close_detector(GstCudaNmsDetector *self) {
   gst_cuda_nms_detector_set_device(self, "", nullptr);
 }
 
+/* In the pipeline's CUDA context (shared with cudanms, cudaupload, nvh264dec...) where
+ * gstreamer-cuda finds or makes one, on its device; else the library works in the device's
+ * primary one. The settings' copies from then on say that device. */
+static void find_cuda_context(GstCudaNmsDetector *self) {
+  DetectorState *priv = priv_of(self);
+  gint gpu_id = 0;
+  bool on_cpu = false;
+  {
+    std::lock_guard<std::mutex> guard(priv->lock);
+    gpu_id = priv->settings.gpu_id;
+    on_cpu = priv->settings.backend == GST_CUDA_NMS_BACKEND_CPU;
+  }
+  if (!on_cpu && cudanms::cuda_available()) priv->cuda.ensure(GST_ELEMENT(self), gpu_id);
+  /* Not under the lock: the context's own is taken before it (set_context). */
+  const int gpu = priv->cuda.device_for(gpu_id);
+  std::lock_guard<std::mutex> guard(priv->lock);
+  priv->gpu = gpu;
+  priv->snapshot.reset();
+}
+
 static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans) {
   GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(trans);
   DetectorState *priv = priv_of(self);
+  close_detector(self);
+  find_cuda_context(self);
   const auto settings = gst_cuda_nms_detector_settings(self);
   const GstCudaNmsDetectorSettings &s = *settings;
-  close_detector(self);
   {
     std::lock_guard<std::mutex> guard(priv->lock);
     priv->frames_in_gpu_memory = 0;
@@ -336,10 +364,6 @@ static gboolean gst_cuda_nms_detector_start(GstBaseTransform *trans) {
                       ("%s", why.c_str()));
     return FALSE;
   }
-  /* In the pipeline's CUDA context (shared with cudanms, cudaupload, nvh264dec...) where
-   * gstreamer-cuda finds or makes one; else the library works in the device's primary one. */
-  if (s.backend != GST_CUDA_NMS_BACKEND_CPU && cudanms::cuda_available())
-    priv->cuda.ensure(GST_ELEMENT(self), s.gpu_id);
   return GST_CUDA_NMS_DETECTOR_GET_CLASS(self)->open(self, s);
 }
 
@@ -488,7 +512,11 @@ static GstFlowReturn gst_cuda_nms_detector_transform_ip(GstBaseTransform *trans,
 /* The pipeline's CUDA context, handed over by the application or a neighbour... */
 static void gst_cuda_nms_detector_set_context(GstElement *element, GstContext *context) {
   GstCudaNmsDetector *self = GST_CUDA_NMS_DETECTOR(element);
-  const gint gpu_id = gst_cuda_nms_detector_settings(self)->gpu_id;
+  gint gpu_id = 0; /* as set: -1 takes any device's */
+  {
+    std::lock_guard<std::mutex> guard(priv_of(self)->lock);
+    gpu_id = priv_of(self)->settings.gpu_id;
+  }
   priv_of(self)->cuda.set_context(element, context, gpu_id);
   GST_ELEMENT_CLASS(gst_cuda_nms_detector_parent_class)->set_context(element, context);
 }

@@ -57,7 +57,9 @@ struct GstCudaNmsDetectorSettings {
   double threshold = 0.0; /* named by the subclass: score-threshold, hit-threshold */
   WindowSizes sizes;
   GstCudaNmsBackend backend = GST_CUDA_NMS_BACKEND_AUTO;
-  gint gpu_id = 0;
+  /* As set, -1 for the device of the pipeline's CUDA context; in the copies the calls get
+   * (gst_cuda_nms_detector_settings), the device it runs on, resolved in start(). */
+  gint gpu_id = -1;
   bool device_candidates = true;
 };
 

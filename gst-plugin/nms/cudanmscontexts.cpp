@@ -60,13 +60,13 @@ std::shared_ptr<cudanms::SharedContext> ElementNms::create_cpu_context(GstElemen
 std::shared_ptr<cudanms::SharedContext> ElementNms::create_cuda_context(GstElement *self,
                                                                         const Settings &s,
                                                                         cudanms::Status *status) {
+  /* In the pipeline's CUDA context (shared with cudacascade, cudaupload, nvh264dec...) where
+   * gstreamer-cuda finds or makes one, on its device; else in the device's primary context. */
+  cuda_.ensure(self, s.gpu_id);
   cudanms::ContextOptions options;
   options.backend = cudanms::Backend::kCuda;
-  options.device = s.gpu_id;
+  options.device = cuda_.device_for(s.gpu_id);
   options.time_device = s.time_gpu;
-  /* In the pipeline's CUDA context (shared with cudacascade, cudaupload, nvh264dec...) where
-   * gstreamer-cuda finds or makes one; else in the device's primary context. */
-  cuda_.ensure(self, s.gpu_id);
   ElementCudaContext::Scope scope(cuda_);
   if (s.batch_streams) {
     return gst_cuda_nms_shared_context(options, cuda_.handle(), hooks_.create, status);
@@ -94,7 +94,8 @@ gboolean ElementNms::ensure(GstElement *self, const Settings &s) {
       nms_shared_ = nms_ && s.batch_streams;
     }
     if (!nms_ &&
-        !gst_cuda_nms_backend_falls_back(self, s.backend, s.gpu_id, "non-maximum suppression", why))
+        !gst_cuda_nms_backend_falls_back(self, s.backend, cuda_.device_for(s.gpu_id),
+                                         "non-maximum suppression", why))
       return FALSE;
   }
   if (!nms_) nms_ = create_cpu_context(self);
@@ -148,7 +149,8 @@ gboolean ElementNms::run(GstElement *self, const Settings &s, const cudanms::Can
     GST_ELEMENT_WARNING(self, RESOURCE, FAILED,
                         ("CUDA non-maximum suppression failed: switching to the CPU"),
                         ("%s failed: %s", context.device_name().c_str(), status.message().c_str()));
-    gst_cv_post_gpu_failed(self, s.gpu_id, context.device_name() + ": " + status.message());
+    gst_cv_post_gpu_failed(self, cuda_.device_for(s.gpu_id),
+                           context.device_name() + ": " + status.message());
     nms_ = create_cpu_context(self);
     nms_shared_ = false;
     in_place_.reset();

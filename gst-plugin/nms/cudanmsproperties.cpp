@@ -219,9 +219,10 @@ void install_placement(GObjectClass *klass, Table::StateOf properties_of, Table:
            remaking([](auto &p) -> auto & { return p.settings.backend; }),
            Table::getter([](auto &p) -> auto & { return p.settings.backend; }))
       .row(g_param_spec_int("gpu-id", "GPU id",
-                            "CUDA device index; a change while running takes effect on the next "
-                            "frame",
-                            0, G_MAXINT, d.gpu_id, rw),
+                            "CUDA device index; -1: the device of the pipeline's CUDA context "
+                            "(an application's or a neighbour's), device 0 where it has none; a "
+                            "change while running takes effect on the next frame",
+                            -1, G_MAXINT, d.gpu_id, rw),
            remaking([](auto &p) -> auto & { return p.settings.gpu_id; }),
            Table::getter([](auto &p) -> auto & { return p.settings.gpu_id; }))
       .row(g_param_spec_boolean(

@@ -29,7 +29,7 @@ struct Settings {
   guint min_neighbors = 0;
   double group_eps = 0.2;
   GstCudaNmsBackend backend = GST_CUDA_NMS_BACKEND_AUTO;
-  int gpu_id = 0;
+  int gpu_id = -1; /* -1: the pipeline's CUDA context's device, else 0 */
   bool batch_streams = false;
   bool keep_candidates = false;
   guint stats_interval = 0;

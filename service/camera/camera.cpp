@@ -36,7 +36,7 @@ Camera::Camera(CameraConfig config, CameraRun run, CudaContexts *contexts,
                std::function<void(const std::string &reason)> gpu_failed, CountingState counted)
     : config_(std::move(config)),
       run_(std::move(run)),
-      contexts_(config_.share_cuda_context ? contexts : nullptr),
+      contexts_(contexts),
       gpu_failed_(std::move(gpu_failed)),
       outputs_(std::make_shared<CameraOutputs>(config_, run_, std::move(counted))),
       state_since_us_(g_get_monotonic_time()),
@@ -241,7 +241,10 @@ CameraSnapshot Camera::snapshot(gint64 now_us) const {
   }
   s.load = load();
   s.gpu = gpu();
-  if (session_) s.queued_bytes = session_->queued_bytes();
+  if (session_) {
+    s.queued_bytes = session_->queued_bytes();
+    s.device = session_->detector_device();
+  }
   return s;
 }
 

@@ -39,6 +39,10 @@ struct CameraSnapshot {
   double seconds_since_frame = 0;  // since the last frame, or since the camera started
   guint64 reconnects = 0;
   int gpu = -1;  // the GPU it is placed on; -1: the CPU
+  // Where its detector runs, as the detector says ("cuda:1 (NVIDIA H100 80GB HBM3)", "cpu"):
+  // the placement seen from the pipeline. Empty before it starts, or from a detector that does
+  // not say.
+  std::string device;
   // What the camera costs its GPU: seconds of the detector's and cudanms's work per second (its
   // frames/s times their time per frame), over the last few seconds.
   double load = 0;
@@ -52,7 +56,7 @@ struct CameraSnapshot {
 class Camera {
  public:
   // `run`: what the service decided for it (the CPU, where its counts are kept). `contexts`: the
-  // service's shared CUDA contexts (used unless cuda-context = per-camera).
+  // service's CUDA contexts, which put the camera on its GPU (cuda_contexts.h).
   // `gpu_failed`: an element of the camera gave up on its GPU (on the main loop). `counted`: what
   // the camera counted before (a restart's), to go on from.
   Camera(CameraConfig config, CameraRun run, CudaContexts *contexts,
@@ -95,7 +99,7 @@ class Camera {
 
   CameraConfig config_;
   const CameraRun run_;
-  CudaContexts *const contexts_;  // null: a context of the camera's own
+  CudaContexts *const contexts_;  // null (a test's): the elements find their own, on device 0
   std::function<void(const std::string &reason)> gpu_failed_;
   std::shared_ptr<CameraOutputs> outputs_;
   std::shared_ptr<Recording> recording_;

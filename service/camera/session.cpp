@@ -112,8 +112,8 @@ void set_properties(const std::vector<GstElement *> &chain,
         gst_util_set_object_arg(G_OBJECT(element), key.c_str(), value.c_str());
 }
 
-// Every element of `bin` that has a property `name` gets `value` (the camera's gpu-id; backend=cpu
-// when its GPU failed): an enum property only where `value` is one of its values.
+// Every element of `bin` that has a property `name` gets `value` (backend=cpu when its GPU
+// failed): an enum property only where `value` is one of its values.
 void set_on_all(GstElement *bin, const char *name, const std::string &value) {
   gst_cv_for_each_element(bin, [&](GstElement *element) {
     GParamSpec *pspec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), name);
@@ -245,11 +245,11 @@ void Session::set_up_chain(const CameraConfig &config, const CameraRun &run, Cud
     g_object_set(count, "counts", counts, NULL);
     gst_structure_free(counts);
   }
-  if (config.gpu_id) set_on_all(pipeline_, "gpu-id", std::to_string(*config.gpu_id));
+  // Its GPU told by the CUDA context alone (cuda_contexts.h).
   if (run.on_cpu) {
     set_on_all(pipeline_, "backend", "cpu");
   } else if (contexts) {
-    contexts->share_with(pipeline_, static_cast<guint>(gpu));
+    contexts->give(pipeline_, static_cast<guint>(gpu), !config.share_cuda_context);
   }
   GstPad *intake = gst_element_get_static_pad(intake_, "src");
   gst_pad_add_probe(intake, GST_PAD_PROBE_TYPE_BUFFER, on_intake, this, nullptr);
@@ -383,6 +383,20 @@ GstPadProbeReturn Session::on_output(GstPad *, GstPadProbeInfo *info, gpointer d
       break;
   }
   return GST_PAD_PROBE_OK;
+}
+
+std::string Session::detector_device() const {
+  // The detectors' base class, registered by the plugins (a source's "device" is a file).
+  const GType detector = g_type_from_name("GstCudaNmsDetector");
+  std::string device;
+  gst_cv_for_each_element(pipeline_, [&](GstElement *element) {
+    if (!device.empty() || !detector || !g_type_is_a(G_OBJECT_TYPE(element), detector)) return;
+    gchar *text = nullptr;
+    g_object_get(element, "device", &text, NULL);
+    if (text) device = text;
+    g_free(text);
+  });
+  return device;
 }
 
 guint64 Session::queued_bytes() const {

@@ -48,8 +48,9 @@ class Session : public std::enable_shared_from_this<Session> {
     std::function<void(const std::string &reason)> gpu_failed;
   };
 
-  // Builds the pipeline and sets it playing, in the shared CUDA context of `contexts` when
-  // given; null with the reason when it cannot.
+  // Builds the pipeline and sets it playing, on its GPU: the CUDA context `contexts` gives for
+  // it (none given: its elements find their own, on device 0); null with the reason when it
+  // cannot.
   static std::shared_ptr<Session> start(const CameraConfig &config, const CameraRun &run,
                                         std::shared_ptr<CameraOutputs> outputs,
                                         std::shared_ptr<Recording> recording,
@@ -71,6 +72,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Bytes of frames waiting in the connection's queues now (the intake's, the recording's, the
   // source's own), in host or GPU memory.
   guint64 queued_bytes() const;
+  // The detector's "device" (gstcudanmsdetector.h): where it runs, once started.
+  std::string detector_device() const;
 
   // Sessions whose pipelines have not stopped yet (the service waits for them at exit).
   static int stopping();

@@ -1,12 +1,11 @@
-// One CUDA context per GPU for every camera (cuda-context = shared, the default). Each camera
-// runs in a pipeline of its own, and its CUDA elements (nvh264dec, cudacascade, cudanms) share a
-// context inside it; across pipelines nothing would, and each camera would hold a context of its
-// own: ~0.5 GB of GPU memory each on an H100. The service hands every camera's pipeline the same
-// GstCudaContext (gst_element_set_context), as an application does for pipelines that share a
-// GPU: the device's primary context, the CUDA runtime's and LibTorch's, so that dnndetect's
-// network reads NVDEC's frames in place. cuda-context = per-camera keeps one a camera: a fault that
-// poisons a CUDA context then stays with its camera, for 0.5 GB a camera. Without
-// gstreamer-cuda-1.0 this does nothing.
+// Where a camera's CUDA elements run: the CUDA context of the GPU placement chose, handed to the
+// camera's pipeline (gst_element_set_context) as an application does; the elements (their gpu-id
+// left at -1) take it and run on its device. Nothing else tells them their GPU.
+// cuda-context = shared (the default): one context per GPU for every camera, the device's
+// primary one, the CUDA runtime's and LibTorch's, so that dnndetect's network reads NVDEC's
+// frames in place; each camera holding a context of its own would cost ~0.5 GB of GPU memory a
+// camera on an H100. cuda-context = per-camera: a new context a camera, so that a fault that
+// poisons a CUDA context stays with its camera.
 #pragma once
 
 #include <gst/gst.h>
@@ -22,12 +21,14 @@ class CudaContexts {
   CudaContexts(const CudaContexts &) = delete;
   CudaContexts &operator=(const CudaContexts &) = delete;
 
-  // Gives `pipeline` the context of GPU `gpu_id`, made on first use; nothing where there is no
-  // GPU (the elements then work as they would alone).
-  void share_with(GstElement *pipeline, guint gpu_id);
+  // Gives `pipeline` the context of GPU `gpu`: the shared one, made on first use, or with `own`
+  // a new one for it alone. Where none can be made (no driver; a build without CUDA, where tests
+  // pretend GPUs) a context naming the GPU alone (elementcudacontext.h): the elements still
+  // know their GPU, and a CUDA element makes its context there or runs on the CPU.
+  void give(GstElement *pipeline, guint gpu, bool own);
 
  private:
-  std::map<guint, GstContext *> contexts_;  // null: none can be made for that GPU
+  std::map<guint, GstContext *> shared_;  // a GPU's (naming it alone where none can be made)
 };
 
 }  // namespace cudanms::service

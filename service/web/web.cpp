@@ -100,6 +100,7 @@ void add_camera(JsonBuilder *b, const CameraSnapshot &c, const std::string &host
   add_string(b, "host", host);
   if (!page.empty()) add_string(b, "page", page);
   add_string(b, "gpu", !unrun_state.empty() ? "" : c.gpu >= 0 ? std::to_string(c.gpu) : "cpu");
+  add_string(b, "device", c.device);
   json_builder_set_member_name(b, "frames_per_second");
   json_builder_add_double_value(b, c.frames_per_second);
   add_int(b, "frames", static_cast<gint64>(c.counts.frames));

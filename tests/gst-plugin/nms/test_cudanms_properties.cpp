@@ -34,7 +34,7 @@ TEST_F(CudaNmsElement, PropertyDefaults) {
   EXPECT_EQ(max_candidates, 4096u);
   EXPECT_EQ(max_detections, 0u);
   EXPECT_FALSE(agnostic);
-  EXPECT_EQ(gpu, 0);
+  EXPECT_EQ(gpu, -1);  // the pipeline's CUDA context's device
   EXPECT_FALSE(keep);
   EXPECT_EQ(stats, 0u);
   EXPECT_EQ(frames, 0u);
