@@ -297,22 +297,6 @@ void EtcdClient::ask(const std::string &path, const std::string &body, size_t fi
 
 void EtcdClient::post_to_all(const std::string &path, const std::string &body, Done done,
                              guint hedge_ms) {
-  // The endpoint asked first stays what it was while it answers: one that merely answered first
-  // this time would move it (and, for a fleet host, its watch) to and fro.
-  struct Race {
-    Done done;
-    size_t failed = 0;
-    bool answered = false;
-    bool others_asked = false;
-    std::string errors;
-    size_t current = 0;
-    long first_good = -1;  // the endpoint whose good answer came first
-    bool current_failed = false;
-    bool hedged = false;
-    guint hedge_timer = 0;
-    std::function<void()> ask_others;
-    std::weak_ptr<int> alive;  // the client's
-  };
   auto race = std::make_shared<Race>();
   race->done = std::move(done);
   const size_t runners = endpoints_.size();
@@ -330,27 +314,7 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
     ask(
         path, body, i, 1,
         [this, race, runners, i](EtcdReply reply) {
-          if (reply.ok() && race->first_good < 0) race->first_good = static_cast<long>(i);
-          if (!reply.ok() && i == race->current) race->current_failed = true;
-          if (race->current_failed && race->first_good >= 0)
-            current_ = static_cast<size_t>(race->first_good);
-          if (race->answered) return;
-          if (reply.ok()) {
-            race->answered = true;
-            // Hedged: a member slower than the hedge is asked first no more (all of a site's
-            // hosts would otherwise keep asking one busy member, each renewal forwarded).
-            if (race->hedged && race->others_asked) current_ = i;
-            if (race->hedge_timer) g_source_remove(race->hedge_timer), race->hedge_timer = 0;
-            race->done(std::move(reply));
-            return;
-          }
-          std::string why = reply.error();
-          if (why.rfind(kNoneAnswered, 0) == 0) why.erase(0, sizeof kNoneAnswered - 1);
-          race->errors += (race->errors.empty() ? "" : "; ") + why;
-          if (i == race->current) race->ask_others();
-          if (++race->failed < runners) return;
-          race->answered = true;
-          race->done(EtcdReply(nullptr, kNoneAnswered + race->errors));
+          race->take(i, std::move(reply), runners, &current_);
         },
         true);
   };
@@ -358,7 +322,7 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
     std::shared_ptr<Race> race = weak.lock();
     if (!race || race->others_asked) return;
     race->others_asked = true;
-    if (race->hedge_timer) g_source_remove(race->hedge_timer), race->hedge_timer = 0;
+    race->stop_hedge();
     for (size_t i = 0; i < runners; ++i)
       if (i != race->current) ask_one(i);
   };
@@ -381,6 +345,35 @@ void EtcdClient::post_to_all(const std::string &path, const std::string &body, D
       },
       held, [](gpointer data) { delete static_cast<std::shared_ptr<Race> *>(data); });
   ask_one(race->current);
+}
+
+void EtcdClient::Race::stop_hedge() {
+  if (hedge_timer) g_source_remove(hedge_timer);
+  hedge_timer = 0;
+}
+
+void EtcdClient::Race::take(size_t i, EtcdReply reply, size_t runners,
+                            std::atomic<size_t> *asked_first) {
+  if (reply.ok() && first_good < 0) first_good = static_cast<long>(i);
+  if (!reply.ok() && i == current) current_failed = true;
+  if (current_failed && first_good >= 0) *asked_first = static_cast<size_t>(first_good);
+  if (answered) return;
+  if (reply.ok()) {
+    answered = true;
+    // Hedged: a member slower than the hedge is asked first no more (all of a site's hosts
+    // would otherwise keep asking one busy member, each renewal forwarded).
+    if (hedged && others_asked) *asked_first = i;
+    stop_hedge();
+    done(std::move(reply));
+    return;
+  }
+  std::string why = reply.error();
+  if (why.rfind(kNoneAnswered, 0) == 0) why.erase(0, sizeof kNoneAnswered - 1);
+  errors += (errors.empty() ? "" : "; ") + why;
+  if (i == current) ask_others();
+  if (++failed < runners) return;
+  answered = true;
+  done(EtcdReply(nullptr, kNoneAnswered + errors));
 }
 
 void EtcdClient::attempt(std::shared_ptr<Call> call) {

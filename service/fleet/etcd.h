@@ -112,8 +112,7 @@ class EtcdClient {
   // stopped answering one after another (a lease's renewal during an election). `hedge_ms` 0:
   // all at once; else the current endpoint first and the others once it fails or has not
   // answered within hedge_ms (a third of the requests while it answers).
-  void post_to_all(const std::string &path, const std::string &body, Done done,
-                   guint hedge_ms = 0);
+  void post_to_all(const std::string &path, const std::string &body, Done done, guint hedge_ms = 0);
   // The same as post, blocking, from any thread.
   EtcdReply post_sync(const std::string &path, const std::string &body);
 
@@ -130,6 +129,28 @@ class EtcdClient {
  private:
   struct Call;
   struct Sent;
+  // A request raced over the endpoints (post_to_all). The endpoint asked first stays what it was
+  // while it answers: one that merely answered first this time would move it (and, for a fleet
+  // host, its watch) to and fro.
+  struct Race {
+    Done done;
+    size_t failed = 0;
+    bool answered = false;
+    bool others_asked = false;
+    std::string errors;
+    size_t current = 0;
+    long first_good = -1;  // the endpoint whose good answer came first
+    bool current_failed = false;
+    bool hedged = false;
+    guint hedge_timer = 0;
+    std::function<void()> ask_others;
+    std::weak_ptr<int> alive;  // the client's
+
+    // Endpoint i's answer, of `runners`: done with the first good one, or with every error;
+    // `asked_first` moved as above.
+    void take(size_t i, EtcdReply reply, size_t runners, std::atomic<size_t> *asked_first);
+    void stop_hedge();
+  };
   // Asks up to `limit` endpoints one after another, from endpoints_[first].
   // The endpoint that answers becomes the one asked first, unless `racing` (post_to_all decides).
   void ask(const std::string &path, const std::string &body, size_t first, size_t limit, Done done,
@@ -138,8 +159,7 @@ class EtcdClient {
   // A token for the login (etcd_login.h) from the endpoint the call asks next, then the call.
   void log_in(std::shared_ptr<Call> call);
   // post_sync's ask of one endpoint, logging in first where a token is needed.
-  EtcdReply send_sync(size_t index, const std::string &path, const std::string &body,
-                      bool *retry);
+  EtcdReply send_sync(size_t index, const std::string &path, const std::string &body, bool *retry);
   // One request to one endpoint, blocking, with the token held (into *token).
   EtcdReply exchange(size_t index, const std::string &path, const std::string &body, bool *retry,
                      std::string *token = nullptr);
