@@ -51,12 +51,7 @@ CountingState stored_counting(const CameraConfig &config, const CameraRun &run) 
 }  // namespace
 
 Service::Service(ConfigSource source, std::string source_name, ServiceConfig config)
-    : source_(std::move(source)),
-      source_name_(std::move(source_name)),
-      config_(std::move(config)),
-      placement_(config_.gpus),
-      metrics_(this),
-      started_us_(g_get_monotonic_time()) {}
+    : Host(std::move(config)), source_(std::move(source)), source_name_(std::move(source_name)) {}
 
 Service::~Service() {
   if (tick_timer_) g_source_remove(tick_timer_);
@@ -71,7 +66,7 @@ void Service::change(const std::string &path, const std::string &body,
 }
 
 void Service::serve(const std::string &path, MetricsServer::Respond respond) {
-  const double uptime = (g_get_monotonic_time() - started_us_) / 1e6;
+  const double uptime = uptime_s();
   Reply reply;
   if (path == "/metrics") {
     std::map<unsigned, bool> gpus;

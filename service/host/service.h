@@ -15,13 +15,12 @@
 #include "camera.h"
 #include "config.h"
 #include "cuda_contexts.h"
+#include "host.h"
 #include "metrics.h"
-#include "placement.h"
-#include "status.h"
 
 namespace cudanms::service {
 
-class Service : private MetricsServer::Owner {
+class Service : public Host {
  public:
   // What a reload reads: true with the config, or false with every error.
   using ConfigSource = std::function<bool(ServiceConfig *, std::vector<std::string> *)>;
@@ -83,25 +82,17 @@ class Service : private MetricsServer::Owner {
   ConfigSource source_;
   std::string config_file_;
   std::string source_name_;
-  ServiceConfig config_;
-  CudaContexts cuda_contexts_;  // declared before the cameras: destroyed after them
-  Placement placement_;
+  CudaContexts cuda_contexts_;             // declared before the cameras: destroyed after them
   std::shared_ptr<EventHistory> history_;  // the cameras' events, kept (nullptr: not)
-  std::set<std::string> on_cpu_;           // cameras whose GPU failed, run on the CPU
   std::map<std::string, std::unique_ptr<Camera>> cameras_;
   std::vector<std::unique_ptr<Camera>> stopping_;  // removed, finalising
-  MetricsServer metrics_;
   guint tick_timer_ = 0;
-  bool shutting_down_ = false;
-  std::function<void()> shut_down_;  // what runs once all is stopped
   std::function<void(unsigned)> gpu_failed_told_;
   std::function<void(const std::string &)> camera_stopped_told_;
   std::function<void(guint64, const std::vector<std::string> &)> loaded_told_;
   void tell_loaded();
   bool started_ = false;
   bool fenced_ = false;
-  ServiceStatus status_;
-  gint64 started_us_;
 };
 
 }  // namespace cudanms::service

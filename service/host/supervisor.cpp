@@ -51,12 +51,9 @@ std::string Supervisor::camera_stopped_line(const std::string &camera) {
 }
 
 Supervisor::Supervisor(std::string config_path, std::string config_text, ServiceConfig config)
-    : config_path_(std::move(config_path)),
-      config_text_(std::move(config_text)),
-      config_(std::move(config)),
-      placement_(config_.gpus),
-      metrics_(this),
-      started_us_(g_get_monotonic_time()) {}
+    : Host(std::move(config)),
+      config_path_(std::move(config_path)),
+      config_text_(std::move(config_text)) {}
 
 Supervisor::~Supervisor() {
   for (auto &[gpu, worker] : workers_) {

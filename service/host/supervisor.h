@@ -28,16 +28,15 @@
 #include "config.h"
 #include "event_history.h"
 #include "fleet_agent.h"
+#include "host.h"
 #include "metrics.h"
 #include "other_hosts.h"
-#include "placement.h"
-#include "status.h"
 
 namespace cudanms::service {
 
 struct WorkerAnswer;  // worker_merge.h
 
-class Supervisor : private MetricsServer::Owner {
+class Supervisor : public Host {
  public:
   // `config_path`: re-read on reload, "" for cameras from the command line; `config_text`: what
   // `config` was parsed from, handed to the workers as it is.
@@ -124,18 +123,11 @@ class Supervisor : private MetricsServer::Owner {
   void finish_shutdown();
 
   std::string config_path_, config_text_;
-  ServiceConfig config_;
   std::string run_dir_, executable_;
-  Placement placement_;
   Assignment assignment_;
-  guint64 next_epoch_ = 1;        // Assignment::epochs
-  std::set<std::string> on_cpu_;  // their GPUs failed: run on the CPU by the failed GPU's worker
+  guint64 next_epoch_ = 1;  // Assignment::epochs
+  // on_cpu_ (host.h): run on the CPU by their failed GPU's worker.
   std::map<unsigned, std::unique_ptr<Worker>> workers_;
-  MetricsServer metrics_;
-  ServiceStatus status_;
-  gint64 started_us_;
-  bool shutting_down_ = false;
-  std::function<void()> shut_down_;
   std::unique_ptr<FleetAgent> fleet_;      // a fleet host's part in its site
   SoupSession *hosts_session_ = nullptr;   // to the other fleet hosts' endpoints
   OtherHostsCameras other_hosts_;          // their cameras, for the page

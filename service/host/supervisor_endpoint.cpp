@@ -299,7 +299,7 @@ void Supervisor::serve(const std::string &path, MetricsServer::Respond respond) 
   }
   auto *gather = new Gather{this, path, std::move(respond), {}, {}, 1, nullptr};
   gather->finish = [this](Gather *g) {
-    const double uptime = (g_get_monotonic_time() - started_us_) / 1e6;
+    const double uptime = uptime_s();
     const std::vector<CameraSnapshot> unanswered = unanswered_cameras(g->answered);
     Reply reply;
     if (g->path == "/metrics") {
