@@ -233,6 +233,23 @@ __global__ void __launch_bounds__(kTileWarps *kWarp)
   if (meets) b.meetings[slot] = a << 16 | t;
 }
 
+// Rank `rank`'s suppressors among `ranks` (bit k of `from`: ranks[k] suppresses it), appended to
+// its list (greedy; past kMaxPredecessors only counted) or counted (matrix: one settles it).
+template <Method kMethod>
+__device__ __forceinline__ void append_suppressors(const FrameArgs &f, uint32_t rank, uint32_t from,
+                                                   const uint32_t *ranks) {
+  if (from == 0) return;
+  if (kMethod == Method::kMatrix) {
+    atomicAdd(&f.counts[rank], 1u);
+    return;
+  }
+  uint32_t slot = atomicAdd(&f.counts[rank], __popc(from));
+  uint32_t *row = f.predecessors + size_t{rank} * kMaxPredecessors;
+  for (; from != 0 && slot < kMaxPredecessors; from &= from - 1, ++slot) {
+    row[slot] = ranks[__ffs(from) - 1];
+  }
+}
+
 // Each warp takes meeting tile pairs (a, b) from the list in turn; lane l holds the slot
 // 32a + l (p) and the slot 32b + l (q), and tests them if they meet the other tile. Before each
 // tile pair the warp reads the counts of its 64 ranks once: a greedy rank with an overflowing list,
@@ -312,20 +329,8 @@ __global__ void __launch_bounds__(kTileWarps *kWarp)
       if (lane == k) p_from = votes;
     }
     // Each lane appends to its two ranks: its q's suppressors from tile a, its p's from tile b.
-    auto append = [&](uint32_t rank, uint32_t from, const uint32_t *ranks) {
-      if (from == 0) return;
-      if (kMethod == Method::kMatrix) {
-        atomicAdd(&f.counts[rank], 1u);  // one suppressor settles it
-        return;
-      }
-      uint32_t slot = atomicAdd(&f.counts[rank], __popc(from));
-      uint32_t *row = f.predecessors + size_t{rank} * kMaxPredecessors;
-      for (; from != 0 && slot < kMaxPredecessors; from &= from - 1, ++slot) {
-        row[slot] = ranks[__ffs(from) - 1];
-      }
-    };
-    append(q_rank, q_from, s_ranks[warp]);
-    append(p_rank, p_from, s_q_ranks[warp]);
+    append_suppressors<kMethod>(f, q_rank, q_from, s_ranks[warp]);
+    append_suppressors<kMethod>(f, p_rank, p_from, s_q_ranks[warp]);
   }
 }
 
