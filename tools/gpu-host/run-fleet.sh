@@ -14,16 +14,9 @@ cd "$(dirname "$0")/../.."
 minutes=${1:-2.5}
 cameras=${2:-16}
 debs=${CUDANMS_DEBS:-.device/debs-service}
-BUILD_ONLY=1 tools/gpu-host/run-service-soak.sh
-set +u
-# shellcheck source=env.sh
-source tools/gpu-host/env.sh "$debs" >/dev/null
-set -u
-export CUDANMS_BUILD=$PWD/${CUDANMS_SOAK_BUILD:-build-service}
-out=${OUT:-out}
-mkdir -p "$out"
+# shellcheck source=service-env.sh
+source tools/gpu-host/service-env.sh
 data=${CUDANMS_OPENCV_DATA:-/usr/share/opencv4}
-nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 python3 tools/fleet-soak.py --minutes "$minutes" --every "${EVERY:-50}" --cameras "$cameras" \
   --hosts 2 --host-gpus 0,1 --faults kill --file "$debs/media/megamind_1080p.h264" \
   --detector "cudacascade model=$data/haarcascades/haarcascade_frontalface_default.xml min-size=50x50 max-size=200x200 scale-factor=1.25" \

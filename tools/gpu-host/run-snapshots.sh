@@ -15,16 +15,9 @@ cd "$(dirname "$0")/../.."
 streams=${1:-32}
 rounds=${2:-3}
 debs=${CUDANMS_DEBS:-.device/debs-service}
-BUILD_ONLY=1 tools/gpu-host/run-service-soak.sh >/dev/null
-set +u
-# shellcheck source=env.sh
-source tools/gpu-host/env.sh "$debs" >/dev/null
-set -u
-export CUDANMS_BUILD=$PWD/${CUDANMS_SOAK_BUILD:-build-service}
-out=${OUT:-out}
-mkdir -p "$out"
+# shellcheck source=service-env.sh
+source tools/gpu-host/service-env.sh
 clip=$debs/media/megamind_1080p.h264
-nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 for round in $(seq "$rounds"); do
   for kind in plain idle snapshots; do
     extra=()
