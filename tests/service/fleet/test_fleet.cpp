@@ -307,10 +307,11 @@ TEST_F(Fleet, APartitionedHostFencesItselfAndJoinsAgainWhenTheLinkIsBack) {
 }
 
 // Three hosts on a three-member etcd, each host on one member. The leader's member and its host
-// are cut off from the other two members (a network partition inside etcd: the minority with
-// the old leader runs on and answers its host, the majority elects a new leader). The cut-off
-// host stops its cameras before the majority's hosts claim them, never a camera with two
-// clients; they take them; the cut healed, it joins again.
+// are cut off from the other two members and hosts (a network partition inside etcd: the
+// minority with the old leader runs on and answers its host, the majority elects a new leader;
+// the other hosts' questions to the cut-off host go unanswered). The cut-off host stops its
+// cameras before the majority's hosts claim them, never a camera with two clients; they take
+// them, and their pages answer without it; the cut healed, it joins again.
 TEST_F(Fleet, AMinorityWithTheOldLeaderFencesItsHostAndTheMajorityTakesOver) {
   EtcdCluster etcd(dir_, 3);
   ASSERT_TRUE(etcd.use_peer_proxies()) << read_file(dir_.file("peer-proxy-m0.err"));
@@ -320,22 +321,43 @@ TEST_F(Fleet, AMinorityWithTheOldLeaderFencesItsHostAndTheMajorityTakesOver) {
   ASSERT_GE(leader, 0);
   FleetHost a(dir_, "a"), b(dir_, "b"), c(dir_, "c");
   const std::vector<FleetHost *> hosts = {&a, &b, &c};
-  ASSERT_TRUE(a.start(host_config("a", etcd.endpoint(leader))));
+  // The other hosts reach a's endpoint through a link the test cuts with a's member.
+  const int a_port = free_port();
+  Partition a_link(dir_, "a-link");
+  ASSERT_TRUE(a_link.start("http://127.0.0.1:" + std::to_string(a_port)));
+  ASSERT_TRUE(a.start(host_config("a", etcd.endpoint(leader),
+                                  {{"metrics-address", "127.0.0.1:" + std::to_string(a_port)},
+                                   {"advertise-url", a_link.endpoint()}})));
   ASSERT_TRUE(b.start(host_config("b", etcd.endpoint((leader + 1) % 3))));
   ASSERT_TRUE(c.start(host_config("c", etcd.endpoint((leader + 2) % 3))));
   ASSERT_TRUE(eventually(40, [&] { return balanced(hosts, 2); })) << logs(hosts);
   const std::vector<std::string> cut_off = cameras_on(hosts, "a");
 
   ASSERT_TRUE(etcd.isolate(leader));
+  a_link.cut();
+  const double cut = now_s();
+  // The majority's page while a still holds its lease there: its question to a waits out its
+  // timeout (2 s), and the page answers with what the others have.
+  guint status = 0;
+  const std::string site = b.get("/api/cameras", &status);
+  printf("b's /api/cameras asking the cut-off a: answered in %.1f s\n", now_s() - cut);
+  EXPECT_EQ(status, 200u) << site;
+  EXPECT_LT(now_s() - cut, 4.0);
   // Its member, the old leader, answers its renewals until it steps down (up to two election
   // timeouts after the cut); the fence comes 0.7 TTL after the last answer (5.5 s at most, plus
   // the worker's next frame). The majority's new leader gives every lease its whole TTL again
   // when elected (after an election timeout at least): no host of the majority may claim before
   // 7 s, nor did (most_clients).
   ASSERT_NO_FATAL_FAILURE(
-      expect_cut_off(a, cut_off, now_s(), kTtl + 2 * kEtcdElectionTimeout, {&b, &c}, 6, server));
+      expect_cut_off(a, cut_off, cut, kTtl + 2 * kEtcdElectionTimeout, {&b, &c}, 6, server));
   printf("etcd's leader now member %d (member %d before the cut)\n", etcd.leader(), leader);
+  // Taken over: the majority's page shows every camera, a no longer asked.
+  const std::string taken = b.get("/api/cameras", &status);
+  EXPECT_EQ(status, 200u) << taken;
+  for (const auto &[camera, host] : placement({&b, &c}))
+    EXPECT_NE(taken.find("\"" + camera + "\""), std::string::npos) << camera << ": " << taken;
   etcd.heal();
+  a_link.heal();
   expect_rejoined_and_end(hosts, 2, now_s(), server);
 }
 
