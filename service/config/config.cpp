@@ -70,6 +70,18 @@ std::string replace_all(std::string text, const std::string &from, const std::st
   return text;
 }
 
+// A JSON file is one camera's, the first's that names it: `owners` (file -> camera) takes
+// `camera`'s, or false with the error.
+bool claim_json(std::map<std::string, std::string> *owners, const CameraConfig &camera,
+                const std::string &name, std::vector<std::string> *errors) {
+  if (camera.json.empty()) return true;
+  const auto [owner, fresh] = owners->emplace(camera.json, camera.name);
+  if (!fresh)
+    errors->push_back(name + ":camera." + camera.name + ":json: camera " + owner->second +
+                      " writes " + camera.json + " already");
+  return fresh;
+}
+
 // Groups and keys given twice, which GKeyFile would merge without a word: one error each.
 void find_repeats(const std::string &text, const std::string &file,
                   std::vector<std::string> *errors) {
@@ -380,7 +392,8 @@ class ConfigReader {
   }
 
   // What only the whole camera can say: lines and zones (degenerate lines, polygons that cross
-  // themselves, in the units `normalized` gives them), the back-off, a JSON file of its own.
+  // themselves, in the units `normalized` gives them), the back-off, a JSON file of its own
+  // among the cameras read before it.
   // The lines parsed here are kept as the camera's line_shapes.
   bool check_whole(CameraConfig *parsed, const std::map<std::string, std::string> &own,
                    const std::string &where) {
@@ -407,15 +420,7 @@ class ConfigReader {
       errors_->push_back(where + ":reconnect-max: must be at least reconnect-initial");
       good = false;
     }
-    if (!camera.json.empty()) {
-      auto [owner, fresh] = json_owner_.emplace(camera.json, camera.name);
-      if (!fresh) {
-        errors_->push_back(where + ":json: camera " + owner->second + " writes " + camera.json +
-                           " already");
-        good = false;
-      }
-    }
-    return good;
+    return claim_json(&json_owner_, camera, name_, errors_) && good;
   }
 
   const std::string name_;
@@ -424,8 +429,8 @@ class ConfigReader {
   ServiceConfig out_;
   std::vector<CameraConfig> every_camera_;
   std::map<std::string, std::string> defaults_;
-  std::set<std::string> bad_defaults_;
   std::map<std::string, std::string> json_owner_;  // a JSON file's camera
+  std::set<std::string> bad_defaults_;
 };
 
 }  // namespace
@@ -512,6 +517,15 @@ bool read_secret(const std::string &path, std::string *secret, std::string *why)
   }
   *secret = std::move(first);
   return true;
+}
+
+bool cameras_run_together(const std::vector<CameraConfig> &cameras, const std::string &name,
+                          std::vector<std::string> *errors) {
+  std::map<std::string, std::string> json_owner;
+  bool good = true;
+  for (const CameraConfig &camera : cameras)
+    good = claim_json(&json_owner, camera, name, errors) && good;
+  return good;
 }
 
 bool valid_camera_name(const std::string &name) {

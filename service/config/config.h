@@ -164,6 +164,11 @@ bool parse_config(const std::string &text, const std::string &name, ServiceConfi
                   std::vector<std::string> *errors, int visible_gpus = -1, bool need_camera = true,
                   const ElementsCheck &check = nullptr);
 
+// What only holds across cameras, each checked alone before (a fleet host's, from etcd): a JSON
+// file written by one camera alone. False with an error a camera that breaks it, `name` for FILE.
+bool cameras_run_together(const std::vector<CameraConfig> &cameras, const std::string &name,
+                          std::vector<std::string> *errors);
+
 // The key file of the command-line form: one camera a URL (cam1, cam2, ...), the options as
 // [service] keys.
 std::string config_for_urls(const std::vector<std::string> &urls,

@@ -69,7 +69,8 @@ FleetCameraCheck check_fleet_camera_anew(const std::string &camera, const std::s
   ServiceConfig parsed;
   std::vector<std::string> errors;
   if (parse_checked_config(defaults + c.group, key, &parsed, &errors)) {
-    c.enabled = parsed.cameras.empty() || parsed.cameras[0].enabled;
+    if (!parsed.cameras.empty()) c.camera = std::move(parsed.cameras[0]);
+    c.enabled = parsed.cameras.empty() || c.camera.enabled;
   } else {
     for (const std::string &e : errors) c.error += (c.error.empty() ? "" : "; ") + e;
   }

@@ -5,12 +5,15 @@
 
 #include <string>
 
+#include "config.h"
+
 namespace cudanms::service {
 
 struct FleetCameraCheck {
-  std::string text;   // the keys as etcd has them
-  std::string group;  // the same as an INI group's body ("" when they do not parse)
-  std::string error;  // why the camera cannot run; "" when it can
+  std::string text;     // the keys as etcd has them
+  std::string group;    // the same as an INI group's body ("" when they do not parse)
+  std::string error;    // why the camera cannot run; "" when it can
+  CameraConfig camera;  // as it runs, read here once (when it can)
   bool enabled = true;
 };
 

@@ -572,9 +572,11 @@ void FleetAgent::forget_owner_key(const std::string &camera) {
 
 void FleetAgent::push_config() {
   std::string text = defaults_;
+  std::vector<CameraConfig> cameras;
   std::map<std::string, std::string> seeds;
   for (const std::string &camera : running_) {
     text += checked_[camera].group;
+    cameras.push_back(checked_[camera].camera);
     const auto seed = seeds_.find(camera);
     if (seed != seeds_.end()) {
       if (!seed->second.empty()) seeds[camera] = std::move(seed->second);
@@ -583,7 +585,7 @@ void FleetAgent::push_config() {
   }
   if (text == last_config_ && seeds.empty()) return;
   last_config_ = text;
-  hooks_.run(text, seeds, registered_ && !fenced_ ? lease_ : 0);
+  hooks_.run(std::move(cameras), text, seeds, registered_ && !fenced_ ? lease_ : 0);
 }
 
 }  // namespace cudanms::service

@@ -46,11 +46,12 @@ std::string advertised_url(const std::string &advertise, const std::string &list
 class FleetAgent {
  public:
   struct Hooks {
-    // The cameras this host runs from now on, as a config's text; `seeds`: the counts (as
-    // counting_json has them) of those it has just taken, to go on from; `lease`: the lease
-    // that owns them (0: none).
-    std::function<void(const std::string &text, const std::map<std::string, std::string> &seeds,
-                       long long lease)>
+    // The cameras this host runs from now on: as they run (each read once, when etcd gave it)
+    // and as a config's text (what the workers read); `seeds`: the counts (as counting_json has
+    // them) of those it has just taken, to go on from; `lease`: the lease that owns them (0:
+    // none).
+    std::function<void(std::vector<CameraConfig> cameras, const std::string &text,
+                       const std::map<std::string, std::string> &seeds, long long lease)>
         run;
     // The time by which the workers must have stopped every camera (0: now).
     std::function<void(gint64 fence_at_us)> fence;

@@ -9,20 +9,6 @@
 #include "log.h"
 
 namespace cudanms::service {
-namespace {
-
-// The cameras of a config's text: its [camera.NAME] groups.
-std::set<std::string> cameras_in(const std::string &text) {
-  std::set<std::string> out;
-  const std::string open = "[camera.";
-  for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
-    const size_t end = text.find(']', at);
-    if (end != std::string::npos) out.insert(text.substr(at + open.size(), end - at - open.size()));
-  }
-  return out;
-}
-
-}  // namespace
 
 SimulatedHosts::SimulatedHosts(FleetSettings settings, std::string host_text)
     : settings_(std::move(settings)), host_text_(std::move(host_text)) {}
@@ -33,8 +19,9 @@ bool SimulatedHosts::add(const std::string &name) {
   settings.host_id = name;
   auto host = std::make_unique<Host>();
   FleetAgent::Hooks hooks;
-  hooks.run = [this, name](const std::string &text, const std::map<std::string, std::string> &,
-                           long long) { run(name, text); };
+  hooks.run = [this, name](std::vector<CameraConfig> cameras, const std::string &,
+                           const std::map<std::string, std::string> &,
+                           long long) { run(name, cameras); };
   hooks.fence = [](gint64) {};
   hooks.refuse = [name](const std::string &why) {
     log_line("simulated host %s refused: %s", name.c_str(), why.c_str());
@@ -49,9 +36,10 @@ bool SimulatedHosts::add(const std::string &name) {
 
 bool SimulatedHosts::kill(const std::string &name) { return hosts_.erase(name) > 0; }
 
-void SimulatedHosts::run(const std::string &name, const std::string &text) {
+void SimulatedHosts::run(const std::string &name, const std::vector<CameraConfig> &cameras) {
   Host &host = *hosts_.at(name);
-  std::set<std::string> next = cameras_in(text);
+  std::set<std::string> next;
+  for (const CameraConfig &camera : cameras) next.insert(camera.name);
   std::vector<std::string> stopped;
   for (const std::string &camera : host.running)
     if (!next.count(camera)) stopped.push_back(camera);

@@ -33,7 +33,7 @@ class SimulatedHosts {
     std::unique_ptr<FleetAgent> agent;
     std::set<std::string> running;
   };
-  void run(const std::string &name, const std::string &text);
+  void run(const std::string &name, const std::vector<CameraConfig> &cameras);
 
   const FleetSettings settings_;
   const std::string host_text_;

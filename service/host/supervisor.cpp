@@ -112,8 +112,9 @@ bool Supervisor::start(std::string *error) {
   start_workers();
   if (!config_.fleet.on()) return true;
   FleetAgent::Hooks hooks;
-  hooks.run = [this](const std::string &text, const std::map<std::string, std::string> &seeds,
-                     long long lease) { run_fleet_config(text, seeds, lease); };
+  hooks.run = [this](std::vector<CameraConfig> cameras, const std::string &text,
+                     const std::map<std::string, std::string> &seeds,
+                     long long lease) { run_fleet_config(std::move(cameras), text, seeds, lease); };
   hooks.fence = [this](gint64 fence_at_us) {
     std::string why;
     if (!LeaseFence::write(run_lease_path(run_dir_), fence_at_us, &why))
@@ -129,19 +130,19 @@ bool Supervisor::start(std::string *error) {
   return true;
 }
 
-void Supervisor::run_fleet_config(const std::string &text,
+void Supervisor::run_fleet_config(std::vector<CameraConfig> cameras, const std::string &text,
                                   const std::map<std::string, std::string> &seeds,
                                   long long lease) {
-  ServiceConfig next;
+  // Each camera was read and checked alone, over this host's defaults; what only holds across
+  // cameras (two on one JSON file) is checked here.
   std::vector<std::string> errors;
-  if (!parse_checked_config(text, "etcd", &next, &errors, -1, false)) {
-    // Each camera was checked alone; what only holds across cameras (two on one JSON file) may
-    // still fail here.
+  if (!cameras_run_together(cameras, "etcd", &errors)) {
     for (const std::string &e : errors) log_line("fleet: %s", e.c_str());
     log_line("fleet: the cameras etcd gives this host do not run together: nothing changed");
     return;
   }
-  next.fleet = config_.fleet;
+  ServiceConfig next = config_;  // this host's own keys
+  next.cameras = std::move(cameras);
   assignment_.fleet_endpoints = config_.fleet.endpoints;
   assignment_.fleet_keys = config_.fleet.folder();
   assignment_.fleet_host = config_.fleet.host_id;

@@ -82,8 +82,8 @@ class Supervisor : public Host {
   bool hand_out_run_files();
   // A fleet host's: the cameras its lease owns now, as config text, with the counts of those it
   // has just taken (counting_json), and the lease.
-  void run_fleet_config(const std::string &text, const std::map<std::string, std::string> &seeds,
-                        long long lease);
+  void run_fleet_config(std::vector<CameraConfig> cameras, const std::string &text,
+                        const std::map<std::string, std::string> &seeds, long long lease);
   // A new config to every worker; `seeds`: counts files to write first (run_fleet_config).
   void apply(ServiceConfig next, std::string text,
              const std::map<std::string, std::string> &seeds = {});
