@@ -578,6 +578,20 @@ TEST_F(Config, ASecondCameraOnTheSameJsonFileIsAnError) {
   EXPECT_EQ(errors[0], "cams.conf:camera.b:json: camera a writes " + dir_ + "/all.jsonl already");
 }
 
+// A fleet host's cameras, each read alone from etcd, are checked together when it runs them.
+TEST_F(Config, CamerasReadAloneStillWriteAJsonFileEach) {
+  CameraConfig a, b, c;
+  a.name = "a", b.name = "b", c.name = "c";
+  a.json = b.json = dir_ + "/all.jsonl";
+  c.json = dir_ + "/c.jsonl";
+  std::vector<std::string> errors;
+  EXPECT_TRUE(cameras_run_together({a, c}, "etcd", &errors));
+  EXPECT_TRUE(errors.empty()) << joined(errors);
+  EXPECT_FALSE(cameras_run_together({a, b, c}, "etcd", &errors));
+  ASSERT_EQ(errors.size(), 1u) << joined(errors);
+  EXPECT_EQ(errors[0], "etcd:camera.b:json: camera a writes " + dir_ + "/all.jsonl already");
+}
+
 TEST_F(Config, MqttTopicWithoutABrokerAndNoCamerasAreErrors) {
   EXPECT_EQ(errors_of("[camera.a]\nurl = rtsp://127.0.0.1/a\nmqtt-topic = site/a\n"),
             std::vector<std::string>{"cams.conf:camera.a:mqtt-topic: needs mqtt-address in "
