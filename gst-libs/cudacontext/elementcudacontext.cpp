@@ -58,16 +58,21 @@ bool driver_call(const char *name, Fn **fn) {
   return true;
 }
 
+/* Whether CUDA device gpu_id is there for gstreamer-cuda. A device that is not there is no
+ * driver error (compute-sanitizer reports those): asked first. */
+bool device_usable(int gpu_id) {
+  int count = 0;
+  return gpu_id >= 0 && gst_cuda_load_library() && cudaGetDeviceCount(&count) == cudaSuccess &&
+         gpu_id < count;
+}
+
 /* A new reference to the one GstCudaContext of device gpu_id's primary context, or nullptr.
  * Made once and kept, with the primary context retained, for the life of the process, as the
  * CUDA runtime keeps it. */
 GstCudaContext *primary_cuda_context(int gpu_id) {
   static std::mutex lock;
   static std::map<int, GstCudaContext *> made;
-  if (gpu_id < 0 || !gst_cuda_load_library()) return nullptr;
-  /* A device that is not there is no driver error (compute-sanitizer reports those). */
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || gpu_id >= count) return nullptr;
+  if (!device_usable(gpu_id)) return nullptr;
   std::lock_guard<std::mutex> guard(lock);
   auto found = made.find(gpu_id);
   if (found != made.end()) return GST_CUDA_CONTEXT(gst_object_ref(found->second));
@@ -108,10 +113,7 @@ GstContext *gst_cv_cuda_primary_context_new(int gpu_id) {
 }
 
 GstContext *gst_cv_cuda_own_context_new(int gpu_id) {
-  int count = 0;
-  if (gpu_id < 0 || !gst_cuda_load_library() || cudaGetDeviceCount(&count) != cudaSuccess ||
-      gpu_id >= count)
-    return nullptr;
+  if (!device_usable(gpu_id)) return nullptr;
   GstCudaContext *cuda = gst_cuda_context_new(static_cast<guint>(gpu_id));
   if (!cuda) return nullptr;
   GstContext *context = gst_context_new_cuda_context(cuda);
