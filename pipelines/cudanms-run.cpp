@@ -315,14 +315,13 @@ int main(int argc, char **argv) {
        "Seconds between progress lines (default 2)", "S"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &app.options.quiet, "No progress lines", nullptr},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext *context = g_option_context_new("PIPELINE-DESCRIPTION");
-  g_option_context_set_summary(
-      context,
+  const CommandLineHelp help{
+      "PIPELINE-DESCRIPTION",
       "Runs a gst-launch-1.0 style pipeline and reports cudanms progress and a summary.\n"
       "Named elements: 'nms' (cudanms), 'overlay' (for --snapshot), 'src' (the source: its\n"
-      "errors end the stream cleanly with exit status 3, 'source lost').");
+      "errors end the stream cleanly with exit status 3, 'source lost')."};
   std::string parse_error;
-  if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error)) {
+  if (!gst_cv_parse_command_line(help, entries, &argc, &argv, &parse_error)) {
     g_printerr("cudanms-run: %s\n", parse_error.c_str());
     return kExitUsage;
   }

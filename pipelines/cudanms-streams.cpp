@@ -263,10 +263,10 @@ int main(int argc, char **argv) {
       {"qos", 0, 0, G_OPTION_ARG_INT, &o.qos, "MQTT QoS with --publish: 0 or 1 (default 0)", "Q"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &sources, nullptr, "SOURCE..."},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext *context = g_option_context_new("[SOURCE...] - many streams on the GPUs");
   std::string parse_error;
-  if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error)) {
-    g_printerr("%s\n", parse_error.c_str());
+  if (!gst_cv_parse_command_line({"[SOURCE...] - many streams on the GPUs"}, entries, &argc, &argv,
+                                 &parse_error)) {
+    g_printerr("cudanms-streams: %s\n", parse_error.c_str());
     return 2;
   }
   if (!o.size) o.size = g_strdup("1920x1080");

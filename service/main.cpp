@@ -205,15 +205,14 @@ int main(int argc, char **argv) {
        "With --worker: the supervisor's run directory", "DIR"},
       {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_STRING_ARRAY, &urls, nullptr, "URL..."},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext *context = g_option_context_new("[URL...] - cameras run as a service");
-  g_option_context_set_description(
-      context,
+  const CommandLineHelp help{
+      "[URL...] - cameras run as a service", nullptr,
       "Each camera: source -> detector -> cudanms -> JSON lines, MQTT, MP4 segments. A camera "
       "that fails or stalls reconnects with back-off by itself; the others never notice.\n"
       "Signals: SIGHUP re-reads --config; SIGTERM/SIGINT stop every camera and finalise its "
-      "outputs (a second one exits at once).\n");
+      "outputs (a second one exits at once).\n"};
   std::string parse_error;
-  if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error)) {
+  if (!gst_cv_parse_command_line(help, entries, &argc, &argv, &parse_error)) {
     g_printerr("cudanms-service: %s\n", parse_error.c_str());
     return 2;
   }

@@ -1,7 +1,10 @@
 #include "commandline.h"
 
-bool gst_cv_parse_command_line(GOptionContext *context, const GOptionEntry *entries, int *argc,
+bool gst_cv_parse_command_line(const CommandLineHelp &help, const GOptionEntry *entries, int *argc,
                                char ***argv, std::string *error) {
+  GOptionContext *context = g_option_context_new(help.parameters);
+  if (help.summary) g_option_context_set_summary(context, help.summary);
+  if (help.description) g_option_context_set_description(context, help.description);
   g_option_context_add_main_entries(context, entries, nullptr);
   g_option_context_add_group(context, gst_init_get_option_group());
   GError *gerror = nullptr;

@@ -222,11 +222,11 @@ int run_fleet_command(int argc, char **argv) {
       {"fleet-prefix", 0, 0, G_OPTION_ARG_STRING, &prefix, "Where the keys are (default /cudanms)",
        "PATH"},
       {nullptr, 0, 0, G_OPTION_ARG_NONE, nullptr, nullptr, nullptr}};
-  GOptionContext *context = g_option_context_new(
-      "import FILE.conf | add NAME KEY=VALUE... | remove NAME | list | simulate N");
-  g_option_context_set_summary(context, "A fleet's cameras, as etcd keeps them (docs/fleet.md).");
+  const CommandLineHelp help{
+      "import FILE.conf | add NAME KEY=VALUE... | remove NAME | list | simulate N",
+      "A fleet's cameras, as etcd keeps them (docs/fleet.md)."};
   std::string parse_error;
-  if (!gst_cv_parse_command_line(context, entries, &argc, &argv, &parse_error))
+  if (!gst_cv_parse_command_line(help, entries, &argc, &argv, &parse_error))
     return usage(parse_error.c_str());
   FleetSettings fleet;
   if (host_config) {

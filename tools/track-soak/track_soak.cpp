@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "commandline.h"
 #include "moving_scene.h"
 
 namespace {
@@ -51,19 +52,20 @@ int main(int argc, char **argv) {
       {"churn", 0, 0, G_OPTION_ARG_DOUBLE, &churn_s,
        "Seconds of frames between new scenes (default 20)", "S"},
       {}};
-  GOptionContext *context = g_option_context_new("");
-  g_option_context_set_summary(context,
-                               "Runs cudanms ! boxtrack ! boxcount ! boxoverlay on a moving scene "
-                               "for minutes and samples the process's resident memory.");
-  g_option_context_add_main_entries(context, entries, nullptr);
-  g_option_context_add_group(context, gst_init_get_option_group());
-  GError *error = nullptr;
-  if (!g_option_context_parse(context, &argc, &argv, &error) || minutes <= 0 || sample_s <= 0 ||
-      churn_s <= 0 || objects < 1) {
-    std::fprintf(stderr, "cudanms-track-soak: %s\n", error ? error->message : "bad values");
+  const CommandLineHelp help{"",
+                             "Runs cudanms ! boxtrack ! boxcount ! boxoverlay on a moving scene "
+                             "for minutes and samples the process's resident memory."};
+  std::string parse_error;
+  if (!gst_cv_parse_command_line(help, entries, &argc, &argv, &parse_error)) {
+    std::fprintf(stderr, "cudanms-track-soak: %s\n", parse_error.c_str());
     return 2;
   }
-  g_option_context_free(context);
+  if (minutes <= 0 || sample_s <= 0 || churn_s <= 0 || objects < 1) {
+    std::fprintf(stderr,
+                 "cudanms-track-soak: --minutes, --sample and --churn must be above 0, "
+                 "--objects at least 1\n");
+    return 2;
+  }
 
   const std::string launch =
       "appsrc name=src format=time max-buffers=4 caps=video/x-raw,format=RGBx,width=" +
@@ -71,6 +73,7 @@ int main(int argc, char **argv) {
       ",framerate=30/1 ! cudanms ! boxtrack name=track ! boxcount normalized=true "
       "lines=middle:0.5,0,0.5,1 zones=\"left:0,0 0.5,0 0.5,1 0,1\" ! boxoverlay trail-length=30 ! "
       "jsonmetawriter location=/dev/null ! fakesink sync=false";
+  GError *error = nullptr;
   GstElement *pipeline =
       gst_parse_launch_full(launch.c_str(), nullptr, GST_PARSE_FLAG_FATAL_ERRORS, &error);
   if (!pipeline) {
