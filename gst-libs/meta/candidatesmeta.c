@@ -68,14 +68,10 @@ static void candidates_meta_free(GstMeta *meta, GstBuffer *buffer) {
   GstCudaNmsCandidatesMeta *c = (GstCudaNmsCandidatesMeta *)meta;
   (void)buffer;
   candidates_forget_device(c);
-  g_free(c->boxes);
-  g_free(c->scores);
-  g_free(c->class_ids);
-  g_free(c->points);
-  c->boxes = NULL;
-  c->scores = NULL;
-  c->class_ids = NULL;
-  c->points = NULL;
+  g_clear_pointer(&c->boxes, g_free);
+  g_clear_pointer(&c->scores, g_free);
+  g_clear_pointer(&c->class_ids, g_free);
+  g_clear_pointer(&c->points, g_free);
   c->n = c->capacity = 0;
 }
 

@@ -47,12 +47,9 @@ static void counts_meta_free(GstMeta *meta, GstBuffer *buffer) {
     g_free(c->zones[i].points);
     g_free(c->zones[i].labels);
   }
-  g_free(c->events);
-  g_free(c->lines);
-  g_free(c->zones);
-  c->events = NULL;
-  c->lines = NULL;
-  c->zones = NULL;
+  g_clear_pointer(&c->events, g_free);
+  g_clear_pointer(&c->lines, g_free);
+  g_clear_pointer(&c->zones, g_free);
   c->n_events = c->n_lines = c->n_zones = 0;
 }
 

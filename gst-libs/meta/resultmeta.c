@@ -37,20 +37,13 @@ static gboolean result_meta_init(GstMeta *meta, gpointer params, GstBuffer *buff
 static void result_meta_free(GstMeta *meta, GstBuffer *buffer) {
   GstCudaNmsResultMeta *r = (GstCudaNmsResultMeta *)meta;
   (void)buffer;
-  g_free(r->boxes);
-  g_free(r->scores);
-  g_free(r->class_ids);
-  g_free(r->labels);
-  g_free(r->points);
-  g_free(r->members);
-  g_free(r->track_ids);
-  r->members = NULL;
-  r->track_ids = NULL;
-  r->boxes = NULL;
-  r->scores = NULL;
-  r->class_ids = NULL;
-  r->labels = NULL;
-  r->points = NULL;
+  g_clear_pointer(&r->boxes, g_free);
+  g_clear_pointer(&r->scores, g_free);
+  g_clear_pointer(&r->class_ids, g_free);
+  g_clear_pointer(&r->labels, g_free);
+  g_clear_pointer(&r->points, g_free);
+  g_clear_pointer(&r->members, g_free);
+  g_clear_pointer(&r->track_ids, g_free);
   r->n_kept = 0;
 }
 
