@@ -1,6 +1,8 @@
 // The cascade's segments of stages (cascade_stages.h): segment 1 over every window, then the
 // windows alive after each segment run through the next, a group of lanes a window. The
 // arithmetic is common/cascade_eval.h's, the CPU twin's.
+#include <type_traits>
+
 #include "cuda/cascade_stages.h"
 
 namespace cudanms::cascade::detail {
@@ -207,6 +209,24 @@ __global__ void last_segment(CascadeView c, const HaarStump *stumps, const Devic
   }
 }
 
+// Calls launch(std::integral_constant<int, G>) for a window's group of G lanes: 2, 4, 8, 16 or
+// 32 (any other group: 32), the segment kernels' instances.
+template <typename Launch>
+void with_lanes(int group, Launch launch) {
+  switch (group) {
+    case 2:
+      return launch(std::integral_constant<int, 2>{});
+    case 4:
+      return launch(std::integral_constant<int, 4>{});
+    case 8:
+      return launch(std::integral_constant<int, 8>{});
+    case 16:
+      return launch(std::integral_constant<int, 16>{});
+    default:
+      return launch(std::integral_constant<int, 32>{});
+  }
+}
+
 }  // namespace
 
 std::vector<HaarStump> haar_stumps(const Model &model, const std::vector<HaarOffsets> &haar) {
@@ -247,13 +267,12 @@ cudaError_t middle_segment_async(int group, unsigned blocks, size_t shared, cons
                                  const int32_t *sum, const int32_t *tilted, int first, int end,
                                  const QueueEntry *in, const uint32_t *in_count, QueueEntry *out,
                                  uint32_t *out_count, int max_trees, cudaStream_t stream) {
-  auto kernel = group == 2    ? middle_segment<2>
-                : group == 4  ? middle_segment<4>
-                : group == 8  ? middle_segment<8>
-                : group == 16 ? middle_segment<16>
-                              : middle_segment<32>;
-  kernel<<<blocks, kThreads, shared, stream>>>(c, stumps, levels, stride, sum, tilted, first, end,
-                                               in, in_count, out, out_count, max_trees);
+  with_lanes(group, [&](auto lanes) {
+    constexpr int kLanes = decltype(lanes)::value;
+    middle_segment<kLanes><<<blocks, kThreads, shared, stream>>>(c, stumps, levels, stride, sum,
+                                                                 tilted, first, end, in, in_count,
+                                                                 out, out_count, max_trees);
+  });
   return cudaGetLastError();
 }
 
@@ -263,14 +282,12 @@ cudaError_t last_segment_async(int group, unsigned blocks, size_t shared, const 
                                const QueueEntry *in, const uint32_t *in_count, OutWindow *windows,
                                uint32_t *window_count, const Finals &finals, int max_trees,
                                cudaStream_t stream) {
-  auto kernel = group == 2    ? last_segment<2>
-                : group == 4  ? last_segment<4>
-                : group == 8  ? last_segment<8>
-                : group == 16 ? last_segment<16>
-                              : last_segment<32>;
-  kernel<<<blocks, kThreads, shared, stream>>>(c, stumps, levels, stride, sum, tilted, first, end,
-                                               in, in_count, windows, window_count, finals,
-                                               max_trees);
+  with_lanes(group, [&](auto lanes) {
+    constexpr int kLanes = decltype(lanes)::value;
+    last_segment<kLanes><<<blocks, kThreads, shared, stream>>>(
+        c, stumps, levels, stride, sum, tilted, first, end, in, in_count, windows, window_count,
+        finals, max_trees);
+  });
   return cudaGetLastError();
 }
 
