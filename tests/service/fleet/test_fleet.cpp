@@ -689,17 +689,9 @@ TEST_F(Fleet, BadInputGetsClearAnswers) {
   // Nobody at the address: the host runs, degraded, and says so. The port is held by a socket
   // that does not listen, so that no server (the host's own endpoint once took a free_port()'s)
   // answers there and every connection is refused.
-  GSocket *held = g_socket_new(G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
-                               nullptr);
+  int nobody = 0;
+  GSocket *held = loopback_socket(false, &nobody);
   ASSERT_NE(held, nullptr);
-  GInetAddress *loopback = g_inet_address_new_loopback(G_SOCKET_FAMILY_IPV4);
-  GSocketAddress *any_port = g_inet_socket_address_new(loopback, 0);
-  ASSERT_TRUE(g_socket_bind(held, any_port, FALSE, nullptr));
-  GSocketAddress *bound = g_socket_get_local_address(held, nullptr);
-  const guint16 nobody = g_inet_socket_address_get_port(G_INET_SOCKET_ADDRESS(bound));
-  g_object_unref(bound);
-  g_object_unref(any_port);
-  g_object_unref(loopback);
   FleetHost lone(dir_, "lone");
   ASSERT_TRUE(lone.start(host_config("lone", "http://127.0.0.1:" + std::to_string(nobody))));
   std::string status;
