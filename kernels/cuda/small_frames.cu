@@ -25,6 +25,7 @@
 #include <algorithm>
 
 #include "common/decay.h"
+#include "small_frame_rank.h"
 #include "small_frames.h"
 
 namespace cudanms::detail {
@@ -174,127 +175,45 @@ __device__ void merge_slot(const FrameArgs &f, const uint32_t *mask, const uint3
   }
 }
 
-// The score of a rank_key (frame_args.h). Keys are distinct (indices are), so any correct sort
-// gives the same order.
-__device__ float key_of(uint64_t rank_key) {
-  const uint32_t ascending = ~static_cast<uint32_t>(rank_key >> 32);
-  return __uint_as_float(ascending & 0x80000000u ? ascending & 0x7fffffffu : ~ascending);
-}
-
-// Bitonic sort of one key per thread, ascending by thread: compare-exchanges within a warp by
-// shuffles, across warps through shared memory. For 1 024 keys, 40 shuffle steps and 15 shared
-// ones: about a quarter of the instructions of CUB's block radix sort, whose 8 passes each scan
-// every thread's digit counters.
+// The frame's ranked candidates and its suppression matrix, in the kernel's dynamic shared
+// memory (SmallLayout): rank r's box, score, class and candidate index, then m rows of the matrix
+// (rank j's word w: which later ranks of word w it suppresses) and each rank's own word (which
+// ranks of its word suppress it).
 template <int kThreads>
-__device__ uint64_t block_sort(uint64_t v, uint64_t *exchange) {
-  const uint32_t tid = threadIdx.x;
-#pragma unroll
-  for (uint32_t k = 2; k <= kThreads; k <<= 1) {
-#pragma unroll
-    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-      uint64_t other;
-      if (j >= kWarp) {
-        exchange[tid] = v;
-        __syncthreads();
-        other = exchange[tid ^ j];
-        __syncthreads();
-      } else {
-        other = __shfl_xor_sync(kFullMask, v, j);
-      }
-      const bool keep_min = ((tid & j) == 0) == ((tid & k) == 0);
-      v = keep_min ? min(v, other) : max(v, other);
-    }
-  }
-  return v;
-}
-
-// A frame's rules 1-3 (cudanms/nms.h), as classify_kernel and the rank stage compute them, by a
-// block of a thread per candidate: its counters, and in thread r the key of rank r (valid for
-// r < ranked).
-struct SmallRanking {
-  uint32_t raw_count, invalid, below, eligible, ranked;
-  uint64_t key;
+struct SmallShared {
+  float4 *boxes;
+  float *scores;
+  int32_t *classes;
+  uint32_t *order;
+  uint32_t *mask;
+  uint32_t *within;
+  __device__ explicit SmallShared(float4 *dynamic)
+      : boxes(dynamic),
+        scores(reinterpret_cast<float *>(boxes + kThreads)),
+        classes(reinterpret_cast<int32_t *>(scores + kThreads)),
+        order(reinterpret_cast<uint32_t *>(classes + kThreads)),
+        mask(order + kThreads),
+        within(mask + kThreads * SmallLayout<kThreads>::kStride) {}
 };
 
-template <int kThreads>
-__device__ SmallRanking rank_small_frame(const FrameArgs &f, uint64_t *exchange) {
-  const uint32_t tid = threadIdx.x;
-  SmallRanking r{};
-  r.raw_count = *f.count;
-  const uint32_t count = min(r.raw_count, f.capacity);
-  bool valid = false, low = false;
-  float score = 0.0f;
-  if (tid < count) {
-    score = f.scores[tid];
-    valid = is_valid(to_box(f.boxes[tid]), score);
-    low = valid && score < f.score_threshold;
-  }
-  const float key = valid && !low ? score + 0.0f : -INFINITY;  // -0.0 ranks as +0.0
-  r.invalid = __syncthreads_count(tid < count && !valid);
-  r.below = __syncthreads_count(low);
-  r.eligible = __syncthreads_count(valid && !low);
-  // Rule 3: descending scores, equal ones by index, the best Dmax: thread r holds rank r.
-  r.key = block_sort<kThreads>(rank_key(key, tid), exchange);
-  r.ranked = min(r.eligible, f.dmax);
-  return r;
-}
-
-// The frame's counters, by the lanes of one warp.
-__device__ void write_counters(const FrameArgs &f, const SmallRanking &r, uint32_t kept) {
-  const uint32_t lane = threadIdx.x % kWarp;
-  if (lane == kInvalid) f.out[kInvalid] = r.invalid;
-  if (lane == kBelowScore) f.out[kBelowScore] = r.below;
-  if (lane == kEligible) f.out[kEligible] = r.eligible;
-  if (lane == kKeptCount) f.out[kKeptCount] = kept;
-  if (lane == kIn) f.out[kIn] = r.raw_count;
-  if (lane == kCountOverflow) f.out[kCountOverflow] = r.raw_count > f.capacity;
-}
-
+// Rule 4, in units of work spread over the frame's warps, each at most 8 overlap tests a lane
+// (one takes ~400 cycles, latency-bound): first, per word of 32 ranks and quarter of it, which
+// ranks of that quarter suppress each rank of the word (a lane per rank); then, per pair of rows
+// j and m - 1 - j (about m / 32 words between them), kUnitWords of their later words, a ballot
+// each. Into the frame's matrix in global memory, which every block of the frame shares.
 template <Method kMethod, int kThreads>
-__global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *frames) {
+__device__ __forceinline__ void mark_pairs(const FrameArgs &f, uint32_t m,
+                                           const SmallShared<kThreads> &s) {
   constexpr uint32_t kWarps = kThreads / kWarp;
-  constexpr uint32_t kStride = SmallLayout<kThreads>::kStride;
-  __shared__ uint64_t s_exchange[kThreads];
-  __shared__ uint32_t s_kept[kRowWords];    // per 32 ranks: the kept ones
-  __shared__ uint32_t s_before[kRowWords];  // kept ranks before them
-  __shared__ uint32_t s_kept_count;         // kept indices written, at most `limit`
-  __shared__ bool s_last;
-  extern __shared__ float4 s_dynamic[];
-  float4 *s_boxes = s_dynamic;
-  float *s_scores = reinterpret_cast<float *>(s_boxes + kThreads);
-  int32_t *s_classes = reinterpret_cast<int32_t *>(s_scores + kThreads);
-  uint32_t *s_order = reinterpret_cast<uint32_t *>(s_classes + kThreads);
-  uint32_t *s_mask = s_order + kThreads;
-  uint32_t *s_within = s_mask + kThreads * kStride;
-
-  const FrameArgs f = frames[blockIdx.z];  // a copy: the stores below cannot alias it
-  const uint32_t tid = threadIdx.x;
-  const uint32_t lane = tid % kWarp;
-  const uint32_t warp = tid / kWarp;
-  const SmallRanking ranking = rank_small_frame<kThreads>(f, s_exchange);
-  const uint32_t m = ranking.ranked;
-  if (tid < m) {
-    const auto p = static_cast<uint32_t>(ranking.key);
-    s_order[tid] = p;
-    s_boxes[tid] = f.boxes[p];
-    // Matrix compares keys; weighted adds up the scores as the candidates have them.
-    s_scores[tid] = kMethod == Method::kWeighted ? f.scores[p] : key_of(ranking.key);
-    s_classes[tid] = class_of(f, p);
-  }
-  __syncthreads();
-
-  // Rule 4, in units of work spread over the frame's warps, each at most 8 overlap tests a lane
-  // (one takes ~400 cycles, latency-bound): first, per word of 32 ranks and quarter of it, which
-  // ranks of that quarter suppress each rank of the word (a lane per rank); then, per pair of
-  // rows j and m - 1 - j (about m / 32 words between them), kUnitWords of their later words, a
-  // ballot each.
+  const uint32_t lane = threadIdx.x % kWarp;
+  const uint32_t warp = threadIdx.x / kWarp;
   uint32_t *g_mask = f.predecessors;
   auto suppresses = [&](uint32_t j, uint32_t i) {
-    if (s_classes[j] != s_classes[i]) return false;
-    const Box a = to_box(s_boxes[j]), b = to_box(s_boxes[i]);
+    if (s.classes[j] != s.classes[i]) return false;
+    const Box a = to_box(s.boxes[j]), b = to_box(s.boxes[i]);
     return kMethod != Method::kMatrix
                ? greedy_suppresses(f.overlap, f.threshold, a, b)
-               : matrix_suppresses(f.overlap, f.threshold, a, s_scores[j], b, s_scores[i]);
+               : matrix_suppresses(f.overlap, f.threshold, a, s.scores[j], b, s.scores[i]);
   };
   const uint32_t words = (m + kWarp - 1) / kWarp;
   const uint32_t slices = slices_of(m);
@@ -325,17 +244,18 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
       if (lane == 0) g_mask[j * kGlobalStride + w] = bits;
     }
   }
+}
 
-  __threadfence();  // this block's words, before its arrival
-  __syncthreads();
-  if (tid == 0) s_last = atomicAdd(&f.header[kArrived], 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!s_last) return;
-  __threadfence();  // every other block's words, after their arrivals
-
-  // The matrix into shared memory, past L1: rows j < m, 16 bytes at a time from the quad holding
-  // word j / 32 + 1 (earlier words are never read), all loads issued before any store.
+// The matrix into shared memory, past L1: rows j < m, 16 bytes at a time from the quad holding
+// word j / 32 + 1 (earlier words are never read), all loads issued before any store. Each rank's
+// own word too; this thread's is returned.
+template <int kThreads>
+__device__ __forceinline__ uint32_t load_matrix(const uint32_t *g_mask, uint32_t m,
+                                                const SmallShared<kThreads> &s) {
+  constexpr uint32_t kStride = SmallLayout<kThreads>::kStride;
   constexpr uint32_t kQuads = kThreads / kWarp / 4;
+  const uint32_t tid = threadIdx.x;
+  const uint32_t words = (m + kWarp - 1) / kWarp;
   uint4 quads[kQuads];
 #pragma unroll
   for (uint32_t k = 0; k < kQuads; ++k) {
@@ -352,34 +272,126 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
   for (uint32_t k = 0; k < kQuads; ++k) {
     const uint32_t e = k * kThreads + tid, j = e / kQuads, word = e % kQuads * 4;
     if (j < m && word + 3 > j / kWarp && word < words) {
-      uint32_t *row = s_mask + j * kStride + word;
+      uint32_t *row = s.mask + j * kStride + word;
       row[0] = quads[k].x;
       row[1] = quads[k].y;
       row[2] = quads[k].z;
       row[3] = quads[k].w;
     }
   }
-  s_within[tid] = own_word;
-  if (tid < kRowWords) s_kept[tid] = 0;
-  __syncthreads();
+  s.within[tid] = own_word;
+  return own_word;
+}
 
+// Which ranks are kept, per word of 32 (kept_words, zeroed before): greedy's by warp 0 in rank
+// order; matrix's, every rank that no rank suppresses (a column of the matrix, or a rank of its
+// own word).
+template <Method kMethod, int kThreads>
+__device__ __forceinline__ void settle_kept(const SmallShared<kThreads> &s, uint32_t m,
+                                            uint32_t own_word, uint32_t *kept_words) {
+  constexpr uint32_t kStride = SmallLayout<kThreads>::kStride;
+  constexpr uint32_t kWarps = kThreads / kWarp;
+  const uint32_t tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
+  const uint32_t words = (m + kWarp - 1) / kWarp;
   if constexpr (kMethod != Method::kMatrix) {
-    if (warp == 0) settle_greedy<kStride>(s_mask, s_within, m, s_kept);
-  } else {  // suppressed by any rank: a column of the matrix, or a rank of its own word
+    if (warp == 0) settle_greedy<kStride>(s.mask, s.within, m, kept_words);
+  } else {
     uint32_t marked = 0;  // lane l: word l's ranks
     for (uint32_t j = warp; j < m; j += kWarps) {
-      if (lane > j / kWarp && lane < words) marked |= s_mask[j * kStride + lane];
+      if (lane > j / kWarp && lane < words) marked |= s.mask[j * kStride + lane];
     }
-    if (marked != 0) atomicOr_block(&s_kept[lane], marked);
+    if (marked != 0) atomicOr_block(&kept_words[lane], marked);
     const uint32_t own = __ballot_sync(kFullMask, own_word != 0);
-    if (lane == 0 && own != 0) atomicOr_block(&s_kept[warp], own);
+    if (lane == 0 && own != 0) atomicOr_block(&kept_words[warp], own);
     __syncthreads();
-    if (tid < words) s_kept[tid] = present_bits(tid, m) & ~s_kept[tid];
+    if (tid < words) kept_words[tid] = present_bits(tid, m) & ~kept_words[tid];
+  }
+}
+
+// The kept ranks' indices in rank order, at most `limit`, after the counters (kept_count: how
+// many); weighted: each kept box merged with those it suppressed. `exchange` is spent: weighted
+// keeps each slot's rank and each rank's claim there.
+template <Method kMethod, int kThreads>
+__device__ __forceinline__ void write_kept(const FrameArgs &f, const SmallShared<kThreads> &s,
+                                           uint32_t m, const uint32_t *kept_words,
+                                           const uint32_t *before, uint32_t kept_count,
+                                           uint64_t *exchange) {
+  constexpr uint32_t kStride = SmallLayout<kThreads>::kStride;
+  constexpr uint32_t kWarps = kThreads / kWarp;
+  const uint32_t tid = threadIdx.x, warp = tid / kWarp;
+  const uint32_t words = (m + kWarp - 1) / kWarp;
+  uint32_t *s_slot_ranks = reinterpret_cast<uint32_t *>(exchange);
+  uint32_t *s_claims = s_slot_ranks + kThreads;
+  if (tid < m) {
+    const uint32_t word = kept_words[tid / kWarp];
+    const uint32_t bit = tid % kWarp;
+    const uint32_t slot = before[tid / kWarp] + __popc(word & ((1u << bit) - 1));
+    if ((word >> bit) & 1u && slot < f.limit) {
+      f.out[kHeaderWords + slot] = s.order[tid];
+      if constexpr (kMethod == Method::kWeighted) s_slot_ranks[slot] = tid;
+    }
+  }
+  if constexpr (kMethod == Method::kWeighted) {
+    for (uint32_t w = warp; w < words; w += kWarps) {
+      claim_word<kStride>(s.mask, s.within, kept_words, before, m, f.limit, w, s_claims);
+    }
+    __syncthreads();
+    if (tid < m) {  // what the host merges points with (merged_points)
+      f.order[tid] = s.order[tid];
+      f.clusters[tid] = s_claims[tid];
+    }
+    for (uint32_t slot = warp; slot < kept_count; slot += kWarps) {
+      merge_slot<kStride>(f, s.mask, s.within, s_claims, s.boxes, s.scores, s.order, m,
+                          s_slot_ranks[slot], slot);
+    }
+  }
+}
+
+// A frame of at most kThreads candidates, its pair tests spread over gridDim.x blocks: each
+// block ranks the frame (the same ranking in each), marks its share of the matrix, and the last
+// to arrive settles the kept set from the whole matrix and writes it out.
+template <Method kMethod, int kThreads>
+__global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *frames) {
+  __shared__ uint64_t s_exchange[kThreads];
+  __shared__ uint32_t s_kept[kRowWords];    // per 32 ranks: the kept ones
+  __shared__ uint32_t s_before[kRowWords];  // kept ranks before them
+  __shared__ uint32_t s_kept_count;         // kept indices written, at most `limit`
+  __shared__ bool s_last;
+  extern __shared__ float4 s_dynamic[];
+  const SmallShared<kThreads> s(s_dynamic);
+
+  const FrameArgs f = frames[blockIdx.z];  // a copy: the stores below cannot alias it
+  const uint32_t tid = threadIdx.x;
+  const uint32_t lane = tid % kWarp;
+  const SmallRanking ranking = rank_small_frame<kThreads>(f, s_exchange);
+  const uint32_t m = ranking.ranked;
+  if (tid < m) {
+    const auto p = static_cast<uint32_t>(ranking.key);
+    s.order[tid] = p;
+    s.boxes[tid] = f.boxes[p];
+    // Matrix compares keys; weighted adds up the scores as the candidates have them.
+    s.scores[tid] = kMethod == Method::kWeighted ? f.scores[p] : key_of(ranking.key);
+    s.classes[tid] = class_of(f, p);
   }
   __syncthreads();
+  mark_pairs<kMethod, kThreads>(f, m, s);
 
-  // The output: counters, then the kept indices in rank order, at most `limit`.
-  if (warp == 0) {
+  __threadfence();  // this block's words, before its arrival
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(&f.header[kArrived], 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();  // every other block's words, after their arrivals
+
+  const uint32_t own_word = load_matrix<kThreads>(f.predecessors, m, s);
+  if (tid < kRowWords) s_kept[tid] = 0;
+  __syncthreads();
+  settle_kept<kMethod, kThreads>(s, m, own_word, s_kept);
+  __syncthreads();
+
+  // The counters, then the kept indices.
+  if (tid / kWarp == 0) {
+    const uint32_t words = (m + kWarp - 1) / kWarp;
     const uint32_t here = lane < words ? __popc(s_kept[lane]) : 0;
     const uint32_t through = warp_inclusive_sum(here, lane);
     s_before[lane] = through - here;
@@ -388,32 +400,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
     if (lane == 0) s_kept_count = kept;
   }
   __syncthreads();
-  // Weighted: the exchange's keys are spent; its words hold each slot's rank and each rank's claim.
-  uint32_t *s_slot_ranks = reinterpret_cast<uint32_t *>(s_exchange);
-  uint32_t *s_claims = s_slot_ranks + kThreads;
-  if (tid < m) {
-    const uint32_t word = s_kept[tid / kWarp];
-    const uint32_t bit = tid % kWarp;
-    const uint32_t slot = s_before[tid / kWarp] + __popc(word & ((1u << bit) - 1));
-    if ((word >> bit) & 1u && slot < f.limit) {
-      f.out[kHeaderWords + slot] = s_order[tid];
-      if constexpr (kMethod == Method::kWeighted) s_slot_ranks[slot] = tid;
-    }
-  }
-  if constexpr (kMethod == Method::kWeighted) {
-    for (uint32_t w = warp; w < words; w += kWarps) {
-      claim_word<kStride>(s_mask, s_within, s_kept, s_before, m, f.limit, w, s_claims);
-    }
-    __syncthreads();
-    if (tid < m) {  // what the host merges points with (merged_points)
-      f.order[tid] = s_order[tid];
-      f.clusters[tid] = s_claims[tid];
-    }
-    for (uint32_t slot = warp; slot < s_kept_count; slot += kWarps) {
-      merge_slot<kStride>(f, s_mask, s_within, s_claims, s_boxes, s_scores, s_order, m,
-                          s_slot_ranks[slot], slot);
-    }
-  }
+  write_kept<kMethod, kThreads>(f, s, m, s_kept, s_before, s_kept_count, s_exchange);
 }
 
 // The lowest of the warp's values, in every lane.
