@@ -21,6 +21,7 @@ typedef enum {
 typedef enum {
   GST_DNN_DETECT_PRECISION_FP32,
   GST_DNN_DETECT_PRECISION_FP16,
+  GST_DNN_DETECT_PRECISION_TF32,
 } GstDnnDetectPrecision;
 
 /* The most frames an instance keeps in the network at once (frames-in-flight). */
@@ -38,7 +39,7 @@ struct DnnDetectSettings {
   std::string batch_group;
   guint frames_in_flight = 1;
   std::string classes;
-  GstDnnDetectPrecision precision = GST_DNN_DETECT_PRECISION_FP32;
+  GstDnnDetectPrecision precision = GST_DNN_DETECT_PRECISION_TF32;
 
   /* What the outputs of @model (the shared property) mean: the decoder's, or with decoder=auto
    * the named model's (model=nanodet: NanoDet; else BlazeFace). */

@@ -30,7 +30,7 @@ std::string DnnDetectorConfig::key() const {
   key << model_path << '\n'
       << static_cast<int>(head) << ' ' << device << ' ' << spec.width << 'x' << spec.height << ' '
       << spec.letterbox << ' ' << spec.pad_value << ' ' << spec.bgr << ' ' << cuda_graphs << ' '
-      << half_precision << ' ' << uses_channels_last();
+      << half_precision << ' ' << tf32 << ' ' << uses_channels_last();
   for (int c = 0; c < 3; c++) key << ' ' << spec.mean[c] << '/' << spec.scale[c];
   return key.str();
 }
@@ -59,6 +59,7 @@ std::unique_ptr<DnnDetector> DnnDetector::open(const DnnDetectorConfig &config, 
   TorchModelOptions options;
   options.graphs = config.cuda_graphs;
   options.half = config.half_precision;
+  options.tf32 = config.tf32;
   options.channels_last = config.uses_channels_last();
   detector->model_ = TorchModel::load(config.model_path, config.device, detail, options);
   if (!detector->model_) {

@@ -28,6 +28,7 @@ struct DnnDetectorConfig {
   int device = -1;             /* a CUDA device, or -1: the CPU */
   bool cuda_graphs = true;     /* on CUDA, replay the network as CUDA graphs (TorchModelOptions) */
   bool half_precision = false; /* on CUDA, float16 weights and activations (TorchModelOptions) */
+  bool tf32 = true;            /* on CUDA, float32 convolutions in TF32 (TorchModelOptions) */
   /* On CUDA, the network's tensors stored channels-last (TorchModelOptions); unset: the head's
    * choice, see uses_channels_last(). */
   std::optional<bool> channels_last;

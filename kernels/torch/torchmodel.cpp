@@ -1,10 +1,13 @@
 #include "torchmodel.h"
 
+#include <torch/csrc/jit/ir/ir.h>
 #include <torch/script.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #ifdef CUDANMS_TORCH_CUDA
@@ -35,6 +38,25 @@ std::vector<at::Tensor> float_outputs(const torch::jit::IValue &result) {
   return found;
 }
 
+/* A traced network's convolutions are aten::_convolution calls whose last argument, allow_tf32,
+ * the tracer froze at what its PyTorch allowed (TF32, by default): each is set to @tf32, so that
+ * the model runs in the precision asked of it. A scripted network's aten::conv2d reads LibTorch's
+ * switch instead (ConvolutionMath). */
+void set_traced_convolutions_tf32(torch::jit::Module &module, bool tf32) {
+  static const c10::Symbol convolution = c10::Symbol::fromQualString("aten::_convolution");
+  constexpr size_t kAllowTf32 = 12;
+  std::function<void(torch::jit::Block *)> visit = [&](torch::jit::Block *block) {
+    for (torch::jit::Node *node : block->nodes()) {
+      for (torch::jit::Block *inner : node->blocks()) visit(inner);
+      if (node->kind() != convolution || node->inputs().size() != kAllowTf32 + 1) continue;
+      torch::jit::WithInsertPoint here(node);
+      node->replaceInput(kAllowTf32, node->owningGraph()->insertConstant(tf32));
+    }
+  };
+  for (const torch::jit::Module &part : module.modules())
+    for (const torch::jit::Method &method : part.get_methods()) visit(method.graph()->block());
+}
+
 #ifdef CUDANMS_TORCH_CUDA
 /* The interpreter's runs of a padded batch size before its capture: the profiling executor
  * profiles the first and optimises after, and cuDNN picks its kernels; all before the capture. */
@@ -48,6 +70,23 @@ struct Graphed {
   int interpreted = 0;
   std::unique_ptr<at::cuda::CUDAGraph> graph;
 };
+
+/* LibTorch's TF32 switch for cuDNN is one for the process, read as each convolution launches (a
+ * graph keeps what its capture launched): a model's interpreted runs hold it at the model's own
+ * choice, so that models of both precisions can share a process. */
+class ConvolutionMath {
+ public:
+  explicit ConvolutionMath(bool tf32) : hold_(lock()) {
+    at::globalContext().setAllowTF32CuDNN(tf32);
+  }
+
+ private:
+  static std::mutex &lock() {
+    static std::mutex m;
+    return m;
+  }
+  std::lock_guard<std::mutex> hold_;
+};
 #endif
 
 class Model final : public TorchModel {
@@ -57,7 +96,8 @@ class Model final : public TorchModel {
         device_(device),
         graphs_(options.graphs && device.is_cuda()),
         half_(options.half),
-        channels_last_(options.channels_last) {}
+        channels_last_(options.channels_last),
+        tf32_(options.tf32) {}
 
   bool forward(float *input, int batch, int height, int width, void *stream,
                std::string *error) override {
@@ -126,6 +166,10 @@ class Model final : public TorchModel {
   /* The network on a float input, in its precision; its outputs as contiguous floats (in a
    * capture, the casts are the graph's too). */
   std::vector<at::Tensor> run(const at::Tensor &input) {
+#ifdef CUDANMS_TORCH_CUDA
+    std::optional<ConvolutionMath> math;
+    if (device_.is_cuda()) math.emplace(tf32_);
+#endif
     at::Tensor x = half_ ? input.to(torch::kHalf) : input;
     if (channels_last_) x = x.contiguous(at::MemoryFormat::ChannelsLast);
     return float_outputs(module_.forward({x}));
@@ -224,6 +268,7 @@ class Model final : public TorchModel {
   bool graphs_;
   const bool half_;
   const bool channels_last_;
+  const bool tf32_;
   std::atomic<size_t> replays_{0};  /* read from other threads */
   mutable std::mutex problem_lock_; /* graph_problem_ is read from other threads */
   std::string graph_problem_;
@@ -264,6 +309,7 @@ std::unique_ptr<TorchModel> TorchModel::load(const std::string &path, int device
     torch::jit::Module module = torch::jit::load(path, where);
     module.eval();
     if (used.half) module.to(torch::kHalf);
+    if (device >= 0) set_traced_convolutions_tf32(module, used.tf32);
     if (used.channels_last) {
       /* The converters register weights as buffers, PyTorch's modules as parameters. */
       auto reorder = [](at::Tensor t) {

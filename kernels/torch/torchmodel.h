@@ -17,6 +17,10 @@ struct TorchModelOptions {
   /* CUDA only: the weights and activations stored channels-last (NHWC), where cuDNN's fastest
    * convolutions are; the input is reordered on the GPU. */
   bool channels_last = false;
+  /* CUDA only: cuDNN's float32 convolutions round their inputs to TF32 (10 bits of mantissa) on
+   * GPUs with TF32 tensor cores, as PyTorch and TensorRT do by default: NanoDet's forward 2.5x
+   * faster on an H100, a box within ~1.5 % IoU of float32's. false: IEEE float32, as the CPU. */
+  bool tf32 = true;
 };
 
 class TorchModel {

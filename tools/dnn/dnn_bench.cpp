@@ -8,12 +8,12 @@
 // memory, uploaded by the chain: pinned (what dnndetect proposes upstream) and pageable. Before
 // timing, the batch's candidates and kept boxes are checked against the same frames run one by one
 // on the CPU (LibTorch's CPU backend, cudanms's CPU NMS).
-//   cudanms-dnn-bench --model MODEL.pt [--decoder blazeface|nanodet] [--fp16]
+//   cudanms-dnn-bench --model MODEL.pt [--decoder blazeface|nanodet] [--precision tf32|fp32|fp16]
 //                     [--layout nchw|nhwc] [--frames RAW.bgr] [--batches 1,8,32,64] [--runs N]
 //                     [--no-cuda-graphs]
 // The network column is its bare forward rate: the TorchScript alone on a batch already in the
-// input tensor, synchronised (with --fp16 in float16, whose boxes are then compared with the
-// CPU's float32 ones and only reported).
+// input tensor, synchronised (in float16 with --precision fp16, whose boxes are then compared
+// with the CPU's float32 ones and only reported).
 // --frames: raw 1920x1080 BGR frames, one after another (e.g. Megamind written by the GPU host's
 // OpenCV); else frames of random blocks. Prints a Markdown table; --json writes the rows.
 #include <cuda_runtime.h>
@@ -215,10 +215,10 @@ size_t disagreements(const std::vector<cudanms::Result> &a, const std::vector<cu
 int main(int argc, char **argv) {
   gchar *model_path = nullptr, *frames_path = nullptr, *batches_text = nullptr,
         *json_path = nullptr;
-  gchar *decoder = nullptr, *layout = nullptr;
+  gchar *decoder = nullptr, *layout = nullptr, *precision = nullptr;
   gint runs = 100, device = 0;
   gdouble threshold = -1;
-  gboolean cuda_graphs = TRUE, fp16 = FALSE;
+  gboolean cuda_graphs = TRUE;
   GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_FILENAME, &model_path,
        "TorchScript: BlazeFace (tools/blazeface-to-torchscript.py) or NanoDet "
@@ -230,8 +230,8 @@ int main(int argc, char **argv) {
        "NAME"},
       {"threshold", 0, 0, G_OPTION_ARG_DOUBLE, &threshold,
        "Score threshold (default 0.5 for BlazeFace, 0.35 for NanoDet)", "T"},
-      {"fp16", 0, 0, G_OPTION_ARG_NONE, &fp16, "The network in float16 (dnndetect precision=fp16)",
-       nullptr},
+      {"precision", 0, 0, G_OPTION_ARG_STRING, &precision,
+       "tf32 (default), fp32 or fp16: dnndetect's precision", "NAME"},
       {"layout", 0, 0, G_OPTION_ARG_STRING, &layout,
        "The network's tensors NCHW or NHWC (channels-last); default the element's choice for the "
        "decoder",
@@ -277,6 +277,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   const bool nanodet = head_name == "nanodet";
+  const std::string precision_name = precision ? precision : "tf32";
+  if (precision_name != "tf32" && precision_name != "fp32" && precision_name != "fp16") {
+    g_printerr("error: --precision is tf32, fp32 or fp16, not \"%s\"\n", precision_name.c_str());
+    return 2;
+  }
+  const bool fp16 = precision_name == "fp16";
   const std::string layout_name = layout ? layout : "";
   if (!layout_name.empty() && layout_name != "nchw" && layout_name != "nhwc") {
     g_printerr("error: --layout is nchw or nhwc, not \"%s\"\n", layout_name.c_str());
@@ -295,6 +301,7 @@ int main(int argc, char **argv) {
   config.device = device;
   config.cuda_graphs = cuda_graphs;
   config.half_precision = fp16;
+  config.tf32 = precision_name == "tf32";
   if (!layout_name.empty()) config.channels_last = layout_name == "nhwc";
   const bool channels_last = config.uses_channels_last();
   bench.gpu = DnnDetector::open(config, &why, &detail);
@@ -386,7 +393,7 @@ int main(int argc, char **argv) {
   std::printf(
       "DNN chain: %s (TorchScript, LibTorch, %s), 1920x1080 NV12 frames (%s), score >= %.2f, %s "
       "(cudanms backend=auto); network %s, %s; %s, driver %d, cudanms %s; p50 of %d runs\n\n",
-      nanodet ? "NanoDet-g 416x416" : "BlazeFace front 128x128", fp16 ? "fp16" : "fp32",
+      nanodet ? "NanoDet-g 416x416" : "BlazeFace front 128x128", precision_name.c_str(),
       frames_path ? frames_path : "random blocks", bench.threshold,
       nanodet ? "greedy NMS per class IoU 0.6, 100 boxes" : "weighted NMS IoU 0.3",
       cuda_graphs ? "replayed as CUDA graphs" : "launched operator by operator",
@@ -428,6 +435,6 @@ int main(int argc, char **argv) {
   }
   for (uint8_t *d : d_frames) cudaFree(d);
   g_free(model_path), g_free(frames_path), g_free(batches_text), g_free(json_path), g_free(decoder);
-  g_free(layout);
+  g_free(layout), g_free(precision);
   return bad ? 1 : 0;
 }

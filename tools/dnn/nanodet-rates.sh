@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# NanoDet-g's numbers a site plans on, in one run on a CUDA host after the build, fp32 then fp16
-# (dnndetect precision=fp16), into OUT-DIR/nanodet.md:
+# NanoDet-g's numbers a site plans on, in one run on a CUDA host after the build, at dnndetect's
+# default precision=tf32 (PyTorch's default too, so the Python peer's) then fp16, into
+# OUT-DIR/nanodet.md:
 # - the chain: STREAMS (default 32) streams of vtest.avi's people scaled to 1080p, in GPU memory
 #   (pipelines/streams --preload-gpu), each through dnndetect model=nanodet (batched across the
 #   streams, a batch of STREAMS) ! cudanms iou-threshold=0.6 ! boxtrack ! boxcount: frames/s in all;
@@ -39,7 +40,7 @@ with open(sys.argv[2], "wb") as out:
 PY
 
 rc=0
-for precision in fp32 fp16; do
+for precision in tf32 fp16; do
   half=()
   [ "$precision" = fp16 ] && half=(--fp16)
   for queue in 0 2; do
@@ -51,7 +52,7 @@ for precision in fp32 fp16; do
       --nms "cudanms iou-threshold=0.6 max-detections=100" || rc=1
   done
   echo "== the network alone and stage by stage (cudanms-dnn-bench)"
-  "$build/tools/dnn/cudanms-dnn-bench" --model "$model" --decoder nanodet "${half[@]}" --frames "$raw" \
+  "$build/tools/dnn/cudanms-dnn-bench" --model "$model" --decoder nanodet --precision "$precision" --frames "$raw" \
     --batches "$streams" --runs "${RUNS:-100}" --json "$out/nanodet-bench-$precision.json" | tee "$out/nanodet-bench-$precision.md" || rc=1
   echo "== the Python peer"
   python3 tools/dnn/nanodet_bench_torch.py "$model" "${half[@]}" --frames "$raw" --batches "$streams" \
@@ -65,7 +66,7 @@ print(f"| precision | chain, {batch} streams (frames/s) | the same, a queue afte
       f"| network alone, batch {batch} (frames/s) | Python peer (frames/s) | chain / network "
       "| chain / Python | GPU |")
 print("|---|---:|---:|---:|---:|---:|---:|---|")
-for p in ("fp32", "fp16"):
+for p in ("tf32", "fp16"):
     s = json.load(open(f"{out}/nanodet-streams-{p}-queue0.json"))
     q = json.load(open(f"{out}/nanodet-streams-{p}-queue2.json"))
     b = json.load(open(f"{out}/nanodet-bench-{p}.json"))

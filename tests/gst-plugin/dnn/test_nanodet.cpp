@@ -408,7 +408,7 @@ TEST_F(CudaNanoDet, Fp16KeepsFp32sBoxes) {
   size_t compared = 0;
   for (const char *name : kDarknetPhotos) {
     const cv::Mat photo = darknet_photo(name);
-    const std::vector<Kept> fp32 = kept_by(nanodet_chain("cuda", 0.35f), photo);
+    const std::vector<Kept> fp32 = kept_by(nanodet_chain("cuda", 0.35f, "precision=fp32"), photo);
     const std::vector<Kept> fp16 = kept_by(nanodet_chain("cuda", 0.35f, "precision=fp16"), photo);
     float worst_iou = 1, worst_score = 0;
     for (const Kept &k : fp32) {
