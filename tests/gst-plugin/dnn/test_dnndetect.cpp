@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -19,9 +20,9 @@
 #include <vector>
 
 #include "cudanms/dnn.h"
-#include "gstdnndetect.h"
 #include "gst-plugin/cv_support.h"
 #include "gst-plugin/video_frames.h"
+#include "gstdnndetect.h"
 #include "support/blazeface_model.h"
 #include "torchmodel.h"
 
@@ -57,6 +58,31 @@ std::vector<Box> kept_boxes(GstBuffer *buffer) {
   for (guint i = 0; i < r->n_kept; i++)
     out.push_back({r->boxes[4 * i], r->boxes[4 * i + 1], r->boxes[4 * i + 2], r->boxes[4 * i + 3]});
   return out;
+}
+
+// @frames through both harnesses (chains that end in cudanms), which are then torn down; @compare
+// gets each frame's kept boxes of the first and of the second, and the frame's index. Returns how
+// many boxes the first kept in all.
+size_t compare_kept(GstHarness *first, GstHarness *second, const std::vector<cv::Mat> &frames,
+                    const std::function<void(const std::vector<Box> &, const std::vector<Box> &,
+                                             size_t)> &compare) {
+  size_t kept = 0;
+  for (size_t i = 0; i < frames.size(); i++) {
+    GstBuffer *a = gst_harness_push_and_pull(first, buffer_of(frames[i]));
+    GstBuffer *b = gst_harness_push_and_pull(second, buffer_of(frames[i]));
+    EXPECT_TRUE(a && b) << "frame " << i;
+    if (a && b) {
+      const std::vector<Box> mine = kept_boxes(a);
+      compare(mine, kept_boxes(b), i);
+      kept += mine.size();
+    }
+    if (a) gst_buffer_unref(a);
+    if (b) gst_buffer_unref(b);
+    if (!a || !b) break;
+  }
+  gst_harness_teardown(first);
+  gst_harness_teardown(second);
+  return kept;
 }
 
 // A tiny YOLO TorchScript (tests/gst-plugin/dnn/make-tiny-yolo.py) of this input size and classes;
@@ -211,25 +237,16 @@ TEST_F(DnnDetect, KeptFacesEqualTheBlazeFaceElementsOnMegamind) {
   const std::vector<cv::Mat> frames = megamind_frames(150);
   ASSERT_EQ(frames.size(), 150u);
   const std::string nms = " ! cudanms backend=cpu method=weighted iou-threshold=0.3";
-  GstHarness *ours = harness_for("dnndetect backend=cpu" + nms, frames[0]);
-  GstHarness *theirs = harness_for("blazeface" + nms, frames[0]);
-  size_t faces = 0;
   float worst = 1;
-  for (size_t i = 0; i < frames.size(); i++) {
-    GstBuffer *a = gst_harness_push_and_pull(ours, buffer_of(frames[i]));
-    GstBuffer *b = gst_harness_push_and_pull(theirs, buffer_of(frames[i]));
-    ASSERT_TRUE(a && b);
-    const std::vector<Box> mine = kept_boxes(a), reference = kept_boxes(b);
-    ASSERT_EQ(mine.size(), reference.size()) << "frame " << i;
-    worst = std::min(worst, expect_same_faces(mine, reference, i));
-    faces += reference.size();
-    gst_buffer_unref(a);
-    gst_buffer_unref(b);
-  }
+  const size_t faces =
+      compare_kept(harness_for("dnndetect backend=cpu" + nms, frames[0]),
+                   harness_for("blazeface" + nms, frames[0]), frames,
+                   [&](const std::vector<Box> &mine, const std::vector<Box> &reference, size_t i) {
+                     ASSERT_EQ(mine.size(), reference.size()) << "frame " << i;
+                     worst = std::min(worst, expect_same_faces(mine, reference, i));
+                   });
   std::printf("dnndetect vs blazeface, 150 frames: %zu faces, lowest IoU %.4f\n", faces, worst);
   EXPECT_GT(faces, 100u);
-  gst_harness_teardown(ours);
-  gst_harness_teardown(theirs);
 }
 
 // precision names how the GPU computes; the CPU computes float32 whatever it says: tf32 (the
@@ -240,22 +257,13 @@ TEST_F(DnnDetect, OnTheCpuTf32AndFp32AreTheSameFloat32) {
   const std::vector<cv::Mat> frames = megamind_frames(10);
   ASSERT_EQ(frames.size(), 10u);
   const std::string nms = " ! cudanms backend=cpu method=weighted iou-threshold=0.3";
-  GstHarness *tf32 = harness_for("dnndetect backend=cpu" + nms, frames[0]);
-  GstHarness *fp32 = harness_for("dnndetect backend=cpu precision=fp32" + nms, frames[0]);
-  size_t faces = 0;
-  for (const cv::Mat &frame : frames) {
-    GstBuffer *a = gst_harness_push_and_pull(tf32, buffer_of(frame));
-    GstBuffer *b = gst_harness_push_and_pull(fp32, buffer_of(frame));
-    ASSERT_TRUE(a && b);
-    const std::vector<Box> mine = kept_boxes(a);
-    EXPECT_EQ(mine, kept_boxes(b));
-    faces += mine.size();
-    gst_buffer_unref(a);
-    gst_buffer_unref(b);
-  }
+  const size_t faces =
+      compare_kept(harness_for("dnndetect backend=cpu" + nms, frames[0]),
+                   harness_for("dnndetect backend=cpu precision=fp32" + nms, frames[0]), frames,
+                   [](const std::vector<Box> &tf32, const std::vector<Box> &fp32, size_t i) {
+                     EXPECT_EQ(tf32, fp32) << "frame " << i;
+                   });
   EXPECT_GT(faces, 5u);
-  gst_harness_teardown(tf32);
-  gst_harness_teardown(fp32);
 }
 
 // A video as a user decodes it (decodebin's I420, which videoconvert passes through), teed into
@@ -581,29 +589,20 @@ void expect_the_cpus_faces(const std::string &precision, float least) {
   const std::vector<cv::Mat> frames = megamind_frames(100);
   ASSERT_EQ(frames.size(), 100u) << "Megamind.avi did not decode";
   const std::string nms = " ! cudanms backend=cpu method=weighted iou-threshold=0.3";
-  GstHarness *gpu = harness_for("dnndetect backend=cuda precision=" + precision + nms, frames[0]);
-  GstHarness *cpu = harness_for("dnndetect backend=cpu" + nms, frames[0]);
-  size_t faces = 0;
   float worst = 1;
-  for (size_t i = 0; i < frames.size(); i++) {
-    GstBuffer *a = gst_harness_push_and_pull(gpu, buffer_of(frames[i]));
-    GstBuffer *b = gst_harness_push_and_pull(cpu, buffer_of(frames[i]));
-    ASSERT_TRUE(a && b);
-    const std::vector<Box> mine = kept_boxes(a), reference = kept_boxes(b);
-    ASSERT_EQ(mine.size(), reference.size()) << "frame " << i;
-    for (size_t k = 0; k < mine.size(); k++) {
-      worst = std::min(worst, iou(mine[k], reference[k]));
-      EXPECT_GE(iou(mine[k], reference[k]), least) << "frame " << i;
-    }
-    faces += mine.size();
-    gst_buffer_unref(a);
-    gst_buffer_unref(b);
-  }
+  const size_t faces =
+      compare_kept(harness_for("dnndetect backend=cuda precision=" + precision + nms, frames[0]),
+                   harness_for("dnndetect backend=cpu" + nms, frames[0]), frames,
+                   [&](const std::vector<Box> &mine, const std::vector<Box> &reference, size_t i) {
+                     ASSERT_EQ(mine.size(), reference.size()) << "frame " << i;
+                     for (size_t k = 0; k < mine.size(); k++) {
+                       worst = std::min(worst, iou(mine[k], reference[k]));
+                       EXPECT_GE(iou(mine[k], reference[k]), least) << "frame " << i;
+                     }
+                   });
   std::printf("dnndetect CUDA (%s) vs CPU, %zu frames: %zu faces, lowest IoU %.5f\n",
               precision.c_str(), frames.size(), faces, worst);
   EXPECT_GT(faces, 50u);
-  gst_harness_teardown(gpu);
-  gst_harness_teardown(cpu);
 }
 
 TEST_F(CudaDnnDetect, BlazeFaceInFp32OnTheGpuEqualsTheCpu) {
