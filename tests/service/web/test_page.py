@@ -77,6 +77,16 @@ def eventually(seconds, check, interval=0.1):
         time.sleep(interval)
 
 
+def replaced(element):
+    """Whether the page has taken `element` out of its document (a list rendered anew)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    try:
+        element.is_enabled()
+        return False
+    except StaleElementReferenceException:
+        return True
+
+
 def present(check, seconds=10):
     """check()'s first value that is not None within `seconds` (0 included), or None."""
     seen = []
@@ -265,7 +275,11 @@ url = rtsp://127.0.0.1:{port}/cam2
         found = eventually(15, ready_clip)
         assert found, "no clip of cam1's crossings was served"
         at, event = found
-        driver.find_element("css selector", "#history-search button").click()  # the list anew
+        # The list anew, then its button: one found before the list is replaced is gone when
+        # clicked (CI: "stale element reference").
+        listed_before = driver.find_element("css selector", "#history li")
+        driver.find_element("css selector", "#history-search button").click()
+        assert eventually(5, lambda: replaced(listed_before)), "the history was not listed anew"
         button = f"#history li:nth-child({at + 1}) button.clip"
         assert eventually(5, lambda: driver.find_elements("css selector", button)), \
             f"no clip button on event {event['seq']}"
