@@ -99,7 +99,11 @@ test_all() {
   tools/sanitize.sh build-asan || rc=$?
   local logs=(build/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt)
   count() { cat "${logs[@]}" 2>/dev/null | grep -aoE "^\[  $1 *\] [0-9]+ tests?" | awk '{s += $(NF-1)} END {print s + 0}'; }
-  echo "tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
+  # meson's own summary: a test program that failed outside GoogleTest (a Python or shell
+  # test, a crash, a timeout) has no failed case to count above.
+  programs() { cat "${logs[@]}" 2>/dev/null | grep -aE "^($1): +[0-9]+" | awk '{s += $NF} END {print s + 0}'; }
+  echo "tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped;" \
+    "test programs failed or timed out: $(programs 'Fail|Timeout')"
   return $rc
 }
 
