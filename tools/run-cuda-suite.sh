@@ -61,6 +61,8 @@ meson test -C "$build" --print-errorlogs ${TESTS:-} || rc=$?
 
 log="$build/meson-logs/testlog.txt"
 count() { grep -oE "^\[  $1 *\] [0-9]+ tests?" "$log" | awk '{s += $(NF-1)} END {print s + 0}'; }
+# meson's own summary: a program that failed outside GoogleTest has no failed case to count.
+programs() { grep -aE "^($1): +[0-9]+" "$log" | awk '{s += $NF} END {print s + 0}'; }
 # GPU tests have Cuda in their suite or test name; on a CUDA host none may skip, for whatever
 # reason (a missing sample file skips as surely as a missing device), except those that check
 # the machine without CUDA ("a CUDA device is usable here"). gtest's line of a skipped test ends
@@ -75,7 +77,7 @@ skipped_cuda_tests
 cuda_skipped=$(skipped_cuda_tests | wc -l)
 summary="GPU: $gpu
 CUDA tests: $cuda_ran passed, $cuda_skipped skipped
-tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped"
+tests: $(count PASSED) passed, $(count FAILED) failed, $(count SKIPPED) skipped; test programs failed or timed out: $(programs 'Fail|Timeout')"
 echo "$summary"
 if [ "$cuda_skipped" -ne 0 ] || [ "$cuda_ran" -eq 0 ]; then
   echo "error: on a CUDA host every CUDA test must run" >&2
