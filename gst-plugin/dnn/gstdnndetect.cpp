@@ -133,7 +133,7 @@ static std::unique_ptr<DnnBatchGroup::Member> join_batch_group(
   options.config.cuda_graphs = s.cuda_graphs;
   options.config.device = on_cpu ? -1 : shared.gpu_id;
   options.config.half_precision = !on_cpu && s.precision == GST_DNN_DETECT_PRECISION_FP16;
-  options.config.tf32 = s.precision == GST_DNN_DETECT_PRECISION_TF32;
+  options.config.tf32 = !on_cpu && s.precision == GST_DNN_DETECT_PRECISION_TF32;
   return DnnBatchGroup::join(options, why, detail);
 }
 
