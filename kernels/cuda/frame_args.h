@@ -13,6 +13,12 @@ namespace cudanms::detail {
 
 constexpr uint32_t kWarp = 32;
 constexpr uint32_t kFullMask = 0xffffffffu;
+
+// The words of 32 bits (one a rank) that hold `ranks` ranks' flags.
+__host__ __device__ constexpr uint32_t words_of(uint32_t ranks) {
+  return (ranks + kWarp - 1) / kWarp;
+}
+
 // Greedy's predecessor list slots per rank, outside small frames; a longer list overflows and
 // the settle kernel tests that rank's overlaps again.
 constexpr uint32_t kMaxPredecessors = 512;

@@ -15,7 +15,7 @@ __global__ void __launch_bounds__(kOutputThreads) output_kernel(const FrameArgs 
   __shared__ uint32_t s_first_slot[kWords];            // per word of the block
   const FrameArgs f = *frame;                          // a copy: the stores below cannot alias it
   const uint32_t m = ranked_count(f.header, f.dmax);
-  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t words = words_of(m);
   const uint32_t first_word = blockIdx.x * kWords;
   if (first_word >= words && blockIdx.x > 0) return;  // launched for the most ranks there can be
   const uint32_t warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;

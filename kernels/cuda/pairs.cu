@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kPairWarps *kWarp) pairs_kernel(const FrameArg
   const Box b = to_box(f.rank_boxes[i]);
   const float score_b = f.rank_scores[i];
   const int32_t class_b = f.rank_classes[i];
-  const uint32_t chunks = min(kPairChunks, (i - first_j + kWarp - 1) / kWarp);
+  const uint32_t chunks = min(kPairChunks, words_of(i - first_j));
   uint32_t bits[kPairChunks];
   uint32_t total = 0;
 #pragma unroll

@@ -55,10 +55,10 @@ __host__ __device__ constexpr uint32_t threads_for(uint32_t capacity) {
 // ranks, kWithinParts within-word units; per pair of rows, a unit per kUnitWords later words.
 constexpr uint32_t kWithinParts = 4;
 __host__ __device__ constexpr uint32_t within_units(uint32_t m) {
-  return (m + kWarp - 1) / kWarp * kWithinParts;
+  return words_of(m) * kWithinParts;
 }
 __host__ __device__ constexpr uint32_t slices_of(uint32_t m) {
-  return ((m + kWarp - 1) / kWarp + kUnitWords - 1) / kUnitWords;
+  return (words_of(m) + kUnitWords - 1) / kUnitWords;
 }
 __host__ __device__ constexpr uint32_t pair_units(uint32_t m) {
   return within_units(m) + (m + 1) / 2 * slices_of(m);
@@ -80,7 +80,7 @@ template <uint32_t kStride>
 __device__ void settle_greedy(const uint32_t *mask, const uint32_t *within, uint32_t m,
                               uint32_t *kept_words) {
   const uint32_t lane = threadIdx.x % kWarp;
-  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t words = words_of(m);
   uint32_t suppressed = 0;  // lane l: word l's ranks suppressed by kept ranks of earlier words
   for (uint32_t w = 0; w < words; ++w) {
     // Word w's rows, loaded before its ranks are decided: the loads do not wait on the decision,
@@ -148,7 +148,7 @@ __device__ void merge_slot(const FrameArgs &f, const uint32_t *mask, const uint3
                            const uint32_t *claims, const float4 *boxes, const float *scores,
                            const uint32_t *order, uint32_t m, uint32_t k, uint32_t slot) {
   const uint32_t lane = threadIdx.x % kWarp;
-  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t words = words_of(m);
   const uint32_t kw = k / kWarp;
   const uint32_t own = __ballot_sync(
       kFullMask, kw * kWarp + lane < m && (within[kw * kWarp + lane] >> (k % kWarp)) & 1u);
@@ -215,7 +215,7 @@ __device__ __forceinline__ void mark_pairs(const FrameArgs &f, uint32_t m,
                ? greedy_suppresses(f.overlap, f.threshold, a, b)
                : matrix_suppresses(f.overlap, f.threshold, a, s.scores[j], b, s.scores[i]);
   };
-  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t words = words_of(m);
   const uint32_t slices = slices_of(m);
   const uint32_t within = within_units(m);
   const uint32_t units = pair_units(m);
@@ -255,7 +255,7 @@ __device__ __forceinline__ uint32_t load_matrix(const uint32_t *g_mask, uint32_t
   constexpr uint32_t kStride = SmallLayout<kThreads>::kStride;
   constexpr uint32_t kQuads = kThreads / kWarp / 4;
   const uint32_t tid = threadIdx.x;
-  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t words = words_of(m);
   uint4 quads[kQuads];
 #pragma unroll
   for (uint32_t k = 0; k < kQuads; ++k) {
@@ -292,7 +292,7 @@ __device__ __forceinline__ void settle_kept(const SmallShared<kThreads> &s, uint
   constexpr uint32_t kStride = SmallLayout<kThreads>::kStride;
   constexpr uint32_t kWarps = kThreads / kWarp;
   const uint32_t tid = threadIdx.x, lane = tid % kWarp, warp = tid / kWarp;
-  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t words = words_of(m);
   if constexpr (kMethod != Method::kMatrix) {
     if (warp == 0) settle_greedy<kStride>(s.mask, s.within, m, kept_words);
   } else {
@@ -319,7 +319,7 @@ __device__ __forceinline__ void write_kept(const FrameArgs &f, const SmallShared
   constexpr uint32_t kStride = SmallLayout<kThreads>::kStride;
   constexpr uint32_t kWarps = kThreads / kWarp;
   const uint32_t tid = threadIdx.x, warp = tid / kWarp;
-  const uint32_t words = (m + kWarp - 1) / kWarp;
+  const uint32_t words = words_of(m);
   uint32_t *s_slot_ranks = reinterpret_cast<uint32_t *>(exchange);
   uint32_t *s_claims = s_slot_ranks + kThreads;
   if (tid < m) {
@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(kThreads) small_frame_kernel(const FrameArgs *
 
   // The counters, then the kept indices.
   if (tid / kWarp == 0) {
-    const uint32_t words = (m + kWarp - 1) / kWarp;
+    const uint32_t words = words_of(m);
     const uint32_t here = lane < words ? __popc(s_kept[lane]) : 0;
     const uint32_t through = warp_inclusive_sum(here, lane);
     s_before[lane] = through - here;

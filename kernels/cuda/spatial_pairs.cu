@@ -216,7 +216,7 @@ template <Method kMethod>
 __global__ void __launch_bounds__(kTileWarps *kWarp)
     spatial_meetings_kernel(const FrameArgs *frame, SpatialPairsBuffers b) {
   const FrameArgs &f = *frame;
-  const uint32_t tiles = (ranked_count(f.header, f.dmax) + kWarp - 1) / kWarp;
+  const uint32_t tiles = words_of(ranked_count(f.header, f.dmax));
   const uint32_t lane = threadIdx.x % kWarp;
   const uint32_t a = blockIdx.x * kTileWarps + threadIdx.x / kWarp;
   const uint32_t t = blockIdx.y * kWarp + lane;

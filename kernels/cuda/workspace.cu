@@ -6,12 +6,6 @@
 #include "workspace.h"
 
 namespace cudanms::detail {
-namespace {
-
-// Words of 32 ranks.
-size_t words_of(size_t ranks) { return (ranks + kWarp - 1) / kWarp; }
-
-}  // namespace
 
 uint32_t most_ranked(uint32_t capacity, const Params &params) {
   return static_cast<uint32_t>(std::min<size_t>(capacity, params.max_candidates));
