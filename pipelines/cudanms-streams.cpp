@@ -442,6 +442,9 @@ int main(int argc, char **argv) {
     if (g_object_class_find_property(G_OBJECT_GET_CLASS(detector), "mean-batch"))
       g_object_get(detector, "mean-batch", &s->mean_batch, "mean-fill-ms", &s->mean_fill_ms,
                    "mean-launch-ms", &s->mean_launch_ms, NULL);
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(detector), "mean-forward-gpu-ms"))
+      g_object_get(detector, "mean-forward-gpu-ms", &s->forward_gpu_ms, "mean-decode-gpu-ms",
+                   &s->decode_gpu_ms, "mean-idle-gpu-ms", &s->idle_gpu_ms, NULL);
     gst_object_unref(detector);
   }
   gst_cv_flush_jitterbuffers(app.pipeline);  // RTSP cameras' ended streams would hang NULL

@@ -66,6 +66,7 @@ struct Stream {
   std::atomic<guint64> pictures{0};    // --snapshots: JPEGs made
   double mean_batch = 0;               // a batching detector's (dnndetect) frames per forward
   double mean_fill_ms = 0, mean_launch_ms = 0;  // and its batches' fill and launch times
+  double forward_gpu_ms = 0, decode_gpu_ms = 0, idle_gpu_ms = 0;  // and their GPU times
   std::atomic<guint64> frames{0};
   gint64 element_start_us[2] = {0, 0};
   std::vector<double> element_us[2];  // 0: the detector, 1: cudanms (host time between pads)

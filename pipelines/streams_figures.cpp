@@ -155,6 +155,7 @@ struct Pooled {
   double slowest = 1e300, fastest = 0;
   gint64 first = G_MAXINT64, last = 0;  // the first and the last frame out of any stream
   double mean_batch = 0, mean_fill_ms = 0, mean_launch_ms = 0;
+  double forward_gpu_ms = 0, decode_gpu_ms = 0, idle_gpu_ms = 0;
 };
 
 Pooled pool_streams(const App &app) {
@@ -178,6 +179,9 @@ Pooled pool_streams(const App &app) {
     p.mean_batch += s->mean_batch / n;
     p.mean_fill_ms += s->mean_fill_ms / n;
     p.mean_launch_ms += s->mean_launch_ms / n;
+    p.forward_gpu_ms += s->forward_gpu_ms / n;
+    p.decode_gpu_ms += s->decode_gpu_ms / n;
+    p.idle_gpu_ms += s->idle_gpu_ms / n;
   }
   return p;
 }
@@ -222,6 +226,9 @@ Figures run_figures(const App *app) {
           {"detector_mean_batch", p.mean_batch},
           {"detector_fill_ms", p.mean_fill_ms},
           {"detector_launch_ms", p.mean_launch_ms},
+          {"detector_forward_gpu_ms", p.forward_gpu_ms},
+          {"detector_decode_gpu_ms", p.decode_gpu_ms},
+          {"detector_idle_gpu_ms", p.idle_gpu_ms},
           {"pictures", static_cast<double>(p.pictures)},
           {"host_cpu_us_per_frame", timed ? 1e6 * cpu_s / (cpu.total - cpu.half) : 0},
           {"host_cpu_cores", timed ? cpu_s / ((cpu.end_us - cpu.start_us) / 1e6) : 0},
@@ -248,6 +255,13 @@ void print_figures(const App *app, const Figures &figures, const std::vector<Gpu
         "detector: %.2f frames per forward on average, a batch filled in %.3f ms and launched in "
         "%.3f ms\n",
         fig("detector_mean_batch"), fig("detector_fill_ms"), fig("detector_launch_ms"));
+  const double forward = fig("detector_forward_gpu_ms"), decode = fig("detector_decode_gpu_ms");
+  const double idle = fig("detector_idle_gpu_ms");
+  if (forward > 0)
+    g_print(
+        "detector's stream on the GPU, a batch: forward %.3f ms, decoding %.3f ms, idle between "
+        "batches %.3f ms (busy %.1f%%)\n",
+        forward, decode, idle, 100.0 * (forward + decode) / (forward + decode + idle));
   if (fig("host_cpu_cores") > 0)
     g_print("host CPU over the second half of the frames: %.1f us a frame, %.2f cores busy\n",
             fig("host_cpu_us_per_frame"), fig("host_cpu_cores"));

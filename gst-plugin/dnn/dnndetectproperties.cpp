@@ -202,6 +202,13 @@ static auto mean_per_frame(Sum DnnDetectCounters::*sum) {
   };
 }
 
+/* A read-only property's getter: the detector's GPU time of one kind per batch (or per gap). */
+static auto mean_per_batch(double dnn::GpuTimes::*sum, uint64_t dnn::GpuTimes::*count) {
+  return [sum, count](const DnnDetectCounters &c, GValue *value) {
+    g_value_set_double(value, c.gpu.*count ? c.gpu.*sum / c.gpu.*count : 0.0);
+  };
+}
+
 namespace {
 
 const GParamFlags kReadWriteReady =
@@ -333,6 +340,22 @@ void install_counters(GObjectClass *klass, PropertyTable<DnnDetectCounters>::Sta
                               "pre-processing, network and decoding queued on the GPU (the "
                               "frames' threads wait for it)"),
                  mean_per_frame(&DnnDetectCounters::launch_ms))
+      .read_only(mean_ms_spec("mean-forward-gpu-ms", "Mean forward GPU time",
+                              "Per batch of the detector (this instance's and those it batches "
+                              "with) since it opened, the mean GPU time of its forward: from "
+                              "when the detector's stream reached it, its pre-processing done, "
+                              "to its decoding (CUDA; 0 before a batch has passed)"),
+                 mean_per_batch(&dnn::GpuTimes::forward_ms, &dnn::GpuTimes::batches))
+      .read_only(mean_ms_spec("mean-decode-gpu-ms", "Mean decode GPU time",
+                              "Per batch of the detector since it opened, the mean GPU time of "
+                              "its decoding, the candidates' download packed included (CUDA)"),
+                 mean_per_batch(&dnn::GpuTimes::decode_ms, &dnn::GpuTimes::batches))
+      .read_only(mean_ms_spec("mean-idle-gpu-ms", "Mean GPU idle time",
+                              "Between two batches of the detector, the mean time its stream "
+                              "stood idle from the first's end to the second's start: the GPU "
+                              "waiting for a batch to fill and launch, or for its "
+                              "pre-processing (CUDA)"),
+                 mean_per_batch(&dnn::GpuTimes::idle_ms, &dnn::GpuTimes::gaps))
       .field(
           g_param_spec_uint64("graphed-frames", "Graphed frames",
                               "Frames since start whose forward replayed a CUDA graph", 0,

@@ -64,10 +64,12 @@ const std::vector<std::string> &gst_dnn_detect_coco_labels();
 
 /* Since start: frames, the sum over frames of the frames in their forward, those replaying a CUDA
  * graph and those upstream wrote into the pinned memory the element proposed; the sums over
- * frames of their batch's fill and launch times (DnnJob). */
+ * frames of their batch's fill and launch times (DnnJob); the latest of its detector's GPU times
+ * (those of every instance it batches with). */
 struct DnnDetectCounters {
   guint64 frames = 0, batched_frames = 0, graphed_frames = 0, frames_in_pinned_memory = 0;
   double fill_ms = 0, launch_ms = 0;
+  cudanms::dnn::GpuTimes gpu;
 };
 
 /* Installs its own properties on @klass: the settings, and the counters read-only. */

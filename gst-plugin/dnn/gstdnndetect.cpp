@@ -291,6 +291,7 @@ static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer) {
     c.batched_frames += job.batch;
     c.fill_ms += job.fill_ms;
     c.launch_ms += job.launch_ms;
+    if (job.gpu.batches >= c.gpu.batches) c.gpu = job.gpu; /* frames may leave out of order */
     if (!job.on_device && detector.on_cuda() && gst_cv_buffer_is_pinned(buffer))
       c.frames_in_pinned_memory++;
     if (job.graphed) c.graphed_frames++;

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 
+#include "batch_timeline.h"
 #include "cuda_device.h"
 #include "cudanms/dnn.h"
 #include "host_wait.h"
@@ -185,6 +186,7 @@ class Stage final : public CudaStage {
     DeviceBinding::Scope scope(binding_.context());
     buffers_.reset();
     downloads_.reset();
+    timeline_.reset();
     for (cudaEvent_t event : {copied_, done_, prepared_, consumed_[0], consumed_[1]})
       if (event) cudaEventDestroy(event);
     if (prep_stream_) cudaStreamDestroy(prep_stream_);
@@ -205,6 +207,7 @@ class Stage final : public CudaStage {
     for (cudaEvent_t *event : {&prepared_, &consumed_[0], &consumed_[1]})
       CUDANMS_CUDA_TRY(cudaEventCreateWithFlags(event, cudaEventDisableTiming));
     downloads_ = std::make_shared<DownloadSlots>(binding_.context());
+    CUDANMS_CUDA_TRY(timeline_->open());
     return Status::Ok();
   }
   void *stream() const override { return stream_; }
@@ -237,6 +240,7 @@ class Stage final : public CudaStage {
     if (!status.ok()) return status;
     CUDANMS_CUDA_TRY(cudaEventRecord(prepared_, prep_stream_));
     CUDANMS_CUDA_TRY(cudaStreamWaitEvent(stream_, prepared_, 0));
+    timeline_->start(stream_);
     *d_input = input.get();
     return Status::Ok();
   }
@@ -251,6 +255,22 @@ class Stage final : public CudaStage {
                 DeviceCandidates *const *targets, const DecodeParams *params, const bool *to_host,
                 std::shared_ptr<Download> *download) override {
     CUDANMS_ENTER(binding_);
+    timeline_->decoding(stream_);
+    const Status status = decode_batch(outputs, letterboxes, targets, params, to_host, download);
+    if (status.ok()) timeline_->end(stream_);
+    return status;
+  }
+
+  GpuTimes gpu_times() override {
+    DeviceBinding::Scope scope(binding_.context());
+    return scope.ok() ? timeline_->totals() : GpuTimes();
+  }
+  void restart_gpu_times() override { timeline_->restart(); }
+
+ private:
+  Status decode_batch(const Outputs &outputs, const Letterbox *letterboxes,
+                      DeviceCandidates *const *targets, const DecodeParams *params,
+                      const bool *to_host, std::shared_ptr<Download> *download) {
     if (outputs.batch < 1 || outputs.batch > kMaxBatch)
       return Status::Error("a batch holds 1 to 64 frames");
     const int per = outputs.points_per_candidate();
@@ -277,7 +297,6 @@ class Stage final : public CudaStage {
     return send(outputs, targets, d_points, to_host, download);
   }
 
- private:
   // The candidates of the frames with to_host[i] into a download slot: one kernel packs every
   // such frame's candidates and count into host-mapped memory (a copy of each frame's count and
   // four of its arrays, ~260 calls a batch of 64, took longer than the GPU work of the whole
@@ -372,6 +391,7 @@ class Stage final : public CudaStage {
   };
   std::unique_ptr<Buffers> buffers_ = std::make_unique<Buffers>();
   std::shared_ptr<DownloadSlots> downloads_;
+  std::unique_ptr<detail::BatchTimeline> timeline_ = std::make_unique<detail::BatchTimeline>();
 };
 
 }  // namespace

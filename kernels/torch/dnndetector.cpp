@@ -93,7 +93,9 @@ Status DnnDetector::warm_up(int max_batch) {
   std::string why;
   if (!model_->warm_up(max_batch, config_.spec.height, config_.spec.width, stage_->stream(), &why))
     return Status::Error(why);
-  return stage_->synchronize();
+  const Status status = stage_->synchronize();
+  stage_->restart_gpu_times(); /* the dry run's and the warm-up's are not the stream's work */
+  return status;
 }
 
 int DnnDetector::points_per_candidate() const {
@@ -107,6 +109,10 @@ void *DnnDetector::context() const { return stage_ ? stage_->context() : nullptr
 std::string DnnDetector::device_name() const { return stage_ ? stage_->device_name() : "cpu"; }
 
 std::string DnnDetector::graph_problem() const { return model_->graph_problem(); }
+
+dnn::GpuTimes DnnDetector::gpu_times() const {
+  return stage_ ? stage_->gpu_times() : dnn::GpuTimes();
+}
 
 /* Runs the network on `count` frames in `input` (host or device memory, as the model's); then
  * *outputs describes its output tensors. */

@@ -58,6 +58,9 @@ struct DnnJob {
   /* Set by DnnBatchGroup: how long its batch took to fill (from the batch's first frame to its
    * launch) and to launch (DnnDetector::launch: the work queued). */
   double fill_ms = 0, launch_ms = 0;
+  /* Set by DnnBatchGroup: the detector's GPU times after its batch's launch (those of the batches
+   * that had passed by then; CUDA). */
+  cudanms::dnn::GpuTimes gpu;
 
   /* After launch(): waits for the batch where this job's candidates go to *host, then writes
    * them there (on CUDA; else they are there already). Once. */
@@ -104,6 +107,8 @@ class DnnDetector {
   std::string device_name() const;
   /* Why the network cannot run as a CUDA graph; empty while it can (or on the CPU). */
   std::string graph_problem() const;
+  /* Its batches' times on the GPU so far (none on the CPU). Any thread. */
+  cudanms::dnn::GpuTimes gpu_times() const;
 
  private:
   DnnDetector() = default;

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "cudanms/dnn.h"
@@ -709,6 +711,65 @@ TEST_F(CudaDnn, DecodeEqualsTheCpus) {
     cudaFree(d0);
     cudaFree(d1);
   }
+}
+
+// Batches through the stage with a stand-in forward (a memset) between pre-processing and
+// decoding, the host asleep between batches: each batch is timed once it has passed, the gaps
+// between consecutive ones hold the host's sleep as the stream's idle time, and a restart
+// forgets what came before.
+TEST_F(CudaDnn, GpuTimesFollowTheStream) {
+  const std::vector<uint8_t> pixels(3 * 64 * 48, 90);
+  const dnn::Image image = rgb_image(pixels, 64, 48);
+  const dnn::InputSpec spec = spec_of(128, 128);
+  std::vector<float> regressors(896 * 16, 0.0f), scores(896, -10.0f);
+  float *d_regressors = to_device(regressors), *d_scores = to_device(scores);
+  dnn::Outputs outputs;
+  ASSERT_TRUE(dnn::Outputs::describe(dnn::Head::kBlazeFace, {{1, 896, 16}, {1, 896, 1}}, &outputs,
+                                     128, 128)
+                  .ok());
+  outputs.tensors[0] = d_regressors, outputs.tensors[1] = d_scores;
+  cudanms::Status status;
+  cudanms::DeviceCandidatesPoolOptions options;
+  options.capacity = dnn::max_candidates(outputs, dnn::DecodeParams());
+  options.max_buffers = 1;
+  auto pool = cudanms::DeviceCandidatesPool::create(options, &status);
+  ASSERT_TRUE(pool) << status.message();
+  std::shared_ptr<cudanms::DeviceCandidates> target = pool->acquire(&status);
+  ASSERT_TRUE(target) << status.message();
+  void *scratch = nullptr;
+  constexpr size_t kForwardBytes = size_t{256} << 20;
+  ASSERT_EQ(cudaMalloc(&scratch, kForwardBytes), cudaSuccess);
+  const auto stream = static_cast<cudaStream_t>(stage_->stream());
+  const dnn::Letterbox box = dnn::Letterbox::fit(64, 48, spec);
+  const dnn::DecodeParams params;
+  cudanms::DeviceCandidates *targets[] = {target.get()};
+  auto run_batches = [&](int n) {
+    for (int b = 0; b < n; b++) {
+      if (b > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const bool on_device = false;
+      float *d_input = nullptr;
+      ASSERT_TRUE(stage_->preprocess(&image, &on_device, 1, spec, &d_input).ok());
+      ASSERT_EQ(cudaMemsetAsync(scratch, b, kForwardBytes, stream), cudaSuccess);
+      std::shared_ptr<dnn::Download> download;
+      ASSERT_TRUE(stage_->decode(outputs, &box, targets, &params, nullptr, &download).ok());
+    }
+    ASSERT_TRUE(stage_->synchronize().ok());
+  };
+  run_batches(2);
+  stage_->restart_gpu_times();
+  EXPECT_EQ(stage_->gpu_times().batches, 0u);
+  run_batches(5);
+  const dnn::GpuTimes times = stage_->gpu_times();
+  EXPECT_EQ(times.batches, 5u);
+  EXPECT_EQ(times.gaps, 4u);
+  EXPECT_GT(times.forward_ms, 0.0);
+  EXPECT_GT(times.decode_ms, 0.0);
+  // Each gap holds a 20 ms sleep of the host (and never more than the run's own length).
+  EXPECT_GE(times.idle_ms / times.gaps, 19.0);
+  EXPECT_LT(times.idle_ms / times.gaps, 1000.0);
+  cudaFree(scratch);
+  cudaFree(d_regressors);
+  cudaFree(d_scores);
 }
 
 #else

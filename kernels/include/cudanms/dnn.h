@@ -211,6 +211,18 @@ class Download {
   virtual Status take(int frame, Candidates *out) = 0;
 };
 
+// A stage's stream on the GPU, summed over its batches timed so far (by events read once they
+// have passed, never waited for): each batch's forward, from when the stream reached it (its
+// pre-processing done) to its decoding; its decoding (and its download's packing); and, between
+// two batches timed one after the other, the stream's idle time from the first's end to the
+// second's start (the GPU waiting for the host or the pre-processing).
+struct GpuTimes {
+  uint64_t batches = 0;
+  double forward_ms = 0, decode_ms = 0;
+  uint64_t gaps = 0;
+  double idle_ms = 0;
+};
+
 // The GPU half of a DNN detector, for one element: its CUDA stream, the input tensor, the
 // staging of frames that arrive in host memory, and the downloads of candidates that carry
 // points. Bound to the CUDA context current on the creating thread when it is on the device
@@ -241,6 +253,10 @@ class CudaStage {
   virtual Status decode(const Outputs &outputs, const Letterbox *letterboxes,
                         DeviceCandidates *const *targets, const DecodeParams *params,
                         const bool *to_host, std::shared_ptr<Download> *download) = 0;
+  // GpuTimes of the batches that have passed, from any thread; restarted from zero (e.g. after a
+  // warm-up).
+  virtual GpuTimes gpu_times() = 0;
+  virtual void restart_gpu_times() = 0;
 };
 
 }  // namespace cudanms::dnn

@@ -134,11 +134,12 @@ std::vector<std::vector<cv::Mat>> random_streams(int streams, int frames, unsign
 
 // Each camera through its own `element` harness, frame f of every camera pushed at once from a
 // thread per camera, as the streaming threads of a multi-camera pipeline would: the buffers out
-// ([camera][frame]) and each element's mean-batch and graphed-frames.
-std::vector<std::vector<GstBuffer *>> run_cameras(const std::string &element,
-                                                  const std::vector<std::vector<cv::Mat>> &cameras,
-                                                  std::vector<double> *mean_batch = nullptr,
-                                                  std::vector<guint64> *graphed = nullptr) {
+// ([camera][frame]) and each element's mean-batch, graphed-frames and GPU times a batch
+// (mean-forward-gpu-ms, mean-decode-gpu-ms).
+std::vector<std::vector<GstBuffer *>> run_cameras(
+    const std::string &element, const std::vector<std::vector<cv::Mat>> &cameras,
+    std::vector<double> *mean_batch = nullptr, std::vector<guint64> *graphed = nullptr,
+    std::vector<std::pair<double, double>> *gpu_ms = nullptr) {
   std::vector<GstHarness *> harnesses;
   for (const auto &frames : cameras) harnesses.push_back(harness_for(element, frames[0], "RGB"));
   std::vector<std::vector<GstBuffer *>> out(cameras.size());
@@ -153,11 +154,13 @@ std::vector<std::vector<GstBuffer *>> run_cameras(const std::string &element,
   }
   for (GstHarness *h : harnesses) {
     GstElement *detector = gst_harness_find_element(h, "dnndetect");
-    double mean = 0;
+    double mean = 0, forward_ms = 0, decode_ms = 0;
     guint64 graphed_frames = 0;
-    g_object_get(detector, "mean-batch", &mean, "graphed-frames", &graphed_frames, nullptr);
+    g_object_get(detector, "mean-batch", &mean, "graphed-frames", &graphed_frames,
+                 "mean-forward-gpu-ms", &forward_ms, "mean-decode-gpu-ms", &decode_ms, nullptr);
     if (mean_batch) mean_batch->push_back(mean);
     if (graphed) graphed->push_back(graphed_frames);
+    if (gpu_ms) gpu_ms->emplace_back(forward_ms, decode_ms);
     gst_object_unref(detector);
     gst_harness_teardown(h);
   }
@@ -434,11 +437,13 @@ TEST_F(DnnDetect, CamerasBatchedGetTheirOwnCandidates) {
       "score-threshold=0.6 model=" +
       model;
   std::vector<double> mean_batch;
+  std::vector<std::pair<double, double>> gpu_ms;
   auto batched = run_cameras(yolo + " batch-size=4 batch-timeout=10000000 batch-group=cpu4",
-                             cameras, &mean_batch);
+                             cameras, &mean_batch, nullptr, &gpu_ms);
   auto alone = run_cameras(yolo, cameras);
   expect_same_candidates(batched, alone);
   for (double mean : mean_batch) EXPECT_DOUBLE_EQ(mean, 4.0);
+  for (auto [forward, decode] : gpu_ms) EXPECT_EQ(forward + decode, 0.0) << "no GPU, no GPU time";
   unref_all(&batched);
   unref_all(&alone);
   g_unlink(model.c_str());
@@ -720,10 +725,18 @@ TEST_F(CudaDnnDetect, CamerasBatchedGetTheirOwnCandidates) {
       model;
   const std::string batch = " batch-size=5 batch-timeout=10000000 batch-group=cuda5";
   std::vector<double> mean_batch;
-  auto batched = run_cameras(yolo + " device-candidates=false" + batch, cameras, &mean_batch);
+  std::vector<std::pair<double, double>> gpu_ms;
+  auto batched = run_cameras(yolo + " device-candidates=false" + batch, cameras, &mean_batch,
+                             nullptr, &gpu_ms);
   auto alone = run_cameras(yolo + " device-candidates=false", cameras);
   expect_same_candidates(batched, alone);
   for (double mean : mean_batch) EXPECT_DOUBLE_EQ(mean, 5.0);
+  // Each camera's element reads its group's GPU times: the batches' forward and decoding took
+  // time on the GPU (those that had passed when the last one launched).
+  for (auto [forward, decode] : gpu_ms) {
+    EXPECT_GT(forward, 0.0);
+    EXPECT_GT(decode, 0.0);
+  }
   unref_all(&batched);
   unref_all(&alone);
 
