@@ -158,6 +158,12 @@ struct Pooled {
   double forward_gpu_ms = 0, decode_gpu_ms = 0, idle_gpu_ms = 0;
 };
 
+// The detector's stream: its share of time busy with batches (0 where it was not timed).
+double stream_busy_percent(const Pooled &p) {
+  const double busy = p.forward_gpu_ms + p.decode_gpu_ms;
+  return busy > 0 ? 100.0 * busy / (busy + p.idle_gpu_ms) : 0.0;
+}
+
 Pooled pool_streams(const App &app) {
   Pooled p;
   const double n = static_cast<double>(app.streams.size());
@@ -229,6 +235,7 @@ Figures run_figures(const App *app) {
           {"detector_forward_gpu_ms", p.forward_gpu_ms},
           {"detector_decode_gpu_ms", p.decode_gpu_ms},
           {"detector_idle_gpu_ms", p.idle_gpu_ms},
+          {"detector_gpu_busy_percent", stream_busy_percent(p)},
           {"pictures", static_cast<double>(p.pictures)},
           {"host_cpu_us_per_frame", timed ? 1e6 * cpu_s / (cpu.total - cpu.half) : 0},
           {"host_cpu_cores", timed ? cpu_s / ((cpu.end_us - cpu.start_us) / 1e6) : 0},
@@ -261,7 +268,7 @@ void print_figures(const App *app, const Figures &figures, const std::vector<Gpu
     g_print(
         "detector's stream on the GPU, a batch: forward %.3f ms, decoding %.3f ms, idle between "
         "batches %.3f ms (busy %.1f%%)\n",
-        forward, decode, idle, 100.0 * (forward + decode) / (forward + decode + idle));
+        forward, decode, idle, fig("detector_gpu_busy_percent"));
   if (fig("host_cpu_cores") > 0)
     g_print("host CPU over the second half of the frames: %.1f us a frame, %.2f cores busy\n",
             fig("host_cpu_us_per_frame"), fig("host_cpu_cores"));
