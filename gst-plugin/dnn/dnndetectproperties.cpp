@@ -205,7 +205,8 @@ static auto mean_per_frame(Sum DnnDetectCounters::*sum) {
 /* A read-only property's getter: the detector's GPU time of one kind per batch (or per gap). */
 static auto mean_per_batch(double dnn::GpuTimes::*sum, uint64_t dnn::GpuTimes::*count) {
   return [sum, count](const DnnDetectCounters &c, GValue *value) {
-    g_value_set_double(value, c.gpu.*count ? c.gpu.*sum / c.gpu.*count : 0.0);
+    const dnn::GpuTimes gpu = c.gpu_times();
+    g_value_set_double(value, gpu.*count ? gpu.*sum / gpu.*count : 0.0);
   };
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dnndetector.h"
 #include "gstcudanmsdetector.h"
 #include "propertytable.h"
 
@@ -64,12 +65,15 @@ const std::vector<std::string> &gst_dnn_detect_coco_labels();
 
 /* Since start: frames, the sum over frames of the frames in their forward, those replaying a CUDA
  * graph and those upstream wrote into the pinned memory the element proposed; the sums over
- * frames of their batch's fill and launch times (DnnJob); the latest of its detector's GPU times
- * (those of every instance it batches with). */
+ * frames of their batch's fill and launch times (DnnJob); the GPU times of its detector (those
+ * of every instance it batches with): read from the detector on CUDA while it runs (`on_gpu`),
+ * else the last ones it had. */
 struct DnnDetectCounters {
   guint64 frames = 0, batched_frames = 0, graphed_frames = 0, frames_in_pinned_memory = 0;
   double fill_ms = 0, launch_ms = 0;
+  const DnnDetector *on_gpu = nullptr;
   cudanms::dnn::GpuTimes gpu;
+  cudanms::dnn::GpuTimes gpu_times() const { return on_gpu ? on_gpu->gpu_times() : gpu; }
 };
 
 /* Installs its own properties on @klass: the settings, and the counters read-only. */

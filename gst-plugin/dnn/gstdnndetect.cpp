@@ -114,6 +114,10 @@ ELEMENT_DEFINE(GstDnnDetect, gst_dnn_detect, GstCudaNmsDetector, GST_TYPE_CUDA_N
 static void use_network(GstDnnDetect *self, std::unique_ptr<DnnBatchGroup::Member> network) {
   self->priv->network = std::move(network);
   const DnnDetector &detector = self->priv->network->detector();
+  if (detector.on_cuda()) {
+    auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+    self->priv->counters.on_gpu = &detector;
+  }
   gst_cuda_nms_detector_set_device(GST_CUDA_NMS_DETECTOR(self), detector.device_name(),
                                    detector.on_cuda() ? detector.context() : nullptr);
 }
@@ -245,10 +249,21 @@ static gboolean gst_dnn_detect_open(GstCudaNmsDetector *detector,
   return TRUE;
 }
 
+/* The network let go; its GPU times kept for the properties. */
+static void leave_network(GstDnnDetect *self) {
+  {
+    auto guard = gst_cuda_nms_detector_lock(GST_CUDA_NMS_DETECTOR(self));
+    DnnDetectCounters &c = self->priv->counters;
+    c.gpu = c.gpu_times();
+    c.on_gpu = nullptr;
+  }
+  self->priv->network.reset();
+}
+
 static void gst_dnn_detect_close(GstCudaNmsDetector *detector) {
   GstDnnDetect *self = GST_DNN_DETECT(detector);
   self->priv->in_flight.reset(); /* waits for their batches: before the network goes */
-  self->priv->network.reset();
+  leave_network(self);
 }
 
 /* The network joins its batch group again, on the CPU. */
@@ -257,7 +272,7 @@ static gboolean gst_dnn_detect_fall_back_to_cpu(GstCudaNmsDetector *detector,
   GstDnnDetect *self = GST_DNN_DETECT(detector);
   /* The frames in flight leave later, in order, with what their batches gave. */
   self->priv->in_flight->wait_all();
-  self->priv->network.reset();
+  leave_network(self);
   std::string why, detail;
   std::unique_ptr<DnnBatchGroup::Member> network =
       join_batch_group(self, shared, true, &why, &detail);
@@ -291,7 +306,6 @@ static void count(GstDnnDetect *self, const DnnJob &job, GstBuffer *buffer) {
     c.batched_frames += job.batch;
     c.fill_ms += job.fill_ms;
     c.launch_ms += job.launch_ms;
-    if (job.gpu.batches >= c.gpu.batches) c.gpu = job.gpu; /* frames may leave out of order */
     if (!job.on_device && detector.on_cuda() && gst_cv_buffer_is_pinned(buffer))
       c.frames_in_pinned_memory++;
     if (job.graphed) c.graphed_frames++;

@@ -163,12 +163,10 @@ Status DnnBatchGroup::run(const Batch &batch, Clock::time_point filling_since) {
   const auto launched = Clock::now();
   const Status status = detector_->launch(jobs, static_cast<int>(batch.size()));
   const auto ran = Clock::now();
-  const cudanms::dnn::GpuTimes gpu = detector_->gpu_times();
   using Ms = std::chrono::duration<double, std::milli>;
   for (size_t i = 0; i < batch.size(); i++) {
     jobs[i]->fill_ms = Ms(launched - filling_since).count();
     jobs[i]->launch_ms = Ms(ran - launched).count();
-    jobs[i]->gpu = gpu;
   }
   return status;
 }

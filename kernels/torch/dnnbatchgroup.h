@@ -84,7 +84,7 @@ class DnnBatchGroup {
   Ticket submit(const Member *member, DnnJob *job);
   cudanms::Status wait(const Ticket &ticket);
   bool done(const Ticket &ticket);
-  /* The batch through the detector; each frame's fill and launch times and GPU times set. */
+  /* The batch through the detector; each frame's fill and launch times set. */
   cudanms::Status run(const Batch &batch, Clock::time_point filling_since);
   void run_batches();                             /* the runner thread */
   size_t full() const;                            /* under lock_ */

@@ -58,9 +58,6 @@ struct DnnJob {
   /* Set by DnnBatchGroup: how long its batch took to fill (from the batch's first frame to its
    * launch) and to launch (DnnDetector::launch: the work queued). */
   double fill_ms = 0, launch_ms = 0;
-  /* Set by DnnBatchGroup: the detector's GPU times after its batch's launch (those of the batches
-   * that had passed by then; CUDA). */
-  cudanms::dnn::GpuTimes gpu;
 
   /* After launch(): waits for the batch where this job's candidates go to *host, then writes
    * them there (on CUDA; else they are there already). Once. */
