@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <string>
 
 #include "percentile.h"
 #include "streams_app.h"
@@ -51,6 +52,26 @@ double process_cpu_s() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+// How long the process's threads have waited for a CPU while runnable, summed (the scheduler's
+// own count, /proc/self/task/*/schedstat's second field); -1 where the kernel does not say. A
+// chain short of CPUs shows here, where its own CPU time does not.
+double threads_cpu_wait_s() {
+  GDir *dir = g_dir_open("/proc/self/task", 0, nullptr);
+  if (!dir) return -1;
+  double sum = 0;
+  bool read = false;
+  while (const char *tid = g_dir_read_name(dir)) {
+    const std::string path = std::string("/proc/self/task/") + tid + "/schedstat";
+    FILE *f = std::fopen(path.c_str(), "r");
+    if (!f) continue;  // the thread has just ended
+    unsigned long long ran_ns = 0, waited_ns = 0;
+    if (std::fscanf(f, "%llu %llu", &ran_ns, &waited_ns) == 2) sum += waited_ns / 1e9, read = true;
+    std::fclose(f);
+  }
+  g_dir_close(dir);
+  return read ? sum : -1;
 }
 
 // One GPU's streams (--gpus): their frames/s from their first frame to their last, their
@@ -104,8 +125,17 @@ double second_half_fps(const App &app, gint64 first, gint64 last) {
 
 void HostCpu::frame_out(gint64 now_us) {
   const guint64 n = out.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (n == half) start_cpu_s = process_cpu_s(), start_us = now_us;
-  if (n == total) end_cpu_s = process_cpu_s(), end_us = now_us;
+  // Twice a run, on the thread of the frame that marks it: a small read a thread.
+  if (n == half) {
+    start_cpu_s = process_cpu_s();
+    start_wait_s = threads_cpu_wait_s();
+    start_us = now_us;
+  }
+  if (n == total) {
+    end_cpu_s = process_cpu_s();
+    end_wait_s = threads_cpu_wait_s();
+    end_us = now_us;
+  }
 }
 
 void watch(GstElement *element, Stream *stream, int which) {
@@ -208,6 +238,10 @@ Figures run_figures(const App *app) {
   const HostCpu &cpu = app->host_cpu;
   const bool timed = cpu.end_us > cpu.start_us && cpu.total > cpu.half;
   const double cpu_s = timed ? cpu.end_cpu_s - cpu.start_cpu_s : 0;
+  // Threads that ended in between take their waits along: never below 0.
+  const double wait_s = timed && cpu.start_wait_s >= 0 && cpu.end_wait_s >= 0
+                            ? std::max(0.0, cpu.end_wait_s - cpu.start_wait_s)
+                            : -1;
   const int n = static_cast<int>(app->streams.size());
   return {{"streams", n},
           {"frames", static_cast<double>(p.frames)},
@@ -239,6 +273,7 @@ Figures run_figures(const App *app) {
           {"pictures", static_cast<double>(p.pictures)},
           {"host_cpu_us_per_frame", timed ? 1e6 * cpu_s / (cpu.total - cpu.half) : 0},
           {"host_cpu_cores", timed ? cpu_s / ((cpu.end_us - cpu.start_us) / 1e6) : 0},
+          {"host_cpu_wait_us_per_frame", wait_s >= 0 ? 1e6 * wait_s / (cpu.total - cpu.half) : -1},
           {"wall_s", wall}};
 }
 
@@ -272,6 +307,9 @@ void print_figures(const App *app, const Figures &figures, const std::vector<Gpu
   if (fig("host_cpu_cores") > 0)
     g_print("host CPU over the second half of the frames: %.1f us a frame, %.2f cores busy\n",
             fig("host_cpu_us_per_frame"), fig("host_cpu_cores"));
+  if (fig("host_cpu_cores") > 0 && fig("host_cpu_wait_us_per_frame") >= 0)
+    g_print("threads runnable without a CPU over the second half: %.1f us a frame\n",
+            fig("host_cpu_wait_us_per_frame"));
   if (app->options.snapshots_s > 0)
     g_print("snapshots: %.0f pictures (%.1f/s)\n", fig("pictures"),
             wall > 0 ? fig("pictures") / wall : 0);
