@@ -1,5 +1,7 @@
 #include "dnnbatchgroup.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -172,6 +174,7 @@ Status DnnBatchGroup::run(const Batch &batch, Clock::time_point filling_since) {
 }
 
 void DnnBatchGroup::run_batches() {
+  pthread_setname_np(pthread_self(), "dnn-batches"); /* told apart in top -H and /proc */
   std::unique_lock<std::mutex> lock(lock_);
   for (;;) {
     runner_woken_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
