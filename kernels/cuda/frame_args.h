@@ -167,7 +167,9 @@ __device__ inline uint64_t rank_key(float score, uint32_t index) {
   return uint64_t{~ordered_bits(score)} << 32 | index;
 }
 
-// How many candidates NMS processes: the eligible ones, at most Dmax.
+// How many candidates NMS processes: the eligible ones, at most Dmax. Only the ranking kernels
+// (rank.cu) count into the header; a frame ranked by the small-frame path (small_frame_rank.h)
+// has its counters in `out` alone, so a kernel launched after either path reads out[kEligible].
 __device__ inline uint32_t ranked_count(const uint32_t *header, uint32_t dmax) {
   return min(header[kEligible], dmax);
 }
