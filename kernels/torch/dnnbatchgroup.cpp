@@ -130,7 +130,10 @@ DnnBatchGroup::Ticket DnnBatchGroup::submit(const Member *member, DnnJob *job) {
   room_.wait(lock, [&] { return pending_.size() < full() && !filling_holds(member); });
   pending_.push_back(me);
   if (pending_.size() == 1) filling_since_ = Clock::now();
-  if (pending_.size() == 1 || pending_.size() >= full()) runner_woken_.notify_one();
+  if (pending_.size() == 1 || pending_.size() >= full()) {
+    lock.unlock(); /* woken, the runner takes the lock at once rather than sleep on it again */
+    runner_woken_.notify_one();
+  }
   return me;
 }
 
@@ -185,14 +188,18 @@ void DnnBatchGroup::run_batches() {
     Batch batch;
     batch.swap(pending_);
     const Clock::time_point filling_since = filling_since_;
-    room_.notify_all();
     lock.unlock();
+    /* Woken after the lock is let go: a thread woken under it would only sleep again on the lock
+     * (on a host whose CPUs are busy, each such second wake waits for a CPU). */
+    room_.notify_all();
     const Status status = run(batch, filling_since);
     lock.lock();
     for (const Ticket &w : batch) {
       w->status = status;
       w->done = true;
-      w->woken.notify_one();
     }
+    lock.unlock();
+    for (const Ticket &w : batch) w->woken.notify_one(); /* the batch holds each ticket */
+    lock.lock();
   }
 }
