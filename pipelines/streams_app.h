@@ -52,7 +52,8 @@ struct HostCpu {
   guint64 half = 0, total = 0;  // 0: unknown (streams that end by themselves)
   std::atomic<guint64> out{0};
   double start_cpu_s = 0, end_cpu_s = 0;
-  double start_wait_s = -1, end_wait_s = -1;  // its threads' time runnable without a CPU
+  double start_wait_s = -1, end_wait_s = -1;    // its threads' time runnable without a CPU
+  double start_steal_s = -1, end_steal_s = -1;  // the CPUs' time the hypervisor gave elsewhere
   gint64 start_us = 0, end_us = 0;
   void frame_out(gint64 now_us);
 };

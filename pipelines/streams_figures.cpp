@@ -1,6 +1,7 @@
 // cudanms-streams' figures: the probes that time each element's work on a frame, the GPU memory
 // the process holds, and the summary at the end.
 #include <gst/cudanms/cudanmsmeta.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -74,6 +75,18 @@ double threads_cpu_wait_s() {
   return read ? sum : -1;
 }
 
+// The time the hypervisor gave this machine's CPUs to others (/proc/stat's steal, all CPUs
+// summed), seconds; -1 where the kernel does not say.
+double cpus_steal_s() {
+  FILE *f = std::fopen("/proc/stat", "r");
+  if (!f) return -1;
+  unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+  const int read = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice,
+                               &system, &idle, &iowait, &irq, &softirq, &steal);
+  std::fclose(f);
+  return read == 8 ? static_cast<double>(steal) / sysconf(_SC_CLK_TCK) : -1;
+}
+
 // One GPU's streams (--gpus): their frames/s from their first frame to their last, their
 // elements' time per frame, and the memory the process added on the device.
 struct GpuFigures {
@@ -129,11 +142,13 @@ void HostCpu::frame_out(gint64 now_us) {
   if (n == half) {
     start_cpu_s = process_cpu_s();
     start_wait_s = threads_cpu_wait_s();
+    start_steal_s = cpus_steal_s();
     start_us = now_us;
   }
   if (n == total) {
     end_cpu_s = process_cpu_s();
     end_wait_s = threads_cpu_wait_s();
+    end_steal_s = cpus_steal_s();
     end_us = now_us;
   }
 }
@@ -242,6 +257,9 @@ Figures run_figures(const App *app) {
   const double wait_s = timed && cpu.start_wait_s >= 0 && cpu.end_wait_s >= 0
                             ? std::max(0.0, cpu.end_wait_s - cpu.start_wait_s)
                             : -1;
+  const double steal_s = timed && cpu.start_steal_s >= 0 && cpu.end_steal_s >= 0
+                             ? cpu.end_steal_s - cpu.start_steal_s
+                             : -1;
   const int n = static_cast<int>(app->streams.size());
   return {{"streams", n},
           {"frames", static_cast<double>(p.frames)},
@@ -274,6 +292,7 @@ Figures run_figures(const App *app) {
           {"host_cpu_us_per_frame", timed ? 1e6 * cpu_s / (cpu.total - cpu.half) : 0},
           {"host_cpu_cores", timed ? cpu_s / ((cpu.end_us - cpu.start_us) / 1e6) : 0},
           {"host_cpu_wait_us_per_frame", wait_s >= 0 ? 1e6 * wait_s / (cpu.total - cpu.half) : -1},
+          {"host_steal_cores", steal_s >= 0 ? steal_s / ((cpu.end_us - cpu.start_us) / 1e6) : -1},
           {"wall_s", wall}};
 }
 
@@ -310,6 +329,9 @@ void print_figures(const App *app, const Figures &figures, const std::vector<Gpu
   if (fig("host_cpu_cores") > 0 && fig("host_cpu_wait_us_per_frame") >= 0)
     g_print("threads runnable without a CPU over the second half: %.1f us a frame\n",
             fig("host_cpu_wait_us_per_frame"));
+  if (fig("host_cpu_cores") > 0 && fig("host_steal_cores") >= 0)
+    g_print("the hypervisor took %.2f of this machine's cores over the second half (steal)\n",
+            fig("host_steal_cores"));
   if (app->options.snapshots_s > 0)
     g_print("snapshots: %.0f pictures (%.1f/s)\n", fig("pictures"),
             wall > 0 ? fig("pictures") / wall : 0);

@@ -47,6 +47,7 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   EXPECT_NE(out.find("host CPU over the second half of the frames: "), std::string::npos) << out;
   EXPECT_NE(out.find("threads runnable without a CPU over the second half: "), std::string::npos)
       << out;
+  EXPECT_NE(out.find("the hypervisor took "), std::string::npos) << out;
 
   JsonParser *parser = json_parser_new();
   JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
@@ -67,6 +68,8 @@ TEST(Streams, ThreeStreamsOfPreloadedFramesEachDeliverEveryFrame) {
   EXPECT_LE(cores, g_get_num_processors() + 0.5);
   // Linux counts each thread's time runnable without a CPU (-1: not known).
   EXPECT_GE(json_object_get_double_member(summary, "host_cpu_wait_us_per_frame"), 0.0);
+  // The cores a hypervisor took meanwhile: none or some, never fewer (-1: not known; Linux says).
+  EXPECT_GE(json_object_get_double_member(summary, "host_steal_cores"), 0.0);
   // NMS's own GPU time, and so its share, exist only where NMS runs on a GPU.
   const double share = json_object_get_double_member(summary, "nms_share_percent");
   EXPECT_GE(share, 0.0);
@@ -87,7 +90,8 @@ TEST(Streams, RepeatRunsTheChainAgainAndSaysHowMuchItsRateMoves) {
       << out;
   for (const char *line :
        {"== run 1 of 3", "== run 3 of 3", "run 2: total ", ", cudanms p50/p99 ", " us a frame (",
-        " cores, runnable without a CPU ", "3 runs, total: min ", "3 runs, second half: min "})
+        " cores, runnable without a CPU ", ", the hypervisor took ", "3 runs, total: min ",
+        "3 runs, second half: min "})
     EXPECT_NE(out.find(line), std::string::npos) << line << " in\n" << out;
   JsonParser *parser = json_parser_new();
   JsonObject *summary = parse_object(parser, read_file(dir.file("summary.json")));
