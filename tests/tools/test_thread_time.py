@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""tools/thread-time.py on a child of named threads: two that spin for 0.6 s ("work0", "work1", one
+group), one that sleeps ("nap0"); the groups, their cores and the child's exit status come back."""
+
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "..", "tools", "thread-time.py")
+
+CHILD = r"""
+import ctypes, sys, threading, time
+libc = ctypes.CDLL(None)
+def named(name, work):
+    def run():
+        libc.prctl(15, name.encode())  # PR_SET_NAME: the thread's comm
+        work()
+    return threading.Thread(target=run)
+def spin():
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:
+        pass
+threads = [named("work0", spin), named("work1", spin), named("nap0", lambda: time.sleep(0.6))]
+for t in threads: t.start()
+for t in threads: t.join()
+sys.exit(3)
+"""
+
+
+def main():
+    failures = []
+    run = subprocess.run([sys.executable, SCRIPT, "--busy", "work#", "--", sys.executable, "-c",
+                          CHILD], capture_output=True, text=True, timeout=60)
+    out = run.stdout
+    if run.returncode != 3:
+        failures.append(f"exit status {run.returncode}, not the child's 3: {run.stderr}")
+    if not re.search(r"^thread-time: over \d+\.\d\d s: \d+\.\d\d cores running, \d+\.\d\d "
+                     r"runnable without a CPU, \d+ times put on a CPU a second$", out, re.M):
+        failures.append("no summary line")
+    work = re.search(r"^  work# +x2 +running +(\d+\.\d\d) +waiting +(\d+\.\d\d)", out, re.M)
+    # Two spinning threads (the GIL lets one run at a time): near a core between them.
+    if not work or float(work.group(1)) < 0.3:
+        failures.append("the spinning group is not there with its two threads and their core")
+    nap = re.search(r"^  nap# +x1 +running +(\d+\.\d\d)", out, re.M)
+    if nap and float(nap.group(1)) > 0.05:
+        failures.append("the sleeping thread is said to have run")
+    usage = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, timeout=60)
+    if usage.returncode != 2 or "COMMAND" not in usage.stderr:
+        failures.append(f"no command: status {usage.returncode}, not a usage error")
+    for f in failures:
+        print("FAIL:", f, "\n" + out)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
