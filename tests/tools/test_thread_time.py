@@ -40,8 +40,9 @@ def main():
                      r"runnable without a CPU, \d+ times put on a CPU a second$", out, re.M):
         failures.append("no summary line")
     work = re.search(r"^  work# +x2 +running +(\d+\.\d\d) +waiting +(\d+\.\d\d)", out, re.M)
-    # Two spinning threads (the GIL lets one run at a time): near a core between them.
-    if not work or float(work.group(1)) < 0.3:
+    # Two spinning threads (the GIL lets one run at a time): near a core between them, less on a
+    # loaded machine.
+    if not work or float(work.group(1)) < 0.1:
         failures.append("the spinning group is not there with its two threads and their core")
     nap = re.search(r"^  nap# +x1 +running +(\d+\.\d\d)", out, re.M)
     if nap and float(nap.group(1)) > 0.05:
