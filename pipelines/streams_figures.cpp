@@ -80,11 +80,10 @@ double threads_cpu_wait_s() {
 double cpus_steal_s() {
   FILE *f = std::fopen("/proc/stat", "r");
   if (!f) return -1;
-  unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
-  const int read = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice,
-                               &system, &idle, &iowait, &irq, &softirq, &steal);
+  unsigned long long steal = 0;  // the eighth figure, after user ... softirq
+  const int read = std::fscanf(f, "cpu %*u %*u %*u %*u %*u %*u %*u %llu", &steal);
   std::fclose(f);
-  return read == 8 ? static_cast<double>(steal) / sysconf(_SC_CLK_TCK) : -1;
+  return read == 1 ? static_cast<double>(steal) / sysconf(_SC_CLK_TCK) : -1;
 }
 
 // One GPU's streams (--gpus): their frames/s from their first frame to their last, their

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # How fast this machine's CPUs are, and whether other CPUs' load slows them: one fixed loop
 # (Python, 3 M iterations) pinned to each CPU named, three times, with nothing else running, then
-# beside a spinning process on each CPU from 4 up (12 on a 16-CPU host). On a VM whose vCPUs share cores beneath it (the lent
-# GPU hosts: `lscpu` says one thread a core) a CPU with nothing of its own runs the loop up to 2x
-# slower beside others' load, or at one minute than at another: docs/performance.md, session 34.
+# beside a spinning process on each CPU from 4 up (12 on a 16-CPU host). On a VM whose vCPUs
+# share cores beneath it (the lent GPU hosts: `lscpu` says one thread a core) a CPU with nothing
+# of its own runs the loop up to 2x slower beside others' load, or at one minute than at another:
+# docs/performance.md, session 34.
 #   tools/gpu-host/vcpu-speed.sh [CPU...]     (default 0 2; ms a loop, lower is faster)
 set -euo pipefail
 cpus=("$@")
