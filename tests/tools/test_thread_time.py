@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """tools/thread-time.py on a child of named threads: two that spin for 0.6 s ("work0", "work1", one
-group), one that sleeps ("nap0"); the groups, their cores and the child's exit status come back."""
+group), one that sleeps ("nap0"), two that wait for one lock the main thread holds ("wait0",
+"wait1"); the groups, their cores and the child's exit status come back, and with --states where
+each group was (the spinners running, the waiters asleep on the one futex word they share)."""
 
 import os
 import re
@@ -22,8 +24,16 @@ def spin():
     end = time.monotonic() + 0.6
     while time.monotonic() < end:
         pass
-threads = [named("work0", spin), named("work1", spin), named("nap0", lambda: time.sleep(0.6))]
+held = threading.Lock()
+held.acquire()
+def wait():
+    held.acquire()
+    held.release()
+threads = [named("work0", spin), named("work1", spin), named("nap0", lambda: time.sleep(0.6)),
+           named("wait0", wait), named("wait1", wait)]
 for t in threads: t.start()
+threads[0].join()
+held.release()
 for t in threads: t.join()
 sys.exit(3)
 """
@@ -47,6 +57,21 @@ def main():
     nap = re.search(r"^  nap# +x1 +running +(\d+\.\d\d)", out, re.M)
     if nap and float(nap.group(1)) > 0.05:
         failures.append("the sleeping thread is said to have run")
+    states = subprocess.run([sys.executable, SCRIPT, "--states", "--every", "0.005", "--busy",
+                             "work#", "--", sys.executable, "-c", CHILD], capture_output=True,
+                            text=True, timeout=60)
+    if states.returncode != 3 or "thread-time: states over" not in states.stdout:
+        failures.append(f"--states: status {states.returncode}, no states: {states.stderr}")
+    if not re.search(r"^  work# +\d+\.\d: .*running", states.stdout, re.M):
+        failures.append("--states: the spinners are not seen running")
+    if not re.search(r"^  nap# +\d\.\d: S \w+", states.stdout, re.M):
+        failures.append("--states: the sleeping thread is not seen asleep in a call")
+    # Both waiters on one word: 2 threads on average there, less the span's ends on a loaded machine.
+    shared = re.search(r"^  0x[0-9a-f]+ in \S+: (\d+\.\d\d) \(wait# (\d+\.\d\d)\)",
+                       states.stdout, re.M)
+    if not shared or float(shared.group(2)) < 1.2:
+        failures.append("--states: the two waiters are not seen on one futex word")
+    out += states.stdout
     usage = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, timeout=60)
     if usage.returncode != 2 or "COMMAND" not in usage.stderr:
         failures.append(f"no command: status {usage.returncode}, not a usage error")
