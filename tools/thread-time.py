@@ -11,8 +11,8 @@ thread) were busy, the process's cores running and cores runnable without a CPU,
 threads, cores and times put on a CPU a second, busiest first. It exits with COMMAND's status.
 
 --states also reads each thread's state and system call (/proc/PID/task/TID/stat and syscall) at
-each reading and prints, a group, how many of its threads were on average running in user code,
-runnable, or asleep and in which call; then the futex words slept on most, with the mapping each
+each reading and prints, a group, how many of its threads were on average on a CPU, runnable, or
+asleep, and in which call; then the futex words slept on most, with the mapping each
 lies in and the groups that slept there: one word many groups sleep on is a lock or a condition
 they share, a word a thread is its own. Read them often (--every 0.002) for a fair picture.
 
@@ -42,8 +42,8 @@ def group_of(name):
 
 
 def read_states(pid, tids):
-    """{tid: (what it was doing, futex word or None)}: 'running' in user code, else the state
-    letter (R runnable or in the kernel, S/D asleep) and the call."""
+    """{tid: (what it was doing, futex word or None)}: 'on a CPU', else the state letter (R
+    runnable, S/D asleep) and the call it is in."""
     states = {}
     for tid in tids:
         try:
@@ -54,7 +54,7 @@ def read_states(pid, tids):
         except (OSError, IndexError):
             continue
         if not call or call[0] == "running":
-            states[tid] = ("running", None)
+            states[tid] = ("on a CPU", None)
             continue
         number = int(call[0]) if call[0].lstrip("-").isdigit() else -1
         name = "no call" if number < 0 else SYSCALLS.get(number, str(number))
@@ -71,7 +71,8 @@ def mappings(pid):
             for line in f:
                 fields = line.split()
                 start, end = (int(x, 16) for x in fields[0].split("-"))
-                out.append((start, end, os.path.basename(fields[5]) if len(fields) > 5 else "[anon]"))
+                name = os.path.basename(fields[5]) if len(fields) > 5 else "[anon]"
+                out.append((start, end, name))
     except OSError:
         pass
     return out
@@ -137,7 +138,8 @@ def report_states(states, names, maps):
     print(f"thread-time: states over {n} readings (threads on average):")
     for group, total in threads.most_common():
         row = sorted(((c, what) for (g, what), c in doing.items() if g == group), reverse=True)
-        print(f"  {group:24} {total / n:5.1f}: " + ", ".join(f"{w} {c / n:.2f}" for c, w in row[:6]))
+        print(f"  {group:24} {total / n:5.1f}: " +
+              ", ".join(f"{w} {c / n:.2f}" for c, w in row[:6]))
     by_word = collections.Counter()
     for (word, _), count in words.items():
         by_word[word] += count
@@ -197,7 +199,7 @@ def main():
     while child.poll() is None:
         threads = read_threads(child.pid, names)
         states = read_states(child.pid, threads) if args.states else None
-        if states and len(samples) % 100 == 0:  # the libraries and heap as they grow
+        if states and len(samples) % 20 == 0:  # the libraries and heap as they grow
             maps = mappings(child.pid) or maps
         samples.append((time.monotonic(), threads, states))
         time.sleep(args.every)

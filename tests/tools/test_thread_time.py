@@ -62,11 +62,11 @@ def main():
                             text=True, timeout=60)
     if states.returncode != 3 or "thread-time: states over" not in states.stdout:
         failures.append(f"--states: status {states.returncode}, no states: {states.stderr}")
-    if not re.search(r"^  work# +\d+\.\d: .*running", states.stdout, re.M):
+    if not re.search(r"^  work# +\d+\.\d: .*on a CPU", states.stdout, re.M):
         failures.append("--states: the spinners are not seen running")
     if not re.search(r"^  nap# +\d\.\d: S \w+", states.stdout, re.M):
         failures.append("--states: the sleeping thread is not seen asleep in a call")
-    # Both waiters on one word: 2 threads on average there, less the span's ends on a loaded machine.
+    # Both waiters on one word: 2 threads on average there, less the span's ends when loaded.
     shared = re.search(r"^  0x[0-9a-f]+ in \S+: (\d+\.\d\d) \(wait# (\d+\.\d\d)\)",
                        states.stdout, re.M)
     if not shared or float(shared.group(2)) < 1.2:
