@@ -51,7 +51,7 @@ std::vector<KeptBox> result_boxes(GstBuffer *buf, const GstCudaNmsResultMeta *re
     if (result->track_ids) box.track_id = result->track_ids[i];
     guint x, y, w, h;
     gst_cv_roi_rect(b, &x, &y, &w, &h);
-    const GQuark type = g_quark_try_string(box.label.c_str());
+    const GQuark type = gst_cv_quark(box.label); /* no lock a box (labels.h) */
     auto [first, last] = rois.equal_range(Rect{x, y, w, h});
     for (auto it = first; it != last; ++it) {
       if (it->second->roi_type != type) continue;
@@ -76,11 +76,14 @@ std::vector<KeptBox> roi_boxes(GstBuffer *buf, const std::map<gint, std::string>
     box.label = roi_type ? roi_type : "";
     box.roi = roi;
     if (GstStructure *d = gst_video_region_of_interest_meta_get_param(roi, "detection")) {
-      gst_structure_get_double(d, "confidence", &box.score);
+      const GstCvRoiFields &f = gst_cv_roi_fields(); /* by quark: no lock a box (labels.h) */
+      gst_structure_id_get(d, f.confidence, G_TYPE_DOUBLE, &box.score, NULL);
       if (gst_cv_detection_label_id(d, &box.class_id))
         box.label = gst_cv_label_lookup(labels, box.class_id, roi_type);
-      if (const gchar *l = gst_structure_get_string(d, "label")) box.label = l;
-      gst_structure_get_uint(d, "members", &box.members);
+      const GValue *label = gst_structure_id_get_value(d, f.label);
+      if (label && G_VALUE_HOLDS_STRING(label) && g_value_get_string(label))
+        box.label = g_value_get_string(label);
+      gst_structure_id_get(d, f.members, G_TYPE_UINT, &box.members, NULL);
     }
     box.track_id = gst_cv_roi_track_id(roi);
     boxes.push_back(std::move(box));
@@ -111,22 +114,21 @@ void gst_cv_roi_rect(const gfloat *box, guint *x, guint *y, guint *w, guint *h) 
 
 guint64 gst_cv_roi_track_id(GstVideoRegionOfInterestMeta *roi) {
   GstStructure *s = gst_video_region_of_interest_meta_get_param(roi, "object_id");
-  if (!s) return 0;
-  gint id = 0;
-  if (gst_structure_get_int(s, "id", &id)) return id > 0 ? static_cast<guint64>(id) : 0;
-  guint64 wide = 0;
-  return gst_structure_get_uint64(s, "id", &wide) ? wide : 0;
+  const GValue *v = s ? gst_structure_id_get_value(s, gst_cv_roi_fields().id) : nullptr;
+  if (v && G_VALUE_HOLDS_INT(v)) return g_value_get_int(v) > 0 ? g_value_get_int(v) : 0;
+  return v && G_VALUE_HOLDS_UINT64(v) ? g_value_get_uint64(v) : 0;
 }
 
 void gst_cv_roi_set_track_id(GstVideoRegionOfInterestMeta *roi, guint64 id) {
+  const GstCvRoiFields &f = gst_cv_roi_fields(); /* by quark: no lock a box (labels.h) */
   GstStructure *s = gst_video_region_of_interest_meta_get_param(roi, "object_id");
   if (!s) {
-    s = gst_structure_new_empty("object_id");
+    s = gst_structure_new_id_empty(f.object_id);
     gst_video_region_of_interest_meta_add_param(roi, s); /* takes it */
   }
   if (id <= G_MAXINT) {
-    gst_structure_set(s, "id", G_TYPE_INT, static_cast<gint>(id), NULL);
+    gst_structure_id_set(s, f.id, G_TYPE_INT, static_cast<gint>(id), NULL);
   } else {
-    gst_structure_set(s, "id", G_TYPE_UINT64, id, NULL);
+    gst_structure_id_set(s, f.id, G_TYPE_UINT64, id, NULL);
   }
 }

@@ -2,6 +2,8 @@
 
 #include <gst/cudanms/cudanmsmeta.h>
 
+#include <unordered_map>
+
 gboolean gst_cv_label_event_parse(GstEvent *event, gint *class_id, std::string *label) {
   const gchar *text = nullptr;
   if (!gst_cuda_nms_label_event_parse(event, class_id, &text)) return FALSE;
@@ -17,8 +19,31 @@ std::string gst_cv_label_lookup(const std::map<gint, std::string> &labels, gint 
   return std::to_string(class_id);
 }
 
+const GstCvRoiFields &gst_cv_roi_fields() {
+  static const GstCvRoiFields fields = {
+      g_quark_from_static_string("detection"), g_quark_from_static_string("confidence"),
+      g_quark_from_static_string("label"),     g_quark_from_static_string("label_id"),
+      g_quark_from_static_string("members"),   g_quark_from_static_string("x_min"),
+      g_quark_from_static_string("y_min"),     g_quark_from_static_string("x_max"),
+      g_quark_from_static_string("y_max"),     g_quark_from_static_string("object_id"),
+      g_quark_from_static_string("id")};
+  return fields;
+}
+
+GQuark gst_cv_quark(const std::string &name) {
+  thread_local std::unordered_map<std::string, GQuark> known;
+  auto found = known.find(name);
+  if (found != known.end()) return found->second;
+  return known.emplace(name, g_quark_from_string(name.c_str())).first->second;
+}
+
+const gchar *gst_cv_interned(const std::string &name) {
+  return g_quark_to_string(gst_cv_quark(name)); /* a quark's string is interned */
+}
+
 gboolean gst_cv_detection_label_id(const GstStructure *detection, gint *class_id) {
-  const GValue *v = detection ? gst_structure_get_value(detection, "label_id") : nullptr;
+  const GValue *v =
+      detection ? gst_structure_id_get_value(detection, gst_cv_roi_fields().label_id) : nullptr;
   if (!v) return FALSE;
   gint64 id = -1;
   if (G_VALUE_HOLDS_INT(v)) id = g_value_get_int(v);

@@ -131,6 +131,25 @@ void gst_cuda_nms_counts_meta_set_line_labels(GstCudaNmsCountsMeta *meta, guint 
   l->labels = n_labels ? g_memdup2(labels, sizeof(GstCudaNmsLineLabel) * (gsize)n_labels) : NULL;
 }
 
+/* @name interned, through the quark table's lock (one for the whole process) only the first time
+ * a thread sees it: boxcount names every zone of every frame. */
+static const gchar *interned(const gchar *name) {
+  static GPrivate seen = G_PRIVATE_INIT((GDestroyNotify)g_hash_table_unref);
+  GHashTable *table = g_private_get(&seen);
+  const gchar *found;
+  if (name == NULL) return NULL;
+  if (table == NULL) {
+    table = g_hash_table_new(g_str_hash, g_str_equal); /* interned keys: never freed */
+    g_private_set(&seen, table);
+  }
+  found = g_hash_table_lookup(table, name);
+  if (found == NULL) {
+    found = g_intern_string(name);
+    g_hash_table_insert(table, (gpointer)found, (gpointer)found);
+  }
+  return found;
+}
+
 void gst_cuda_nms_counts_meta_set_zone(GstCudaNmsCountsMeta *meta, guint index, const gchar *name,
                                        const gfloat *points, guint n_points,
                                        const GstCudaNmsZoneLabel *labels, guint n_labels) {
@@ -139,7 +158,7 @@ void gst_cuda_nms_counts_meta_set_zone(GstCudaNmsCountsMeta *meta, guint index, 
   z = &meta->zones[index];
   g_free(z->points);
   g_free(z->labels);
-  z->name = g_intern_string(name);
+  z->name = interned(name);
   z->n_points = n_points;
   z->points = n_points ? g_memdup2(points, sizeof(gfloat) * 2 * (gsize)n_points) : NULL;
   z->n_labels = n_labels;

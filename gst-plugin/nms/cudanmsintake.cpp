@@ -104,7 +104,9 @@ void CandidateIntake::set_roi(const GstVideoRegionOfInterestMeta *roi, size_t k)
       const_cast<GstVideoRegionOfInterestMeta *>(roi), "detection");
   if (detection) {
     gint label_id;
-    if (!gst_structure_get_double(detection, "confidence", &confidence)) confidence = 1.0;
+    if (!gst_structure_id_get(detection, gst_cv_roi_fields().confidence, G_TYPE_DOUBLE,
+                              &confidence, NULL))
+      confidence = 1.0;
     if (gst_cv_detection_label_id(detection, &label_id)) class_id = label_id;
   }
   scores_[k] = static_cast<float>(confidence);

@@ -3,6 +3,8 @@
 #include <cudanms/bounded_file.h>
 #include <gst/cudanms/cudanmsmeta.h>
 
+#include "labels.h"
+
 ClassLabels::Table ClassLabels::parse_list(const std::string &text) {
   auto labels = std::make_shared<std::vector<const gchar *>>();
   if (text.find_first_not_of(" \t") == std::string::npos) return labels;
@@ -43,9 +45,7 @@ const gchar *ClassLabels::lookup(int32_t class_id, GQuark roi_type) const {
   if (roi_type != 0) return g_quark_to_string(roi_type);
   const auto it = announced_.find(class_id);
   if (it != announced_.end()) return it->second;
-  gchar number[16];
-  g_snprintf(number, sizeof number, "%d", class_id);
-  return g_intern_string(number);
+  return gst_cv_interned(std::to_string(class_id)); /* no lock a box (labels.h) */
 }
 
 int32_t ClassLabels::published_id(int32_t class_id, GQuark roi_type) const {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "keptboxes.h"
+#include "labels.h"
 
 namespace {
 
@@ -72,27 +73,29 @@ GstCudaNmsResultMeta *gst_cuda_nms_add_result_meta(GstBuffer *buffer,
 void gst_cuda_nms_add_roi_metas(GstBuffer *buffer, const GstCudaNmsResultMeta *result, int width,
                                 int height) {
   const bool normalize = width > 0 && height > 0;
+  const GstCvRoiFields &f = gst_cv_roi_fields(); /* by quark: no lock a box (labels.h) */
   for (guint i = 0; i < result->n_kept; i++) {
     const float *b = result->boxes + 4 * static_cast<size_t>(i);
     guint x, y, w, h;
     gst_cv_roi_rect(b, &x, &y, &w, &h);
-    GstVideoRegionOfInterestMeta *roi =
-        gst_buffer_add_video_region_of_interest_meta(buffer, result->labels[i], x, y, w, h);
+    const gchar *label = result->labels[i];
+    GstVideoRegionOfInterestMeta *roi = gst_buffer_add_video_region_of_interest_meta_id(
+        buffer, label ? gst_cv_quark(label) : 0, x, y, w, h);
     if (!roi) continue;
     GstStructure *detection =
-        gst_structure_new("detection", "confidence", G_TYPE_DOUBLE,
-                          static_cast<double>(result->scores[i]), "label", G_TYPE_STRING,
-                          result->labels[i], NULL);
+        gst_structure_new_id(f.detection, f.confidence, G_TYPE_DOUBLE,
+                             static_cast<double>(result->scores[i]), f.label, G_TYPE_STRING, label,
+                             NULL);
     if (result->class_ids[i] >= 0)
-      gst_structure_set(detection, "label_id", G_TYPE_INT, static_cast<gint>(result->class_ids[i]),
-                        NULL);
+      gst_structure_id_set(detection, f.label_id, G_TYPE_INT,
+                           static_cast<gint>(result->class_ids[i]), NULL);
     if (result->members)
-      gst_structure_set(detection, "members", G_TYPE_UINT, result->members[i], NULL);
+      gst_structure_id_set(detection, f.members, G_TYPE_UINT, result->members[i], NULL);
     if (normalize) {
-      gst_structure_set(detection, "x_min", G_TYPE_DOUBLE, b[0] / static_cast<double>(width),
-                        "y_min", G_TYPE_DOUBLE, b[1] / static_cast<double>(height), "x_max",
-                        G_TYPE_DOUBLE, b[2] / static_cast<double>(width), "y_max", G_TYPE_DOUBLE,
-                        b[3] / static_cast<double>(height), NULL);
+      gst_structure_id_set(detection, f.x_min, G_TYPE_DOUBLE, b[0] / static_cast<double>(width),
+                           f.y_min, G_TYPE_DOUBLE, b[1] / static_cast<double>(height), f.x_max,
+                           G_TYPE_DOUBLE, b[2] / static_cast<double>(width), f.y_max,
+                           G_TYPE_DOUBLE, b[3] / static_cast<double>(height), NULL);
     }
     gst_video_region_of_interest_meta_add_param(roi, detection);
   }

@@ -235,15 +235,15 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
     const bool line = e.kind == cudanms::CountEventKind::kLineCrossed;
     meta->events[i].kind = event_kind(e.kind);
     meta->events[i].name =
-        g_intern_string((line ? lines[e.index].name : zones[e.index].name).c_str());
+        gst_cv_interned(line ? lines[e.index].name : zones[e.index].name);
     meta->events[i].direction = e.direction;
     meta->events[i].track_id = e.track_id;
-    meta->events[i].label = g_intern_string(priv->counter.label_of(e.class_id).c_str());
+    meta->events[i].label = gst_cv_interned(priv->counter.label_of(e.class_id));
     meta->events[i].dwell = static_cast<gdouble>(e.dwell_frames) * priv->clock.frame_seconds();
   }
   for (size_t l = 0; l < lines.size(); l++) {
     const cudanms::LineCounts c = counter.line_counts(l);
-    meta->lines[l] = {g_intern_string(lines[l].name.c_str()),
+    meta->lines[l] = {gst_cv_interned(lines[l].name),
                       static_cast<gfloat>(lines[l].a.x),
                       static_cast<gfloat>(lines[l].a.y),
                       static_cast<gfloat>(lines[l].b.x),
@@ -254,7 +254,7 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
                       nullptr};
     priv->line_labels.clear();
     for (const auto &[label, n] : priv->counter.by_label(l))
-      priv->line_labels.push_back({g_intern_string(label.c_str()), n.in, n.out});
+      priv->line_labels.push_back({gst_cv_interned(label), n.in, n.out});
     gst_cuda_nms_counts_meta_set_line_labels(meta, static_cast<guint>(l), priv->line_labels.data(),
                                              static_cast<guint>(priv->line_labels.size()));
   }
@@ -269,7 +269,7 @@ static void attach_counts(GstBoxCountPrivate *priv, GstBuffer *buf) {
     labels.clear();
     for (const auto &[code, n] : counter.occupancy(z))
       labels.push_back(
-          {g_intern_string(priv->counter.label_of(code).c_str()), static_cast<guint>(n)});
+          {gst_cv_interned(priv->counter.label_of(code)), static_cast<guint>(n)});
     gst_cuda_nms_counts_meta_set_zone(meta, static_cast<guint>(z), zones[z].name.c_str(),
                                       points.data(), static_cast<guint>(zones[z].polygon.size()),
                                       labels.data(), static_cast<guint>(labels.size()));

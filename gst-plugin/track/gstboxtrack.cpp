@@ -285,7 +285,7 @@ static GstFlowReturn gst_box_track_transform_ip(GstBaseTransform *trans, GstBuff
     const gint class_id =
         b.class_id >= 0 || b.label.empty()
             ? b.class_id
-            : -static_cast<gint>(g_quark_from_string(b.label.c_str()) & 0x7fffffff);
+            : -static_cast<gint>(gst_cv_quark(b.label) & 0x7fffffff);
     priv->detections.push_back(
         {b.x1, b.y1, b.x2, b.y2, static_cast<float>(b.score), static_cast<int32_t>(class_id)});
   }
