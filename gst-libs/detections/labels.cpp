@@ -30,14 +30,18 @@ const GstCvRoiFields &gst_cv_roi_fields() {
   return fields;
 }
 
-GQuark gst_cv_quark(const std::string &name) {
-  thread_local std::unordered_map<std::string, GQuark> known;
+GQuark gst_cv_quark(std::string_view name) {
+  /* Keyed by the quarks' own strings, which live as long as the process: a box's lookup hashes
+   * its label and copies nothing. */
+  thread_local std::unordered_map<std::string_view, GQuark> known;
   auto found = known.find(name);
   if (found != known.end()) return found->second;
-  return known.emplace(name, g_quark_from_string(name.c_str())).first->second;
+  const GQuark quark = g_quark_from_string(std::string(name).c_str());
+  known.emplace(g_quark_to_string(quark), quark);
+  return quark;
 }
 
-const gchar *gst_cv_interned(const std::string &name) {
+const gchar *gst_cv_interned(std::string_view name) {
   return g_quark_to_string(gst_cv_quark(name)); /* a quark's string is interned */
 }
 

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 
 /* TRUE and *class_id/ *label filled when @event is such an announcement. */
 gboolean gst_cv_label_event_parse(GstEvent *event, gint *class_id, std::string *label);
@@ -27,9 +28,9 @@ struct GstCvRoiFields {
 const GstCvRoiFields &gst_cv_roi_fields();
 
 /* @name's quark and interned string, from a cache of the calling thread's (the table's lock
- * once a name a thread). */
-GQuark gst_cv_quark(const std::string &name);
-const gchar *gst_cv_interned(const std::string &name);
+ * once a name a thread; no copy of @name after that). */
+GQuark gst_cv_quark(std::string_view name);
+const gchar *gst_cv_interned(std::string_view name);
 
 /* The name of @class_id: the announced label, else @fallback when given, else the number. */
 std::string gst_cv_label_lookup(const std::map<gint, std::string> &labels, gint class_id,
